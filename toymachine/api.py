@@ -1,0 +1,42 @@
+"""The Python API the CLI is a thin layer over.
+
+>>> from toymachine import parse, simulate
+>>> r = simulate(parse(".data x = [1, 2]\\nLOAD x[0], R0\\nLOAD x[1], R1\\nADD R0, R1, R2\\nSTORE R2, y[0]"))
+>>> r.memory["y"], r.cycles
+([3.0], 5)
+"""
+
+from __future__ import annotations
+
+__all__ = ["run_file"]
+
+import sys
+
+from .asm import line_iter
+from .errors import AsmError, Location
+from .machine import resolve_machine
+from .memory import load_data_file
+from .result import Result
+from .simulator import simulate
+
+
+def run_file(path: str, *, machine: str | None = None, registers: int | None = None, data: str | None = None,
+             seed: int = 0, symbolic: bool = False, steps: bool | None = None, dtype: str | None = None,
+             strict_numerics: bool = False) -> Result:
+    """Run a trace file (``-`` = standard input), streaming its lines."""
+    mach = resolve_machine(machine)
+    arrays = load_data_file(data) if data else None
+    kwargs = dict(registers=registers, seed=seed, symbolic=symbolic, steps=steps, dtype=dtype,
+                  strict_numerics=strict_numerics)
+    if path == "-":
+        return simulate(line_iter(sys.stdin.buffer), mach, arrays, file="<stdin>", **kwargs)
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise AsmError(f"no such file: {path}", loc=Location(path), hint="check the path, or pass - to read standard input") from None
+    except IsADirectoryError:
+        raise AsmError(f"{path} is a directory, not a program", loc=Location(path)) from None
+    except OSError as exc:
+        raise AsmError(f"cannot read {path}: {exc.strerror}", loc=Location(path)) from None
+    with fh:
+        return simulate(line_iter(fh), mach, arrays, file=path, **kwargs)

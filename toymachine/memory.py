@@ -1,0 +1,234 @@
+"""DRAM: named arrays, their given or random contents, and their inferred shapes.
+
+An array is *given* (``.data``, ``--data``), *declared* (``.array NAME[d0][d1] [= fill]``),
+or *implied* by the addresses a program uses. A cell read before anything was given
+or written gets a deterministic pseudo-random value: a function of (seed, array name,
+index) alone, so it does not depend on the order of reads or on the array's size.
+Values are approximately standard normal (a scaled sum of four uniforms).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Array", "Memory", "random_value", "random_block", "random_run"]
+
+import zlib
+from typing import Any, Iterable
+
+import numpy as np
+
+from .errors import DataError
+
+_M64 = 0xFFFFFFFFFFFFFFFF
+_GOLDEN = 0x9E3779B97F4A7C15
+_SQRT3 = 3.0 ** 0.5
+
+
+def _mix(z: int) -> int:
+    """splitmix64 finaliser (pure Python)."""
+    z = (z + _GOLDEN) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _base(seed: int, name: str) -> int:
+    return _mix((seed & _M64) ^ (zlib.crc32(name.encode()) << 16))
+
+
+def random_value(seed: int, name: str, index: tuple[int, ...]) -> float:
+    """The deterministic input value of ``name[index]``."""
+    h = _base(seed, name)
+    for i in index:
+        h = _mix(h ^ i)
+    total = 0.0
+    for k in range(1, 5):
+        total += (_mix((h + k * _GOLDEN) & _M64) >> 11) * 2.0 ** -53
+    return (total - 2.0) * _SQRT3
+
+
+def _vmix(z: np.ndarray) -> np.ndarray:
+    z = z + np.uint64(_GOLDEN)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _hash_values(seed: int, name: str, coords: list, shape: tuple[int, ...]) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        h = np.full(shape, _base(seed, name), dtype=np.uint64)
+        for c in coords:
+            h = _vmix(h ^ c)
+        total = np.zeros(shape, dtype=np.float64)
+        for k in range(1, 5):
+            u = (_vmix(h + np.uint64((k * _GOLDEN) & _M64)) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+            total = total + u
+    return (total - 2.0) * _SQRT3
+
+
+def random_block(seed: int, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``random_value`` for every index of ``shape`` at once (vectorised, same values)."""
+    coords = [np.arange(n, dtype=np.uint64).reshape([-1 if a == axis else 1 for a in range(len(shape))])
+              for axis, n in enumerate(shape)]
+    return _hash_values(seed, name, coords, tuple(shape))
+
+
+_CHUNK = 4096
+
+
+def random_run(seed: int, name: str, prefix: tuple[int, ...], start: int, count: int) -> list[float]:
+    """``random_value(prefix + (j,))`` for j in start..start+count-1, as a list."""
+    coords = [np.uint64(i) for i in prefix] + [np.arange(start, start + count, dtype=np.uint64)]
+    return _hash_values(seed, name, coords, (count,)).tolist()
+
+
+class Array:
+    """One DRAM array. ``cells`` maps index tuples to values (scalar machine)."""
+
+    __slots__ = ("name", "shape", "fixed", "given", "fill", "cells", "read", "written", "seed", "line", "_chunks")
+
+    def __init__(self, name: str, shape: tuple[int, ...] | None = None, *, given: bool = False,
+                 fill: float | None = None, seed: int = 0, line: int = 0):
+        self.name = name
+        self.shape = list(shape) if shape is not None else None
+        self.fixed = shape is not None  # a declared/given shape bounds every index
+        self.given = given
+        self.fill = fill
+        self.cells: dict[tuple, Any] = {}
+        self.read = False
+        self.written = False
+        self.seed = seed
+        self.line = line
+        self._chunks: dict = {}
+
+    @property
+    def ndim(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    def check_index(self, index: tuple[int, ...]) -> str | None:
+        """None if ``index`` fits; else a message. Grows an implied shape."""
+        if self.shape is None:
+            self.shape = [i + 1 for i in index]
+            return None
+        if len(index) != len(self.shape):
+            return (f"'{self.name}' has {len(self.shape)} dimension{'s' if len(self.shape) != 1 else ''} "
+                    f"but the address gives {len(index)} ind{'ices' if len(index) != 1 else 'ex'}")
+        for axis, (i, n) in enumerate(zip(index, self.shape)):
+            if i >= n:
+                if self.fixed:
+                    return f"index {i} is outside '{self.name}' (dimension {axis} has size {n}, valid 0..{n - 1})"
+                self.shape[axis] = i + 1
+        return None
+
+    def initial(self, index: tuple[int, ...]) -> float:
+        """Value of a cell nobody wrote: the fill, or the deterministic random input."""
+        if self.fill is not None:
+            return self.fill
+        if not index:
+            return random_value(self.seed, self.name, index)
+        key = (index[:-1], index[-1] // _CHUNK)
+        run = self._chunks.get(key)
+        if run is None:  # values come in vectorised runs along the last axis
+            run = self._chunks[key] = random_run(self.seed, self.name, index[:-1], key[1] * _CHUNK, _CHUNK)
+        return run[index[-1] % _CHUNK]
+
+    def to_nested(self, fmt=lambda v: v) -> list:
+        """Final contents as nested lists; cells never written (and not inputs) are None."""
+        shape = self.shape or []
+        is_input = self.given or self.fill is not None or self.read
+
+        def build(prefix: tuple, axis: int):
+            if axis == len(shape):
+                v = self.cells.get(prefix)
+                if v is None and is_input:
+                    v = self.initial(prefix)
+                return None if v is None else fmt(v)
+            return [build(prefix + (i,), axis + 1) for i in range(shape[axis])]
+
+        return build((), 0) if shape else []
+
+
+class Memory:
+    """All arrays of a run, by name."""
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+        self.arrays: dict[str, Array] = {}
+
+    def get(self, name: str) -> Array:
+        arr = self.arrays.get(name)
+        if arr is None:
+            arr = self.arrays[name] = Array(name, seed=self.seed)
+        return arr
+
+    def give(self, name: str, values, *, round_fn=None, line: int = 0) -> Array:
+        """Install given values (nested lists or an ndarray) for array ``name``."""
+        a = np.asarray(values, dtype=np.float64)
+        if a.ndim == 0:
+            a = a.reshape(1)
+        if round_fn is not None:
+            a = round_fn(a)
+        arr = Array(name, tuple(a.shape), given=True, seed=self.seed, line=line)
+        flat = a.tolist()
+        if a.ndim == 1:
+            arr.cells = {(i,): v for i, v in enumerate(flat)}
+        else:
+            arr.cells = {idx: float(a[idx]) for idx in np.ndindex(*a.shape)}
+        self.arrays[name] = arr
+        return arr
+
+    def declare(self, name: str, shape: tuple[int, ...], fill: float | None = None, line: int = 0) -> Array:
+        arr = Array(name, shape, fill=fill, seed=self.seed, line=line)
+        self.arrays[name] = arr
+        return arr
+
+    def names(self) -> Iterable[str]:
+        return self.arrays.keys()
+
+
+def load_data_file(path: str) -> dict[str, np.ndarray]:
+    """``--data FILE``: YAML mapping name → nested list, or .npy / .npz."""
+    import os
+
+    import yaml
+
+    from .errors import Location
+
+    if not os.path.exists(path):
+        raise DataError(f"no such data file: {path}", loc=Location(path), hint="check the path")
+    try:
+        if path.endswith(".npz"):
+            with np.load(path, allow_pickle=False) as z:
+                return {k: np.asarray(z[k], dtype=np.float64) for k in z.files}
+        if path.endswith(".npy"):
+            name = os.path.splitext(os.path.basename(path))[0]
+            return {name: np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)}
+    except (ValueError, OSError) as exc:
+        raise DataError(f"cannot read {path}: {exc}", loc=Location(path),
+                        hint="a .npy holds one numeric array (named after the file); a .npz holds several") from None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        doc = yaml.safe_load(text)
+    except UnicodeDecodeError:
+        raise DataError(f"data file {path} is not UTF-8 text", loc=Location(path),
+                        hint="use YAML (name: [values]) or .npy/.npz") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        lines = text.splitlines()
+        loc = Location(path, mark.line + 1, mark.column + 1, lines[mark.line] if mark.line < len(lines) else None) if mark else Location(path)
+        raise DataError(f"data file is not valid YAML: {getattr(exc, 'problem', exc)}", loc=loc) from None
+    if not isinstance(doc, dict):
+        raise DataError("a YAML data file must map array names to nested lists", loc=Location(path),
+                        hint="e.g.  x: [1, 2, 3]")
+    out = {}
+    for k, v in doc.items():
+        try:
+            a = np.asarray(v, dtype=np.float64)
+        except (ValueError, TypeError):
+            raise DataError(f"array '{k}' in {path} is not a rectangular list of numbers", loc=Location(path),
+                            hint="every row must have the same length; values must be numbers") from None
+        out[str(k)] = a
+    return out
+
+
+__all__ += ["load_data_file"]

@@ -1,0 +1,112 @@
+"""A run as titled tables of text: the shape every format draws."""
+
+from __future__ import annotations
+
+__all__ = ["Report", "Section", "report_of", "format_number", "value_text"]
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..result import Result
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    note: str = ""
+    align: tuple[str, ...] = ()  # per column: "l" or "r"
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str
+    sections: tuple[Section, ...]
+    notes: tuple[str, ...] = field(default=())
+
+
+def format_number(v: float, digits: int = 6) -> str:
+    """Short, stable text for a float: integers without a point, else 6 significant digits."""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int):
+        return str(v)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:.{digits}g}"
+
+
+def value_text(v: Any, sym: Callable[[Any], str] | None = None) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, (int, float)):
+        return format_number(v)
+    if hasattr(v, "shape"):
+        return f"tile{tuple(v.shape)}"
+    return sym(v) if sym else str(v)
+
+
+def _array_text(values, sym) -> str:
+    if isinstance(values, list):
+        return "[" + ", ".join(_array_text(v, sym) for v in values) + "]"
+    if values is None:
+        return "·"
+    return value_text(values, sym)
+
+
+def report_of(result: Result, *, steps: bool = True, sym: Callable[[Any], str] | None = None) -> Report:
+    """The tables of a run: steps (if kept), summary, operation counts, written arrays."""
+    if sym is None and result.symbolic:
+        from ..symbolic import render as render_expr
+
+        namer = getattr(result, "namer", None)
+        sym = lambda e: render_expr(e, namer, limit=60)  # noqa: E731
+        mem_sym = lambda e: render_expr(e, None, limit=0)  # noqa: E731
+    else:
+        mem_sym = sym
+    sections = []
+    notes = []
+    if steps and result.steps:
+        headers = ("Step", "Instruction") + result.register_names
+        rows = tuple((s.step, s.instruction) + tuple(value_text(v, sym) for v in s.registers) for s in result.steps)
+        sections.append(Section("Steps", headers, rows, align=("r", "l") + ("l",) * len(result.register_names)))
+    elif steps and result.steps_dropped:
+        notes.append(f"{result.instructions} steps: too many to show by default (use --steps to show them)")
+    d = result.to_dict(steps=False)
+    summary = [
+        ("cycles", format_number(result.cycles)),
+        ("instructions", str(result.instructions)),
+        ("DRAM reads", f"{result.dram_reads} ({result.read_bytes} B)"),
+        ("DRAM writes", f"{result.dram_writes} ({result.write_bytes} B)"),
+        ("registers used", str(result.registers_used)),
+    ]
+    for key in ("sram_peak", "time_s"):
+        if key in d:
+            summary.append((key.replace("_", " "), value_text(d[key])))
+    if "flops" in d:
+        summary.append(("flops", ", ".join(f"{k} {v}" for k, v in d["flops"].items())))
+    if result.dtype != "fp64":
+        summary.append(("dtype", result.dtype))
+    if result.alarms or result.underflows:
+        for a in result.alarms:
+            summary.append((f"alarm: {a.kind}", f"step {a.step} (line {a.line}): {a.instruction}"))
+        if result.underflows:
+            fu = result.first_underflow
+            summary.append(("underflows", f"{result.underflows} (first: step {fu.step}, line {fu.line}: {fu.instruction})"))
+    sections.append(Section("Summary", ("Metric", "Value"), tuple(summary), align=("l", "r")))
+    if result.ops:
+        sections.append(Section("Instructions", ("Opcode", "Count"), tuple((k, v) for k, v in result.ops.items()),
+                                align=("l", "r")))
+    written = [(name, vals) for name, vals in result.memory.items() if name in result.written_arrays]
+    if written:
+        sections.append(Section("Memory", ("Array", "Contents"),
+                                tuple((name, _array_text(vals, mem_sym)) for name, vals in written), align=("l", "l")))
+    return Report(result.file, tuple(sections), tuple(notes))
+
+

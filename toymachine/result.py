@@ -1,0 +1,126 @@
+"""The result of a run: counters, final registers and memory, optional step rows.
+
+``Result.to_dict()`` is the JSON contract (``toym run --format json``); its keys are
+documented in the README and pinned by tests.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Result", "Step", "Alarm", "json_value"]
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def json_value(v: Any):
+    """A register/memory value as JSON: numbers; 'inf'/'-inf'/'nan' strings; text for symbols."""
+    if v is None:
+        return None
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return v
+    if isinstance(v, int):
+        return v
+    return str(v)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One executed instruction and the register file after it."""
+
+    step: int
+    line: int
+    instruction: str
+    registers: tuple  # values in Result.register_names order (None = never written)
+
+
+@dataclass(frozen=True)
+class Alarm:
+    """A numerical event: overflow, nan, or division by zero (first of each kind)."""
+
+    kind: str  # overflow | nan | div-by-zero | underflow
+    step: int
+    line: int
+    instruction: str
+    operands: tuple
+    result: Any
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "step": self.step, "line": self.line, "instruction": self.instruction,
+                "operands": [json_value(o) if not hasattr(o, "shape") else f"tile{tuple(o.shape)}" for o in self.operands],
+                "result": json_value(self.result) if not hasattr(self.result, "shape") else f"tile{tuple(self.result.shape)}"}
+
+
+@dataclass(frozen=True)
+class Result:
+    """Everything a run produced. Values are floats (or Expr in symbolic mode)."""
+
+    file: str
+    machine: dict
+    cycles: float
+    instructions: int
+    ops: dict[str, int]
+    dram_reads: int  # elements
+    dram_writes: int  # elements
+    word_bytes: int
+    register_names: tuple[str, ...]
+    registers: dict[str, Any]
+    memory: dict[str, list]
+    steps: tuple[Step, ...] | None = None
+    steps_dropped: bool = False
+    alarms: tuple[Alarm, ...] = ()
+    underflows: int = 0
+    first_underflow: Alarm | None = None
+    symbolic: bool = False
+    dtype: str = "fp64"
+    written_arrays: tuple[str, ...] = ()  # arrays the program stored to
+    extra: dict = field(default_factory=dict)  # tile machine: sram_peak, flops, time_s …
+
+    @property
+    def registers_used(self) -> int:
+        return len(self.register_names)
+
+    @property
+    def read_bytes(self) -> int:
+        return self.dram_reads * self.word_bytes
+
+    @property
+    def write_bytes(self) -> int:
+        return self.dram_writes * self.word_bytes
+
+    def to_dict(self, *, steps: bool = True) -> dict:
+        d: dict = {
+            "file": self.file,
+            "cycles": self.cycles,
+            "instructions": self.instructions,
+            "ops": dict(self.ops),
+            "dram": {"reads": self.dram_reads, "writes": self.dram_writes,
+                     "read_bytes": self.read_bytes, "write_bytes": self.write_bytes},
+            "registers_used": self.registers_used,
+            "registers": {k: json_value(v) for k, v in self.registers.items()},
+            "memory": {k: _nested_json(v) for k, v in self.memory.items()},
+            "machine": self.machine,
+            "dtype": self.dtype,
+            "symbolic": self.symbolic,
+            "alarms": [a.to_dict() for a in self.alarms],
+            "underflows": self.underflows,
+            "first_underflow": self.first_underflow.to_dict() if self.first_underflow else None,
+        }
+        d.update(self.extra)
+        if steps and self.steps is not None:
+            d["steps"] = [
+                {"step": s.step, "line": s.line, "instruction": s.instruction,
+                 "registers": {n: json_value(v) for n, v in zip(self.register_names, s.registers)}}
+                for s in self.steps
+            ]
+        return d
+
+
+def _nested_json(v):
+    if isinstance(v, list):
+        return [_nested_json(x) for x in v]
+    return json_value(v)
