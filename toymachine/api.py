@@ -12,7 +12,7 @@ __all__ = ["run_file"]
 
 import sys
 
-from .asm import line_iter
+from .asm import decode_source, line_iter
 from .errors import AsmError, Location
 from .machine import resolve_machine
 from .memory import load_data_file
@@ -31,7 +31,11 @@ def run_file(path: str, *, machine: str | None = None, registers: int | None = N
     if path == "-":
         return simulate(line_iter(sys.stdin.buffer), mach, arrays, file="<stdin>", **kwargs)
     try:
-        fh = open(path, "rb")
+        with open(path, "rb") as probe:
+            head = probe.read(8192)
+        if b"\x00" in head:
+            decode_source(head, path)  # raises: a binary file
+        fh = open(path, encoding="utf-8", newline=None)
     except FileNotFoundError:
         raise AsmError(f"no such file: {path}", loc=Location(path), hint="check the path, or pass - to read standard input") from None
     except IsADirectoryError:
@@ -39,4 +43,9 @@ def run_file(path: str, *, machine: str | None = None, registers: int | None = N
     except OSError as exc:
         raise AsmError(f"cannot read {path}: {exc.strerror}", loc=Location(path)) from None
     with fh:
-        return simulate(line_iter(fh), mach, arrays, file=path, **kwargs)
+        try:
+            return simulate(fh, mach, arrays, file=path, **kwargs)
+        except UnicodeDecodeError:
+            with open(path, "rb") as raw:
+                decode_source(raw.read(), path)  # raises with the line and column
+            raise

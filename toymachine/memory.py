@@ -106,6 +106,17 @@ class Array:
 
     def check_index(self, index: tuple[int, ...]) -> str | None:
         """None if ``index`` fits; else a message. Grows an implied shape."""
+        shape = self.shape
+        if shape is not None and len(shape) == len(index):  # fast paths: 1-D and 2-D
+            if len(index) == 1:
+                i = index[0]
+                if i < shape[0]:
+                    return None
+                if not self.fixed:
+                    shape[0] = i + 1
+                    return None
+            elif len(index) == 2 and index[0] < shape[0] and index[1] < shape[1]:
+                return None
         if self.shape is None:
             self.shape = [i + 1 for i in index]
             return None
@@ -144,6 +155,11 @@ class Array:
                 return None if v is None else fmt(v)
             return [build(prefix + (i,), axis + 1) for i in range(shape[axis])]
 
+        if len(shape) == 1:  # the common case, without a call per cell
+            get = self.cells.get
+            if is_input:
+                return [fmt(v) if (v := get((i,))) is not None else fmt(self.initial((i,))) for i in range(shape[0])]
+            return [None if (v := get((i,))) is None else fmt(v) for i in range(shape[0])]
         return build((), 0) if shape else []
 
 

@@ -262,17 +262,9 @@ class _Run:
     def miss(self, n: int, text: str):
         """Parse and compile one source line not seen before (text mode)."""
         self.current = (n, text)
-        m = _FAST_LOAD.match(text)
-        if m is not None:  # the common forms skip the general parser
-            idx = tuple(map(int, m.group(2).split("][")))
-            arr = self.array_at(m.group(1), idx, n, 0, False)
-            return (_LOAD, _OP_LOAD, arr, idx, self.slot_of("R" + str(int(m.group(3))), n, 1), (None, text.strip(), False))
-        m = _FAST_STORE.match(text)
-        if m is not None:
-            idx = tuple(map(int, m.group(3).split("][")))
-            s = self.slot_of("R" + str(int(m.group(1))), n, 0)
-            arr = self.array_at(m.group(2), idx, n, 1, True)
-            return (_STORE, _OP_STORE, arr, idx, s, (None, text.strip(), False))
+        code = self._fast_memory_op(n, text)
+        if code is not None:
+            return code
         item = parse_line(text, n, self.file)
         if item is None:
             return _SKIP
@@ -280,6 +272,48 @@ class _Run:
             self.declare(item, self.data)
             return _DIRECTIVE
         return self.compile(item, n, text=_strip_comment(text).strip())
+
+    def _fast_memory_op(self, n: int, text: str):
+        """``LOAD x[i], Rk`` / ``STORE Rk, x[i][j]`` without the general parser (string
+        methods only); anything unusual returns None and takes the general path."""
+        head = text[:5]
+        if head == "LOAD " or head == "load ":
+            lb = text.find("[", 5)
+            rb = text.rfind("]")
+            if lb < 0 or rb < lb:
+                return None
+            comma = text.find(",", rb)
+            if comma < 0 or text[rb + 1:comma].strip():
+                return None
+            name = text[5:lb].strip()
+            reg = text[comma + 1:].strip()
+            inner = text[lb + 1:rb]
+            mem_op, reg_op, store = 0, 1, False
+        elif text[:6] == "STORE " or text[:6] == "store ":
+            comma = text.find(",", 6)
+            lb = text.find("[", comma)
+            rb = text.rfind("]")
+            if comma < 0 or lb < 0 or rb < lb or text[rb + 1:].strip():
+                return None
+            reg = text[6:comma].strip()
+            name = text[comma + 1:lb].strip()
+            inner = text[lb + 1:rb]
+            mem_op, reg_op, store = 1, 0, True
+        else:
+            return None
+        if not (reg[:1] in ("R", "r") and reg[1:].isdigit() and name.isidentifier() and name.isascii()):
+            return None
+        if inner.isdigit():
+            idx = (int(inner),)
+        else:
+            parts = inner.split("][")
+            if not all(p.isdigit() for p in parts):
+                return None
+            idx = tuple(map(int, parts))
+        slot = self.slot_of("R" + str(int(reg[1:])), n, reg_op)
+        arr = self.array_at(name, idx, n, mem_op, store)
+        return (_STORE if store else _LOAD, _OP_STORE if store else _OP_LOAD, arr, idx, slot,
+                (None, text.strip(), False))
 
     def at(self, n: int, key, text_mode: bool) -> int:
         """The source line of the current step (and remember its text for errors)."""
@@ -403,8 +437,6 @@ _CACHE_LIMIT = 500_000  # distinct compiled lines kept; bounds memory on huge tr
 _MAY_UNDERFLOW = frozenset({"MUL", "MAC", "MAC_Z", "DIV", "EXP"})
 _OP_LOAD = _OPINDEX["LOAD"]
 _OP_STORE = _OPINDEX["STORE"]
-_FAST_LOAD = re.compile(r"[ \t]*(?:LOAD|load)[ \t]+([A-Za-z_]\w*)\[(\d+(?:\]\[\d+)*)\][ \t]*,[ \t]*[Rr](\d+)\s*$")
-_FAST_STORE = re.compile(r"[ \t]*(?:STORE|store)[ \t]+[Rr](\d+)[ \t]*,[ \t]*([A-Za-z_]\w*)\[(\d+(?:\]\[\d+)*)\]\s*$")
 
 
 def _rounded(fn: Callable, rnd: Callable) -> Callable:
