@@ -43,6 +43,8 @@ class DType:
         """Round a Python float to this format (returned as a Python float)."""
         if self.name == "fp64" or x != x or x == 0.0 or x in (math.inf, -math.inf):
             return x
+        if abs(x) >= (2.0 - 2.0 ** -(self.mant_bits + 1)) * 2.0 ** self.emax:
+            return math.copysign(math.inf, x)  # at or past the midpoint above max: overflow
         m, e = math.frexp(x)  # x = m * 2**e, 0.5 <= |m| < 1
         # quantum: spacing of representable numbers around x
         q = max(e - 1, self.emin) - self.mant_bits
