@@ -135,6 +135,12 @@ def isa(fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output 
     write_output(render_report(isa_report(), fmt.value), None)
 
 
+from .cli_gen import SWEEP_CONTEXT, gen_app, sweep_command  # noqa: E402  (registered once the app exists)
+
+app.add_typer(gen_app, name="gen")
+app.command("sweep", context_settings=SWEEP_CONTEXT)(sweep_command)
+
+
 def main() -> None:
     try:
         app()

@@ -1,0 +1,131 @@
+"""`toym gen`: text out, piping into `toym run -`, data flags, tile level, errors (exit 2)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import PROGRAMS, ROOT
+from toymachine import parse, parse_file
+
+
+def test_gen_matmul_pipes_into_run(toym):
+    code, text, _ = toym("gen", "matmul", "--n", "2", "--registers", "3", "--schedule", "inner")
+    assert code == 0 and text.startswith("; C = A·B")
+    code, out, _ = toym("run", "-", "-f", "json", input=text)
+    d = json.loads(out)
+    a, b = (np.array(decl.values) for decl in parse(text).arrays)
+    assert code == 0 and d["cycles"] == 25 and d["ops"]["LOAD"] == 13
+    np.testing.assert_array_equal(np.array(d["memory"]["c"]), a @ b)
+
+
+def test_real_shell_pipe():
+    """`toym gen … | toym run -` through two processes, as a user types it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    gen = subprocess.run([sys.executable, "-m", "toymachine", "gen", "softmax", "--n", "5", "--algo", "safe"],
+                         capture_output=True, text=True, env=env, check=True)
+    run = subprocess.run([sys.executable, "-m", "toymachine", "run", "-", "-f", "json"], input=gen.stdout,
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    d = json.loads(run.stdout)
+    x = np.array(parse(gen.stdout).arrays[0].values)
+    e = np.exp(x - x.max())
+    np.testing.assert_allclose(d["memory"]["out"], e / e.sum())
+    assert (d["dram"]["reads"], d["dram"]["writes"]) == (15, 5)
+
+
+def test_gen_softmax_is_the_bundled_seed_program(toym):
+    code, text, _ = toym("gen", "softmax", "--n", "6", "--algo", "online")
+    assert [str(i) for i in parse(text).instrs] == [str(i) for i in parse_file(str(PROGRAMS / "softmax_online.asm")).instrs]
+
+
+def test_no_data_and_seed(toym):
+    _, with_data, _ = toym("gen", "variance", "--n", "4", "--seed", "3")
+    _, other_seed, _ = toym("gen", "variance", "--n", "4", "--seed", "4")
+    _, without, _ = toym("gen", "variance", "--n", "4", "--no-data")
+    assert ".data x = [" in with_data and with_data != other_seed and ".data" not in without
+    code, out, _ = toym("run", "-", "-f", "json", input=without)
+    assert code == 0 and json.loads(out)["dram"]["reads"] == 4
+
+
+def test_output_file(toym, tmp_path):
+    path = tmp_path / "attn.asm"
+    code, out, _ = toym("gen", "attention", "--n", "3", "--d", "2", "--order", "outer", "--output-slots", "1", "-o", path)
+    assert code == 0 and out == ""
+    code, out, _ = toym("run", path, "--no-steps", "-f", "json")
+    assert code == 0 and len(json.loads(out)["memory"]["o"]) == 3
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("matmul", "--registers", "2"), "at least 3 registers"),
+    (("matmul", "--n", "0"), "--n must be at least 1"),
+    (("variance", "--n", "1"), "at least 2"),
+    (("attention", "--registers", "4"), "needs 9 registers"),
+    (("attention", "--sram", "100"), "--sram is not an option of --level scalar"),
+    (("attention", "--level", "tile", "--order", "outer"), "--order is not an option of --level tile"),
+    (("attention", "--order", "inner", "--output-slots", "2"), "--output-slots is for --order outer"),
+])
+def test_errors_exit_2_without_traceback(toym, args, needle):
+    code, out, err = toym("gen", *args)
+    assert code == 2 and out == "" and needle in err and "Traceback" not in err
+
+
+def test_tile_level_is_delegated_or_clearly_missing(toym):
+    try:
+        import toymachine.gen.tile  # noqa: F401
+    except ModuleNotFoundError:
+        code, out, err = toym("gen", "attention", "--level", "tile", "--n", "64", "--d", "16")
+        assert code == 2 and "toymachine.gen.tile" in err and "not installed" in err
+    else:  # the tile engineer's generator exists: it must produce a program
+        code, out, err = toym("gen", "attention", "--level", "tile", "--n", "64", "--d", "16")
+        assert code == 0 and out.strip(), err
+
+
+def test_tile_level_passes_the_documented_keywords(toym, monkeypatch):
+    import types
+
+    from toymachine.program import Program
+
+    seen = {}
+
+    def attention_program(**kwargs):
+        seen.update(kwargs)
+        return Program((), header=("tile program",))
+
+    monkeypatch.setitem(sys.modules, "toymachine.gen.tile", types.SimpleNamespace(attention_program=attention_program))
+    code, out, err = toym("gen", "attention", "--level", "tile", "--n", "128", "--d", "8", "--algo", "fa1",
+                          "--block-m", "16", "--block-n", "32", "--sram", "4096", "--causal", "--pass", "backward",
+                          "--batch", "2", "--heads", "3", "--variant", "no-rescale", "--no-data")
+    assert code == 0, err
+    assert out == "; tile program\n"
+    assert seen == dict(n=128, d=8, algo="fa1", block_m=16, block_n=32, sram_words=4096, causal=True,
+                        pass_="backward", batch=2, heads=3, variant="no-rescale", with_data=False)
+
+
+def test_readme_gen_and_sweep_commands_work(toym, tmp_path):
+    """Every `toym gen` / `toym sweep` line in the README runs (exit 0) as written."""
+    import shlex
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = [line.strip() for line in readme.splitlines()
+             if line.strip().startswith(("toym gen ", "toym sweep "))]
+    assert len(lines) >= 6
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for line in lines:
+            command = line.split("#")[0].strip()
+            first = command.split("|")[0].strip()
+            args = shlex.split(first)[1:]
+            if "--plot" in args:
+                pytest.importorskip("matplotlib")
+            code, out, err = toym(*args)
+            assert code == 0, (line, err)
+            if "|" in command:
+                code, _, err = toym(*shlex.split(command.split("|")[1])[1:], input=out)
+                assert code == 0, (line, err)
+    finally:
+        os.chdir(cwd)

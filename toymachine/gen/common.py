@@ -1,0 +1,92 @@
+"""What every generator shares: an instruction builder, input data, header text.
+
+Generators build ``Instr``/``Reg``/``Mem`` values directly (never text to be parsed) and
+return a ``Program`` whose header says what it computes, its parameters and its cost.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ProgramBuilder", "input_values", "check_int", "check_choice", "cli_line"]
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..memory import random_block
+from ..program import ArrayDecl, Instr, Mem, Program, Reg
+
+
+class ProgramBuilder:
+    """Appends instructions; registers are named ``R0``, ``R1``… by number.
+
+    ``Reg`` values are cached (a generated softmax of n = 10⁵ names R0 a million times).
+    """
+
+    __slots__ = ("instrs", "_regs", "_ops")
+
+    def __init__(self) -> None:
+        self.instrs: list[Instr] = []
+        self._regs: dict[int, Reg] = {}
+        self._ops: dict[tuple, Instr] = {}  # register-only instructions are values: share them
+
+    def reg(self, number: int) -> Reg:
+        r = self._regs.get(number)
+        if r is None:
+            r = self._regs[number] = Reg(f"R{number}")
+        return r
+
+    def load(self, array: str, index: tuple[int, ...], dest: int) -> None:
+        """``LOAD array[index], R<dest>``: one DRAM word into a register."""
+        self.instrs.append(Instr("LOAD", (Mem(array, index), self.reg(dest))))
+
+    def store(self, source: int, array: str, index: tuple[int, ...]) -> None:
+        """``STORE R<source>, array[index]``: one register into a DRAM word."""
+        self.instrs.append(Instr("STORE", (self.reg(source), Mem(array, index))))
+
+    def op(self, mnemonic: str, *registers: int) -> None:
+        """A register-to-register instruction, operands in the seed's order (``SUB Ra, Rb, Rd``)."""
+        key = (mnemonic, *registers)
+        instr = self._ops.get(key)
+        if instr is None:
+            instr = self._ops[key] = Instr(mnemonic, tuple(self.reg(r) for r in registers))
+        self.instrs.append(instr)
+
+    def program(self, header: Sequence[str], arrays: Iterable[ArrayDecl] = ()) -> Program:
+        return Program(tuple(self.instrs), tuple(arrays), header=tuple(header))
+
+
+def input_values(seed: int, name: str, shape: tuple[int, ...], *, integers: bool = False) -> list:
+    """Deterministic inputs for ``.data``: the simulator's own random values for ``name``
+    (a function of seed, name and index), rounded to 2 decimals — or to integers in
+    −4..4 (``integers``), which keep a matmul's products exact and readable."""
+    values = random_block(seed, name, shape)
+    values = np.clip(np.rint(values * 2.0), -4, 4) if integers else np.round(values, 2)
+    return (values + 0.0).tolist()  # + 0.0 turns −0.0 into 0.0
+
+
+def check_int(name: str, value, minimum: int, why: str = "") -> int:
+    """``value`` as an int ≥ ``minimum``, else a ConfigError naming the option."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(f"--{name.replace('_', '-')} must be a whole number, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"--{name.replace('_', '-')} must be at least {minimum}, got {value}",
+                          hint=why or None)
+    return int(value)
+
+
+def check_choice(name: str, value: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ConfigError(f"--{name.replace('_', '-')} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def cli_line(generator: str, **params) -> str:
+    """The ``toym gen`` command line that regenerates a program (for its header)."""
+    parts = [f"toym gen {generator}"]
+    for key, value in params.items():
+        if value is None:
+            continue
+        flag = "--" + key.replace("_", "-")
+        parts.append(f"{flag} {value}")
+    return " ".join(parts)
