@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from toymachine import AsmError, parse
 from toymachine.asm import parse_literal
 from toymachine.isa import ISA
-from toymachine.program import ArrayDecl, Instr, Mem, Program, Reg
+from toymachine.program import ArrayDecl, Instr, Mem, Program, Reg, Span
 
 
 def test_case_insensitive_mnemonics_and_registers():
@@ -85,14 +85,19 @@ def test_literal_parser_rejects_code():
 
 
 # -- round trip: parse(p.to_text()) == p --------------------------------------------------
-regs = st.integers(0, 12).map(lambda i: Reg(f"R{i}"))
+regs = st.builds(lambda kind, i: Reg(f"{kind}{i}"), st.sampled_from("RT"), st.integers(0, 12))
+src_regs = st.builds(lambda r, t: Reg(r.name, transpose=t and r.name[0] == "T"), regs, st.booleans())
+spans = st.builds(lambda a, n: Span(a, None if a is None or n is None else a + n),
+                  st.one_of(st.none(), st.integers(0, 20)), st.one_of(st.none(), st.integers(1, 64)))
 mems = st.builds(lambda n, idx: Mem(n, tuple(idx)), st.sampled_from(["a", "b", "x", "out"]),
-                 st.lists(st.integers(0, 20), min_size=1, max_size=3))
+                 st.lists(st.one_of(st.integers(0, 20), spans), min_size=1, max_size=3))
+imms = st.one_of(st.integers(0, 100), st.floats(allow_nan=False, width=64))
+OPERANDS = {"mem": mems, "src": src_regs, "dst": regs, "imm": imms}
 
 
 def instr_for(op):
     spec = ISA[op]
-    parts = [mems if k == "mem" else regs for k in spec.signature]
+    parts = [OPERANDS[k] for k in spec.signature]
     return st.tuples(*parts).map(lambda args: Instr(op, tuple(args)))
 
 

@@ -264,3 +264,6 @@ def variance_cost(n: int, **_) -> Cost:
 
 def variance_bound(n: int, **_) -> Bound:
     return Bound(n, 2, n + 2, "every input read once, every output written once")
+
+
+from .cost_tile import TileCost, attention_tile_cost, paper_blocks  # noqa: E402,F401  (the tile machine: cost_tile.py)

@@ -5,11 +5,17 @@ or *implied* by the addresses a program uses. A cell read before anything was gi
 or written gets a deterministic pseudo-random value: a function of (seed, array name,
 index) alone, so it does not depend on the order of reads or on the array's size.
 Values are approximately standard normal (a scaled sum of four uniforms).
+
+Storage follows the access: an array the program touches element by element keeps a
+dict of cells (the scalar machine); an array it moves in blocks (tile LOAD/STORE) is a
+dense ndarray (HBM). Given data stays an ndarray until an element access needs cells.
+Either way a never-written, never-given cell reads as the same random value
+(``random_block`` is the vectorised ``random_value``).
 """
 
 from __future__ import annotations
 
-__all__ = ["Array", "Memory", "random_value", "random_block", "random_run"]
+__all__ = ["Array", "Memory", "random_value", "random_block", "random_run", "SCALAR", "TILE"]
 
 import zlib
 from typing import Any, Iterable
@@ -81,10 +87,15 @@ def random_run(seed: int, name: str, prefix: tuple[int, ...], start: int, count:
     return _hash_values(seed, name, coords, (count,)).tolist()
 
 
-class Array:
-    """One DRAM array. ``cells`` maps index tuples to values (scalar machine)."""
+SCALAR, TILE = "scalar", "tile"  # Array.mode: how the program accesses it (None: not yet)
 
-    __slots__ = ("name", "shape", "fixed", "given", "fill", "cells", "read", "written", "seed", "line", "_chunks")
+
+class Array:
+    """One DRAM array. ``cells`` maps index tuples to values (scalar machine); ``dense``
+    holds the whole array (tile machine, or given data not yet accessed by element)."""
+
+    __slots__ = ("name", "shape", "fixed", "given", "fill", "cells", "read", "written", "seed", "line", "_chunks",
+                 "dense", "mode", "pending", "regions", "round_fn", "tile_reads", "tile_writes", "viewed")
 
     def __init__(self, name: str, shape: tuple[int, ...] | None = None, *, given: bool = False,
                  fill: float | None = None, seed: int = 0, line: int = 0):
@@ -99,6 +110,79 @@ class Array:
         self.seed = seed
         self.line = line
         self._chunks: dict = {}
+        self.dense: np.ndarray | None = None  # tile mode (or given data): the whole array
+        self.mode: str | None = None
+        self.pending = False  # dense cells not yet written hold no value yet (random on first read)
+        self.regions: list | None = None  # indices stored to, while the array may hold unwritten cells
+        self.round_fn = None
+        self.tile_reads = 0  # words moved by tile LOAD/STORE (per-array traffic)
+        self.tile_writes = 0
+        self.viewed = False  # a register may hold a view of ``dense`` (tile LOADs do not copy)
+
+    # -- the two storage modes ---------------------------------------------------------
+    def use_scalar(self) -> None:
+        """Element access: keep cells in a dict (built once from given data)."""
+        if self.dense is not None:
+            a = self.dense
+            if a.ndim == 1:
+                self.cells = {(i,): v for i, v in enumerate(a.tolist())}
+            else:
+                self.cells = dict(zip(np.ndindex(*a.shape), a.ravel().tolist()))
+            self.dense = None
+        self.mode = SCALAR
+
+    def use_tile(self, round_fn=None) -> None:
+        """Block access: hold the array as one float64 ndarray (its shape must be fixed).
+
+        Given/filled arrays are complete at once; otherwise unwritten cells get their
+        random input values on the first read (``materialise``) and ``regions`` remembers
+        what was stored so that never-written cells of an output stay null.
+        """
+        if self.mode == TILE:
+            return
+        shape = tuple(self.shape)
+        self.round_fn = round_fn
+        if self.dense is None:
+            if self.fill is not None:
+                self.dense = np.full(shape, self.fill, dtype=np.float64)
+            else:
+                self.dense = np.zeros(shape, dtype=np.float64)
+                if not self.given:
+                    self.pending = True
+                    self.regions = []
+            for idx, v in self.cells.items():  # cells the scalar machine already wrote (or was given)
+                self.dense[idx] = v
+                if self.regions is not None:
+                    self.regions.append(idx)
+            self.cells = {}
+        self.mode = TILE
+
+    def detach(self, registers: list) -> None:
+        """Before ``dense`` is written: registers holding views of it get copies (a register's
+        value never changes behind its back)."""
+        dense = self.dense
+        for k, v in enumerate(registers):
+            if type(v) is np.ndarray and v.base is dense:
+                registers[k] = v.copy()
+        self.viewed = False
+
+    def written_mask(self) -> np.ndarray:
+        mask = np.zeros(tuple(self.shape), dtype=bool)
+        for idx in self.regions or ():
+            mask[idx] = True
+        return mask
+
+    def materialise(self) -> None:
+        """Give every cell never written its (deterministic random) input value."""
+        if not self.pending:
+            return
+        init = random_block(self.seed, self.name, tuple(self.shape))
+        if self.round_fn is not None:
+            with np.errstate(all="ignore"):
+                init = self.round_fn(init)
+        self.dense = np.where(self.written_mask(), self.dense, init) if self.regions else init
+        self.pending = False
+        self.regions = None
 
     @property
     def ndim(self) -> int | None:
@@ -146,6 +230,8 @@ class Array:
         """Final contents as nested lists; cells never written (and not inputs) are None."""
         shape = self.shape or []
         is_input = self.given or self.fill is not None or self.read
+        if self.dense is not None:
+            return self._dense_nested(is_input)
 
         def build(prefix: tuple, axis: int):
             if axis == len(shape):
@@ -161,6 +247,28 @@ class Array:
                 return [fmt(v) if (v := get((i,))) is not None else fmt(self.initial((i,))) for i in range(shape[0])]
             return [None if (v := get((i,))) is None else fmt(v) for i in range(shape[0])]
         return build((), 0) if shape else []
+
+    def _dense_nested(self, is_input: bool) -> list:
+        if is_input:
+            self.materialise()
+        if not self.pending:
+            return self.dense.tolist()
+        mask = self.written_mask()
+        if mask.all():
+            return self.dense.tolist()
+        out = self.dense.astype(object)
+        out[~mask] = None
+        return out.tolist()
+
+    def to_array(self) -> np.ndarray:
+        """Final contents as a float64 ndarray (never-written output cells are NaN)."""
+        if self.dense is not None:
+            if self.given or self.fill is not None or self.read:
+                self.materialise()
+            if not self.pending:
+                return self.dense.copy()
+            return np.where(self.written_mask(), self.dense, np.nan)
+        return np.array(self.to_nested(), dtype=np.float64)
 
 
 class Memory:
@@ -178,17 +286,14 @@ class Memory:
 
     def give(self, name: str, values, *, round_fn=None, line: int = 0) -> Array:
         """Install given values (nested lists or an ndarray) for array ``name``."""
-        a = np.asarray(values, dtype=np.float64)
+        a = np.array(values, dtype=np.float64)  # a copy: the run never writes the caller's array
         if a.ndim == 0:
             a = a.reshape(1)
         if round_fn is not None:
-            a = round_fn(a)
+            with np.errstate(all="ignore"):
+                a = round_fn(a)
         arr = Array(name, tuple(a.shape), given=True, seed=self.seed, line=line)
-        flat = a.tolist()
-        if a.ndim == 1:
-            arr.cells = {(i,): v for i, v in enumerate(flat)}
-        else:
-            arr.cells = {idx: float(a[idx]) for idx in np.ndindex(*a.shape)}
+        arr.dense = a  # cells are built on the first element access (``use_scalar``)
         self.arrays[name] = arr
         return arr
 

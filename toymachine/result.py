@@ -6,11 +6,14 @@ documented in the README and pinned by tests.
 
 from __future__ import annotations
 
-__all__ = ["Result", "Step", "Alarm", "json_value"]
+__all__ = ["Result", "Step", "Alarm", "MemoryView", "json_value"]
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterator
+
+import numpy as np
 
 
 def json_value(v: Any):
@@ -25,7 +28,44 @@ def json_value(v: Any):
         return v
     if isinstance(v, int):
         return v
+    if hasattr(v, "tolist"):  # a tile (ndarray)
+        return _nested_json(v.tolist())
     return str(v)
+
+
+class MemoryView(Mapping):
+    """Every array's final contents as nested lists, made on first access (a tile run's
+    arrays can hold millions of words; most callers read one or two)."""
+
+    def __init__(self, arrays: dict, convert: Callable | None = None):
+        self._arrays = arrays  # name → memory.Array, final state
+        self._convert = convert
+        self._lists: dict[str, list] = {}
+
+    def __getitem__(self, name: str) -> list:
+        got = self._lists.get(name)
+        if got is None:
+            arr = self._arrays[name]
+            got = self._lists[name] = self._convert(arr) if self._convert else arr.to_nested()
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def __repr__(self) -> str:
+        return f"MemoryView({', '.join(self._arrays)})"
+
+    def array(self, name: str) -> np.ndarray:
+        """One array's final contents as float64 (cells never written: NaN)."""
+        if name not in self._arrays:
+            raise KeyError(f"no array named {name!r} (arrays: {', '.join(self._arrays)})")
+        arr = self._arrays[name]
+        if self._convert is None:
+            return arr.to_array()
+        return np.array(self[name], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -83,6 +123,13 @@ class Result:
     @property
     def registers_used(self) -> int:
         return len(self.register_names)
+
+    def array(self, name: str) -> np.ndarray:
+        """Final contents of array ``name`` as a float64 ndarray of its declared shape
+        (cells never written are NaN) — the API for comparing with numpy or a GPU kernel."""
+        if isinstance(self.memory, MemoryView):
+            return self.memory.array(name)
+        return np.array(self.memory[name], dtype=np.float64)
 
     @property
     def read_bytes(self) -> int:

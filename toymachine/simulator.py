@@ -12,6 +12,11 @@ counted (it is normal in a softmax).
 
 Costs on the scalar machine: every instruction costs ``machine.op_cycles(op)``; each
 LOAD reads one word of DRAM and each STORE writes one.
+
+The tile machine ("Element is Tile", seed 000) runs in the same loop: instructions that
+name T registers or blocks are compiled by ``toymachine.tile`` into kinds placed after
+every scalar kind, so scalar traces run exactly as before. ``toymachine.tile`` documents
+their semantics, the SRAM accounting and the FLOP counts; ``Machine`` the cost formula.
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ from .dtypes import get_dtype
 from .errors import AsmError, DataError, Location, MachineLimitError, NumericsError, RuntimeFault, ToyMachineError
 from .isa import ISA, MNEMONICS
 from .machine import DEFAULT_MACHINE, Machine
-from .memory import Memory
+from .memory import TILE, Memory
 from .program import ArrayDecl, Instr, Mem, Program, Reg
-from .result import Alarm, Result, Step
+from .result import Alarm, MemoryView, Result, Step
 from .symbolic import SYMBOLIC_OPS, Expr, Namer, const, leaf
+from .tile import (MM, SFU, TLOAD, TOP, TSTORE, VEC, bad_store, compile_element, compile_tile, sram_full, tile_event,
+                   tile_rounder)
 
 DEFAULT_STEP_LIMIT = 200  # steps shown by default only for programs this short
 
@@ -66,7 +73,15 @@ class _Run:
         self.slots: dict[str, int] = {}
         self.names: list[str] = []
         self.regs: list[Any] = []
-        self.counts = [0] * len(MNEMONICS)
+        self.counts = [0] * (2 * len(MNEMONICS))  # scalar instructions, then tile instructions
+        # the tile machine: words each register holds in SRAM (T registers), R registers named
+        self.sizes: list[int] = []
+        self.n_scalar = 0
+        self.sram_occ = 0  # words held by T registers now
+        self.sram_peak = 0  # most words T registers ever held at once
+        self.flops = [0, 0, 0]  # tile FLOPs: matmul, vector, special-function (EXP/LOG)
+        self.tile_reads = self.tile_writes = 0
+        self.flush = False  # an array switched to tile storage: recompile cached word accesses
         self.steps: list[Step] = []
         self.steps_dropped = False
         self.alarms: list[Alarm] = []
@@ -111,25 +126,32 @@ class _Run:
         if s is not None:
             return s
         limit = self.machine.registers
-        if limit is not None:
+        tile_reg = reg.name[:1] == "T"  # T registers live in SRAM: sram_words bounds them, not `registers`
+        if limit is not None and not tile_reg:
             idx = reg.index
-            if (idx is not None and idx >= limit) or len(self.names) >= limit:
+            if (idx is not None and idx >= limit) or self.n_scalar >= limit:
                 what = f"{reg.name} is beyond them" if idx is not None and idx >= limit else \
-                    f"{reg.name} would be register number {len(self.names) + 1}"
+                    f"{reg.name} would be register number {self.n_scalar + 1}"
                 raise MachineLimitError(
                     f"machine has {limit} register{'s' if limit != 1 else ''} (R0–R{limit - 1}); {what}",
                     loc=self._loc(line, operand),
                     hint=f"use --registers {max(limit + 1, (idx or 0) + 1)} or a machine file with more registers")
+        if not tile_reg:
+            cap = self.machine.sram_words
+            if cap is not None and self.n_scalar + 1 + self.sram_peak > cap:
+                raise MachineLimitError(
+                    f"SRAM overflow: {reg.name} would be word {self.n_scalar + 1 + self.sram_peak} of SRAM "
+                    f"but the machine has sram_words = {cap}", loc=self._loc(line, operand),
+                    hint="every R register the program names occupies one word of SRAM; use fewer")
+            self.n_scalar += 1
         s = len(self.names)
         self.slots[reg.name] = s
         self.names.append(reg.name)
         self.regs.append(None)
+        self.sizes.append(0)
         return s
 
     def array_for(self, mem: Mem, line: int, operand: int, write: bool):
-        if not mem.is_scalar:
-            raise AsmError(f"'{mem}' is a block of memory; the scalar machine moves one word at a time",
-                           loc=self._loc(line, operand), hint="use an element address like x[3]")
         return self.array_at(mem.array, mem.index, line, operand, write)
 
     def array_at(self, name: str, index: tuple, line: int, operand: int, write: bool):
@@ -144,6 +166,8 @@ class _Run:
             arr.read = True
         if name not in self.used_arrays:
             self.used_arrays[name] = line
+        if arr.mode is None:
+            arr.use_scalar()
         return arr
 
     def slot_of(self, name: str, line: int, operand: int) -> int:
@@ -152,17 +176,27 @@ class _Run:
 
     def compile(self, ins: Instr, line: int, text: str | None = None) -> tuple:
         spec = ISA[ins.op]
+        a = ins.args
+        if spec.level == "tile" or any(_is_tile_operand(x) for x in a):
+            return compile_tile(self, ins, line, text)
         kind = _KIND[spec.kind]
         op = _OPINDEX[ins.op]
-        a = ins.args
-        # (instruction, its text, whether a zero result may be an underflow)
-        tag = (ins, text or str(ins), ins.op in _MAY_UNDERFLOW)
+        for pos, x in enumerate(a):
+            if isinstance(x, Reg) and x.transpose:
+                raise AsmError(f"{x.name} holds one word; it has no transpose", loc=self._loc(line, pos),
+                               hint="drop the .T suffix (transposes are for tile registers T0, T1, …)")
+        # (instruction, its text — None: str(instruction) when needed —, whether a zero result may be an underflow)
+        tag = (ins, text, ins.op in _MAY_UNDERFLOW)
         if kind == _LOAD:
             arr = self.array_for(a[0], line, 0, write=False)
+            if arr.mode == TILE:
+                return compile_element(self, ins, line, text, arr)
             return (_LOAD, op, arr, a[0].index, self.slot(a[1], line, 1), tag)
         if kind == _STORE:
             s = self.slot(a[0], line, 0)
             arr = self.array_for(a[1], line, 1, write=True)
+            if arr.mode == TILE:
+                return compile_element(self, ins, line, text, arr)
             return (_STORE, op, arr, a[1].index, s, tag)
         fn = self.fns[ins.op]
         srcs = [self.slot(r, line, i) for i, r in enumerate(a[:-1])]
@@ -174,6 +208,13 @@ class _Run:
             raise AsmError(f"array '{decl.name}' is used on line {self.used_arrays[decl.name]} before it is declared",
                            loc=self._loc(decl.line), hint="put .data/.array directives before the code")
         if data and decl.name in data:
+            given = self.memory.arrays.get(decl.name)
+            if decl.values is None and given is not None and given.shape is not None \
+                    and tuple(given.shape) != tuple(decl.shape):
+                dims = "".join(f"[{d}]" for d in decl.shape)
+                raise DataError(f"data for '{decl.name}' has shape {tuple(given.shape)} but the program declares "
+                                f"{decl.name}{dims}", loc=self._loc(decl.line),
+                                hint=f"give '{decl.name}' as an array of shape {tuple(decl.shape)}")
             return  # --data overrides the inline values
         rnd = None if self.symbolic else self.dt.round_array
         if decl.values is not None and self.symbolic:
@@ -187,20 +228,22 @@ class _Run:
             self.memory.declare(decl.name, decl.shape, fill, line=decl.line)
 
     # -- numerics -----------------------------------------------------------------------
-    def _alarm(self, kind: str, line: int, code: tuple, operands: tuple, result) -> None:
-        alarm = Alarm(kind, self.step, line, code[-1][1], operands, result)
+    def _alarm(self, kind: str, line: int, code: tuple, operands: tuple, result, *, where: str = "",
+               count: int = 1) -> None:
+        """Record a numerical event (``where``: the element of a tile; ``count``: elements)."""
         if kind == "underflow":
-            self.underflows += 1
+            self.underflows += count
             if self.first_underflow is None:
-                self.first_underflow = alarm
+                self.first_underflow = Alarm(kind, self.step, line, _text(code) + where, operands, result)
             return
         if kind in self.alarm_kinds:
             return
+        alarm = Alarm(kind, self.step, line, _text(code) + where, operands, result)
         self.alarm_kinds.add(kind)
         self.alarms.append(alarm)
         if self.strict:
             ops = ", ".join(_fmt(o) for o in operands)
-            raise NumericsError(f"{kind} at step {self.step}: {code[-1][1]} with operands ({ops}) gave {_fmt(result)}",
+            raise NumericsError(f"{kind} at step {self.step}: {alarm.instruction} with operands ({ops}) gave {_fmt(result)}",
                                 loc=self._loc(line), hint="this is --strict-numerics; run without it to see all alarms")
 
     def numeric_event(self, line: int, code: tuple, operands: tuple, r, exc: BaseException | None = None):
@@ -273,6 +316,10 @@ class _Run:
             return _DIRECTIVE
         return self.compile(item, n, text=_strip_comment(text).strip())
 
+    def _tile_state(self) -> tuple:
+        cap = self.machine.sram_words
+        return (self.sram_occ, self.sram_peak, (1 << 62) if cap is None else cap, tile_rounder(self))
+
     def _fast_memory_op(self, n: int, text: str):
         """``LOAD x[i], Rk`` / ``STORE Rk, x[i][j]`` without the general parser (string
         methods only); anything unusual returns None and takes the general path."""
@@ -312,6 +359,8 @@ class _Run:
             idx = tuple(map(int, parts))
         slot = self.slot_of("R" + str(int(reg[1:])), n, reg_op)
         arr = self.array_at(name, idx, n, mem_op, store)
+        if arr.mode == TILE:
+            return None  # the array is held dense: the general path compiles a word access to it
         return (_STORE if store else _LOAD, _OP_STORE if store else _OP_LOAD, arr, idx, slot,
                 (None, text.strip(), False))
 
@@ -341,10 +390,17 @@ class _Run:
         event = self.numeric_event
         get = cache.get
         miss = self.miss
+        sizes = self.sizes
+        occ, peak, cap, tround = self._tile_state()
+        treads = twrites = 0
+        copy_loads = record
         for n, key in enumerate(keys, 1):
             code = get(key)
             if code is None:
                 code = miss(n, key)
+                if self.flush:  # an array went dense: cached word accesses to it must recompile
+                    cache.clear()
+                    self.flush = False
                 if code is not _DIRECTIVE and len(cache) < _CACHE_LIMIT:
                     cache[key] = code
             if code is _SKIP or code is _DIRECTIVE:
@@ -410,7 +466,7 @@ class _Run:
                         self.step = step
                         r = event(self.at(n, key, text_mode), code, (x,), r)
                 regs[code[3]] = r
-            else:  # _STORE
+            elif kind == _STORE:
                 v = regs[code[4]]
                 if v is None:
                     self.empty_register(self.at(n, key, text_mode), code, (v,))
@@ -418,16 +474,79 @@ class _Run:
                 writes += 1
                 if symbolic and isinstance(v, Expr) and v.op == "+":
                     self.outputs.setdefault(v, leaf(code[2].name, code[3]).name)
+            # -- the tile machine (toymachine.tile): after every scalar kind --------------------
+            elif kind == TOP:
+                try:
+                    r = code[2](regs)
+                except Exception as exc:  # FP flag, empty register, shapes that do not fit
+                    self.step = step
+                    r = tile_event(self, self.at(n, key, text_mode), code, exc)
+                if tround is not None:
+                    self.step = step
+                    r = tround(r, self.at(n, key, text_mode), code)
+                d = code[3]
+                w = r.size
+                occ += w - sizes[d]  # overwriting frees the old tile
+                sizes[d] = w
+                regs[d] = r
+                if occ > peak:
+                    peak = occ
+                    if occ + self.n_scalar > cap:
+                        self.step = step
+                        sram_full(self, self.at(n, key, text_mode), code, occ + self.n_scalar)
+            elif kind == TLOAD:
+                arr = code[2]
+                if arr.pending:
+                    arr.materialise()
+                r = arr.dense[code[3]]  # a view of HBM; a STORE to this array first detaches it (TSTORE)
+                if copy_loads:
+                    r = r.copy()  # step rows keep every register's value: they must not see later STOREs
+                else:
+                    arr.viewed = True
+                w = r.size
+                arr.tile_reads += w
+                treads += w
+                d = code[4]
+                occ += w - sizes[d]
+                sizes[d] = w
+                regs[d] = r
+                if occ > peak:
+                    peak = occ
+                    if occ + self.n_scalar > cap:
+                        self.step = step
+                        sram_full(self, self.at(n, key, text_mode), code, occ + self.n_scalar)
+            elif kind == TSTORE:
+                v = regs[code[4]]
+                if code[6] and v is not None and hasattr(v, "T"):
+                    v = v.T
+                if getattr(v, "shape", None) != code[5]:
+                    self.step = step
+                    bad_store(self, self.at(n, key, text_mode), code, v)
+                arr = code[2]
+                if arr.viewed:
+                    arr.detach(regs)
+                arr.dense[code[3]] = v
+                if arr.regions is not None:
+                    arr.regions.append(code[3])
+                w = v.size
+                arr.tile_writes += w
+                twrites += w
+            else:  # TELEM: a word LOAD/STORE of an array held dense
+                self.step = step
+                code[2](self, self.at(n, key, text_mode))
             if record:
                 if step <= limit or self.record_all:
-                    rows.append(Step(step, self.at(n, key, text_mode), code[-1][1], tuple(regs)))
+                    rows.append(Step(step, self.at(n, key, text_mode), _text(code), tuple(regs)))
                 else:
                     record = self.record = False
                     self.steps_dropped = True
                     rows.clear()
         self.step = step
-        self.reads += reads
-        self.writes += writes
+        self.reads += reads + treads
+        self.writes += writes + twrites
+        self.tile_reads += treads
+        self.tile_writes += twrites
+        self.sram_occ, self.sram_peak = occ, peak
 
 
 _MOV = _OPINDEX["MOV"]
@@ -437,6 +556,16 @@ _CACHE_LIMIT = 500_000  # distinct compiled lines kept; bounds memory on huge tr
 _MAY_UNDERFLOW = frozenset({"MUL", "MAC", "MAC_Z", "DIV", "EXP"})
 _OP_LOAD = _OPINDEX["LOAD"]
 _OP_STORE = _OPINDEX["STORE"]
+
+
+def _text(code: tuple) -> str:
+    """The text of a compiled instruction (generated programs make it on demand)."""
+    tag = code[-1]
+    return tag[1] if tag[1] is not None else str(tag[0])
+
+
+def _is_tile_operand(x) -> bool:
+    return (isinstance(x, Reg) and x.name[:1] == "T") or (isinstance(x, Mem) and not x.is_scalar)
 
 
 def _rounded(fn: Callable, rnd: Callable) -> Callable:
@@ -494,43 +623,112 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
             memory.declare(name, tuple(np.asarray(values).shape))
     if is_program:
         text = program.source
-        if text is None:  # a generated program: quote lines as to_text() writes them
-            text = tuple(program.to_text().splitlines())
+        if text is None:  # a generated program: quote lines as to_text() writes them (made on demand)
             first = len(program.header) + len(program.arrays) + 1
             lines = range(first, first + len(program.instrs))
+            run.source = _generated_lines(program)
         else:
             lines = [ins.line for ins in program.instrs]
-        run.source = lambda line: text[line - 1] if 0 < line <= len(text) else None
+            run.source = lambda line: text[line - 1] if 0 < line <= len(text) else None
         for decl in program.arrays:
             run.declare(decl, data)
-        cache = {line: run.compile(ins, line) for line, ins in zip(lines, program.instrs)}
-        run.execute(lines, cache, text_mode=False)
+        cache = _compile_program(run, program, lines)
+        with np.errstate(**_TILE_FPE):
+            run.execute(lines, cache, text_mode=False)
     else:
         run.source = lambda line: run.current[1] if run.current[0] == line else None
         try:
-            run.execute(program, {}, text_mode=True)
+            with np.errstate(**_TILE_FPE):
+                run.execute(program, {}, text_mode=True)
         except RecursionError:
             raise RuntimeFault("expression too deep for symbolic mode", hint="run without --symbolic") from None
     return _result(run, machine, fname)
 
 
+# tile arithmetic raises on every IEEE flag; toymachine.tile turns them into alarms
+_TILE_FPE = dict(over="raise", invalid="raise", divide="raise", under="raise")
+
+
+def _generated_lines(program: Program) -> Callable[[int], str | None]:
+    """Line n of ``program.to_text()`` without writing the whole text."""
+    header, arrays, instrs = program.header, program.arrays, program.instrs
+
+    def line_text(line: int) -> str | None:
+        i = line - 1
+        if 0 <= i < len(header):
+            return f"; {header[i]}".rstrip() if header[i] else ";"
+        i -= len(header)
+        if 0 <= i < len(arrays):
+            return arrays[i].to_text()
+        i -= len(arrays)
+        if 0 <= i < len(instrs):
+            return str(instrs[i])
+        return None
+
+    return line_text
+
+
+def _compile_program(run: _Run, program: Program, lines) -> dict:
+    """line → code tuple. Generators reuse one ``Instr`` object for a repeated instruction,
+    so each object compiles once. If a block access makes an array dense after word
+    accesses to it were compiled, compile again (they now go through the dense copy)."""
+    while True:
+        compiled: dict[int, tuple] = {}
+        cache = {}
+        for line, ins in zip(lines, program.instrs):
+            code = compiled.get(id(ins))
+            if code is None:
+                code = compiled[id(ins)] = run.compile(ins, line)
+                if run.flush:
+                    break
+            cache[line] = code
+        else:
+            return cache
+        run.flush = False
+
+
+_SCALAR_FLOPS = {"MAC_Z": (MM, 1), "MAC": (MM, 2), "MAX": (VEC, 1), "SUB": (VEC, 1), "ADD": (VEC, 1),
+                 "MUL": (VEC, 1), "DIV": (VEC, 1), "EXP": (SFU, 1)}
+
+
 def _result(run: _Run, machine: Machine, fname: str) -> Result:
-    ops = {m: run.counts[i] for i, m in enumerate(MNEMONICS) if run.counts[i]}
-    cycles = sum(machine.op_cycles(m) * n for m, n in ops.items())
+    nm = len(MNEMONICS)
+    ops = {m: run.counts[i] + run.counts[nm + i] for i, m in enumerate(MNEMONICS) if run.counts[i] + run.counts[nm + i]}
+    issue = sum(machine.op_cycles(m) * n for m, n in ops.items())
+    flops = list(run.flops)
+    for i, m in enumerate(MNEMONICS):  # scalar instructions: the 1×1×1 case of the tile FLOP counts
+        if run.counts[i] and m in _SCALAR_FLOPS:
+            unit, per = _SCALAR_FLOPS[m]
+            flops[unit] += per * run.counts[i]
+    work = machine.work_cycles(words=run.reads + run.writes, matmul=flops[MM], vector=flops[VEC], sfu=flops[SFU])
+    cycles = issue + sum(work.values()) if any(work.values()) else issue
+    tile_used = any(run.counts[nm:])
     order = sorted(range(len(run.names)), key=lambda i: _reg_key(run.names[i]))
     names = tuple(run.names[i] for i in order)
     steps = None
     if run.record or run.steps:
         steps = tuple(Step(s.step, s.line, s.instruction, tuple(s.registers[i] if i < len(s.registers) else None for i in order))
                       for s in run.steps)
-    memory = {}
-    fmt = (lambda v: v) if not run.symbolic else (lambda v: v)
-    for name, arr in sorted(run.memory.arrays.items()):
-        if run.symbolic and not arr.written and not arr.cells:
-            continue
-        memory[name] = arr.to_nested(fmt) if not run.symbolic else _symbolic_nested(arr)
+    arrays = {name: arr for name, arr in sorted(run.memory.arrays.items())
+              if not (run.symbolic and not arr.written and not arr.cells)}
+    memory = MemoryView(arrays, _symbolic_nested if run.symbolic else None)  # lists made on first access
     regs = {run.names[i]: run.regs[i] for i in order}
     extra = {}
+    if tile_used or machine.is_tile:
+        extra["sram_peak"] = run.sram_peak + run.n_scalar
+        extra["sram_words"] = machine.sram_words
+        extra["flops"] = {"matmul": flops[MM], "other": flops[VEC] + flops[SFU]}
+        extra["sfu_ops"] = flops[SFU]
+        extra["cycle_breakdown"] = {"issue": issue, **work}
+        extra["tile_traffic"] = {n: {"reads": a.tile_reads, "writes": a.tile_writes} for n, a in arrays.items()
+                                 if a.tile_reads or a.tile_writes}
+        extra["hbm_footprint"] = sum(math.prod(a.shape) for a in arrays.values() if a.shape)  # words of arrays
+        if machine.clock_hz:
+            hbm_s = work["hbm"] / machine.clock_hz
+            compute_s = (work["tensor"] + work["vector"] + work["sfu"]) / machine.clock_hz
+            extra["time_s"] = max(hbm_s, compute_s)
+            extra["roofline"] = {"hbm_s": hbm_s, "compute_s": compute_s,
+                                 "bound": "memory" if hbm_s >= compute_s else "compute"}
     result = Result(
         file=fname, machine=machine.to_dict(), cycles=cycles, instructions=run.step, ops=ops,
         dram_reads=run.reads, dram_writes=run.writes, word_bytes=machine.word_bytes,

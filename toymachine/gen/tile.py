@@ -13,7 +13,10 @@ algo standard — Algorithm 0: S = τQKᵀ is written to HBM, P = softmax(S) is 
     seed's 3-pass safe softmax over S (max, sum, normalise; Problem 4 at tile granularity)
     and written, then O = PV. HBM Θ(n·d + n²).
 algo fa1 — FlashAttention-1 (Algorithm 1/2): K_j, V_j outer, Q_i inner; O_i, l_i, m_i are
-    read and written per pair (the outer-product schedule of seed 000). HBM Θ(n²d²/M).
+    read and written per pair (the outer-product schedule of seed 000). HBM Θ(n²d²/M). With
+    the causal mask a block row can be all −inf (rowmax −inf, e^(−inf+inf) = NaN); there the
+    block max is taken as max(rowmax(S), m_i) — Algorithm 1 holds for any finite shift — as
+    FlashAttention's kernels guard the same case.
 algo fa2 — FlashAttention-2: Q_i outer, K_j, V_j inner; O_i, l_i, m_i stay in SRAM and O and
     L = m + log l are written once (the inner-product schedule). HBM n·d·(1 + 2·Tr) + ….
 
@@ -39,7 +42,7 @@ Costs in closed form: ``toymachine.cost_tile.attention_tile_cost``.
 
 from __future__ import annotations
 
-__all__ = ["ALGOS", "PASSES", "ORDERS", "VARIANTS", "attention_program", "resolve_blocks",
+__all__ = ["ALGOS", "PASSES", "ORDERS", "VARIANTS", "attention_program", "run_attention", "resolve_blocks",
            "attention_reference", "attention_backward_reference", "array_shapes"]
 
 import math
@@ -422,7 +425,8 @@ def _backward(e: _Emitter, g: Blocks, d: int, pre: tuple, *, algo: str, scaled: 
             e.op("ROWSUM", t(9), t(8))
             e.op("STORE", t(8), e.block("D", pre, i0, i1, False))
 
-    def load_row(i0: int, i1: int, dq: bool) -> None:
+    def load_row(i0: int, i1: int) -> None:
+        """Q_i, dO_i (Br, d) and the row statistics L_i (fa1: m_i, l_i) (Br, 1)."""
         e.op("LOAD", e.block("Q", pre, i0, i1, True), t(0))
         e.op("LOAD", e.block("dO", pre, i0, i1, True), t(5))
         if fa1:
@@ -430,9 +434,6 @@ def _backward(e: _Emitter, g: Blocks, d: int, pre: tuple, *, algo: str, scaled: 
             e.op("LOAD", e.block("l", pre, i0, i1, False), t(7))
         else:
             e.op("LOAD", e.block("L", pre, i0, i1, False), t(6))
-        if dq:
-            e.op("LOAD", e.block("D", pre, i0, i1, False), t(8))
-            e.op("LOAD", e.block("dQ", pre, i0, i1, True), t(9))
 
     def probabilities(i0: int, j0: int, j1: int) -> None:
         """P_ij recomputed: (Br, Bc) in T3."""
@@ -476,7 +477,7 @@ def _backward(e: _Emitter, g: Blocks, d: int, pre: tuple, *, algo: str, scaled: 
                     e.op("FILL", 0, j1 - j0, d, t(11))  # dV_j = 0
                 for i in range(g.met_by(j0), g.tr):
                     i0, i1 = rows[i]
-                    load_row(i0, i1, dq=False)
+                    load_row(i0, i1)
                     e.op("LOAD", e.block("D", pre, i0, i1, False), t(8))
                     if pass_no == 1:
                         e.op("LOAD", e.block("dQ", pre, i0, i1, True), t(9))
@@ -493,7 +494,7 @@ def _backward(e: _Emitter, g: Blocks, d: int, pre: tuple, *, algo: str, scaled: 
         return
     for i0, i1 in rows:  # Q_i outer: dQ_i in SRAM; dK_j, dV_j read-modified-written per pair
         r = i1 - i0
-        load_row(i0, i1, dq=False)
+        load_row(i0, i1)
         if precompute_d:
             e.op("LOAD", e.block("D", pre, i0, i1, False), t(8))
         else:
@@ -638,3 +639,120 @@ def attention_backward_reference(q, k, v, do, *, scale: float | None = None,
     dd = (do * o).sum(axis=-1, keepdims=True)
     ds = p * (dp - dd)
     return {"dQ": tau * ds @ k, "dK": tau * np.swapaxes(ds, -1, -2) @ q, "dV": dv, "D": dd[..., 0]}
+
+
+# -- running it: arrays in, arrays out (what a GPU kernel is compared with) -------------------------
+def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, block_m: int | None = 64,
+                  block_n: int | None = 64, scale: float | None = None, dtype: str | None = None, machine=None,
+                  order: str = "col", precompute_d: bool = True, strict_numerics: bool = False) -> dict:
+    """Simulate the tile program on given inputs and return its outputs as arrays.
+
+    ``q, k, v`` (and ``do``): float arrays of shape (n, d), (heads, n, d) or (batch, heads, n, d).
+    Returns ``O`` (the inputs' shape) and the statistics ``L`` (fa1: ``m``, ``l``) of shape
+    (…, n); with ``do``, the backward pass too, fed the simulated O and statistics:
+    ``dQ, dK, dV`` (and ``D``). ``forward``/``backward`` hold the ``Result``s (counts,
+    alarms). ``machine``: a ``Machine`` or preset name (default: the seed's); ``dtype``
+    overrides the machine's."""
+    from ..machine import Machine, resolve_machine
+    from ..simulator import simulate
+
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    if q.ndim not in (2, 3, 4) or k.shape != q.shape or v.shape != q.shape:
+        raise ConfigError(f"q, k, v must share a shape (n, d), (heads, n, d) or (batch, heads, n, d); got "
+                          f"{q.shape}, {k.shape}, {v.shape}")
+    lead = q.shape[:-2]
+    batch, heads = (1,) * (2 - len(lead)) + tuple(lead)
+    n, d = q.shape[-2:]
+    mach = machine if isinstance(machine, Machine) or machine is None else resolve_machine(machine)
+    common = dict(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=block_m, block_n=block_n,
+                  scale=scale)
+    shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo)
+
+    def given(**arrays):
+        return {name: a.reshape(shapes[name]) for name, a in arrays.items()}
+
+    fwd = simulate(attention_program(**common), mach, given(Q=q, K=k, V=v), dtype=dtype,
+                   strict_numerics=strict_numerics, steps=False)
+    stats = ("m", "l") if algo == "fa1" else ("L",)
+    out = {"O": fwd.array("O").reshape(q.shape), "forward": fwd}
+    for name in stats:
+        out[name] = fwd.array(name).reshape(q.shape[:-1])
+    if do is None:
+        return out
+    do = np.asarray(do, dtype=np.float64).reshape(q.shape)
+    bshapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_="backward")
+    data = {"Q": q, "K": k, "V": v, "dO": do, "O": out["O"], **{name: out[name] for name in stats}}
+    data = {name: a.reshape(bshapes[name]) for name, a in data.items()}
+    bwd = simulate(attention_program(**common, pass_="backward", order=order, precompute_d=precompute_d), mach, data,
+                   dtype=dtype, strict_numerics=strict_numerics, steps=False)
+    out.update({name: bwd.array(name).reshape(q.shape) for name in ("dQ", "dK", "dV")})
+    out["D"] = bwd.array("D").reshape(q.shape[:-1])
+    out["backward"] = bwd
+    return out
+
+
+# -- the sweep registry (toymachine.gen.registry loads this module as a plugin) ---------------------
+def _register() -> None:
+    from ..cost import Bound, Cost
+    from .registry import GeneratorSpec, Param, register
+
+    def params(p: dict) -> dict:
+        p = dict(p)
+        p["pass_"] = p.pop("pass")
+        p["sram_words"] = p.pop("sram")
+        return p
+
+    def build(with_data: bool = False, seed: int = 0, **p) -> Program:
+        return attention_program(**params(p), with_data=with_data, seed=seed)
+
+    def cost(**p) -> Cost:
+        q = params(p)
+        tau = 1.0 / math.sqrt(q["d"])
+        br, bc, _ = resolve_blocks(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"],
+                                   block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"],
+                                   scaled=tau != 1.0, precompute_d=q["precompute_d"], order=q["order"],
+                                   heads=q["batch"] * q["heads"])
+        c = attention_tile_cost(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], batch=q["batch"],
+                                heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"],
+                                precompute_d=q["precompute_d"], order=q["order"])
+        return Cost(ops=dict(c.ops), registers=c.registers,
+                    breakdown={"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
+                               "HBM footprint": c.hbm_footprint, "matmul FLOPs": c.flops_matmul,
+                               "other FLOPs": c.flops_other})
+
+    def bound(**p) -> Bound:
+        """Compulsory traffic: every input word read once, every output word written once."""
+        shapes = array_shapes(n=p["n"], d=p["d"], batch=p["batch"], heads=p["heads"], algo=p["algo"],
+                              pass_=p["pass"])
+        size = {k: int(np.prod(v)) for k, v in shapes.items()}
+        if p["pass"] == "forward":
+            ins, outs = ("Q", "K", "V"), (("O", "l", "m") if p["algo"] == "fa1" else ("O", "L"))
+        else:
+            ins = ("Q", "K", "V", "O", "dO") + (("m", "l") if p["algo"] == "fa1" else ("L",))
+            outs = ("dQ", "dK", "dV")
+        reads, writes = sum(size[a] for a in ins), sum(size[a] for a in outs)
+        return Bound(reads=reads, writes=writes, traffic=reads + writes,
+                     source="attention-tile: every input read once, every output written once")
+
+    def machine(p, m):
+        return m.with_(sram_words=p["sram"]) if p.get("sram") else m
+
+    register(GeneratorSpec(
+        "attention-tile", "tiled attention on the SRAM/HBM machine: standard, FlashAttention-1/2, forward/backward",
+        (Param("n", int, 256, "sequence length", minimum=1),
+         Param("d", int, 64, "head dimension", minimum=1),
+         Param("algo", str, "fa2", "standard, fa1 or fa2", choices=ALGOS),
+         Param("pass", str, "forward", "forward or backward", choices=PASSES),
+         Param("batch", int, 1, "batch size", minimum=1),
+         Param("heads", int, 1, "heads", minimum=1),
+         Param("causal", bool, False, "causal mask"),
+         Param("block_m", int, None, "query block rows Br (default: from --sram, else 64)", minimum=1),
+         Param("block_n", int, None, "key block rows Bc (default: from --sram, else 64)", minimum=1),
+         Param("sram", int, None, "SRAM words M: sizes the blocks and bounds the machine", minimum=1),
+         Param("variant", str, "exact", "exact, no-max or no-rescale (seed 003's breaks)", choices=VARIANTS),
+         Param("order", str, "row", "backward: row (Q outer) or col (K outer)", choices=ORDERS),
+         Param("precompute_d", bool, True, "backward: D = rowsum(dO∘O) first (K, V loaded once)")),
+        build=build, cost=cost, bound=bound, machine=machine), replace=True)
+
+
+_register()

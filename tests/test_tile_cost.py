@@ -1,0 +1,104 @@
+"""Closed forms (toymachine.cost_tile) equal what the simulator counts, at random parameter
+points; and the FlashAttention paper's asymptotics hold in them."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toymachine import simulate
+from toymachine.cost_tile import Blocks, attention_tile_cost, paper_blocks
+from toymachine.gen.tile import attention_program
+from toymachine.machine import resolve_machine
+
+H100 = resolve_machine("h100")
+
+
+@st.composite
+def points(draw):
+    pass_ = draw(st.sampled_from(["forward", "backward"]))
+    algo = draw(st.sampled_from(["fa1", "fa2"] if pass_ == "backward" else ["standard", "fa1", "fa2"]))
+    variants = ["exact"] if pass_ == "backward" else (["exact", "no-max"] if algo == "standard"
+                                                      else ["exact", "no-max", "no-rescale"])
+    return dict(
+        n=draw(st.integers(1, 13)), d=draw(st.integers(1, 4)), algo=algo, pass_=pass_,
+        batch=draw(st.integers(1, 2)), heads=draw(st.integers(1, 2)), causal=draw(st.booleans()),
+        block_m=draw(st.integers(1, 6)), block_n=draw(st.integers(1, 6)), variant=draw(st.sampled_from(variants)),
+        precompute_d=draw(st.booleans()), order=draw(st.sampled_from(["row", "col"])),
+        scale=draw(st.sampled_from([None, 1.0])))
+
+
+@settings(max_examples=60, deadline=None)
+@given(points())
+def test_simulated_counts_equal_the_closed_forms(p):
+    r = simulate(attention_program(**p), H100, dtype="fp64", steps=False)
+    c = attention_tile_cost(**p)
+    assert dict(r.ops) == dict(c.ops)
+    assert (r.dram_reads, r.dram_writes) == (c.reads, c.writes)
+    assert {k: (v["reads"], v["writes"]) for k, v in r.extra["tile_traffic"].items()} == dict(c.traffic)
+    assert r.extra["flops"] == {"matmul": c.flops_matmul, "other": c.flops_other}
+    assert r.extra["sfu_ops"] == c.sfu_ops
+    assert r.extra["sram_peak"] == c.sram_peak
+    assert r.extra["hbm_footprint"] == c.hbm_footprint
+    assert r.registers_used == c.registers
+    assert r.cycles == pytest.approx(c.cycles(H100), rel=1e-12)
+    assert r.extra["time_s"] == pytest.approx(c.time_s(H100), rel=1e-12)
+
+
+@pytest.mark.parametrize("n,d,b", [(64, 8, 16), (48, 4, 8), (40, 2, 20)])
+def test_closed_forms_when_blocks_divide_n(n, d, b):
+    """The module docstring's formulas in n, d, Tr, Tc (non-causal, Br = Bc = b dividing n)."""
+    t = n // b
+    kw = dict(n=n, d=d, block_m=b, block_n=b)
+    fa2 = attention_tile_cost(algo="fa2", **kw)
+    assert (fa2.reads, fa2.writes) == (n * d + 2 * t * n * d, n * d + n)
+    fa1 = attention_tile_cost(algo="fa1", **kw)
+    assert (fa1.reads, fa1.writes) == (2 * n * d + (2 * d + 2) * n * t, (d + 2) * n * t)
+    std = attention_tile_cost(algo="standard", **kw)
+    assert (std.reads, std.writes) == (n * d + 2 * t * n * d + 4 * n * n, 2 * n * n + n * d + n)
+    assert fa2.flops_matmul == n * n * (2 * d - 1) + 2 * n * n * d  # Q·Kᵀ (MAC_Z) and P·V (MAC)
+    back = attention_tile_cost(algo="fa2", pass_="backward", order="col", **kw)
+    assert back.reads == 2 * n * d + 2 * n * d + (3 * d + 2) * n * t  # D pre-pass, K V once, per pair
+    assert back.writes == n + d * n * t + 2 * n * d
+
+
+def test_causal_pair_sums():
+    g = Blocks(n=10, br=4, bc=3, causal=True)
+    pairs = [(i0, j0) for i0, i1 in g.rows() for j0, j1 in g.cols() if j0 < i1]
+    masked = [(i0, j0) for i0, i1 in g.rows() for j0, j1 in g.cols() if j0 < i1 and j1 > i0 + 1]
+    s = g.sums()
+    assert s["P"] == len(pairs) and s["MP"] == len(masked)
+    assert s["PRC"] == sum((min(10, i0 + 4) - i0) * (min(10, j0 + 3) - j0) for i0, j0 in pairs)
+
+def test_fa1_traffic_is_theta_n2_d2_over_m():
+    """FlashAttention Theorem 2: FA1 makes Θ(N²d²/M) HBM accesses. With the paper's blocks
+    (Bc = ⌈M/4d⌉) doubling M halves the dominant term, and the count is ≈ 8N²d²/M."""
+    n, d = 4096, 64
+
+    def dominant(m):
+        br, bc = paper_blocks(d, m)
+        c = attention_tile_cost(n=n, d=d, algo="fa1", block_m=br, block_n=bc)
+        return c.reads + c.writes - 2 * n * d  # minus the compulsory K, V reads
+
+    for m in (2 ** 14, 2 ** 15, 2 ** 16):
+        assert dominant(2 * m) / dominant(m) == pytest.approx(0.5, rel=1e-9)
+        assert dominant(m) / (n * n * d * d / m) == pytest.approx(4 * (3 * d + 4) / d, rel=1e-9)
+
+
+def test_standard_traffic_is_theta_nd_plus_n2():
+    """Standard attention: Θ(Nd + N²) — doubling N quadruples the N² term, whatever the blocks."""
+    d, b = 64, 64
+
+    def quadratic(n):
+        c = attention_tile_cost(n=n, d=d, algo="standard", block_m=b, block_n=b)
+        return c.reads + c.writes - (n * d + 2 * (n // b) * n * d + n * d + n)
+
+    for n in (512, 1024, 2048):
+        assert quadratic(2 * n) == 4 * quadratic(n) == 4 * 6 * n * n
+
+
+def test_fa2_beats_fa1_and_standard_on_hbm():
+    for n in (256, 1024, 4096):
+        kw = dict(n=n, d=64, block_m=128, block_n=64)
+        traffic = {a: (lambda c: c.reads + c.writes)(attention_tile_cost(algo=a, **kw))
+                   for a in ("standard", "fa1", "fa2")}
+        assert traffic["fa2"] < traffic["fa1"] < traffic["standard"]
