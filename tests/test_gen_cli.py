@@ -65,7 +65,9 @@ def test_output_file(toym, tmp_path):
     (("variance", "--n", "1"), "at least 2"),
     (("attention", "--registers", "4"), "needs 9 registers"),
     (("attention", "--sram", "100"), "--sram is not an option of --level scalar"),
-    (("attention", "--level", "tile", "--order", "outer"), "--order is not an option of --level tile"),
+    (("attention", "--level", "tile", "--order", "outer"), "--order outer is not an option of --level tile"),
+    (("attention", "--order", "col"), "--order col is not an option of --level scalar"),
+    (("attention", "--scale", "1"), "--scale is not an option of --level scalar"),
     (("attention", "--order", "inner", "--output-slots", "2"), "--output-slots is for --order outer"),
 ])
 def test_errors_exit_2_without_traceback(toym, args, needle):
@@ -98,11 +100,31 @@ def test_tile_level_passes_the_documented_keywords(toym, monkeypatch):
     monkeypatch.setitem(sys.modules, "toymachine.gen.tile", types.SimpleNamespace(attention_program=attention_program))
     code, out, err = toym("gen", "attention", "--level", "tile", "--n", "128", "--d", "8", "--algo", "fa1",
                           "--block-m", "16", "--block-n", "32", "--sram", "4096", "--causal", "--pass", "backward",
-                          "--batch", "2", "--heads", "3", "--variant", "no-rescale", "--no-data")
+                          "--batch", "2", "--heads", "3", "--variant", "no-rescale", "--order", "col",
+                          "--no-precompute-d", "--scale", "0.5", "--seed", "4")
     assert code == 0, err
     assert out == "; tile program\n"
     assert seen == dict(n=128, d=8, algo="fa1", block_m=16, block_n=32, sram_words=4096, causal=True,
-                        pass_="backward", batch=2, heads=3, variant="no-rescale", with_data=False)
+                        pass_="backward", batch=2, heads=3, variant="no-rescale", with_data=False, order="col",
+                        precompute_d=False, scale=0.5, seed=4)
+
+
+def test_tile_level_defaults_to_no_data(toym, monkeypatch):
+    import types
+
+    from toymachine.program import Program
+
+    seen = {}
+
+    def attention_program(**kwargs):
+        seen.update(kwargs)
+        return Program((), header=("tile program",))
+
+    monkeypatch.setitem(sys.modules, "toymachine.gen.tile", types.SimpleNamespace(attention_program=attention_program))
+    assert toym("gen", "attention", "--level", "tile", "--n", "64", "--d", "8")[0] == 0
+    assert seen["with_data"] is False
+    assert toym("gen", "attention", "--level", "tile", "--n", "64", "--d", "8", "--data")[0] == 0
+    assert seen["with_data"] is True
 
 
 def test_readme_gen_and_sweep_commands_work(toym, tmp_path):

@@ -23,7 +23,7 @@ from .render import FORMATS
 Format = Enum("Format", {f: f for f in FORMATS}, type=str)
 Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)
 SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)
-Order = Enum("Order", {o: o for o in ORDERS}, type=str)
+Order = Enum("Order", {o: o for o in ORDERS + ("row", "col")}, type=str)
 Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)
 Level = Enum("Level", {"scalar": "scalar", "tile": "tile"}, type=str)
 TileAlgo = Enum("TileAlgo", {a: a for a in ("standard", "fa1", "fa2")}, type=str)
@@ -98,7 +98,8 @@ def gen_attention(
     registers: Optional[int] = typer.Option(None, "--registers", "-r",
                                             help="Scalar level: Register count (default: the minimum needed)."),
     order: Optional[Order] = typer.Option(None, "--order", help="Scalar level: inner (query loop outside) or outer "
-                                                                "(KV loop outside). Default inner."),
+                                                                "(KV loop outside), default inner. Tile backward: "
+                                                                "row or col iteration over dS, default row."),
     output_slots: Optional[int] = typer.Option(None, "--output-slots", help="Scalar, outer order: Output rows kept "
                                                                             "resident (default: as many as fit)."),
     variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
@@ -110,18 +111,31 @@ def gen_attention(
     block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: Key/value block rows."),
     sram: Optional[int] = typer.Option(None, "--sram", help="Tile level: SRAM size in words."),
     pass_: Optional[Pass] = typer.Option(None, "--pass", help="Tile level: forward or backward."),
-    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED,
+    precompute_d: Optional[bool] = typer.Option(None, "--precompute-d/--no-precompute-d",
+                                                help="Tile backward: D = rowsum(dO∘O) precomputed (K, V loaded once "
+                                                     "per block) or not (K loaded twice). Default: precomputed."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="Tile level: softmax scale τ (default 1/√d; 1 = "
+                                                                "Q given pre-scaled, as seed 000 folds it in)."),
+    output: Optional[str] = _OUTPUT,
+    data: Optional[bool] = typer.Option(None, "--data/--no-data", help="Include .data inputs (deterministic, from "
+                                        "--seed), or leave them to the simulator's random values. Default: --data "
+                                        "at scalar level, --no-data at tile level (tile inputs are large)."),
+    seed: int = _SEED,
 ) -> None:
     """Attention softmax(QKᵀ)·V: scalar machine (seed 000, 'Inner Product vs. Outer Product in
     Attention') or, with --level tile, the tile machine's generator."""
     from .errors import ConfigError
 
-    scalar_only = {"--registers": registers, "--order": order, "--output-slots": output_slots}
+    scalar_only = {"--registers": registers, "--output-slots": output_slots}
     tile_only = {"--algo": algo, "--batch": batch, "--heads": heads, "--causal": causal, "--block-m": block_m,
-                 "--block-n": block_n, "--sram": sram, "--pass": pass_}
+                 "--block-n": block_n, "--sram": sram, "--pass": pass_, "--precompute-d": precompute_d,
+                 "--scale": scale}
+    with_data = data if data is not None else level.value == "scalar"
 
     def build():
         wrong = [k for k, v in (scalar_only if level.value == "tile" else tile_only).items() if v is not None]
+        if order is not None and (order.value in ("row", "col")) != (level.value == "tile"):
+            wrong.append(f"--order {order.value}")
         if wrong:
             raise ConfigError(f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not an option of "
                               f"--level {level.value}", hint="see toym gen attention --help: options say which "
@@ -130,11 +144,12 @@ def gen_attention(
             from .gen.attention import attention_program
 
             return attention_program(n=n, d=d, order=(order or Order.inner).value, registers=registers,
-                                     output_slots=output_slots, variant=variant.value, with_data=data,
+                                     output_slots=output_slots, variant=variant.value, with_data=with_data,
                                      seed=seed), output
-        return _tile_attention(n=n, d=d, variant=variant.value, with_data=data, algo=algo, pass_=pass_,
+        return _tile_attention(n=n, d=d, variant=variant.value, with_data=with_data, algo=algo, pass_=pass_,
                                batch=batch, heads=heads, causal=causal, block_m=block_m, block_n=block_n,
-                               sram_words=sram), output
+                               sram_words=sram, order=order, precompute_d=precompute_d, scale=scale,
+                               seed=seed), output
 
     _emit(build)
 
