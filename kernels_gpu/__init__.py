@@ -1,0 +1,15 @@
+"""kernels_gpu: a Triton FlashAttention-2 (forward and backward) with its schedule description.
+
+Importing this package on a machine without CUDA sets TRITON_INTERPRET=1 before triton is
+imported, so the kernels run on torch CPU tensors in Triton's interpreter (slow; small sizes).
+"""
+from .configs import KernelConfig
+from .flash_attn import (INTERPRETER, SUPPORTED_HEAD_DIMS, FlashAttentionFunction,
+                         attention_reference, flash_attention, flash_attention_backward,
+                         flash_attention_forward, resolve_config)
+from .schedule import Schedule, Traffic, predict_traffic, schedule
+
+__all__ = ["INTERPRETER", "SUPPORTED_HEAD_DIMS", "FlashAttentionFunction", "KernelConfig",
+           "Schedule", "Traffic", "attention_reference", "flash_attention",
+           "flash_attention_backward", "flash_attention_forward", "predict_traffic",
+           "resolve_config", "schedule"]

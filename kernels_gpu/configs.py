@@ -1,0 +1,193 @@
+"""Launch configurations for the FlashAttention-2 kernels, and how one is chosen.
+
+A `KernelConfig` is everything about a launch that is not the problem itself: the tile sizes, the
+warps per program, the software-pipelining depth, and whether tiles come in through the Hopper
+tensor-memory accelerator (TMA) or through plain pointer loads.
+
+Choice, in order (see `choose_config`):
+  1. explicit block sizes from the caller always win (warps/stages then come from `default_launch`);
+  2. under the Triton interpreter (CPU) a small fixed config;
+  3. if autotuning is on (`autotune=True` or env KERNELS_GPU_AUTOTUNE=1), each candidate of
+     `candidates()` is timed once per key (pass, head dim, causal, dtype, N) and the fastest kept;
+  4. otherwise the table `TUNED` measured on an H200 (see RESULTS.md), else a safe default.
+
+BLOCK_M always counts rows of Q (and O, dO, dQ); BLOCK_N always counts rows of K (and V, dK, dV),
+in every pass: the forward and dQ kernels hold a BLOCK_M tile of Q and step over K/V in BLOCK_N
+tiles; the dK/dV kernel holds a BLOCK_N tile of K/V and steps over Q in BLOCK_M tiles.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, replace
+from typing import Callable
+
+__all__ = ["KernelConfig", "PASSES", "TUNED", "candidates", "choose_config", "default_launch",
+           "tuned_config",
+           "autotune_cache", "autotune_log", "autotune_enabled", "exclude_candidate"]
+
+PASSES = ("fwd", "bwd_dkdv", "bwd_dq")
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    block_m: int                   # rows of Q per tile
+    block_n: int                   # rows of K/V per tile
+    num_warps: int = 4             # warps per program (4 = one Hopper warpgroup)
+    num_stages: int = 2            # software-pipelining depth of the inner loop's loads
+    use_tma: bool = False          # tiles via host TensorDescriptor (TMA on sm_90+)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def short(self) -> str:
+        s = f"M{self.block_m}N{self.block_n}w{self.num_warps}s{self.num_stages}"
+        return s + ("-tma" if self.use_tma else "")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "KernelConfig":
+        """From to_dict() output; keys this version does not know are ignored."""
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+    @classmethod
+    def from_short(cls, text: str) -> "KernelConfig":
+        """Inverse of short(): 'M128N64w4s3-tma' -> KernelConfig."""
+        head, *flags = text.split("-")
+        m = re.fullmatch(r"M(\d+)N(\d+)w(\d+)s(\d+)", head)
+        if m is None or not set(flags) <= {"tma"}:
+            raise ValueError(f"not a config name: {text!r} (expected like 'M128N64w4s3-tma')")
+        bm, bn, w, st = (int(g) for g in m.groups())
+        return cls(bm, bn, w, st, "tma" in flags)
+
+
+def _c(bm, bn, w, s, tma=True) -> KernelConfig:
+    return KernelConfig(bm, bn, w, s, tma)
+
+
+# Candidates timed by the autotuner on CUDA, per pass and head dim (<=64 / 128): the configs
+# that won somewhere in a wider sweep on an H200 (see NOTES.md for what else was tried).
+_CANDIDATES = {
+    ("fwd", 64): [_c(64, 128, 4, 2), _c(64, 64, 4, 3), _c(128, 64, 4, 3, tma=False),
+                  _c(128, 64, 4, 3)],
+    ("fwd", 128): [_c(64, 64, 4, 3), _c(128, 128, 8, 3), _c(128, 64, 8, 3), _c(256, 64, 8, 3)],
+    ("bwd_dkdv", 64): [_c(32, 64, 4, 4), _c(64, 128, 4, 3), _c(32, 128, 4, 4), _c(64, 128, 8, 3)],
+    ("bwd_dkdv", 128): [_c(32, 64, 4, 4), _c(64, 128, 8, 2), _c(64, 128, 8, 2, tma=False),
+                        _c(32, 128, 8, 3)],
+    ("bwd_dq", 64): [_c(128, 64, 4, 3), _c(128, 64, 8, 3), _c(64, 32, 4, 4), _c(128, 32, 4, 4)],
+    ("bwd_dq", 128): [_c(128, 32, 8, 3), _c(64, 32, 4, 4), _c(64, 64, 4, 3), _c(128, 64, 8, 2)],
+}
+
+# Measured defaults, fp16/bf16 on sm_90 (H200, 2026-11-21; `python -m kernels_gpu.bench --tune`):
+# (pass, head_dim_bucket, causal) -> [(largest N it is used for, config), ...], used when
+# autotuning is off. The last entry covers every larger N.
+_BIG = 1 << 62
+TUNED: dict[tuple[str, int, bool], list[tuple[int, KernelConfig]]] = {
+    ("fwd", 64, False): [(_BIG, _c(64, 128, 4, 2))],
+    ("fwd", 64, True): [(1024, _c(64, 64, 4, 3)), (_BIG, _c(64, 128, 4, 2))],
+    ("fwd", 128, False): [(4096, _c(64, 64, 4, 3)), (_BIG, _c(128, 128, 8, 3))],
+    ("fwd", 128, True): [(8192, _c(64, 64, 4, 3)), (_BIG, _c(128, 128, 8, 3))],
+    ("bwd_dkdv", 64, False): [(_BIG, _c(32, 64, 4, 4))],
+    ("bwd_dkdv", 64, True): [(4096, _c(32, 64, 4, 4)), (_BIG, _c(64, 128, 4, 3))],
+    ("bwd_dkdv", 128, False): [(4096, _c(32, 64, 4, 4)), (_BIG, _c(64, 128, 8, 2))],
+    ("bwd_dkdv", 128, True): [(_BIG, _c(64, 128, 8, 2, tma=False))],
+    ("bwd_dq", 64, False): [(_BIG, _c(128, 64, 4, 3))],
+    ("bwd_dq", 64, True): [(_BIG, _c(128, 64, 4, 3))],
+    ("bwd_dq", 128, False): [(_BIG, _c(128, 32, 8, 3))],
+    ("bwd_dq", 128, True): [(_BIG, _c(64, 32, 4, 4))],
+}
+
+
+def tuned_config(pass_: str, head_dim: int, causal: bool, n: int) -> KernelConfig | None:
+    """The measured default for this shape, or None if the table has no entry."""
+    for n_max, cfg in TUNED.get((pass_, _d_bucket(head_dim), causal), ()):
+        if n <= n_max:
+            return cfg
+    return None
+
+
+# Interpreter (CPU): small tiles keep numpy's per-op overhead low and exercise several tiles.
+INTERPRETER_DEFAULT = KernelConfig(32, 32, 4, 1, False)
+
+_AUTOTUNE_CACHE: dict[tuple, KernelConfig] = {}
+_AUTOTUNE_LOG: dict[tuple, list[tuple[KernelConfig, float]]] = {}
+_EXCLUDED: set[tuple[str, int, bool, KernelConfig]] = set()
+
+
+def autotune_cache() -> dict[tuple, KernelConfig]:
+    """The configs the autotuner picked in this process, keyed like `choose_config` keys them."""
+    return _AUTOTUNE_CACHE
+
+
+def autotune_log() -> dict[tuple, list[tuple[KernelConfig, float]]]:
+    """Every timing the autotuner took: key -> [(config, ms)], inf for a config that failed."""
+    return _AUTOTUNE_LOG
+
+
+def exclude_candidate(pass_: str, head_dim: int, causal: bool, config: KernelConfig) -> None:
+    """Drop a candidate from autotuning (e.g. one that failed to compile or check on this GPU)."""
+    _EXCLUDED.add((pass_, _d_bucket(head_dim), causal, config))
+
+
+def autotune_enabled() -> bool:
+    return os.environ.get("KERNELS_GPU_AUTOTUNE", "0") == "1"
+
+
+def _d_bucket(head_dim: int) -> int:
+    return 64 if head_dim <= 64 else 128
+
+
+def candidates(pass_: str, head_dim: int, elem_bytes: int = 2,
+               causal: bool | None = None) -> list[KernelConfig]:
+    """Autotuning candidates; with `causal` given, those excluded for it are left out."""
+    cands = list(_CANDIDATES[(pass_, _d_bucket(head_dim))])
+    if causal is not None:
+        cands = [c for c in cands if (pass_, _d_bucket(head_dim), causal, c) not in _EXCLUDED]
+    if elem_bytes == 4:  # fp32 tiles take twice the shared memory: halve the larger tiles
+        cands = [replace(c, block_m=min(c.block_m, 64), block_n=min(c.block_n, 64), num_stages=2)
+                 for c in cands]
+        cands = list(dict.fromkeys(cands))
+    return cands
+
+
+def default_launch(pass_: str, block_m: int, block_n: int, head_dim: int) -> KernelConfig:
+    """Warps/stages for caller-given tile sizes: 8 warps once a tile pair holds >= 128x128
+    fp32 accumulators' worth of work, else 4."""
+    big = block_m * block_n >= 128 * 128 or (pass_ != "fwd" and max(block_m, block_n) * head_dim
+                                              >= 128 * 128)
+    return KernelConfig(block_m, block_n, 8 if big else 4, 2, use_tma=False)
+
+
+def choose_config(pass_: str, head_dim: int, causal: bool, elem_bytes: int, n: int, *,
+                  block_m: int | None, block_n: int | None, interpreter: bool,
+                  autotune: bool | None = None,
+                  timer: Callable[[KernelConfig], float] | None = None) -> KernelConfig:
+    """The launch config for one pass. `timer(config) -> ms` is used only when autotuning;
+    it returns float('inf') for a config that fails to compile or launch."""
+    if block_m is not None or block_n is not None:
+        if interpreter:
+            base = INTERPRETER_DEFAULT
+        else:
+            base = tuned_config(pass_, head_dim, causal, n) or INTERPRETER_DEFAULT
+        bm = block_m if block_m is not None else base.block_m
+        bn = block_n if block_n is not None else base.block_n
+        return default_launch(pass_, bm, bn, head_dim)
+    if interpreter:
+        return INTERPRETER_DEFAULT
+    key = (pass_, head_dim, causal, elem_bytes, n)
+    if key in _AUTOTUNE_CACHE:  # tuned earlier in this process
+        return _AUTOTUNE_CACHE[key]
+    if autotune is None:
+        autotune = autotune_enabled()
+    if autotune and timer is not None:
+        cands = candidates(pass_, head_dim, elem_bytes, causal)
+        timed = [(timer(c), i, c) for i, c in enumerate(cands)]
+        _AUTOTUNE_LOG[key] = [(c, ms) for ms, _, c in timed]
+        best_ms, _, best = min(timed)
+        if best_ms == float("inf"):
+            raise RuntimeError(f"no {pass_} candidate config ran for d={head_dim}")
+        _AUTOTUNE_CACHE[key] = best
+        return best
+    cfg = tuned_config(pass_, head_dim, causal, n)
+    if cfg is None or elem_bytes == 4 or (pass_, _d_bucket(head_dim), causal, cfg) in _EXCLUDED:
+        cfg = candidates(pass_, head_dim, elem_bytes, causal)[0]
+    return cfg

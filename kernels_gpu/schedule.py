@@ -1,0 +1,176 @@
+"""What each FlashAttention-2 kernel launch actually does, as data: grid, order, tiles, traffic.
+
+`schedule(...)` returns a `Schedule` mirroring the loops in flash_attn.py exactly (same tile
+bounds, same causal split, same masking of rows >= N), so a simulator can predict its bytes.
+`predict_traffic(schedule)` is the one small function that turns it into bytes read/written
+from global memory (L2-level traffic requested by the SMs; each tile load counts once per
+program that issues it, no cache reuse assumed). Replace it with the simulator's prediction.
+
+No torch or triton import here: this runs on the CPU-only side.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from .configs import KernelConfig, choose_config
+
+__all__ = ["Schedule", "TileRead", "Traffic", "schedule", "predict_traffic", "PASS_NAMES"]
+
+PASS_NAMES = ("fwd", "bwd_preprocess", "bwd_dkdv", "bwd_dq")
+LSE_BYTES = 4  # lse and D are fp32, one per row
+
+
+@dataclass(frozen=True)
+class TileRead:
+    tensor: str       # "Q", "K", "V", "O", "dO", "lse", "D"
+    row_bytes: int    # bytes per row of the tile (head_dim * elem_bytes, or 4 for lse/D)
+    axis: str         # "q" (rows of Q: BLOCK_M tiles) or "kv" (rows of K: BLOCK_N tiles)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    pass_: str
+    batch: int
+    heads: int
+    n: int
+    head_dim: int
+    causal: bool
+    elem_bytes: int
+    config: KernelConfig
+    grid: tuple[int, int]          # (programs along axis 0, batch * heads)
+    grid_order: str                # which program runs first / shares what
+    held: tuple[TileRead, ...]     # loaded once per program, kept on chip
+    streamed: tuple[TileRead, ...]  # loaded once per inner-loop iteration
+    written: tuple[TileRead, ...]  # stored once per program
+    # per program along axis 0 (identical for every head): (start row of the held tile,
+    # list of start rows of the streamed tiles it loads, in loop order)
+    held_rows: tuple[int, ...]
+    streamed_starts: tuple[tuple[int, ...], ...]
+
+    @property
+    def held_block(self) -> int:
+        return self.config.block_n if self.pass_ == "bwd_dkdv" else self.config.block_m
+
+    @property
+    def streamed_block(self) -> int:
+        return self.config.block_m if self.pass_ == "bwd_dkdv" else self.config.block_n
+
+    def iterations(self) -> int:
+        """Inner-loop iterations summed over all programs of the launch."""
+        return self.batch * self.heads * sum(len(s) for s in self.streamed_starts)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["streamed_starts"] = [len(s) for s in self.streamed_starts]  # counts, not lists
+        d["iterations"] = self.iterations()
+        return d
+
+
+@dataclass(frozen=True)
+class Traffic:
+    read_bytes: int
+    write_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.read_bytes + self.write_bytes
+
+
+def _rows_in(start: int, block: int, n: int) -> int:
+    """Rows of a tile starting at `start` that lie inside the sequence (the rest are masked or
+    out of bounds and generate no traffic)."""
+    return max(0, min(block, n - start))
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _tile_starts(lo: int, hi: int, step: int) -> list[int]:
+    return list(range(lo, hi, step))
+
+
+def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
+             block_m: int | None = None, block_n: int | None = None, pass_: str = "fwd",
+             elem_bytes: int = 2, config: KernelConfig | None = None) -> Schedule:
+    """The schedule of one launch. `config` is the config that ran (e.g. from
+    `flash_attn.resolve_config`); without it the same choice the GPU wrapper makes is used
+    (tuned table / explicit blocks; TMA kept only when N divides both tile sizes)."""
+    if pass_ not in PASS_NAMES:
+        raise ValueError(f"pass_ must be one of {PASS_NAMES}; got {pass_!r}")
+    if config is None:
+        if pass_ == "bwd_preprocess":
+            config = KernelConfig(128, 128, 4, 1)
+        else:
+            config = choose_config(pass_, d, causal, elem_bytes, n, block_m=block_m,
+                                   block_n=block_n, interpreter=False, autotune=False)
+            if config.use_tma and (n % config.block_m or n % config.block_n):
+                config = replace(config, use_tma=False)
+    bm, bn = config.block_m, config.block_n
+    row = d * elem_bytes
+    q_t = lambda name: TileRead(name, row, "q")          # noqa: E731
+    kv_t = lambda name: TileRead(name, row, "kv")        # noqa: E731
+    stat = lambda name: TileRead(name, LSE_BYTES, "q")   # noqa: E731
+
+    held_rows: list[int] = []
+    streamed: list[tuple[int, ...]] = []
+    if pass_ in ("fwd", "bwd_dq"):
+        for start_m in range(0, n, bm):
+            held_rows.append(start_m)
+            if causal:
+                diag_lo = (start_m // bn) * bn
+                starts = _tile_starts(0, diag_lo, bn) + _tile_starts(diag_lo, min(start_m + bm, n),
+                                                                       bn)
+            else:
+                starts = _tile_starts(0, n, bn)
+            streamed.append(tuple(starts))
+        order = ("program_id(0) = Q tile (fastest; reversed when causal so the longest rows "
+                 "start first), program_id(1) = batch*heads + head")
+        if pass_ == "fwd":
+            held, stream = (q_t("Q"),), (kv_t("K"), kv_t("V"))
+            written = (q_t("O"), stat("lse"))
+        else:
+            held = (q_t("Q"), q_t("dO"), stat("lse"), stat("D"))
+            stream = (kv_t("K"), kv_t("V"))
+            written = (q_t("dQ"),)
+        grid = (_cdiv(n, bm), batch * heads)
+    elif pass_ == "bwd_dkdv":
+        for start_n in range(0, n, bn):
+            held_rows.append(start_n)
+            if causal:
+                lo = (start_n // bm) * bm
+                starts = _tile_starts(lo, n, bm)  # diagonal (masked) tiles, then the rest
+            else:
+                starts = _tile_starts(0, n, bm)
+            streamed.append(tuple(starts))
+        order = "program_id(0) = K/V tile (fastest), program_id(1) = batch*heads + head"
+        held = (kv_t("K"), kv_t("V"))
+        stream = (q_t("Q"), q_t("dO"), stat("lse"), stat("D"))
+        written = (kv_t("dK"), kv_t("dV"))
+        grid = (_cdiv(n, bn), batch * heads)
+    else:  # bwd_preprocess: D = rowsum(dO * O), one pass, no inner loop
+        for start_m in range(0, n, bm):
+            held_rows.append(start_m)
+            streamed.append(())
+        order = "program_id(0) = row tile (fastest), program_id(1) = batch*heads + head"
+        held, stream = (q_t("O"), q_t("dO")), ()
+        written = (stat("D"),)
+        grid = (_cdiv(n, bm), batch * heads)
+
+    return Schedule(pass_, batch, heads, n, d, causal, elem_bytes, config, grid, order,
+                    held, stream, written, tuple(held_rows), tuple(streamed))
+
+
+def predict_traffic(s: Schedule) -> Traffic:
+    """Bytes the launch reads from / writes to global memory, every tile load counted (no reuse
+    across programs; rows >= N not counted). One head's bytes times batch * heads."""
+    held_blk, str_blk = s.held_block, s.streamed_block
+    read = write = 0
+    for start, starts in zip(s.held_rows, s.streamed_starts):
+        rows_held = _rows_in(start, held_blk, s.n)
+        read += rows_held * sum(t.row_bytes for t in s.held)
+        write += rows_held * sum(t.row_bytes for t in s.written)
+        for st in starts:
+            read += _rows_in(st, str_blk, s.n) * sum(t.row_bytes for t in s.streamed)
+    bh = s.batch * s.heads
+    return Traffic(read * bh, write * bh)

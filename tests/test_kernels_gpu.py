@@ -1,0 +1,186 @@
+"""Tests of kernels_gpu: the Triton FlashAttention-2 against a float64 reference.
+
+On a machine without CUDA the kernels run in Triton's interpreter on CPU tensors: this module
+sets TRITON_INTERPRET=1 before kernels_gpu is imported (kernels_gpu does the same on its own;
+what matters is that the variable is set before any @triton.jit kernel is defined). Sizes are
+small (N <= 128, d <= 64) so the whole module runs in well under a minute on 2 CPU cores.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton")
+
+from kernels_gpu import (INTERPRETER, KernelConfig, attention_reference,  # noqa: E402
+                         flash_attention, flash_attention_backward, flash_attention_forward,
+                         predict_traffic, resolve_config, schedule)
+
+DEVICE = "cpu" if INTERPRETER else "cuda"
+# relative Frobenius error allowed vs float64, by input dtype. fp32 runs exact fp32 dots in the
+# interpreter (tf32 on a GPU: ~1e-3); fp16/bf16 round P and dS to 11/8 bits before the dots.
+TOL = {torch.float32: 1e-5 if INTERPRETER else 5e-3, torch.float16: 2e-3,
+       torch.bfloat16: 2e-2}
+
+
+def rel_err(a: torch.Tensor, ref: torch.Tensor) -> float:
+    return ((a.double() - ref).norm() / ref.norm()).item()
+
+
+def make_qkv(b, h, n, d, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(b, h, n, d, generator=g).to(dtype).to(DEVICE) for _ in range(3)]
+
+
+def reference_grads(q, k, v, do, causal, sm_scale=None):
+    qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
+    o, lse = attention_reference(qr, kr, vr, causal, sm_scale)
+    o.backward(do.double())
+    return o.detach(), lse, qr.grad, kr.grad, vr.grad
+
+
+# (N, block_m, block_n): even tiles, BLOCK_M != BLOCK_N both ways, and N not a tile multiple
+SHAPES = [(128, 32, 32), (128, 64, 32), (96, 32, 64), (100, 32, 32), (77, 16, 32)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16],
+                         ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("n,block_m,block_n", SHAPES)
+def test_forward_and_backward_match_float64(dtype, causal, n, block_m, block_n):
+    q, k, v = make_qkv(1, 2, n, 32, dtype, seed=n + block_m)
+    do = torch.randn(q.shape, generator=torch.Generator().manual_seed(7)).to(dtype).to(DEVICE)
+    ref_o, ref_lse, ref_dq, ref_dk, ref_dv = reference_grads(q, k, v, do, causal)
+
+    o, lse = flash_attention_forward(q, k, v, causal, block_m=block_m, block_n=block_n)
+    assert o.dtype == dtype and o.shape == q.shape
+    assert lse.dtype == torch.float32 and lse.shape == q.shape[:3]
+    assert rel_err(o, ref_o) < TOL[dtype]
+    assert rel_err(lse, ref_lse) < 1e-5  # lse is fp32 throughout
+
+    dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal, block_m=block_m,
+                                          block_n=block_n)
+    for got, ref in ((dq, ref_dq), (dk, ref_dk), (dv, ref_dv)):
+        assert got.dtype == dtype and torch.isfinite(got).all()
+        assert rel_err(got, ref) < 1.5 * TOL[dtype]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d", [16, 64])
+def test_head_dims_and_custom_scale(causal, d):
+    q, k, v = make_qkv(2, 1, 64, d, torch.float16, seed=d)
+    do = torch.randn_like(q)
+    scale = 0.3
+    ref_o, ref_lse, ref_dq, ref_dk, ref_dv = reference_grads(q, k, v, do, causal, scale)
+    o, lse = flash_attention_forward(q, k, v, causal, sm_scale=scale, block_m=32, block_n=16)
+    dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal, sm_scale=scale,
+                                          block_m=32, block_n=16)
+    assert rel_err(o, ref_o) < 2e-3 and rel_err(lse, ref_lse) < 1e-5
+    assert max(rel_err(dq, ref_dq), rel_err(dk, ref_dk), rel_err(dv, ref_dv)) < 3e-3
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_tma_descriptor_path(causal):
+    """The TensorDescriptor (Hopper TMA) path; the interpreter emulates the descriptors."""
+    q, k, v = make_qkv(2, 2, 128, 32, torch.float16, seed=3)
+    do = torch.randn_like(q)
+    ref_o, _, ref_dq, ref_dk, ref_dv = reference_grads(q, k, v, do, causal)
+    cfg = KernelConfig(64, 32, 4, 2, use_tma=True)
+    if not INTERPRETER and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA needs sm_90")
+    assert resolve_config("fwd", q, causal, 64, 32).use_tma is False  # explicit blocks: pointers
+    o, lse = flash_attention_forward(q, k, v, causal, config=cfg)
+    dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=cfg,
+                                          dq_config=KernelConfig(32, 64, 4, 2, use_tma=True))
+    assert rel_err(o, ref_o) < 2e-3
+    assert max(rel_err(dq, ref_dq), rel_err(dk, ref_dk), rel_err(dv, ref_dv)) < 3e-3
+
+
+def test_config_names_round_trip():
+    for text in ("M128N64w4s3", "M64N64w4s2-tma", "M256N64w8s3-tma"):
+        assert KernelConfig.from_short(text).short() == text
+    with pytest.raises(ValueError):
+        KernelConfig.from_short("M128x64")
+
+
+def test_autograd_function_and_default_config():
+    q, k, v = make_qkv(1, 2, 64, 32, torch.float32, seed=11)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    do = torch.randn_like(q)
+    o = flash_attention(q, k, v, causal=True)  # default config
+    o.backward(do)
+    ref_o, _, ref_dq, ref_dk, ref_dv = reference_grads(q, k, v, do, True)
+    tol = TOL[torch.float32]
+    assert rel_err(o.detach(), ref_o) < tol
+    assert max(rel_err(q.grad, ref_dq), rel_err(k.grad, ref_dk), rel_err(v.grad, ref_dv)) < tol
+
+
+def test_every_output_element_is_written():
+    """Poisoned outputs would show up as NaN: run twice into fresh buffers, compare."""
+    q, k, v = make_qkv(1, 1, 100, 16, torch.float32, seed=5)
+    o1, l1 = flash_attention_forward(q, k, v, block_m=32, block_n=32)
+    o2, l2 = flash_attention_forward(q, k, v, block_m=64, block_n=16)
+    assert torch.isfinite(o1).all() and torch.isfinite(l1).all()
+    assert torch.allclose(o1, o2, atol=1e-5) and torch.allclose(l1, l2, atol=1e-5)
+
+
+def test_bad_inputs_raise_clear_errors():
+    q, k, v = make_qkv(1, 1, 32, 24, torch.float32)
+    with pytest.raises(ValueError, match="head dim"):
+        flash_attention_forward(q, k, v)
+    q, k, v = make_qkv(1, 1, 32, 16, torch.float32)
+    with pytest.raises(ValueError, match="shape"):
+        flash_attention_forward(q, k[:, :, :16], v)
+    with pytest.raises(ValueError, match="power of two"):
+        flash_attention_forward(q, k, v, block_m=48)
+    with pytest.raises(ValueError, match="dtype"):
+        flash_attention_forward(q, k.half(), v)
+
+
+# ---------------------------------------------------------------- schedule / traffic formulas
+def test_schedule_forward_traffic_closed_form():
+    n, d, b, h, e = 1024, 64, 2, 3, 2
+    s = schedule(n, d, b, h, causal=False, pass_="fwd", config=KernelConfig(128, 64))
+    t = predict_traffic(s)
+    q_tiles = n // 128
+    assert s.grid == (q_tiles, b * h)
+    assert s.iterations() == b * h * q_tiles * (n // 64)
+    assert t.read_bytes == b * h * (n * d * e + 2 * q_tiles * n * d * e)   # Q once, K/V per tile
+    assert t.write_bytes == b * h * (n * d * e + n * 4)                   # O and lse once
+
+
+def test_schedule_causal_reads_only_tiles_up_to_the_diagonal():
+    n, d, bm, bn = 1024, 64, 128, 64
+    s = schedule(n, d, 1, 1, causal=True, pass_="fwd", config=KernelConfig(bm, bn))
+    t = predict_traffic(s)
+    kv_rows = sum(min((i + 1) * bm, n) for i in range(n // bm))  # rows 0 .. end of Q tile i
+    assert t.read_bytes == n * d * 2 + 2 * kv_rows * d * 2
+    full = predict_traffic(schedule(n, d, 1, 1, causal=False, pass_="fwd",
+                                    config=KernelConfig(bm, bn)))
+    assert t.read_bytes < 0.6 * full.read_bytes
+
+
+def test_schedule_backward_passes():
+    n, d, bm, bn, e = 512, 128, 64, 128, 2
+    dkdv = predict_traffic(schedule(n, d, 1, 1, False, pass_="bwd_dkdv",
+                                    config=KernelConfig(bm, bn)))
+    kv_tiles = n // bn
+    # K, V once; Q, dO (d*e per row) and lse, D (4 B per row) once per K/V tile
+    assert dkdv.read_bytes == 2 * n * d * e + kv_tiles * n * (2 * d * e + 8)
+    assert dkdv.write_bytes == 2 * n * d * e
+    dq = predict_traffic(schedule(n, d, 1, 1, False, pass_="bwd_dq", config=KernelConfig(bm, bn)))
+    assert dq.read_bytes == n * (2 * d * e + 8) + (n // bm) * 2 * n * d * e
+    assert dq.write_bytes == n * d * e
+    pre = predict_traffic(schedule(n, d, 1, 1, False, pass_="bwd_preprocess"))
+    assert (pre.read_bytes, pre.write_bytes) == (2 * n * d * e, 4 * n)
+
+
+def test_schedule_uneven_n_counts_only_real_rows():
+    s = schedule(100, 16, 1, 1, False, pass_="fwd", config=KernelConfig(64, 32))
+    t = predict_traffic(s)
+    assert t.read_bytes == 100 * 32 + 2 * math.ceil(100 / 64) * 100 * 32
