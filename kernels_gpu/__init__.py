@@ -3,7 +3,14 @@
 Importing this package on a machine without CUDA sets TRITON_INTERPRET=1 before triton is
 imported, so the kernels run on torch CPU tensors in Triton's interpreter (slow; small sizes).
 """
-from .configs import KernelConfig
+import os
+
+import torch
+
+if not torch.cuda.is_available():  # before anything imports triton: triton.language's own
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # @jit helpers read it when triton is imported
+
+from .configs import KernelConfig  # noqa: E402
 from .flash_attn import (INTERPRETER, SUPPORTED_HEAD_DIMS, FlashAttentionFunction,
                          attention_reference, flash_attention, flash_attention_backward,
                          flash_attention_forward, resolve_config)

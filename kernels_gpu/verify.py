@@ -1,0 +1,172 @@
+"""`toym verify-gpu`: the tile simulator and the Triton kernel, on the same inputs.
+
+The tile machine runs FlashAttention-2 with the kernel's own block sizes (BLOCK_M query
+rows, BLOCK_N key rows — the config the kernel resolves for this shape, or the ones given);
+the kernel runs on CUDA when there is a GPU, otherwise in Triton's interpreter on the CPU
+(small sizes only: the interpreter executes every program in Python). Both see the same
+inputs: deterministic values from ``toymachine.memory.random_block`` (the simulator's own
+random inputs), rounded to the kernel's dtype before either side sees them.
+
+Compared: O and the log-sum-exp L (forward); dQ, dK, dV (backward, with a random dO).
+Tolerances are dtype-aware: ``TOLERANCE[dtype][quantity] × eps(dtype) × max|value|``.
+The kernel keeps fp16/bf16 operands for its matrix products and P, accumulating in fp32;
+the simulator runs at ``sim_dtype`` (default fp32: the kernel's accumulation format), so
+the difference between the two is of the order of the kernel dtype's rounding, which the
+constants allow for with a margin. Each side's error against a float64 reference is shown
+too, so a mismatch says which side is off.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from toymachine.errors import ConfigError
+from toymachine.gen.tile import run_attention
+from toymachine.memory import random_block
+from toymachine.render import Report, Section
+
+from .flash_attn import (INTERPRETER, SUPPORTED_HEAD_DIMS, flash_attention_backward, flash_attention_forward,
+                         resolve_config)
+
+__all__ = ["Comparison", "Verification", "verify", "verification_report", "TOLERANCE"]
+
+TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+EPS = {"fp16": 2.0 ** -10, "bf16": 2.0 ** -7, "fp32": 2.0 ** -10}  # fp32: tf32 dots on the GPU (10-bit mantissa)
+# multiples of eps × max|value| allowed between simulator and kernel
+TOLERANCE = {"O": 4.0, "L": 4.0, "dQ": 16.0, "dK": 16.0, "dV": 16.0}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    quantity: str
+    max_abs: float  # max |sim − kernel|
+    max_rel: float  # max_abs / max |sim|
+    tolerance: float  # allowed max_abs
+    sim_vs_ref: float  # max |sim − float64 reference|
+    gpu_vs_ref: float  # max |kernel − float64 reference|
+
+    @property
+    def ok(self) -> bool:
+        return bool(np.isfinite(self.max_abs)) and self.max_abs <= self.tolerance
+
+
+@dataclass(frozen=True)
+class Verification:
+    setup: dict
+    comparisons: tuple[Comparison, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.comparisons)
+
+
+def _reference(q, k, v, do, causal: bool, scale: float):
+    """float64 numpy attention, its log-sum-exp, and (with do) the gradients."""
+    s = scale * q @ np.swapaxes(k, -1, -2)
+    n = q.shape[-2]
+    if causal:
+        s = np.where(np.tril(np.ones((n, n), dtype=bool)), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - m)
+    l_ = p.sum(-1, keepdims=True)
+    p /= l_
+    out = {"O": p @ v, "L": (m + np.log(l_))[..., 0]}
+    if do is not None:
+        dv = np.swapaxes(p, -1, -2) @ do
+        dp = do @ np.swapaxes(v, -1, -2)
+        ds = p * (dp - (do * out["O"]).sum(-1, keepdims=True))
+        out.update(dQ=scale * ds @ k, dK=scale * np.swapaxes(ds, -1, -2) @ q, dV=dv)
+    return out
+
+
+def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal: bool = False,
+           dtype: str = "fp16", block_m: int | None = None, block_n: int | None = None, pass_: str = "forward",
+           seed: int = 0, scale: float | None = None, sim_dtype: str = "fp32") -> Verification:
+    """Run simulator and kernel on the same inputs; compare their outputs."""
+    if dtype not in TORCH_DTYPES:
+        raise ConfigError(f"unknown kernel dtype '{dtype}'", hint=f"choose one of {', '.join(TORCH_DTYPES)}")
+    if d not in SUPPORTED_HEAD_DIMS:
+        raise ConfigError(f"the kernel supports head dims {SUPPORTED_HEAD_DIMS}, not d = {d}",
+                          hint="use --d 64 or --d 128 (16 and 32 work too)")
+    if pass_ not in ("forward", "backward"):
+        raise ConfigError(f"unknown pass '{pass_}'", hint="use --pass forward or --pass backward")
+    for name, value in (("n", n), ("batch", batch), ("heads", heads)):
+        if value < 1:
+            raise ConfigError(f"--{name} must be at least 1, got {value}")
+    for name, value in (("block-m", block_m), ("block-n", block_n)):
+        if value is not None and (value < 16 or value & (value - 1)):
+            raise ConfigError(f"--{name} must be a power of two ≥ 16 (a tensor-core tile), got {value}")
+    device = "cpu" if INTERPRETER else "cuda"
+    tdtype = TORCH_DTYPES[dtype]
+    shape = (batch, heads, n, d)
+
+    def inputs(name):  # the simulator's random inputs, rounded to the kernel's dtype
+        return torch.from_numpy(random_block(seed, name, shape)).to(tdtype)
+
+    q, k, v, do = (inputs(x) for x in ("Q", "K", "V", "dO"))
+    q64, k64, v64, do64 = (t.double().numpy() for t in (q, k, v, do))
+    tau = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    qd, kd, vd, dod = (t.to(device) for t in (q, k, v, do))
+
+    cfg = resolve_config("fwd", qd, causal, block_m, block_n)
+    bm, bn = cfg.block_m, cfg.block_n
+    o_gpu, lse_gpu = flash_attention_forward(qd, kd, vd, causal=causal, sm_scale=tau, block_m=bm, block_n=bn)
+    gpu = {"O": o_gpu.double().cpu().numpy(), "L": lse_gpu.double().cpu().numpy()}
+    order = "col"
+    if pass_ == "backward":
+        dq, dk, dv = flash_attention_backward(qd, kd, vd, o_gpu, lse_gpu, dod, causal=causal, sm_scale=tau,
+                                              block_m=bm, block_n=bn)
+        gpu.update(dQ=dq.double().cpu().numpy(), dK=dk.double().cpu().numpy(), dV=dv.double().cpu().numpy())
+        order = _kernel_order()
+    sim = run_attention(q64, k64, v64, do64 if pass_ == "backward" else None, algo="fa2", causal=causal,
+                        block_m=bm, block_n=bn, scale=tau, dtype=sim_dtype, order=order)
+    ref = _reference(q64, k64, v64, do64 if pass_ == "backward" else None, causal, tau)
+    comparisons = []
+    for name in ("O", "L") + (("dQ", "dK", "dV") if pass_ == "backward" else ()):
+        s, g, r = np.asarray(sim[name]).reshape(gpu[name].shape), gpu[name], ref[name].reshape(gpu[name].shape)
+        diff = float(np.max(np.abs(s - g)))
+        top = float(np.max(np.abs(s)))
+        comparisons.append(Comparison(name, diff, diff / top if top else diff,
+                                      TOLERANCE[name] * EPS[dtype] * max(top, 1.0),
+                                      float(np.max(np.abs(s - r))), float(np.max(np.abs(g - r)))))
+    fwd = sim["forward"]
+    setup = {
+        "device": torch.cuda.get_device_name() if device == "cuda" else "CPU (Triton interpreter)",
+        "shape": f"batch {batch} × heads {heads} × N {n} × d {d}", "causal": causal, "kernel dtype": dtype,
+        "simulator dtype": sim_dtype, "blocks": f"BLOCK_M {bm} × BLOCK_N {bn}", "scale": tau, "seed": seed,
+        "pass": pass_ + (f" (simulator order: {order})" if pass_ == "backward" else ""),
+        "simulated HBM (forward)": f"{fwd.dram_reads} elements read, {fwd.dram_writes} written",
+    }
+    if pass_ == "backward":
+        bwd = sim["backward"]
+        setup["simulated HBM (backward)"] = f"{bwd.dram_reads} elements read, {bwd.dram_writes} written"
+    alarms = [f"{side}: {a.kind} at step {a.step} ({a.instruction})" for side in ("forward", "backward")
+              if side in sim for a in sim[side].alarms]
+    if alarms:
+        setup["simulator alarms"] = "; ".join(alarms)
+    return Verification(setup, tuple(comparisons))
+
+
+def _kernel_order() -> str:
+    """The tile generator's order closest to the kernel's backward (split if it has it)."""
+    from toymachine.gen import tile
+
+    return "split" if "split" in getattr(tile, "ORDERS", ()) else "col"
+
+
+def _num(x: float) -> str:
+    return "nan" if x != x else f"{x:.3g}"
+
+
+def verification_report(v: Verification) -> Report:
+    rows = tuple((c.quantity, _num(c.max_abs), _num(c.max_rel), _num(c.tolerance), _num(c.sim_vs_ref),
+                  _num(c.gpu_vs_ref), "ok" if c.ok else "MISMATCH") for c in v.comparisons)
+    compare = Section("Simulator vs kernel", ("Quantity", "max |sim − gpu|", "max rel", "tolerance",
+                                              "sim vs fp64 ref", "gpu vs fp64 ref", "result"), rows,
+                      align=("l", "r", "r", "r", "r", "r", "l"))
+    setup = Section("Setup", ("Item", "Value"), tuple((k, str(val)) for k, val in v.setup.items()))
+    verdict = "agree" if v.ok else "DO NOT agree"
+    return Report("verify-gpu", (setup, compare), (f"simulator and kernel {verdict}",))

@@ -1,0 +1,55 @@
+"""`toym verify-gpu`: the tile simulator against the Triton kernel (interpreter on CPU)."""
+
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+import kernels_gpu  # noqa: E402,F401  (sets TRITON_INTERPRET=1 on a machine without CUDA)
+from kernels_gpu import verify as verify_mod  # noqa: E402
+
+
+@pytest.mark.parametrize("causal,dtype", [(False, "fp16"), (True, "bf16")])
+def test_forward_agrees(toym, causal, dtype):
+    args = ["verify-gpu", "--n", "64", "--d", "32", "--block-m", "32", "--block-n", "16", "--dtype", dtype, "-f", "csv"]
+    code, out, err = toym(*args + (["--causal"] if causal else []))
+    assert code == 0, err
+    assert out.startswith("Item,Value") or "Quantity" in out
+
+
+def test_backward_agrees_and_both_sides_are_near_the_reference():
+    v = verify_mod.verify(n=48, d=16, causal=True, pass_="backward", block_m=16, block_n=16, dtype="fp16")
+    assert v.ok and [c.quantity for c in v.comparisons] == ["O", "L", "dQ", "dK", "dV"]
+    for c in v.comparisons:
+        assert c.sim_vs_ref < 1e-5  # the simulator at fp32 on fp16-rounded inputs
+        assert c.gpu_vs_ref < c.tolerance
+
+
+def test_a_wrong_kernel_is_caught(toym, monkeypatch):
+    real = verify_mod.flash_attention_forward
+
+    def off_by_a_bit(*a, **k):
+        o, lse = real(*a, **k)
+        return o * 1.05, lse
+
+    monkeypatch.setattr(verify_mod, "flash_attention_forward", off_by_a_bit)
+    code, out, _ = toym("verify-gpu", "--n", "32", "--d", "16", "--block-m", "16", "--block-n", "16")
+    assert code == 1 and "MISMATCH" in out and "DO NOT agree" in out
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--d", "48"], "head dims"),
+    (["--block-m", "24"], "power of two"),
+    (["--n", "0"], "at least 1"),
+])
+def test_bad_options_exit_2(toym, args, needle):
+    code, out, err = toym("verify-gpu", "--n", "32", "--d", "16", *args)
+    assert code == 2 and needle in err and "Traceback" not in err
+
+
+def test_missing_gpu_extra_is_a_clear_error(toym, monkeypatch):
+    monkeypatch.setitem(sys.modules, "kernels_gpu.verify", None)
+    code, _, err = toym("verify-gpu", "--n", "32", "--d", "16")
+    assert code == 2 and "pip install -e '.[gpu]'" in err
