@@ -115,3 +115,13 @@ def test_console_script_installed():
 def test_isa_command(toym):
     code, out, _ = toym("isa", "-f", "markdown")
     assert code == 0 and "MAC_Z Ra, Rb, Rd" in out
+
+
+def test_big_arrays_are_summarised_in_tables_but_whole_in_json(toym, tmp_path):
+    prog = tmp_path / "big.asm"
+    prog.write_text("".join(f"LOAD x[{i}], R0\nSTORE R0, y[{i}]\n" for i in range(100)))
+    _, out, _ = toym("run", prog, "-f", "markdown")
+    row = next(line for line in out.splitlines() if line.startswith("| y |"))
+    assert "(100) [" in row and "…" in row and row.count(",") == 6
+    _, out, _ = toym("run", prog, "-f", "json")
+    assert len(json.loads(out)["memory"]["y"]) == 100

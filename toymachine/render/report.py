@@ -52,9 +52,32 @@ def value_text(v: Any, sym: Callable[[Any], str] | None = None) -> str:
     return sym(v) if sym else str(v)
 
 
-def _array_text(values, sym) -> str:
+MAX_SHOWN = 64  # arrays with more elements are summarised in tables (JSON keeps them whole)
+EDGE = 3  # items shown at each end of a summarised dimension
+
+
+def _count(values) -> int:
+    return sum(_count(v) for v in values) if isinstance(values, list) else 1
+
+
+def _shape(values) -> tuple[int, ...]:
+    return (len(values),) + _shape(values[0]) if isinstance(values, list) and values else ()
+
+
+def _array_text(values, sym, summarise: bool | None = None) -> str:
+    """Nested lists as text; big arrays as ``(1024×64) [[…, …], …]`` with edge items only."""
+    if summarise is None:
+        summarise = _count(values) > MAX_SHOWN
+        if summarise:
+            dims = "×".join(str(n) for n in _shape(values))
+            return f"({dims}) " + _array_text(values, sym, True)
     if isinstance(values, list):
-        return "[" + ", ".join(_array_text(v, sym) for v in values) + "]"
+        if summarise and len(values) > 2 * EDGE:
+            items = [_array_text(v, sym, True) for v in values[:EDGE]] + ["…"] + \
+                    [_array_text(v, sym, True) for v in values[-EDGE:]]
+        else:
+            items = [_array_text(v, sym, summarise) for v in values]
+        return "[" + ", ".join(items) + "]"
     if values is None:
         return "·"
     return value_text(values, sym)
