@@ -23,6 +23,8 @@ from __future__ import annotations
 
 __all__ = ["simulate", "DEFAULT_STEP_LIMIT"]
 
+import contextlib
+import gc
 import math
 import re
 from typing import Any, Callable, Iterable, Iterator
@@ -92,6 +94,7 @@ class _Run:
         self.used_arrays: dict[str, int] = {}
         self.reads = self.writes = 0
         self.current: tuple[int, str] = (0, "")
+        self.templates: dict[str, tuple] = {}  # "LOAD x[" + "], R0" → compiled parts (text mode)
         self.data: dict | None = None
         self.outputs: dict[Any, str] = {}  # symbolic: expression stored whole → output name
         rnd = None if self.dt.exact or symbolic else self.dt.round_scalar
@@ -305,8 +308,25 @@ class _Run:
     def miss(self, n: int, text: str):
         """Parse and compile one source line not seen before (text mode)."""
         self.current = (n, text)
+        lb = text.find("[")
+        rb = text.rfind("]")
+        if 0 < lb < rb:
+            # a line like one seen before but for the index ("LOAD x[" … "], R0"): reuse
+            # its compiled form, parse only the index
+            template = self.templates.get(text[:lb] + text[rb:])
+            if template is not None:
+                inner = text[lb + 1:rb]
+                if inner.isdigit():
+                    idx = (int(inner),)
+                else:
+                    parts = inner.split("][")
+                    idx = tuple(map(int, parts)) if all(p.isdigit() for p in parts) else None
+                if idx is not None and template[2].check_index(idx) is None:
+                    return (template[0], template[1], template[2], idx, template[3], (None, text.strip(), False))
         code = self._fast_memory_op(n, text)
         if code is not None:
+            if 0 < lb < rb:
+                self.templates[text[:lb] + text[rb:]] = (code[0], code[1], code[2], code[4])
             return code
         item = parse_line(text, n, self.file)
         if item is None:
@@ -633,16 +653,32 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
         for decl in program.arrays:
             run.declare(decl, data)
         cache = _compile_program(run, program, lines)
-        with np.errstate(**_TILE_FPE):
+        with np.errstate(**_TILE_FPE), _no_cyclic_gc():
             run.execute(lines, cache, text_mode=False)
     else:
         run.source = lambda line: run.current[1] if run.current[0] == line else None
         try:
-            with np.errstate(**_TILE_FPE):
+            with np.errstate(**_TILE_FPE), _no_cyclic_gc():
                 run.execute(program, {}, text_mode=True)
         except RecursionError:
             raise RuntimeFault("expression too deep for symbolic mode", hint="run without --symbolic") from None
     return _result(run, machine, fname)
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc():
+    """Pause the cyclic garbage collector while the interpreter loop runs.
+
+    The loop makes no reference cycles (refcounting frees everything it drops), but it does
+    keep many small tuples alive (compiled lines, memory cells), and each collection would
+    walk all of them: on traces with many distinct lines that doubled the run time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # tile arithmetic raises on every IEEE flag; toymachine.tile turns them into alarms
