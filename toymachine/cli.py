@@ -190,6 +190,10 @@ from .cli_gen import SWEEP_CONTEXT, gen_app, sweep_command  # noqa: E402  (regis
 app.add_typer(gen_app, name="gen")
 app.command("sweep", context_settings=SWEEP_CONTEXT)(sweep_command)
 
+from .cli_numerics import numerics_command  # noqa: E402
+
+app.command("numerics")(numerics_command)
+
 
 def main() -> None:
     try:
