@@ -125,3 +125,10 @@ def test_big_arrays_are_summarised_in_tables_but_whole_in_json(toym, tmp_path):
     assert "(100) [" in row and "…" in row and row.count(",") == 6
     _, out, _ = toym("run", prog, "-f", "json")
     assert len(json.loads(out)["memory"]["y"]) == 100
+
+
+def test_terminal_notes_are_plain_text_not_markup():
+    from toymachine.render import Report, Section, render_report
+
+    out = render_report(Report("t", (Section("S", ("a",), (("[x]",),)),), ("note [bold]kept[/bold]",)), "table")
+    assert "[x]" in out and "note [bold]kept[/bold]" in out

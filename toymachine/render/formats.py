@@ -61,7 +61,7 @@ def _terminal(report: Report) -> str:
             t.add_row(*(Text(_cell(c)) for c in row))
         console.print(t)
     for n in report.notes:
-        console.print(n)
+        console.print(Text(n))
     return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
 
 
