@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import PROGRAMS, ROOT
+from conftest import PROGRAMS
 
 JSON_KEYS = {"cycles", "instructions", "ops", "dram", "registers_used", "registers", "memory"}
 

@@ -1,7 +1,6 @@
 """The seed's traces (programs/) against the seed's figures, numpy, and golden results."""
 
 import json
-import math
 
 import numpy as np
 import pytest

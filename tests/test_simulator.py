@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toymachine import MachineLimitError, RuntimeFault, parse, simulate
-from toymachine.isa import ISA
 from toymachine.memory import random_value
 
 

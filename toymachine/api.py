@@ -12,8 +12,7 @@ __all__ = ["run_file"]
 
 import sys
 
-from .asm import decode_source, line_iter
-from .errors import AsmError, Location
+from .asm import decode_source, line_iter, open_error
 from .machine import resolve_machine
 from .memory import load_data_file
 from .result import Result
@@ -36,12 +35,8 @@ def run_file(path: str, *, machine: str | None = None, registers: int | None = N
         if b"\x00" in head:
             decode_source(head, path)  # raises: a binary file
         fh = open(path, encoding="utf-8", newline=None)
-    except FileNotFoundError:
-        raise AsmError(f"no such file: {path}", loc=Location(path), hint="check the path, or pass - to read standard input") from None
-    except IsADirectoryError:
-        raise AsmError(f"{path} is a directory, not a program", loc=Location(path)) from None
     except OSError as exc:
-        raise AsmError(f"cannot read {path}: {exc.strerror}", loc=Location(path)) from None
+        raise open_error(path, exc) from None
     with fh:
         try:
             return simulate(fh, mach, arrays, file=path, **kwargs)

@@ -20,7 +20,7 @@ import math
 import re
 from typing import Iterable, Iterator
 
-from .errors import AsmError, DataError, Location
+from .errors import AsmError, Location
 from .isa import ISA, MNEMONICS
 from .program import ArrayDecl, Instr, Mem, Program, Reg, Span
 
@@ -311,7 +311,6 @@ def parse_literal(text: str, *, file: str = "<input>", line: int = 0, source: st
     """Parse a nested list literal of numbers (no eval): ``[[1, 2], [3, -inf]]``."""
     src = source if source is not None else text
     pos = 0
-    n = len(text)
 
     def err(msg, at, hint="write a nested list of numbers, e.g. [[1, 2], [3, 4]]"):
         return AsmError(msg, loc=_loc(file, line, src, col0 + at), hint=hint)
@@ -357,17 +356,23 @@ def parse_literal(text: str, *, file: str = "<input>", line: int = 0, source: st
     return v
 
 
+def open_error(path: str, exc: OSError) -> AsmError:
+    """The error to raise when a program file cannot be opened."""
+    if isinstance(exc, FileNotFoundError):
+        return AsmError(f"no such file: {path}", loc=Location(path),
+                        hint="check the path, or pass - to read standard input")
+    if isinstance(exc, IsADirectoryError):
+        return AsmError(f"{path} is a directory, not a program", loc=Location(path))
+    return AsmError(f"cannot read {path}: {exc.strerror}", loc=Location(path))
+
+
 def read_source(path: str) -> str:
     """Read a program file as UTF-8, with clear errors for binary or mis-encoded files."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
-    except FileNotFoundError:
-        raise AsmError(f"no such file: {path}", loc=Location(path), hint="check the path") from None
-    except IsADirectoryError:
-        raise AsmError(f"{path} is a directory, not a program", loc=Location(path)) from None
     except OSError as exc:
-        raise AsmError(f"cannot read {path}: {exc.strerror}", loc=Location(path)) from None
+        raise open_error(path, exc) from None
     return decode_source(raw, path)
 
 
@@ -437,4 +442,4 @@ def parse_file(path: str) -> Program:
     return parse(read_source(path), path)
 
 
-__all__ += ["decode_source"]
+__all__ += ["decode_source", "open_error"]

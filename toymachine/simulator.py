@@ -26,14 +26,13 @@ __all__ = ["simulate", "DEFAULT_STEP_LIMIT"]
 import contextlib
 import gc
 import math
-import re
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from .asm import _strip_comment, operand_spans, parse, parse_line
 from .dtypes import get_dtype
-from .errors import AsmError, DataError, Location, MachineLimitError, NumericsError, RuntimeFault, ToyMachineError
+from .errors import AsmError, DataError, Location, MachineLimitError, NumericsError, RuntimeFault
 from .isa import ISA, MNEMONICS
 from .machine import DEFAULT_MACHINE, Machine
 from .memory import TILE, Memory

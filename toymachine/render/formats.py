@@ -164,7 +164,7 @@ def _latex(report: Report) -> str:
 
 
 def _html(report: Report) -> str:
-    out = [f'<div class="toym-report">']
+    out = ['<div class="toym-report">']
     for s in report.sections:
         out.append(f"<table>\n<caption>{html.escape(s.title)}</caption>")
         out.append("<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in s.headers) + "</tr></thead>")
