@@ -1,10 +1,14 @@
 """What each FlashAttention-2 kernel launch actually does, as data: grid, order, tiles, traffic.
 
-`schedule(...)` returns a `Schedule` mirroring the loops in flash_attn.py exactly (same tile
-bounds, same causal split, same masking of rows >= N), so a simulator can predict its bytes.
-`predict_traffic(schedule)` is the one small function that turns it into bytes read/written
-from global memory (L2-level traffic requested by the SMs; each tile load counts once per
-program that issues it, no cache reuse assumed). Replace it with the simulator's prediction.
+`schedule(...)` returns a `Schedule` mirroring the loops in kernels.py exactly (same tile
+bounds, same causal split, same masking of rows >= N, which tiles come through TMA).
+`launch_config(...)` is the config choice it (and `traffic.simulated_traffic`) uses.
+
+The traffic prediction is the tile simulator's: `traffic.simulated_traffic` runs the tile
+machine's program for the launch (toymachine.gen.tile, the same blocks and loops). The hand
+formula `predict_traffic(schedule)` (each tile load counted once per program that issues it,
+rows >= N not counted, no cache reuse) is kept only as a cross-check of it: the tests hold the
+two equal to the byte.
 
 No torch or triton import here: this runs on the CPU-only side.
 """
@@ -14,10 +18,12 @@ from dataclasses import asdict, dataclass, replace
 
 from .configs import KernelConfig, choose_config
 
-__all__ = ["Schedule", "TileRead", "Traffic", "schedule", "predict_traffic", "PASS_NAMES"]
+__all__ = ["Schedule", "TileRead", "Traffic", "schedule", "launch_config", "predict_traffic",
+           "PASS_NAMES", "PREPROCESS_CONFIG", "LSE_BYTES"]
 
 PASS_NAMES = ("fwd", "bwd_preprocess", "bwd_dkdv", "bwd_dq")
 LSE_BYTES = 4  # lse and D are fp32, one per row
+PREPROCESS_CONFIG = KernelConfig(128, 128, 4, 1)  # flash_attn's preprocess launch: BLOCK_M 128
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,14 @@ class Schedule:
     def streamed_block(self) -> int:
         return self.config.block_m if self.pass_ == "bwd_dkdv" else self.config.block_n
 
+    @property
+    def tma_tensors(self) -> tuple[str, ...]:
+        """Tensors loaded through TMA descriptors: with use_tma, the streamed (BLOCK, d) tiles;
+        held tiles, outputs and the fp32 lse/D rows always use pointers (kernels.py)."""
+        if not self.config.use_tma:
+            return ()
+        return tuple(t.tensor for t in self.streamed if t.row_bytes != LSE_BYTES)
+
     def iterations(self) -> int:
         """Inner-loop iterations summed over all programs of the launch."""
         return self.batch * self.heads * sum(len(s) for s in self.streamed_starts)
@@ -90,22 +104,30 @@ def _tile_starts(lo: int, hi: int, step: int) -> list[int]:
     return list(range(lo, hi, step))
 
 
+def launch_config(n: int, d: int, causal: bool = False, block_m: int | None = None,
+                  block_n: int | None = None, pass_: str = "fwd", elem_bytes: int = 2,
+                  config: KernelConfig | None = None) -> KernelConfig:
+    """The config of one launch: `config` if given (the one that ran, e.g. from
+    `flash_attn.resolve_config`), else the choice the GPU wrapper makes (tuned table /
+    explicit blocks; TMA kept only when N divides both tile sizes)."""
+    if pass_ not in PASS_NAMES:
+        raise ValueError(f"pass_ must be one of {PASS_NAMES}; got {pass_!r}")
+    if config is not None:
+        return config
+    if pass_ == "bwd_preprocess":
+        return PREPROCESS_CONFIG
+    config = choose_config(pass_, d, causal, elem_bytes, n, block_m=block_m, block_n=block_n,
+                           interpreter=False, autotune=False)
+    if config.use_tma and (n % config.block_m or n % config.block_n):
+        config = replace(config, use_tma=False)
+    return config
+
+
 def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
              block_m: int | None = None, block_n: int | None = None, pass_: str = "fwd",
              elem_bytes: int = 2, config: KernelConfig | None = None) -> Schedule:
-    """The schedule of one launch. `config` is the config that ran (e.g. from
-    `flash_attn.resolve_config`); without it the same choice the GPU wrapper makes is used
-    (tuned table / explicit blocks; TMA kept only when N divides both tile sizes)."""
-    if pass_ not in PASS_NAMES:
-        raise ValueError(f"pass_ must be one of {PASS_NAMES}; got {pass_!r}")
-    if config is None:
-        if pass_ == "bwd_preprocess":
-            config = KernelConfig(128, 128, 4, 1)
-        else:
-            config = choose_config(pass_, d, causal, elem_bytes, n, block_m=block_m,
-                                   block_n=block_n, interpreter=False, autotune=False)
-            if config.use_tma and (n % config.block_m or n % config.block_n):
-                config = replace(config, use_tma=False)
+    """The schedule of one launch (`launch_config` chooses the config when none is given)."""
+    config = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config)
     bm, bn = config.block_m, config.block_n
     row = d * elem_bytes
     q_t = lambda name: TileRead(name, row, "q")          # noqa: E731
@@ -163,7 +185,10 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
 
 def predict_traffic(s: Schedule) -> Traffic:
     """Bytes the launch reads from / writes to global memory, every tile load counted (no reuse
-    across programs; rows >= N not counted). One head's bytes times batch * heads."""
+    across programs; rows >= N not counted). One head's bytes times batch * heads.
+
+    The hand formula, kept as a cross-check of `traffic.simulated_traffic` (the prediction
+    the tables use); tests/test_kernels_gpu.py holds the two equal."""
     held_blk, str_blk = s.held_block, s.streamed_block
     read = write = 0
     for start, starts in zip(s.held_rows, s.streamed_starts):

@@ -30,6 +30,26 @@ def points(draw):
 @settings(max_examples=60, deadline=None)
 @given(points())
 def test_simulated_counts_equal_the_closed_forms(p):
+    assert_counts_equal_the_closed_forms(p)
+
+
+@st.composite
+def split_points(draw):
+    """The split backward (FlashAttention-2's three kernels), whole or one launch."""
+    return dict(
+        n=draw(st.integers(1, 13)), d=draw(st.integers(1, 4)), algo=draw(st.sampled_from(["fa1", "fa2"])),
+        pass_="backward", order="split", batch=draw(st.integers(1, 2)), heads=draw(st.integers(1, 2)),
+        causal=draw(st.booleans()), block_m=draw(st.integers(1, 6)), block_n=draw(st.integers(1, 6)),
+        scale=draw(st.sampled_from([None, 1.0])), phase=draw(st.sampled_from([None, "preprocess", "dkdv", "dq"])))
+
+
+@settings(max_examples=50, deadline=None)
+@given(split_points())
+def test_split_counts_equal_the_closed_forms(p):
+    assert_counts_equal_the_closed_forms(p)
+
+
+def assert_counts_equal_the_closed_forms(p):
     r = simulate(attention_program(**p), H100, dtype="fp64", steps=False)
     c = attention_tile_cost(**p)
     assert dict(r.ops) == dict(c.ops)
@@ -102,3 +122,35 @@ def test_fa2_beats_fa1_and_standard_on_hbm():
         traffic = {a: (lambda c: c.reads + c.writes)(attention_tile_cost(algo=a, **kw))
                    for a in ("standard", "fa1", "fa2")}
         assert traffic["fa2"] < traffic["fa1"] < traffic["standard"]
+
+
+@pytest.mark.parametrize("n,d,b", [(64, 8, 16), (48, 4, 8), (40, 2, 20)])
+def test_split_closed_forms_when_blocks_divide_n(n, d, b):
+    """The split backward's formula (module docstring), non-causal, Br = Bc = b dividing n:
+    preprocess 2nd | n; dkdv 2nd + (2d + 2)·n·Tc | 2nd; dq (2d + 2)·n + 2d·n·Tr | nd."""
+    t = n // b
+    kw = dict(n=n, d=d, algo="fa2", pass_="backward", order="split", block_m=b, block_n=b)
+    words = {ph: (lambda c: (c.reads, c.writes))(attention_tile_cost(phase=ph, **kw))
+             for ph in ("preprocess", "dkdv", "dq")}
+    assert words == {"preprocess": (2 * n * d, n), "dkdv": (2 * n * d + (2 * d + 2) * n * t, 2 * n * d),
+                     "dq": ((2 * d + 2) * n + 2 * d * n * t, n * d)}
+    whole = attention_tile_cost(**kw)
+    assert (whole.reads, whole.writes) == (4 * n * d + (2 * d + 2) * (n * t + n) + 2 * d * n * t, 3 * n * d + n)
+    # 7 products per score (dkdv: Q·Kᵀ, Pᵀ·dO, dO·Vᵀ, dSᵀ·Q; dq: Q·Kᵀ, dO·Vᵀ, dS·K), the other orders 5
+    assert whole.flops_matmul == n * n * (14 * d - 4)
+    assert attention_tile_cost(**{**kw, "order": "col"}).flops_matmul == n * n * (10 * d - 2)
+
+
+def test_split_phases_add_up_to_the_whole_backward():
+    kw = dict(n=11, d=3, algo="fa2", pass_="backward", order="split", batch=2, heads=3, causal=True,
+              block_m=4, block_n=3)
+    whole = attention_tile_cost(**kw)
+    parts = [attention_tile_cost(phase=ph, **kw) for ph in ("preprocess", "dkdv", "dq")]
+    assert whole.reads == sum(c.reads for c in parts) and whole.writes == sum(c.writes for c in parts)
+    ops = {}
+    for c in parts:
+        for op, k in c.ops.items():
+            ops[op] = ops.get(op, 0) + k
+    ops["FILL"] -= 2  # the τ tile: once per program
+    assert dict(whole.ops) == ops
+    assert whole.flops_matmul == sum(c.flops_matmul for c in parts)

@@ -118,6 +118,70 @@ def test_row_order_makes_two_outer_products_col_order_one():
     assert col["dQ"] == {"reads": pairs * nd, "writes": pairs * nd}
 
 
+# -- backward, split order: FlashAttention-2's kernels -------------------------------------------
+@pytest.mark.parametrize("algo", ["fa1", "fa2"])
+@pytest.mark.parametrize("n,d,bm,bn,causal,bh", [
+    (9, 3, 4, 3, False, (1, 1)),  # ragged last blocks
+    (9, 3, 4, 3, True, (1, 1)),
+    (11, 2, 2, 5, True, (2, 2)),  # Bc > Br: a key block meets several query blocks on the diagonal
+    (8, 4, 8, 2, True, (1, 3)),  # one query block
+])
+def test_split_backward_matches_numpy(algo, n, d, bm, bn, causal, bh):
+    kw = dict(n=n, d=d, algo=algo, pass_="backward", order="split", causal=causal, block_m=bm, block_n=bn,
+              batch=bh[0], heads=bh[1], with_data=True, seed=2)
+    x = inputs(n, d, *bh, names=("Q", "K", "V", "dO"), seed=2)
+    ref = attention_backward_reference(x["Q"], x["K"], x["V"], x["dO"], causal=causal)
+    r = simulate(attention_program(**kw), steps=False)
+    for name in ("dQ", "dK", "dV", "D"):
+        np.testing.assert_allclose(r.array(name), ref[name], rtol=0, atol=EXACT, err_msg=name)
+    assert not r.alarms
+    # each launch alone (the phase reads D from the data where its preprocess would have written it)
+    for phase, outputs in (("preprocess", ("D",)), ("dkdv", ("dK", "dV")), ("dq", ("dQ",))):
+        alone = simulate(attention_program(phase=phase, **kw), steps=False)
+        for name in outputs:
+            np.testing.assert_allclose(alone.array(name), ref[name], rtol=0, atol=EXACT, err_msg=f"{phase} {name}")
+        assert set(alone.written_arrays) == set(outputs)
+
+
+def test_split_order_reads_and_writes_like_the_kernels():
+    """Preprocess: O, dO once; dK/dV launch: K, V once, Q, dO, L, D once per pair; dQ launch:
+    Q, dO, L, D once, K, V once per pair; every gradient written once and never read (no
+    read-modify-write)."""
+    n, d, b = 16, 4, 4
+    t = run(n=n, d=d, algo="fa2", pass_="backward", order="split", block_m=b, block_n=b).extra["tile_traffic"]
+    nd, blocks = n * d, n // b
+    assert t["K"] == t["V"] == {"reads": nd + blocks * nd, "writes": 0}
+    assert t["Q"] == {"reads": blocks * nd + nd, "writes": 0}
+    assert t["dO"] == {"reads": nd + blocks * nd + nd, "writes": 0}  # the preprocess reads it too
+    assert t["L"] == {"reads": blocks * n + n, "writes": 0}
+    assert t["D"] == {"reads": blocks * n + n, "writes": n}
+    assert t["dQ"] == t["dK"] == t["dV"] == {"reads": 0, "writes": nd}
+    assert t["O"] == {"reads": nd, "writes": 0}
+
+
+@pytest.mark.parametrize("kw,needle", [
+    (dict(pass_="backward", order="split", precompute_d=False), "preprocess launch"),
+    (dict(pass_="backward", order="col", phase="dq"), "one launch of the split"),
+    (dict(pass_="forward", phase="dkdv"), "one launch of the split"),
+    (dict(pass_="backward", order="split", phase="dv"), "phase must be one of"),
+    (dict(pass_="backward", order="diagonal"), "--order"),
+])
+def test_split_parameters_are_config_errors(kw, needle):
+    with pytest.raises(ConfigError, match=needle):
+        attention_program(n=8, d=2, **kw)
+
+
+def test_run_attention_split_order():
+    from toymachine.gen.tile import run_attention
+
+    rng = np.random.default_rng(1)
+    q, k, v, do = (rng.standard_normal((2, 7, 4)) for _ in range(4))
+    out = run_attention(q, k, v, do, algo="fa2", causal=True, block_m=4, block_n=2, dtype="fp64", order="split")
+    grads = attention_backward_reference(q, k, v, do, causal=True)
+    for name in ("dQ", "dK", "dV", "D"):
+        np.testing.assert_allclose(out[name], grads[name], rtol=0, atol=EXACT)
+
+
 # -- forward: the seeds' cost claims -----------------------------------------------------
 def test_fa2_writes_o_once_fa1_once_per_key_block():
     """Seed 000's table: the inner-product order (FA2) stores each output once, the outer
@@ -213,7 +277,9 @@ def test_bad_parameters_are_config_errors(kw, needle):
 
 # -- the program text ------------------------------------------------------------------------------
 @pytest.mark.parametrize("kw", [dict(algo="fa2", causal=True, batch=2, heads=2), dict(algo="fa1"),
-                                dict(algo="standard"), dict(pass_="backward", order="col", precompute_d=False)])
+                                dict(algo="standard"), dict(pass_="backward", order="col", precompute_d=False),
+                                dict(pass_="backward", order="split"),
+                                dict(pass_="backward", order="split", phase="dq")])
 def test_header_and_round_trip(kw):
     p = attention_program(n=6, d=2, block_m=2, block_n=3, **kw)
     text = p.to_text()

@@ -31,6 +31,16 @@ HBM words of one head (batch·heads heads; words = elements):
     fa2 forward       reads n·d + 2d·PC, writes n·d + n (O and the log-sum-exp L)
     backward          see ``_backward_words``: K and V once per pair (row order) or per
                       key block (col order), twice without the Dᵢ precomputation.
+    backward, split   FlashAttention-2's kernels (st = 1 statistic, L; fa1 2, m and l):
+                        preprocess  reads 2·n·d (O, dO)                      writes n (D)
+                        dkdv        reads 2·n·d + (2d + st + 1)·PR           writes 2·n·d (dK, dV)
+                                    (K, V once per key block; Q, dO, L, D once per pair)
+                        dq          reads (2d + st + 1)·n + 2d·PC            writes n·d (dQ)
+                                    (Q, dO, L, D once per query block; K, V once per pair)
+                      in all (fa2) reads 4·n·d + (2d + 2)·(PR + n) + 2d·PC, writes 3·n·d + n;
+                      non-causal, PR = n·Tc and PC = n·Tr. Matmul FLOPs per computed score:
+                      dkdv 8d − 2 (Q·Kᵀ, Pᵀ·dO, dO·Vᵀ, dSᵀ·Q), dq 6d − 2 (Q·Kᵀ, dO·Vᵀ, dS·K):
+                      7 products per pair where the row/col orders do 5 (10d − 2).
 
 With Bc = ⌈M/4d⌉ (the paper's rule) FA1's reads are 2nd + (2d+2)·n·⌈n/Bc⌉ ≈ 8n²d²/M:
 doubling M halves the dominant term (Theorem 2 of the FlashAttention paper).
@@ -41,7 +51,8 @@ cycles + words·word_bytes/hbm_bytes_per_cycle + matmul/tensor + vector/vector +
 
 from __future__ import annotations
 
-__all__ = ["Blocks", "TileCost", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks"]
+__all__ = ["Blocks", "TileCost", "SPLIT_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
+           "check_split"]
 
 from collections import Counter
 from dataclasses import dataclass, field
@@ -51,6 +62,23 @@ from typing import Mapping
 from .errors import ConfigError
 from .isa import MNEMONICS
 from .machine import DEFAULT_MACHINE, Machine
+
+
+SPLIT_PHASES = ("preprocess", "dkdv", "dq")  # order split: the FlashAttention-2 kernels' three backward launches
+
+
+def check_split(pass_: str, order: str, precompute_d: bool, phase: str | None) -> None:
+    """``phase`` names one launch of the split backward; split needs the Dᵢ precomputation."""
+    if phase is not None:
+        if phase not in SPLIT_PHASES:
+            raise ConfigError(f"phase must be one of {', '.join(SPLIT_PHASES)}; got {phase!r}")
+        if pass_ != "backward" or order != "split":
+            raise ConfigError(f"phase {phase!r} is one launch of the split backward (pass backward, order split)",
+                              hint="use pass_='backward', order='split' with phase, or leave phase out")
+    if pass_ == "backward" and order == "split" and not precompute_d:
+        raise ConfigError("order split computes D = rowsum(dO∘O) in its preprocess launch (the Dᵢ trick), as the "
+                          "FlashAttention-2 kernels do", hint="use --precompute-d with order split, or order row/col "
+                                                              "to accumulate D from P∘dP instead")
 
 
 # -- blocking --------------------------------------------------------------------------
@@ -118,13 +146,15 @@ def paper_blocks(d: int, sram_words: int) -> tuple[int, int]:
 
 # -- what each program occupies ----------------------------------------------------------
 def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str = "exact", scaled: bool = True,
-              heads: int = 1, precompute_d: bool = True, order: str = "row", n: int | None = None) -> int:
+              heads: int = 1, precompute_d: bool = True, order: str = "row", n: int | None = None,
+              phase: str | None = None) -> int:
     """Peak SRAM words of a generated program (Br, Bc ≤ n). FlashAttention's registers are
     all live at their largest tiles from the first block pair on: the peak is their sum.
     Standard attention and the column-order backward without the Dᵢ trick reuse registers
     across phases, so the last (possibly short) block of one phase meets the first of the
     next: r_last = n − (Tr−1)·Br and c_last = n − (Tc−1)·Bc enter (``n`` defaults to a
-    multiple of both blocks)."""
+    multiple of both blocks). The split backward's launches share the one SRAM: through the dq
+    launch the last dV_j block (c_last·d words) is still held."""
     s = 1 if scaled else 0
     n = n if n is not None else br * bc
     r_last, c_last = n - (-(-n // br) - 1) * br, n - (-(-n // bc) - 1) * bc
@@ -144,6 +174,14 @@ def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str =
         step3 = br * d + bc * d + br * bc + k * r_last  # O = PV (stats: the last row block's)
         return max(step1, step2, step3) + s
     stats = 2 if algo == "fa1" else 1
+    if order == "split":
+        pre = 2 * br * d + br + s  # dO_i, dO_i∘O_i, D_i
+        both = 2 * br * bc + 2 * br * d + (stats + 1) * br + s  # P, dS; Q_i, dO_i; L_i (m_i, l_i), D_i
+        dkdv = both + 4 * bc * d  # K_j, V_j, dK_j, dV_j
+        dq = both + br * d + 2 * bc * d  # dQ_i; K_j, V_j
+        if phase is not None:
+            return {"preprocess": pre, "dkdv": dkdv, "dq": dq}[phase]
+        return max(dkdv, dq + c_last * d)
     base = 2 * br * bc + 3 * br * d + 4 * bc * d + (stats + 1) * br + s  # S/P, dP/dS; Q dO dQ; K V dK dV; L (m,l), D
     if precompute_d:
         return base
@@ -158,7 +196,7 @@ def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str =
 
 def fit_blocks(*, algo: str, pass_: str, d: int, n: int, sram_words: int, variant: str = "exact",
                scaled: bool = True, precompute_d: bool = True, order: str = "row",
-               heads: int = 1) -> tuple[int, int, str]:
+               heads: int = 1, phase: str | None = None) -> tuple[int, int, str]:
     """Blocks for SRAM size M: the paper's (Br, Bc) if the program's working set fits in M,
     else the largest Bc ≤ ⌈M/4d⌉ (Br = min(Bc, d), both ≤ n) whose working set does.
     Returns (Br, Bc, note); raises ConfigError if not even 1-row blocks fit."""
@@ -168,7 +206,7 @@ def fit_blocks(*, algo: str, pass_: str, d: int, n: int, sram_words: int, varian
         br = min(bc, d, n)
         bcc = min(bc, n)
         return br, bcc, sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bcc, variant=variant, scaled=scaled,
-                                  precompute_d=precompute_d, order=order, n=n, heads=heads)
+                                  precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase)
 
     br, bc, words = need(bc0)
     if words <= sram_words:
@@ -269,8 +307,11 @@ def _rows_sums(g: Blocks) -> dict[str, int]:
 
 def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", batch: int = 1, heads: int = 1,
                         causal: bool = False, block_m: int, block_n: int, variant: str = "exact",
-                        precompute_d: bool = True, order: str = "row", scale: float | None = None) -> TileCost:
-    """The closed-form cost of ``gen.tile.attention_program`` with these (resolved) blocks."""
+                        precompute_d: bool = True, order: str = "row", scale: float | None = None,
+                        phase: str | None = None) -> TileCost:
+    """The closed-form cost of ``gen.tile.attention_program`` with these (resolved) blocks
+    (``phase``: one launch of the split backward)."""
+    check_split(pass_, order, precompute_d, phase)
     br, bc = min(block_m, n), min(block_n, n)
     g = Blocks(n, br, bc, causal)
     s = _rows_sums(g)
@@ -281,10 +322,13 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
         t.op("FILL")  # the 1×1 scale tile, once per program
     if pass_ == "forward":
         {"standard": _standard_forward, "fa1": _fa1_forward, "fa2": _fa2_forward}[algo](t, g, s, d, h, variant, scaled)
+    elif order == "split":
+        for ph in (phase,) if phase else SPLIT_PHASES:
+            _split(t, s, d, h, algo, scaled, ph)
     else:
         _backward(t, g, s, d, h, algo, scaled, precompute_d, order)
     peak = sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bc, variant=variant, scaled=scaled, heads=h,
-                     precompute_d=precompute_d, order=order, n=n)
+                     precompute_d=precompute_d, order=order, n=n, phase=phase)
     traffic = {a: (t.reads[a], t.writes[a]) for a in sorted(set(t.reads) | set(t.writes))}
     if pass_ == "forward":  # Q K V O, the row statistics, and standard attention's S and P
         footprint = 4 * n * d + {"fa2": n, "fa1": 2 * n, "standard": n + 2 * n * n}[algo]
@@ -292,12 +336,13 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
         footprint = 8 * n * d + (3 * n if algo == "fa1" else 2 * n)
     return TileCost(ops=dict(t.ops), reads=sum(t.reads.values()), writes=sum(t.writes.values()), traffic=traffic,
                     flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, sram_peak=peak,
-                    registers=_registers(algo, pass_, variant, scaled, precompute_d, bc >= n),
+                    registers=_registers(algo, pass_, variant, scaled, precompute_d, bc >= n, order, phase),
                     hbm_footprint=h * footprint,
-                    formula=_formula(algo, pass_, variant, precompute_d, order), breakdown=s)
+                    formula=_formula(algo, pass_, variant, precompute_d, order, phase), breakdown=s)
 
 
-def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: bool, one_key_block: bool) -> int:
+def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: bool, one_key_block: bool,
+               order: str = "row", phase: str | None = None) -> int:
     s = 1 if scaled else 0
     if pass_ == "forward":
         if algo == "fa2":
@@ -306,10 +351,12 @@ def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: 
             return {"exact": 11, "no-max": 7, "no-rescale": 8}[variant] + s
         return {"exact": 7, "no-max": 6}[variant] + s - (1 if one_key_block else 0)
     stats = 2 if algo == "fa1" else 1
+    if order == "split":  # T0 T5 T8 (preprocess); + T1 T2 T3 T4 T6 T10 (+T7) (dq); + T11 (dkdv, all)
+        return {"preprocess": 3, "dq": 8 + stats}.get(phase, 9 + stats) + s
     return 10 + stats + (0 if precompute_d else 1) + s
 
 
-def _formula(algo, pass_, variant, precompute_d, order) -> str:
+def _formula(algo, pass_, variant, precompute_d, order, phase=None) -> str:
     if pass_ == "forward":
         if algo == "fa2":
             return "reads n·d + 2·d·PC (Q once; K, V once per pair: non-causal n·d + 2·Tr·n·d), writes n·d + n (O, L)"
@@ -320,7 +367,22 @@ def _formula(algo, pass_, variant, precompute_d, order) -> str:
                     f"non-causal PR = n·Tc), writes ({w})·PR")
         k = 4 if variant == "exact" else 3
         return f"reads n·d + 2·Tr·n·d + {k}·n² (S read {k - 1}×, P once), writes 2·n² + n·d + n"
+    if order == "split":
+        return _split_words(algo, phase)
     return _backward_words(algo, precompute_d, order)
+
+
+def _split_words(algo: str, phase: str | None) -> str:
+    st = "m, l" if algo == "fa1" else "L"
+    k = "2d + 3" if algo == "fa1" else "2d + 2"
+    words = {"preprocess": "preprocess reads 2·n·d (O, dO), writes n (D)",
+             "dkdv": f"dkdv reads 2·n·d + ({k})·PR (K, V once per key block; Q, dO, {st}, D per pair), "
+                     f"writes 2·n·d (dK, dV once)",
+             "dq": f"dq reads ({k})·n + 2d·PC (Q, dO, {st}, D once per query block; K, V per pair), writes n·d "
+                   f"(dQ once)"}
+    if phase:
+        return words[phase]
+    return "; ".join(words[p] for p in SPLIT_PHASES) + " — nothing read-modify-written"
 
 
 def _backward_words(algo: str, precompute_d: bool, order: str) -> str:
@@ -545,3 +607,52 @@ def _backward(t: _Tally, g: Blocks, s: dict, d: int, h: int, algo: str, scaled: 
     t.store("dV", h * pc * d, h * p)
     t.store("dK", h * pc * d, h * p)
     t.store("dQ", h * n * d, h * tr)
+
+
+def _split(t: _Tally, s: dict, d: int, h: int, algo: str, scaled: bool, phase: str) -> None:
+    """One launch of the split backward (``gen.tile._split_phase``), all heads."""
+    n, tr, tc, p, pr, pc, prc = s["N"], s["Tr"], s["Tc"], s["P"], s["PR"], s["PC"], s["PRC"]
+    stats = ("m", "l") if algo == "fa1" else ("L",)
+    if phase == "preprocess":  # D_i = rowsum(dO_i ∘ O_i)
+        t.load("dO", h * n * d, h * tr)
+        t.load("O", h * n * d, h * tr)
+        t.op("MUL", h * tr, elems=h * n * d)
+        t.op("ROWSUM", h * tr, elems=h * n * (d - 1))
+        t.store("D", h * n, h * tr)
+        return
+    held, held_blocks = (("K", "V"), tc) if phase == "dkdv" else (("Q", "dO"), tr)
+    for a in held:  # once per program: n·d words each
+        t.load(a, h * n * d, h * held_blocks)
+    if phase == "dkdv":  # Q_i, dO_i, the statistics and D_i once per pair
+        t.op("FILL", 2 * h * tc)
+        t.load("Q", h * pr * d, h * p)
+        t.load("dO", h * pr * d, h * p)
+        for st in stats:
+            t.load(st, h * pr, h * p)
+        t.load("D", h * pr, h * p)
+    else:  # the statistics and D once per query block; K_j, V_j once per pair
+        for st in stats:
+            t.load(st, h * n, h * tr)
+        t.load("D", h * n, h * tr)
+        t.op("FILL", h * tr)
+        t.load("K", h * pc * d, h * p)
+        t.load("V", h * pc * d, h * p)
+    # P = e^(τ·Q·Kᵀ − L) (fa1: e^(S − m)/l), masked; dS/τ = P∘(dO·Vᵀ − D)
+    t.op("MAC_Z", 2 * h * p, elems=2 * h * prc * (2 * d - 1), unit="mm")  # Q·Kᵀ, dO·Vᵀ
+    if scaled:
+        t.op("MUL", h * p, elems=h * prc)
+    t.op("MASK", h * s["MP"])
+    t.op("SUB", 2 * h * p, elems=2 * h * prc)
+    t.op("EXP", h * p, elems=h * prc, unit="sfu")
+    if algo == "fa1":
+        t.op("DIV", h * p, elems=h * prc)
+    t.op("MUL", h * p, elems=h * prc)
+    products = 2 if phase == "dkdv" else 1  # dV += Pᵀ·dO and dK += dSᵀ·Q, or dQ += dS·K
+    t.op("MAC", products * h * p, elems=products * h * 2 * prc * d, unit="mm")
+    if scaled:  # τ on the accumulator, once per program
+        t.op("MUL", h * held_blocks, elems=h * n * d)
+    if phase == "dkdv":
+        t.store("dK", h * n * d, h * tc)
+        t.store("dV", h * n * d, h * tc)
+    else:
+        t.store("dQ", h * n * d, h * tr)

@@ -25,10 +25,21 @@ pass_ backward (fa1/fa2; fa1 reads m and l, fa2 reads L): dS_ij = P_ij∘(dP_ij 
     "Dᵢ trick": K_j, V_j loaded once) or D_i = rowsum(P∘dP) accumulated in an extra pass over
     the keys (K_j, V_j loaded twice). ``order`` row: Q_i outer — dQ_i stays in SRAM (inner
     product), dK_j and dV_j are read-modified-written per pair (outer products);
-    col: K_j outer (Algorithm 4) — dK_j, dV_j stay in SRAM, dQ_i is read-modified-written.
+    col: K_j outer (Algorithm 4) — dK_j, dV_j stay in SRAM, dQ_i is read-modified-written;
+    split: the FlashAttention-2 kernels' schedule (``kernels_gpu``: three launches, each a
+    phase here, all heads per phase) — *preprocess* D_i = rowsum(dO_i∘O_i) (reads O, dO,
+    writes D); *dkdv* K_j outer: K_j, V_j, dK_j, dV_j stay in SRAM while Q_i, dO_i, L_i, D_i
+    stream past (dK_j = τ·Σ_i dS_ijᵀ·Q_i, τ applied once per block as the kernel does);
+    *dq* Q_i outer: Q_i, dO_i, L_i, D_i, dQ_i stay in SRAM while K_j, V_j stream past
+    (P and dS recomputed: 7 matmuls per pair instead of 5, nothing read-modified-written).
+    HBM per head (fa2): reads 4·n·d + (2d + 2)·(PR + n) + 2d·PC, writes 3·n·d + n, with
+    ``cost_tile``'s pair sums PR = Σ r_i·J_i, PC = Σ W_i (non-causal n·Tc and n·Tr).
+    ``phase`` builds one launch alone (``SPLIT_PHASES``), so each kernel launch has its own
+    program and counts (``kernels_gpu.traffic`` predicts the launches' bytes from them).
 
 Softmax scale τ (``scale``, default 1/√d): a FILL'd 1×1 tile multiplies S on chip
-(``MUL Ts, Tτ, Ts``, Br·Bc FLOPs per pair) and dS in the backward; ``scale=1`` emits no
+(``MUL Ts, Tτ, Ts``, Br·Bc FLOPs per pair) and dS in the backward (split order: the dK_j and
+dQ_i accumulators once per block instead, as the kernels do); ``scale=1`` emits no
 multiply — the seed's convention ("we fold it into Q ahead of time": give Q pre-scaled).
 
 Blocks: ``block_m`` = Br query rows, ``block_n`` = Bc key rows (Triton's BLOCK_M/BLOCK_N),
@@ -42,7 +53,8 @@ Costs in closed form: ``toymachine.cost_tile.attention_tile_cost``.
 
 from __future__ import annotations
 
-__all__ = ["ALGOS", "PASSES", "ORDERS", "VARIANTS", "attention_program", "run_attention", "resolve_blocks",
+__all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_program", "run_attention",
+           "resolve_blocks",
            "attention_reference", "attention_backward_reference", "array_shapes"]
 
 import math
@@ -50,14 +62,14 @@ from typing import Iterable
 
 import numpy as np
 
-from ..cost_tile import Blocks, attention_tile_cost, fit_blocks, sram_peak
+from ..cost_tile import SPLIT_PHASES, Blocks, attention_tile_cost, check_split, fit_blocks, sram_peak
 from ..errors import ConfigError
 from ..memory import random_block
 from ..program import ArrayDecl, Instr, Mem, Program, Reg, Span
 
 ALGOS = ("standard", "fa1", "fa2")
 PASSES = ("forward", "backward")
-ORDERS = ("row", "col")
+ORDERS = ("row", "col", "split")  # backward; split's launches: SPLIT_PHASES (from cost_tile)
 VARIANTS = ("exact", "no-max", "no-rescale")
 DEFAULT_BLOCK = 64
 _ALL = Span(None, None)
@@ -114,12 +126,13 @@ def _choice(name: str, value, choices: Iterable[str]) -> str:
 def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", block_m: int | None = None,
                    block_n: int | None = None, sram_words: int | None = None, variant: str = "exact",
                    scaled: bool = True, precompute_d: bool = True, order: str = "row",
-                   heads: int = 1) -> tuple[int, int, str]:
+                   heads: int = 1, phase: str | None = None) -> tuple[int, int, str]:
     """(Br, Bc, how they were chosen): given, from the SRAM size, or 64 × 64; clamped to n."""
+    fit = dict(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
+               precompute_d=precompute_d, order=order, heads=heads, phase=phase)
     if block_m is not None or block_n is not None or sram_words is None:
         if sram_words is not None and (block_m is None or block_n is None):
-            pbr, pbc, _ = fit_blocks(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant,
-                                     scaled=scaled, precompute_d=precompute_d, order=order, heads=heads)
+            pbr, pbc, _ = fit_blocks(**fit)
         else:
             pbr = pbc = DEFAULT_BLOCK
         br = min(n, block_m if block_m is not None else pbr)
@@ -131,16 +144,14 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
             note += f", clamped to n = {n}"
         if sram_words is not None:
             need = sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bc, variant=variant, scaled=scaled,
-                             precompute_d=precompute_d, order=order, n=n, heads=heads)
+                             precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase)
             if need > sram_words:
-                fbr, fbc, _ = fit_blocks(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant,
-                                         scaled=scaled, precompute_d=precompute_d, order=order, heads=heads)
+                fbr, fbc, _ = fit_blocks(**fit)
                 raise ConfigError(f"blocks Br = {br}, Bc = {bc} need {need} words of SRAM; --sram is {sram_words}",
                                   hint=f"use --block-m {fbr} --block-n {fbc} (they fit), leave the blocks to --sram, "
                                        f"or use --sram {need}")
         return br, bc, note
-    return fit_blocks(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
-                      precompute_d=precompute_d, order=order, heads=heads)
+    return fit_blocks(**fit)
 
 
 def array_shapes(*, n: int, d: int, batch: int = 1, heads: int = 1, algo: str = "fa2",
@@ -164,9 +175,10 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                       causal: bool = False, block_m: int | None = None, block_n: int | None = None,
                       sram_words: int | None = None, variant: str = "exact", precompute_d: bool = True,
                       order: str = "row", with_data: bool = False, seed: int = 0,
-                      scale: float | None = None) -> Program:
+                      scale: float | None = None, phase: str | None = None) -> Program:
     """A tiled attention program for the tile machine (module docstring: what each
     ``algo``/``pass_``/``order`` does; ``cost_tile.attention_tile_cost``: what it costs).
+    ``phase`` (backward, order split only): one of ``SPLIT_PHASES`` alone — one kernel launch.
 
     ``with_data`` embeds the inputs as ``.data`` (the machine's own random values for
     ``seed``; for the backward also O and the statistics from a float64 numpy forward, so
@@ -188,6 +200,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     if pass_ == "backward" and algo == "standard":
         raise ConfigError("the backward pass is generated for fa1 and fa2 (FlashAttention's Algorithm 4)",
                           hint="use --algo fa1 (reads m, l) or --algo fa2 (reads L)")
+    check_split(pass_, order, precompute_d, phase)
     if algo == "standard" and variant == "no-rescale":
         raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
                           "has none", hint="use --variant exact or no-max with --algo standard")
@@ -197,24 +210,30 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     scaled = tau != 1.0
     br, bc, how = resolve_blocks(n=n, d=d, algo=algo, pass_=pass_, block_m=block_m, block_n=block_n,
                                  sram_words=sram_words, variant=variant, scaled=scaled, precompute_d=precompute_d,
-                                 order=order, heads=batch * heads)
+                                 order=order, heads=batch * heads, phase=phase)
     g = Blocks(n, br, bc, bool(causal))
     heads_list = [(b, hh) for b in range(batch) for hh in range(heads)] if batch * heads > 1 else [()]
     e = _Emitter()
     if scaled:
         e.op("FILL", tau, 1, 1, e.t(_TAU))
-    build = _forward if pass_ == "forward" else _backward
-    for prefix in heads_list:
-        build(e, g, d, tuple(prefix), algo=algo, variant=variant, scaled=scaled, precompute_d=precompute_d,
-              order=order)
+    if pass_ == "backward" and order == "split":  # launch by launch, each over every head (the kernel's grid)
+        for ph in (phase,) if phase else SPLIT_PHASES:
+            for prefix in heads_list:
+                _split_phase(e, g, d, tuple(prefix), ph, algo=algo, scaled=scaled)
+    else:
+        build = _forward if pass_ == "forward" else _backward
+        for prefix in heads_list:
+            build(e, g, d, tuple(prefix), algo=algo, variant=variant, scaled=scaled, precompute_d=precompute_d,
+                  order=order)
     cost = attention_tile_cost(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal),
                                block_m=br, block_n=bc, variant=variant, precompute_d=precompute_d, order=order,
-                               scale=tau)
+                               scale=tau, phase=phase)
     shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_=pass_)
-    arrays = _declarations(shapes, algo, pass_, precompute_d, order, with_data, seed, tau, bool(causal), n, d)
+    arrays = _declarations(shapes, algo, pass_, precompute_d, order, with_data, seed, tau, bool(causal), n, d,
+                           phase)
     header = _header(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal), br=br, bc=bc,
                      how=how, sram_words=sram_words, variant=variant, precompute_d=precompute_d, order=order,
-                     tau=tau, scale=scale, cost=cost, g=g, with_data=with_data, seed=seed)
+                     tau=tau, scale=scale, cost=cost, g=g, with_data=with_data, seed=seed, phase=phase)
     return Program(tuple(e.instrs), tuple(arrays), header=tuple(header))
 
 
@@ -231,6 +250,11 @@ _FORWARD_REGS = {
 }
 _BACKWARD_REGS = ("T0 Q_i, T5 dO_i, T9 dQ_i (Br×d) · T1 K_j, T2 V_j, T10 dK_j, T11 dV_j (Bc×d) · T3 S_ij → P_ij, "
                   "T4 dP_ij → dS_ij (Br×Bc) · T6 L_i (fa1: T6 m_i, T7 l_i) · T8 D_i · T12 rowsum(P∘dP) (Br×1)")
+_SPLIT_REGS = ("preprocess: T5 dO_i, T0 O_i → dO_i∘O_i (Br×d), T8 D_i (Br×1) · dkdv: T1 K_j, T2 V_j, T10 dK_j, "
+               "T11 dV_j (Bc×d), T0 Q_i, T5 dO_i (Br×d) · dq: T0 Q_i, T5 dO_i, T10 dQ_i (Br×d), T1 K_j, T2 V_j "
+               "(Bc×d) · both: T3 S_ij → P_ij, T4 dP_ij → dS_ij (Br×Bc), T6 L_i (fa1: T6 m_i, T7 l_i), T8 D_i "
+               "(Br×1). One SRAM for all three launches: through dq, T11 still holds the last dV_j (a GPU starts "
+               "each launch empty)")
 
 
 # -- forward ------------------------------------------------------------------------------------
@@ -515,13 +539,81 @@ def _backward(e: _Emitter, g: Blocks, d: int, pre: tuple, *, algo: str, scaled: 
         e.op("STORE", t(9), e.block("dQ", pre, i0, i1, True))
 
 
+def _split_phase(e: _Emitter, g: Blocks, d: int, pre: tuple, phase: str, *, algo: str, scaled: bool) -> None:
+    """One launch of FlashAttention-2's split backward (``kernels_gpu.kernels``: _attn_bwd_preprocess,
+    _attn_bwd_dkdv, _attn_bwd_dq) for one head. The kernel's loops exactly: the same blocks, the
+    same causal ranges (dkdv: Q blocks from the one holding key j0 on; dq: K blocks up to the
+    query block's last row); τ multiplies S per pair and the dK, dQ accumulators once."""
+    t, rows, cols = e.t, g.rows(), g.cols()
+    fa1 = algo == "fa1"
+    if phase == "preprocess":  # D_i = rowsum(dO_i∘O_i): (Br, d) tiles in T5, T0; (Br, 1) in T8
+        for i0, i1 in rows:
+            e.op("LOAD", e.block("dO", pre, i0, i1, True), t(5))
+            e.op("LOAD", e.block("O", pre, i0, i1, True), t(0))
+            e.op("MUL", t(5), t(0), t(0))
+            e.op("ROWSUM", t(0), t(8))
+            e.op("STORE", t(8), e.block("D", pre, i0, i1, False))
+        return
+
+    def load_row(i0: int, i1: int) -> None:
+        """Q_i, dO_i (Br, d), the statistics L_i (fa1: m_i, l_i) and D_i (Br, 1)."""
+        e.op("LOAD", e.block("Q", pre, i0, i1, True), t(0))
+        e.op("LOAD", e.block("dO", pre, i0, i1, True), t(5))
+        if fa1:
+            e.op("LOAD", e.block("m", pre, i0, i1, False), t(6))
+            e.op("LOAD", e.block("l", pre, i0, i1, False), t(7))
+        else:
+            e.op("LOAD", e.block("L", pre, i0, i1, False), t(6))
+        e.op("LOAD", e.block("D", pre, i0, i1, False), t(8))
+
+    def probabilities_and_ds(i0: int, j0: int, j1: int) -> None:
+        """P_ij = e^(τ·Q_i·K_jᵀ − L_i) in T3 (fa1: e^(S − m)/l); dS_ij/τ = P∘(dO_i·V_jᵀ − D_i) in T4."""
+        _scores(e, g, 0, 1, 3, i0, j0, j1, scaled)
+        e.op("SUB", t(3), t(6), t(3))
+        e.op("EXP", t(3), t(3))
+        if fa1:
+            e.op("DIV", t(3), t(7), t(3))
+        if phase == "dkdv":
+            e.op("MAC", t(3, True), t(5), t(11), t(11))  # dV_j += P_ijᵀ·dO_i (Bc, d)
+        e.op("MAC_Z", t(5), t(2, True), t(4))  # dP_ij = dO_i·V_jᵀ (Br, Bc)
+        e.op("SUB", t(4), t(8), t(4))
+        e.op("MUL", t(3), t(4), t(4))  # dS_ij without τ
+
+    if phase == "dkdv":  # K_j outer: K_j, V_j, dK_j (T10), dV_j (T11) stay in SRAM
+        for j0, j1 in cols:
+            e.op("LOAD", e.block("K", pre, j0, j1, True), t(1))  # (Bc, d), once per launch
+            e.op("LOAD", e.block("V", pre, j0, j1, True), t(2))
+            e.op("FILL", 0, j1 - j0, d, t(10))
+            e.op("FILL", 0, j1 - j0, d, t(11))
+            for i0, i1 in rows[g.met_by(j0):]:
+                load_row(i0, i1)  # streamed: once per pair
+                probabilities_and_ds(i0, j0, j1)
+                e.op("MAC", t(4, True), t(0), t(10), t(10))  # dK_j += dS_ijᵀ·Q_i
+            if scaled:
+                e.op("MUL", t(10), t(_TAU), t(10))  # dK_j = τ·Σ dSᵀQ
+            e.op("STORE", t(10), e.block("dK", pre, j0, j1, True))
+            e.op("STORE", t(11), e.block("dV", pre, j0, j1, True))
+        return
+    for i0, i1 in rows:  # dq, Q_i outer: Q_i, dO_i, L_i, D_i and dQ_i (T10) stay in SRAM
+        load_row(i0, i1)
+        e.op("FILL", 0, i1 - i0, d, t(10))
+        for j0, j1 in cols[:g.meets(i1)]:
+            e.op("LOAD", e.block("K", pre, j0, j1, True), t(1))  # streamed: once per pair
+            e.op("LOAD", e.block("V", pre, j0, j1, True), t(2))
+            probabilities_and_ds(i0, j0, j1)
+            e.op("MAC", t(4), t(1), t(10), t(10))  # dQ_i += dS_ij·K_j
+        if scaled:
+            e.op("MUL", t(10), t(_TAU), t(10))  # dQ_i = τ·Σ dS·K
+        e.op("STORE", t(10), e.block("dQ", pre, i0, i1, True))
+
+
 # -- arrays, data, header -----------------------------------------------------------------------
 def _declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, order: str, with_data: bool, seed: int,
-                  tau: float, causal: bool, n: int, d: int) -> list[ArrayDecl]:
+                  tau: float, causal: bool, n: int, d: int, phase: str | None = None) -> list[ArrayDecl]:
     fills: dict[str, float] = {}
     if pass_ == "forward" and algo == "fa1":
         fills = {"O": 0.0, "l": 0.0, "m": -math.inf}  # Algorithm 1 initialises them in HBM
-    if pass_ == "backward":
+    if pass_ == "backward" and order != "split":  # split writes every output block once: no fills
         if order == "col":
             fills["dQ"] = 0.0
             if not precompute_d:
@@ -538,6 +630,8 @@ def _declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, order
             for name in ("O", "L", "m", "l"):
                 if name in shapes:
                     values[name] = ref[name]
+            if phase in ("dkdv", "dq"):  # a launch alone reads D that its preprocess would have written
+                values["D"] = (values["dO"] * ref["O"]).sum(axis=-1)
     decls = []
     for name, shape in shapes.items():
         if name in values:
@@ -548,7 +642,7 @@ def _declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, order
 
 
 def _header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram_words, variant, precompute_d, order, tau,
-            scale, cost, g, with_data, seed) -> list[str]:
+            scale, cost, g, with_data, seed, phase=None) -> list[str]:
     title = {"standard": "standard attention (Algorithm 0: S and P materialised in HBM)",
              "fa1": "FlashAttention-1 (Algorithm 1: K_j, V_j outer; O, l, m updated in HBM per block pair)",
              "fa2": "FlashAttention-2 (Q_i outer; O_i, l_i, m_i stay in SRAM; O and L written once)"}[algo]
@@ -564,23 +658,34 @@ def _header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram_words,
     else:
         what = ("dQ, dK, dV of O = softmax(τ·Q·Kᵀ)·V given dO, from Q, K, V, O, dO and the forward's "
                 + ("m, l" if algo == "fa1" else "L") + "; dS = P∘(dP − D)")
-        what += (", D_i = rowsum(dO_i∘O_i) precomputed (the Dᵢ trick: K, V loaded once)" if precompute_d
-                 else ", D_i = rowsum(P∘dP) from an extra pass over the keys (K, V loaded twice)")
-        what += (", row order (Q_i outer; dK, dV read-modify-written per pair)" if order == "row"
-                 else ", column order (K_j outer; dQ read-modify-written per pair)")
+        if order == "split":
+            what += ", D_i = rowsum(dO_i∘O_i) from the preprocess launch (the Dᵢ trick)"
+        else:
+            what += (", D_i = rowsum(dO_i∘O_i) precomputed (the Dᵢ trick: K, V loaded once)" if precompute_d
+                     else ", D_i = rowsum(P∘dP) from an extra pass over the keys (K, V loaded twice)")
+        what += {"row": ", row order (Q_i outer; dK, dV read-modify-written per pair)",
+                 "col": ", column order (K_j outer; dQ read-modify-written per pair)",
+                 "split": ", split order (FlashAttention-2's kernels: preprocess D; dK, dV with K_j outer; dQ with "
+                          "Q_i outer; nothing read-modify-written, P and dS computed twice)"}[order]
+        if phase:
+            what += f" — the {phase} launch only"
     lines.append("Computes " + what + (", causal mask" if causal else "") + f", per head ({h} head(s)).")
     dims = f"[{batch}][{heads}][n]" if h > 1 else "[n]"
     lines.append(f"Parameters: n = {n}, d = {d}, batch = {batch}, heads = {heads}, causal = {causal}; arrays "
                  f"{dims}[d] and {dims} statistics.")
     tau_text = "1/√d" if scale is None else "given"
     if tau != 1.0:
+        to_ds = {"forward": "", "backward": " and to dS"}[pass_]
+        if pass_ == "backward" and order == "split":
+            to_ds = " and to the dK_j, dQ_i accumulators before they are stored (as the kernels do)"
         lines.append(f"Scale τ = {tau!r} ({tau_text}): FILL makes the 1×1 tile T{_TAU}; MUL applies it to S on chip"
-                     + (" and to dS" if pass_ == "backward" else "") + " (scale=1 omits both: the seed's Q pre-scaled).")
+                     + to_ds + " (scale=1 omits both: the seed's Q pre-scaled).")
     else:
         lines.append("Scale τ = 1: no multiply (the seed's convention: fold 1/√d into Q ahead of time).")
     lines.append(f"Blocks: Br = {br} query rows (block_m), Bc = {bc} key rows (block_n); Tr = {g.tr}, Tc = {g.tc} "
                  f"({how}).")
-    lines.append("Registers (SRAM): " + (_FORWARD_REGS[algo] if pass_ == "forward" else _BACKWARD_REGS)
+    regs = _FORWARD_REGS[algo] if pass_ == "forward" else _SPLIT_REGS if order == "split" else _BACKWARD_REGS
+    lines.append("Registers (SRAM): " + regs
                  + (f" · T{_TAU} τ (1×1)" if tau != 1.0 else "") + ".")
     peak_text = f"SRAM peak: {cost.sram_peak} words"
     if sram_words is not None:
@@ -606,7 +711,8 @@ def _header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram_words,
     if with_data:
         params.append(f"--data --seed {seed}")
     lines.append("Regenerate: toym gen attention --level tile " + " ".join(params)
-                 + ("" if pass_ == "forward" else f"  (API: order={order!r}, precompute_d={precompute_d})")
+                 + ("" if pass_ == "forward" else f"  (API: order={order!r}, precompute_d={precompute_d}"
+                    + (f", phase={phase!r})" if phase else ")"))
                  + ("" if scale is None else f"  (API: scale={scale!r})"))
     return lines
 
@@ -750,7 +856,8 @@ def _register() -> None:
          Param("block_n", int, None, "key block rows Bc (default: from --sram, else 64)", minimum=1),
          Param("sram", int, None, "SRAM words M: sizes the blocks and bounds the machine", minimum=1),
          Param("variant", str, "exact", "exact, no-max or no-rescale (seed 003's breaks)", choices=VARIANTS),
-         Param("order", str, "row", "backward: row (Q outer) or col (K outer)", choices=ORDERS),
+         Param("order", str, "row", "backward: row (Q outer), col (K outer) or split (FA2's three kernels)",
+               choices=ORDERS),
          Param("precompute_d", bool, True, "backward: D = rowsum(dO∘O) first (K, V loaded once)")),
         build=build, cost=cost, bound=bound, machine=machine), replace=True)
 
