@@ -169,4 +169,4 @@ def verification_report(v: Verification) -> Report:
                       align=("l", "r", "r", "r", "r", "r", "l"))
     setup = Section("Setup", ("Item", "Value"), tuple((k, str(val)) for k, val in v.setup.items()))
     verdict = "agree" if v.ok else "DO NOT agree"
-    return Report("verify-gpu", (setup, compare), (f"simulator and kernel {verdict}",))
+    return Report("verify-gpu", (compare, setup), (f"simulator and kernel {verdict}",))

@@ -1,7 +1,12 @@
 import os
-from pathlib import Path
 
-import pytest
+# Small matrices only: BLAS threads would just contend for this machine's two cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
 
 # Without a GPU, Triton kernels run in its interpreter; the variable must be set before
 # triton is first imported (triton.language's own @jit helpers read it at import time).

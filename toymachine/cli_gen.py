@@ -23,7 +23,7 @@ from .render import FORMATS
 Format = Enum("Format", {f: f for f in FORMATS}, type=str)
 Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)
 SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)
-Order = Enum("Order", {o: o for o in ORDERS + ("row", "col")}, type=str)
+Order = Enum("Order", {o: o for o in ORDERS + ("row", "col", "split")}, type=str)
 Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)
 Level = Enum("Level", {"scalar": "scalar", "tile": "tile"}, type=str)
 TileAlgo = Enum("TileAlgo", {a: a for a in ("standard", "fa1", "fa2")}, type=str)
@@ -99,7 +99,7 @@ def gen_attention(
                                             help="Scalar level: Register count (default: the minimum needed)."),
     order: Optional[Order] = typer.Option(None, "--order", help="Scalar level: inner (query loop outside) or outer "
                                                                 "(KV loop outside), default inner. Tile backward: "
-                                                                "row or col iteration over dS, default row."),
+                                                                "row or col iteration over dS (default row), or split: the FA2 kernel's three launches."),
     output_slots: Optional[int] = typer.Option(None, "--output-slots", help="Scalar, outer order: Output rows kept "
                                                                             "resident (default: as many as fit)."),
     variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
@@ -134,7 +134,7 @@ def gen_attention(
 
     def build():
         wrong = [k for k, v in (scalar_only if level.value == "tile" else tile_only).items() if v is not None]
-        if order is not None and (order.value in ("row", "col")) != (level.value == "tile"):
+        if order is not None and (order.value in ("row", "col", "split")) != (level.value == "tile"):
             wrong.append(f"--order {order.value}")
         if wrong:
             raise ConfigError(f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not an option of "
