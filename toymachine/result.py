@@ -169,5 +169,7 @@ class Result:
 
 def _nested_json(v):
     if isinstance(v, list):
+        if v and all(type(x) is float for x in v) and math.isfinite(sum(v)):
+            return v  # a row of finite floats is JSON as it is (the common, big case)
         return [_nested_json(x) for x in v]
     return json_value(v)

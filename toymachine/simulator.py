@@ -571,7 +571,7 @@ class _Run:
 _MOV = _OPINDEX["MOV"]
 _SKIP = ("skip",)
 _DIRECTIVE = ("directive",)
-_CACHE_LIMIT = 500_000  # distinct compiled lines kept; bounds memory on huge traces
+_CACHE_LIMIT = 131_072  # distinct compiled lines kept; bounds memory on huge traces
 _MAY_UNDERFLOW = frozenset({"MUL", "MAC", "MAC_Z", "DIV", "EXP"})
 _OP_LOAD = _OPINDEX["LOAD"]
 _OP_STORE = _OPINDEX["STORE"]

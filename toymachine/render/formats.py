@@ -19,8 +19,32 @@ FORMATS = ("table", "markdown", "csv", "json", "latex", "html")
 def render(result: Result, fmt: str = "table", *, steps: bool = True) -> str:
     """Render a run in ``fmt`` (one of ``FORMATS``)."""
     if fmt == "json":
-        return json.dumps(result.to_dict(steps=steps), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return dump_json(result.to_dict(steps=steps))
     return render_report(report_of(result, steps=steps), fmt)
+
+
+def _compact(value) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+
+
+def dump_json(obj: dict) -> str:
+    """One key per line at the top level, and one entry per line inside ``memory``,
+    ``registers`` and ``steps``; everything below that compact. (json's ``indent`` turns
+    off its C encoder, which made a run with a million-element array spend seconds here.)"""
+    lines = ["{"]
+    items = list(obj.items())
+    for i, (key, value) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        if key in ("memory", "registers", "steps") and value:
+            if isinstance(value, dict):
+                entries = [f"    {_compact(k)}: {_compact(v)}" for k, v in value.items()]
+                lines += [f"  {_compact(key)}: {{", ",\n".join(entries), f"  }}{comma}"]
+            else:
+                lines += [f"  {_compact(key)}: [", ",\n".join("    " + _compact(v) for v in value), f"  ]{comma}"]
+        else:
+            lines.append(f"  {_compact(key)}: {_compact(value)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 def render_report(report: Report, fmt: str) -> str:
