@@ -7,10 +7,13 @@ ratio simulator/bare is the figure to report), for two kinds of trace:
 * ``matmul``  inner-product matmul (3 registers): addresses repeat, so most lines are
   seen before (the simulator's line cache hits);
 * ``softmax`` online softmax (4 registers): every LOAD/STORE names a new element, so
-  2 lines in 14 are new and must be parsed.
+  3 lines in 14 are new and must be parsed (through the LOAD/STORE template path);
+* ``softmax×k`` the online softmax of 1000 elements repeated until the trace is long
+  enough: the trace grows, the DRAM it touches stays the same.
 
-A 1M-instruction run of each is measured too: peak memory must not grow with the
-trace's length (it grows only with the DRAM the program touches).
+A 1M-instruction run of each is measured too. Peak memory does not grow with the trace's
+length: it grows with the DRAM the program touches (matmul's n² and softmax's n elements
+grow with the trace here; softmax×k's do not, and its peak stays flat).
 
 Usage:  python benchmarks/bench_run.py [--instructions 10000000] [--keep DIR]
 """
@@ -62,6 +65,23 @@ def write_softmax(path: str, target: int) -> int:
     return count
 
 
+def write_softmax_repeated(path: str, target: int) -> int:
+    """Online softmax over the same 1000 elements, again and again: the trace grows, the
+    DRAM it touches does not — so peak memory must not grow either."""
+    n = 1000
+    block = ["LOAD x[0], R0\n", "MOV R0, R1\n", "SUB R0, R1, R0\n", "EXP R0, R0\n", "MOV R0, R2\n"]
+    for i in range(1, n):
+        block += [f"LOAD x[{i}], R0\n", "MOV R1, R3\n", "MAX R1, R0, R1\n", "SUB R3, R1, R3\n", "SUB R0, R1, R0\n",
+                  "EXP R3, R3\n", "EXP R0, R0\n", "MUL R2, R3, R2\n", "ADD R2, R0, R2\n"]
+    for i in range(n):
+        block += [f"LOAD x[{i}], R0\n", "SUB R0, R1, R0\n", "EXP R0, R0\n", "DIV R0, R2, R0\n", f"STORE R0, out[{i}]\n"]
+    repeats = max(1, target // len(block))
+    with open(path, "w") as fh:
+        for _ in range(repeats):
+            fh.writelines(block)
+    return repeats * len(block)
+
+
 def bare_loop(path: str) -> float:
     t = time.perf_counter()
     words = 0
@@ -94,7 +114,8 @@ def main() -> None:
     args = ap.parse_args()
     tmp = args.keep or tempfile.mkdtemp(prefix="toym-bench-")
     rows = []
-    for kind, writer in (("matmul", write_matmul), ("softmax", write_softmax)):
+    for kind, writer in (("matmul", write_matmul), ("softmax", write_softmax),
+                         ("softmax×k", write_softmax_repeated)):
         for target in (args.instructions // 10, args.instructions):
             path = os.path.join(tmp, f"{kind}_{target}.asm")
             count = writer(path, target)
@@ -102,7 +123,7 @@ def main() -> None:
             wall, rss, result = run_toym(path)
             assert result["instructions"] == count, (result["instructions"], count)
             rows.append((kind, count, wall, count / wall, rss, bare, wall / bare))
-            print(f"{kind:8s} {count:>11,d} instr  {wall:7.2f} s  {count / wall / 1e6:5.2f} M instr/s  "
+            print(f"{kind:10s} {count:>11,d} instr  {wall:7.2f} s  {count / wall / 1e6:5.2f} M instr/s  "
                   f"peak RSS {rss:7.1f} MiB  bare read+split {bare:6.2f} s  ratio {wall / bare:5.2f}x", flush=True)
     print()
     print("| trace | instructions | time (s) | M instr/s | peak RSS (MiB) | bare read+split (s) | ratio |")

@@ -420,7 +420,9 @@ class _Run:
                 if self.flush:  # an array went dense: cached word accesses to it must recompile
                     cache.clear()
                     self.flush = False
-                if code is not _DIRECTIVE and len(cache) < _CACHE_LIMIT:
+                if code is not _DIRECTIVE:
+                    if len(cache) >= _CACHE_LIMIT:  # full: start over, so lines of a later
+                        cache.clear()  # phase (a second pass) get cached too
                     cache[key] = code
             if code is _SKIP or code is _DIRECTIVE:
                 continue
