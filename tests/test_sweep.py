@@ -155,3 +155,23 @@ def test_forced_progress_bar_goes_to_stderr_only(toym):
     plain = toym("sweep", "softmax", "--n", "1..4", "-f", "csv")
     code, out, err = toym("sweep", "softmax", "--n", "1..4", "-f", "csv", "--progress")
     assert code == 0 and out == plain[1]
+
+
+def test_tile_sweep_rows_carry_sram_peak_flops_and_time():
+    """Tile sweeps show SRAM peak, FLOPs and (with a clocked machine) time; they are plot metrics."""
+    from toymachine import resolve_machine, simulate
+    from toymachine.gen.tile import attention_program
+    from toymachine.sweep import METRICS, sweep, sweep_report
+
+    grid = {"n": "64,128", "d": "16", "algo": "fa1,fa2", "block_m": "16", "block_n": "16"}
+    rows = sweep("attention-tile", grid, machine=resolve_machine("h100"))
+    for row in rows:
+        direct = simulate(attention_program(n=row.params["n"], d=16, algo=row.params["algo"], block_m=16, block_n=16),
+                          resolve_machine("h100"), steps=False)
+        assert row.sram_peak == direct.extra["sram_peak"] == METRICS["sram_peak"](row)
+        assert row.flops == sum(direct.extra["flops"].values()) == METRICS["flops"](row)
+        assert row.time_s == direct.extra["time_s"] and row.time_s > 0
+    headers = sweep_report(rows, "attention-tile").sections[0].headers
+    assert {"SRAM peak", "FLOPs", "time (s)"} <= set(headers)
+    scalar = sweep("softmax", {"n": "4", "algo": "online"})
+    assert scalar[0].sram_peak is None and "SRAM peak" not in sweep_report(scalar, "softmax").sections[0].headers

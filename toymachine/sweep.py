@@ -24,7 +24,7 @@ __all__ = ["SweepRow", "parse_values", "expand_grid", "sweep", "sweep_report", "
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .cost import Bound, Cost
@@ -126,6 +126,20 @@ class SweepRow:
     formula: Cost | None
     formula_cycles: float | None
     bound: Bound | None
+    extra: Mapping[str, Any] = field(default_factory=dict)  # tile machine: sram_peak, flops, time_s
+
+    @property
+    def sram_peak(self) -> int | None:
+        return self.extra.get("sram_peak")
+
+    @property
+    def time_s(self) -> float | None:
+        return self.extra.get("time_s")
+
+    @property
+    def flops(self) -> int | None:
+        flops = self.extra.get("flops")
+        return None if flops is None else sum(flops.values())
 
     @property
     def matches(self) -> bool | None:
@@ -163,7 +177,8 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
             stores=result.ops.get("STORE", 0), reads=result.dram_reads, writes=result.dram_writes,
             registers=result.registers_used, ops=dict(result.ops), formula=formula,
             formula_cycles=formula.cycles(point_machine) if formula is not None else None,
-            bound=spec.bound(**params) if spec.bound else None))
+            bound=spec.bound(**params) if spec.bound else None,
+            extra={k: result.extra[k] for k in ("sram_peak", "flops", "time_s") if k in result.extra}))
         if on_point is not None:
             on_point(index + 1, len(points))
     return rows
@@ -177,14 +192,17 @@ def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Re
     """The sweep as one table: parameters, simulated counts, formula, bound and gap."""
     spec = get_generator(generator) if isinstance(generator, str) else generator
     names = _shown_params(spec, rows)
-    headers = tuple(names) + ("cycles", "LOADs", "STOREs", "DRAM reads", "DRAM writes", "registers used",
-                              "formula cycles", "sim = formula", "lower bound", "gap")
+    tile = [key for key in ("sram_peak", "flops", "time_s") if any(getattr(r, key) is not None for r in rows)]
+    headers = tuple(names) + ("cycles", "LOADs", "STOREs", "DRAM reads", "DRAM writes", "registers used") + \
+        tuple({"sram_peak": "SRAM peak", "flops": "FLOPs", "time_s": "time (s)"}[k] for k in tile) + \
+        ("formula cycles", "sim = formula", "lower bound", "gap")
     table = []
     for r in rows:
         match = {True: "yes", False: "NO", None: ""}[r.matches]
         table.append(tuple(r.params[n] for n in names) + (
-            r.cycles, r.loads, r.stores, r.reads, r.writes, r.registers, r.formula_cycles, match,
-            r.bound.traffic if r.bound else None, round(r.gap, 3) if r.gap is not None else None))
+            r.cycles, r.loads, r.stores, r.reads, r.writes, r.registers) + tuple(getattr(r, k) for k in tile) + (
+            r.formula_cycles, match, r.bound.traffic if r.bound else None,
+            round(r.gap, 3) if r.gap is not None else None))
     notes = [f"toym sweep {spec.name}: {len(rows)} point(s); sim = formula: simulated instruction counts and "
              "registers equal the closed form (toymachine.cost)",
              "lower bound: least DRAM traffic (reads + writes, words) of any program for the same computation; "
@@ -192,14 +210,15 @@ def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Re
     sources = sorted({r.bound.source for r in rows if r.bound})
     if sources:
         notes.append("bounds used: " + "; ".join(sources))
-    align = tuple("r" if spec.param(n).kind is int else "l" for n in names) + ("r",) * 7 + ("l", "r", "r")
+    align = tuple("r" if spec.param(n).kind is int else "l" for n in names) + ("r",) * (7 + len(tile)) + ("l", "r", "r")
     return Report(f"sweep {spec.name}", (Section("Sweep", headers, tuple(table), align=align),), tuple(notes))
 
 
 METRICS = {
     "cycles": lambda r: r.cycles, "loads": lambda r: r.loads, "stores": lambda r: r.stores,
     "reads": lambda r: r.reads, "writes": lambda r: r.writes, "traffic": lambda r: r.traffic,
-    "registers": lambda r: r.registers,
+    "registers": lambda r: r.registers, "sram_peak": lambda r: r.sram_peak, "flops": lambda r: r.flops,
+    "time_s": lambda r: r.time_s,
 }
 
 
