@@ -132,3 +132,35 @@ def test_terminal_notes_are_plain_text_not_markup():
 
     out = render_report(Report("t", (Section("S", ("a",), (("[x]",),)),), ("note [bold]kept[/bold]",)), "table")
     assert "[x]" in out and "note [bold]kept[/bold]" in out
+
+
+def test_data_files_yaml_npy_npz(toym, tmp_path):
+    import numpy as np
+
+    prog = PROGRAMS / "softmax_safe.asm"
+    x = np.array([3.0, -1.0, 0.5, 2.0, 0.0, 1.0])
+    want = np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+    (tmp_path / "d.yaml").write_text("x: [3, -1, 0.5, 2, 0, 1]\n")
+    np.save(tmp_path / "x.npy", x)
+    np.savez(tmp_path / "d.npz", x=x)
+    for f in ("d.yaml", "x.npy", "d.npz"):
+        code, out, err = toym("run", prog, "--data", tmp_path / f, "-f", "json")
+        assert code == 0, err
+        np.testing.assert_allclose(json.loads(out)["memory"]["out"], want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("x: [1, [2, 3]]\n", "not a rectangular list of numbers"),
+    ("- 1\n- 2\n", "must map array names"),
+    ("x: [1, 2\n", "not valid YAML"),
+])
+def test_bad_data_files_exit_2(toym, tmp_path, content, needle):
+    (tmp_path / "d.yaml").write_text(content)
+    code, out, err = toym("run", PROGRAMS / "softmax_safe.asm", "--data", tmp_path / "d.yaml")
+    assert code == 2 and needle in err and "Traceback" not in err and out == ""
+
+
+def test_data_shape_must_fit_the_program(toym, tmp_path):
+    (tmp_path / "d.yaml").write_text("x: [1, 2]\n")
+    code, _, err = toym("run", PROGRAMS / "softmax_safe.asm", "--data", tmp_path / "d.yaml")
+    assert code == 2 and "index 2 is outside 'x'" in err
