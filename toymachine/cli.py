@@ -28,6 +28,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help text as written, re-wrapped to the terminal (no rich markup)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

@@ -230,7 +230,9 @@ def sweep_command(
                                             help="Progress bar on stderr (default: when stderr is a terminal)."),
     list_generators: bool = typer.Option(False, "--list", help="List the generators and their parameters."),
 ) -> None:
-    """Run a generator over ranges or lists of its parameters; one row per point: parameters,
+    """Run a generator over its parameters' ranges: one cost row per point.
+
+    One row per point: parameters,
     simulated cycles, LOADs, STOREs, DRAM reads/writes, registers, the closed-form cycles,
     whether simulation equals the formula, the lower bound and the gap to it.
 

@@ -41,7 +41,9 @@ def numerics_command(
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output."),
 ) -> None:
-    """Seed 003's break-it experiments in one table: attention with the exact online softmax,
+    """Seed 003's break-it experiments: variant × dtype → max error, first alarm.
+
+    Attention with the exact online softmax,
     without the running max (no-max) and without the rescaling (no-rescale), in each number
     format, on the same inputs. One row per (variant, dtype): max |O − reference| against
     float64 numpy (nan/inf when outputs are), whether O is finite, the machine's alarms (first
