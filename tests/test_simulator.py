@@ -137,3 +137,13 @@ def test_streams_lines_without_holding_them():
             yield "ADD R0, R0, R1\n"
     r = simulate(lines(), steps=False)
     assert r.instructions == 10_001 and r.steps in (None, ())
+
+
+def test_word_access_after_an_array_goes_dense_reads_the_dense_copy():
+    """A block LOAD makes an array dense; later word accesses whose lines look like earlier
+    ones (the LOAD/STORE template cache) must see the dense copy, streamed or not."""
+    text = (".data x = [[1, 2], [3, 4]]\n.data v = [10]\nLOAD x[0][0], R0\nLOAD x[0:2, :], T0\n"
+            "LOAD v[0], R1\nSTORE R1, x[0][1]\nLOAD x[0][1], R0\nSTORE R0, y[0]\n")
+    for source in (text, io.StringIO(text)):
+        r = simulate(source)
+        assert r.memory["y"] == [10.0] and r.memory["x"] == [[1.0, 10.0], [3.0, 4.0]]

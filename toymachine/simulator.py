@@ -419,6 +419,7 @@ class _Run:
                 code = miss(n, key)
                 if self.flush:  # an array went dense: cached word accesses to it must recompile
                     cache.clear()
+                    self.templates.clear()
                     self.flush = False
                 if code is not _DIRECTIVE:
                     if len(cache) >= _CACHE_LIMIT:  # full: start over, so lines of a later
