@@ -25,6 +25,21 @@ SPLIT_REGS = ("preprocess: T5 dO_i, T0 O_i → dO_i∘O_i (Br×d), T8 D_i (Br×1
               "each launch empty)")
 
 
+def _load_row(e: Emitter, pre: tuple, i0: int, i1: int, *, fa1: bool, with_d: bool) -> None:
+    """Q_i, dO_i (Br, d) into T0, T5 and the row statistics L_i (fa1: m_i, l_i) (Br, 1) into T6
+    (T7); with ``with_d`` also D_i (Br, 1) into T8 (the split order reads it from HBM)."""
+    t = e.t
+    e.op("LOAD", e.block("Q", pre, i0, i1, True), t(0))
+    e.op("LOAD", e.block("dO", pre, i0, i1, True), t(5))
+    if fa1:
+        e.op("LOAD", e.block("m", pre, i0, i1, False), t(6))
+        e.op("LOAD", e.block("l", pre, i0, i1, False), t(7))
+    else:
+        e.op("LOAD", e.block("L", pre, i0, i1, False), t(6))
+    if with_d:
+        e.op("LOAD", e.block("D", pre, i0, i1, False), t(8))
+
+
 def emit_backward(e: Emitter, g: Blocks, d: int, pre: tuple, *, algo: str, scaled: bool, precompute_d: bool,
                   order: str, **_) -> None:
     """FlashAttention backward (Algorithm 4; seed 000's draft): recompute P from the saved
@@ -40,14 +55,7 @@ def emit_backward(e: Emitter, g: Blocks, d: int, pre: tuple, *, algo: str, scale
             e.op("STORE", t(8), e.block("D", pre, i0, i1, False))
 
     def load_row(i0: int, i1: int) -> None:
-        """Q_i, dO_i (Br, d) and the row statistics L_i (fa1: m_i, l_i) (Br, 1)."""
-        e.op("LOAD", e.block("Q", pre, i0, i1, True), t(0))
-        e.op("LOAD", e.block("dO", pre, i0, i1, True), t(5))
-        if fa1:
-            e.op("LOAD", e.block("m", pre, i0, i1, False), t(6))
-            e.op("LOAD", e.block("l", pre, i0, i1, False), t(7))
-        else:
-            e.op("LOAD", e.block("L", pre, i0, i1, False), t(6))
+        _load_row(e, pre, i0, i1, fa1=fa1, with_d=False)
 
     def probabilities(i0: int, j0: int, j1: int) -> None:
         """P_ij recomputed: (Br, Bc) in T3."""
@@ -147,15 +155,7 @@ def emit_split_phase(e: Emitter, g: Blocks, d: int, pre: tuple, phase: str, *, a
         return
 
     def load_row(i0: int, i1: int) -> None:
-        """Q_i, dO_i (Br, d), the statistics L_i (fa1: m_i, l_i) and D_i (Br, 1)."""
-        e.op("LOAD", e.block("Q", pre, i0, i1, True), t(0))
-        e.op("LOAD", e.block("dO", pre, i0, i1, True), t(5))
-        if fa1:
-            e.op("LOAD", e.block("m", pre, i0, i1, False), t(6))
-            e.op("LOAD", e.block("l", pre, i0, i1, False), t(7))
-        else:
-            e.op("LOAD", e.block("L", pre, i0, i1, False), t(6))
-        e.op("LOAD", e.block("D", pre, i0, i1, False), t(8))
+        _load_row(e, pre, i0, i1, fa1=fa1, with_d=True)
 
     def probabilities_and_ds(i0: int, j0: int, j1: int) -> None:
         """P_ij = e^(τ·Q_i·K_jᵀ − L_i) in T3 (fa1: e^(S − m)/l); dS_ij/τ = P∘(dO_i·V_jᵀ − D_i) in T4."""
