@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from toymachine.sweep import sweep
+from toymachine.experiments.sweep import sweep
 
 SWEEPS = (
     ("matmul", {"n": "2,4,8,12,16", "registers": "3..6,8,12,16"}),  # 35 points

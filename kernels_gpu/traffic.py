@@ -42,7 +42,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from toymachine.gen.tile import attention_program
-from toymachine.simulator import simulate
+from toymachine.sim import simulate
 
 from .configs import KernelConfig
 from .schedule import LSE_BYTES, PASS_NAMES, Traffic, launch_config, schedule

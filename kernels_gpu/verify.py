@@ -4,7 +4,7 @@ The tile machine runs FlashAttention-2 with the kernel's own block sizes (BLOCK_
 rows, BLOCK_N key rows — the config the kernel resolves for this shape, or the ones given);
 the kernel runs on CUDA when there is a GPU, otherwise in Triton's interpreter on the CPU
 (small sizes only: the interpreter executes every program in Python). Both see the same
-inputs: deterministic values from ``toymachine.memory.random_block`` (the simulator's own
+inputs: deterministic values from ``toymachine.sim.memory.random_block`` (the simulator's own
 random inputs), rounded to the kernel's dtype before either side sees them.
 
 Compared: O and the log-sum-exp L (forward); dQ, dK, dV (backward, with a random dO).
@@ -25,7 +25,7 @@ import torch
 
 from toymachine.errors import ConfigError
 from toymachine.gen.tile import run_attention
-from toymachine.memory import random_block
+from toymachine.sim.memory import random_block
 from toymachine.render import Report, Section
 
 from .flash_attn import (INTERPRETER, SUPPORTED_HEAD_DIMS, flash_attention_backward, flash_attention_forward,

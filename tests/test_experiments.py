@@ -1,4 +1,4 @@
-"""`toym numerics` / ``toymachine.experiments``: seed 003's break-it table (variant × dtype →
+"""`toym numerics` / ``toymachine.experiments.numerics``: seed 003's break-it table (variant × dtype →
 error against float64 numpy, first alarm), measured on the machine and held to numpy, a
 first-order rounding-error bound, and the seed's figures where the machine agrees with them."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from toymachine.dtypes import DTYPES
 from toymachine.errors import ConfigError
-from toymachine.experiments import attention_inputs, numerics_report, numerics_table
+from toymachine.experiments.numerics import attention_inputs, numerics_report, numerics_table
 from toymachine.gen.tile import attention_reference
 from toymachine.render import render_report
 

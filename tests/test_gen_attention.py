@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from toymachine import ConfigError, MachineLimitError, parse, simulate
 from toymachine.cost import attention_cost, attention_registers
-from toymachine.gen.attention import VARIANTS, attention_program, resolve_attention
+from toymachine.gen.scalar.attention import VARIANTS, attention_program, resolve_attention
 
 
 def recurrence(q, k, v, variant):

@@ -75,20 +75,15 @@ def test_errors_exit_2_without_traceback(toym, args, needle):
     assert code == 2 and out == "" and needle in err and "Traceback" not in err
 
 
-def test_tile_level_is_delegated_or_clearly_missing(toym):
-    try:
-        import toymachine.gen.tile  # noqa: F401
-    except ModuleNotFoundError:
-        code, out, err = toym("gen", "attention", "--level", "tile", "--n", "64", "--d", "16")
-        assert code == 2 and "toymachine.gen.tile" in err and "not installed" in err
-    else:  # the tile engineer's generator exists: it must produce a program
-        code, out, err = toym("gen", "attention", "--level", "tile", "--n", "64", "--d", "16")
-        assert code == 0 and out.strip(), err
+def test_tile_level_is_delegated_to_the_tile_generator(toym):
+    from toymachine.gen.tile import attention_program
+
+    code, out, err = toym("gen", "attention", "--level", "tile", "--n", "64", "--d", "16")
+    assert code == 0, err
+    assert out == attention_program(n=64, d=16).to_text()
 
 
 def test_tile_level_passes_the_documented_keywords(toym, monkeypatch):
-    import types
-
     from toymachine.program import Program
 
     seen = {}
@@ -97,7 +92,7 @@ def test_tile_level_passes_the_documented_keywords(toym, monkeypatch):
         seen.update(kwargs)
         return Program((), header=("tile program",))
 
-    monkeypatch.setitem(sys.modules, "toymachine.gen.tile", types.SimpleNamespace(attention_program=attention_program))
+    monkeypatch.setattr("toymachine.cli.gen.tile_attention_program", attention_program)
     code, out, err = toym("gen", "attention", "--level", "tile", "--n", "128", "--d", "8", "--algo", "fa1",
                           "--block-m", "16", "--block-n", "32", "--sram", "4096", "--causal", "--pass", "backward",
                           "--batch", "2", "--heads", "3", "--variant", "no-rescale", "--order", "col",
@@ -110,8 +105,6 @@ def test_tile_level_passes_the_documented_keywords(toym, monkeypatch):
 
 
 def test_tile_level_defaults_to_no_data(toym, monkeypatch):
-    import types
-
     from toymachine.program import Program
 
     seen = {}
@@ -120,7 +113,7 @@ def test_tile_level_defaults_to_no_data(toym, monkeypatch):
         seen.update(kwargs)
         return Program((), header=("tile program",))
 
-    monkeypatch.setitem(sys.modules, "toymachine.gen.tile", types.SimpleNamespace(attention_program=attention_program))
+    monkeypatch.setattr("toymachine.cli.gen.tile_attention_program", attention_program)
     assert toym("gen", "attention", "--level", "tile", "--n", "64", "--d", "8")[0] == 0
     assert seen["with_data"] is False
     assert toym("gen", "attention", "--level", "tile", "--n", "64", "--d", "8", "--data")[0] == 0

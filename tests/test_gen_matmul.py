@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from conftest import PROGRAMS
 from toymachine import ConfigError, MachineLimitError, parse, parse_file, simulate
 from toymachine.cost import matmul_bound, matmul_cost, matmul_plan_cost
-from toymachine.gen.matmul import matmul_plans, matmul_program, plan_matmul
+from toymachine.cost.matmul import matmul_plans, plan_matmul
+from toymachine.gen.scalar.matmul import matmul_program
 
 
 def run(program, registers, **data):
@@ -68,7 +69,7 @@ def test_simulated_counts_equal_closed_form_and_values_equal_numpy(m, n, k, regi
 def test_every_candidate_schedule_matches_its_formula(m, n, k, registers):
     """Not only the chosen plan: every inner/outer blocking the search considers."""
     from toymachine.gen.common import ProgramBuilder
-    from toymachine.gen.matmul import _emit_inner, _emit_outer
+    from toymachine.gen.scalar.matmul import _emit_inner, _emit_outer
 
     a, b = inputs(m, n, k, registers)
     for plan in matmul_plans(m, n, k, registers, "best"):

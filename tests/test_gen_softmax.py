@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from conftest import PROGRAMS
 from toymachine import ConfigError, parse_file, simulate
 from toymachine.cost import softmax_bound, softmax_cost
-from toymachine.gen.softmax import ALGOS, softmax_program
+from toymachine.gen.scalar.softmax import ALGOS, softmax_program
 
 
 def reference(x):

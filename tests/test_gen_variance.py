@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from toymachine import ConfigError, simulate
 from toymachine.cost import VARIANCE_REGISTERS, variance_cost
-from toymachine.gen.variance import variance_program
+from toymachine.gen.scalar.variance import variance_program
 
 
 @settings(max_examples=40, deadline=None)

@@ -6,9 +6,9 @@ import pytest
 
 from conftest import ROOT
 from toymachine import DEFAULT_MACHINE, parse, simulate
-from toymachine.docs import isa_markdown
+from toymachine.render.isa import isa_markdown
 from toymachine.isa import ISA, SCALAR_MNEMONICS, TILE_ONLY, UNITS
-from toymachine.symbolic import SYMBOLIC_OPS
+from toymachine.sim.symbolic import SYMBOLIC_OPS
 
 SEED = {"LOAD", "STORE", "MAC_Z", "MAC", "MAX", "SUB", "ADD", "MUL", "DIV", "EXP", "MOV"}
 

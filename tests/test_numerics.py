@@ -88,7 +88,7 @@ def seed001_qkv():
 @pytest.mark.parametrize("order", ["inner", "outer"])
 def test_seed001_o_5_4329_on_the_scalar_machine(order):
     """Seed 001: o = a·v = 5.4329 — here the machine's online softmax fused with V computes it."""
-    from toymachine.gen.attention import attention_program
+    from toymachine.gen.scalar.attention import attention_program
 
     q, k, v = seed001_qkv()
     r = simulate(attention_program(6, 1, order=order, with_data=False), data={"q": q, "k": k, "v": v})
@@ -130,7 +130,7 @@ def test_seed003_block_sizes_give_the_same_output_to_round_off(algo):
     import itertools
 
     from test_experiments import exact_error_bound
-    from toymachine.experiments import attention_inputs
+    from toymachine.experiments.numerics import attention_inputs
     from toymachine.gen.tile import run_attention
 
     inp = attention_inputs(n=256, d=64)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toymachine import MachineLimitError, RuntimeFault, parse, simulate
-from toymachine.memory import random_value
+from toymachine.sim.memory import random_value
 
 
 def test_every_alu_op_matches_python_math():

@@ -1,4 +1,4 @@
-"""toymachine.sweep and `toym sweep`: value syntax, grids, rows, every format, plots, exits."""
+"""toymachine.experiments.sweep and `toym sweep`: value syntax, grids, rows, every format, plots, exits."""
 
 import csv
 import io
@@ -10,7 +10,7 @@ import pytest
 from toymachine import ConfigError
 from toymachine.cost import matmul_cost, softmax_cost
 from toymachine.gen.registry import GeneratorSpec, Param, get_generator
-from toymachine.sweep import expand_grid, parse_values, plot_sweep, sweep, sweep_report
+from toymachine.experiments.sweep import expand_grid, parse_values, plot_sweep, sweep, sweep_report
 
 N = Param("n", int, 2, "size", minimum=1)
 ALGO = Param("algo", str, "a", "which", choices=("a", "b"))
@@ -67,7 +67,7 @@ def test_progress_callback_sees_every_point():
 
 def test_a_generator_without_formula_is_swept_but_not_checked():
     """The registry contract the tile generator will use: build only, no cost/bound."""
-    from toymachine.gen.softmax import softmax_program
+    from toymachine.gen.scalar.softmax import softmax_program
 
     spec = GeneratorSpec("plain", "softmax, no formula", (N,),
                          build=lambda n, with_data, seed: softmax_program(n, "safe", with_data=with_data))
@@ -161,7 +161,7 @@ def test_tile_sweep_rows_carry_sram_peak_flops_and_time():
     """Tile sweeps show SRAM peak, FLOPs and (with a clocked machine) time; they are plot metrics."""
     from toymachine import resolve_machine, simulate
     from toymachine.gen.tile import attention_program
-    from toymachine.sweep import METRICS, sweep, sweep_report
+    from toymachine.experiments.sweep import METRICS, sweep, sweep_report
 
     grid = {"n": "64,128", "d": "16", "algo": "fa1,fa2", "block_m": "16", "block_n": "16"}
     rows = sweep("attention-tile", grid, machine=resolve_machine("h100"))

@@ -1,4 +1,4 @@
-"""Closed forms (toymachine.cost_tile) equal what the simulator counts, at random parameter
+"""Closed forms (toymachine.cost.tile) equal what the simulator counts, at random parameter
 points; and the FlashAttention paper's asymptotics hold in them."""
 
 import pytest
@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toymachine import simulate
-from toymachine.cost_tile import Blocks, attention_tile_cost, paper_blocks
+from toymachine.cost.tile import Blocks, attention_tile_cost, paper_blocks
 from toymachine.gen.tile import attention_program
 from toymachine.machine import resolve_machine
 

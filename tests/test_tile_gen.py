@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from toymachine import ConfigError, Machine, MachineLimitError, parse, simulate
-from toymachine.cost_tile import paper_blocks
+from toymachine.cost.tile import paper_blocks
 from toymachine.gen.tile import (array_shapes, attention_backward_reference, attention_program,
                                  attention_reference)
-from toymachine.memory import random_block
+from toymachine.sim.memory import random_block
 
 EXACT = 1e-12
 

@@ -1,4 +1,4 @@
-"""The tile machine (toymachine.tile): block LOAD/STORE, tile semantics against numpy, SRAM
+"""The tile machine (toymachine.sim.engines.tile): block LOAD/STORE, tile semantics against numpy, SRAM
 accounting and its limit, errors with locations, numerical alarms, dtype rounding."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 
 from toymachine import AsmError, Machine, MachineLimitError, NumericsError, RuntimeFault, parse, simulate
 from toymachine.dtypes import get_dtype
-from toymachine.memory import random_block, random_value
+from toymachine.sim.memory import random_block, random_value
 
 A = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]])  # 2×3
 B = np.array([[2.0, 1.0, 0.0], [-1.0, 3.0, 2.0]])  # 2×3

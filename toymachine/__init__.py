@@ -13,7 +13,7 @@ from .isa import ISA
 from .machine import DEFAULT_MACHINE, Machine, load_machine, resolve_machine
 from .program import ArrayDecl, Instr, Mem, Program, Reg, Span
 from .result import Result
-from .simulator import simulate
+from .sim import simulate
 
 __all__ = [
     "__version__", "parse", "parse_file", "simulate", "run_file", "Result", "Machine", "DEFAULT_MACHINE",

@@ -14,9 +14,9 @@ import sys
 
 from .asm import decode_source, line_iter, open_error
 from .machine import resolve_machine
-from .memory import load_data_file
+from .sim.memory import load_data_file
 from .result import Result
-from .simulator import simulate
+from .sim import simulate
 
 
 def run_file(path: str, *, machine: str | None = None, registers: int | None = None, data: str | None = None,

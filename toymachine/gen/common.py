@@ -6,14 +6,13 @@ return a ``Program`` whose header says what it computes, its parameters and its 
 
 from __future__ import annotations
 
-__all__ = ["ProgramBuilder", "input_values", "check_int", "check_choice", "cli_line"]
+__all__ = ["ProgramBuilder", "input_values", "cli_line"]
 
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..memory import random_block
+from ..sim.memory import random_block
 from ..program import ArrayDecl, Instr, Mem, Program, Reg
 
 
@@ -63,22 +62,6 @@ def input_values(seed: int, name: str, shape: tuple[int, ...], *, integers: bool
     values = random_block(seed, name, shape)
     values = np.clip(np.rint(values * 2.0), -4, 4) if integers else np.round(values, 2)
     return (values + 0.0).tolist()  # + 0.0 turns −0.0 into 0.0
-
-
-def check_int(name: str, value, minimum: int, why: str = "") -> int:
-    """``value`` as an int ≥ ``minimum``, else a ConfigError naming the option."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ConfigError(f"--{name.replace('_', '-')} must be a whole number, got {value!r}")
-    if value < minimum:
-        raise ConfigError(f"--{name.replace('_', '-')} must be at least {minimum}, got {value}",
-                          hint=why or None)
-    return int(value)
-
-
-def check_choice(name: str, value: str, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise ConfigError(f"--{name.replace('_', '-')} must be one of {', '.join(choices)}; got {value!r}")
-    return value
 
 
 def cli_line(generator: str, **params) -> str:

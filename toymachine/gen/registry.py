@@ -11,8 +11,9 @@ becomes sweepable by registering itself::
         build=lambda with_data=False, seed=0, **p: attention_program(**p, with_data=with_data),
         cost=None, bound=None, machine=lambda p, m: m.with_(sram_words=p["sram"])))
 
-Modules named in ``PLUGINS`` are imported (if present) the first time the registry is
-read, so ``toymachine/gen/tile.py`` can register itself this way.
+The built-in generators register in ``gen.catalog`` (imported with ``toymachine.gen``). Modules
+named in ``PLUGINS`` are imported (if present) the first time the registry is read, so an
+outside package can register its own generators this way.
 """
 
 from __future__ import annotations
@@ -23,14 +24,12 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..cost import (Bound, Cost, attention_bound, attention_cost, matmul_bound, matmul_cost, softmax_bound,
-                    softmax_cost, variance_bound, variance_cost)
+from ..cost import Bound, Cost
 from ..errors import ConfigError
 from ..machine import Machine
 from ..program import Program
-from . import attention, matmul, softmax, variance
 
-PLUGINS = ("toymachine.gen.tile",)
+PLUGINS: tuple[str, ...] = ()  # modules imported on first use that register more generators
 
 
 @dataclass(frozen=True)
@@ -108,50 +107,3 @@ def get_generator(name: str) -> GeneratorSpec:
     if spec is None:
         raise ConfigError(f"no generator named '{name}'", hint=f"generators: {', '.join(_REGISTRY)}")
     return spec
-
-
-# -- the scalar machine's generators -------------------------------------------------------
-
-def _with_registers(params: Mapping[str, Any], machine: Machine) -> Machine:
-    return machine.with_(registers=params["registers"])
-
-
-def _attention_machine(params: Mapping[str, Any], machine: Machine) -> Machine:
-    _, need = attention.resolve_attention(**params)
-    return machine.with_(registers=params["registers"] or need)
-
-
-def _attention_cost(**params) -> Cost:
-    slots, _ = attention.resolve_attention(**params)
-    return attention_cost(params["n"], params["d"], params["order"], slots, params["variant"])
-
-
-register(GeneratorSpec(
-    "matmul", "C = A·B (A m×k, B k×n) on an R-register machine: inner, outer or best schedule",
-    (Param("n", int, 2, "columns of B and C (and m, k unless given)", minimum=1),
-     Param("m", int, None, "rows of A and C (default n)", minimum=1),
-     Param("k", int, None, "columns of A, rows of B (default n)", minimum=1),
-     Param("registers", int, 3, "register count R (at least 3)", minimum=3),
-     Param("schedule", str, "best", "inner, outer, or the cheapest that fits", choices=matmul.SCHEDULES)),
-    build=matmul.matmul_program, cost=matmul_cost, bound=matmul_bound, machine=_with_registers))
-
-register(GeneratorSpec(
-    "softmax", "softmax of x[0..n−1]: naive (no max), 3-pass safe, 2-pass online",
-    (Param("n", int, 6, "number of elements", minimum=1),
-     Param("algo", str, "online", "naive, safe or online", choices=softmax.ALGOS)),
-    build=softmax.softmax_program, cost=softmax_cost, bound=softmax_bound))
-
-register(GeneratorSpec(
-    "attention", "attention softmax(QKᵀ)V on the scalar machine, inner or outer loop order",
-    (Param("n", int, 4, "sequence length (rows of Q, K, V)", minimum=1),
-     Param("d", int, 2, "head dimension", minimum=1),
-     Param("order", str, "inner", "inner (query loop outside) or outer (KV loop outside)", choices=attention.ORDERS),
-     Param("registers", int, None, "register count (default: the minimum the order needs)", minimum=1),
-     Param("output_slots", int, None, "outer order: output rows kept resident (default: as many as fit)", minimum=0),
-     Param("variant", str, "exact", "exact, no-max or no-rescale", choices=attention.VARIANTS)),
-    build=attention.attention_program, cost=_attention_cost, bound=attention_bound, machine=_attention_machine))
-
-register(GeneratorSpec(
-    "variance", "Welford's one-pass sample variance of x[0..n−1]",
-    (Param("n", int, 6, "number of elements (at least 2)", minimum=2),),
-    build=variance.variance_program, cost=variance_cost, bound=variance_bound))

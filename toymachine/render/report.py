@@ -86,7 +86,7 @@ def _array_text(values, sym, summarise: bool | None = None) -> str:
 def report_of(result: Result, *, steps: bool = True, sym: Callable[[Any], str] | None = None) -> Report:
     """The tables of a run: steps (if kept), summary, operation counts, written arrays."""
     if sym is None and result.symbolic:
-        from ..symbolic import render as render_expr
+        from ..sim.symbolic import render as render_expr
 
         namer = getattr(result, "namer", None)
         sym = lambda e: render_expr(e, namer, limit=60)  # noqa: E731

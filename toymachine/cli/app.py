@@ -1,0 +1,64 @@
+"""The ``toym`` command line: options → one library call → render.
+
+Exit status: 0 success, 1 a requested check found a mismatch, 2 any error (usage,
+assembly, machine limit, runtime fault). Errors print as ``file:line:col`` with the
+offending line and a caret, never a traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = ["app", "main"]
+
+import sys
+
+import typer
+
+from .. import __version__
+from .gen import gen_app
+from .numerics import numerics_command
+from .run import isa_command, run_command
+from .sweep import SWEEP_CONTEXT, sweep_command
+from .verify import verify_gpu_command
+
+app = typer.Typer(
+    name="toym",
+    help="toymachine: an instruction-set simulator and cost model for the toy machine that teaches "
+         "FlashAttention. Run traces, count cycles and DRAM traffic, print the seed's tables.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help text as written, re-wrapped to the terminal (no rich markup)
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"toym {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Show the version and exit.")) -> None:
+    pass
+
+
+app.command("run")(run_command)
+app.command("isa")(isa_command)
+app.command("verify-gpu")(verify_gpu_command)
+app.add_typer(gen_app, name="gen")
+app.command("sweep", context_settings=SWEEP_CONTEXT)(sweep_command)
+app.command("numerics")(numerics_command)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,149 @@
+"""``toym gen``: write a generated program (options → one generator of ``toymachine.gen`` →
+its assembly text). Errors are ``ToyMachineError``s, mapped to exit status 2 by ``guard``."""
+
+from __future__ import annotations
+
+__all__ = ["gen_app"]
+
+from enum import Enum
+from typing import Optional
+
+import typer
+
+from ..errors import ConfigError
+from ..gen.scalar.attention import ORDERS, VARIANTS
+from ..gen.scalar.attention import attention_program as scalar_attention_program
+from ..gen.scalar.matmul import SCHEDULES, matmul_program
+from ..gen.scalar.softmax import ALGOS, softmax_program
+from ..gen.scalar.variance import variance_program
+from ..gen.tile import attention_program as tile_attention_program
+from .common import guard, write_output
+
+Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)
+SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)
+Order = Enum("Order", {o: o for o in ORDERS + ("row", "col", "split")}, type=str)
+Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)
+Level = Enum("Level", {"scalar": "scalar", "tile": "tile"}, type=str)
+TileAlgo = Enum("TileAlgo", {a: a for a in ("standard", "fa1", "fa2")}, type=str)
+Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)
+
+gen_app = typer.Typer(
+    help="Write a generated program (assembly with a header giving its cost formula) to stdout or -o FILE. "
+         "Pipe it into `toym run -`.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_OUTPUT = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output.")
+_DATA = typer.Option(True, "--data/--no-data", help="Include .data inputs (deterministic, from --seed), or leave "
+                                                    "them to the simulator's random values.")
+_SEED = typer.Option(0, "--seed", help="Seed of the .data inputs.")
+
+
+def _emit(build) -> None:
+    """Build a Program and write its text; errors exit 2."""
+    with guard():
+        program, path = build()
+        write_output(program.to_text(), path)
+
+
+@gen_app.command("matmul")
+def gen_matmul(
+    n: int = typer.Option(2, "--n", help="Columns of B and C; also m and k unless given."),
+    m: Optional[int] = typer.Option(None, "--m", help="Rows of A and C (default n)."),
+    k: Optional[int] = typer.Option(None, "--k", help="Columns of A, rows of B (default n)."),
+    registers: int = typer.Option(3, "--registers", "-r", help="Register count R (at least 3)."),
+    schedule: Schedule = typer.Option("best", "--schedule", help="inner, outer, or the cheapest that fits R."),
+    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED,
+) -> None:
+    """C = A·B on an R-register machine (seed 000, Problems 1–3)."""
+    _emit(lambda: (matmul_program(n=n, registers=registers, schedule=schedule.value, m=m, k=k,
+                                  with_data=data, seed=seed), output))
+
+
+@gen_app.command("softmax")
+def gen_softmax(
+    n: int = typer.Option(6, "--n", help="Number of elements."),
+    algo: SoftmaxAlgo = typer.Option("online", "--algo", help="naive (no max), safe (3 passes) or online (2 passes)."),
+    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED,
+) -> None:
+    """Softmax of x[0..n−1] (seed 000, Problems 4 and 5)."""
+    _emit(lambda: (softmax_program(n=n, algo=algo.value, with_data=data, seed=seed), output))
+
+
+@gen_app.command("variance")
+def gen_variance(
+    n: int = typer.Option(6, "--n", help="Number of elements (at least 2)."),
+    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED,
+) -> None:
+    """Welford's one-pass sample variance (seed 000, quiz 'Online variance'); 6 registers."""
+    _emit(lambda: (variance_program(n=n, with_data=data, seed=seed), output))
+
+
+@gen_app.command("attention")
+def gen_attention(
+    level: Level = typer.Option("scalar", "--level", help="scalar: the register machine; tile: the SRAM/HBM machine."),
+    n: int = typer.Option(4, "--n", help="Sequence length (rows of Q, K, V)."),
+    d: int = typer.Option(2, "--d", help="Head dimension."),
+    registers: Optional[int] = typer.Option(None, "--registers", "-r",
+                                            help="Scalar level: Register count (default: the minimum needed)."),
+    order: Optional[Order] = typer.Option(None, "--order", help="Scalar level: inner (query loop outside) or outer "
+                                                                "(KV loop outside), default inner. Tile backward: "
+                                                                "row or col iteration over dS (default row), or split: the FA2 kernel's three launches."),
+    output_slots: Optional[int] = typer.Option(None, "--output-slots", help="Scalar, outer order: Output rows kept "
+                                                                            "resident (default: as many as fit)."),
+    variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
+    algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: standard, fa1 or fa2."),
+    batch: Optional[int] = typer.Option(None, "--batch", help="Tile level: Batch size."),
+    heads: Optional[int] = typer.Option(None, "--heads", help="Tile level: Number of heads."),
+    causal: Optional[bool] = typer.Option(None, "--causal/--no-causal", help="Tile level: Causal mask."),
+    block_m: Optional[int] = typer.Option(None, "--block-m", help="Tile level: Query block rows."),
+    block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: Key/value block rows."),
+    sram: Optional[int] = typer.Option(None, "--sram", help="Tile level: SRAM size in words."),
+    pass_: Optional[Pass] = typer.Option(None, "--pass", help="Tile level: forward or backward."),
+    precompute_d: Optional[bool] = typer.Option(None, "--precompute-d/--no-precompute-d",
+                                                help="Tile backward: D = rowsum(dO∘O) precomputed (K, V loaded once "
+                                                     "per block) or not (K loaded twice). Default: precomputed."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="Tile level: softmax scale τ (default 1/√d; 1 = "
+                                                                "Q given pre-scaled, as seed 000 folds it in)."),
+    output: Optional[str] = _OUTPUT,
+    data: Optional[bool] = typer.Option(None, "--data/--no-data", help="Include .data inputs (deterministic, from "
+                                        "--seed), or leave them to the simulator's random values. Default: --data "
+                                        "at scalar level, --no-data at tile level (tile inputs are large)."),
+    seed: int = _SEED,
+) -> None:
+    """Attention softmax(QKᵀ)·V: scalar machine (seed 000, 'Inner Product vs. Outer Product in
+    Attention') or, with --level tile, the tile machine's generator."""
+    scalar_only = {"--registers": registers, "--output-slots": output_slots}
+    tile_only = {"--algo": algo, "--batch": batch, "--heads": heads, "--causal": causal, "--block-m": block_m,
+                 "--block-n": block_n, "--sram": sram, "--pass": pass_, "--precompute-d": precompute_d,
+                 "--scale": scale}
+    with_data = data if data is not None else level.value == "scalar"
+
+    def build():
+        wrong = [k for k, v in (scalar_only if level.value == "tile" else tile_only).items() if v is not None]
+        if order is not None and (order.value in ("row", "col", "split")) != (level.value == "tile"):
+            wrong.append(f"--order {order.value}")
+        if wrong:
+            raise ConfigError(f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not an option of "
+                              f"--level {level.value}", hint="see toym gen attention --help: options say which "
+                                                            "level they belong to")
+        if level.value == "scalar":
+            return scalar_attention_program(n=n, d=d, order=(order or Order.inner).value, registers=registers,
+                                     output_slots=output_slots, variant=variant.value, with_data=with_data,
+                                     seed=seed), output
+        return _tile_attention(n=n, d=d, variant=variant.value, with_data=with_data, algo=algo, pass_=pass_,
+                               batch=batch, heads=heads, causal=causal, block_m=block_m, block_n=block_n,
+                               sram_words=sram, order=order, precompute_d=precompute_d, scale=scale,
+                               seed=seed), output
+
+    _emit(build)
+
+
+def _tile_attention(**options):
+    """``toymachine.gen.tile.attention_program`` with the options that were given."""
+    kwargs = {k: (v.value if isinstance(v, Enum) else v) for k, v in options.items()
+              if v is not None or k in ("n", "d", "with_data", "variant")}
+    return tile_attention_program(**kwargs)
+
+

@@ -1,0 +1,63 @@
+"""``toym numerics``: options →
+``toymachine.experiments.numerics_table`` → a report. Exit 0 (it reports, it checks
+nothing), 2 for bad options."""
+
+from __future__ import annotations
+
+__all__ = ["numerics_command"]
+
+import json
+from enum import Enum
+from typing import Optional
+
+import typer
+
+from ..experiments.numerics import ALGOS, LEVELS, numerics_report, numerics_table
+from ..render import render_report
+from .common import Format, guard, write_output
+
+Level = Enum("Level", {lv: lv for lv in LEVELS}, type=str)
+Algo = Enum("Algo", {a: a for a in ALGOS}, type=str)
+
+
+def numerics_command(
+    level: Level = typer.Option("tile", "--level", help="tile: the SRAM/HBM machine (default); scalar: the register "
+                                                        "machine (slow: default n = 16)."),
+    algo: Algo = typer.Option("fa2", "--algo", help="fa2 (query blocks outside), fa1 (key blocks outside) or "
+                                                    "standard (tile only). Scalar: fa2 = inner order, fa1 = outer."),
+    n: Optional[int] = typer.Option(None, "--n", help="Sequence length (default 256 tile, 16 scalar)."),
+    d: int = typer.Option(64, "--d", help="Head dimension."),
+    batch: int = typer.Option(1, "--batch", help="Tile level: batch size."),
+    heads: int = typer.Option(1, "--heads", help="Tile level: heads."),
+    causal: bool = typer.Option(False, "--causal", help="Tile level: causal mask."),
+    block_m: Optional[int] = typer.Option(None, "--block-m", help="Tile level: query block rows Br (default 64)."),
+    block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: key block rows Bc (default 64)."),
+    variants: Optional[str] = typer.Option(None, "--variants", help="Comma list of exact, no-max, no-rescale "
+                                                                    "(default: all)."),
+    dtypes: Optional[str] = typer.Option(None, "--dtypes", help="Comma list of fp64, fp32, bf16, fp16 (default: all)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the inputs (the machine's deterministic random values)."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale τ on the scores (default 1/√d, as seed "
+                                                                "003; 1 = seed 000's scale folded into an unscaled Q)."),
+    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output."),
+) -> None:
+    """Seed 003's break-it experiments: variant × dtype → max error, first alarm.
+
+    Attention with the exact online softmax,
+    without the running max (no-max) and without the rescaling (no-rescale), in each number
+    format, on the same inputs. One row per (variant, dtype): max |O − reference| against
+    float64 numpy (nan/inf when outputs are), whether O is finite, the machine's alarms (first
+    overflow, NaN, division by zero, with step, line, instruction and the tile or query/key
+    it fell in) and the count of underflows.
+
+    Example: toym numerics --scale 1 --dtypes fp32,fp16
+    """
+    with guard():
+        table = numerics_table(level=level.value, algo=algo.value, n=n, d=d, batch=batch, heads=heads, causal=causal,
+                               block_m=block_m, block_n=block_n, variants=variants, dtypes=dtypes, seed=seed,
+                               scale=scale)
+        if fmt.value == "json":
+            text = json.dumps(table.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        else:
+            text = render_report(numerics_report(table), fmt.value)
+        write_output(text, output)

@@ -1,0 +1,60 @@
+"""``toym verify-gpu``: the tile simulator and the bundled Triton kernel on the same inputs
+(``kernels_gpu.verify``; needs the ``gpu`` extra). Exit 0 they agree, 1 they don't, 2 an error."""
+
+from __future__ import annotations
+
+__all__ = ["verify_gpu_command"]
+
+from enum import Enum
+from typing import Optional
+
+import typer
+
+from ..errors import ConfigError
+from ..render import render_report
+from .common import DType, Format, guard, write_output
+
+
+class KernelDType(str, Enum):
+    fp16 = "fp16"
+    bf16 = "bf16"
+    fp32 = "fp32"
+
+
+class Pass(str, Enum):
+    forward = "forward"
+    backward = "backward"
+
+
+def verify_gpu_command(
+    n: int = typer.Option(128, "--n", help="Sequence length (the CPU interpreter is slow: keep it ≤ 256 there)."),
+    d: int = typer.Option(64, "--d", help="Head dimension (16, 32, 64, 128)."),
+    batch: int = typer.Option(1, "--batch", help="Batch size."),
+    heads: int = typer.Option(1, "--heads", help="Number of heads."),
+    causal: bool = typer.Option(False, "--causal/--no-causal", help="Causal mask."),
+    dtype: KernelDType = typer.Option(KernelDType.fp16, "--dtype", help="The kernel's input/output dtype."),
+    block_m: Optional[int] = typer.Option(None, "--block-m", help="Query rows per tile (default: the kernel's config)."),
+    block_n: Optional[int] = typer.Option(None, "--block-n", help="Key rows per tile (default: the kernel's config)."),
+    pass_: Pass = typer.Option(Pass.forward, "--pass", help="forward: O and log-sum-exp; backward: also dQ, dK, dV."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the inputs (the simulator's deterministic random values)."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale (default 1/√d)."),
+    sim_dtype: DType = typer.Option(DType.fp32, "--sim-dtype", help="The simulator's number format (default fp32, "
+                                                                     "the kernel's accumulation format)."),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output."),
+) -> None:
+    """Run the tile simulator and the bundled Triton kernel on the same inputs and compare
+    O, the log-sum-exp (and dQ, dK, dV): exit 0 when they agree, 1 when they don't.
+
+    On CUDA when a GPU is present, else in Triton's interpreter on the CPU (needs the gpu extra)."""
+    with guard():
+        try:
+            from kernels_gpu.verify import verification_report, verify
+        except ImportError as exc:
+            raise ConfigError(f"verify-gpu needs torch and triton ({exc.name or exc} is missing)",
+                              hint="pip install -e '.[gpu]'  (torch 2.13.0 and triton 3.6.0)") from None
+        result = verify(n=n, d=d, batch=batch, heads=heads, causal=causal, dtype=dtype.value, block_m=block_m,
+                        block_n=block_n, pass_=pass_.value, seed=seed, scale=scale, sim_dtype=sim_dtype.value)
+        write_output(render_report(verification_report(result), fmt.value), output)
+    if not result.ok:
+        raise typer.Exit(1)

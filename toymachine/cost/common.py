@@ -1,0 +1,65 @@
+"""What every closed form returns: ``Cost`` (instruction counts) and ``Bound`` (least traffic)."""
+
+from __future__ import annotations
+
+__all__ = ["Cost", "Bound", "ops_of", "compulsory"]
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from ..isa import MNEMONICS
+from ..machine import DEFAULT_MACHINE, Machine
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Instruction counts of a program, in closed form."""
+
+    ops: Mapping[str, int]  # mnemonic → instructions executed
+    registers: int  # distinct registers the program names
+    breakdown: Mapping[str, int] = field(default_factory=dict)  # named parts (e.g. "Q row loads")
+
+    def __post_init__(self):
+        ordered = {m: int(self.ops[m]) for m in MNEMONICS if self.ops.get(m)}
+        object.__setattr__(self, "ops", MappingProxyType(ordered))
+        object.__setattr__(self, "breakdown", MappingProxyType(dict(self.breakdown)))
+
+    @property
+    def reads(self) -> int:
+        """DRAM words read (= LOADs on the scalar machine)."""
+        return self.ops.get("LOAD", 0)
+
+    @property
+    def writes(self) -> int:
+        """DRAM words written (= STOREs)."""
+        return self.ops.get("STORE", 0)
+
+    @property
+    def instructions(self) -> int:
+        return sum(self.ops.values())
+
+    def cycles(self, machine: Machine | None = None) -> float:
+        """Σ count × the machine's cycles for that instruction."""
+        machine = machine or DEFAULT_MACHINE
+        total = sum(n * machine.op_cycles(op) for op, n in self.ops.items())
+        return int(total) if float(total).is_integer() else total
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Least DRAM traffic (words) of any program for the computation on this machine."""
+
+    reads: int  # every input word read once
+    writes: int  # every output word written once
+    traffic: int  # reads + writes, or a stronger bound on their sum
+    source: str  # which argument gives ``traffic``
+
+
+def ops_of(**counts: int) -> dict[str, int]:
+    return {op.upper(): n for op, n in counts.items() if n}
+
+
+def compulsory(reads: int, writes: int) -> Bound:
+    """The bound every program meets: each input word read once, each output word written once."""
+    return Bound(reads, writes, reads + writes, "every input read once, every output written once")

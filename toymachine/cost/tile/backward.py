@@ -1,0 +1,177 @@
+"""Closed-form costs of the tile machine's backward attention programs (``toymachine.cost.tile``;
+the streams of ``gen.tile_backward``): FlashAttention's backward (seed 004, Algorithm 4; seed
+000's draft and its Dᵢ trick) in the row and column orders, and the split order's three
+launches as the FlashAttention-2 kernels run them (``kernels_gpu``). ``tally_backward`` and
+``tally_split`` add one program's counts to a ``Tally``; ``backward_words`` and
+``split_words`` are their HBM formulas as the header prints them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["tally_backward", "tally_split", "backward_words", "split_words"]
+
+from .blocks import SPLIT_PHASES, Blocks
+from .counts import Tally
+
+
+def tally_backward(t: Tally, g: Blocks, s: dict, d: int, h: int, algo: str, scaled: bool, precompute_d: bool,
+                   order: str) -> None:
+    """The row- or column-order backward of ``h`` heads (``gen.tile_backward.emit_backward``)."""
+    n, tr, tc, p, pr, pc, prc = s["N"], s["Tr"], s["Tc"], s["P"], s["PR"], s["PC"], s["PRC"]
+    stats = ("m", "l") if algo == "fa1" else ("L",)
+    if precompute_d:  # D_i = rowsum(dO_i ∘ O_i), one pass over dO and O
+        t.load("dO", h * n * d, h * tr)
+        t.load("O", h * n * d, h * tr)
+        t.op("MUL", h * tr, elems=h * n * d)
+        t.op("ROWSUM", h * tr, elems=h * n * (d - 1))
+        t.store("D", h * n, h * tr)
+
+    def recompute_p(times: int, rows_pairs: int) -> None:
+        """S = τ·Q·Kᵀ, masked; P = exp(S − L) (fa1: exp(S − m)/l) — over ``times`` pairs."""
+        t.op("MAC_Z", h * times, elems=h * prc * (2 * d - 1), unit="mm")
+        if scaled:
+            t.op("MUL", h * times, elems=h * prc)
+        t.op("MASK", h * s["MP"])
+        t.op("SUB", h * times, elems=h * prc)
+        t.op("EXP", h * times, elems=h * prc, unit="sfu")
+        if algo == "fa1":
+            t.op("DIV", h * times, elems=h * prc)
+
+    def d_contribution() -> None:
+        """dP = dO·Vᵀ; D += rowsum(P∘dP)."""
+        t.op("MAC_Z", h * p, elems=h * prc * (2 * d - 1), unit="mm")
+        t.op("MUL", h * p, elems=h * prc)
+        t.op("ROWSUM", h * p, elems=h * (prc - pr))
+        t.op("ADD", h * p, elems=h * pr)
+
+    def gradients() -> None:
+        """dV += Pᵀ·dO; dP = dO·Vᵀ; dS = P∘(dP − D)·τ; dQ += dS·K; dK += dSᵀ·Q."""
+        t.op("MAC", h * p, elems=h * 2 * prc * d, unit="mm")  # dV
+        t.op("MAC_Z", h * p, elems=h * prc * (2 * d - 1), unit="mm")  # dP
+        t.op("SUB", h * p, elems=h * prc)
+        t.op("MUL", h * p, elems=h * prc)
+        if scaled:
+            t.op("MUL", h * p, elems=h * prc)
+        t.op("MAC", 2 * h * p, elems=h * 4 * prc * d, unit="mm")  # dQ, dK
+
+    if order == "col":
+        passes = 1 if precompute_d else 2
+        t.load("K", passes * h * n * d, passes * h * tc)
+        t.load("V", passes * h * n * d, passes * h * tc)
+        t.load("Q", passes * h * pr * d, passes * h * p)
+        t.load("dO", passes * h * pr * d, passes * h * p)
+        for st in stats:
+            t.load(st, passes * h * pr, passes * h * p)
+        t.load("D", passes * h * pr, passes * h * p)
+        if not precompute_d:  # pass 1: D accumulated in HBM
+            recompute_p(p, pr)
+            d_contribution()
+            t.store("D", h * pr, h * p)
+        t.op("FILL", 2 * h * tc)
+        t.load("dQ", h * pr * d, h * p)
+        recompute_p(p, pr)
+        gradients()
+        t.store("dQ", h * pr * d, h * p)
+        t.store("dK", h * n * d, h * tc)
+        t.store("dV", h * n * d, h * tc)
+        return
+    passes = 1 if precompute_d else 2
+    t.load("Q", h * n * d, h * tr)
+    t.load("dO", h * n * d, h * tr)
+    for st in stats:
+        t.load(st, h * n, h * tr)
+    if precompute_d:
+        t.load("D", h * n, h * tr)
+    else:
+        t.op("FILL", h * tr)
+    t.op("FILL", h * tr)
+    t.load("K", passes * h * pc * d, passes * h * p)
+    t.load("V", passes * h * pc * d, passes * h * p)
+    if not precompute_d:
+        recompute_p(p, pr)
+        d_contribution()
+    recompute_p(p, pr)
+    t.load("dV", h * pc * d, h * p)
+    t.load("dK", h * pc * d, h * p)
+    gradients()
+    t.store("dV", h * pc * d, h * p)
+    t.store("dK", h * pc * d, h * p)
+    t.store("dQ", h * n * d, h * tr)
+
+
+def tally_split(t: Tally, s: dict, d: int, h: int, algo: str, scaled: bool, phase: str) -> None:
+    """One launch of the split backward (``gen.tile_backward.emit_split_phase``), all heads."""
+    n, tr, tc, p, pr, pc, prc = s["N"], s["Tr"], s["Tc"], s["P"], s["PR"], s["PC"], s["PRC"]
+    stats = ("m", "l") if algo == "fa1" else ("L",)
+    if phase == "preprocess":  # D_i = rowsum(dO_i ∘ O_i)
+        t.load("dO", h * n * d, h * tr)
+        t.load("O", h * n * d, h * tr)
+        t.op("MUL", h * tr, elems=h * n * d)
+        t.op("ROWSUM", h * tr, elems=h * n * (d - 1))
+        t.store("D", h * n, h * tr)
+        return
+    held, held_blocks = (("K", "V"), tc) if phase == "dkdv" else (("Q", "dO"), tr)
+    for a in held:  # once per program: n·d words each
+        t.load(a, h * n * d, h * held_blocks)
+    if phase == "dkdv":  # Q_i, dO_i, the statistics and D_i once per pair
+        t.op("FILL", 2 * h * tc)
+        t.load("Q", h * pr * d, h * p)
+        t.load("dO", h * pr * d, h * p)
+        for st in stats:
+            t.load(st, h * pr, h * p)
+        t.load("D", h * pr, h * p)
+    else:  # the statistics and D once per query block; K_j, V_j once per pair
+        for st in stats:
+            t.load(st, h * n, h * tr)
+        t.load("D", h * n, h * tr)
+        t.op("FILL", h * tr)
+        t.load("K", h * pc * d, h * p)
+        t.load("V", h * pc * d, h * p)
+    # P = e^(τ·Q·Kᵀ − L) (fa1: e^(S − m)/l), masked; dS/τ = P∘(dO·Vᵀ − D)
+    t.op("MAC_Z", 2 * h * p, elems=2 * h * prc * (2 * d - 1), unit="mm")  # Q·Kᵀ, dO·Vᵀ
+    if scaled:
+        t.op("MUL", h * p, elems=h * prc)
+    t.op("MASK", h * s["MP"])
+    t.op("SUB", 2 * h * p, elems=2 * h * prc)
+    t.op("EXP", h * p, elems=h * prc, unit="sfu")
+    if algo == "fa1":
+        t.op("DIV", h * p, elems=h * prc)
+    t.op("MUL", h * p, elems=h * prc)
+    products = 2 if phase == "dkdv" else 1  # dV += Pᵀ·dO and dK += dSᵀ·Q, or dQ += dS·K
+    t.op("MAC", products * h * p, elems=products * h * 2 * prc * d, unit="mm")
+    if scaled:  # τ on the accumulator, once per program
+        t.op("MUL", h * held_blocks, elems=h * n * d)
+    if phase == "dkdv":
+        t.store("dK", h * n * d, h * tc)
+        t.store("dV", h * n * d, h * tc)
+    else:
+        t.store("dQ", h * n * d, h * tr)
+
+
+def split_words(algo: str, phase: str | None) -> str:
+    """The split backward's HBM words per head (``phase``: one launch's)."""
+    st = "m, l" if algo == "fa1" else "L"
+    k = "2d + 3" if algo == "fa1" else "2d + 2"
+    words = {"preprocess": "preprocess reads 2·n·d (O, dO), writes n (D)",
+             "dkdv": f"dkdv reads 2·n·d + ({k})·PR (K, V once per key block; Q, dO, {st}, D per pair), "
+                     f"writes 2·n·d (dK, dV once)",
+             "dq": f"dq reads ({k})·n + 2d·PC (Q, dO, {st}, D once per query block; K, V per pair), writes n·d "
+                   f"(dQ once)"}
+    if phase:
+        return words[phase]
+    return "; ".join(words[p] for p in SPLIT_PHASES) + " — nothing read-modify-written"
+
+
+def backward_words(algo: str, precompute_d: bool, order: str) -> str:
+    """The row/col-order backward's HBM words per head."""
+    st = "2" if algo == "fa1" else "1"
+    pre = "; D pre-pass reads 2·n·d, writes n" if precompute_d else ""
+    if order == "col":
+        if precompute_d:
+            return (f"reads 2·n·d + (3d + {st} + 1)·PR (K, V once per key block; Q, dO, dQ, stats, D per pair), "
+                    f"writes d·PR + 2·n·d (dQ per pair, dK, dV once){pre}")
+        return (f"pass 1 (D): reads 2·n·d + (2d + {st} + 1)·PR, writes PR; pass 2: reads 2·n·d + (3d + {st} + 1)·PR, "
+                f"writes d·PR + 2·n·d — K and V read twice")
+    if precompute_d:
+        return (f"reads (2d + {st} + 1)·n + 4d·PC (K, V, dK, dV per pair), writes 2d·PC + n·d{pre}")
+    return f"reads (2d + {st})·n + 6d·PC (K, V twice per pair; dK, dV once), writes 2d·PC + n·d"

@@ -1,0 +1,190 @@
+"""Blocking and working sets of the tile machine's attention programs (``toymachine.cost.tile``;
+FlashAttention's Algorithm 1 block sizes, seed 004; the split backward's launches, seed 000's
+backward-pass draft as the FlashAttention-2 kernels run it).
+
+Blocking (paper notation): query blocks i = 0..Tr−1 of Br rows (the last may be short),
+key/value blocks j = 0..Tc−1 of Bc rows; r_i, c_j their sizes. With ``causal`` a pair (i, j)
+is computed only if some key of block j is at or before some query of block i
+(j·Bc < i1 = min(n, (i+1)·Br)); it needs the MASK instruction only if some key is after
+some query (j1 > i0 + 1). Per query block, J_i = number of key blocks it meets
+(Tc, or ⌈i1/Bc⌉ causal) and W_i = min(n, J_i·Bc) keys it meets. Sums over the pairs:
+
+    P  = Σ_i J_i          pairs computed                 (non-causal: Tr·Tc)
+    PR = Σ_i r_i·J_i      query rows × pairs             (non-causal: n·Tc)
+    PC = Σ_i W_i          key rows × pairs               (non-causal: Tr·n)
+    PRC = Σ_i r_i·W_i     score elements computed        (non-causal: n²)
+
+``Blocks`` computes these sums; ``paper_blocks`` gives the paper's (Br, Bc) for an SRAM of M
+words, ``sram_peak`` the words a program occupies and ``fit_blocks`` the largest blocks that
+fit; ``SPLIT_PHASES`` and ``check_split`` name the split backward's launches.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SPLIT_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks"]
+
+from dataclasses import dataclass
+
+from ...errors import ConfigError
+
+
+SPLIT_PHASES = ("preprocess", "dkdv", "dq")  # order split: the FlashAttention-2 kernels' three backward launches
+
+
+def check_split(pass_: str, order: str, precompute_d: bool, phase: str | None) -> None:
+    """``phase`` names one launch of the split backward; split needs the Dᵢ precomputation."""
+    if phase is not None:
+        if phase not in SPLIT_PHASES:
+            raise ConfigError(f"phase must be one of {', '.join(SPLIT_PHASES)}; got {phase!r}")
+        if pass_ != "backward" or order != "split":
+            raise ConfigError(f"phase {phase!r} is one launch of the split backward (pass backward, order split)",
+                              hint="use pass_='backward', order='split' with phase, or leave phase out")
+    if pass_ == "backward" and order == "split" and not precompute_d:
+        raise ConfigError("order split computes D = rowsum(dO∘O) in its preprocess launch (the Dᵢ trick), as the "
+                          "FlashAttention-2 kernels do", hint="use --precompute-d with order split, or order row/col "
+                                                              "to accumulate D from P∘dP instead")
+
+
+# -- blocking --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Blocks:
+    """Query blocks of ``br`` rows and key/value blocks of ``bc`` rows over ``n`` positions."""
+
+    n: int
+    br: int
+    bc: int
+    causal: bool = False
+
+    @property
+    def tr(self) -> int:
+        return -(-self.n // self.br)
+
+    @property
+    def tc(self) -> int:
+        return -(-self.n // self.bc)
+
+    def rows(self) -> list[tuple[int, int]]:
+        """(i0, i1) of every query block."""
+        return [(i, min(self.n, i + self.br)) for i in range(0, self.n, self.br)]
+
+    def cols(self) -> list[tuple[int, int]]:
+        """(j0, j1) of every key/value block."""
+        return [(j, min(self.n, j + self.bc)) for j in range(0, self.n, self.bc)]
+
+    def meets(self, i1: int) -> int:
+        """J_i: key blocks a query block ending at i1 computes with (causal: those starting before i1)."""
+        return -(-i1 // self.bc) if self.causal else self.tc
+
+    def met_by(self, j0: int) -> int:
+        """First query block computing with the key block starting at j0."""
+        return j0 // self.br if self.causal else 0
+
+    def masked(self, i0: int, j1: int) -> bool:
+        """Does the pair need the causal MASK (some key after some query)?"""
+        return self.causal and j1 > i0 + 1
+
+    def sums(self) -> dict[str, int]:
+        """P, PR, PC, PRC and MP (pairs needing MASK) over the computed pairs of one head."""
+        p = pr = pc = prc = mp = 0
+        for i0, i1 in self.rows():
+            r = i1 - i0
+            jn = self.meets(i1)
+            w = min(self.n, jn * self.bc)
+            p += jn
+            pr += r * jn
+            pc += w
+            prc += r * w
+            if self.causal:  # blocks whose end j1 ≤ i0 + 1 need no mask
+                unmasked = self.tc if i0 + 1 >= self.n else (i0 + 1) // self.bc
+                mp += jn - min(jn, unmasked)
+        return {"P": p, "PR": pr, "PC": pc, "PRC": prc, "MP": mp}
+
+
+def paper_blocks(d: int, sram_words: int) -> tuple[int, int]:
+    """(Br, Bc) from SRAM size M as FlashAttention's Algorithm 1 sets them:
+    Bc = ⌈M/4d⌉, Br = min(⌈M/4d⌉, d). (Seed 001's example N=5, d=3, M=59 prints Bc = 4;
+    ⌈59/12⌉ is 5 — the seed rounded down.)"""
+    bc = -(-sram_words // (4 * d))
+    return min(bc, d), bc
+
+
+# -- what each program occupies ----------------------------------------------------------
+def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str = "exact", scaled: bool = True,
+              heads: int = 1, precompute_d: bool = True, order: str = "row", n: int | None = None,
+              phase: str | None = None) -> int:
+    """Peak SRAM words of a generated program (Br, Bc ≤ n). FlashAttention's registers are
+    all live at their largest tiles from the first block pair on: the peak is their sum.
+    Standard attention and the column-order backward without the Dᵢ trick reuse registers
+    across phases, so the last (possibly short) block of one phase meets the first of the
+    next: r_last = n − (Tr−1)·Br and c_last = n − (Tc−1)·Bc enter (``n`` defaults to a
+    multiple of both blocks). The split backward's launches share the one SRAM: through the dq
+    launch the last dV_j block (c_last·d words) is still held."""
+    s = 1 if scaled else 0
+    n = n if n is not None else br * bc
+    r_last, c_last = n - (-(-n // br) - 1) * br, n - (-(-n // bc) - 1) * bc
+    one_key_block = bc >= n
+    if pass_ == "forward":
+        if algo == "fa2":
+            stats = {"exact": 5, "no-max": 2, "no-rescale": 3}[variant] * br
+            return 2 * br * d + 2 * bc * d + br * bc + stats + s
+        if algo == "fa1":
+            stats = {"exact": 5, "no-max": 2, "no-rescale": 3}[variant] * br
+            extra = br * d if variant == "exact" else 0  # the P̃·V product (exact form)
+            return 2 * br * d + 2 * bc * d + br * bc + stats + extra + s
+        # S/P, Q/O and K/V blocks; row statistics m, l, L and a block's rowmax/rowsum (unused with one key block)
+        k = {"exact": 4, "no-max": 3}[variant] - (1 if one_key_block else 0)
+        step1 = br * d + bc * d + br * bc + (k * r_last if heads > 1 else 0)  # S = QKᵀ (stats: the previous head's)
+        step2 = k * br + br * bc + r_last * d + c_last * d  # softmax of row block 0 (Q, K: the last blocks of step 1)
+        step3 = br * d + bc * d + br * bc + k * r_last  # O = PV (stats: the last row block's)
+        return max(step1, step2, step3) + s
+    stats = 2 if algo == "fa1" else 1
+    if order == "split":
+        pre = 2 * br * d + br + s  # dO_i, dO_i∘O_i, D_i
+        both = 2 * br * bc + 2 * br * d + (stats + 1) * br + s  # P, dS; Q_i, dO_i; L_i (m_i, l_i), D_i
+        dkdv = both + 4 * bc * d  # K_j, V_j, dK_j, dV_j
+        dq = both + br * d + 2 * bc * d  # dQ_i; K_j, V_j
+        if phase is not None:
+            return {"preprocess": pre, "dkdv": dkdv, "dq": dq}[phase]
+        return max(dkdv, dq + c_last * d)
+    base = 2 * br * bc + 3 * br * d + 4 * bc * d + (stats + 1) * br + s  # S/P, dP/dS; Q dO dQ; K V dK dV; L (m,l), D
+    if precompute_d:
+        return base
+    if order == "row":
+        return base + br  # rowsum(P∘dP) before it is added into D
+    # column order without the trick: rowsum(P∘dP) is written in pass 1 only (in pass 2 it holds its last
+    # value: r_last rows); dQ_i, dK_j, dV_j in pass 2 only (in pass 1 they hold the previous head's last blocks)
+    pass1 = base - 2 * bc * d - br * d + br + ((2 * c_last + r_last) * d if heads > 1 else 0)
+    pass2 = base + r_last
+    return max(pass1, pass2)
+
+
+def fit_blocks(*, algo: str, pass_: str, d: int, n: int, sram_words: int, variant: str = "exact",
+               scaled: bool = True, precompute_d: bool = True, order: str = "row",
+               heads: int = 1, phase: str | None = None) -> tuple[int, int, str]:
+    """Blocks for SRAM size M: the paper's (Br, Bc) if the program's working set fits in M,
+    else the largest Bc ≤ ⌈M/4d⌉ (Br = min(Bc, d), both ≤ n) whose working set does.
+    Returns (Br, Bc, note); raises ConfigError if not even 1-row blocks fit."""
+    br0, bc0 = paper_blocks(d, sram_words)
+
+    def need(bc: int) -> tuple[int, int, int]:
+        br = min(bc, d, n)
+        bcc = min(bc, n)
+        return br, bcc, sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bcc, variant=variant, scaled=scaled,
+                                  precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase)
+
+    br, bc, words = need(bc0)
+    if words <= sram_words:
+        return br, bc, (f"blocks from M = {sram_words} words: Bc = ⌈M/4d⌉ = {bc0}, Br = min(⌈M/4d⌉, d) = {br0}"
+                        + (f" (clamped to n = {n})" if (br, bc) != (br0, bc0) else "")
+                        + f"; working set {words} words ≤ M")
+    paper_words = words
+    for b in range(bc0 - 1, 0, -1):
+        br, bc, words = need(b)
+        if words <= sram_words:
+            return br, bc, (f"blocks from M = {sram_words} words: the paper's Bc = ⌈M/4d⌉ = {bc0}, "
+                            f"Br = min(⌈M/4d⌉, d) = {br0} need {paper_words} words here (the paper's rule sizes K_j, "
+                            f"V_j, Q_i, O_i to about M/4 each; S, the row statistics and temporaries come on top), "
+                            f"so the blocks shrink to the largest that fit: Bc = {bc}, Br = {br} ({words} words ≤ M)")
+    _, _, one = need(1)
+    raise ConfigError(f"SRAM of {sram_words} words cannot hold the {algo} {pass_} working set even with 1-row blocks "
+                      f"(it needs {one} words)", hint=f"use --sram {one} or more")

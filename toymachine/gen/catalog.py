@@ -1,0 +1,131 @@
+"""The built-in generators, registered for ``toym sweep`` and ``toym gen``: the scalar machine's
+(matmul, softmax, attention, variance) and the tile machine's ``attention-tile``.
+
+Each entry names its parameters, the builder, the closed-form cost and lower bound
+(``toymachine.cost``), and how a sweep point changes the machine (registers, SRAM).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..cost import (Bound, Cost, attention_bound, attention_cost, attention_tile_cost, matmul_bound, matmul_cost,
+                    softmax_bound, softmax_cost, variance_bound, variance_cost)
+from ..machine import Machine
+from ..program import Program
+from .tile import ALGOS, ORDERS, PASSES, VARIANTS, array_shapes, attention_program as tile_program, resolve_blocks
+from .registry import GeneratorSpec, Param, register
+from .scalar import attention, matmul, softmax, variance
+
+
+# -- the scalar machine's generators -------------------------------------------------------
+
+def _with_registers(params: Mapping[str, Any], machine: Machine) -> Machine:
+    return machine.with_(registers=params["registers"])
+
+
+def _attention_machine(params: Mapping[str, Any], machine: Machine) -> Machine:
+    _, need = attention.resolve_attention(**params)
+    return machine.with_(registers=params["registers"] or need)
+
+
+def _attention_cost(**params) -> Cost:
+    slots, _ = attention.resolve_attention(**params)
+    return attention_cost(params["n"], params["d"], params["order"], slots, params["variant"])
+
+
+register(GeneratorSpec(
+    "matmul", "C = A·B (A m×k, B k×n) on an R-register machine: inner, outer or best schedule",
+    (Param("n", int, 2, "columns of B and C (and m, k unless given)", minimum=1),
+     Param("m", int, None, "rows of A and C (default n)", minimum=1),
+     Param("k", int, None, "columns of A, rows of B (default n)", minimum=1),
+     Param("registers", int, 3, "register count R (at least 3)", minimum=3),
+     Param("schedule", str, "best", "inner, outer, or the cheapest that fits", choices=matmul.SCHEDULES)),
+    build=matmul.matmul_program, cost=matmul_cost, bound=matmul_bound, machine=_with_registers))
+
+register(GeneratorSpec(
+    "softmax", "softmax of x[0..n−1]: naive (no max), 3-pass safe, 2-pass online",
+    (Param("n", int, 6, "number of elements", minimum=1),
+     Param("algo", str, "online", "naive, safe or online", choices=softmax.ALGOS)),
+    build=softmax.softmax_program, cost=softmax_cost, bound=softmax_bound))
+
+register(GeneratorSpec(
+    "attention", "attention softmax(QKᵀ)V on the scalar machine, inner or outer loop order",
+    (Param("n", int, 4, "sequence length (rows of Q, K, V)", minimum=1),
+     Param("d", int, 2, "head dimension", minimum=1),
+     Param("order", str, "inner", "inner (query loop outside) or outer (KV loop outside)", choices=attention.ORDERS),
+     Param("registers", int, None, "register count (default: the minimum the order needs)", minimum=1),
+     Param("output_slots", int, None, "outer order: output rows kept resident (default: as many as fit)", minimum=0),
+     Param("variant", str, "exact", "exact, no-max or no-rescale", choices=attention.VARIANTS)),
+    build=attention.attention_program, cost=_attention_cost, bound=attention_bound, machine=_attention_machine))
+
+register(GeneratorSpec(
+    "variance", "Welford's one-pass sample variance of x[0..n−1]",
+    (Param("n", int, 6, "number of elements (at least 2)", minimum=2),),
+    build=variance.variance_program, cost=variance_cost, bound=variance_bound))
+
+
+# -- the tile machine's attention -----------------------------------------------------------------
+def _tile_params(p: dict) -> dict:
+    p = dict(p)
+    p["pass_"] = p.pop("pass")
+    p["sram_words"] = p.pop("sram")
+    return p
+
+def _tile_build(with_data: bool = False, seed: int = 0, **p) -> Program:
+    return tile_program(**_tile_params(p), with_data=with_data, seed=seed)
+
+def _tile_cost(**p) -> Cost:
+    q = _tile_params(p)
+    tau = 1.0 / math.sqrt(q["d"])
+    br, bc, _ = resolve_blocks(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"],
+                               block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"],
+                               scaled=tau != 1.0, precompute_d=q["precompute_d"], order=q["order"],
+                               heads=q["batch"] * q["heads"])
+    c = attention_tile_cost(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], batch=q["batch"],
+                            heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"],
+                            precompute_d=q["precompute_d"], order=q["order"])
+    return Cost(ops=dict(c.ops), registers=c.registers,
+                breakdown={"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
+                           "HBM footprint": c.hbm_footprint, "matmul FLOPs": c.flops_matmul,
+                           "other FLOPs": c.flops_other})
+
+def _tile_bound(**p) -> Bound:
+    """Compulsory traffic: every input word read once, every output word written once."""
+    shapes = array_shapes(n=p["n"], d=p["d"], batch=p["batch"], heads=p["heads"], algo=p["algo"],
+                          pass_=p["pass"])
+    size = {k: int(np.prod(v)) for k, v in shapes.items()}
+    if p["pass"] == "forward":
+        ins, outs = ("Q", "K", "V"), (("O", "l", "m") if p["algo"] == "fa1" else ("O", "L"))
+    else:
+        ins = ("Q", "K", "V", "O", "dO") + (("m", "l") if p["algo"] == "fa1" else ("L",))
+        outs = ("dQ", "dK", "dV")
+    reads, writes = sum(size[a] for a in ins), sum(size[a] for a in outs)
+    return Bound(reads=reads, writes=writes, traffic=reads + writes,
+                 source="attention-tile: every input read once, every output written once")
+
+def _tile_machine(p, m):
+    return m.with_(sram_words=p["sram"]) if p.get("sram") else m
+
+register(GeneratorSpec(
+    "attention-tile", "tiled attention on the SRAM/HBM machine: standard, FlashAttention-1/2, forward/backward",
+    (Param("n", int, 256, "sequence length", minimum=1),
+     Param("d", int, 64, "head dimension", minimum=1),
+     Param("algo", str, "fa2", "standard, fa1 or fa2", choices=ALGOS),
+     Param("pass", str, "forward", "forward or backward", choices=PASSES),
+     Param("batch", int, 1, "batch size", minimum=1),
+     Param("heads", int, 1, "heads", minimum=1),
+     Param("causal", bool, False, "causal mask"),
+     Param("block_m", int, None, "query block rows Br (default: from --sram, else 64)", minimum=1),
+     Param("block_n", int, None, "key block rows Bc (default: from --sram, else 64)", minimum=1),
+     Param("sram", int, None, "SRAM words M: sizes the blocks and bounds the machine", minimum=1),
+     Param("variant", str, "exact", "exact, no-max or no-rescale (seed 003's breaks)", choices=VARIANTS),
+     Param("order", str, "row", "backward: row (Q outer), col (K outer) or split (FA2's three kernels)",
+           choices=ORDERS),
+     Param("precompute_d", bool, True, "backward: D = rowsum(dO∘O) first (K, V loaded once)")),
+    build=_tile_build, cost=_tile_cost, bound=_tile_bound, machine=_tile_machine))

@@ -1,0 +1,125 @@
+"""Machine configuration: a frozen dataclass (``loader`` reads it from YAML).
+
+The default machine is the seed's toy machine: every instruction costs 1 cycle, words
+are 4 bytes, registers fp64 exact, and as many registers as the program names. A
+machine file (``--machine FILE``) or a preset name (``--machine toy3``) changes that;
+``--registers N`` overrides the register count.
+
+YAML keys (units in the names; an unknown key is an error naming the file and key)::
+
+    name: toy3
+    description: the seed's 3-register machine
+    registers: 3            # omit (or null) for "as many as the program names"
+    word_bytes: 4           # bytes per DRAM word / element
+    dtype: fp64             # fp64 | fp32 | fp16 | bf16 (register and DRAM format)
+    cycles:                 # per-instruction cost; unlisted instructions cost 1
+      LOAD: 1
+      EXP: 4
+
+The tile machine ("Element is Tile", seed 000: register file ↔ SRAM, DRAM ↔ HBM, MAC ↔
+tensor core) adds, all optional::
+
+    sram_words: 116736            # SRAM capacity in words (T registers + one word per R register)
+    hbm_bytes_per_cycle: 1692     # HBM bandwidth
+    tensor_flops_per_cycle: 499697  # MAC_Z/MAC on tiles
+    vector_flops_per_cycle: 33792   # elementwise ops and row reductions on tiles
+    sfu_ops_per_cycle: 2112       # EXP/LOG elements (default: the vector unit's rate)
+    clock_hz: 1.98e9              # turns cycles into seconds: time_s (a roofline estimate)
+
+Cost of a run (``toymachine.cost.tile`` gives the same formula in closed form)::
+
+    cycles = Σ_instructions cycles[op]                      (issue: 1 each by default)
+           + words moved · word_bytes / hbm_bytes_per_cycle   (if given)
+           + matmul FLOPs / tensor_flops_per_cycle            (if given)
+           + other FLOPs (excluding EXP/LOG) / vector_flops_per_cycle   (if given)
+           + EXP/LOG elements / sfu_ops_per_cycle             (if given; else at the vector rate)
+
+i.e. an in-order machine whose units never overlap. ``time_s`` is the roofline estimate
+that lets them overlap perfectly: max(HBM time, compute time) / clock_hz, where HBM time
+is the transfer term and compute time the sum of the three compute terms.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Machine", "DEFAULT_MACHINE", "TILE_FIELDS"]
+
+import dataclasses
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ..isa import ISA, TILE_ONLY
+
+
+def _frozen(d: Mapping[str, float] | None) -> Mapping[str, float]:
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the simulator runs on. All costs are in cycles; sizes in words or bytes."""
+
+    name: str = "toy"
+    description: str = "the seed's toy machine: every instruction 1 cycle, 4-byte words"
+    registers: int | None = None  # None: as many as the program names
+    word_bytes: int = 4  # bytes per DRAM word (element)
+    dtype: str = "fp64"
+    cycles: Mapping[str, float] = field(default_factory=lambda: _frozen({}))  # mnemonic → cycles
+    # the tile machine (all optional; None = not modelled)
+    sram_words: int | None = None  # SRAM capacity, words; None = unlimited
+    hbm_bytes_per_cycle: float | None = None  # bytes per cycle between HBM and SRAM
+    tensor_flops_per_cycle: float | None = None  # matmul FLOPs per cycle (MAC_Z/MAC on tiles)
+    vector_flops_per_cycle: float | None = None  # other FLOPs per cycle (elementwise, row reductions)
+    sfu_ops_per_cycle: float | None = None  # EXP/LOG elements per cycle; None = vector rate
+    clock_hz: float | None = None  # cycles per second, for time_s
+
+    def __post_init__(self):
+        if not isinstance(self.cycles, MappingProxyType):
+            object.__setattr__(self, "cycles", _frozen(self.cycles))
+
+    def op_cycles(self, mnemonic: str) -> float:
+        return self.cycles.get(mnemonic, 1)
+
+    def work_cycles(self, *, words: float, matmul: float, vector: float, sfu: float) -> dict[str, float]:
+        """Cycles of the units beyond instruction issue (0 where the machine gives no rate):
+        HBM transfers, tensor-core FLOPs, vector FLOPs, special-function (EXP/LOG) elements."""
+        sfu_rate = self.sfu_ops_per_cycle or self.vector_flops_per_cycle
+        return {
+            "hbm": words * self.word_bytes / self.hbm_bytes_per_cycle if self.hbm_bytes_per_cycle else 0,
+            "tensor": matmul / self.tensor_flops_per_cycle if self.tensor_flops_per_cycle else 0,
+            "vector": vector / self.vector_flops_per_cycle if self.vector_flops_per_cycle else 0,
+            "sfu": sfu / sfu_rate if sfu_rate else 0,
+        }
+
+    @property
+    def is_tile(self) -> bool:
+        """Whether the machine describes SRAM or throughputs (then results report them)."""
+        return any(getattr(self, f) is not None for f in TILE_FIELDS)
+
+    def with_(self, **changes: Any) -> "Machine":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The machine as JSON. Tile-only instructions and tile fields appear only when the
+        machine describes a tile machine (so the seed's scalar results keep their shape)."""
+        tile = self.is_tile or any(op in TILE_ONLY for op in self.cycles)
+        d = {
+            "name": self.name,
+            "registers": self.registers,
+            "word_bytes": self.word_bytes,
+            "dtype": self.dtype,
+            "cycles": {op: self.op_cycles(op) for op in ISA if tile or op not in TILE_ONLY},
+        }
+        if tile:
+            d.update({f: getattr(self, f) for f in TILE_FIELDS})
+        return d
+
+
+DEFAULT_MACHINE = Machine()
+
+TILE_FIELDS = ("sram_words", "hbm_bytes_per_cycle", "tensor_flops_per_cycle", "vector_flops_per_cycle",
+               "sfu_ops_per_cycle", "clock_hz")
+ROOFLINE_NEEDS = ("hbm_bytes_per_cycle", "tensor_flops_per_cycle", "vector_flops_per_cycle")
+FIELDS = {f.name for f in dataclasses.fields(Machine)}
+
+

@@ -1,0 +1,138 @@
+"""Machine files: YAML parsed in one place (unknown keys and bad values are errors that name
+the file, line and key), and the presets shipped in ``presets/``."""
+
+from __future__ import annotations
+
+__all__ = ["load_machine", "resolve_machine", "preset_names", "PRESET_DIR"]
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..dtypes import DTYPES
+from ..errors import ConfigError, Location
+from ..isa import ISA
+from .config import FIELDS, ROOFLINE_NEEDS, Machine, DEFAULT_MACHINE
+
+PRESET_DIR = Path(__file__).with_name("presets")
+
+
+def _node_loc(path: str, node, text_lines) -> Location:
+    line = node.start_mark.line + 1
+    col = node.start_mark.column + 1
+    src = text_lines[line - 1] if 0 < line <= len(text_lines) else None
+    length = max(1, node.end_mark.column - node.start_mark.column) if node.start_mark.line == node.end_mark.line else 1
+    return Location(path, line, col, src, length)
+
+
+def load_machine(path: str | os.PathLike, text: str | None = None) -> Machine:
+    """Load a machine YAML file. Errors name the file, line and key."""
+    path = str(path)
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"no such machine file: {path}", loc=Location(path),
+                              hint=f"built-in machines: {', '.join(preset_names())}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"machine file {path} is not UTF-8 text", loc=Location(path)) from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read machine file {path}: {exc.strerror}", loc=Location(path)) from None
+    lines = text.splitlines()
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        loc = Location(path, mark.line + 1, mark.column + 1, lines[mark.line] if mark and mark.line < len(lines) else None) if mark else Location(path)
+        raise ConfigError(f"machine file is not valid YAML: {getattr(exc, 'problem', exc)}", loc=loc) from None
+    if root is None:
+        raise ConfigError("machine file is empty", loc=Location(path), hint="see examples/machines/ for the format")
+    if not isinstance(root, yaml.MappingNode):
+        raise ConfigError("a machine file must be a mapping of keys to values", loc=_node_loc(path, root, lines))
+    values: dict[str, Any] = {}
+    for knode, vnode in root.value:
+        key = knode.value
+        if key not in FIELDS:
+            import difflib
+
+            close = difflib.get_close_matches(key, sorted(FIELDS), n=1)
+            raise ConfigError(f"unknown key '{key}' in machine file", loc=_node_loc(path, knode, lines),
+                              hint=(f"did you mean '{close[0]}'? " if close else "") + f"keys are: {', '.join(sorted(FIELDS))}")
+        value = yaml.safe_load(yaml.serialize(vnode)) if vnode is not None else None
+        values[key] = (value, _node_loc(path, vnode, lines))
+    return _build(values)
+
+
+def _build(values: dict[str, tuple[Any, Location]]) -> Machine:
+    kwargs: dict[str, Any] = {}
+    for key, (value, loc) in values.items():
+        ftype = {f.name: f.type for f in dataclasses.fields(Machine)}[key]
+        if key == "cycles":
+            if value is None:
+                value = {}
+            if not isinstance(value, dict):
+                raise ConfigError("'cycles' must map instruction names to cycle counts", loc=loc,
+                                  hint="e.g. cycles: {LOAD: 100, EXP: 4}")
+            out = {}
+            for op, c in value.items():
+                if str(op).upper() not in ISA:
+                    raise ConfigError(f"unknown instruction '{op}' in cycles", loc=loc,
+                                      hint=f"instructions are: {', '.join(ISA)}")
+                if isinstance(c, bool) or not isinstance(c, (int, float)) or c < 0:
+                    raise ConfigError(f"cycles for {op} must be a non-negative number, got {c!r}", loc=loc)
+                out[str(op).upper()] = c
+            kwargs[key] = out
+        elif key == "dtype":
+            if str(value).lower() not in DTYPES:
+                raise ConfigError(f"unknown dtype '{value}'", loc=loc, hint=f"choose one of {', '.join(DTYPES)}")
+            kwargs[key] = str(value).lower()
+        elif "int" in str(ftype):
+            if value is None and "None" in str(ftype):
+                kwargs[key] = None
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"'{key}' must be a positive integer, got {value!r}", loc=loc)
+            kwargs[key] = value
+        elif "float" in str(ftype):
+            if value is None and "None" in str(ftype):
+                kwargs[key] = None
+                continue
+            if isinstance(value, str):  # YAML 1.1 reads 1.98e9 (no '.', no sign) as text
+                try:
+                    value = float(value)
+                except ValueError:
+                    pass
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"'{key}' must be a positive number, got {value!r}", loc=loc)
+            kwargs[key] = float(value)
+        else:
+            if not isinstance(value, str):
+                raise ConfigError(f"'{key}' must be text, got {value!r}", loc=loc)
+            kwargs[key] = value
+    if kwargs.get("clock_hz") is not None:
+        missing = [k for k in ROOFLINE_NEEDS if kwargs.get(k) is None]
+        if missing:
+            raise ConfigError(f"'clock_hz' needs {', '.join(missing)} to estimate time", loc=values["clock_hz"][1],
+                              hint="give the HBM bandwidth and the tensor/vector throughputs per cycle, "
+                                   "or drop clock_hz")
+    return Machine(**kwargs)
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+
+
+def resolve_machine(spec: str | None) -> Machine:
+    """``None`` → the default machine; a preset name; or a path to a YAML file."""
+    if spec is None:
+        return DEFAULT_MACHINE
+    if os.path.exists(spec) or spec.endswith((".yaml", ".yml")) or os.sep in spec:
+        return load_machine(spec)
+    preset = PRESET_DIR / f"{spec.lower()}.yaml"
+    if preset.exists():
+        return load_machine(preset)
+    raise ConfigError(f"no machine file or preset named '{spec}'", loc=Location("--machine"),
+                      hint=f"built-in machines: {', '.join(preset_names())}; or pass a path to a YAML file")

@@ -1,0 +1,37 @@
+"""Engines: one module per level of machine, behind one small interface the loop calls.
+
+An engine turns an ``Instr`` into a *code tuple* the interpreter loop (``sim.loop``) runs:
+
+* ``claims(ins) -> bool`` — whether this engine executes the instruction (the first engine of
+  ``ENGINES`` that claims it compiles it);
+* ``compile(run, ins, line, text) -> tuple`` — the code tuple; ``code[0]`` is its kind,
+  ``code[1]`` the slot of ``run.counts`` it counts in, ``code[-1]`` its tag
+  ``(Instr or None, source text or None, whether a zero result may be an underflow)``;
+* ``setup(run)`` — per-run state, called once before anything compiles;
+* ``report(run, machine, issue_cycles, flops) -> dict`` — the engine's keys of ``Result.extra``.
+
+Kinds. The scalar engine's five kinds (``LOAD STORE UNARY BINARY TERNARY``) are inlined in the
+loop: they are the hot path, millions of instructions per second, and a call per instruction
+would cost a third of that. Every other engine compiles to ``EXEC`` tuples
+``(EXEC, count_slot, fn, …, tag)`` whose ``fn(run, line)`` does the whole instruction — so a new
+machine is a new module here, not a new branch in the loop.
+
+``scalar`` words in registers and DRAM (seed 000's machine); ``tile`` T registers holding tiles in
+SRAM, blocks of HBM arrays, the tensor core (seed 000's "Element is Tile").
+"""
+
+from __future__ import annotations
+
+__all__ = ["ENGINES", "engine_for"]
+
+from . import scalar, tile
+
+ENGINES = (tile, scalar)  # the first that claims an instruction compiles it; scalar claims the rest
+
+
+def engine_for(ins):
+    """The engine that executes ``ins``."""
+    for engine in ENGINES:
+        if engine.claims(ins):
+            return engine
+    raise AssertionError(ins)  # pragma: no cover - scalar claims every instruction

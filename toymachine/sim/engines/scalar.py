@@ -1,0 +1,244 @@
+"""The scalar engine: seed 000's machine — words in R registers and DRAM.
+
+``LOAD src, Rd`` reads one DRAM word, ``STORE Rs, dst`` writes one, and the ALU/MAC
+instructions compute on words (``isa.ISA``'s ``numeric`` functions, rounded to the machine's
+dtype on every register write, or ``sim.symbolic`` expressions with ``--symbolic``). Costs: every
+instruction ``machine.op_cycles(op)``; each LOAD/STORE moves one word.
+
+Code tuples (the loop runs these kinds inline, ``sim.loop``)::
+
+    (LOAD,  op, array, index, dst_slot, tag)      (STORE, op, array, index, src_slot, tag)
+    (UNARY | BINARY | TERNARY, op, fn, dst_slot, *src_slots, tag)
+
+A word LOAD/STORE of an array the program also moves in blocks (held dense by the tile
+engine) compiles to an ``EXEC`` closure instead. The slow path of the numerics — a result
+that is non-finite or zero, or an operation that raised — is ``numeric_event``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["claims", "setup", "compile", "report", "compile_memory_line", "numeric_event", "scalar_flops",
+           "MAY_UNDERFLOW"]
+
+import math
+from typing import Callable
+
+from ...errors import AsmError
+from ...isa import ISA, MNEMONICS
+from ...program import Instr, Reg
+from ..memory import TILE
+from ..symbolic import SYMBOLIC_OPS
+from .kinds import BINARY, EXEC, LOAD, MM, OPINDEX, SFU, STORE, TERNARY, TILE_BASE, UNARY, VEC
+
+_KIND = {"load": LOAD, "store": STORE, "unary": UNARY, "binary": BINARY, "ternary": TERNARY}
+MAY_UNDERFLOW = frozenset({"MUL", "MAC", "MAC_Z", "DIV", "EXP"})
+_OP_LOAD = OPINDEX["LOAD"]
+_OP_STORE = OPINDEX["STORE"]
+_INF = math.inf
+# scalar instructions are the 1×1×1 case of the tile FLOP counts (for machines with rates)
+_SCALAR_FLOPS = {"MAC_Z": (MM, 1), "MAC": (MM, 2), "MAX": (VEC, 1), "SUB": (VEC, 1), "ADD": (VEC, 1),
+                 "MUL": (VEC, 1), "DIV": (VEC, 1), "EXP": (SFU, 1)}
+
+
+def claims(ins: Instr) -> bool:
+    return True  # every instruction no other engine claims
+
+
+def setup(run) -> None:
+    """The per-run operation table: exact, rounded to the dtype, or symbolic."""
+    rnd = run.round
+    run.fns = fns = {}
+    for m, spec in ISA.items():
+        if spec.numeric is None:
+            continue
+        if run.symbolic:
+            fns[m] = _none_guard(SYMBOLIC_OPS[m])
+        elif rnd is None:
+            fns[m] = spec.numeric
+        else:
+            fns[m] = _rounded(spec.numeric, rnd)
+
+
+def compile(run, ins: Instr, line: int, text: str | None = None) -> tuple:
+    a = ins.args
+    kind = _KIND[ISA[ins.op].kind]
+    op = OPINDEX[ins.op]
+    for pos, x in enumerate(a):
+        if isinstance(x, Reg) and x.transpose:
+            raise AsmError(f"{x.name} holds one word; it has no transpose", loc=run.loc(line, pos),
+                           hint="drop the .T suffix (transposes are for tile registers T0, T1, …)")
+    # (instruction, its text — None: str(instruction) when needed —, whether a zero result may be an underflow)
+    tag = (ins, text, ins.op in MAY_UNDERFLOW)
+    if kind == LOAD:
+        arr = run.array_for(a[0], line, 0, write=False)
+        if arr.mode == TILE:
+            return _compile_element(run, ins, line, text, arr)
+        return (LOAD, op, arr, a[0].index, run.slot(a[1], line, 1), tag)
+    if kind == STORE:
+        s = run.slot(a[0], line, 0)
+        arr = run.array_for(a[1], line, 1, write=True)
+        if arr.mode == TILE:
+            return _compile_element(run, ins, line, text, arr)
+        return (STORE, op, arr, a[1].index, s, tag)
+    fn = run.fns[ins.op]
+    srcs = [run.slot(r, line, i) for i, r in enumerate(a[:-1])]
+    d = run.slot(a[-1], line, len(a) - 1)
+    return (kind, op, fn, d, *srcs, tag)
+
+
+def compile_memory_line(run, n: int, text: str):
+    """``LOAD x[i], Rk`` / ``STORE Rk, x[i][j]`` compiled without the general parser (string
+    methods only; text mode's fast path); anything unusual returns None and takes the general
+    path."""
+    head = text[:5]
+    if head == "LOAD " or head == "load ":
+        lb = text.find("[", 5)
+        rb = text.rfind("]")
+        if lb < 0 or rb < lb:
+            return None
+        comma = text.find(",", rb)
+        if comma < 0 or text[rb + 1:comma].strip():
+            return None
+        name = text[5:lb].strip()
+        reg = text[comma + 1:].strip()
+        inner = text[lb + 1:rb]
+        mem_op, reg_op, store = 0, 1, False
+    elif text[:6] == "STORE " or text[:6] == "store ":
+        comma = text.find(",", 6)
+        lb = text.find("[", comma)
+        rb = text.rfind("]")
+        if comma < 0 or lb < 0 or rb < lb or text[rb + 1:].strip():
+            return None
+        reg = text[6:comma].strip()
+        name = text[comma + 1:lb].strip()
+        inner = text[lb + 1:rb]
+        mem_op, reg_op, store = 1, 0, True
+    else:
+        return None
+    if not (reg[:1] in ("R", "r") and reg[1:].isdigit() and name.isidentifier() and name.isascii()):
+        return None
+    if inner.isdigit():
+        idx = (int(inner),)
+    else:
+        parts = inner.split("][")
+        if not all(p.isdigit() for p in parts):
+            return None
+        idx = tuple(map(int, parts))
+    slot = run.slot_of("R" + str(int(reg[1:])), n, reg_op)
+    arr = run.array_at(name, idx, n, mem_op, store)
+    if arr.mode == TILE:
+        return None  # the array is held dense: the general path compiles a word access to it
+    return (STORE if store else LOAD, _OP_STORE if store else _OP_LOAD, arr, idx, slot,
+            (None, text.strip(), False))
+
+
+def _compile_element(run, ins: Instr, line: int, text: str | None, arr) -> tuple:
+    """A word LOAD/STORE of an array the program also moves in blocks (held dense)."""
+    op = TILE_BASE + OPINDEX[ins.op]
+    tag = (ins, text, False)
+    if ins.op == "LOAD":
+        mem, reg = ins.args
+        idx = tuple(mem.index)
+        d = run.slot(reg, line, 1)
+
+        def load(r, line):
+            if arr.pending:
+                arr.materialise()
+            r.regs[d] = float(arr.dense[idx])
+            r.reads += 1
+
+        return (EXEC, op, load, tag)
+    reg, mem = ins.args
+    idx = tuple(mem.index)
+    s = run.slot(reg, line, 0)
+
+    def store(r, line):
+        v = r.regs[s]
+        if v is None:
+            r.empty_register(line, code, (v,))
+        if arr.viewed:
+            arr.detach(r.regs)
+        arr.dense[idx] = v
+        if arr.regions is not None:
+            arr.regions.append(idx)
+        r.writes += 1
+
+    code = (EXEC, op, store, tag)
+    return code
+
+
+# -- numerics: the slow path ------------------------------------------------------------
+def numeric_event(run, line: int, code: tuple, operands: tuple, r, exc: BaseException | None = None):
+    """The result is non-finite or zero, or the operation raised: record the alarm (first
+    overflow, NaN, division by zero; underflows counted) and return the IEEE result."""
+    op = MNEMONICS[code[1]]
+    if exc is not None:
+        if isinstance(exc, TypeError) and any(o is None for o in operands):
+            run.empty_register(line, code, operands)
+        if isinstance(exc, ZeroDivisionError):
+            a, b = operands[0], operands[1]
+            r = _ieee_div(a, b)
+            run.alarm("div-by-zero", line, code, operands, r)
+            return r if run.round is None else run.round(r)
+        if isinstance(exc, OverflowError):
+            r = _INF
+        else:
+            raise exc
+    nan_in = any(o != o for o in operands)
+    inf_in = any(o in (_INF, -_INF) for o in operands)
+    if r != r:
+        if not nan_in:
+            run.alarm("nan", line, code, operands, r)
+    elif r in (_INF, -_INF):
+        if not inf_in and not nan_in:
+            run.alarm("overflow", line, code, operands, r)
+    elif r == 0.0:
+        base = ISA[op].numeric
+        exact = None
+        try:
+            exact = base(*operands)
+        except (ArithmeticError, ValueError):
+            pass
+        if op in ("MAC", "MAC_Z", "MUL") and operands[0] != 0.0 and operands[1] != 0.0 and operands[0] * operands[1] == 0.0:
+            exact = 1.0  # the product itself underflowed in fp64
+        if op == "EXP" and operands[0] != -_INF:
+            exact = exact or 1.0
+        if op == "DIV" and operands[0] != 0.0 and operands[1] not in (_INF, -_INF):
+            exact = exact or 1.0
+        if exact:
+            run.alarm("underflow", line, code, operands, r)
+    return r
+
+
+def scalar_flops(counts: list[int], flops: list) -> None:
+    """Add the FLOPs of the scalar instructions counted in ``counts`` to ``flops`` (MM/VEC/SFU)."""
+    for i, m in enumerate(MNEMONICS):
+        if counts[i] and m in _SCALAR_FLOPS:
+            unit, per = _SCALAR_FLOPS[m]
+            flops[unit] += per * counts[i]
+
+
+def _ieee_div(a: float, b: float) -> float:
+    if a != a or a == 0.0:
+        return math.nan
+    return math.copysign(_INF, a) * math.copysign(1.0, b)
+
+
+def _rounded(fn: Callable, rnd: Callable) -> Callable:
+    def f(*xs):
+        return rnd(fn(*xs))
+
+    return f
+
+
+def _none_guard(fn: Callable) -> Callable:
+    def f(*xs):
+        if any(x is None for x in xs):
+            raise TypeError("empty register")
+        return fn(*xs)
+
+    return f
+
+
+def report(run, machine, issue: float, flops: list, work: dict, arrays: dict) -> dict:
+    return {}  # the scalar machine's counters are Result's own fields

@@ -1,0 +1,131 @@
+"""What each tile instruction computes: one closure per compiled instruction, ``(regs) -> new tile``.
+
+Registers never change in place: every instruction makes a new tile, so a MOV, a step row or a
+transposed view can share arrays safely. Each closure also adds its FLOPs to the run's
+accumulator ``acc`` (``MM`` tensor core, ``VEC`` vector unit, ``SFU`` special functions):
+MAC_Z m·n·(2k−1), MAC 2·m·n·k, one per result element of the elementwise ops, r·(c−1) per row
+reduction, none for MOV and MASK. Operands are ``(slot, transposed, operand position)``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["UFUNC", "matmul", "binary", "unary", "rowreduce", "mov", "mask"]
+
+from typing import Callable
+
+import numpy as np
+
+from .kinds import MM, VEC
+
+UFUNC = {"MAX": np.maximum, "SUB": np.subtract, "ADD": np.add, "MUL": np.multiply, "DIV": np.divide,
+         "EXP": np.exp, "LOG": np.log}
+_NEG_INF = -np.inf
+
+
+# -- semantics: one closure per instruction, (regs) -> new tile ---------------------------
+def matmul(a, b, c, acc: list) -> Callable:
+    (sa, ta, _), (sb, tb, _) = a, b
+    if c is None:
+        if not (ta or tb):
+            def mac_z(regs):
+                x = regs[sa]
+                r = x @ regs[sb]
+                acc[MM] += r.size * (2 * x.shape[1] - 1)
+                return r
+
+            return mac_z
+
+        def mac_z_t(regs):
+            x = regs[sa].T if ta else regs[sa]
+            r = x @ (regs[sb].T if tb else regs[sb])
+            acc[MM] += r.size * (2 * x.shape[1] - 1)
+            return r
+
+        return mac_z_t
+    sc, tc, _ = c
+
+    def mac(regs):
+        x = regs[sa].T if ta else regs[sa]
+        r = x @ (regs[sb].T if tb else regs[sb])
+        r += regs[sc].T if tc else regs[sc]  # r is new: adding in place mutates no register
+        acc[MM] += 2 * r.size * x.shape[1]
+        return r
+
+    return mac
+
+
+def binary(ufunc, a, b, acc: list) -> Callable:
+    (sa, ta, _), (sb, tb, _) = a, b
+    if not (ta or tb):
+        def binary(regs):
+            r = ufunc(regs[sa], regs[sb])
+            acc[VEC] += r.size
+            return r
+
+        return binary
+
+    def binary_t(regs):
+        r = ufunc(regs[sa].T if ta else regs[sa], regs[sb].T if tb else regs[sb])
+        acc[VEC] += r.size
+        return r
+
+    return binary_t
+
+
+def unary(ufunc, s: int, t: bool, acc: list, unit: int) -> Callable:
+    if not t:
+        def unary(regs):
+            r = ufunc(regs[s])
+            acc[unit] += r.size
+            return r
+
+        return unary
+
+    def unary_t(regs):
+        r = ufunc(regs[s].T)
+        acc[unit] += r.size
+        return r
+
+    return unary_t
+
+
+def rowreduce(op: str, s: int, t: bool, acc: list) -> Callable:
+    if op == "ROWMAX":
+        def rowmax(regs):
+            x = regs[s].T if t else regs[s]
+            r = x.max(axis=1, keepdims=True)  # NaN propagates, as the scalar MAX does
+            acc[VEC] += x.size - x.shape[0]
+            return r
+
+        return rowmax
+
+    def rowsum(regs):
+        x = regs[s].T if t else regs[s]
+        r = x.sum(axis=1, keepdims=True)
+        acc[VEC] += x.size - x.shape[0]
+        return r
+
+    return rowsum
+
+
+def mov(s: int, t: bool) -> Callable:
+    def mov(regs):
+        x = regs[s]
+        x.size  # noqa: B018  (an empty register raises here, inside the loop's try)
+        return x.T if t else x  # shared, not copied: registers never change in place
+
+    return mov
+
+
+def mask(s: int, t: bool, row0: int, col0: int) -> Callable:
+    keeps: dict = {}
+
+    def mask(regs):
+        x = regs[s].T if t else regs[s]
+        keep = keeps.get(x.shape)
+        if keep is None:
+            rows, cols = x.shape
+            keep = keeps[x.shape] = np.arange(col0, col0 + cols)[None, :] <= np.arange(row0, row0 + rows)[:, None]
+        return np.where(keep, x, _NEG_INF)
+
+    return mask

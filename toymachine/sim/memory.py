@@ -1,0 +1,355 @@
+"""DRAM: named arrays, their given or random contents, and their inferred shapes.
+
+An array is *given* (``.data``, ``--data``), *declared* (``.array NAME[d0][d1] [= fill]``),
+or *implied* by the addresses a program uses. A cell read before anything was given
+or written gets a deterministic pseudo-random value: a function of (seed, array name,
+index) alone, so it does not depend on the order of reads or on the array's size.
+Values are approximately standard normal (a scaled sum of four uniforms).
+
+Storage follows the access: an array the program touches element by element keeps a
+dict of cells (the scalar machine); an array it moves in blocks (tile LOAD/STORE) is a
+dense ndarray (HBM). Given data stays an ndarray until an element access needs cells.
+Either way a never-written, never-given cell reads as the same random value
+(``random_block`` is the vectorised ``random_value``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Array", "Memory", "random_value", "random_block", "random_run", "SCALAR", "TILE"]
+
+import zlib
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..errors import DataError
+
+_M64 = 0xFFFFFFFFFFFFFFFF
+_GOLDEN = 0x9E3779B97F4A7C15
+_SQRT3 = 3.0 ** 0.5
+
+
+def _mix(z: int) -> int:
+    """splitmix64 finaliser (pure Python)."""
+    z = (z + _GOLDEN) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _base(seed: int, name: str) -> int:
+    return _mix((seed & _M64) ^ (zlib.crc32(name.encode()) << 16))
+
+
+def random_value(seed: int, name: str, index: tuple[int, ...]) -> float:
+    """The deterministic input value of ``name[index]``."""
+    h = _base(seed, name)
+    for i in index:
+        h = _mix(h ^ i)
+    total = 0.0
+    for k in range(1, 5):
+        total += (_mix((h + k * _GOLDEN) & _M64) >> 11) * 2.0 ** -53
+    return (total - 2.0) * _SQRT3
+
+
+def _vmix(z: np.ndarray) -> np.ndarray:
+    z = z + np.uint64(_GOLDEN)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _hash_values(seed: int, name: str, coords: list, shape: tuple[int, ...]) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        h = np.full(shape, _base(seed, name), dtype=np.uint64)
+        for c in coords:
+            h = _vmix(h ^ c)
+        total = np.zeros(shape, dtype=np.float64)
+        for k in range(1, 5):
+            u = (_vmix(h + np.uint64((k * _GOLDEN) & _M64)) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+            total = total + u
+    return (total - 2.0) * _SQRT3
+
+
+def random_block(seed: int, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``random_value`` for every index of ``shape`` at once (vectorised, same values)."""
+    coords = [np.arange(n, dtype=np.uint64).reshape([-1 if a == axis else 1 for a in range(len(shape))])
+              for axis, n in enumerate(shape)]
+    return _hash_values(seed, name, coords, tuple(shape))
+
+
+_CHUNK = 4096
+
+
+def random_run(seed: int, name: str, prefix: tuple[int, ...], start: int, count: int) -> list[float]:
+    """``random_value(prefix + (j,))`` for j in start..start+count-1, as a list."""
+    coords = [np.uint64(i) for i in prefix] + [np.arange(start, start + count, dtype=np.uint64)]
+    return _hash_values(seed, name, coords, (count,)).tolist()
+
+
+SCALAR, TILE = "scalar", "tile"  # Array.mode: how the program accesses it (None: not yet)
+
+
+class Array:
+    """One DRAM array. ``cells`` maps index tuples to values (scalar machine); ``dense``
+    holds the whole array (tile machine, or given data not yet accessed by element)."""
+
+    __slots__ = ("name", "shape", "fixed", "given", "fill", "cells", "read", "written", "seed", "line", "_chunks",
+                 "dense", "mode", "pending", "regions", "round_fn", "tile_reads", "tile_writes", "viewed")
+
+    def __init__(self, name: str, shape: tuple[int, ...] | None = None, *, given: bool = False,
+                 fill: float | None = None, seed: int = 0, line: int = 0):
+        self.name = name
+        self.shape = list(shape) if shape is not None else None
+        self.fixed = shape is not None  # a declared/given shape bounds every index
+        self.given = given
+        self.fill = fill
+        self.cells: dict[tuple, Any] = {}
+        self.read = False
+        self.written = False
+        self.seed = seed
+        self.line = line
+        self._chunks: dict = {}
+        self.dense: np.ndarray | None = None  # tile mode (or given data): the whole array
+        self.mode: str | None = None
+        self.pending = False  # dense cells not yet written hold no value yet (random on first read)
+        self.regions: list | None = None  # indices stored to, while the array may hold unwritten cells
+        self.round_fn = None
+        self.tile_reads = 0  # words moved by tile LOAD/STORE (per-array traffic)
+        self.tile_writes = 0
+        self.viewed = False  # a register may hold a view of ``dense`` (tile LOADs do not copy)
+
+    # -- the two storage modes ---------------------------------------------------------
+    def use_scalar(self) -> None:
+        """Element access: keep cells in a dict (built once from given data)."""
+        if self.dense is not None:
+            a = self.dense
+            if a.ndim == 1:
+                self.cells = {(i,): v for i, v in enumerate(a.tolist())}
+            else:
+                self.cells = dict(zip(np.ndindex(*a.shape), a.ravel().tolist()))
+            self.dense = None
+        self.mode = SCALAR
+
+    def use_tile(self, round_fn=None) -> None:
+        """Block access: hold the array as one float64 ndarray (its shape must be fixed).
+
+        Given/filled arrays are complete at once; otherwise unwritten cells get their
+        random input values on the first read (``materialise``) and ``regions`` remembers
+        what was stored so that never-written cells of an output stay null.
+        """
+        if self.mode == TILE:
+            return
+        shape = tuple(self.shape)
+        self.round_fn = round_fn
+        if self.dense is None:
+            if self.fill is not None:
+                self.dense = np.full(shape, self.fill, dtype=np.float64)
+            else:
+                self.dense = np.zeros(shape, dtype=np.float64)
+                if not self.given:
+                    self.pending = True
+                    self.regions = []
+            for idx, v in self.cells.items():  # cells the scalar machine already wrote (or was given)
+                self.dense[idx] = v
+                if self.regions is not None:
+                    self.regions.append(idx)
+            self.cells = {}
+        self.mode = TILE
+
+    def detach(self, registers: list) -> None:
+        """Before ``dense`` is written: registers holding views of it get copies (a register's
+        value never changes behind its back)."""
+        dense = self.dense
+        for k, v in enumerate(registers):
+            if type(v) is np.ndarray and v.base is dense:
+                registers[k] = v.copy()
+        self.viewed = False
+
+    def written_mask(self) -> np.ndarray:
+        mask = np.zeros(tuple(self.shape), dtype=bool)
+        for idx in self.regions or ():
+            mask[idx] = True
+        return mask
+
+    def materialise(self) -> None:
+        """Give every cell never written its (deterministic random) input value."""
+        if not self.pending:
+            return
+        init = random_block(self.seed, self.name, tuple(self.shape))
+        if self.round_fn is not None:
+            with np.errstate(all="ignore"):
+                init = self.round_fn(init)
+        self.dense = np.where(self.written_mask(), self.dense, init) if self.regions else init
+        self.pending = False
+        self.regions = None
+
+    @property
+    def ndim(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    def check_index(self, index: tuple[int, ...]) -> str | None:
+        """None if ``index`` fits; else a message. Grows an implied shape."""
+        shape = self.shape
+        if shape is not None and len(shape) == len(index):  # fast paths: 1-D and 2-D
+            if len(index) == 1:
+                i = index[0]
+                if i < shape[0]:
+                    return None
+                if not self.fixed:
+                    shape[0] = i + 1
+                    return None
+            elif len(index) == 2 and index[0] < shape[0] and index[1] < shape[1]:
+                return None
+        if self.shape is None:
+            self.shape = [i + 1 for i in index]
+            return None
+        if len(index) != len(self.shape):
+            return (f"'{self.name}' has {len(self.shape)} dimension{'s' if len(self.shape) != 1 else ''} "
+                    f"but the address gives {len(index)} ind{'ices' if len(index) != 1 else 'ex'}")
+        for axis, (i, n) in enumerate(zip(index, self.shape)):
+            if i >= n:
+                if self.fixed:
+                    return f"index {i} is outside '{self.name}' (dimension {axis} has size {n}, valid 0..{n - 1})"
+                self.shape[axis] = i + 1
+        return None
+
+    def initial(self, index: tuple[int, ...]) -> float:
+        """Value of a cell nobody wrote: the fill, or the deterministic random input."""
+        if self.fill is not None:
+            return self.fill
+        if not index:
+            return random_value(self.seed, self.name, index)
+        key = (index[:-1], index[-1] // _CHUNK)
+        run = self._chunks.get(key)
+        if run is None:  # values come in vectorised runs along the last axis
+            run = self._chunks[key] = random_run(self.seed, self.name, index[:-1], key[1] * _CHUNK, _CHUNK)
+        return run[index[-1] % _CHUNK]
+
+    def to_nested(self, fmt=lambda v: v) -> list:
+        """Final contents as nested lists; cells never written (and not inputs) are None."""
+        shape = self.shape or []
+        is_input = self.given or self.fill is not None or self.read
+        if self.dense is not None:
+            return self._dense_nested(is_input)
+
+        def build(prefix: tuple, axis: int):
+            if axis == len(shape):
+                v = self.cells.get(prefix)
+                if v is None and is_input:
+                    v = self.initial(prefix)
+                return None if v is None else fmt(v)
+            return [build(prefix + (i,), axis + 1) for i in range(shape[axis])]
+
+        if len(shape) == 1:  # the common case, without a call per cell
+            get = self.cells.get
+            if is_input:
+                return [fmt(v) if (v := get((i,))) is not None else fmt(self.initial((i,))) for i in range(shape[0])]
+            return [None if (v := get((i,))) is None else fmt(v) for i in range(shape[0])]
+        return build((), 0) if shape else []
+
+    def _dense_nested(self, is_input: bool) -> list:
+        if is_input:
+            self.materialise()
+        if not self.pending:
+            return self.dense.tolist()
+        mask = self.written_mask()
+        if mask.all():
+            return self.dense.tolist()
+        out = self.dense.astype(object)
+        out[~mask] = None
+        return out.tolist()
+
+    def to_array(self) -> np.ndarray:
+        """Final contents as a float64 ndarray (never-written output cells are NaN)."""
+        if self.dense is not None:
+            if self.given or self.fill is not None or self.read:
+                self.materialise()
+            if not self.pending:
+                return self.dense.copy()
+            return np.where(self.written_mask(), self.dense, np.nan)
+        return np.array(self.to_nested(), dtype=np.float64)
+
+
+class Memory:
+    """All arrays of a run, by name."""
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+        self.arrays: dict[str, Array] = {}
+
+    def get(self, name: str) -> Array:
+        arr = self.arrays.get(name)
+        if arr is None:
+            arr = self.arrays[name] = Array(name, seed=self.seed)
+        return arr
+
+    def give(self, name: str, values, *, round_fn=None, line: int = 0) -> Array:
+        """Install given values (nested lists or an ndarray) for array ``name``."""
+        a = np.array(values, dtype=np.float64)  # a copy: the run never writes the caller's array
+        if a.ndim == 0:
+            a = a.reshape(1)
+        if round_fn is not None:
+            with np.errstate(all="ignore"):
+                a = round_fn(a)
+        arr = Array(name, tuple(a.shape), given=True, seed=self.seed, line=line)
+        arr.dense = a  # cells are built on the first element access (``use_scalar``)
+        self.arrays[name] = arr
+        return arr
+
+    def declare(self, name: str, shape: tuple[int, ...], fill: float | None = None, line: int = 0) -> Array:
+        arr = Array(name, shape, fill=fill, seed=self.seed, line=line)
+        self.arrays[name] = arr
+        return arr
+
+    def names(self) -> Iterable[str]:
+        return self.arrays.keys()
+
+
+def load_data_file(path: str) -> dict[str, np.ndarray]:
+    """``--data FILE``: YAML mapping name → nested list, or .npy / .npz."""
+    import os
+
+    import yaml
+
+    from ..errors import Location
+
+    if not os.path.exists(path):
+        raise DataError(f"no such data file: {path}", loc=Location(path), hint="check the path")
+    try:
+        if path.endswith(".npz"):
+            with np.load(path, allow_pickle=False) as z:
+                return {k: np.asarray(z[k], dtype=np.float64) for k in z.files}
+        if path.endswith(".npy"):
+            name = os.path.splitext(os.path.basename(path))[0]
+            return {name: np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)}
+    except (ValueError, OSError) as exc:
+        raise DataError(f"cannot read {path}: {exc}", loc=Location(path),
+                        hint="a .npy holds one numeric array (named after the file); a .npz holds several") from None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        doc = yaml.safe_load(text)
+    except UnicodeDecodeError:
+        raise DataError(f"data file {path} is not UTF-8 text", loc=Location(path),
+                        hint="use YAML (name: [values]) or .npy/.npz") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        lines = text.splitlines()
+        loc = Location(path, mark.line + 1, mark.column + 1, lines[mark.line] if mark.line < len(lines) else None) if mark else Location(path)
+        raise DataError(f"data file is not valid YAML: {getattr(exc, 'problem', exc)}", loc=loc) from None
+    if not isinstance(doc, dict):
+        raise DataError("a YAML data file must map array names to nested lists", loc=Location(path),
+                        hint="e.g.  x: [1, 2, 3]")
+    out = {}
+    for k, v in doc.items():
+        try:
+            a = np.asarray(v, dtype=np.float64)
+        except (ValueError, TypeError):
+            raise DataError(f"array '{k}' in {path} is not a rectangular list of numbers", loc=Location(path),
+                            hint="every row must have the same length; values must be numbers") from None
+        out[str(k)] = a
+    return out
+
+
+__all__ += ["load_data_file"]
