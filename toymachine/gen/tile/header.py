@@ -110,7 +110,7 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
                  "(--block-m/--block-n) or --sram to size them.")
     lines.append(f"HBM per head: {cost.formula}.")
     lines.append(f"Cost: {cost.reads} words read, {cost.writes} written; {cost.flops_matmul} matmul FLOPs, "
-                 f"{cost.flops_other} other; {cost.instructions} instructions (toymachine.cost_tile).")
+                 f"{cost.flops_other} other; {cost.instructions} instructions (toymachine.cost.tile).")
     if pass_ == "backward" and not with_data:
         lines.append("O and the statistics are read from HBM: give them (--data, or with_data) — the machine's random "
                      "stand-ins run, but are no forward's output.")
