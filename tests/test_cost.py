@@ -30,6 +30,10 @@ def small_point(spec, draw):
             low = p.minimum or 1
             params[p.name] = draw(st.one_of(st.none(), st.integers(low, low + 4))) if p.default is None else \
                 draw(st.integers(low, low + 4))
+        elif p.kind is bool:
+            params[p.name] = draw(st.booleans())
+    if spec.name == "matmul" and params["registers"] < 3:
+        params["mac_accumulator"] = True  # 2 registers compute a matmul only with the MAC unit's ACC
     return params
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import GOLDEN, PROGRAMS
-from toymachine import parse_file, simulate
+from toymachine import parse_file, resolve_machine, simulate
 from toymachine.render import render
 
 A = np.array([[1.0, 2.0], [3.0, 4.0]])
@@ -15,7 +15,10 @@ X = np.arange(1.0, 7.0)
 
 
 def run(name, **kw):
-    return simulate(parse_file(str(PROGRAMS / name)), **kw)
+    """Run a bundled program on the machine its header names (``; machine: NAME``), else the default."""
+    program = parse_file(str(PROGRAMS / name))
+    machine = next((line.split(":", 1)[1].strip() for line in program.header if line.startswith("machine:")), None)
+    return simulate(program, resolve_machine(machine), **kw)
 
 
 def softmax(x):
@@ -28,6 +31,12 @@ def test_c00_costs_seven_cycles():
     assert r.cycles == 7
     assert r.ops == {"LOAD": 4, "STORE": 1, "MAC_Z": 1, "MAC": 1}
     assert (r.dram_reads, r.dram_writes, r.registers_used) == (4, 1, 3)
+    assert r.memory["c"][0][0] == (A @ B)[0, 0]
+
+
+def test_c00_with_the_mac_accumulator_needs_two_registers():
+    r = run("c00_acc.asm")
+    assert r.cycles == 7 and r.registers_used == 2 and r.register_names[-1] == "ACC"
     assert r.memory["c"][0][0] == (A @ B)[0, 0]
 
 

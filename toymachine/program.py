@@ -6,16 +6,20 @@ A ``Program`` is what the assembler produces and what generators build directly;
 
 from __future__ import annotations
 
-__all__ = ["Reg", "Mem", "Span", "Instr", "ArrayDecl", "Program", "format_value", "format_literal"]
+__all__ = ["Reg", "Mem", "Span", "Instr", "ArrayDecl", "Program", "format_value", "format_literal", "ACCUMULATOR"]
 
 import math
 from dataclasses import dataclass, field
 from typing import Iterable, Union
 
 
+ACCUMULATOR = "ACC"  # the MAC unit's internal accumulator register (seed 000's Blackwell remark)
+
+
 @dataclass(frozen=True, slots=True)
 class Reg:
-    """A register operand. ``name`` is canonical: ``R<n>`` upper-case."""
+    """A register operand. ``name`` is canonical: ``R<n>``/``T<n>`` upper-case, or ``ACC`` — the
+    MAC unit's own accumulator on a machine with ``mac_accumulator: true``."""
 
     name: str
     transpose: bool = False  # tile machine: use the register's tile transposed (``Kj.T``)

@@ -15,6 +15,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from .program import ACCUMULATOR
+
 
 def json_value(v: Any):
     """A register/memory value as JSON: numbers; 'inf'/'-inf'/'nan' strings; text for symbols."""
@@ -122,7 +124,7 @@ class Result:
 
     @property
     def registers_used(self) -> int:
-        return len(self.register_names)
+        return sum(1 for name in self.register_names if name != ACCUMULATOR)  # ACC is in the MAC unit
 
     def array(self, name: str) -> np.ndarray:
         """Final contents of array ``name`` as a float64 ndarray of its declared shape

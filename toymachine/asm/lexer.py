@@ -19,7 +19,7 @@ from ..errors import AsmError, Location
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-REG = re.compile(r"([RrTt])(\d+)(\.[Tt])?$")
+REG = re.compile(r"(?:([RrTt])(\d+)|([Aa][Cc][Cc]))(\.[Tt])?$")  # R<n>, T<n>, or ACC (the MAC unit's accumulator)
 
 
 INT = re.compile(r"\d+$")

@@ -8,7 +8,7 @@ import re
 
 from ..errors import AsmError
 from ..isa import ISA, MNEMONICS
-from ..program import ArrayDecl, Instr, Mem, Program, Reg, Span
+from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg, Span
 from .lexer import INT, NUMBER, REG, IDENT, check_brackets, closest, make_loc, parse_number, split_operands, strip_comment
 from .literal import parse_literal, shape_of
 from .source import read_source
@@ -18,7 +18,8 @@ def _parse_reg(text: str) -> Reg | None:
     m = REG.match(text)
     if not m:
         return None
-    return Reg(m.group(1).upper() + str(int(m.group(2))), transpose=m.group(3) is not None)
+    name = ACCUMULATOR if m.group(3) else m.group(1).upper() + str(int(m.group(2)))
+    return Reg(name, transpose=m.group(4) is not None)
 
 
 def _parse_mem(text: str, file: str, line: int, src: str, col: int) -> Mem:

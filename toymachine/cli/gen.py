@@ -54,11 +54,14 @@ def gen_matmul(
     k: Optional[int] = typer.Option(None, "--k", help="Columns of A, rows of B (default n)."),
     registers: int = typer.Option(3, "--registers", "-r", help="Register count R (at least 3)."),
     schedule: Schedule = typer.Option("best", "--schedule", help="inner, outer, or the cheapest that fits R."),
+    mac_accumulator: bool = typer.Option(False, "--mac-accumulator",
+                                         help="The MAC unit keeps its own accumulator ACC (run it with --machine "
+                                              "toy2acc or a machine with mac_accumulator: true): R registers + ACC."),
     output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED,
 ) -> None:
     """C = A·B on an R-register machine (seed 000, Problems 1–3)."""
     _emit(lambda: (matmul_program(n=n, registers=registers, schedule=schedule.value, m=m, k=k,
-                                  with_data=data, seed=seed), output))
+                                  mac_accumulator=mac_accumulator, with_data=data, seed=seed), output))
 
 
 @gen_app.command("softmax")

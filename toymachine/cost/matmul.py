@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = ["SCHEDULES", "MIN_REGISTERS", "MatmulPlan", "matmul_plans", "plan_matmul", "matmul_plan_cost",
            "matmul_cost", "matmul_bound"]
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ class MatmulPlan:
     col_slots: int = 1  # inner: β (Q registers); outer: 1
     block_rows: int = 1  # outer: p
     block_cols: int = 1  # outer: q
+    mac_accumulator: bool = False  # the first accumulator is ACC, inside the MAC unit (not a register)
 
     @property
     def rows(self) -> int:
@@ -55,23 +57,31 @@ class MatmulPlan:
         row, col = ("A row", "B") if self.orientation == "rows" else ("B column", "A")
         if self.schedule == "inner":
             order = "row-serpentine" if self.orientation == "rows" else "column-serpentine"
+            acc = "the accumulator ACC in the MAC unit" if self.mac_accumulator else "1 accumulator"
             return (f"inner product, one output at a time in {order} order; {self.row_slots} {row} slot(s) (α), "
-                    f"{self.col_slots} {col} slot(s) (β), 1 accumulator")
+                    f"{self.col_slots} {col} slot(s) (β), {acc}")
         return (f"outer product, {self.block_rows}×{self.block_cols} output block(s) in accumulators"
+                f"{' (the first in ACC, in the MAC unit)' if self.mac_accumulator else ''}"
                 f"{'' if self.orientation == 'rows' else ' (of Cᵀ)'}; {self.row_slots} {row} slot(s) (s), "
                 f"1 {col} slot")
 
 
-def _check(n: int, registers: int, schedule: str, m: int | None, k: int | None) -> tuple[int, int, int]:
+def _check(n: int, registers: int, schedule: str, m: int | None, k: int | None,
+           mac_accumulator: bool = False) -> tuple[int, int, int]:
     n = check_int("n", n, 1)
     m = n if m is None else check_int("m", m, 1)
     k = n if k is None else check_int("k", k, 1)
     check_int("registers", registers, 1)
-    if registers < MIN_REGISTERS:
+    least = MIN_REGISTERS - 1 if mac_accumulator else MIN_REGISTERS
+    if registers < least:
+        if mac_accumulator:
+            raise ConfigError(f"matmul needs at least {least} registers besides ACC, got {registers}",
+                              hint="a MAC reads its two operands from registers: use --registers 2 or more")
         raise ConfigError(
             f"matmul needs at least {MIN_REGISTERS} registers, got {registers}",
             hint="a MAC reads two operand registers and its partial sum from a third (seed 000, "
-                 "'Minimum registers'): use --registers 3 or more")
+                 "'Minimum registers'): use --registers 3 or more, or a machine whose MAC unit keeps its own "
+                 "accumulator (--mac-accumulator: 2 registers)")
     check_choice("schedule", schedule, SCHEDULES)
     return m, n, k
 
@@ -97,10 +107,16 @@ def matmul_plans(m: int, n: int, k: int, registers: int, schedule: str) -> list[
 
 
 def plan_matmul(n: int, registers: int, schedule: str = "best", m: int | None = None,
-                k: int | None = None) -> MatmulPlan:
-    """The cheapest schedule of ``schedule``'s family for this register budget."""
-    m, n, k = _check(n, registers, schedule, m, k)
-    plans = matmul_plans(m, n, k, registers, schedule)
+                k: int | None = None, mac_accumulator: bool = False) -> MatmulPlan:
+    """The cheapest schedule of ``schedule``'s family for this register budget.
+
+    ``mac_accumulator``: the MAC unit holds one accumulator of its own (``ACC``), so the
+    schedules of R + 1 registers fit, with their first accumulator in ACC (seed 000's Blackwell
+    remark: 2 registers compute a matmul)."""
+    m, n, k = _check(n, registers, schedule, m, k, mac_accumulator)
+    plans = matmul_plans(m, n, k, registers + 1 if mac_accumulator else registers, schedule)
+    if mac_accumulator:
+        plans = [dataclasses.replace(plan, mac_accumulator=True) for plan in plans]
 
     def price(plan: MatmulPlan) -> tuple[int, int]:
         cost = matmul_plan_cost(plan)
@@ -144,6 +160,8 @@ def matmul_plan_cost(plan: "MatmulPlan") -> Cost:
             p_loads += K * size * col_blocks
             q_loads += K * (groups * N - (groups - 1) * col_blocks)
         registers = p * q + min(s, p) + 1
+    if plan.mac_accumulator:
+        registers -= 1  # the first accumulator is ACC, in the MAC unit
     a_loads, b_loads = (p_loads, q_loads) if plan.orientation == "rows" else (q_loads, p_loads)
     outputs = M * N
     return Cost(ops_of(load=a_loads + b_loads, store=outputs, mac_z=outputs, mac=outputs * (K - 1)),
@@ -151,15 +169,19 @@ def matmul_plan_cost(plan: "MatmulPlan") -> Cost:
 
 
 def matmul_cost(n: int, registers: int, schedule: str = "best", m: int | None = None,
-                k: int | None = None) -> Cost:
+                k: int | None = None, mac_accumulator: bool = False) -> Cost:
     """Cost of ``toym gen matmul`` (C = A·B, A m×k, B k×n; m, k default to n)."""
-    return matmul_plan_cost(plan_matmul(n=n, registers=registers, schedule=schedule, m=m, k=k))
+    return matmul_plan_cost(plan_matmul(n=n, registers=registers, schedule=schedule, m=m, k=k,
+                                        mac_accumulator=mac_accumulator))
 
 
-def matmul_bound(n: int, registers: int, m: int | None = None, k: int | None = None, **_) -> Bound:
-    """Compulsory traffic (mk + kn reads, mn writes) and Hong–Kung/ITT: mnk/(2√2·√R) − R."""
+def matmul_bound(n: int, registers: int, m: int | None = None, k: int | None = None,
+                 mac_accumulator: bool = False, **_) -> Bound:
+    """Compulsory traffic (mk + kn reads, mn writes) and Hong–Kung/ITT: mnk/(2√2·√R) − R, with
+    R the fast words (registers, plus ACC on a machine whose MAC unit has one)."""
     m = n if m is None else m
     k = n if k is None else k
+    registers = registers + 1 if mac_accumulator else registers
     reads, writes = m * k + k * n, m * n
     pebble = math.ceil(m * n * k / (2 * math.sqrt(2) * math.sqrt(registers)) - registers)
     if pebble > reads + writes:

@@ -26,6 +26,8 @@ from .scalar import attention, matmul, softmax, variance
 # -- the scalar machine's generators -------------------------------------------------------
 
 def _with_registers(params: Mapping[str, Any], machine: Machine) -> Machine:
+    if params.get("mac_accumulator"):
+        return machine.with_(registers=params["registers"], mac_accumulator=True)
     return machine.with_(registers=params["registers"])
 
 
@@ -44,8 +46,9 @@ register(GeneratorSpec(
     (Param("n", int, 2, "columns of B and C (and m, k unless given)", minimum=1),
      Param("m", int, None, "rows of A and C (default n)", minimum=1),
      Param("k", int, None, "columns of A, rows of B (default n)", minimum=1),
-     Param("registers", int, 3, "register count R (at least 3)", minimum=3),
-     Param("schedule", str, "best", "inner, outer, or the cheapest that fits", choices=matmul.SCHEDULES)),
+     Param("registers", int, 3, "register count R (at least 3; 2 with mac_accumulator)", minimum=2),
+     Param("schedule", str, "best", "inner, outer, or the cheapest that fits", choices=matmul.SCHEDULES),
+     Param("mac_accumulator", bool, False, "the MAC unit keeps its own accumulator ACC (2 registers suffice)")),
     build=matmul.matmul_program, cost=matmul_cost, bound=matmul_bound, machine=_with_registers))
 
 register(GeneratorSpec(

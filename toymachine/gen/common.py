@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..sim.memory import random_block
-from ..program import ArrayDecl, Instr, Mem, Program, Reg
+from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg
 
 
 class ProgramBuilder:
@@ -22,17 +22,23 @@ class ProgramBuilder:
     ``Reg`` values are cached (a generated softmax of n = 10⁵ names R0 a million times).
     """
 
-    __slots__ = ("instrs", "_regs", "_ops")
+    __slots__ = ("instrs", "_regs", "_ops", "_accumulator")
 
-    def __init__(self) -> None:
+    def __init__(self, accumulator: int | None = None) -> None:
         self.instrs: list[Instr] = []
         self._regs: dict[int, Reg] = {}
         self._ops: dict[tuple, Instr] = {}  # register-only instructions are values: share them
+        self._accumulator = accumulator  # this register number is ACC (the MAC unit's); those above shift down
 
     def reg(self, number: int) -> Reg:
         r = self._regs.get(number)
         if r is None:
-            r = self._regs[number] = Reg(f"R{number}")
+            acc = self._accumulator
+            if acc is None or number < acc:
+                name = f"R{number}"
+            else:
+                name = ACCUMULATOR if number == acc else f"R{number - 1}"
+            r = self._regs[number] = Reg(name)
         return r
 
     def load(self, array: str, index: tuple[int, ...], dest: int) -> None:

@@ -15,6 +15,12 @@ YAML keys (units in the names; an unknown key is an error naming the file and ke
     cycles:                 # per-instruction cost; unlisted instructions cost 1
       LOAD: 1
       EXP: 4
+    mac_accumulator: true   # the MAC unit keeps its own accumulator, register ACC (default false)
+
+``mac_accumulator`` is seed 000's Blackwell remark ("the accumulator lives inside the compute
+unit … shrinking the register file back toward 2 registers"): ``ACC`` is then a register that
+is not in the register file — MAC_Z/MAC may write it, MAC may take it as its addend, STORE and
+MOV may read it; nothing else touches it. ``registers: 2`` then computes a matmul.
 
 The tile machine ("Element is Tile", seed 000: register file ↔ SRAM, DRAM ↔ HBM, MAC ↔
 tensor core) adds, all optional::
@@ -62,6 +68,7 @@ class Machine:
     name: str = "toy"
     description: str = "the seed's toy machine: every instruction 1 cycle, 4-byte words"
     registers: int | None = None  # None: as many as the program names
+    mac_accumulator: bool = False  # the MAC unit holds its own accumulator ACC (not a register-file register)
     word_bytes: int = 4  # bytes per DRAM word (element)
     dtype: str = "fp64"
     cycles: Mapping[str, float] = field(default_factory=lambda: _frozen({}))  # mnemonic → cycles
@@ -112,6 +119,8 @@ class Machine:
         }
         if tile:
             d.update({f: getattr(self, f) for f in TILE_FIELDS})
+        if self.mac_accumulator:
+            d["mac_accumulator"] = True
         return d
 
 

@@ -85,6 +85,10 @@ def _build(values: dict[str, tuple[Any, Location]]) -> Machine:
                     raise ConfigError(f"cycles for {op} must be a non-negative number, got {c!r}", loc=loc)
                 out[str(op).upper()] = c
             kwargs[key] = out
+        elif key == "mac_accumulator":
+            if not isinstance(value, bool):
+                raise ConfigError(f"'mac_accumulator' must be true or false, got {value!r}", loc=loc)
+            kwargs[key] = value
         elif key == "dtype":
             if str(value).lower() not in DTYPES:
                 raise ConfigError(f"unknown dtype '{value}'", loc=loc, hint=f"choose one of {', '.join(DTYPES)}")

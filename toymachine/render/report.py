@@ -109,6 +109,8 @@ def report_of(result: Result, *, steps: bool = True, sym: Callable[[Any], str] |
         ("DRAM writes", f"{result.dram_writes} ({result.write_bytes} B)"),
         ("registers used", str(result.registers_used)),
     ]
+    if "ACC" in result.register_names:
+        summary.append(("MAC accumulator", "ACC (inside the MAC unit)"))
     for key in ("sram_peak", "time_s"):
         if key in d:
             summary.append((key.replace("_", " "), value_text(d[key])))

@@ -18,7 +18,7 @@ from ..dtypes import get_dtype
 from ..errors import AsmError, DataError, Location, MachineLimitError, NumericsError, RuntimeFault
 from ..isa import ISA, MNEMONICS
 from ..machine import Machine
-from ..program import ArrayDecl, Instr, Mem, Reg
+from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Reg
 from ..result import Alarm, Step
 from .engines import ENGINES, engine_for
 from .engines.kinds import code_text
@@ -90,6 +90,8 @@ class Run:
         s = self.slots.get(reg.name)
         if s is not None:
             return s
+        if reg.name == ACCUMULATOR:
+            return self._accumulator(line, operand)
         limit = self.machine.registers
         tile_reg = reg.name[:1] == "T"  # T registers live in SRAM: sram_words bounds them, not `registers`
         if limit is not None and not tile_reg:
@@ -112,6 +114,20 @@ class Run:
         s = len(self.names)
         self.slots[reg.name] = s
         self.names.append(reg.name)
+        self.regs.append(None)
+        self.sizes.append(0)
+        return s
+
+    def _accumulator(self, line: int, operand: int) -> int:
+        """ACC: the MAC unit's own register — not in the register file, not in SRAM."""
+        if not self.machine.mac_accumulator:
+            raise MachineLimitError("ACC is the MAC unit's accumulator, and this machine has none",
+                                    loc=self.loc(line, operand),
+                                    hint="use a machine with `mac_accumulator: true` (e.g. --machine toy2acc), or "
+                                         "accumulate in a register")
+        s = len(self.names)
+        self.slots[ACCUMULATOR] = s
+        self.names.append(ACCUMULATOR)
         self.regs.append(None)
         self.sizes.append(0)
         return s

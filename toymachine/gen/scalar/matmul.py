@@ -150,14 +150,19 @@ def _emit_outer(b: ProgramBuilder, plan: MatmulPlan) -> None:
 
 
 def matmul_program(n: int = 2, registers: int = 3, schedule: str = "best", m: int | None = None,
-                   k: int | None = None, *, with_data: bool = True, seed: int = 0) -> Program:
-    """``toym gen matmul``: C = A·B (A m×k, B k×n) on an R-register machine."""
-    plan = plan_matmul(n=n, registers=registers, schedule=schedule, m=m, k=k)
+                   k: int | None = None, *, mac_accumulator: bool = False, with_data: bool = True,
+                   seed: int = 0) -> Program:
+    """``toym gen matmul``: C = A·B (A m×k, B k×n) on an R-register machine.
+
+    ``mac_accumulator``: for a machine whose MAC unit keeps its own accumulator (``ACC``; seed
+    000's Blackwell remark): the plan for R + 1 registers, its first accumulator (R2) named ACC
+    and the registers above it renumbered down — R registers plus ACC, 2 at the least."""
+    plan = plan_matmul(n=n, registers=registers, schedule=schedule, m=m, k=k, mac_accumulator=mac_accumulator)
     m, n, k = plan.m, plan.n, plan.k
-    b = ProgramBuilder()
+    b = ProgramBuilder(accumulator=2 if mac_accumulator else None)
     (_emit_inner if plan.schedule == "inner" else _emit_outer)(b, plan)
     cost = matmul_plan_cost(plan)
-    bound = matmul_bound(n=n, registers=registers, m=m, k=k)
+    bound = matmul_bound(n=n, registers=registers, m=m, k=k, mac_accumulator=mac_accumulator)
     arrays = []
     if with_data:
         arrays = [ArrayDecl("a", (m, k), values=input_values(seed, "a", (m, k), integers=True)),
@@ -178,9 +183,10 @@ def _header(plan: MatmulPlan, schedule: str, registers: int, cost, bound, with_d
                  f"g = ⌈p'/min(s, p')⌉, s = {plan.row_slots}")
     row_loads, col_loads = cost.breakdown[f"{row} loads"], cost.breakdown[f"{col} loads"]
     return [
-        f"C = A·B on a {registers}-register toy machine (seed 000: matmul, Problems 1–3): "
-        f"A {m}×{k}, B {k}×{n}, C {m}×{n}",
+        f"C = A·B on a {registers}-register toy machine{' with an accumulator in the MAC unit (ACC)' if plan.mac_accumulator else ''} "
+        f"(seed 000: matmul, Problems 1–3): A {m}×{k}, B {k}×{n}, C {m}×{n}",
         cli_line("matmul", m=m, n=n, k=k, registers=registers, schedule=schedule)
+        + (" --mac-accumulator" if plan.mac_accumulator else "")
         + ("" if with_data else " --no-data") + (f" --seed {seed}" if with_data and seed else ""),
         f"schedule: {plan.describe()}",
         f"LOADs = {loads} = {row_loads} + {col_loads} = {cost.reads}",

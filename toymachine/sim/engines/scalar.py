@@ -25,11 +25,13 @@ from typing import Callable
 
 from ...errors import AsmError
 from ...isa import ISA, MNEMONICS
-from ...program import Instr, Reg
+from ...program import ACCUMULATOR, Instr, Reg
 from ..memory import TILE
 from ..symbolic import SYMBOLIC_OPS
 from .kinds import BINARY, EXEC, LOAD, MM, OPINDEX, SFU, STORE, TERNARY, TILE_BASE, UNARY, VEC
 
+# where ACC (the MAC unit's accumulator) may stand: (mnemonic, operand position)
+_ACC_USES = frozenset({("MAC_Z", 2), ("MAC", 2), ("MAC", 3), ("STORE", 0), ("MOV", 0)})
 _KIND = {"load": LOAD, "store": STORE, "unary": UNARY, "binary": BINARY, "ternary": TERNARY}
 MAY_UNDERFLOW = frozenset({"MUL", "MAC", "MAC_Z", "DIV", "EXP"})
 _OP_LOAD = OPINDEX["LOAD"]
@@ -67,6 +69,11 @@ def compile(run, ins: Instr, line: int, text: str | None = None) -> tuple:
         if isinstance(x, Reg) and x.transpose:
             raise AsmError(f"{x.name} holds one word; it has no transpose", loc=run.loc(line, pos),
                            hint="drop the .T suffix (transposes are for tile registers T0, T1, …)")
+        if isinstance(x, Reg) and x.name == ACCUMULATOR and (ins.op, pos) not in _ACC_USES:
+            raise AsmError(f"{ins.op} cannot use ACC {'here' if ins.op in ('MAC', 'MAC_Z') else ''}".rstrip(),
+                           loc=run.loc(line, pos),
+                           hint="ACC, the MAC unit's accumulator, is written by MAC_Z/MAC, added by MAC "
+                                "(MAC Ra, Rb, ACC, ACC) and read out by STORE or MOV; operands come from registers")
     # (instruction, its text — None: str(instruction) when needed —, whether a zero result may be an underflow)
     tag = (ins, text, ins.op in MAY_UNDERFLOW)
     if kind == LOAD:
