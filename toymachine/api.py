@@ -12,7 +12,7 @@ __all__ = ["run_file"]
 
 import sys
 
-from .asm import decode_source, line_iter, open_error
+from .asm import Chunks, decode_source, open_error
 from .machine import resolve_machine
 from .sim.memory import load_data_file
 from .result import Result
@@ -28,7 +28,7 @@ def run_file(path: str, *, machine: str | None = None, registers: int | None = N
     kwargs = dict(registers=registers, seed=seed, symbolic=symbolic, steps=steps, dtype=dtype,
                   strict_numerics=strict_numerics)
     if path == "-":
-        return simulate(line_iter(sys.stdin.buffer), mach, arrays, file="<stdin>", **kwargs)
+        return simulate(Chunks(sys.stdin.buffer, "<stdin>"), mach, arrays, file="<stdin>", **kwargs)
     try:
         with open(path, "rb") as probe:
             head = probe.read(8192)

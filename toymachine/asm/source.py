@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-__all__ = ["open_error", "read_source", "decode_source", "line_iter"]
+__all__ = ["open_error", "read_source", "decode_source", "line_iter", "Chunks", "text_chunks", "line_chunks",
+           "CHUNK_CHARS", "FIRST_CHUNK_CHARS"]
 
-from typing import Iterator
+import codecs
+from itertools import islice
+from typing import Iterable, Iterator
 
 from ..errors import AsmError, Location
+
+CHUNK_CHARS = 1 << 20  # a trace is read in chunks of whole lines of about this many characters
+FIRST_CHUNK_CHARS = 1 << 13  # the first is small (the first 200 steps are recorded line by line)
 
 
 def open_error(path: str, exc: OSError) -> AsmError:
@@ -60,3 +66,78 @@ def line_iter(stream) -> Iterator[str]:
             raise AsmError(f"input is not valid UTF-8 (byte 0x{raw[exc.start:exc.start + 1].hex()})",
                            loc=Location(str(getattr(stream, "name", "<stdin>")), n, exc.start + 1, raw.decode("utf-8", "replace")),
                            hint="save the file as UTF-8") from None
+
+
+def _cut(text: str) -> tuple[str, str]:
+    """(whole lines, the partial last line)."""
+    cut = text.rfind("\n") + 1
+    return text[:cut], text[cut:]
+
+
+def text_chunks(fh) -> Iterator[str]:
+    """A text file object in chunks of whole lines (the last may lack its newline)."""
+    tail = ""
+    size = FIRST_CHUNK_CHARS
+    while True:
+        block = fh.read(size)
+        size = CHUNK_CHARS
+        if not block:
+            if tail:
+                yield tail
+            return
+        whole, tail = _cut(tail + block)
+        if whole:
+            yield whole
+
+
+def line_chunks(lines: Iterable[str], batch: int = 16_384) -> Iterator[str]:
+    """An iterable of source lines (with or without their newlines) in chunks of whole lines."""
+    it = iter(lines)
+    while True:
+        group = list(islice(it, batch))
+        if not group:
+            return
+        yield "".join(line if line.endswith("\n") else line + "\n" for line in group)
+
+
+class Chunks:
+    """A binary stream (standard input) as UTF-8 text in chunks of whole lines, with NUL bytes
+    and invalid UTF-8 reported at their line and column."""
+
+    def __init__(self, stream, name: str = "<stdin>"):
+        self.stream = stream
+        self.name = name
+
+    def __iter__(self) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        tail = ""
+        lines_before = 0  # newlines in the bytes already decoded
+        size = FIRST_CHUNK_CHARS
+        while True:
+            raw = self.stream.read(size)
+            size = CHUNK_CHARS
+            if b"\x00" in raw:
+                at = raw.index(b"\x00")
+                line = lines_before + raw.count(b"\n", 0, at) + 1
+                col = at - (raw.rfind(b"\n", 0, at) + 1) + 1 + (len(tail.encode()) if b"\n" not in raw[:at] else 0)
+                raise AsmError("input looks like a binary file (NUL byte)", loc=Location(self.name, line, col),
+                               hint="toym reads assembly text")
+            try:
+                text = decoder.decode(raw, final=not raw)
+            except UnicodeDecodeError as exc:
+                line = lines_before + raw.count(b"\n", 0, exc.start) + 1
+                start = raw.rfind(b"\n", 0, exc.start) + 1
+                col = exc.start - start + 1 + (len(tail.encode()) if start == 0 else 0)
+                end = raw.find(b"\n", exc.start)
+                shown = ((tail.encode() if start == 0 else b"") + raw[start:end if end >= 0 else len(raw)])
+                raise AsmError(f"input is not valid UTF-8 (byte 0x{raw[exc.start:exc.start + 1].hex()})",
+                               loc=Location(self.name, line, col, shown.decode("utf-8", "replace")),
+                               hint="save the file as UTF-8") from None
+            lines_before += raw.count(b"\n")
+            if not raw:
+                if tail + text:
+                    yield tail + text
+                return
+            whole, tail = _cut(tail + text)
+            if whole:
+                yield whole

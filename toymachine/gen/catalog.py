@@ -48,7 +48,7 @@ register(GeneratorSpec(
      Param("k", int, None, "columns of A, rows of B (default n)", minimum=1),
      Param("registers", int, 3, "register count R (at least 3; 2 with mac_accumulator)", minimum=2),
      Param("schedule", str, "best", "inner, outer, or the cheapest that fits", choices=matmul.SCHEDULES),
-     Param("mac_accumulator", bool, False, "the MAC unit keeps its own accumulator ACC (2 registers suffice)")),
+     Param("mac_accumulator", bool, None, "the MAC unit keeps its own accumulator ACC (2 registers suffice)")),
     build=matmul.matmul_program, cost=matmul_cost, bound=matmul_bound, machine=_with_registers))
 
 register(GeneratorSpec(

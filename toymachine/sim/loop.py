@@ -1,103 +1,43 @@
-"""The interpreter loop: run compiled code tuples, count, record steps.
+"""The interpreter loop: run a segment of compiled code tuples, count, record steps.
 
-``execute(run, keys, cache, text_mode)`` runs every key of ``keys`` — line numbers of a
-``Program`` (``cache`` holds their code tuples), or source lines streamed from a file (text
-mode: a line seen before is a dict hit, a new one is parsed and compiled by ``miss``). The
-scalar engine's kinds run inline here; every other engine's ``EXEC`` closure is called with
-``(run, line)``. Nothing is kept per executed instruction unless step rows are recorded.
+``execute(run, codes, first, lines)`` runs ``codes`` in order; the source line of ``codes[i]``
+is ``first + i`` (consecutive lines: a chunk of a text trace, a generated program) or
+``lines[first + i]`` (a parsed program's instruction lines) — computed only on slow paths.
+
+The scalar engine's kinds run inline (the hot path); every other engine's ``EXEC`` closure is
+called with ``(run, line)``. ``LOAD_T``/``STORE_T`` are text mode's *templates*: one code for
+all the lines ``LOAD x[…], R0`` that differ only in the index, which the loop takes from
+``run.next_index`` (the chunk's integer indices, in order; ``sim.text``). ``SKIP`` is a blank or
+comment line (it takes the indices written in it). Nothing is kept per executed instruction
+unless step rows are recorded.
 """
 
 from __future__ import annotations
 
-__all__ = ["execute", "SKIP", "DIRECTIVE"]
+__all__ = ["execute"]
 
-from typing import Iterable
-
-from ..asm import parse_line, strip_comment
-from ..program import ArrayDecl
 from ..result import Step
 from .engines import scalar
-from .engines.kinds import BINARY, LOAD, STORE, TERNARY, UNARY, code_text
+from ..errors import RuntimeFault
+from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
 from .symbolic import Expr, const, leaf
 
-SKIP = ("skip",)  # a blank or comment line (text mode)
-DIRECTIVE = ("directive",)  # a .data/.array line (text mode), run when met
-_CACHE_LIMIT = 131_072  # distinct compiled lines kept; bounds memory on huge traces
 
-
-def miss(run, n: int, text: str):
-    """Parse and compile one source line not seen before (text mode)."""
-    run.current = (n, text)
-    lb = text.find("[")
-    rb = text.rfind("]")
-    if 0 < lb < rb:
-        # a line like one seen before but for the index ("LOAD x[" … "], R0"): reuse
-        # its compiled form, parse only the index
-        template = run.templates.get(text[:lb] + text[rb:])
-        if template is not None:
-            inner = text[lb + 1:rb]
-            if inner.isdigit():
-                idx = (int(inner),)
-            else:
-                parts = inner.split("][")
-                idx = tuple(map(int, parts)) if all(p.isdigit() for p in parts) else None
-            if idx is not None and template[2].check_index(idx) is None:
-                return (template[0], template[1], template[2], idx, template[3], (None, text.strip(), False))
-    code = scalar.compile_memory_line(run, n, text)
-    if code is not None:
-        if 0 < lb < rb:
-            run.templates[text[:lb] + text[rb:]] = (code[0], code[1], code[2], code[4])
-        return code
-    item = parse_line(text, n, run.file)
-    if item is None:
-        return SKIP
-    if isinstance(item, ArrayDecl):
-        run.declare(item, run.data)
-        return DIRECTIVE
-    return run.compile(item, n, text=strip_comment(text).strip())
-
-
-def _at(run, n: int, key, text_mode: bool) -> int:
-    """The source line of the current step (and remember its text for errors)."""
-    if text_mode:
-        run.current = (n, key)
-        return n
-    return key
-
-
-def execute(run, keys: Iterable, cache: dict, text_mode: bool) -> None:
-    """Run every key in ``keys``: source lines (text mode) or line numbers (programs).
-
-    ``cache`` maps a key to its compiled code tuple; text lines not in it are parsed on first
-    sight (traces repeat lines, so most steps are dict hits).
-    """
+def execute(run, codes: list, first: int, lines=None) -> None:
+    """Run the code tuples ``codes`` (see the module docstring for ``first`` and ``lines``)."""
     regs = run.regs
     counts = run.counts
     check = not run.symbolic
     symbolic = run.symbolic
-    rnd = run.round
     record = run.record
     rows = run.steps
     limit = run.step_limit
     step = run.step
+    shift = -step - 1  # codes[step + shift] is the current instruction (SKIPs add one)
     reads = writes = 0
     event = scalar.numeric_event
-    get = cache.get
-    at = _at
-    for n, key in enumerate(keys, 1):
-        code = get(key)
-        if code is None:
-            code = miss(run, n, key)
-            if run.flush:  # an array went dense: cached word accesses to it must recompile
-                cache.clear()
-                run.templates.clear()
-                run.flush = False
-            if code is not DIRECTIVE:
-                if len(cache) >= _CACHE_LIMIT:  # full: start over, so lines of a later
-                    cache.clear()  # phase (a second pass) get cached too
-                cache[key] = code
-        if code is SKIP or code is DIRECTIVE:
-            continue
+    nxt = run.next_index
+    for code in codes:
         step += 1
         kind = code[0]
         counts[code[1]] += 1
@@ -108,27 +48,53 @@ def execute(run, keys: Iterable, cache: dict, text_mode: bool) -> None:
                 r = code[2](x, y)
             except Exception as exc:  # None operand, x/0, overflow
                 run.step = step
-                r = event(run, at(run, n, key, text_mode), code, (x, y), None, exc)
+                r = event(run, _line(first, lines, step + shift), code, (x, y), None, exc)
             else:
                 if check and (r - r != 0.0 or (r == 0.0 and code[-1][2])):
                     run.step = step
-                    r = event(run, at(run, n, key, text_mode), code, (x, y), r)
+                    r = event(run, _line(first, lines, step + shift), code, (x, y), r)
             regs[code[3]] = r
-        elif kind == LOAD:
-            cells = code[2].cells
-            v = cells.get(code[3])
+        elif kind == LOAD_T:  # text mode: the index is the line's, taken from the chunk's index stream
+            arr = code[2]
+            if code[3] == 1:
+                idx = (nxt(),)
+                if idx[0] >= arr.shape[0]:  # past the shape known so far: grow it, or fault
+                    if arr.fixed:
+                        _fault(run, arr, idx, _line(first, lines, step + shift), 0)
+                    arr.shape[0] = idx[0] + 1
+            else:
+                idx = _indices(run, arr, nxt, code[3], _line(first, lines, step + shift), 0)
+            v = arr.cells.get(idx)
             if v is None:
-                arr = code[2]
-                if symbolic:
-                    v = leaf(arr.name, code[3]) if arr.fill is None else const(arr.fill)
-                else:
-                    v = arr.initial(code[3])
-                    if rnd is not None:
-                        v = rnd(v)
-                    cells[code[3]] = v
-                if check and v != v:
+                run.step = step
+                v = _initial(run, arr, idx, code, _line(first, lines, step + shift))
+            reads += 1
+            regs[code[4]] = v
+        elif kind == UNARY:
+            x = regs[code[4]]
+            if x is None:
+                run.empty_register(_line(first, lines, step + shift), code, (x,))
+            try:
+                r = code[2](x)
+            except Exception as exc:
+                run.step = step
+                r = event(run, _line(first, lines, step + shift), code, (x,), None, exc)
+            else:
+                if check and (r - r != 0.0 or (r == 0.0 and code[-1][2])):
                     run.step = step
-                    run.alarm("nan", at(run, n, key, text_mode), code, (), v)
+                    r = event(run, _line(first, lines, step + shift), code, (x,), r)
+            regs[code[3]] = r
+        elif kind == COPY:
+            x = regs[code[4]]
+            if x is None:
+                run.empty_register(_line(first, lines, step + shift), code, (x,))
+            regs[code[3]] = x
+        elif kind == LOAD:
+            arr = code[2]
+            v = arr.cells.get(code[3])
+            if v is None:
+                run.step = step
+                v = _initial(run, arr, code[3], code, _line(first, lines, step + shift))
             reads += 1
             regs[code[4]] = v
         elif kind == TERNARY:
@@ -139,40 +105,44 @@ def execute(run, keys: Iterable, cache: dict, text_mode: bool) -> None:
                 r = code[2](x, y, z)
             except Exception as exc:
                 run.step = step
-                r = event(run, at(run, n, key, text_mode), code, (x, y, z), None, exc)
+                r = event(run, _line(first, lines, step + shift), code, (x, y, z), None, exc)
             else:
                 if check and (r - r != 0.0 or (r == 0.0 and code[-1][2])):
                     run.step = step
-                    r = event(run, at(run, n, key, text_mode), code, (x, y, z), r)
+                    r = event(run, _line(first, lines, step + shift), code, (x, y, z), r)
             regs[code[3]] = r
-        elif kind == UNARY:
-            x = regs[code[4]]
-            if x is None:
-                run.empty_register(at(run, n, key, text_mode), code, (x,))
-            try:
-                r = code[2](x)
-            except Exception as exc:
-                run.step = step
-                r = event(run, at(run, n, key, text_mode), code, (x,), None, exc)
+        elif kind == STORE_T or kind == STORE:
+            arr = code[2]
+            if kind == STORE:
+                idx = code[3]
+            elif code[3] == 1:
+                idx = (nxt(),)
+                if idx[0] >= arr.shape[0]:
+                    if arr.fixed:
+                        _fault(run, arr, idx, _line(first, lines, step + shift), 1)
+                    arr.shape[0] = idx[0] + 1
             else:
-                if check and (r - r != 0.0 or (r == 0.0 and code[-1][2])):
-                    run.step = step
-                    r = event(run, at(run, n, key, text_mode), code, (x,), r)
-            regs[code[3]] = r
-        elif kind == STORE:
+                idx = _indices(run, arr, nxt, code[3], _line(first, lines, step + shift), 1)
             v = regs[code[4]]
             if v is None:
-                run.empty_register(at(run, n, key, text_mode), code, (v,))
-            code[2].cells[code[3]] = v
+                run.empty_register(_line(first, lines, step + shift), code, (v,))
+            arr.cells[idx] = v
             writes += 1
             if symbolic and isinstance(v, Expr) and v.op == "+":
-                run.outputs.setdefault(v, leaf(code[2].name, code[3]).name)
+                run.outputs.setdefault(v, leaf(arr.name, idx).name)
+        elif kind == SKIP:  # a blank or comment line: no step, but it takes its indices
+            step -= 1
+            shift += 1
+            for _ in range(code[2]):
+                nxt()
+            continue
         else:  # EXEC: another engine's instruction (the tile machine's, …) does all its work
             run.step = step
-            code[2](run, at(run, n, key, True) if text_mode else key)
+            code[2](run, _line(first, lines, step + shift))
         if record:
             if step <= limit or run.record_all:
-                rows.append(Step(step, at(run, n, key, text_mode), code_text(code), tuple(regs)))
+                line = _line(first, lines, step + shift)
+                rows.append(Step(step, line, run.text_of(code, line), tuple(regs)))
             else:
                 record = run.record = False
                 run.steps_dropped = True
@@ -180,3 +150,35 @@ def execute(run, keys: Iterable, cache: dict, text_mode: bool) -> None:
     run.step = step
     run.reads += reads
     run.writes += writes
+
+
+def _initial(run, arr, idx: tuple, code: tuple, line: int):
+    """A cell read before anything wrote it: the array's fill or its deterministic random input
+    (symbolic: the input's name), rounded to the dtype; a NaN input raises the NaN alarm."""
+    if run.symbolic:
+        return leaf(arr.name, idx) if arr.fill is None else const(arr.fill)
+    v = arr.initial(idx)
+    if run.round is not None:
+        v = run.round(v)
+    arr.cells[idx] = v
+    if v != v:
+        run.alarm("nan", line, code, (), v)
+    return v
+
+
+def _indices(run, arr, nxt, count: int, line: int, operand: int) -> tuple:
+    idx = tuple([nxt() for _ in range(count)])
+    msg = arr.check_index(idx)
+    if msg is not None:
+        _fault(run, arr, idx, line, operand)
+    return idx
+
+
+def _line(first: int, lines, i: int) -> int:
+    return first + i if lines is None else lines[first + i]
+
+
+def _fault(run, arr, idx: tuple, line: int, operand: int) -> None:
+    """An index outside a declared/given array's shape."""
+    raise RuntimeFault(arr.check_index(idx), loc=run.loc(line, operand),
+                       hint="declared/given arrays have a fixed shape; check the index or the .data")

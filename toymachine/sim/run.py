@@ -13,15 +13,15 @@ __all__ = ["Run"]
 
 from typing import Any, Callable
 
-from ..asm import operand_spans, parse_line
+from ..asm import operand_spans, parse_line, strip_comment
 from ..dtypes import get_dtype
 from ..errors import AsmError, DataError, Location, MachineLimitError, NumericsError, RuntimeFault
-from ..isa import ISA, MNEMONICS
+from ..isa import ISA
 from ..machine import Machine
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Reg
 from ..result import Alarm, Step
 from .engines import ENGINES, engine_for
-from .engines.kinds import code_text
+from .engines.kinds import COUNT_SLOTS, TEMPLATES, code_text
 from .memory import Memory
 
 
@@ -43,7 +43,7 @@ class Run:
         self.slots: dict[str, int] = {}
         self.names: list[str] = []
         self.regs: list[Any] = []
-        self.counts = [0] * (2 * len(MNEMONICS))  # scalar instructions, then tile instructions
+        self.counts = [0] * COUNT_SLOTS  # scalar instructions, then tile instructions, then skipped lines
         # the tile machine: words each register holds in SRAM (T registers), R registers named
         self.sizes: list[int] = []
         self.n_scalar = 0
@@ -61,8 +61,7 @@ class Run:
         self.step = 0
         self.used_arrays: dict[str, int] = {}
         self.reads = self.writes = 0
-        self.current: tuple[int, str] = (0, "")
-        self.templates: dict[str, tuple] = {}  # "LOAD x[" + "], R0" → compiled parts (text mode)
+        self.next_index: Callable[[], int] = _no_index  # text mode: the chunk's next integer index (sim.text)
         self.data: dict | None = None
         self.outputs: dict[Any, str] = {}  # symbolic: expression stored whole → output name
         self.round = None if self.dt.exact or symbolic else self.dt.round_scalar
@@ -189,11 +188,11 @@ class Run:
         if kind == "underflow":
             self.underflows += count
             if self.first_underflow is None:
-                self.first_underflow = Alarm(kind, self.step, line, code_text(code) + where, operands, result)
+                self.first_underflow = Alarm(kind, self.step, line, self.text_of(code, line) + where, operands, result)
             return
         if kind in self.alarm_kinds:
             return
-        alarm = Alarm(kind, self.step, line, code_text(code) + where, operands, result)
+        alarm = Alarm(kind, self.step, line, self.text_of(code, line) + where, operands, result)
         self.alarm_kinds.add(kind)
         self.alarms.append(alarm)
         if self.strict:
@@ -201,9 +200,15 @@ class Run:
             raise NumericsError(f"{kind} at step {self.step}: {alarm.instruction} with operands ({ops}) gave {_fmt(result)}",
                                 loc=self.loc(line), hint="this is --strict-numerics; run without it to see all alarms")
 
+    def text_of(self, code: tuple, line: int) -> str:
+        """The instruction's text as the trace wrote it (a template's line, with its index)."""
+        if code[0] in TEMPLATES:
+            return strip_comment(self.source(line) or "").strip()
+        return code_text(code)
+
     def instr_of(self, code: tuple, line: int) -> Instr:
         ins = code[-1][0]
-        return ins if ins is not None else parse_line(code[-1][1], line, self.file)
+        return ins if ins is not None else parse_line(self.text_of(code, line), line, self.file)
 
     def empty_register(self, line: int, code: tuple, operands: tuple):
         ins = self.instr_of(code, line)
@@ -221,3 +226,7 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)
+
+
+def _no_index() -> int:
+    raise AssertionError("a LOAD/STORE template ran outside text mode")  # pragma: no cover

@@ -24,7 +24,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..asm import parse
+from ..asm import Chunks, line_chunks, parse, text_chunks
 from ..errors import RuntimeFault
 from ..isa import MNEMONICS
 from ..machine import DEFAULT_MACHINE, Machine
@@ -32,12 +32,15 @@ from ..program import Program
 from ..result import MemoryView, Result, Step
 from .engines import ENGINES, scalar
 from .engines.kinds import MM, SFU, VEC
+from .engines.kinds import LOAD, STORE
 from .loop import execute
+from .text import run_text
 from .memory import Memory
 from .run import Run
 from .symbolic import Namer
 
 DEFAULT_STEP_LIMIT = 200  # steps shown by default only for programs this short
+PROGRAM_CHUNK = 65_536  # instructions of a Program compiled at a time (bounds the compiled code's memory)
 
 
 def simulate(program: Program | str | Iterable[str], machine: Machine | None = None,
@@ -71,27 +74,14 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
             memory.give(name, values, round_fn=rnd)
         else:
             memory.declare(name, tuple(np.asarray(values).shape))
-    if is_program:
-        text = program.source
-        if text is None:  # a generated program: quote lines as to_text() writes them (made on demand)
-            first = len(program.header) + len(program.arrays) + 1
-            lines = range(first, first + len(program.instrs))
-            run.source = _generated_lines(program)
+    with np.errstate(**_TILE_FPE), _no_cyclic_gc():
+        if is_program:
+            _run_program(run, program, data)
         else:
-            lines = [ins.line for ins in program.instrs]
-            run.source = lambda line: text[line - 1] if 0 < line <= len(text) else None
-        for decl in program.arrays:
-            run.declare(decl, data)
-        cache = _compile_program(run, program, lines)
-        with np.errstate(**_TILE_FPE), _no_cyclic_gc():
-            execute(run, lines, cache, text_mode=False)
-    else:
-        run.source = lambda line: run.current[1] if run.current[0] == line else None
-        try:
-            with np.errstate(**_TILE_FPE), _no_cyclic_gc():
-                execute(run, program, {}, text_mode=True)
-        except RecursionError:
-            raise RuntimeFault("expression too deep for symbolic mode", hint="run without --symbolic") from None
+            try:
+                run_text(run, _chunks(program))
+            except RecursionError:
+                raise RuntimeFault("expression too deep for symbolic mode", hint="run without --symbolic") from None
     return _result(run, machine, fname)
 
 
@@ -134,23 +124,56 @@ def _generated_lines(program: Program) -> Callable[[int], str | None]:
     return line_text
 
 
-def _compile_program(run: Run, program: Program, lines) -> dict:
-    """line → code tuple. Generators reuse one ``Instr`` object for a repeated instruction,
-    so each object compiles once. If a block access makes an array dense after word
-    accesses to it were compiled, compile again (they now go through the dense copy)."""
-    while True:
-        compiled: dict[int, tuple] = {}
-        cache = {}
-        for line, ins in zip(lines, program.instrs):
-            code = compiled.get(id(ins))
-            if code is None:
-                code = compiled[id(ins)] = run.compile(ins, line)
-                if run.flush:
-                    break
-            cache[line] = code
-        else:
-            return cache
-        run.flush = False
+def _run_program(run: Run, program: Program, data: dict | None) -> None:
+    """Compile and run a ``Program`` in chunks of instructions. Generators share one ``Instr``
+    for a repeated register instruction, so each compiles once (by identity); LOAD/STORE compile
+    through the scalar engine's templates. A chunk compiles before it runs: when a block access
+    makes an array dense, the chunk is compiled again (its word accesses then go to the dense
+    copy) — all of it before any of it runs."""
+    text = program.source
+    instrs = program.instrs
+    if text is None:  # a generated program: quote lines as to_text() writes them (made on demand)
+        first, lines = len(program.header) + len(program.arrays) + 1, None
+        run.source = _generated_lines(program)
+    else:
+        first, lines = 0, [ins.line for ins in instrs]
+        run.source = lambda line: text[line - 1] if 0 < line <= len(text) else None
+    for decl in program.arrays:
+        run.declare(decl, data)
+    by_id: dict[int, tuple] = {}
+    for start in range(0, len(instrs), PROGRAM_CHUNK):
+        chunk = instrs[start:start + PROGRAM_CHUNK]
+        while True:
+            codes = list(map(by_id.get, map(id, chunk)))
+            k = -1
+            try:
+                while True:
+                    k = codes.index(None, k + 1)
+                    ins = chunk[k]
+                    line = first + start + k if lines is None else lines[start + k]
+                    code = scalar.compile_memory(run, ins, line) or run.compile(ins, line)
+                    if run.flush:
+                        break
+                    codes[k] = code
+                    if code[0] != LOAD and code[0] != STORE:  # a LOAD/STORE Instr is rarely seen twice
+                        by_id[id(ins)] = code
+                        codes[k + 1:] = map(by_id.get, map(id, chunk[k + 1:]))  # its other occurrences
+            except ValueError:  # no miss left: the chunk is compiled
+                break
+            run.flush = False
+            by_id.clear()
+            run.memory_templates.clear()
+        execute(run, codes, first + start if lines is None else start, lines)
+
+
+def _chunks(source) -> Iterable[str]:
+    """Text in chunks of whole lines: from a ``Chunks`` stream, a text file object, or an
+    iterable of lines."""
+    if isinstance(source, Chunks):
+        return source
+    if hasattr(source, "read"):
+        return text_chunks(source)
+    return line_chunks(source)
 
 
 def _result(run: Run, machine: Machine, fname: str) -> Result:

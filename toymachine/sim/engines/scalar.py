@@ -17,23 +17,25 @@ that is non-finite or zero, or an operation that raised — is ``numeric_event``
 
 from __future__ import annotations
 
-__all__ = ["claims", "setup", "compile", "report", "compile_memory_line", "numeric_event", "scalar_flops",
+__all__ = ["claims", "setup", "compile", "report", "compile_memory", "compile_memory_line", "numeric_event",
+           "scalar_flops",
            "MAY_UNDERFLOW"]
 
 import math
 from typing import Callable
 
-from ...errors import AsmError
+from ...errors import AsmError, RuntimeFault
 from ...isa import ISA, MNEMONICS
 from ...program import ACCUMULATOR, Instr, Reg
 from ..memory import TILE
 from ..symbolic import SYMBOLIC_OPS
-from .kinds import BINARY, EXEC, LOAD, MM, OPINDEX, SFU, STORE, TERNARY, TILE_BASE, UNARY, VEC
+from .kinds import BINARY, COPY, EXEC, LOAD, MM, OPINDEX, SFU, STORE, TERNARY, TILE_BASE, UNARY, VEC
 
 # where ACC (the MAC unit's accumulator) may stand: (mnemonic, operand position)
 _ACC_USES = frozenset({("MAC_Z", 2), ("MAC", 2), ("MAC", 3), ("STORE", 0), ("MOV", 0)})
 _KIND = {"load": LOAD, "store": STORE, "unary": UNARY, "binary": BINARY, "ternary": TERNARY}
 MAY_UNDERFLOW = frozenset({"MUL", "MAC", "MAC_Z", "DIV", "EXP"})
+_MEMORY = {"LOAD": LOAD, "STORE": STORE}
 _OP_LOAD = OPINDEX["LOAD"]
 _OP_STORE = OPINDEX["STORE"]
 _INF = math.inf
@@ -49,6 +51,7 @@ def claims(ins: Instr) -> bool:
 def setup(run) -> None:
     """The per-run operation table: exact, rounded to the dtype, or symbolic."""
     rnd = run.round
+    run.memory_templates = {}  # (LOAD/STORE, array, register) → compiled parts (compile_memory)
     run.fns = fns = {}
     for m, spec in ISA.items():
         if spec.numeric is None:
@@ -90,7 +93,46 @@ def compile(run, ins: Instr, line: int, text: str | None = None) -> tuple:
     fn = run.fns[ins.op]
     srcs = [run.slot(r, line, i) for i, r in enumerate(a[:-1])]
     d = run.slot(a[-1], line, len(a) - 1)
+    if ins.op == "MOV":  # a copy: registers already hold values in the machine's format
+        return (COPY, op, fn, d, *srcs, tag)
     return (kind, op, fn, d, *srcs, tag)
+
+
+def compile_memory(run, ins: Instr, line: int):
+    """A word ``LOAD x[i], Rk`` / ``STORE Rk, x[i]`` of a ``Program`` through a per-run template
+    (one per instruction, array and register: programs name millions of addresses); None for
+    anything else, which takes the general path."""
+    kind = _MEMORY.get(ins.op)
+    if kind is None:
+        return None
+    a = ins.args
+    mem, reg = (a[0], a[1]) if kind == LOAD else (a[1], a[0])
+    parts = run.memory_templates.get((kind, mem.array, reg.name))
+    if parts is None:
+        if not mem.is_scalar or reg.name[:1] != "R" or reg.transpose:
+            return None
+        code = compile(run, ins, line)
+        if code[0] == kind:  # not an array held dense (the tile engine's element access)
+            run.memory_templates[(kind, mem.array, reg.name)] = code[:3] + (code[4],)
+        return code
+    idx = mem.index
+    arr = parts[2]
+    if len(idx) == 1 and type(idx[0]) is int:
+        if idx[0] >= arr.shape[0]:  # past the shape known so far: grow an implied shape (or fault below)
+            if arr.fixed:
+                _index_fault(run, arr, idx, line, kind)
+            arr.shape[0] = idx[0] + 1
+        return (kind, parts[1], arr, idx, parts[3], (ins, None, False))
+    if not mem.is_scalar:
+        return None
+    if arr.check_index(idx) is not None:
+        _index_fault(run, arr, idx, line, kind)
+    return (kind, parts[1], arr, idx, parts[3], (ins, None, False))
+
+
+def _index_fault(run, arr, idx: tuple, line: int, kind: int) -> None:
+    raise RuntimeFault(arr.check_index(idx), loc=run.loc(line, 0 if kind == LOAD else 1),
+                       hint="declared/given arrays have a fixed shape; check the index or the .data")
 
 
 def compile_memory_line(run, n: int, text: str):

@@ -67,7 +67,7 @@ from ...isa import ISA
 from ...program import Instr, Mem, Reg, Span
 from ..memory import SCALAR
 from . import tile_ops
-from .kinds import EXEC, MM, OPINDEX, SFU, TILE_BASE, VEC
+from .kinds import EXEC, MM, OPINDEX, SFU, SKIP_SLOT, TILE_BASE, VEC
 from .tile_events import ELEMENTWISE, bad_store, sram_full, tile_event, tile_rounder
 from .tile_ops import UFUNC
 
@@ -316,7 +316,7 @@ def _store(run, arr, idx: tuple, s: int, shape: tuple, transposed: bool, op: int
 def report(run, machine, issue: float, flops: list, work: dict, arrays: dict) -> dict:
     """SRAM peak, FLOPs, cycle breakdown, per-array traffic, HBM footprint and the roofline time:
     present when the run executed a tile instruction or the machine describes SRAM or rates."""
-    if not (any(run.counts[TILE_BASE:]) or machine.is_tile):
+    if not (any(run.counts[TILE_BASE:SKIP_SLOT]) or machine.is_tile):
         return {}
     extra = {
         "sram_peak": run.sram_peak + run.n_scalar,

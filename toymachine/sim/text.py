@@ -1,0 +1,165 @@
+"""Text mode: a trace streamed from a file, standard input or an iterable of lines, in chunks.
+
+A chunk (``asm.source``: about a million characters of whole lines) is compiled, then executed, without
+a Python step per *line* wherever it can:
+
+* the chunk's integer indices are cut out in one pass (``LOAD x[123], R0`` → the *template*
+  ``LOAD x[], R0`` and the number 123, in the chunk's index stream ``run.next_index``), so the
+  millions of LOAD/STORE lines that name a new address are one template each;
+* template lines are looked up in a dict in bulk (``map``), and only a line never seen before
+  (a *miss*) is parsed and compiled — after the instructions before it have executed, so errors,
+  ``.data`` directives and arrays switching to tile storage happen in trace order;
+* the segments between misses run in ``sim.loop.execute``.
+
+While step rows are recorded (``--steps``, or the first ``step_limit`` steps) and in symbolic
+mode, lines are compiled exactly (no templates: each step row quotes its own line). The memory
+used grows with the distinct lines (bounded by ``CACHE_LIMIT``) and the cells the trace
+touches, not with its length.
+"""
+
+from __future__ import annotations
+
+__all__ = ["run_text", "CACHE_LIMIT"]
+
+import re
+from typing import Iterable
+
+from ..asm import parse_line, strip_comment
+from ..program import ArrayDecl
+from .engines import scalar
+from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
+from .loop import execute
+
+CACHE_LIMIT = 131_072  # distinct compiled lines kept; bounds memory on huge traces
+_INDEX = re.compile(r"\[(\d+)\]")  # an integer index, as in x[3] or a[0][1]
+_NO_INDICES = iter(()).__next__
+
+
+def run_text(run, chunks: Iterable[str]) -> None:
+    """Run a trace given as text chunks that end at line boundaries (the last may not)."""
+    exact: dict[str, tuple] = {}  # line → code
+    templates: dict[str, tuple] = {}  # template line → code
+    first = 1
+    for text in chunks:
+        if not text:
+            continue
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
+        run.source = _chunk_source(first, lines)
+        if run.record or run.symbolic:
+            run.next_index = _NO_INDICES
+            _run_exact(run, lines, first, exact)
+        else:
+            if len(templates) > CACHE_LIMIT:
+                templates.clear()
+            keys = _INDEX.sub("[]", text).split("\n")
+            if text.endswith("\n"):
+                keys.pop()
+            run.next_index = iter(list(map(int, _INDEX.findall(text)))).__next__
+            _run_templates(run, lines, keys, first, templates, exact)
+        first += len(lines)
+
+
+def _chunk_source(first: int, lines: list[str]):
+    def source(line: int) -> str | None:
+        i = line - first
+        return lines[i] if 0 <= i < len(lines) else None
+
+    return source
+
+
+def _segments(run, codes: list, first: int, compile_miss, keys: list | None = None, cache: dict | None = None) -> None:
+    """Execute ``codes`` (lines ``first`` …), compiling each ``None`` entry (a miss) when the
+    instructions before it have run. With ``keys``/``cache``, the rest of the chunk is looked up
+    again after a miss (a template new in this chunk is compiled once, not at each occurrence)."""
+    pos, end = 0, len(codes)
+    while pos < end:
+        try:
+            j = codes.index(None, pos)
+        except ValueError:
+            j = end
+        if j > pos:
+            execute(run, codes[pos:j], first + pos)
+        if j == end:
+            return
+        codes[j] = compile_miss(j)
+        if run.flush:  # an array went dense: compiled word accesses to it are stale
+            run.flush = False
+            codes[j + 1:] = [None] * (end - j - 1)
+        elif keys is not None:
+            codes[j + 1:] = map(cache.get, keys[j + 1:])
+        pos = j
+
+
+def _run_exact(run, lines: list[str], first: int, cache: dict) -> None:
+    """Compile whole lines (step rows, symbolic mode): a line is its own cache key."""
+    if len(cache) > CACHE_LIMIT:
+        cache.clear()
+    codes = list(map(cache.get, lines))
+
+    def compile_miss(j: int) -> tuple:
+        code = _compile_line(run, first + j, lines[j])
+        if run.flush:
+            cache.clear()
+        if code is not None:
+            cache[lines[j]] = code
+            return code
+        return _SKIP0  # a directive ran: nothing to execute, never cached (it runs where it stands)
+
+    _segments(run, codes, first, compile_miss)
+
+
+def _run_templates(run, lines: list[str], keys: list[str], first: int, templates: dict, exact: dict) -> None:
+    """Compile template lines: LOAD/STORE lines that differ only in their indices share one code."""
+    codes = list(map(templates.get, keys))
+
+    def compile_miss(j: int) -> tuple:
+        line, key = lines[j], keys[j]
+        n = first + j
+        count = key.count("[]")
+        if count:
+            code = scalar.compile_memory_line(run, n, line)
+            if code is not None and (code[0] == LOAD or code[0] == STORE):
+                templates[key] = (LOAD_T if code[0] == LOAD else STORE_T, code[1], code[2], count, code[4],
+                                  (None, key, False))
+                for _ in range(count):  # this occurrence runs with its own index: take it from the stream
+                    run.next_index()
+                return code
+        code = exact.get(line) or _compile_line(run, n, line)
+        if run.flush:
+            templates.clear()
+            exact.clear()
+        for _ in range(count):  # a line that is no template takes its indices now
+            run.next_index()
+        if code is None:
+            return _SKIP0  # a directive ran where it stands
+        if code[0] == SKIP:
+            code = (SKIP, SKIP_SLOT, count, code[3])
+            templates[key] = code
+            return (SKIP, SKIP_SLOT, 0, code[3])
+        if not count:
+            templates[key] = code
+        else:
+            exact[line] = code
+        return code
+
+    _segments(run, codes, first, compile_miss, keys, templates)
+
+
+_SKIP0 = (SKIP, SKIP_SLOT, 0, (None, "", False))
+
+
+def _compile_line(run, n: int, text: str):
+    """One source line → its code (``SKIP`` for blank and comment lines; None for a directive,
+    which runs here)."""
+    code = scalar.compile_memory_line(run, n, text)
+    if code is not None:
+        return code
+    item = parse_line(text, n, run.file)
+    if item is None:
+        return _SKIP0
+    if isinstance(item, ArrayDecl):
+        run.declare(item, run.data)
+        return None
+    return run.compile(item, n, text=strip_comment(text).strip())
