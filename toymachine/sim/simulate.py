@@ -150,14 +150,15 @@ def _run_program(run: Run, program: Program, data: dict | None) -> None:
                 while True:
                     k = codes.index(None, k + 1)
                     ins = chunk[k]
-                    line = first + start + k if lines is None else lines[start + k]
-                    code = scalar.compile_memory(run, ins, line) or run.compile(ins, line)
-                    if run.flush:
-                        break
+                    code = by_id.get(id(ins))  # compiled at an earlier occurrence in this chunk
+                    if code is None:
+                        line = first + start + k if lines is None else lines[start + k]
+                        code = scalar.compile_memory(run, ins, line) or run.compile(ins, line)
+                        if run.flush:
+                            break
+                        if code[0] != LOAD and code[0] != STORE:  # a LOAD/STORE Instr is rarely seen twice
+                            by_id[id(ins)] = code
                     codes[k] = code
-                    if code[0] != LOAD and code[0] != STORE:  # a LOAD/STORE Instr is rarely seen twice
-                        by_id[id(ins)] = code
-                        codes[k + 1:] = map(by_id.get, map(id, chunk[k + 1:]))  # its other occurrences
             except ValueError:  # no miss left: the chunk is compiled
                 break
             run.flush = False

@@ -69,10 +69,9 @@ def _chunk_source(first: int, lines: list[str]):
     return source
 
 
-def _segments(run, codes: list, first: int, compile_miss, keys: list | None = None, cache: dict | None = None) -> None:
+def _segments(run, codes: list, first: int, compile_miss) -> None:
     """Execute ``codes`` (lines ``first`` …), compiling each ``None`` entry (a miss) when the
-    instructions before it have run. With ``keys``/``cache``, the rest of the chunk is looked up
-    again after a miss (a template new in this chunk is compiled once, not at each occurrence)."""
+    instructions before it have run."""
     pos, end = 0, len(codes)
     while pos < end:
         try:
@@ -87,8 +86,6 @@ def _segments(run, codes: list, first: int, compile_miss, keys: list | None = No
         if run.flush:  # an array went dense: compiled word accesses to it are stale
             run.flush = False
             codes[j + 1:] = [None] * (end - j - 1)
-        elif keys is not None:
-            codes[j + 1:] = map(cache.get, keys[j + 1:])
         pos = j
 
 
@@ -99,6 +96,9 @@ def _run_exact(run, lines: list[str], first: int, cache: dict) -> None:
     codes = list(map(cache.get, lines))
 
     def compile_miss(j: int) -> tuple:
+        code = cache.get(lines[j])
+        if code is not None:  # compiled at an earlier occurrence in this chunk
+            return code
         code = _compile_line(run, first + j, lines[j])
         if run.flush:
             cache.clear()
@@ -116,6 +116,9 @@ def _run_templates(run, lines: list[str], keys: list[str], first: int, templates
 
     def compile_miss(j: int) -> tuple:
         line, key = lines[j], keys[j]
+        code = templates.get(key)
+        if code is not None:  # compiled at an earlier occurrence in this chunk
+            return code
         n = first + j
         count = key.count("[]")
         if count:
@@ -144,7 +147,7 @@ def _run_templates(run, lines: list[str], keys: list[str], first: int, templates
             exact[line] = code
         return code
 
-    _segments(run, codes, first, compile_miss, keys, templates)
+    _segments(run, codes, first, compile_miss)
 
 
 _SKIP0 = (SKIP, SKIP_SLOT, 0, (None, "", False))
