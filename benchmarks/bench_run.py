@@ -1,21 +1,23 @@
-"""Benchmark: `toym run --no-steps --format json` on a ten-million-instruction trace.
+"""Benchmark: the simulator's speed and memory on long traces.
 
-Prints instructions per second and peak memory (RSS) of the simulator process, beside
-the time a bare Python loop takes just to read and split the same file's lines (the
-ratio simulator/bare is the figure to report), for two kinds of trace:
+Each row runs one trace in a fresh process and prints instructions per second, the ratio to a
+bare Python loop that only reads the same file and splits its lines (measured in the same run:
+the figure to report), and the process's peak RSS:
 
-* ``matmul``  inner-product matmul (3 registers): addresses repeat, so most lines are
-  seen before (the simulator's line cache hits);
-* ``softmax`` online softmax (4 registers): every LOAD/STORE names a new element, so
-  3 lines in 14 are new and must be parsed (through the LOAD/STORE template path);
-* ``softmax×k`` the online softmax of 1000 elements repeated until the trace is long
-  enough: the trace grows, the DRAM it touches stays the same.
+* ``softmax``    ``toym gen softmax --n N --algo online --no-data``: every LOAD/STORE names a new
+                 address (3 lines in 14 never seen before) — the hard case for a line cache;
+* ``matmul``     an inner-product matmul (3 registers): addresses repeat n times;
+* ``softmax×k``  the online softmax of 1000 elements, repeated: the trace grows, the DRAM it
+                 touches does not (peak memory must stay flat);
+* ``program``    the softmax trace as a generated ``Program`` through the Python API
+                 (``simulate(softmax_program(...))``, no text round-trip; the generator's time is
+                 not counted).
 
-A 1M-instruction run of each is measured too. Peak memory does not grow with the trace's
-length: it grows with the DRAM the program touches (matmul's n² and softmax's n elements
-grow with the trace here; softmax×k's do not, and its peak stays flat).
+Every run is `toym run FILE --no-steps --format json` (or the API call) and its instruction count
+is checked. Memory grows with the DRAM cells a trace touches, not with its length: the last line
+gives MB per million cells from the softmax traces' two sizes.
 
-Usage:  python benchmarks/bench_run.py [--instructions 10000000] [--keep DIR]
+Usage:  python benchmarks/bench_run.py [--instructions 3000000] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -23,15 +25,38 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 
+_RUN = ("import resource, sys, time\n"
+        "from toymachine.cli import main\n"
+        "sys.argv = ['toym', 'run', sys.argv[1], '--no-steps', '--format', 'json', '-o', sys.argv[2]]\n"
+        "t = time.perf_counter()\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write(f'{time.perf_counter() - t} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n")
+_PROGRAM = ("import json, resource, sys, time\n"
+            "from toymachine import simulate\n"
+            "from toymachine.gen import softmax_program\n"
+            "p = softmax_program(n=int(sys.argv[1]), algo='online', with_data=False)\n"
+            "t = time.perf_counter()\n"
+            "r = simulate(p, steps=False)\n"
+            "wall = time.perf_counter() - t\n"
+            "open(sys.argv[2], 'w').write(json.dumps({'instructions': r.instructions}))\n"
+            "sys.stderr.write(f'{wall} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n")
 
-def write_matmul(path: str, target: int) -> int:
-    """C = A·B inner product, 3 registers: 3n³ + n² instructions."""
+
+def write_softmax(path: str, target: int) -> tuple[int, int]:
+    """The generator's online softmax (14n − 4 instructions): (instructions, DRAM cells)."""
+    n = max(2, (target + 4) // 14)
+    subprocess.run([sys.executable, "-m", "toymachine", "gen", "softmax", "--n", str(n), "--algo", "online",
+                    "--no-data", "-o", path], check=True)
+    return 14 * n - 4, 2 * n
+
+
+def write_matmul(path: str, target: int) -> tuple[int, int]:
+    """C = A·B inner product, 3 registers: 3n³ + n² instructions, 3n² cells."""
     n = 2
     while 3 * (n + 1) ** 3 + (n + 1) ** 2 <= target:
         n += 1
@@ -45,29 +70,11 @@ def write_matmul(path: str, target: int) -> int:
                 lines.append(f"STORE R2, c[{i}][{j}]\n")
                 fh.writelines(lines)
                 count += len(lines)
-    return count
+    return count, 3 * n * n
 
 
-def write_softmax(path: str, target: int) -> int:
-    """Online softmax, 4 registers: 14n − 4 instructions."""
-    n = max(2, (target + 4) // 14)
-    count = 0
-    with open(path, "w") as fh:
-        fh.write("LOAD x[0], R0\nMOV R0, R1\nSUB R0, R1, R0\nEXP R0, R0\nMOV R0, R2\n")
-        count += 5
-        for i in range(1, n):
-            fh.write(f"LOAD x[{i}], R0\nMOV R1, R3\nMAX R1, R0, R1\nSUB R3, R1, R3\nSUB R0, R1, R0\n"
-                     "EXP R3, R3\nEXP R0, R0\nMUL R2, R3, R2\nADD R2, R0, R2\n")
-            count += 9
-        for i in range(n):
-            fh.write(f"LOAD x[{i}], R0\nSUB R0, R1, R0\nEXP R0, R0\nDIV R0, R2, R0\nSTORE R0, out[{i}]\n")
-            count += 5
-    return count
-
-
-def write_softmax_repeated(path: str, target: int) -> int:
-    """Online softmax over the same 1000 elements, again and again: the trace grows, the
-    DRAM it touches does not — so peak memory must not grow either."""
+def write_softmax_repeated(path: str, target: int) -> tuple[int, int]:
+    """Online softmax over the same 1000 elements, again and again."""
     n = 1000
     block = ["LOAD x[0], R0\n", "MOV R0, R1\n", "SUB R0, R1, R0\n", "EXP R0, R0\n", "MOV R0, R2\n"]
     for i in range(1, n):
@@ -79,10 +86,11 @@ def write_softmax_repeated(path: str, target: int) -> int:
     with open(path, "w") as fh:
         for _ in range(repeats):
             fh.writelines(block)
-    return repeats * len(block)
+    return repeats * len(block), 2 * n
 
 
 def bare_loop(path: str) -> float:
+    """Read the file and split every line: the least any line-by-line reader does."""
     t = time.perf_counter()
     words = 0
     with open(path) as fh:
@@ -91,45 +99,49 @@ def bare_loop(path: str) -> float:
     return time.perf_counter() - t
 
 
-def run_toym(path: str) -> tuple[float, float, dict]:
-    """Wall time, peak RSS (MiB) of a fresh `toym run` process, and its JSON."""
-    code = ("import resource, sys, time\n"
-            "from toymachine.cli import main\n"
-            "sys.argv = ['toym', 'run', sys.argv[1], '--no-steps', '--format', 'json', '-o', sys.argv[2]]\n"
-            "t = time.perf_counter()\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "sys.stderr.write(f'{time.perf_counter() - t} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n")
-    out = path + ".json"
-    proc = subprocess.run([sys.executable, "-c", code, path, out], capture_output=True, text=True, check=True)
+def _measure(code: str, *args: str) -> tuple[float, float, dict]:
+    """Wall time, peak RSS (MiB) and JSON of one fresh process."""
+    out = args[-1]
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
     wall, rss_kib = proc.stderr.strip().splitlines()[-1].split()
     with open(out) as fh:
-        result = json.load(fh)
-    return float(wall), int(rss_kib) / 1024, result
+        return float(wall), int(rss_kib) / 1024, json.load(fh)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--instructions", type=int, default=10_000_000)
+    ap.add_argument("--instructions", type=int, default=3_000_000)
     ap.add_argument("--keep", default=None, help="directory for the generated traces (default: a temp dir)")
     args = ap.parse_args()
     tmp = args.keep or tempfile.mkdtemp(prefix="toym-bench-")
     rows = []
-    for kind, writer in (("matmul", write_matmul), ("softmax", write_softmax),
-                         ("softmax×k", write_softmax_repeated)):
+    softmax_points = []
+    for kind, writer in (("softmax", write_softmax), ("matmul", write_matmul), ("softmax×k", write_softmax_repeated)):
         for target in (args.instructions // 10, args.instructions):
             path = os.path.join(tmp, f"{kind}_{target}.asm")
-            count = writer(path, target)
+            count, cells = writer(path, target)
             bare = bare_loop(path)
-            wall, rss, result = run_toym(path)
+            wall, rss, result = _measure(_RUN, path, path + ".json")
             assert result["instructions"] == count, (result["instructions"], count)
-            rows.append((kind, count, wall, count / wall, rss, bare, wall / bare))
-            print(f"{kind:10s} {count:>11,d} instr  {wall:7.2f} s  {count / wall / 1e6:5.2f} M instr/s  "
-                  f"peak RSS {rss:7.1f} MiB  bare read+split {bare:6.2f} s  ratio {wall / bare:5.2f}x", flush=True)
+            rows.append((kind, count, wall, rss, bare))
+            if kind == "softmax":
+                softmax_points.append((cells, rss))
+                n = (count + 4) // 14
+                pwall, prss, presult = _measure(_PROGRAM, str(n), path + ".program.json")
+                assert presult["instructions"] == count
+                rows.append(("program", count, pwall, prss, bare))
+            for row in rows[-2 if kind == "softmax" else -1:]:
+                k, c, w, r, b = row
+                print(f"{k:10s} {c:>11,d} instr  {w:7.2f} s  {c / w / 1e6:5.2f} M instr/s  peak RSS {r:7.1f} MiB  "
+                      f"bare read+split {b:6.2f} s  ratio {w / b:5.2f}×", flush=True)
     print()
-    print("| trace | instructions | time (s) | M instr/s | peak RSS (MiB) | bare read+split (s) | ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for kind, count, wall, ips, rss, bare, ratio in rows:
-        print(f"| {kind} | {count:,} | {wall:.2f} | {ips / 1e6:.2f} | {rss:.1f} | {bare:.2f} | {ratio:.2f}× |")
+    print("| trace | instructions | time (s) | M instr/s | ÷ bare read+split | peak RSS (MiB) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for kind, count, wall, rss, bare in rows:
+        print(f"| {kind} | {count:,} | {wall:.2f} | {count / wall / 1e6:.2f} | {wall / bare:.2f}× | {rss:.1f} |")
+    (c0, r0), (c1, r1) = softmax_points
+    print(f"\nmemory: {(r1 - r0) / (c1 - c0) * 1e6:.0f} MB per million DRAM cells touched "
+          f"(softmax: {c0:,} → {c1:,} cells, {r0:.0f} → {r1:.0f} MiB)")
 
 
 if __name__ == "__main__":

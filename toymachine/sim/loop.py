@@ -19,6 +19,7 @@ __all__ = ["execute"]
 from ..result import Step
 from .engines import scalar
 from ..errors import RuntimeFault
+from ..isa import _mac
 from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
 from .symbolic import Expr, const, leaf
 
@@ -37,11 +38,20 @@ def execute(run, codes: list, first: int, lines=None) -> None:
     reads = writes = 0
     event = scalar.numeric_event
     nxt = run.next_index
+    fma = _mac
     for code in codes:
         step += 1
         kind = code[0]
         counts[code[1]] += 1
-        if kind == BINARY:
+        if kind == LOAD:
+            arr = code[2]
+            v = arr.cells.get(code[3])
+            if v is None:
+                run.step = step
+                v = _initial(run, arr, code[3], code, _line(first, lines, step + shift))
+            reads += 1
+            regs[code[4]] = v
+        elif kind == BINARY:
             x = regs[code[4]]
             y = regs[code[5]]
             try:
@@ -62,8 +72,14 @@ def execute(run, codes: list, first: int, lines=None) -> None:
                     if arr.fixed:
                         _fault(run, arr, idx, _line(first, lines, step + shift), 0)
                     arr.shape[0] = idx[0] + 1
+            elif code[3] == 2:
+                idx = (nxt(), nxt())
+                shape = arr.shape
+                if idx[0] >= shape[0] or idx[1] >= shape[1]:
+                    _grow(run, arr, idx, _line(first, lines, step + shift), 0)
             else:
-                idx = _indices(run, arr, nxt, code[3], _line(first, lines, step + shift), 0)
+                idx = tuple([nxt() for _ in range(code[3])])
+                _grow(run, arr, idx, _line(first, lines, step + shift), 0)
             v = arr.cells.get(idx)
             if v is None:
                 run.step = step
@@ -89,20 +105,12 @@ def execute(run, codes: list, first: int, lines=None) -> None:
             if x is None:
                 run.empty_register(_line(first, lines, step + shift), code, (x,))
             regs[code[3]] = x
-        elif kind == LOAD:
-            arr = code[2]
-            v = arr.cells.get(code[3])
-            if v is None:
-                run.step = step
-                v = _initial(run, arr, code[3], code, _line(first, lines, step + shift))
-            reads += 1
-            regs[code[4]] = v
         elif kind == TERNARY:
             x = regs[code[4]]
             y = regs[code[5]]
             z = regs[code[6]]
             try:
-                r = code[2](x, y, z)
+                r = x * y + z if code[2] is fma else code[2](x, y, z)  # MAC, exact: no call
             except Exception as exc:
                 run.step = step
                 r = event(run, _line(first, lines, step + shift), code, (x, y, z), None, exc)
@@ -121,8 +129,14 @@ def execute(run, codes: list, first: int, lines=None) -> None:
                     if arr.fixed:
                         _fault(run, arr, idx, _line(first, lines, step + shift), 1)
                     arr.shape[0] = idx[0] + 1
+            elif code[3] == 2:
+                idx = (nxt(), nxt())
+                shape = arr.shape
+                if idx[0] >= shape[0] or idx[1] >= shape[1]:
+                    _grow(run, arr, idx, _line(first, lines, step + shift), 1)
             else:
-                idx = _indices(run, arr, nxt, code[3], _line(first, lines, step + shift), 1)
+                idx = tuple([nxt() for _ in range(code[3])])
+                _grow(run, arr, idx, _line(first, lines, step + shift), 1)
             v = regs[code[4]]
             if v is None:
                 run.empty_register(_line(first, lines, step + shift), code, (v,))
@@ -166,12 +180,10 @@ def _initial(run, arr, idx: tuple, code: tuple, line: int):
     return v
 
 
-def _indices(run, arr, nxt, count: int, line: int, operand: int) -> tuple:
-    idx = tuple([nxt() for _ in range(count)])
-    msg = arr.check_index(idx)
-    if msg is not None:
+def _grow(run, arr, idx: tuple, line: int, operand: int) -> None:
+    """An index past the shape known so far: an implied shape grows, a fixed one faults."""
+    if arr.check_index(idx) is not None:
         _fault(run, arr, idx, line, operand)
-    return idx
 
 
 def _line(first: int, lines, i: int) -> int:

@@ -22,6 +22,8 @@ from __future__ import annotations
 __all__ = ["run_text", "CACHE_LIMIT"]
 
 import re
+from itertools import compress
+from operator import not_
 from typing import Iterable
 
 from ..asm import parse_line, strip_comment
@@ -31,15 +33,25 @@ from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
 
 CACHE_LIMIT = 131_072  # distinct compiled lines kept; bounds memory on huge traces
+NEW_LINES_FOR_TEMPLATES = 0.05  # a chunk with more new lines than this moves the next ones to templates
+PROBE_EVERY = 8  # chunks in template mode before lines are tried again
 _INDEX = re.compile(r"\[(\d+)\]")  # an integer index, as in x[3] or a[0][1]
 _NO_INDICES = iter(()).__next__
 
 
 def run_text(run, chunks: Iterable[str]) -> None:
-    """Run a trace given as text chunks that end at line boundaries (the last may not)."""
+    """Run a trace given as text chunks that end at line boundaries (the last may not).
+
+    Each chunk runs in one of two modes, both exact: *lines* (a line is its own cache key — best
+    when lines repeat, as a matmul's addresses do, and the only mode while step rows are recorded
+    or in symbolic mode) or *templates* (best when most addresses are new, as in a long softmax).
+    A chunk in which over ``NEW_LINES_FOR_TEMPLATES`` of the lines were new moves the next ones to
+    templates; every ``PROBE_EVERY``-th chunk then tries lines again."""
     exact: dict[str, tuple] = {}  # line → code
     templates: dict[str, tuple] = {}  # template line → code
     first = 1
+    use_templates = False
+    since_probe = 0
     for text in chunks:
         if not text:
             continue
@@ -47,9 +59,11 @@ def run_text(run, chunks: Iterable[str]) -> None:
         if text.endswith("\n"):
             lines.pop()
         run.source = _chunk_source(first, lines)
-        if run.record or run.symbolic:
+        if run.record or run.symbolic or not use_templates or since_probe >= PROBE_EVERY:
             run.next_index = _NO_INDICES
-            _run_exact(run, lines, first, exact)
+            new = _run_exact(run, lines, first, exact)
+            use_templates = not (run.record or run.symbolic) and new > NEW_LINES_FOR_TEMPLATES * len(lines)
+            since_probe = 0
         else:
             if len(templates) > CACHE_LIMIT:
                 templates.clear()
@@ -58,6 +72,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
                 keys.pop()
             run.next_index = iter(list(map(int, _INDEX.findall(text)))).__next__
             _run_templates(run, lines, keys, first, templates, exact)
+            since_probe += 1
         first += len(lines)
 
 
@@ -89,11 +104,23 @@ def _segments(run, codes: list, first: int, compile_miss) -> None:
         pos = j
 
 
-def _run_exact(run, lines: list[str], first: int, cache: dict) -> None:
-    """Compile whole lines (step rows, symbolic mode): a line is its own cache key."""
+def _run_exact(run, lines: list[str], first: int, cache: dict) -> int:
+    """Compile whole lines: a line is its own cache key. The lines new to the cache are compiled
+    ahead, in bulk, where that has no effect a later line could see (registers and arrays that
+    exist already); the others in trace order, after the instructions before them ran. Returns
+    how many lines were new."""
     if len(cache) > CACHE_LIMIT:
         cache.clear()
     codes = list(map(cache.get, lines))
+    new = 0
+    if None in codes:
+        missing = dict.fromkeys(compress(lines, map(not_, codes)))
+        new = len(missing)
+        for line in missing:
+            code = scalar.compile_ahead(run, line)
+            if code is not None:
+                cache[line] = code
+        codes = list(map(cache.get, lines))
 
     def compile_miss(j: int) -> tuple:
         code = cache.get(lines[j])
@@ -108,11 +135,20 @@ def _run_exact(run, lines: list[str], first: int, cache: dict) -> None:
         return _SKIP0  # a directive ran: nothing to execute, never cached (it runs where it stands)
 
     _segments(run, codes, first, compile_miss)
+    return new
 
 
 def _run_templates(run, lines: list[str], keys: list[str], first: int, templates: dict, exact: dict) -> None:
-    """Compile template lines: LOAD/STORE lines that differ only in their indices share one code."""
+    """Compile template lines: LOAD/STORE lines that differ only in their indices share one code.
+    Templates new to the cache are compiled ahead where that has no effect (as in ``_run_exact``)."""
     codes = list(map(templates.get, keys))
+    if None in codes:
+        first_lines = dict(reversed(list(compress(zip(keys, lines), map(not_, codes)))))  # key → its first line
+        for key, line in first_lines.items():
+            code = scalar.template_ahead(run, key, line)
+            if code is not None:
+                templates[key] = code
+        codes = list(map(templates.get, keys))
 
     def compile_miss(j: int) -> tuple:
         line, key = lines[j], keys[j]

@@ -17,7 +17,9 @@ that is non-finite or zero, or an operation that raised — is ``numeric_event``
 
 from __future__ import annotations
 
-__all__ = ["claims", "setup", "compile", "report", "compile_memory", "compile_memory_line", "numeric_event",
+__all__ = ["claims", "setup", "compile", "report", "compile_memory", "compile_memory_line", "compile_ahead",
+           "template_ahead",
+           "numeric_event",
            "scalar_flops",
            "MAY_UNDERFLOW"]
 
@@ -26,10 +28,11 @@ from typing import Callable
 
 from ...errors import AsmError, RuntimeFault
 from ...isa import ISA, MNEMONICS
+from ...asm import parse_line, strip_comment
 from ...program import ACCUMULATOR, Instr, Reg
-from ..memory import TILE
+from ..memory import SCALAR, TILE
 from ..symbolic import SYMBOLIC_OPS
-from .kinds import BINARY, COPY, EXEC, LOAD, MM, OPINDEX, SFU, STORE, TERNARY, TILE_BASE, UNARY, VEC
+from .kinds import BINARY, COPY, EXEC, LOAD, LOAD_T, MM, OPINDEX, SFU, STORE, STORE_T, TERNARY, TILE_BASE, UNARY, VEC
 
 # where ACC (the MAC unit's accumulator) may stand: (mnemonic, operand position)
 _ACC_USES = frozenset({("MAC_Z", 2), ("MAC", 2), ("MAC", 3), ("STORE", 0), ("MOV", 0)})
@@ -135,10 +138,54 @@ def _index_fault(run, arr, idx: tuple, line: int, kind: int) -> None:
                        hint="declared/given arrays have a fixed shape; check the index or the .data")
 
 
-def compile_memory_line(run, n: int, text: str):
-    """``LOAD x[i], Rk`` / ``STORE Rk, x[i][j]`` compiled without the general parser (string
-    methods only; text mode's fast path); anything unusual returns None and takes the general
-    path."""
+def compile_ahead(run, text: str):
+    """Compile a scalar line before the lines ahead of it have run, where that can have no effect
+    a line in between could see: every register it names exists already, and so does every array
+    it reads or writes (held as words, used before), its index inside a declared shape. None
+    otherwise — the line then compiles in trace order (``sim.text``)."""
+    code = _memory_parts(text)
+    if code is not None:
+        store, name, reg, idx = code
+        arr = run.memory.arrays.get(name)
+        slot = run.slots.get(reg)
+        if slot is None or arr is None or arr.mode != SCALAR or name not in run.used_arrays:
+            return None
+        if arr.check_index(idx) is not None:  # grows an implied shape (no one sees it early) or faults
+            return None
+        if store:
+            arr.written = True
+            return (STORE, _OP_STORE, arr, idx, slot, (None, text.strip(), False))
+        arr.read = True
+        return (LOAD, _OP_LOAD, arr, idx, slot, (None, text.strip(), False))
+    if "[" in text:
+        return None
+    try:
+        ins = parse_line(text, 0, run.file)
+    except AsmError:
+        return None
+    if ins is None or not isinstance(ins, Instr) or ISA[ins.op].kind not in _KIND or ins.op in _MEMORY:
+        return None
+    if any(not isinstance(x, Reg) or x.name[:1] != "R" or x.name not in run.slots or x.transpose for x in ins.args):
+        return None  # words only (T registers are the tile engine's, ACC compiles in order)
+    return compile(run, ins, 0, strip_comment(text).strip())
+
+
+def template_ahead(run, key: str, text: str):
+    """The template code of ``key`` (``LOAD x[], R0``: LOAD/STORE whose indices come from the
+    line; ``sim.text``), or the code of a line without indices, compiled ahead as ``compile_ahead``
+    allows; None otherwise."""
+    count = key.count("[]")
+    if not count:
+        return compile_ahead(run, text)
+    code = compile_ahead(run, text)
+    if code is None or code[0] not in (LOAD, STORE):
+        return None
+    return (LOAD_T if code[0] == LOAD else STORE_T, code[1], code[2], count, code[4], (None, key, False))
+
+
+def _memory_parts(text: str):
+    """``LOAD x[i], Rk`` / ``STORE Rk, x[i][j]`` → (store?, array, "Rk", index); None for any other
+    line (string methods only: the fast path of traces)."""
     head = text[:5]
     if head == "LOAD " or head == "load ":
         lb = text.find("[", 5)
@@ -151,7 +198,7 @@ def compile_memory_line(run, n: int, text: str):
         name = text[5:lb].strip()
         reg = text[comma + 1:].strip()
         inner = text[lb + 1:rb]
-        mem_op, reg_op, store = 0, 1, False
+        store = False
     elif text[:6] == "STORE " or text[:6] == "store ":
         comma = text.find(",", 6)
         lb = text.find("[", comma)
@@ -161,7 +208,7 @@ def compile_memory_line(run, n: int, text: str):
         reg = text[6:comma].strip()
         name = text[comma + 1:lb].strip()
         inner = text[lb + 1:rb]
-        mem_op, reg_op, store = 1, 0, True
+        store = True
     else:
         return None
     if not (reg[:1] in ("R", "r") and reg[1:].isdigit() and name.isidentifier() and name.isascii()):
@@ -173,8 +220,18 @@ def compile_memory_line(run, n: int, text: str):
         if not all(p.isdigit() for p in parts):
             return None
         idx = tuple(map(int, parts))
-    slot = run.slot_of("R" + str(int(reg[1:])), n, reg_op)
-    arr = run.array_at(name, idx, n, mem_op, store)
+    return store, name, "R" + str(int(reg[1:])), idx
+
+
+def compile_memory_line(run, n: int, text: str):
+    """``LOAD x[i], Rk`` / ``STORE Rk, x[i][j]`` compiled without the general parser (text mode's
+    fast path); anything unusual returns None and takes the general path."""
+    parts = _memory_parts(text)
+    if parts is None:
+        return None
+    store, name, reg, idx = parts
+    slot = run.slot_of(reg, n, 0 if store else 1)
+    arr = run.array_at(name, idx, n, 1 if store else 0, store)
     if arr.mode == TILE:
         return None  # the array is held dense: the general path compiles a word access to it
     return (STORE if store else LOAD, _OP_STORE if store else _OP_LOAD, arr, idx, slot,
