@@ -84,6 +84,9 @@ def gen_variance(
 def gen_attention(
     level: Level = typer.Option("scalar", "--level", help="scalar: the register machine; tile: the SRAM/HBM machine."),
     n: int = typer.Option(4, "--n", help="Sequence length (rows of Q, K, V)."),
+    nk: Optional[int] = typer.Option(None, "--nk", help="Tile level: keys/values length (default --n: "
+                                                        "cross-attention otherwise; --causal aligns the mask "
+                                                        "bottom-right, query i attends keys j ≤ i + nk − n)."),
     d: int = typer.Option(2, "--d", help="Head dimension."),
     registers: Optional[int] = typer.Option(None, "--registers", "-r",
                                             help="Scalar level: Register count (default: the minimum needed)."),
@@ -96,6 +99,8 @@ def gen_attention(
     algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: standard, fa1 or fa2."),
     batch: Optional[int] = typer.Option(None, "--batch", help="Tile level: Batch size."),
     heads: Optional[int] = typer.Option(None, "--heads", help="Tile level: Number of heads."),
+    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="Tile level: K/V heads (default --heads; fewer: "
+                                                                    "grouped-query attention, 1: multi-query)."),
     causal: Optional[bool] = typer.Option(None, "--causal/--no-causal", help="Tile level: Causal mask."),
     block_m: Optional[int] = typer.Option(None, "--block-m", help="Tile level: Query block rows."),
     block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: Key/value block rows."),
@@ -115,7 +120,8 @@ def gen_attention(
     """Attention softmax(QKᵀ)·V: scalar machine (seed 000, 'Inner Product vs. Outer Product in
     Attention') or, with --level tile, the tile machine's generator."""
     scalar_only = {"--registers": registers, "--output-slots": output_slots}
-    tile_only = {"--algo": algo, "--batch": batch, "--heads": heads, "--causal": causal, "--block-m": block_m,
+    tile_only = {"--algo": algo, "--batch": batch, "--heads": heads, "--nk": nk, "--kv-heads": kv_heads,
+                 "--causal": causal, "--block-m": block_m,
                  "--block-n": block_n, "--sram": sram, "--pass": pass_, "--precompute-d": precompute_d,
                  "--scale": scale}
     with_data = data if data is not None else level.value == "scalar"
@@ -133,7 +139,8 @@ def gen_attention(
                                      output_slots=output_slots, variant=variant.value, with_data=with_data,
                                      seed=seed), output
         return _tile_attention(n=n, d=d, variant=variant.value, with_data=with_data, algo=algo, pass_=pass_,
-                               batch=batch, heads=heads, causal=causal, block_m=block_m, block_n=block_n,
+                               batch=batch, heads=heads, nk=nk, kv_heads=kv_heads, causal=causal, block_m=block_m,
+                               block_n=block_n,
                                sram_words=sram, order=order, precompute_d=precompute_d, scale=scale,
                                seed=seed), output
 

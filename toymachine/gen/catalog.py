@@ -86,10 +86,11 @@ def _tile_cost(**p) -> Cost:
     br, bc, _ = resolve_blocks(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"],
                                block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"],
                                scaled=tau != 1.0, precompute_d=q["precompute_d"], order=q["order"],
-                               heads=q["batch"] * q["heads"])
+                               heads=q["batch"] * q["heads"], nk=q["nk"],
+                               kv_heads=None if q["kv_heads"] is None else q["batch"] * q["kv_heads"])
     c = attention_tile_cost(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], batch=q["batch"],
                             heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"],
-                            precompute_d=q["precompute_d"], order=q["order"])
+                            precompute_d=q["precompute_d"], order=q["order"], nk=q["nk"], kv_heads=q["kv_heads"])
     return Cost(ops=dict(c.ops), registers=c.registers,
                 breakdown={"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
                            "HBM footprint": c.hbm_footprint, "matmul FLOPs": c.flops_matmul,
@@ -98,7 +99,7 @@ def _tile_cost(**p) -> Cost:
 def _tile_bound(**p) -> Bound:
     """Compulsory traffic: every input word read once, every output word written once."""
     shapes = array_shapes(n=p["n"], d=p["d"], batch=p["batch"], heads=p["heads"], algo=p["algo"],
-                          pass_=p["pass"])
+                          pass_=p["pass"], nk=p["nk"], kv_heads=p["kv_heads"])
     size = {k: int(np.prod(v)) for k, v in shapes.items()}
     if p["pass"] == "forward":
         ins, outs = ("Q", "K", "V"), (("O", "l", "m") if p["algo"] == "fa1" else ("O", "L"))
@@ -116,10 +117,13 @@ register(GeneratorSpec(
     "attention-tile", "tiled attention on the SRAM/HBM machine: standard, FlashAttention-1/2, forward/backward",
     (Param("n", int, 256, "sequence length", minimum=1),
      Param("d", int, 64, "head dimension", minimum=1),
+     Param("nk", int, None, "keys/values length Nk (default n; causal aligned bottom-right, needs nk ≥ n)",
+           minimum=1),
      Param("algo", str, "fa2", "standard, fa1 or fa2", choices=ALGOS),
      Param("pass", str, "forward", "forward or backward", choices=PASSES),
      Param("batch", int, 1, "batch size", minimum=1),
      Param("heads", int, 1, "heads", minimum=1),
+     Param("kv_heads", int, None, "K/V heads (default heads; fewer: grouped-query, 1: multi-query)", minimum=1),
      Param("causal", bool, False, "causal mask"),
      Param("block_m", int, None, "query block rows Br (default: from --sram, else 64)", minimum=1),
      Param("block_n", int, None, "key block rows Bc (default: from --sram, else 64)", minimum=1),

@@ -1,7 +1,7 @@
 """Closed-form costs of the tile machine's attention programs (``toymachine.gen.tile``).
 
-Every count here is a formula in the parameters (n, d, batch·heads, block sizes, causal,
-algorithm, pass, variant) — sums over the Tr = ⌈n/Br⌉ query blocks at most, never a
+Every count here is a formula in the parameters (n queries, nk keys, d, batch·heads query heads
+and batch·kv_heads key/value heads, block sizes, causal, algorithm, pass, variant) — sums over the Tr = ⌈n/Br⌉ query blocks at most, never a
 simulation. The tests hold the simulator to them at random parameter points
 (``tests/test_tile_cost.py``): HBM words read and written, per-array traffic, FLOPs, SRAM
 peak and every instruction count.
@@ -14,6 +14,11 @@ Tr·Tc, n·Tc, Tr·n, n²) — ``blocks`` defines them with ``Blocks``.
 HBM footprint (words the arrays occupy, per head): 4nd + n (fa2: Q K V O, L), 4nd + 2n (fa1),
 4nd + 2n² + n (standard: S and P are n × n — seed 003's quadratic memory curve); backward
 8nd + 2n (fa2), 8nd + 3n (fa1).
+
+With nk ≠ n the K/V terms below read nk for n (``forward_words``/``backward_words`` print them so);
+with kv_heads < heads the column-order backward and the split dkdv launch read K, V and write dK,
+dV once per key/value head (a group of heads/kv_heads query heads shares them); everything else is
+per query head.
 
 HBM words of one head (batch·heads heads; words = elements):
 
@@ -60,21 +65,24 @@ from .forward import forward_words, tally_forward
 
 def _rows_sums(g: Blocks) -> dict[str, int]:
     s = g.sums()
-    s.update(N=g.n, Tr=g.tr, Tc=g.tc)
+    s.update(N=g.n, NK=g.keys, Tr=g.tr, Tc=g.tc)
     return s
 
 
 def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", batch: int = 1, heads: int = 1,
                         causal: bool = False, block_m: int, block_n: int, variant: str = "exact",
                         precompute_d: bool = True, order: str = "row", scale: float | None = None,
-                        phase: str | None = None) -> TileCost:
+                        phase: str | None = None, nk: int | None = None, kv_heads: int | None = None) -> TileCost:
     """The closed-form cost of ``gen.tile.attention_program`` with these (resolved) blocks
-    (``phase``: one launch of the split backward)."""
+    (``phase``: one launch of the split backward; ``nk``: keys, default n; ``kv_heads``: K/V
+    heads, default ``heads``)."""
     check_split(pass_, order, precompute_d, phase)
-    br, bc = min(block_m, n), min(block_n, n)
-    g = Blocks(n, br, bc, causal)
+    keys = n if nk is None else nk
+    kvh = heads if kv_heads is None else kv_heads
+    br, bc = min(block_m, n), min(block_n, keys)
+    g = Blocks(n, br, bc, causal, None if keys == n else keys)
     s = _rows_sums(g)
-    h = batch * heads
+    h, hk = batch * heads, batch * kvh
     scaled = (d ** -0.5 if scale is None else scale) != 1.0
     t = Tally()
     if scaled:
@@ -83,21 +91,22 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
         tally_forward(t, g, s, d, h, algo, variant, scaled)
     elif order == "split":
         for ph in (phase,) if phase else SPLIT_PHASES:
-            tally_split(t, s, d, h, algo, scaled, ph)
+            tally_split(t, s, d, h, algo, scaled, ph, hk)
     else:
-        tally_backward(t, g, s, d, h, algo, scaled, precompute_d, order)
+        tally_backward(t, g, s, d, h, algo, scaled, precompute_d, order, hk)
     peak = sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bc, variant=variant, scaled=scaled, heads=h,
-                     precompute_d=precompute_d, order=order, n=n, phase=phase)
+                     precompute_d=precompute_d, order=order, n=n, phase=phase, nk=keys, kv_heads=hk)
     traffic = {a: (t.reads[a], t.writes[a]) for a in sorted(set(t.reads) | set(t.writes))}
-    if pass_ == "forward":  # Q K V O, the row statistics, and standard attention's S and P
-        footprint = 4 * n * d + {"fa2": n, "fa1": 2 * n, "standard": n + 2 * n * n}[algo]
-    else:  # Q K V O dO dQ dK dV, the statistics (L, or m and l) and D
-        footprint = 8 * n * d + (3 * n if algo == "fa1" else 2 * n)
+    if pass_ == "forward":  # Q O and the row statistics per query head, K V per key/value head, standard's S and P
+        footprint = h * (2 * n * d + {"fa2": n, "fa1": 2 * n, "standard": n + 2 * n * keys}[algo]) + hk * 2 * keys * d
+    else:  # Q O dO dQ and the statistics (L, or m and l) and D per query head; K V dK dV per key/value head
+        footprint = h * (4 * n * d + (3 * n if algo == "fa1" else 2 * n)) + hk * 4 * keys * d
     return TileCost(ops=dict(t.ops), reads=sum(t.reads.values()), writes=sum(t.writes.values()), traffic=traffic,
                     flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, sram_peak=peak,
-                    registers=_registers(algo, pass_, variant, scaled, precompute_d, bc >= n, order, phase),
-                    hbm_footprint=h * footprint,
-                    formula=_formula(algo, pass_, variant, precompute_d, order, phase), breakdown=s)
+                    registers=_registers(algo, pass_, variant, scaled, precompute_d, bc >= keys, order, phase),
+                    hbm_footprint=footprint,
+                    formula=_formula(algo, pass_, variant, precompute_d, order, phase, keys != n, kvh != heads),
+                    breakdown=s)
 
 
 def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: bool, one_key_block: bool,
@@ -115,9 +124,13 @@ def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: 
     return 10 + stats + (0 if precompute_d else 1) + s
 
 
-def _formula(algo, pass_, variant, precompute_d, order, phase=None) -> str:
+def _formula(algo, pass_, variant, precompute_d, order, phase=None, cross=False, grouped=False) -> str:
     if pass_ == "forward":
-        return forward_words(algo, variant)
-    if order == "split":
-        return split_words(algo, phase)
-    return backward_words(algo, precompute_d, order)
+        words = forward_words(algo, variant, cross)
+    elif order == "split":
+        words = split_words(algo, phase, cross)
+    else:
+        words = backward_words(algo, precompute_d, order, cross)
+    if grouped and pass_ == "backward" and (order == "col" or (order == "split" and phase in (None, "dkdv"))):
+        words += " (K, V, dK, dV terms per key/value head: a group of query heads shares them)"
+    return words

@@ -18,17 +18,20 @@ def tally_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, algo: str, varia
     {"standard": _standard_forward, "fa1": _fa1_forward, "fa2": _fa2_forward}[algo](t, g, s, d, h, variant, scaled)
 
 
-def forward_words(algo: str, variant: str) -> str:
-    """The forward pass's HBM words per head (the header's formula)."""
+def forward_words(algo: str, variant: str, cross: bool = False) -> str:
+    """The forward pass's HBM words per head (the header's formula; ``cross``: keys of length nk ≠ n)."""
+    nk = "nk" if cross else "n"
     if algo == "fa2":
-        return "reads n·d + 2·d·PC (Q once; K, V once per pair: non-causal n·d + 2·Tr·n·d), writes n·d + n (O, L)"
+        return (f"reads n·d + 2·d·PC (Q once; K, V once per pair: non-causal n·d + 2·Tr·{nk}·d), writes n·d + n "
+                f"(O, L)")
     if algo == "fa1":
         m = "2d + 2" if variant == "exact" else "2d + 1"
         w = "d + 1" if variant == "no-max" else "d + 2"
-        return (f"reads 2·n·d + ({m})·PR (K, V once; Q, O, l{', m' if variant == 'exact' else ''} per pair: "
+        return (f"reads 2·{nk}·d + ({m})·PR (K, V once; Q, O, l{', m' if variant == 'exact' else ''} per pair: "
                 f"non-causal PR = n·Tc), writes ({w})·PR")
     k = 4 if variant == "exact" else 3
-    return f"reads n·d + 2·Tr·n·d + {k}·n² (S read {k - 1}×, P once), writes 2·n² + n·d + n"
+    sq = "n·nk" if cross else "n²"
+    return f"reads n·d + 2·Tr·{nk}·d + {k}·{sq} (S read {k - 1}×, P once), writes 2·{sq} + n·d + n"
 
 
 def _fa2_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, scaled: bool) -> None:
@@ -69,9 +72,9 @@ def _fa2_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, sca
 
 
 def _fa1_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, scaled: bool) -> None:
-    n, tc, p, pr, prc = s["N"], s["Tc"], s["P"], s["PR"], s["PRC"]
-    t.load("K", h * n * d, h * tc)
-    t.load("V", h * n * d, h * tc)
+    nk, tc, p, pr, prc = s["NK"], s["Tc"], s["P"], s["PR"], s["PRC"]
+    t.load("K", h * nk * d, h * tc)
+    t.load("V", h * nk * d, h * tc)
     t.load("Q", h * pr * d, h * p)
     t.load("O", h * pr * d, h * p)
     t.load("l", h * pr, h * p)
@@ -112,13 +115,13 @@ def _fa1_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, sca
 
 
 def _standard_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, scaled: bool) -> None:
-    n, tr, tc = s["N"], s["Tr"], s["Tc"]
+    n, nk, tr, tc = s["N"], s["NK"], s["Tr"], s["Tc"]
     pairs = tr * tc  # standard attention computes every block, masked or not
-    masked = sum(tc - min(tc, tc if i0 + 1 >= n else (i0 + 1) // g.bc) for i0, _ in g.rows()) if g.causal else 0
-    nn = n * n
+    masked = sum(tc - min(tc, g.unmasked(i0)) for i0, _ in g.rows()) if g.causal else 0
+    nn = n * nk  # S and P are Nq × Nk
     # 1. S = τ·Q·Kᵀ, stored
     t.load("Q", h * n * d, h * tr)
-    t.load("K", h * tr * n * d, h * pairs)
+    t.load("K", h * tr * nk * d, h * pairs)
     t.op("MAC_Z", h * pairs, elems=h * nn * (2 * d - 1), unit="mm")
     if scaled:
         t.op("MUL", h * pairs, elems=h * nn)
@@ -148,8 +151,8 @@ def _standard_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str
     t.store("P", h * nn, h * pairs)
     # 3. O = P·V
     t.load("P", h * nn, h * pairs)
-    t.load("V", h * tr * n * d, h * pairs)
-    # MAC_Z for a row block's first key block, MAC after: Σ_i r·d·(2·Σ_j c_j − 1) = n·d·(2n − 1)
-    t.op("MAC_Z", h * tr, elems=h * n * d * (2 * n - 1), unit="mm")
+    t.load("V", h * tr * nk * d, h * pairs)
+    # MAC_Z for a row block's first key block, MAC after: Σ_i r·d·(2·Σ_j c_j − 1) = Nq·d·(2Nk − 1)
+    t.op("MAC_Z", h * tr, elems=h * n * d * (2 * nk - 1), unit="mm")
     t.op("MAC", h * (pairs - tr))
     t.store("O", h * n * d, h * tr)

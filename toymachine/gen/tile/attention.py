@@ -9,6 +9,20 @@ shape [n][d] — [batch][heads][n][d] when batch·heads > 1 — and the row stat
 (the log-sum-exp), ``m``, ``l``, ``D`` of shape [n] (or [batch][heads][n]). Inputs never
 given are the machine's deterministic random values, as for any program.
 
+Shapes users run (issue 14): ``nk`` keys/values of length Nk ≠ n (cross-attention: K, V, dK,
+dV are [nk][d]; S, P [n][nk]); the causal mask is aligned bottom-right, as torch SDPA's
+``causal_lower_right`` and flash-attn (≥ 2.1) do — query i attends keys j ≤ i + (nk − n), the
+last query sees every key; MASK gets the row offset i0 + nk − n — and needs nk ≥ n (else the
+first n − nk queries attend no key). ``kv_heads`` (grouped-query attention; 1 = multi-query):
+K, V (dK, dV) are [batch][kv_heads][nk][d], heads % kv_heads == 0, query head h reads K/V head
+h // (heads/kv_heads). The forward and the row-order backward run query head by query head
+(row order read-modify-writes dK_j, dV_j, so a group's contributions add up in HBM); the
+column order and the split order's dkdv launch hold K_j, V_j, dK_j, dV_j in SRAM while every
+query head of the group streams past, so K, V are read and dK, dV written once per K/V head
+(the kernel's grid for GQA: one dkdv program per key block and K/V head). Head dimensions are
+any d ≥ 1 (80, 96, …: the machine has no power-of-two tiles). Defaults (nk = n, kv_heads =
+heads) give the programs, byte for byte, that the generator made before these options.
+
 algo standard — Algorithm 0: S = τQKᵀ is written to HBM, P = softmax(S) is computed by the
     seed's 3-pass safe softmax over S (max, sum, normalise; Problem 4 at tile granularity)
     and written, then O = PV. HBM Θ(n·d + n²).
@@ -50,8 +64,8 @@ of every program says what it computes, its blocks, SRAM occupancy and HBM cost.
 
 Costs in closed form: ``toymachine.cost.tile.attention_tile_cost``.
 
-This module holds the public API (``attention_program``, ``run_attention``, ``array_shapes``,
-``resolve_blocks``, the parameter tuples; ``gen.catalog`` registers ``attention-tile`` with the
+This module holds the public API (``attention_program``, ``array_shapes``, ``resolve_blocks``,
+the parameter tuples; ``run`` holds ``run_attention``; ``gen.catalog`` registers ``attention-tile`` with the
 sweep). The instruction streams live in ``forward`` (standard, FA1, FA2) and ``backward`` (row,
 col, split), sharing ``emit``'s ``Emitter``; the arrays and header in ``header``; the float64
 references in ``reference``.
@@ -59,8 +73,7 @@ references in ``reference``.
 
 from __future__ import annotations
 
-__all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_program", "run_attention",
-           "resolve_blocks",
+__all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_program", "resolve_blocks",
            "attention_reference", "attention_backward_reference", "array_shapes"]
 
 import math
@@ -102,25 +115,29 @@ def _choice(name: str, value, choices: Iterable[str]) -> str:
 def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", block_m: int | None = None,
                    block_n: int | None = None, sram_words: int | None = None, variant: str = "exact",
                    scaled: bool = True, precompute_d: bool = True, order: str = "row",
-                   heads: int = 1, phase: str | None = None) -> tuple[int, int, str]:
-    """(Br, Bc, how they were chosen): given, from the SRAM size, or 64 × 64; clamped to n."""
+                   heads: int = 1, phase: str | None = None, nk: int | None = None,
+                   kv_heads: int | None = None) -> tuple[int, int, str]:
+    """(Br, Bc, how they were chosen): given, from the SRAM size, or 64 × 64; Br clamped to n
+    (the queries), Bc to nk (the keys, default n). ``heads``/``kv_heads``: all batches' heads."""
+    keys = n if nk is None else nk
     fit = dict(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
-               precompute_d=precompute_d, order=order, heads=heads, phase=phase)
+               precompute_d=precompute_d, order=order, heads=heads, phase=phase, nk=nk, kv_heads=kv_heads)
     if block_m is not None or block_n is not None or sram_words is None:
         if sram_words is not None and (block_m is None or block_n is None):
             pbr, pbc, _ = fit_blocks(**fit)
         else:
             pbr = pbc = DEFAULT_BLOCK
         br = min(n, block_m if block_m is not None else pbr)
-        bc = min(n, block_n if block_n is not None else pbc)
+        bc = min(keys, block_n if block_n is not None else pbc)
         note = "given" if block_m is not None and block_n is not None else "given / default 64"
         if block_m is None and block_n is None:
             note = f"default {DEFAULT_BLOCK} × {DEFAULT_BLOCK}"
         if (br, bc) != (block_m or br, block_n or bc):
-            note += f", clamped to n = {n}"
+            note += f", clamped to n = {n}" + ("" if keys == n else f", nk = {keys}")
         if sram_words is not None:
             need = sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bc, variant=variant, scaled=scaled,
-                             precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase)
+                             precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase, nk=nk,
+                             kv_heads=kv_heads)
             if need > sram_words:
                 fbr, fbc, _ = fit_blocks(**fit)
                 raise ConfigError(f"blocks Br = {br}, Bc = {bc} need {need} words of SRAM; --sram is {sram_words}",
@@ -131,36 +148,56 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
 
 
 def array_shapes(*, n: int, d: int, batch: int = 1, heads: int = 1, algo: str = "fa2",
-                 pass_: str = "forward") -> dict[str, tuple[int, ...]]:
-    """Name → shape of every array the program declares (inputs and outputs)."""
-    lead = (batch, heads) if batch * heads > 1 else ()
-    mat, vec = lead + (n, d), lead + (n,)
+                 pass_: str = "forward", nk: int | None = None,
+                 kv_heads: int | None = None) -> dict[str, tuple[int, ...]]:
+    """Name → shape of every array the program declares (inputs and outputs): Q, O, dO, dQ
+    [batch][heads][n][d]; K, V, dK, dV [batch][kv_heads][nk][d] (the leading axes when
+    batch·heads > 1); the statistics [batch][heads][n]; standard attention's S, P [n][nk]."""
+    keys = n if nk is None else nk
+    kvh = heads if kv_heads is None else kv_heads
+    many = batch * heads > 1
+    lead, klead = ((batch, heads), (batch, kvh)) if many else ((), ())
+    mat, kmat, vec = lead + (n, d), klead + (keys, d), lead + (n,)
     if pass_ == "forward":
         if algo == "fa1":
-            return {"Q": mat, "K": mat, "V": mat, "O": mat, "l": vec, "m": vec}
-        shapes = {"Q": mat, "K": mat, "V": mat}
+            return {"Q": mat, "K": kmat, "V": kmat, "O": mat, "l": vec, "m": vec}
+        shapes = {"Q": mat, "K": kmat, "V": kmat}
         if algo == "standard":
-            shapes.update(S=lead + (n, n), P=lead + (n, n))
+            shapes.update(S=lead + (n, keys), P=lead + (n, keys))
         shapes.update(O=mat, L=vec)
         return shapes
     stats = {"m": vec, "l": vec} if algo == "fa1" else {"L": vec}
-    return {"Q": mat, "K": mat, "V": mat, "O": mat, "dO": mat, **stats, "D": vec, "dQ": mat, "dK": mat, "dV": mat}
+    return {"Q": mat, "K": kmat, "V": kmat, "O": mat, "dO": mat, **stats, "D": vec, "dQ": mat, "dK": kmat,
+            "dV": kmat}
 
 
 def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", batch: int = 1, heads: int = 1,
                       causal: bool = False, block_m: int | None = None, block_n: int | None = None,
                       sram_words: int | None = None, variant: str = "exact", precompute_d: bool = True,
                       order: str = "row", with_data: bool = False, seed: int = 0,
-                      scale: float | None = None, phase: str | None = None) -> Program:
+                      scale: float | None = None, phase: str | None = None, nk: int | None = None,
+                      kv_heads: int | None = None) -> Program:
     """A tiled attention program for the tile machine (module docstring: what each
     ``algo``/``pass_``/``order`` does; ``cost.tile.attention_tile_cost``: what it costs).
     ``phase`` (backward, order split only): one of ``SPLIT_PHASES`` alone — one kernel launch.
+    ``nk``: keys/values of length Nk (default ``n``; causal aligned bottom-right, needs Nk ≥ n);
+    ``kv_heads``: K/V heads (default ``heads``; grouped-query attention, ``heads % kv_heads == 0``).
 
     ``with_data`` embeds the inputs as ``.data`` (the machine's own random values for
     ``seed``; for the backward also O and the statistics from a float64 numpy forward, so
     the gradients are those of that forward)."""
     n, d = _int("n", n, 1), _int("d", d, 1)
     batch, heads = _int("batch", batch, 1), _int("heads", heads, 1)
+    keys = n if nk is None else _int("nk", nk, 1)
+    kvh = heads if kv_heads is None else _int("kv_heads", kv_heads, 1)
+    if heads % kvh:
+        raise ConfigError(f"--heads {heads} is not a multiple of --kv-heads {kvh} (grouped-query attention shares "
+                          f"each K, V head among heads / kv_heads query heads)",
+                          hint=f"use a --kv-heads that divides {heads}, e.g. 1 (multi-query) or {heads}")
+    if causal and keys < n:
+        raise ConfigError(f"the causal mask is aligned bottom-right (query i attends keys j ≤ i + nk − n); with "
+                          f"nk = {keys} < n = {n} the first {n - keys} queries would attend no key",
+                          hint="use --nk ≥ --n with --causal, or --no-causal")
     algo = _choice("algo", algo, ALGOS)
     pass_ = _choice("pass", pass_, PASSES)
     variant = _choice("variant", variant, VARIANTS)
@@ -186,79 +223,46 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     scaled = tau != 1.0
     br, bc, how = resolve_blocks(n=n, d=d, algo=algo, pass_=pass_, block_m=block_m, block_n=block_n,
                                  sram_words=sram_words, variant=variant, scaled=scaled, precompute_d=precompute_d,
-                                 order=order, heads=batch * heads, phase=phase)
-    g = Blocks(n, br, bc, bool(causal))
-    heads_list = [(b, hh) for b in range(batch) for hh in range(heads)] if batch * heads > 1 else [()]
+                                 order=order, heads=batch * heads, phase=phase, nk=keys,
+                                 kv_heads=batch * kvh)
+    g = Blocks(n, br, bc, bool(causal), None if keys == n else keys)
+    groups = _head_groups(batch, heads, kvh)
     e = Emitter()
     if scaled:
         e.op("FILL", tau, 1, 1, e.t(TAU))
     if pass_ == "backward" and order == "split":  # launch by launch, each over every head (the kernel's grid)
         for ph in (phase,) if phase else SPLIT_PHASES:
-            for prefix in heads_list:
-                emit_split_phase(e, g, d, tuple(prefix), ph, algo=algo, scaled=scaled)
+            for kpre, pres in groups:
+                if ph == "dkdv":  # one program per key/value head: its query heads stream past K_j, V_j
+                    emit_split_phase(e, g, d, pres, ph, algo=algo, scaled=scaled, kpre=kpre)
+                else:
+                    for pre in pres:
+                        emit_split_phase(e, g, d, [pre], ph, algo=algo, scaled=scaled, kpre=kpre)
+    elif pass_ == "backward":
+        for kpre, pres in groups:
+            emit_backward(e, g, d, pres, algo=algo, scaled=scaled, precompute_d=precompute_d, order=order, kpre=kpre)
     else:
-        build = emit_forward if pass_ == "forward" else emit_backward
-        for prefix in heads_list:
-            build(e, g, d, tuple(prefix), algo=algo, variant=variant, scaled=scaled, precompute_d=precompute_d,
-                  order=order)
+        for kpre, pres in groups:
+            for pre in pres:
+                emit_forward(e, g, d, pre, algo=algo, variant=variant, scaled=scaled, kpre=kpre)
+    extra = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
     cost = attention_tile_cost(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal),
                                block_m=br, block_n=bc, variant=variant, precompute_d=precompute_d, order=order,
-                               scale=tau, phase=phase)
-    shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_=pass_)
+                               scale=tau, phase=phase, **extra)
+    shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_=pass_, **extra)
     arrays = array_declarations(shapes, algo, pass_, precompute_d, order, with_data, seed, tau, bool(causal), n, d,
                                 phase)
     header = program_header(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal), br=br,
                             bc=bc, how=how, sram_words=sram_words, variant=variant, precompute_d=precompute_d,
                             order=order, tau=tau, scale=scale, cost=cost, g=g, with_data=with_data, seed=seed,
-                            phase=phase)
+                            phase=phase, **extra)
     return Program(tuple(e.instrs), tuple(arrays), header=tuple(header))
 
 
-# -- running it: arrays in, arrays out (what a GPU kernel is compared with) -------------------------
-def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, block_m: int | None = 64,
-                  block_n: int | None = 64, scale: float | None = None, dtype: str | None = None, machine=None,
-                  order: str = "col", precompute_d: bool = True, strict_numerics: bool = False) -> dict:
-    """Simulate the tile program on given inputs and return its outputs as arrays.
-
-    ``q, k, v`` (and ``do``): float arrays of shape (n, d), (heads, n, d) or (batch, heads, n, d).
-    Returns ``O`` (the inputs' shape) and the statistics ``L`` (fa1: ``m``, ``l``) of shape
-    (…, n); with ``do``, the backward pass too, fed the simulated O and statistics:
-    ``dQ, dK, dV`` (and ``D``). ``forward``/``backward`` hold the ``Result``s (counts,
-    alarms). ``machine``: a ``Machine`` or preset name (default: the seed's); ``dtype``
-    overrides the machine's."""
-    from ...machine import Machine, resolve_machine
-    from ...sim import simulate
-
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    if q.ndim not in (2, 3, 4) or k.shape != q.shape or v.shape != q.shape:
-        raise ConfigError(f"q, k, v must share a shape (n, d), (heads, n, d) or (batch, heads, n, d); got "
-                          f"{q.shape}, {k.shape}, {v.shape}")
-    lead = q.shape[:-2]
-    batch, heads = (1,) * (2 - len(lead)) + tuple(lead)
-    n, d = q.shape[-2:]
-    mach = machine if isinstance(machine, Machine) or machine is None else resolve_machine(machine)
-    common = dict(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=block_m, block_n=block_n,
-                  scale=scale)
-    shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo)
-
-    def given(**arrays):
-        return {name: a.reshape(shapes[name]) for name, a in arrays.items()}
-
-    fwd = simulate(attention_program(**common), mach, given(Q=q, K=k, V=v), dtype=dtype,
-                   strict_numerics=strict_numerics, steps=False)
-    stats = ("m", "l") if algo == "fa1" else ("L",)
-    out = {"O": fwd.array("O").reshape(q.shape), "forward": fwd}
-    for name in stats:
-        out[name] = fwd.array(name).reshape(q.shape[:-1])
-    if do is None:
-        return out
-    do = np.asarray(do, dtype=np.float64).reshape(q.shape)
-    bshapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_="backward")
-    data = {"Q": q, "K": k, "V": v, "dO": do, "O": out["O"], **{name: out[name] for name in stats}}
-    data = {name: a.reshape(bshapes[name]) for name, a in data.items()}
-    bwd = simulate(attention_program(**common, pass_="backward", order=order, precompute_d=precompute_d), mach, data,
-                   dtype=dtype, strict_numerics=strict_numerics, steps=False)
-    out.update({name: bwd.array(name).reshape(q.shape) for name in ("dQ", "dK", "dV")})
-    out["D"] = bwd.array("D").reshape(q.shape[:-1])
-    out["backward"] = bwd
-    return out
+def _head_groups(batch: int, heads: int, kv_heads: int) -> list[tuple[tuple, list[tuple]]]:
+    """(K/V head prefix, the prefixes of the query heads that read it), in head order: query head
+    h of a batch reads K/V head h // (heads / kv_heads). One head: ``[((), [()])]``."""
+    if batch * heads == 1:
+        return [((), [()])]
+    group = heads // kv_heads
+    return [((b, kv), [(b, kv * group + q) for q in range(group)]) for b in range(batch) for kv in range(kv_heads)]

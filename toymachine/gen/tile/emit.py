@@ -60,10 +60,12 @@ class Emitter:
 
 
 def scores(e: Emitter, g: Blocks, q: int, k: int, s: int, i0: int, j0: int, j1: int, scaled: bool) -> None:
-    """S_ij = τ·Q_i·K_jᵀ, causal-masked where a key follows a query: (Br, Bc) tile in T<s>."""
+    """S_ij = τ·Q_i·K_jᵀ, causal-masked where a key follows a query: (Br, Bc) tile in T<s>. The
+    MASK's row offset is the block's first query shifted by δ = Nk − Nq (the bottom-right-aligned
+    mask is the top-left one of rows i + δ)."""
     t = e.t
     e.op("MAC_Z", t(q), t(k, True), t(s))  # tensor core: Q_i·K_jᵀ
     if scaled:
         e.op("MUL", t(s), t(TAU), t(s))  # × τ, the softmax scale
-    if g.masked(i0, j1):
-        e.op("MASK", t(s), i0, j0, t(s))  # −inf where key j0+c > query i0+r
+    if g.masked(i0, j1):  # −inf where key j0+c > query i0+r + δ (bottom-right aligned: δ = Nk − Nq)
+        e.op("MASK", t(s), i0 + g.shift, j0, t(s))

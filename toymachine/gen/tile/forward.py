@@ -27,12 +27,14 @@ FORWARD_REGS = {
 
 
 def emit_forward(e: Emitter, g: Blocks, d: int, pre: tuple, *, algo: str, variant: str, scaled: bool,
-                 **_) -> None:
-    """One head's forward pass (``pre``: its [batch][head] index prefix)."""
-    {"fa2": _fa2_forward, "fa1": _fa1_forward, "standard": _standard_forward}[algo](e, g, d, pre, variant, scaled)
+                 kpre: tuple | None = None, **_) -> None:
+    """One query head's forward pass (``pre``: its [batch][head] index prefix; ``kpre``: its
+    key/value head's, default ``pre`` — grouped-query attention reads a shared K, V)."""
+    {"fa2": _fa2_forward, "fa1": _fa1_forward, "standard": _standard_forward}[algo](
+        e, g, d, pre, pre if kpre is None else kpre, variant, scaled)
 
 
-def _fa2_forward(e: Emitter, g: Blocks, d: int, pre: tuple, variant: str, scaled: bool) -> None:
+def _fa2_forward(e: Emitter, g: Blocks, d: int, pre: tuple, kpre: tuple, variant: str, scaled: bool) -> None:
     """FlashAttention-2, forward (Dao 2023, Algorithm 1): for each Q_i, stream every K_j, V_j
     past a running max m, sum l and unnormalised O_i in SRAM; write O_i = O_i/l and L = m + log l."""
     t, cols = e.t, g.cols()
@@ -46,8 +48,8 @@ def _fa2_forward(e: Emitter, g: Blocks, d: int, pre: tuple, variant: str, scaled
             e.op("FILL", -math.inf, r, 1, t(m_old))  # m_i = −inf
         for j in range(g.meets(i1)):
             j0, j1 = cols[j]
-            e.op("LOAD", e.block("K", pre, j0, j1, True), t(1))  # (Bc, d)
-            e.op("LOAD", e.block("V", pre, j0, j1, True), t(2))  # (Bc, d)
+            e.op("LOAD", e.block("K", kpre, j0, j1, True), t(1))  # (Bc, d)
+            e.op("LOAD", e.block("V", kpre, j0, j1, True), t(2))  # (Bc, d)
             scores(e, g, 0, 1, 3, i0, j0, j1, scaled)
             if variant == "exact":
                 e.op("ROWMAX", t(3), t(8))  # rowmax(S_ij) (Br, 1)
@@ -80,13 +82,13 @@ def _fa2_forward(e: Emitter, g: Blocks, d: int, pre: tuple, variant: str, scaled
         e.op("STORE", t(5), e.block("L", pre, i0, i1, False))
 
 
-def _fa1_forward(e: Emitter, g: Blocks, d: int, pre: tuple, variant: str, scaled: bool) -> None:
+def _fa1_forward(e: Emitter, g: Blocks, d: int, pre: tuple, kpre: tuple, variant: str, scaled: bool) -> None:
     """FlashAttention-1, forward (Dao et al. 2022, Algorithm 1; Algorithm 2 with the mask):
     for each K_j, V_j, update every Q_i's O_i, l_i, m_i in HBM."""
     t, rows = e.t, g.rows()
     for j0, j1 in g.cols():
-        e.op("LOAD", e.block("K", pre, j0, j1, True), t(1))  # (Bc, d), stays for the whole inner loop
-        e.op("LOAD", e.block("V", pre, j0, j1, True), t(2))
+        e.op("LOAD", e.block("K", kpre, j0, j1, True), t(1))  # (Bc, d), stays for the whole inner loop
+        e.op("LOAD", e.block("V", kpre, j0, j1, True), t(2))
         for i in range(g.met_by(j0), g.tr):
             i0, i1 = rows[i]
             e.op("LOAD", e.block("Q", pre, i0, i1, True), t(0))  # (Br, d)
@@ -134,7 +136,7 @@ def _fa1_forward(e: Emitter, g: Blocks, d: int, pre: tuple, variant: str, scaled
                 e.op("STORE", t(7), e.block("m", pre, i0, i1, False))
 
 
-def _standard_forward(e: Emitter, g: Blocks, d: int, pre: tuple, variant: str, scaled: bool) -> None:
+def _standard_forward(e: Emitter, g: Blocks, d: int, pre: tuple, kpre: tuple, variant: str, scaled: bool) -> None:
     """Standard attention (the FlashAttention paper's Algorithm 0), blocked to fit SRAM:
     S = τQKᵀ to HBM; P = softmax(S) to HBM by the seed's safe softmax (a pass for the row
     max, one for the row sum, one to normalise), then O = PV."""
@@ -142,7 +144,7 @@ def _standard_forward(e: Emitter, g: Blocks, d: int, pre: tuple, variant: str, s
     for i0, i1 in rows:  # 1. S = τ·Q·Kᵀ
         e.op("LOAD", e.block("Q", pre, i0, i1, True), t(0))
         for j0, j1 in cols:
-            e.op("LOAD", e.block("K", pre, j0, j1, True), t(1))
+            e.op("LOAD", e.block("K", kpre, j0, j1, True), t(1))
             scores(e, g, 0, 1, 3, i0, j0, j1, scaled)
             e.op("STORE", t(3), e.score_block("S", pre, i0, i1, j0, j1))
     for i0, i1 in rows:  # 2. P = softmax(S), row block by row block
@@ -178,7 +180,7 @@ def _standard_forward(e: Emitter, g: Blocks, d: int, pre: tuple, variant: str, s
     for i0, i1 in rows:  # 3. O = P·V
         for k, (j0, j1) in enumerate(cols):
             e.op("LOAD", e.score_block("P", pre, i0, i1, j0, j1), t(3))
-            e.op("LOAD", e.block("V", pre, j0, j1, True), t(1))
+            e.op("LOAD", e.block("V", kpre, j0, j1, True), t(1))
             if k == 0:
                 e.op("MAC_Z", t(3), t(1), t(0))
             else:

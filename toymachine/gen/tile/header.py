@@ -57,8 +57,9 @@ def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, 
 
 
 def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram_words, variant, precompute_d,
-                   order, tau, scale, cost, g, with_data, seed, phase=None) -> list[str]:
-    """The header lines (``Program.header``): what the program computes and what it costs."""
+                   order, tau, scale, cost, g, with_data, seed, phase=None, nk=None, kv_heads=None) -> list[str]:
+    """The header lines (``Program.header``): what the program computes and what it costs
+    (``nk``/``kv_heads`` given: cross-attention / grouped-query lines)."""
     title = {"standard": "standard attention (Algorithm 0: S and P materialised in HBM)",
              "fa1": "FlashAttention-1 (Algorithm 1: K_j, V_j outer; O, l, m updated in HBM per block pair)",
              "fa2": "FlashAttention-2 (Q_i outer; O_i, l_i, m_i stay in SRAM; O and L written once)"}[algo]
@@ -87,8 +88,22 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
             what += f" — the {phase} launch only"
     lines.append("Computes " + what + (", causal mask" if causal else "") + f", per head ({h} head(s)).")
     dims = f"[{batch}][{heads}][n]" if h > 1 else "[n]"
-    lines.append(f"Parameters: n = {n}, d = {d}, batch = {batch}, heads = {heads}, causal = {causal}; arrays "
-                 f"{dims}[d] and {dims} statistics.")
+    if nk is None:
+        lines.append(f"Parameters: n = {n}, d = {d}, batch = {batch}, heads = {heads}, causal = {causal}; arrays "
+                     f"{dims}[d] and {dims} statistics.")
+    else:
+        kdims = f"[{batch}][{kv_heads}][nk]" if h > 1 else "[nk]"
+        lines.append(f"Parameters: n = {n} queries, nk = {nk} keys, d = {d}, batch = {batch}, heads = {heads}, "
+                     f"kv_heads = {kv_heads}, causal = {causal}; Q, O{', dO, dQ' if pass_ == 'backward' else ''} "
+                     f"{dims}[d], K, V{', dK, dV' if pass_ == 'backward' else ''} {kdims}[d], statistics {dims}.")
+        if kv_heads != heads:
+            lines.append(f"Grouped-query attention: query head h reads K/V head h // {heads // kv_heads} "
+                         f"({heads} query heads, {kv_heads} K/V head(s)"
+                         + ("; multi-query" if kv_heads == 1 else "") + ")"
+                         + ("; the backward sums each group's dK, dV" if pass_ == "backward" else "") + ".")
+        if causal:
+            lines.append(f"Causal mask aligned bottom-right (torch SDPA causal_lower_right, flash-attn): query i "
+                         f"attends keys j ≤ i + {nk - n} (nk − n); MASK takes row0 = i0 + {nk - n}.")
     tau_text = "1/√d" if scale is None else "given"
     if tau != 1.0:
         to_ds = {"forward": "", "backward": " and to dS"}[pass_]
@@ -115,8 +130,12 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
         lines.append("O and the statistics are read from HBM: give them (--data, or with_data) — the machine's random "
                      "stand-ins run, but are no forward's output.")
     params = [f"--algo {algo}", f"--n {n}", f"--d {d}"]
+    if nk is not None:
+        params.append(f"--nk {nk}")
     if h > 1:
         params += [f"--batch {batch}", f"--heads {heads}"]
+    if kv_heads is not None and kv_heads != heads:
+        params.append(f"--kv-heads {kv_heads}")
     if causal:
         params.append("--causal")
     params += [f"--block-m {br}", f"--block-n {bc}"]
