@@ -16,8 +16,8 @@ H100 = resolve_machine("h100")
 @st.composite
 def points(draw):
     pass_ = draw(st.sampled_from(["forward", "backward"]))
-    algo = draw(st.sampled_from(["fa1", "fa2"] if pass_ == "backward" else ["standard", "fa1", "fa2"]))
-    variants = ["exact"] if pass_ == "backward" else (["exact", "no-max"] if algo == "standard"
+    algo = draw(st.sampled_from(["fa1", "fa2"] if pass_ == "backward" else ["standard", "standard-3pass", "fa1", "fa2"]))
+    variants = ["exact"] if pass_ == "backward" else (["exact", "no-max"] if "standard" in algo
                                                       else ["exact", "no-max", "no-rescale"])
     return dict(
         n=draw(st.integers(1, 13)), d=draw(st.integers(1, 4)), algo=algo, pass_=pass_,
@@ -92,8 +92,10 @@ def test_closed_forms_when_blocks_divide_n(n, d, b):
     assert (fa2.reads, fa2.writes) == (n * d + 2 * t * n * d, n * d + n)
     fa1 = attention_tile_cost(algo="fa1", **kw)
     assert (fa1.reads, fa1.writes) == (2 * n * d + (2 * d + 2) * n * t, (d + 2) * n * t)
-    std = attention_tile_cost(algo="standard", **kw)
-    assert (std.reads, std.writes) == (n * d + 2 * t * n * d + 4 * n * n, 2 * n * n + n * d + n)
+    std = attention_tile_cost(algo="standard", **kw)  # Algorithm 0: S and P each written once, read once
+    assert (std.reads, std.writes) == (n * d + 2 * t * n * d + 2 * n * n, 2 * n * n + n * d + n)
+    three = attention_tile_cost(algo="standard-3pass", **kw)  # the seed's 3-pass softmax reads S 3×
+    assert (three.reads, three.writes) == (n * d + 2 * t * n * d + 4 * n * n, 2 * n * n + n * d + n)
     assert fa2.flops_matmul == n * n * (2 * d - 1) + 2 * n * n * d  # Q·Kᵀ (MAC_Z) and P·V (MAC)
     back = attention_tile_cost(algo="fa2", pass_="backward", order="col", **kw)
     assert back.reads == 2 * n * d + 2 * n * d + (3 * d + 2) * n * t  # D pre-pass, K V once, per pair
@@ -124,15 +126,17 @@ def test_fa1_traffic_is_theta_n2_d2_over_m():
 
 
 def test_standard_traffic_is_theta_nd_plus_n2():
-    """Standard attention: Θ(Nd + N²) — doubling N quadruples the N² term, whatever the blocks."""
+    """Standard attention: Θ(Nd + N²) — doubling N quadruples the N² term, whatever the blocks;
+    Algorithm 0 moves 4N² words of S and P (each written once, read once), the 3-pass variant 6N²."""
     d, b = 64, 64
 
-    def quadratic(n):
-        c = attention_tile_cost(n=n, d=d, algo="standard", block_m=b, block_n=b)
+    def quadratic(n, algo):
+        c = attention_tile_cost(n=n, d=d, algo=algo, block_m=b, block_n=b)
         return c.reads + c.writes - (n * d + 2 * (n // b) * n * d + n * d + n)
 
     for n in (512, 1024, 2048):
-        assert quadratic(2 * n) == 4 * quadratic(n) == 4 * 6 * n * n
+        assert quadratic(2 * n, "standard") == 4 * quadratic(n, "standard") == 4 * 4 * n * n
+        assert quadratic(2 * n, "standard-3pass") == 4 * quadratic(n, "standard-3pass") == 4 * 6 * n * n
 
 
 def test_fa2_beats_fa1_and_standard_on_hbm():

@@ -16,6 +16,7 @@ from ..gen.scalar.attention import attention_program as scalar_attention_program
 from ..gen.scalar.matmul import SCHEDULES, matmul_program
 from ..gen.scalar.softmax import ALGOS, softmax_program
 from ..gen.scalar.variance import variance_program
+from ..gen.tile import ALGOS as TILE_ALGOS
 from ..gen.tile import attention_program as tile_attention_program
 from .common import guard, write_output
 
@@ -24,7 +25,7 @@ SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)
 Order = Enum("Order", {o: o for o in ORDERS + ("row", "col", "split")}, type=str)
 Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)
 Level = Enum("Level", {"scalar": "scalar", "tile": "tile"}, type=str)
-TileAlgo = Enum("TileAlgo", {a: a for a in ("standard", "fa1", "fa2")}, type=str)
+TileAlgo = Enum("TileAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)
 Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)
 
 gen_app = typer.Typer(
@@ -96,7 +97,9 @@ def gen_attention(
     output_slots: Optional[int] = typer.Option(None, "--output-slots", help="Scalar, outer order: Output rows kept "
                                                                             "resident (default: as many as fit)."),
     variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
-    algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: standard, fa1 or fa2."),
+    algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: standard (Algorithm 0: S, P written "
+                                                                 "and read once), standard-3pass (S read 3×), fa1 "
+                                                                 "or fa2."),
     batch: Optional[int] = typer.Option(None, "--batch", help="Tile level: Batch size."),
     heads: Optional[int] = typer.Option(None, "--heads", help="Tile level: Number of heads."),
     kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="Tile level: K/V heads (default --heads; fewer: "

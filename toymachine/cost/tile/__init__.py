@@ -12,7 +12,7 @@ pair sums P = Σ J_i (pairs computed), PR = Σ r_i·J_i, PC = Σ W_i, PRC = Σ r
 Tr·Tc, n·Tc, Tr·n, n²) — ``blocks`` defines them with ``Blocks``.
 
 HBM footprint (words the arrays occupy, per head): 4nd + n (fa2: Q K V O, L), 4nd + 2n (fa1),
-4nd + 2n² + n (standard: S and P are n × n — seed 003's quadratic memory curve); backward
+4nd + 2n² + n (standard, standard-3pass: S and P are n × n — seed 003's quadratic memory curve); backward
 8nd + 2n (fa2), 8nd + 3n (fa1).
 
 With nk ≠ n the K/V terms below read nk for n (``forward_words``/``backward_words`` print them so);
@@ -22,8 +22,10 @@ per query head.
 
 HBM words of one head (batch·heads heads; words = elements):
 
-    standard forward  reads n·d + 2·Tr·n·d + 4n² (exact; 3n² of them the seed's 3-pass softmax
-                      over S, n² the read of P) — no-max 3n²; writes 2n² + n·d + n   → Θ(n·d + n²)
+    standard forward  (Algorithm 0) reads n·d + 2·Tr·n·d + 2n² (S once, P once), writes
+                      2n² + n·d + n                                                     → Θ(n·d + n²)
+    standard-3pass    reads n·d + 2·Tr·n·d + 4n² (exact; 3n² of them the seed's 3-pass softmax
+                      over S, n² the read of P) — no-max 3n²; writes 2n² + n·d + n
     fa1 forward       reads 2·n·d + (2d + 2)·PR, writes (d + 2)·PR (O, l, m per pair;
                       no-max/no-rescale read no m: (2d + 1)·PR)                          → Θ(n²d²/M)
     fa2 forward       reads n·d + 2d·PC, writes n·d + n (O and the log-sum-exp L)
@@ -98,7 +100,8 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
                      precompute_d=precompute_d, order=order, n=n, phase=phase, nk=keys, kv_heads=hk)
     traffic = {a: (t.reads[a], t.writes[a]) for a in sorted(set(t.reads) | set(t.writes))}
     if pass_ == "forward":  # Q O and the row statistics per query head, K V per key/value head, standard's S and P
-        footprint = h * (2 * n * d + {"fa2": n, "fa1": 2 * n, "standard": n + 2 * n * keys}[algo]) + hk * 2 * keys * d
+        footprint = h * (2 * n * d + (2 * n if algo == "fa1" else n) + (2 * n * keys if "standard" in algo else 0)) \
+            + hk * 2 * keys * d
     else:  # Q O dO dQ and the statistics (L, or m and l) and D per query head; K V dK dV per key/value head
         footprint = h * (4 * n * d + (3 * n if algo == "fa1" else 2 * n)) + hk * 4 * keys * d
     return TileCost(ops=dict(t.ops), reads=sum(t.reads.values()), writes=sum(t.writes.values()), traffic=traffic,
@@ -117,6 +120,8 @@ def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: 
             return {"exact": 10, "no-max": 7, "no-rescale": 8}[variant] + s
         if algo == "fa1":
             return {"exact": 11, "no-max": 7, "no-rescale": 8}[variant] + s
+        if algo == "standard":  # T0 T1 T3 T5 T9 (+ T6 m)
+            return {"exact": 6, "no-max": 5}[variant] + s
         return {"exact": 7, "no-max": 6}[variant] + s - (1 if one_key_block else 0)
     stats = 2 if algo == "fa1" else 1
     if order == "split":  # T0 T5 T8 (preprocess); + T1 T2 T3 T4 T6 T10 (+T7) (dq); + T11 (dkdv, all)

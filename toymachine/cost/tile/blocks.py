@@ -155,6 +155,12 @@ def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str =
             stats = {"exact": 5, "no-max": 2, "no-rescale": 3}[variant] * br
             extra = br * d if variant == "exact" else 0  # the P̃·V product (exact form)
             return 2 * br * d + 2 * bc * d + br * bc + stats + extra + s
+        if algo == "standard":  # Algorithm 0: step 2 holds a row block of S (Br × nk) and m, l, L
+            k = {"exact": 3, "no-max": 2}[variant]  # T6 m, T5 l, T9 L (Br × 1)
+            step1 = br * d + bc * d + br * bc + (k * r_last if heads > 1 else 0)  # stats: the previous head's
+            step2 = br * nk + k * br + r_last * d + c_last * d  # Q, K: the last blocks of step 1
+            step3 = br * bc + bc * d + br * d + k * r_last  # O = PV (stats: the last row block's)
+            return max(step1, step2, step3) + s
         # S/P, Q/O and K/V blocks; row statistics m, l, L and a block's rowmax/rowsum (unused with one key block)
         k = {"exact": 4, "no-max": 3}[variant] - (1 if one_key_block else 0)
         step1 = br * d + bc * d + br * bc + (k * r_last if heads > 1 else 0)  # S = QKᵀ (stats: the previous head's)

@@ -23,9 +23,13 @@ query head of the group streams past, so K, V are read and dK, dV written once p
 any d ≥ 1 (80, 96, …: the machine has no power-of-two tiles). Defaults (nk = n, kv_heads =
 heads) give the programs, byte for byte, that the generator made before these options.
 
-algo standard — Algorithm 0: S = τQKᵀ is written to HBM, P = softmax(S) is computed by the
-    seed's 3-pass safe softmax over S (max, sum, normalise; Problem 4 at tile granularity)
-    and written, then O = PV. HBM Θ(n·d + n²).
+algo standard — Algorithm 0 as the paper counts it: S = τQKᵀ is written to HBM by blocks;
+    each row block of S (Br × nk) is read once, P = softmax(S) computed in SRAM and written
+    once (with the log-sum-exp L); then O = PV by blocks. S and P written once, read once:
+    HBM Θ(n·d + n²); SRAM holds a Br × nk row block (as a row-wise softmax kernel does).
+algo standard-3pass — the same with P computed by the seed's 3-pass safe softmax over S
+    blocks (max, sum, normalise; Problem 4 at tile granularity): SRAM holds one Br × Bc
+    block, never a row, and S is read three times (no-max: twice) — 2n² more reads.
 algo fa1 — FlashAttention-1 (Algorithm 1/2): K_j, V_j outer, Q_i inner; O_i, l_i, m_i are
     read and written per pair (the outer-product schedule of seed 000). HBM Θ(n²d²/M). With
     the causal mask a block row can be all −inf (rowmax −inf, e^(−inf+inf) = NaN); there the
@@ -90,7 +94,7 @@ from .forward import emit_forward
 from .header import array_declarations, program_header
 from .reference import attention_backward_reference, attention_reference
 
-ALGOS = ("standard", "fa1", "fa2")
+ALGOS = ("standard", "standard-3pass", "fa1", "fa2")
 PASSES = ("forward", "backward")
 ORDERS = ("row", "col", "split")  # backward; split's launches: SPLIT_PHASES (from cost.tile)
 VARIANTS = ("exact", "no-max", "no-rescale")
@@ -162,7 +166,7 @@ def array_shapes(*, n: int, d: int, batch: int = 1, heads: int = 1, algo: str = 
         if algo == "fa1":
             return {"Q": mat, "K": kmat, "V": kmat, "O": mat, "l": vec, "m": vec}
         shapes = {"Q": mat, "K": kmat, "V": kmat}
-        if algo == "standard":
+        if algo in ("standard", "standard-3pass"):
             shapes.update(S=lead + (n, keys), P=lead + (n, keys))
         shapes.update(O=mat, L=vec)
         return shapes
@@ -214,7 +218,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
         raise ConfigError("the backward pass is generated for fa1 and fa2 (FlashAttention's Algorithm 4)",
                           hint="use --algo fa1 (reads m, l) or --algo fa2 (reads L)")
     check_split(pass_, order, precompute_d, phase)
-    if algo == "standard" and variant == "no-rescale":
+    if algo in ("standard", "standard-3pass") and variant == "no-rescale":
         raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
                           "has none", hint="use --variant exact or no-max with --algo standard")
     tau = 1.0 / math.sqrt(d) if scale is None else float(scale)

@@ -60,7 +60,10 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
                    order, tau, scale, cost, g, with_data, seed, phase=None, nk=None, kv_heads=None) -> list[str]:
     """The header lines (``Program.header``): what the program computes and what it costs
     (``nk``/``kv_heads`` given: cross-attention / grouped-query lines)."""
-    title = {"standard": "standard attention (Algorithm 0: S and P materialised in HBM)",
+    title = {"standard": "standard attention (Algorithm 0: S and P materialised in HBM, each written once and "
+                         "read once)",
+             "standard-3pass": "standard attention, 3-pass softmax (S and P materialised in HBM; S read 3× by the "
+                               "seed's safe softmax over blocks)",
              "fa1": "FlashAttention-1 (Algorithm 1: K_j, V_j outer; O, l, m updated in HBM per block pair)",
              "fa2": "FlashAttention-2 (Q_i outer; O_i, l_i, m_i stay in SRAM; O and L written once)"}[algo]
     h = batch * heads
