@@ -273,7 +273,7 @@ def test_sram_too_small_is_a_clear_error():
     (dict(n=0), "--n"),
     (dict(block_m=0), "--block-m"),
     (dict(variant="no-max", pass_="backward"), "backward pass is exact"),
-    (dict(algo="standard", pass_="backward"), "fa1 and fa2"),
+    (dict(algo="standard-3pass", pass_="backward"), "forward pass only"),
     (dict(algo="standard", variant="no-rescale"), "no-rescale"),
     (dict(scale=float("inf")), "--scale"),
 ])

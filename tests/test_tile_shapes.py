@@ -174,3 +174,42 @@ def test_run_attention_rejects_mismatched_shapes():
         run_attention(q, np.zeros((2, 4, 2)), np.zeros((2, 4, 2)))
     with pytest.raises(ConfigError, match="same"):
         run_attention(q, np.zeros((3, 4, 5)), np.zeros((3, 4, 5)))
+
+
+# -- the standard backward (the FlashAttention paper's Algorithm 3) --------------------------------------
+@pytest.mark.parametrize("shape", SHAPES + [(1, 1, 1, 7, 7, 3)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_standard_backward_algorithm_3(shape, causal):
+    b, h, hk, n, nk, d = shape
+    if causal and nk < n:
+        pytest.skip("causal needs nk ≥ n")
+    q, k, v, do = _inputs(*shape, seed=4)
+    want = brute_force(q, k, v, do, causal, d ** -0.5)
+    for algo in ("standard", "standard-3pass"):
+        out = run_attention(q, k, v, do, algo=algo, causal=causal, block_m=3, block_n=2, dtype="fp64")
+        for name in ("O", "dQ", "dK", "dV"):
+            np.testing.assert_allclose(out[name], want[name], rtol=0, atol=EXACT, err_msg=name)
+        assert not out["backward"].alarms
+
+
+def test_standard_backward_moves_p_ds_dp_as_algorithm_3():
+    """P read twice (dV, then the row blocks for D and dS), dP written and read once, dS written
+    once and read twice (dQ, dK): Θ(n·d + n²) words, where FlashAttention's backward moves none."""
+    n, d = 16, 4
+    t = simulate(attention_program(n=n, d=d, algo="standard", pass_="backward", block_m=4, block_n=8),
+                 steps=False).extra["tile_traffic"]
+    nn = n * n
+    assert t["P"] == {"reads": 2 * nn, "writes": 0}
+    assert t["dP"] == {"reads": nn, "writes": nn}
+    assert t["dS"] == {"reads": 2 * nn, "writes": nn}
+    assert t["dQ"] == t["dK"] == t["dV"] == {"reads": 0, "writes": n * d}
+
+
+@pytest.mark.parametrize("kw,needle", [
+    (dict(order="col"), "Algorithm 3's fixed schedule"),
+    (dict(precompute_d=False), "Algorithm 3's fixed schedule"),
+    (dict(algo="standard-3pass"), "forward pass only"),
+])
+def test_standard_backward_parameters(kw, needle):
+    with pytest.raises(ConfigError, match=needle):
+        attention_program(**{"n": 8, "d": 2, "algo": "standard", "pass_": "backward", **kw})

@@ -59,7 +59,8 @@ from __future__ import annotations
 __all__ = ["Blocks", "TileCost", "SPLIT_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
            "check_split"]
 
-from .backward import backward_words, split_words, tally_backward, tally_split
+from .backward import (backward_words, split_words, standard_backward_words, tally_backward, tally_split,
+                       tally_standard_backward)
 from .blocks import SPLIT_PHASES, Blocks, check_split, fit_blocks, paper_blocks, sram_peak
 from .counts import Tally, TileCost
 from .forward import forward_words, tally_forward
@@ -91,6 +92,8 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
         t.op("FILL")  # the 1×1 scale tile, once per program
     if pass_ == "forward":
         tally_forward(t, g, s, d, h, algo, variant, scaled)
+    elif algo == "standard":
+        tally_standard_backward(t, s, d, h, scaled, hk)
     elif order == "split":
         for ph in (phase,) if phase else SPLIT_PHASES:
             tally_split(t, s, d, h, algo, scaled, ph, hk)
@@ -102,6 +105,8 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
     if pass_ == "forward":  # Q O and the row statistics per query head, K V per key/value head, standard's S and P
         footprint = h * (2 * n * d + (2 * n if algo == "fa1" else n) + (2 * n * keys if "standard" in algo else 0)) \
             + hk * 2 * keys * d
+    elif algo == "standard":  # Q dO dQ, P dP dS and D per query head; K V dK dV per key/value head
+        footprint = h * (3 * n * d + 3 * n * keys + n) + hk * 4 * keys * d
     else:  # Q O dO dQ and the statistics (L, or m and l) and D per query head; K V dK dV per key/value head
         footprint = h * (4 * n * d + (3 * n if algo == "fa1" else 2 * n)) + hk * 4 * keys * d
     return TileCost(ops=dict(t.ops), reads=sum(t.reads.values()), writes=sum(t.writes.values()), traffic=traffic,
@@ -123,6 +128,8 @@ def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: 
         if algo == "standard":  # T0 T1 T3 T5 T9 (+ T6 m)
             return {"exact": 6, "no-max": 5}[variant] + s
         return {"exact": 7, "no-max": 6}[variant] + s - (1 if one_key_block else 0)
+    if algo == "standard":  # T0 T1 T3 T4 T8
+        return 5 + s
     stats = 2 if algo == "fa1" else 1
     if order == "split":  # T0 T5 T8 (preprocess); + T1 T2 T3 T4 T6 T10 (+T7) (dq); + T11 (dkdv, all)
         return {"preprocess": 3, "dq": 8 + stats}.get(phase, 9 + stats) + s
@@ -132,6 +139,8 @@ def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: 
 def _formula(algo, pass_, variant, precompute_d, order, phase=None, cross=False, grouped=False) -> str:
     if pass_ == "forward":
         words = forward_words(algo, variant, cross)
+    elif algo == "standard":
+        words = standard_backward_words(cross)
     elif order == "split":
         words = split_words(algo, phase, cross)
     else:

@@ -8,7 +8,8 @@ launches as the FlashAttention-2 kernels run them (``kernels_gpu``). ``tally_bac
 
 from __future__ import annotations
 
-__all__ = ["tally_backward", "tally_split", "backward_words", "split_words"]
+__all__ = ["tally_backward", "tally_split", "tally_standard_backward", "backward_words", "split_words",
+           "standard_backward_words"]
 
 from .blocks import SPLIT_PHASES, Blocks
 from .counts import Tally
@@ -184,3 +185,51 @@ def backward_words(algo: str, precompute_d: bool, order: str, cross: bool = Fals
     if precompute_d:
         return (f"reads (2d + {st} + 1)·n + 4d·PC (K, V, dK, dV per pair), writes 2d·PC + n·d{pre}")
     return f"reads (2d + {st})·n + 6d·PC (K, V twice per pair; dK, dV once), writes 2d·PC + n·d"
+
+
+def tally_standard_backward(t: Tally, s: dict, d: int, h: int, scaled: bool, hk: int | None = None) -> None:
+    """Algorithm 3 (``gen.tile.backward.emit_standard_backward``), ``h`` query heads, ``hk`` K/V heads:
+    every block computed (P is 0 where the causal mask hid a key), P, dP, dS in HBM."""
+    hk = h if hk is None else hk
+    n, nk, tr, tc = s["N"], s["NK"], s["Tr"], s["Tc"]
+    pairs, nn, group = tr * tc, n * nk, h // hk
+    # 1. dV = Pᵀ·dO: per K/V head and key block, MAC_Z on the first (head, query block), MAC after
+    t.load("P", h * nn, h * pairs)
+    t.load("dO", h * tc * n * d, h * pairs)
+    t.op("MAC_Z", hk * tc, elems=hk * nk * d * (2 * group * n - 1), unit="mm")
+    t.op("MAC", h * pairs - hk * tc)
+    t.store("dV", hk * nk * d, hk * tc)
+    # 2. dP = dO·Vᵀ, written
+    t.load("dO", h * n * d, h * tr)
+    t.load("V", h * tr * nk * d, h * pairs)
+    t.op("MAC_Z", h * pairs, elems=h * nn * (2 * d - 1), unit="mm")
+    t.store("dP", h * nn, h * pairs)
+    # 3. row blocks of P and dP read once: D = rowsum(P∘dP), dS = P∘dP − P∘D (×τ), written
+    t.load("P", h * nn, h * tr)
+    t.load("dP", h * nn, h * tr)
+    t.op("MUL", 2 * h * tr, elems=2 * h * nn)
+    t.op("ROWSUM", h * tr, elems=h * (nn - n))
+    t.store("D", h * n, h * tr)
+    t.op("SUB", h * tr, elems=h * nn)
+    if scaled:
+        t.op("MUL", h * tr, elems=h * nn)
+    t.store("dS", h * nn, h * tr)
+    # 4. dQ = dS·K
+    t.load("dS", h * nn, h * pairs)
+    t.load("K", h * tr * nk * d, h * pairs)
+    t.op("MAC_Z", h * tr, elems=h * n * d * (2 * nk - 1), unit="mm")
+    t.op("MAC", h * (pairs - tr))
+    t.store("dQ", h * n * d, h * tr)
+    # 5. dK = dSᵀ·Q
+    t.load("dS", h * nn, h * pairs)
+    t.load("Q", h * tc * n * d, h * pairs)
+    t.op("MAC_Z", hk * tc, elems=hk * nk * d * (2 * group * n - 1), unit="mm")
+    t.op("MAC", h * pairs - hk * tc)
+    t.store("dK", hk * nk * d, hk * tc)
+
+
+def standard_backward_words(cross: bool = False) -> str:
+    """Algorithm 3's HBM words per head."""
+    nk, sq = ("nk", "n·nk") if cross else ("n", "n²")
+    return (f"reads 5·{sq} (P twice, dP once, dS twice) + (Tc + 1)·n·d (dO) + 2·Tr·{nk}·d (V, K) + Tc·n·d (Q), "
+            f"writes 2·{sq} (dP, dS) + n·d + 2·{nk}·d + n (dQ, dK, dV, D) → Θ(n·d + n²)")

@@ -167,6 +167,10 @@ def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str =
         step2 = k * br + br * bc + r_last * d + c_last * d  # softmax of row block 0 (Q, K: the last blocks of step 1)
         step3 = br * d + bc * d + br * bc + k * r_last  # O = PV (stats: the last row block's)
         return max(step1, step2, step3) + s
+    if algo == "standard":  # Algorithm 3: steps 1, 2, 4, 5 hold a Br×Bc block, a Br×d and a Bc×d tile (and,
+        # after step 3, its last row block of dS and D); step 3 two row blocks (Br × nk) and D, with step 2's last
+        # dO_i and V_j still in T0, T1
+        return max(br * d + bc * d + br * bc + r_last * (nk + 1), 2 * br * nk + br + r_last * d + c_last * d) + s
     stats = 2 if algo == "fa1" else 1
     if order == "split":
         pre = 2 * br * d + br + s  # dO_i, dO_i∘O_i, D_i

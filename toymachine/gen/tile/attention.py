@@ -88,7 +88,7 @@ import numpy as np
 from ...cost.tile import SPLIT_PHASES, Blocks, attention_tile_cost, check_split, fit_blocks, sram_peak
 from ...errors import ConfigError
 from ...program import Program
-from .backward import emit_backward, emit_split_phase
+from .backward import emit_backward, emit_split_phase, emit_standard_backward
 from .emit import TAU, Emitter
 from .forward import emit_forward
 from .header import array_declarations, program_header
@@ -170,6 +170,10 @@ def array_shapes(*, n: int, d: int, batch: int = 1, heads: int = 1, algo: str = 
             shapes.update(S=lead + (n, keys), P=lead + (n, keys))
         shapes.update(O=mat, L=vec)
         return shapes
+    if algo == "standard":  # Algorithm 3: P from the forward; dP, dS written
+        sq = lead + (n, keys)
+        return {"Q": mat, "K": kmat, "V": kmat, "dO": mat, "P": sq, "dP": sq, "dS": sq, "D": vec, "dQ": mat,
+                "dK": kmat, "dV": kmat}
     stats = {"m": vec, "l": vec} if algo == "fa1" else {"L": vec}
     return {"Q": mat, "K": kmat, "V": kmat, "O": mat, "dO": mat, **stats, "D": vec, "dQ": mat, "dK": kmat,
             "dV": kmat}
@@ -214,9 +218,13 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     if pass_ == "backward" and variant != "exact":
         raise ConfigError(f"--variant {variant} breaks the forward pass; the backward pass is exact only",
                           hint="use --variant exact with --pass backward")
-    if pass_ == "backward" and algo == "standard":
-        raise ConfigError("the backward pass is generated for fa1 and fa2 (FlashAttention's Algorithm 4)",
-                          hint="use --algo fa1 (reads m, l) or --algo fa2 (reads L)")
+    if pass_ == "backward" and algo == "standard-3pass":
+        raise ConfigError("standard-3pass differs from standard in its forward pass only; the standard backward is "
+                          "Algorithm 3", hint="use --algo standard --pass backward")
+    if pass_ == "backward" and algo == "standard" and (order != "row" or not precompute_d or phase):
+        raise ConfigError("the standard backward is Algorithm 3's fixed schedule (dV, dP, dS, dQ, dK by blocks, "
+                          "D = rowsum(P∘dP) from the materialised P): --order, --no-precompute-d and phases are "
+                          "FlashAttention's (fa1, fa2)", hint="leave them out with --algo standard")
     check_split(pass_, order, precompute_d, phase)
     if algo in ("standard", "standard-3pass") and variant == "no-rescale":
         raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
@@ -242,6 +250,9 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                 else:
                     for pre in pres:
                         emit_split_phase(e, g, d, [pre], ph, algo=algo, scaled=scaled, kpre=kpre)
+    elif pass_ == "backward" and algo == "standard":
+        for kpre, pres in groups:
+            emit_standard_backward(e, g, d, pres, scaled=scaled, kpre=kpre)
     elif pass_ == "backward":
         for kpre, pres in groups:
             emit_backward(e, g, d, pres, algo=algo, scaled=scaled, precompute_d=precompute_d, order=order, kpre=kpre)

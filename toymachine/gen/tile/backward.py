@@ -11,7 +11,8 @@ the header prints.
 
 from __future__ import annotations
 
-__all__ = ["BACKWARD_REGS", "SPLIT_REGS", "emit_backward", "emit_split_phase"]
+__all__ = ["BACKWARD_REGS", "SPLIT_REGS", "STANDARD_REGS", "emit_backward", "emit_split_phase",
+           "emit_standard_backward"]
 
 from ...cost.tile import Blocks
 from .emit import TAU, Emitter, scores
@@ -211,3 +212,66 @@ def emit_split_phase(e: Emitter, g: Blocks, d: int, pres: list, phase: str, *, a
         if scaled:
             e.op("MUL", t(10), t(TAU), t(10))  # dQ_i = τ·Σ dS·K
         e.op("STORE", t(10), e.block("dQ", pre, i0, i1, True))
+
+
+STANDARD_REGS = ("T3 P_ij, dP_ij, dS_ij (Br×Bc); a row block P_i, then P_i∘D_i (Br×nk) in step 3 · T4 dP_i → "
+                 "P_i∘dP_i → dS_i (Br×nk) · T0 dO_i, dQ_i, Q_i (Br×d) · T1 dV_j, V_j, K_j, dK_j (Bc×d) · T8 D_i "
+                 "(Br×1)")
+
+
+def emit_standard_backward(e: Emitter, g: Blocks, d: int, pres: list, *, scaled: bool,
+                           kpre: tuple | None = None, **_) -> None:
+    """Standard attention's backward, the FlashAttention paper's Algorithm 3, by blocks, for the
+    query heads ``pres`` sharing the K/V head ``kpre``: 1. dV = Pᵀ·dO; 2. dP = dO·Vᵀ, written;
+    3. each row block of P and dP read once: D_i = rowsum(P_i∘dP_i), dS_i = P_i∘dP_i − P_i∘D_i
+    (= P∘(dP − D)), ×τ, written; 4. dQ = dS·K; 5. dK = dSᵀ·Q. P, dP and dS are n × nk arrays
+    in HBM: Θ(n·d + n²) words. dV_j and dK_j sum over the group's query heads."""
+    t, rows, cols = e.t, g.rows(), g.cols()
+    kpre = pres[0] if kpre is None else kpre
+    for j0, j1 in cols:  # 1. dV_j = Σ_i P_ijᵀ·dO_i (Bc, d) in T1
+        for k, (pre, i0, i1) in enumerate((p, i0, i1) for p in pres for i0, i1 in rows):
+            e.op("LOAD", e.score_block("P", pre, i0, i1, j0, j1), t(3))
+            e.op("LOAD", e.block("dO", pre, i0, i1, True), t(0))
+            if k == 0:
+                e.op("MAC_Z", t(3, True), t(0), t(1))
+            else:
+                e.op("MAC", t(3, True), t(0), t(1), t(1))
+        e.op("STORE", t(1), e.block("dV", kpre, j0, j1, True))
+    for pre in pres:  # 2. dP_ij = dO_i·V_jᵀ (Br, Bc), written
+        for i0, i1 in rows:
+            e.op("LOAD", e.block("dO", pre, i0, i1, True), t(0))
+            for j0, j1 in cols:
+                e.op("LOAD", e.block("V", kpre, j0, j1, True), t(1))
+                e.op("MAC_Z", t(0), t(1, True), t(3))
+                e.op("STORE", t(3), e.score_block("dP", pre, i0, i1, j0, j1))
+    for pre in pres:  # 3. dS_i = P_i∘(dP_i − D_i): row blocks (Br, nk) of P and dP, each read once
+        for i0, i1 in rows:
+            e.op("LOAD", e.block("P", pre, i0, i1, True), t(3))
+            e.op("LOAD", e.block("dP", pre, i0, i1, True), t(4))
+            e.op("MUL", t(3), t(4), t(4))  # P∘dP
+            e.op("ROWSUM", t(4), t(8))  # D_i = Σ_l P_il·dP_il
+            e.op("STORE", t(8), e.block("D", pre, i0, i1, False))
+            e.op("MUL", t(3), t(8), t(3))  # P∘D (row broadcast)
+            e.op("SUB", t(4), t(3), t(4))  # dS = P∘dP − P∘D
+            if scaled:
+                e.op("MUL", t(4), t(TAU), t(4))  # τ·dS
+            e.op("STORE", t(4), e.block("dS", pre, i0, i1, True))
+    for pre in pres:  # 4. dQ_i = Σ_j dS_ij·K_j (Br, d) in T0
+        for i0, i1 in rows:
+            for k, (j0, j1) in enumerate(cols):
+                e.op("LOAD", e.score_block("dS", pre, i0, i1, j0, j1), t(3))
+                e.op("LOAD", e.block("K", kpre, j0, j1, True), t(1))
+                if k == 0:
+                    e.op("MAC_Z", t(3), t(1), t(0))
+                else:
+                    e.op("MAC", t(3), t(1), t(0), t(0))
+            e.op("STORE", t(0), e.block("dQ", pre, i0, i1, True))
+    for j0, j1 in cols:  # 5. dK_j = Σ_i dS_ijᵀ·Q_i (Bc, d) in T1
+        for k, (pre, i0, i1) in enumerate((p, i0, i1) for p in pres for i0, i1 in rows):
+            e.op("LOAD", e.score_block("dS", pre, i0, i1, j0, j1), t(3))
+            e.op("LOAD", e.block("Q", pre, i0, i1, True), t(0))
+            if k == 0:
+                e.op("MAC_Z", t(3, True), t(0), t(1))
+            else:
+                e.op("MAC", t(3, True), t(0), t(1), t(1))
+        e.op("STORE", t(1), e.block("dK", kpre, j0, j1, True))

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...sim.memory import random_block
 from ...program import ArrayDecl
-from .backward import BACKWARD_REGS, SPLIT_REGS
+from .backward import BACKWARD_REGS, SPLIT_REGS, STANDARD_REGS
 from .emit import TAU
 from .forward import FORWARD_REGS
 from .reference import attention_reference
@@ -42,7 +42,7 @@ def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, 
             values[name] = random_block(seed, name, shapes[name])
         if pass_ == "backward":
             ref = attention_reference(values["Q"], values["K"], values["V"], scale=tau, causal=causal)
-            for name in ("O", "L", "m", "l"):
+            for name in ("O", "L", "m", "l", "P"):
                 if name in shapes:
                     values[name] = ref[name]
             if phase in ("dkdv", "dq"):  # a launch alone reads D that its preprocess would have written
@@ -75,6 +75,10 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
             what += f" — variant {variant} (seed 003's break-it: " + (
                 "no running max, e^S overflows for large scores)" if variant == "no-max"
                 else "per-tile max, old statistics never rescaled: finite but wrong)")
+    elif algo == "standard":
+        what = ("dQ, dK, dV of O = softmax(τ·Q·Kᵀ)·V given dO, from Q, K, V, dO and the forward's P (Algorithm 3: "
+                "dV = Pᵀ·dO; dP = dO·Vᵀ written; D_i = rowsum(P∘dP) and dS = P∘(dP − D) from row blocks of P and "
+                "dP, dS written; dQ = dS·K; dK = dSᵀ·Q)")
     else:
         what = ("dQ, dK, dV of O = softmax(τ·Q·Kᵀ)·V given dO, from Q, K, V, O, dO and the forward's "
                 + ("m, l" if algo == "fa1" else "L") + "; dS = P∘(dP − D)")
@@ -118,7 +122,8 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
         lines.append("Scale τ = 1: no multiply (the seed's convention: fold 1/√d into Q ahead of time).")
     lines.append(f"Blocks: Br = {br} query rows (block_m), Bc = {bc} key rows (block_n); Tr = {g.tr}, Tc = {g.tc} "
                  f"({how}).")
-    regs = FORWARD_REGS[algo] if pass_ == "forward" else SPLIT_REGS if order == "split" else BACKWARD_REGS
+    regs = (FORWARD_REGS[algo] if pass_ == "forward" else STANDARD_REGS if algo == "standard"
+            else SPLIT_REGS if order == "split" else BACKWARD_REGS)
     lines.append("Registers (SRAM): " + regs
                  + (f" · T{TAU} τ (1×1)" if tau != 1.0 else "") + ".")
     peak_text = f"SRAM peak: {cost.sram_peak} words"
@@ -130,7 +135,8 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
     lines.append(f"Cost: {cost.reads} words read, {cost.writes} written; {cost.flops_matmul} matmul FLOPs, "
                  f"{cost.flops_other} other; {cost.instructions} instructions (toymachine.cost.tile).")
     if pass_ == "backward" and not with_data:
-        lines.append("O and the statistics are read from HBM: give them (--data, or with_data) — the machine's random "
+        lines.append(("P is" if algo == "standard" else "O and the statistics are")
+                     + " read from HBM: give them (--data, or with_data) — the machine's random "
                      "stand-ins run, but are no forward's output.")
     params = [f"--algo {algo}", f"--n {n}", f"--d {d}"]
     if nk is not None:
@@ -149,7 +155,7 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
     if with_data:
         params.append(f"--data --seed {seed}")
     lines.append("Regenerate: toym gen attention --level tile " + " ".join(params)
-                 + ("" if pass_ == "forward" else f"  (API: order={order!r}, precompute_d={precompute_d}"
+                 + ("" if pass_ == "forward" or algo == "standard" else f"  (API: order={order!r}, precompute_d={precompute_d}"
                     + (f", phase={phase!r})" if phase else ")"))
                  + ("" if scale is None else f"  (API: scale={scale!r})"))
     return lines

@@ -40,7 +40,8 @@ def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, 
     ``k, v``: the same rank, (…, kv_heads, nk, d) — nk ≠ n is cross-attention (causal aligned
     bottom-right), kv_heads < heads grouped-query attention. Returns ``O`` (q's shape) and the
     statistics ``L`` (fa1: ``m``, ``l``) of shape (…, n); with ``do``, the backward pass too,
-    fed the simulated O and statistics: ``dQ`` (q's shape), ``dK, dV`` (k's shape) and ``D``.
+    fed the simulated O and statistics (standard: P; Algorithm 3, ``order`` does not apply):
+    ``dQ`` (q's shape), ``dK, dV`` (k's shape) and ``D``.
     ``forward``/``backward`` hold the ``Result``s (counts, alarms). ``machine``: a ``Machine``
     or preset name (default: the seed's); ``dtype`` overrides the machine's."""
     from ...machine import Machine, resolve_machine
@@ -68,9 +69,16 @@ def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, 
     if do is None:
         return out
     do = np.asarray(do, dtype=np.float64).reshape(q.shape)
+    if algo.startswith("standard"):  # Algorithm 3 reads the forward's P; its schedule has no order
+        common["algo"] = shape_kw["algo"] = "standard"
+        order_kw = {}
+        saved = {"P": fwd.array("P")}
+    else:
+        order_kw = dict(order=order, precompute_d=precompute_d)
+        saved = {"O": out["O"], **{name: out[name] for name in stats}}
     bshapes = array_shapes(**shape_kw, pass_="backward")
-    data = given(bshapes, Q=q, K=k, V=v, dO=do, O=out["O"], **{name: out[name] for name in stats})
-    bwd = simulate(attention_program(**common, pass_="backward", order=order, precompute_d=precompute_d), mach, data,
+    data = given(bshapes, Q=q, K=k, V=v, dO=do, **saved)
+    bwd = simulate(attention_program(**common, pass_="backward", **order_kw), mach, data,
                    dtype=dtype, strict_numerics=strict_numerics, steps=False)
     out["dQ"] = bwd.array("dQ").reshape(q.shape)
     out.update({name: bwd.array(name).reshape(k.shape) for name in ("dK", "dV")})
