@@ -53,15 +53,15 @@ def test_split_counts_equal_the_closed_forms(p):
 
 @st.composite
 def shape_points(draw):
-    """Cross-attention (keys nk ≠ n, causal aligned bottom-right, so nk ≥ n when causal) and
-    grouped-query attention (kv_heads dividing heads), every algorithm, pass and order."""
+    """Cross-attention (keys nk ≠ n, causal aligned bottom-right, so nk ≥ n when causal),
+    grouped-query attention (kv_heads dividing heads) and dropout, every algorithm, pass and order."""
     base = draw(st.one_of(points(), split_points()))
     n = base["n"]
     causal = base["causal"]
     nk = draw(st.integers(n if causal else 1, 15))
     heads = draw(st.sampled_from([1, 2, 4, 6]))
     kv_heads = draw(st.sampled_from([k for k in (1, 2, 3, 6) if heads % k == 0]))
-    return {**base, "nk": nk, "heads": heads, "kv_heads": kv_heads}
+    return {**base, "nk": nk, "heads": heads, "kv_heads": kv_heads, "dropout": draw(st.sampled_from([0.0, 0.25]))}
 
 
 @settings(max_examples=80, deadline=None)

@@ -114,6 +114,11 @@ def gen_attention(
                                                      "per block) or not (K loaded twice). Default: precomputed."),
     scale: Optional[float] = typer.Option(None, "--scale", help="Tile level: softmax scale τ (default 1/√d; 1 = "
                                                                 "Q given pre-scaled, as seed 000 folds it in)."),
+    dropout: Optional[float] = typer.Option(None, "--dropout", help="Tile level: dropout probability p (Algorithm 2: "
+                                                                    "the mask is made on chip by DROPOUT, never "
+                                                                    "stored; the backward remakes it). Default 0."),
+    dropout_seed: Optional[int] = typer.Option(None, "--dropout-seed", help="Tile level: seed of the dropout mask "
+                                                                            "(default 0)."),
     output: Optional[str] = _OUTPUT,
     data: Optional[bool] = typer.Option(None, "--data/--no-data", help="Include .data inputs (deterministic, from "
                                         "--seed), or leave them to the simulator's random values. Default: --data "
@@ -126,7 +131,7 @@ def gen_attention(
     tile_only = {"--algo": algo, "--batch": batch, "--heads": heads, "--nk": nk, "--kv-heads": kv_heads,
                  "--causal": causal, "--block-m": block_m,
                  "--block-n": block_n, "--sram": sram, "--pass": pass_, "--precompute-d": precompute_d,
-                 "--scale": scale}
+                 "--scale": scale, "--dropout": dropout, "--dropout-seed": dropout_seed}
     with_data = data if data is not None else level.value == "scalar"
 
     def build():
@@ -145,7 +150,7 @@ def gen_attention(
                                batch=batch, heads=heads, nk=nk, kv_heads=kv_heads, causal=causal, block_m=block_m,
                                block_n=block_n,
                                sram_words=sram, order=order, precompute_d=precompute_d, scale=scale,
-                               seed=seed), output
+                               dropout=dropout, dropout_seed=dropout_seed, seed=seed), output
 
     _emit(build)
 

@@ -75,10 +75,12 @@ def _rows_sums(g: Blocks) -> dict[str, int]:
 def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", batch: int = 1, heads: int = 1,
                         causal: bool = False, block_m: int, block_n: int, variant: str = "exact",
                         precompute_d: bool = True, order: str = "row", scale: float | None = None,
-                        phase: str | None = None, nk: int | None = None, kv_heads: int | None = None) -> TileCost:
+                        phase: str | None = None, nk: int | None = None, kv_heads: int | None = None,
+                        dropout: float = 0.0, dropout_seed: int = 0) -> TileCost:
     """The closed-form cost of ``gen.tile.attention_program`` with these (resolved) blocks
     (``phase``: one launch of the split backward; ``nk``: keys, default n; ``kv_heads``: K/V
-    heads, default ``heads``)."""
+    heads, default ``heads``; ``dropout``: the drop probability — DROPOUT instructions, r·c FLOPs each;
+    ``dropout_seed`` changes which elements drop, not what it costs)."""
     check_split(pass_, order, precompute_d, phase)
     keys = n if nk is None else nk
     kvh = heads if kv_heads is None else kv_heads
@@ -99,8 +101,11 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
             tally_split(t, s, d, h, algo, scaled, ph, hk)
     else:
         tally_backward(t, g, s, d, h, algo, scaled, precompute_d, order, hk)
+    if dropout:
+        _tally_dropout(t, s, h, algo, pass_, precompute_d, order, phase)
     peak = sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bc, variant=variant, scaled=scaled, heads=h,
-                     precompute_d=precompute_d, order=order, n=n, phase=phase, nk=keys, kv_heads=hk)
+                     precompute_d=precompute_d, order=order, n=n, phase=phase, nk=keys, kv_heads=hk,
+                     dropout=bool(dropout))
     traffic = {a: (t.reads[a], t.writes[a]) for a in sorted(set(t.reads) | set(t.writes))}
     if pass_ == "forward":  # Q O and the row statistics per query head, K V per key/value head, standard's S and P
         footprint = h * (2 * n * d + (2 * n if algo == "fa1" else n) + (2 * n * keys if "standard" in algo else 0)) \
@@ -111,10 +116,39 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
         footprint = h * (4 * n * d + (3 * n if algo == "fa1" else 2 * n)) + hk * 4 * keys * d
     return TileCost(ops=dict(t.ops), reads=sum(t.reads.values()), writes=sum(t.writes.values()), traffic=traffic,
                     flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, sram_peak=peak,
-                    registers=_registers(algo, pass_, variant, scaled, precompute_d, bc >= keys, order, phase),
+                    registers=_registers(algo, pass_, variant, scaled, precompute_d, bc >= keys, order, phase)
+                    + (1 if dropout and _holds_dropped_p(algo, pass_, order, phase) else 0),
                     hbm_footprint=footprint,
                     formula=_formula(algo, pass_, variant, precompute_d, order, phase, keys != n, kvh != heads),
                     breakdown=s)
+
+
+def _tally_dropout(t: Tally, s: dict, h: int, algo: str, pass_: str, precompute_d: bool, order: str,
+                   phase: str | None) -> None:
+    """The DROPOUT instructions (one per block where the mask is applied; r·c FLOPs each): before
+    P̃·V in the forward; backward (FlashAttention) on P for dV and on dO·Vᵀ — and once more per pair
+    without the Dᵢ trick; standard: on each P block (O = PV, dV = Pᵀ·dO) and each dP row block."""
+    pairs, prc, nn = s["P"], s["PRC"], s["N"] * s["NK"]
+    if algo.startswith("standard"):
+        every = s["Tr"] * s["Tc"]  # standard attention visits every block
+        if pass_ == "forward":
+            t.op("DROPOUT", h * every, elems=h * nn)
+        else:
+            t.op("DROPOUT", h * (every + s["Tr"]), elems=2 * h * nn)
+        return
+    if pass_ == "forward":
+        per = 1
+    elif order == "split":
+        per = sum({"preprocess": 0, "dkdv": 2, "dq": 1}[ph] for ph in ((phase,) if phase else SPLIT_PHASES))
+    else:
+        per = 2 if precompute_d else 3
+    if per:
+        t.op("DROPOUT", per * h * pairs, elems=per * h * prc)
+
+
+def _holds_dropped_p(algo: str, pass_: str, order: str, phase: str | None) -> bool:
+    """Does the program keep P∘Z in a register of its own (T13, for dV)?"""
+    return pass_ == "backward" and algo in ("fa1", "fa2") and phase not in ("preprocess", "dq")
 
 
 def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: bool, one_key_block: bool,

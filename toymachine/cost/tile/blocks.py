@@ -132,7 +132,8 @@ def paper_blocks(d: int, sram_words: int) -> tuple[int, int]:
 # -- what each program occupies ----------------------------------------------------------
 def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str = "exact", scaled: bool = True,
               heads: int = 1, precompute_d: bool = True, order: str = "row", n: int | None = None,
-              phase: str | None = None, nk: int | None = None, kv_heads: int | None = None) -> int:
+              phase: str | None = None, nk: int | None = None, kv_heads: int | None = None,
+              dropout: bool = False) -> int:
     """Peak SRAM words of a generated program (Br ≤ Nq = ``n``, Bc ≤ Nk = ``nk``; ``heads`` query
     heads, ``kv_heads`` key/value heads, all batches). FlashAttention's registers are
     all live at their largest tiles from the first block pair on: the peak is their sum.
@@ -172,31 +173,33 @@ def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str =
         # dO_i and V_j still in T0, T1
         return max(br * d + bc * d + br * bc + r_last * (nk + 1), 2 * br * nk + br + r_last * d + c_last * d) + s
     stats = 2 if algo == "fa1" else 1
+    drop = br * bc if dropout else 0  # T13: P_ij∘Z for dV (Br × Bc), where dV is accumulated
+    drop_last = r_last * c_last if dropout else 0  # T13 after the last pair that made it
     if order == "split":
         pre = 2 * br * d + br + s  # dO_i, dO_i∘O_i, D_i
         both = 2 * br * bc + 2 * br * d + (stats + 1) * br + s  # P, dS; Q_i, dO_i; L_i (m_i, l_i), D_i
-        dkdv = both + 4 * bc * d  # K_j, V_j, dK_j, dV_j
+        dkdv = both + 4 * bc * d + drop  # K_j, V_j, dK_j, dV_j
         dq = both + br * d + 2 * bc * d  # dQ_i; K_j, V_j
         if phase is not None:
             return {"preprocess": pre, "dkdv": dkdv, "dq": dq}[phase]
-        return max(dkdv, dq + c_last * d)
+        return max(dkdv, dq + c_last * d + drop_last)
     base = 2 * br * bc + 3 * br * d + 4 * bc * d + (stats + 1) * br + s  # S/P, dP/dS; Q dO dQ; K V dK dV; L (m,l), D
     if precompute_d:
-        return base
+        return base + drop
     if order == "row":
-        return base + br  # rowsum(P∘dP) before it is added into D
+        return base + br + drop  # rowsum(P∘dP) before it is added into D
     # column order without the trick: rowsum(P∘dP) is written in pass 1 only (in pass 2 it holds its last
-    # value: r_last rows); dQ_i, dK_j, dV_j in pass 2 only (in pass 1 they hold the previous key/value head's last
-    # blocks: a group of query heads sharing one K, V runs pass 1, then pass 2, together)
-    pass1 = base - 2 * bc * d - br * d + br + ((2 * c_last + r_last) * d if kv_heads > 1 else 0)
-    pass2 = base + r_last
+    # value: r_last rows); dQ_i, dK_j, dV_j (and P∘Z) in pass 2 only (in pass 1 they hold the previous key/value
+    # head's last blocks: a group of query heads sharing one K, V runs pass 1, then pass 2, together)
+    pass1 = base - 2 * bc * d - br * d + br + ((2 * c_last + r_last) * d + drop_last if kv_heads > 1 else 0)
+    pass2 = base + r_last + drop
     return max(pass1, pass2)
 
 
 def fit_blocks(*, algo: str, pass_: str, d: int, n: int, sram_words: int, variant: str = "exact",
                scaled: bool = True, precompute_d: bool = True, order: str = "row",
                heads: int = 1, phase: str | None = None, nk: int | None = None,
-               kv_heads: int | None = None) -> tuple[int, int, str]:
+               kv_heads: int | None = None, dropout: bool = False) -> tuple[int, int, str]:
     """Blocks for SRAM size M: the paper's (Br, Bc) if the program's working set fits in M,
     else the largest Bc ≤ ⌈M/4d⌉ (Br = min(Bc, d) ≤ Nq, Bc ≤ Nk) whose working set does.
     Returns (Br, Bc, note); raises ConfigError if not even 1-row blocks fit."""
@@ -208,7 +211,7 @@ def fit_blocks(*, algo: str, pass_: str, d: int, n: int, sram_words: int, varian
         bcc = min(bc, keys)
         return br, bcc, sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bcc, variant=variant, scaled=scaled,
                                   precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase, nk=keys,
-                                  kv_heads=kv_heads)
+                                  kv_heads=kv_heads, dropout=dropout)
 
     br, bc, words = need(bc0)
     if words <= sram_words:

@@ -55,6 +55,14 @@ pass_ backward (fa1/fa2; fa1 reads m and l, fa2 reads L): dS_ij = P_ij∘(dP_ij 
     ``phase`` builds one launch alone (``SPLIT_PHASES``), so each kernel launch has its own
     program and counts (``kernels_gpu.traffic`` predicts the launches' bytes from them).
 
+Dropout (``dropout`` p, ``dropout_seed``; seed 004, Algorithm 2 and its backward): the mask Z
+(Z_ij = 1/(1 − p) kept, 0 dropped) is made on chip by the DROPOUT instruction from a
+counter-based hash of (seed, head, row, col) — never stored, remade wherever it is needed. The
+forward multiplies P̃_ij by it just before P̃_ij·V_j (the row sums and L stay those of the
+undropped P̃); the backward uses P∘Z for dV and (dO·Vᵀ)∘Z for dP, and D_i = rowsum(dO_i∘O_i)
+holds unchanged (O carries the mask); standard attention applies it to each P block it loads
+(O = PV; the backward's dV = Pᵀ·dO and dP row blocks). ``reference`` draws the same mask.
+
 Softmax scale τ (``scale``, default 1/√d): a FILL'd 1×1 tile multiplies S on chip
 (``MUL Ts, Tτ, Ts``, Br·Bc FLOPs per pair) and dS in the backward (split order: the dK_j and
 dQ_i accumulators once per block instead, as the kernels do); ``scale=1`` emits no
@@ -89,7 +97,7 @@ from ...cost.tile import SPLIT_PHASES, Blocks, attention_tile_cost, check_split,
 from ...errors import ConfigError
 from ...program import Program
 from .backward import emit_backward, emit_split_phase, emit_standard_backward
-from .emit import TAU, Emitter
+from .emit import TAU, Dropout, Emitter
 from .forward import emit_forward
 from .header import array_declarations, program_header
 from .reference import attention_backward_reference, attention_reference
@@ -120,12 +128,13 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
                    block_n: int | None = None, sram_words: int | None = None, variant: str = "exact",
                    scaled: bool = True, precompute_d: bool = True, order: str = "row",
                    heads: int = 1, phase: str | None = None, nk: int | None = None,
-                   kv_heads: int | None = None) -> tuple[int, int, str]:
+                   kv_heads: int | None = None, dropout: bool = False) -> tuple[int, int, str]:
     """(Br, Bc, how they were chosen): given, from the SRAM size, or 64 × 64; Br clamped to n
     (the queries), Bc to nk (the keys, default n). ``heads``/``kv_heads``: all batches' heads."""
     keys = n if nk is None else nk
     fit = dict(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
-               precompute_d=precompute_d, order=order, heads=heads, phase=phase, nk=nk, kv_heads=kv_heads)
+               precompute_d=precompute_d, order=order, heads=heads, phase=phase, nk=nk, kv_heads=kv_heads,
+               dropout=dropout)
     if block_m is not None or block_n is not None or sram_words is None:
         if sram_words is not None and (block_m is None or block_n is None):
             pbr, pbc, _ = fit_blocks(**fit)
@@ -141,7 +150,7 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
         if sram_words is not None:
             need = sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bc, variant=variant, scaled=scaled,
                              precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase, nk=nk,
-                             kv_heads=kv_heads)
+                             kv_heads=kv_heads, dropout=dropout)
             if need > sram_words:
                 fbr, fbc, _ = fit_blocks(**fit)
                 raise ConfigError(f"blocks Br = {br}, Bc = {bc} need {need} words of SRAM; --sram is {sram_words}",
@@ -184,12 +193,13 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                       sram_words: int | None = None, variant: str = "exact", precompute_d: bool = True,
                       order: str = "row", with_data: bool = False, seed: int = 0,
                       scale: float | None = None, phase: str | None = None, nk: int | None = None,
-                      kv_heads: int | None = None) -> Program:
+                      kv_heads: int | None = None, dropout: float = 0.0, dropout_seed: int = 0) -> Program:
     """A tiled attention program for the tile machine (module docstring: what each
     ``algo``/``pass_``/``order`` does; ``cost.tile.attention_tile_cost``: what it costs).
     ``phase`` (backward, order split only): one of ``SPLIT_PHASES`` alone — one kernel launch.
     ``nk``: keys/values of length Nk (default ``n``; causal aligned bottom-right, needs Nk ≥ n);
     ``kv_heads``: K/V heads (default ``heads``; grouped-query attention, ``heads % kv_heads == 0``).
+    ``dropout``: drop probability p (Algorithm 2; 0 = none), its mask drawn from ``dropout_seed``.
 
     ``with_data`` embeds the inputs as ``.data`` (the machine's own random values for
     ``seed``; for the backward also O and the statistics from a float64 numpy forward, so
@@ -229,6 +239,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     if algo in ("standard", "standard-3pass") and variant == "no-rescale":
         raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
                           "has none", hint="use --variant exact or no-max with --algo standard")
+    p_drop = _dropout(dropout, dropout_seed)
     tau = 1.0 / math.sqrt(d) if scale is None else float(scale)
     if not math.isfinite(tau) or tau == 0.0:
         raise ConfigError(f"--scale must be a finite non-zero number, got {scale!r}")
@@ -236,9 +247,10 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     br, bc, how = resolve_blocks(n=n, d=d, algo=algo, pass_=pass_, block_m=block_m, block_n=block_n,
                                  sram_words=sram_words, variant=variant, scaled=scaled, precompute_d=precompute_d,
                                  order=order, heads=batch * heads, phase=phase, nk=keys,
-                                 kv_heads=batch * kvh)
+                                 kv_heads=batch * kvh, dropout=bool(p_drop))
     g = Blocks(n, br, bc, bool(causal), None if keys == n else keys)
     groups = _head_groups(batch, heads, kvh)
+    dr = Dropout(p_drop, int(dropout_seed), heads) if p_drop else None
     e = Emitter()
     if scaled:
         e.op("FILL", tau, 1, 1, e.t(TAU))
@@ -246,32 +258,42 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
         for ph in (phase,) if phase else SPLIT_PHASES:
             for kpre, pres in groups:
                 if ph == "dkdv":  # one program per key/value head: its query heads stream past K_j, V_j
-                    emit_split_phase(e, g, d, pres, ph, algo=algo, scaled=scaled, kpre=kpre)
+                    emit_split_phase(e, g, d, pres, ph, algo=algo, scaled=scaled, kpre=kpre, dropout=dr)
                 else:
                     for pre in pres:
-                        emit_split_phase(e, g, d, [pre], ph, algo=algo, scaled=scaled, kpre=kpre)
+                        emit_split_phase(e, g, d, [pre], ph, algo=algo, scaled=scaled, kpre=kpre, dropout=dr)
     elif pass_ == "backward" and algo == "standard":
         for kpre, pres in groups:
-            emit_standard_backward(e, g, d, pres, scaled=scaled, kpre=kpre)
+            emit_standard_backward(e, g, d, pres, scaled=scaled, kpre=kpre, dropout=dr)
     elif pass_ == "backward":
         for kpre, pres in groups:
-            emit_backward(e, g, d, pres, algo=algo, scaled=scaled, precompute_d=precompute_d, order=order, kpre=kpre)
+            emit_backward(e, g, d, pres, algo=algo, scaled=scaled, precompute_d=precompute_d, order=order, kpre=kpre,
+                          dropout=dr)
     else:
         for kpre, pres in groups:
             for pre in pres:
-                emit_forward(e, g, d, pre, algo=algo, variant=variant, scaled=scaled, kpre=kpre)
+                emit_forward(e, g, d, pre, algo=algo, variant=variant, scaled=scaled, kpre=kpre, dropout=dr)
     extra = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
+    drop_kw = dict(dropout=p_drop, dropout_seed=int(dropout_seed)) if p_drop else {}
     cost = attention_tile_cost(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal),
                                block_m=br, block_n=bc, variant=variant, precompute_d=precompute_d, order=order,
-                               scale=tau, phase=phase, **extra)
+                               scale=tau, phase=phase, dropout=p_drop, **extra)
     shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_=pass_, **extra)
     arrays = array_declarations(shapes, algo, pass_, precompute_d, order, with_data, seed, tau, bool(causal), n, d,
-                                phase)
+                                phase, **drop_kw)
     header = program_header(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal), br=br,
                             bc=bc, how=how, sram_words=sram_words, variant=variant, precompute_d=precompute_d,
                             order=order, tau=tau, scale=scale, cost=cost, g=g, with_data=with_data, seed=seed,
-                            phase=phase, **extra)
+                            phase=phase, **extra, **drop_kw)
     return Program(tuple(e.instrs), tuple(arrays), header=tuple(header))
+
+
+def _dropout(p, seed) -> float:
+    """The drop probability, checked (0 ≤ p < 1), and the mask seed (a whole number ≥ 0)."""
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or not 0 <= p < 1:
+        raise ConfigError(f"--dropout must be a probability 0 ≤ p < 1, got {p!r}", hint="e.g. --dropout 0.1")
+    _int("dropout_seed", seed, 0)
+    return float(p)
 
 
 def _head_groups(batch: int, heads: int, kv_heads: int) -> list[tuple[tuple, list[tuple]]]:

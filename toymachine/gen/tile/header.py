@@ -23,7 +23,7 @@ from .reference import attention_reference
 
 def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, order: str, with_data: bool,
                        seed: int, tau: float, causal: bool, n: int, d: int,
-                       phase: str | None = None) -> list[ArrayDecl]:
+                       phase: str | None = None, dropout: float = 0.0, dropout_seed: int = 0) -> list[ArrayDecl]:
     """The program's ``ArrayDecl``s, in ``shapes`` order: values, a fill, or neither."""
     fills: dict[str, float] = {}
     if pass_ == "forward" and algo == "fa1":
@@ -41,7 +41,8 @@ def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, 
         for name in inputs:
             values[name] = random_block(seed, name, shapes[name])
         if pass_ == "backward":
-            ref = attention_reference(values["Q"], values["K"], values["V"], scale=tau, causal=causal)
+            ref = attention_reference(values["Q"], values["K"], values["V"], scale=tau, causal=causal,
+                                      dropout=dropout, dropout_seed=dropout_seed)
             for name in ("O", "L", "m", "l", "P"):
                 if name in shapes:
                     values[name] = ref[name]
@@ -57,7 +58,8 @@ def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, 
 
 
 def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram_words, variant, precompute_d,
-                   order, tau, scale, cost, g, with_data, seed, phase=None, nk=None, kv_heads=None) -> list[str]:
+                   order, tau, scale, cost, g, with_data, seed, phase=None, nk=None, kv_heads=None, dropout=0.0,
+                   dropout_seed=0) -> list[str]:
     """The header lines (``Program.header``): what the program computes and what it costs
     (``nk``/``kv_heads`` given: cross-attention / grouped-query lines)."""
     title = {"standard": "standard attention (Algorithm 0: S and P materialised in HBM, each written once and "
@@ -120,10 +122,17 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
                      + to_ds + " (scale=1 omits both: the seed's Q pre-scaled).")
     else:
         lines.append("Scale τ = 1: no multiply (the seed's convention: fold 1/√d into Q ahead of time).")
+    if dropout:
+        where = ("P̃_ij∘Z/(1−p) before ·V_j; the row sums (and L) are the undropped P̃'s" if pass_ == "forward"
+                 else "P_ij∘Z for dV and (dO·Vᵀ)∘Z for dP, the mask remade pair by pair")
+        lines.append(f"Dropout p = {dropout!r}, seed {dropout_seed} (Algorithm 2): {where}; DROPOUT makes the mask Z "
+                     f"on chip from a hash of (seed, head, row, col) — it is never stored in HBM.")
     lines.append(f"Blocks: Br = {br} query rows (block_m), Bc = {bc} key rows (block_n); Tr = {g.tr}, Tc = {g.tc} "
                  f"({how}).")
     regs = (FORWARD_REGS[algo] if pass_ == "forward" else STANDARD_REGS if algo == "standard"
             else SPLIT_REGS if order == "split" else BACKWARD_REGS)
+    if dropout and pass_ == "backward" and algo != "standard" and phase not in ("preprocess", "dq"):
+        regs += " · T13 P_ij∘Z (Br×Bc, for dV)"
     lines.append("Registers (SRAM): " + regs
                  + (f" · T{TAU} τ (1×1)" if tau != 1.0 else "") + ".")
     peak_text = f"SRAM peak: {cost.sram_peak} words"
@@ -152,6 +161,8 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
         params.append(f"--pass {pass_}")
     if variant != "exact":
         params.append(f"--variant {variant}")
+    if dropout:
+        params.append(f"--dropout {dropout!r} --dropout-seed {dropout_seed}")
     if with_data:
         params.append(f"--data --seed {seed}")
     lines.append("Regenerate: toym gen attention --level tile " + " ".join(params)

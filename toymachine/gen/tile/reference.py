@@ -12,9 +12,11 @@ SDPA's ``causal_lower_right`` and flash-attn do; for Nq = Nk it is the lower tri
 
 from __future__ import annotations
 
-__all__ = ["attention_reference", "attention_backward_reference", "expand_kv", "causal_keep"]
+__all__ = ["attention_reference", "attention_backward_reference", "expand_kv", "causal_keep", "dropout_scale"]
 
 import numpy as np
+
+from ...sim.engines.tile_ops import dropout_keep
 
 
 def expand_kv(x: np.ndarray, heads: int) -> np.ndarray:
@@ -32,9 +34,21 @@ def causal_keep(nq: int, nk: int) -> np.ndarray:
     return np.tril(np.ones((nq, nk), dtype=bool), k=nk - nq)
 
 
-def attention_reference(q, k, v, *, scale: float | None = None, causal: bool = False) -> dict[str, np.ndarray]:
+def dropout_scale(shape: tuple, p: float, seed: int) -> np.ndarray:
+    """Z/(1 − p) for scores of shape (…, H, Nq, Nk) (or (Nq, Nk): head 0): the tile machine's
+    mask (``DROPOUT``, ``sim.engines.tile_ops.dropout_keep``), head b·H + h of batch b."""
+    nq, nk = shape[-2:]
+    heads = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    z = np.stack([dropout_keep(seed, h, np.arange(nq), np.arange(nk), p) / (1.0 - p) for h in range(heads)])
+    return z.reshape(shape)
+
+
+def attention_reference(q, k, v, *, scale: float | None = None, causal: bool = False, dropout: float = 0.0,
+                        dropout_seed: int = 0) -> dict[str, np.ndarray]:
     """O = softmax(τ·Q·Kᵀ)·V and the row statistics L (log-sum-exp), m (row max), l (row sum
-    of e^(S − m)), for Q of shape (…, Nq, d) and K, V of shape (…, Nk, d)."""
+    of e^(S − m)), for Q of shape (…, Nq, d) and K, V of shape (…, Nk, d). With ``dropout`` p,
+    O = (P∘Z/(1 − p))·V with the tile machine's mask (Algorithm 2; P and the statistics are the
+    undropped ones)."""
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     heads = q.shape[-3] if q.ndim >= 3 else 1
     k, v = expand_kv(k, heads), expand_kv(v, heads)
@@ -45,22 +59,28 @@ def attention_reference(q, k, v, *, scale: float | None = None, causal: bool = F
     m = s.max(axis=-1, keepdims=True)
     p = np.exp(s - m)
     l_ = p.sum(axis=-1, keepdims=True)
-    return {"O": (p / l_) @ v, "L": (m + np.log(l_))[..., 0], "m": m[..., 0], "l": l_[..., 0], "P": p / l_}
+    pn = p / l_
+    dropped = pn * dropout_scale(pn.shape, dropout, dropout_seed) if dropout else pn
+    return {"O": dropped @ v, "L": (m + np.log(l_))[..., 0], "m": m[..., 0], "l": l_[..., 0], "P": pn}
 
 
-def attention_backward_reference(q, k, v, do, *, scale: float | None = None,
-                                 causal: bool = False) -> dict[str, np.ndarray]:
+def attention_backward_reference(q, k, v, do, *, scale: float | None = None, causal: bool = False,
+                                 dropout: float = 0.0, dropout_seed: int = 0) -> dict[str, np.ndarray]:
     """dQ, dK, dV (and D = rowsum(dO∘O)) of O = softmax(τ·Q·Kᵀ)·V for upstream gradient dO;
-    with grouped K, V the query heads' contributions to a shared dK, dV are summed."""
+    with grouped K, V the query heads' contributions to a shared dK, dV are summed. With
+    ``dropout``: O = (P∘Z)·V, so dV = (P∘Z)ᵀ·dO, dP = (dO·Vᵀ)∘Z, dS = P∘(dP − D)."""
     q, k, v, do = (np.asarray(x, dtype=np.float64) for x in (q, k, v, do))
     heads = q.shape[-3] if q.ndim >= 3 else 1
     kv_shape = k.shape
     k, v = expand_kv(k, heads), expand_kv(v, heads)
     tau = q.shape[-1] ** -0.5 if scale is None else scale
-    fwd = attention_reference(q, k, v, scale=tau, causal=causal)
+    fwd = attention_reference(q, k, v, scale=tau, causal=causal, dropout=dropout, dropout_seed=dropout_seed)
     p, o = fwd["P"], fwd["O"]
-    dv = np.swapaxes(p, -1, -2) @ do
+    z = dropout_scale(p.shape, dropout, dropout_seed) if dropout else None
+    dv = np.swapaxes(p if z is None else p * z, -1, -2) @ do
     dp = do @ np.swapaxes(v, -1, -2)
+    if z is not None:
+        dp = dp * z
     dd = (do * o).sum(axis=-1, keepdims=True)
     ds = p * (dp - dd)
     dk = tau * np.swapaxes(ds, -1, -2) @ q

@@ -33,7 +33,8 @@ def _layout(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[int, int, int,
 
 def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, block_m: int | None = 64,
                   block_n: int | None = 64, scale: float | None = None, dtype: str | None = None, machine=None,
-                  order: str = "col", precompute_d: bool = True, strict_numerics: bool = False) -> dict:
+                  order: str = "col", precompute_d: bool = True, strict_numerics: bool = False,
+                  dropout: float = 0.0, dropout_seed: int = 0) -> dict:
     """Simulate the tile program on given inputs and return its outputs as arrays.
 
     ``q`` (and ``do``): float arrays of shape (n, d), (heads, n, d) or (batch, heads, n, d);
@@ -43,7 +44,8 @@ def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, 
     fed the simulated O and statistics (standard: P; Algorithm 3, ``order`` does not apply):
     ``dQ`` (q's shape), ``dK, dV`` (k's shape) and ``D``.
     ``forward``/``backward`` hold the ``Result``s (counts, alarms). ``machine``: a ``Machine``
-    or preset name (default: the seed's); ``dtype`` overrides the machine's."""
+    or preset name (default: the seed's); ``dtype`` overrides the machine's. ``dropout`` p with
+    ``dropout_seed``: the tile machine's mask (``attention_reference`` draws the same one)."""
     from ...machine import Machine, resolve_machine
     from ...sim import simulate
 
@@ -54,7 +56,10 @@ def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, 
                   scale=scale)
     if nk != n or kv_heads != heads:  # the default programs stay those of the plain call
         common.update(nk=nk, kv_heads=kv_heads)
+    if dropout:
+        common.update(dropout=dropout, dropout_seed=dropout_seed)
     shape_kw = {key: common[key] for key in ("n", "d", "algo", "batch", "heads", "nk", "kv_heads") if key in common}
+    shape_kw["algo"] = "standard" if algo.startswith("standard") else algo
     shapes = array_shapes(**shape_kw)
 
     def given(shapes, **arrays):
@@ -70,7 +75,7 @@ def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, 
         return out
     do = np.asarray(do, dtype=np.float64).reshape(q.shape)
     if algo.startswith("standard"):  # Algorithm 3 reads the forward's P; its schedule has no order
-        common["algo"] = shape_kw["algo"] = "standard"
+        common["algo"] = "standard"
         order_kw = {}
         saved = {"P": fwd.array("P")}
     else:

@@ -22,7 +22,10 @@ Semantics (``toym isa`` prints them from ``isa.ISA``)
   ``R`` register operand is a scalar broadcast to the whole tile.
 * ``ROWMAX``/``ROWSUM`` reduce each row to an ``(r, 1)`` column; ``FILL v, r, c, Td`` makes a
   constant tile; ``MASK Ta, i0, j0, Td`` applies the causal mask of the block whose first
-  row is query ``i0`` and first column key ``j0`` (``−inf`` where ``j0 + c > i0 + r``).
+  row is query ``i0`` and first column key ``j0`` (``−inf`` where ``j0 + c > i0 + r``);
+  ``DROPOUT Ta, p, seed, head, row0, col0, Td`` multiplies by the dropout mask Z/(1 − p) of the
+  block whose first element is (row0, col0), Z a counter-based hash of (seed, head, row, col)
+  (``tile_ops.dropout_keep``): made on chip, never stored, the same wherever it is remade.
 
 Registers never change in place: every instruction makes a new tile, so a MOV, a step row
 or a transposed view can share arrays safely. A LOAD hands out a view of HBM; a STORE to
@@ -45,7 +48,8 @@ Costs (``toymachine.cost.tile`` has the closed forms; ``Machine`` the rates)
 * matmul FLOPs: ``MAC_Z`` m·n·(2k−1), ``MAC`` 2·m·n·k — the scalar MAC_Z (1) and MAC (2) are
   the 1×1×1 case;
 * other FLOPs: one per result element of MAX SUB ADD MUL DIV EXP LOG, r·(c−1) for
-  ROWMAX/ROWSUM, none for MOV FILL MASK; EXP/LOG elements also count as ``sfu_ops``.
+  ROWMAX/ROWSUM, r·c for DROPOUT (the multiply), none for MOV FILL MASK; EXP/LOG elements also
+  count as ``sfu_ops``.
 
 Numerics: every tile write rounds to the machine's dtype (``DType.round_array``). Tile
 arithmetic runs with numpy's floating-point flags set to raise, so the first overflow
@@ -163,6 +167,8 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
                                hint="write it as `MASK Ta, row0, col0, Td` with the block's first query row and "
                                     "key column")
         fn = tile_ops.mask(srcs[0][0], srcs[0][1], int(a[1]), int(a[2]))
+    elif spec.kind == "dropout":
+        fn = tile_ops.dropout(srcs[0][0], srcs[0][1], *_dropout_operands(run, line, a), acc)
     elif ins.op == "MAC_Z":
         fn = tile_ops.matmul(srcs[0], srcs[1], None, acc)
     elif ins.op == "MAC":
@@ -177,6 +183,20 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
         fn = tile_ops.binary(UFUNC[ins.op], srcs[0], srcs[1], acc)
     tag = (ins, text, ins.op in ("MAC", "MAC_Z", "MUL", "DIV", "EXP"))
     return _op(run, fn, d, tuple(srcs), op, tag)
+
+
+def _dropout_operands(run, line: int, a: tuple) -> tuple:
+    """(p, seed, head, row0, col0) of ``DROPOUT Ta, p, seed, head, row0, col0, Td``, checked."""
+    p = a[1]
+    if not 0 <= p < 1:
+        raise AsmError(f"DROPOUT needs a drop probability 0 ≤ p < 1, got {p}", loc=run.loc(line, 1),
+                       hint="write it as `DROPOUT Ta, p, seed, head, row0, col0, Td`, e.g. DROPOUT T3, 0.1, 7, 0, "
+                            "0, 64, T3")
+    for pos, what in ((2, "seed"), (3, "head"), (4, "row offset"), (5, "column offset")):
+        if isinstance(a[pos], float) or a[pos] < 0:
+            raise AsmError(f"DROPOUT needs a non-negative whole-number {what}, got {a[pos]}", loc=run.loc(line, pos),
+                           hint="write it as `DROPOUT Ta, p, seed, head, row0, col0, Td`")
+    return float(p), int(a[2]), int(a[3]), int(a[4]), int(a[5])
 
 
 def _as_block(mem: Mem) -> str:
