@@ -17,6 +17,7 @@ from ..gen.scalar.matmul import SCHEDULES, matmul_program
 from ..gen.scalar.softmax import ALGOS, softmax_program
 from ..gen.scalar.variance import variance_program
 from ..gen.tile import ALGOS as TILE_ALGOS
+from ..machine.config import SRAM_RULES
 from ..gen.tile import attention_program as tile_attention_program
 from .common import guard, write_output
 
@@ -27,6 +28,7 @@ Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)
 Level = Enum("Level", {"scalar": "scalar", "tile": "tile"}, type=str)
 TileAlgo = Enum("TileAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)
 Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)
+SramRule = Enum("SramRule", {r: r for r in SRAM_RULES}, type=str)
 
 gen_app = typer.Typer(
     help="Write a generated program (assembly with a header giving its cost formula) to stdout or -o FILE. "
@@ -108,6 +110,12 @@ def gen_attention(
     block_m: Optional[int] = typer.Option(None, "--block-m", help="Tile level: Query block rows."),
     block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: Key/value block rows."),
     sram: Optional[int] = typer.Option(None, "--sram", help="Tile level: SRAM size in words."),
+    sram_rule: Optional[SramRule] = typer.Option(None, "--sram-rule", help="Tile level: how SRAM is counted against "
+                                                                          "--sram: exact (every tile, default) or "
+                                                                          "paper (only Q_i, K_j, V_j, O_i … blocks, "
+                                                                          "as Bc = ⌈M/4d⌉ assumes; run on a "
+                                                                          "sram_rule: paper machine, e.g. "
+                                                                          "toysram-paper)."),
     pass_: Optional[Pass] = typer.Option(None, "--pass", help="Tile level: forward or backward."),
     precompute_d: Optional[bool] = typer.Option(None, "--precompute-d/--no-precompute-d",
                                                 help="Tile backward: D = rowsum(dO∘O) precomputed (K, V loaded once "
@@ -131,7 +139,7 @@ def gen_attention(
     tile_only = {"--algo": algo, "--batch": batch, "--heads": heads, "--nk": nk, "--kv-heads": kv_heads,
                  "--causal": causal, "--block-m": block_m,
                  "--block-n": block_n, "--sram": sram, "--pass": pass_, "--precompute-d": precompute_d,
-                 "--scale": scale, "--dropout": dropout, "--dropout-seed": dropout_seed}
+                 "--scale": scale, "--dropout": dropout, "--dropout-seed": dropout_seed, "--sram-rule": sram_rule}
     with_data = data if data is not None else level.value == "scalar"
 
     def build():
@@ -150,7 +158,7 @@ def gen_attention(
                                batch=batch, heads=heads, nk=nk, kv_heads=kv_heads, causal=causal, block_m=block_m,
                                block_n=block_n,
                                sram_words=sram, order=order, precompute_d=precompute_d, scale=scale,
-                               dropout=dropout, dropout_seed=dropout_seed, seed=seed), output
+                               dropout=dropout, dropout_seed=dropout_seed, sram_rule=sram_rule, seed=seed), output
 
     _emit(build)
 

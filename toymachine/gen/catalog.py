@@ -17,6 +17,7 @@ import numpy as np
 from ..cost import (Bound, Cost, attention_bound, attention_cost, attention_tile_cost, matmul_bound, matmul_cost,
                     softmax_bound, softmax_cost, variance_bound, variance_cost)
 from ..machine import Machine
+from ..machine.config import SRAM_RULES
 from ..program import Program
 from .tile import ALGOS, ORDERS, PASSES, VARIANTS, array_shapes, attention_program as tile_program, resolve_blocks
 from .registry import GeneratorSpec, Param, register
@@ -75,6 +76,7 @@ def _tile_params(p: dict) -> dict:
     p = dict(p)
     p["pass_"] = p.pop("pass")
     p["sram_words"] = p.pop("sram")
+    p["sram_rule"] = p.get("sram_rule") or "exact"
     return p
 
 def _tile_build(with_data: bool = False, seed: int = 0, **p) -> Program:
@@ -87,10 +89,12 @@ def _tile_cost(**p) -> Cost:
                                block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"],
                                scaled=tau != 1.0, precompute_d=q["precompute_d"], order=q["order"],
                                heads=q["batch"] * q["heads"], nk=q["nk"],
-                               kv_heads=None if q["kv_heads"] is None else q["batch"] * q["kv_heads"])
+                               kv_heads=None if q["kv_heads"] is None else q["batch"] * q["kv_heads"],
+                               sram_rule=q["sram_rule"])
     c = attention_tile_cost(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], batch=q["batch"],
                             heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"],
-                            precompute_d=q["precompute_d"], order=q["order"], nk=q["nk"], kv_heads=q["kv_heads"])
+                            precompute_d=q["precompute_d"], order=q["order"], nk=q["nk"], kv_heads=q["kv_heads"],
+                            sram_rule=q["sram_rule"])
     return Cost(ops=dict(c.ops), registers=c.registers,
                 breakdown={"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
                            "HBM footprint": c.hbm_footprint, "matmul FLOPs": c.flops_matmul,
@@ -111,6 +115,7 @@ def _tile_bound(**p) -> Bound:
                  source="attention-tile: every input read once, every output written once")
 
 def _tile_machine(p, m):
+    m = m.with_(sram_rule=p["sram_rule"]) if p.get("sram_rule") not in (None, "exact") else m
     return m.with_(sram_words=p["sram"]) if p.get("sram") else m
 
 register(GeneratorSpec(
@@ -128,6 +133,8 @@ register(GeneratorSpec(
      Param("block_m", int, None, "query block rows Br (default: from --sram, else 64)", minimum=1),
      Param("block_n", int, None, "key block rows Bc (default: from --sram, else 64)", minimum=1),
      Param("sram", int, None, "SRAM words M: sizes the blocks and bounds the machine", minimum=1),
+     Param("sram_rule", str, None, "what M bounds: exact (every tile; the default) or paper (Q_i, K_j, V_j, O_i … "
+           "blocks only)", choices=SRAM_RULES),
      Param("variant", str, "exact", "exact, no-max or no-rescale (seed 003's breaks)", choices=VARIANTS),
      Param("order", str, "row", "backward: row (Q outer), col (K outer) or split (FA2's three kernels)",
            choices=ORDERS),

@@ -15,7 +15,7 @@ import yaml
 from ..dtypes import DTYPES
 from ..errors import ConfigError, Location
 from ..isa import ISA
-from .config import FIELDS, ROOFLINE_NEEDS, Machine, DEFAULT_MACHINE
+from .config import FIELDS, ROOFLINE_NEEDS, SRAM_RULES, Machine, DEFAULT_MACHINE
 
 PRESET_DIR = Path(__file__).with_name("presets")
 
@@ -85,6 +85,12 @@ def _build(values: dict[str, tuple[Any, Location]]) -> Machine:
                     raise ConfigError(f"cycles for {op} must be a non-negative number, got {c!r}", loc=loc)
                 out[str(op).upper()] = c
             kwargs[key] = out
+        elif key == "sram_rule":
+            if value not in SRAM_RULES:
+                raise ConfigError(f"'sram_rule' must be one of {', '.join(SRAM_RULES)}, got {value!r}", loc=loc,
+                                  hint="exact: every tile counts against sram_words; paper: only blocks of HBM "
+                                       "matrices (the FlashAttention paper's Q_i, K_j, V_j, O_i)")
+            kwargs[key] = value
         elif key == "dtype":
             if str(value).lower() not in DTYPES:
                 raise ConfigError(f"unknown dtype '{value}'", loc=loc, hint=f"choose one of {', '.join(DTYPES)}")

@@ -76,11 +76,12 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
                         causal: bool = False, block_m: int, block_n: int, variant: str = "exact",
                         precompute_d: bool = True, order: str = "row", scale: float | None = None,
                         phase: str | None = None, nk: int | None = None, kv_heads: int | None = None,
-                        dropout: float = 0.0, dropout_seed: int = 0) -> TileCost:
+                        dropout: float = 0.0, dropout_seed: int = 0, sram_rule: str = "exact") -> TileCost:
     """The closed-form cost of ``gen.tile.attention_program`` with these (resolved) blocks
     (``phase``: one launch of the split backward; ``nk``: keys, default n; ``kv_heads``: K/V
     heads, default ``heads``; ``dropout``: the drop probability — DROPOUT instructions, r·c FLOPs each;
-    ``dropout_seed`` changes which elements drop, not what it costs)."""
+    ``dropout_seed`` changes which elements drop, not what it costs; ``sram_rule``: how ``sram_peak``
+    counts — exact, every tile, or paper, only blocks of HBM matrices)."""
     check_split(pass_, order, precompute_d, phase)
     keys = n if nk is None else nk
     kvh = heads if kv_heads is None else kv_heads
@@ -105,7 +106,7 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
         _tally_dropout(t, s, h, algo, pass_, precompute_d, order, phase)
     peak = sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bc, variant=variant, scaled=scaled, heads=h,
                      precompute_d=precompute_d, order=order, n=n, phase=phase, nk=keys, kv_heads=hk,
-                     dropout=bool(dropout))
+                     dropout=bool(dropout), sram_rule=sram_rule)
     traffic = {a: (t.reads[a], t.writes[a]) for a in sorted(set(t.reads) | set(t.writes))}
     if pass_ == "forward":  # Q O and the row statistics per query head, K V per key/value head, standard's S and P
         footprint = h * (2 * n * d + (2 * n if algo == "fa1" else n) + (2 * n * keys if "standard" in algo else 0)) \

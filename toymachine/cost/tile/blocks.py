@@ -133,7 +133,7 @@ def paper_blocks(d: int, sram_words: int) -> tuple[int, int]:
 def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str = "exact", scaled: bool = True,
               heads: int = 1, precompute_d: bool = True, order: str = "row", n: int | None = None,
               phase: str | None = None, nk: int | None = None, kv_heads: int | None = None,
-              dropout: bool = False) -> int:
+              dropout: bool = False, sram_rule: str = "exact") -> int:
     """Peak SRAM words of a generated program (Br ≤ Nq = ``n``, Bc ≤ Nk = ``nk``; ``heads`` query
     heads, ``kv_heads`` key/value heads, all batches). FlashAttention's registers are
     all live at their largest tiles from the first block pair on: the peak is their sum.
@@ -148,6 +148,8 @@ def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str =
     kv_heads = heads if kv_heads is None else kv_heads
     r_last, c_last = n - (-(-n // br) - 1) * br, nk - (-(-nk // bc) - 1) * bc
     one_key_block = bc >= nk
+    if sram_rule == "paper":
+        return _paper_peak(algo, pass_, d, br, bc, nk, r_last, c_last, order, phase)
     if pass_ == "forward":
         if algo == "fa2":
             stats = {"exact": 5, "no-max": 2, "no-rescale": 3}[variant] * br
@@ -196,37 +198,65 @@ def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str =
     return max(pass1, pass2)
 
 
+def _paper_peak(algo: str, pass_: str, d: int, br: int, bc: int, nk: int, r_last: int, c_last: int, order: str,
+                phase: str | None) -> int:
+    """Peak SRAM under the paper's rule (``sram_rule: paper``): only the registers holding blocks of
+    HBM matrices count — the Q_i, O_i (Br × d), K_j, V_j (Bc × d) tiles of FlashAttention's forward
+    (2·Br·d + 2·Bc·d, which Bc = ⌈M/4d⌉, Br ≤ Bc keep near M), the backward's dO_i, dQ_i, dK_j,
+    dV_j too, standard attention's blocks and row blocks of S, P, dP, dS; never S_ij computed on
+    chip, the row statistics, D or τ."""
+    if pass_ == "forward":
+        if algo in ("fa1", "fa2"):  # T0 Q_i, T4 O_i; T1 K_j, T2 V_j
+            return 2 * br * d + 2 * bc * d
+        if algo == "standard-3pass":  # T0 Q_i → O_i, T1 K_j → V_j, T3 S_ij → P_ij
+            return br * d + bc * d + br * bc
+        return max(br * d + bc * d + br * bc, br * nk + r_last * d + c_last * d)  # + the row block of S
+    if algo == "standard":  # T0, T1, T3 (and T4: the row blocks of dP, dS)
+        return max(br * d + bc * d + br * bc + r_last * nk, 2 * br * nk + r_last * d + c_last * d)
+    if order == "split":
+        pre, dkdv, dq = 2 * br * d, 2 * br * d + 4 * bc * d, 3 * br * d + 2 * bc * d
+        if phase is not None:
+            return {"preprocess": pre, "dkdv": dkdv, "dq": dq}[phase]
+        return max(dkdv, dq + c_last * d)  # through dq the last dV_j is still held
+    return 3 * br * d + 4 * bc * d  # Q_i, dO_i, dQ_i (and O_i); K_j, V_j, dK_j, dV_j
+
+
 def fit_blocks(*, algo: str, pass_: str, d: int, n: int, sram_words: int, variant: str = "exact",
                scaled: bool = True, precompute_d: bool = True, order: str = "row",
                heads: int = 1, phase: str | None = None, nk: int | None = None,
-               kv_heads: int | None = None, dropout: bool = False) -> tuple[int, int, str]:
-    """Blocks for SRAM size M: the paper's (Br, Bc) if the program's working set fits in M,
-    else the largest Bc ≤ ⌈M/4d⌉ (Br = min(Bc, d) ≤ Nq, Bc ≤ Nk) whose working set does.
+               kv_heads: int | None = None, dropout: bool = False,
+               sram_rule: str = "exact") -> tuple[int, int, str]:
+    """Blocks for SRAM size M: the paper's (Br, Bc) if the program's working set (counted by
+    ``sram_rule``: exact, every tile; paper, only blocks of HBM matrices) fits in M, else the
+    largest Bc ≤ ⌈M/4d⌉ (Br = min(Bc, d) ≤ Nq, Bc ≤ Nk) whose working set does.
     Returns (Br, Bc, note); raises ConfigError if not even 1-row blocks fit."""
     br0, bc0 = paper_blocks(d, sram_words)
     keys = n if nk is None else nk
+    rule = "the paper's count: Q_i, K_j, V_j, O_i …" if sram_rule == "paper" else "exact count"
 
     def need(bc: int) -> tuple[int, int, int]:
         br = min(bc, d, n)
         bcc = min(bc, keys)
         return br, bcc, sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bcc, variant=variant, scaled=scaled,
                                   precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase, nk=keys,
-                                  kv_heads=kv_heads, dropout=dropout)
+                                  kv_heads=kv_heads, dropout=dropout, sram_rule=sram_rule)
 
+    rule0 = f"Bc = ⌈M/4d⌉ = ⌈{sram_words}/{4 * d}⌉ = {bc0}, Br = min(⌈M/4d⌉, d) = {br0}"
     br, bc, words = need(bc0)
     if words <= sram_words:
-        return br, bc, (f"blocks from M = {sram_words} words: Bc = ⌈M/4d⌉ = {bc0}, Br = min(⌈M/4d⌉, d) = {br0}"
+        return br, bc, (f"blocks from M = {sram_words} words: {rule0}"
                         + ((f" (clamped to n = {n})" if keys == n else f" (clamped to n = {n}, nk = {keys})")
                            if (br, bc) != (br0, bc0) else "")
-                        + f"; working set {words} words ≤ M")
+                        + f"; working set ({rule}) {words} words ≤ M")
     paper_words = words
     for b in range(bc0 - 1, 0, -1):
         br, bc, words = need(b)
         if words <= sram_words:
-            return br, bc, (f"blocks from M = {sram_words} words: the paper's Bc = ⌈M/4d⌉ = {bc0}, "
-                            f"Br = min(⌈M/4d⌉, d) = {br0} need {paper_words} words here (the paper's rule sizes K_j, "
-                            f"V_j, Q_i, O_i to about M/4 each; S, the row statistics and temporaries come on top), "
-                            f"so the blocks shrink to the largest that fit: Bc = {bc}, Br = {br} ({words} words ≤ M)")
+            on_top = ("" if sram_rule == "paper" else " (the paper's rule sizes K_j, V_j, Q_i, O_i to about M/4 each; "
+                      "S, the row statistics and temporaries come on top)")
+            return br, bc, (f"blocks from M = {sram_words} words: the paper's {rule0} need {paper_words} words here "
+                            f"({rule}){on_top}, so the blocks shrink to the largest that fit: Bc = {bc}, Br = {br} "
+                            f"({words} words ≤ M)")
     _, _, one = need(1)
-    raise ConfigError(f"SRAM of {sram_words} words cannot hold the {algo} {pass_} working set even with 1-row blocks "
-                      f"(it needs {one} words)", hint=f"use --sram {one} or more")
+    raise ConfigError(f"SRAM of {sram_words} words cannot hold the {algo} {pass_} working set ({rule}) even with 1-row "
+                      f"blocks (it needs {one} words)", hint=f"use --sram {one} or more")

@@ -95,6 +95,7 @@ import numpy as np
 
 from ...cost.tile import SPLIT_PHASES, Blocks, attention_tile_cost, check_split, fit_blocks, sram_peak
 from ...errors import ConfigError
+from ...machine.config import SRAM_RULES
 from ...program import Program
 from .backward import emit_backward, emit_split_phase, emit_standard_backward
 from .emit import TAU, Dropout, Emitter
@@ -128,13 +129,14 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
                    block_n: int | None = None, sram_words: int | None = None, variant: str = "exact",
                    scaled: bool = True, precompute_d: bool = True, order: str = "row",
                    heads: int = 1, phase: str | None = None, nk: int | None = None,
-                   kv_heads: int | None = None, dropout: bool = False) -> tuple[int, int, str]:
+                   kv_heads: int | None = None, dropout: bool = False,
+                   sram_rule: str = "exact") -> tuple[int, int, str]:
     """(Br, Bc, how they were chosen): given, from the SRAM size, or 64 × 64; Br clamped to n
     (the queries), Bc to nk (the keys, default n). ``heads``/``kv_heads``: all batches' heads."""
     keys = n if nk is None else nk
     fit = dict(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
                precompute_d=precompute_d, order=order, heads=heads, phase=phase, nk=nk, kv_heads=kv_heads,
-               dropout=dropout)
+               dropout=dropout, sram_rule=sram_rule)
     if block_m is not None or block_n is not None or sram_words is None:
         if sram_words is not None and (block_m is None or block_n is None):
             pbr, pbc, _ = fit_blocks(**fit)
@@ -150,10 +152,12 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
         if sram_words is not None:
             need = sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bc, variant=variant, scaled=scaled,
                              precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase, nk=nk,
-                             kv_heads=kv_heads, dropout=dropout)
+                             kv_heads=kv_heads, dropout=dropout, sram_rule=sram_rule)
             if need > sram_words:
                 fbr, fbc, _ = fit_blocks(**fit)
-                raise ConfigError(f"blocks Br = {br}, Bc = {bc} need {need} words of SRAM; --sram is {sram_words}",
+                counted = " counted as the paper does" if sram_rule == "paper" else ""
+                raise ConfigError(f"blocks Br = {br}, Bc = {bc} need {need} words of SRAM{counted}; --sram is "
+                                  f"{sram_words}",
                                   hint=f"use --block-m {fbr} --block-n {fbc} (they fit), leave the blocks to --sram, "
                                        f"or use --sram {need}")
         return br, bc, note
@@ -193,13 +197,17 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                       sram_words: int | None = None, variant: str = "exact", precompute_d: bool = True,
                       order: str = "row", with_data: bool = False, seed: int = 0,
                       scale: float | None = None, phase: str | None = None, nk: int | None = None,
-                      kv_heads: int | None = None, dropout: float = 0.0, dropout_seed: int = 0) -> Program:
+                      kv_heads: int | None = None, dropout: float = 0.0, dropout_seed: int = 0,
+                      sram_rule: str = "exact") -> Program:
     """A tiled attention program for the tile machine (module docstring: what each
     ``algo``/``pass_``/``order`` does; ``cost.tile.attention_tile_cost``: what it costs).
     ``phase`` (backward, order split only): one of ``SPLIT_PHASES`` alone — one kernel launch.
     ``nk``: keys/values of length Nk (default ``n``; causal aligned bottom-right, needs Nk ≥ n);
     ``kv_heads``: K/V heads (default ``heads``; grouped-query attention, ``heads % kv_heads == 0``).
     ``dropout``: drop probability p (Algorithm 2; 0 = none), its mask drawn from ``dropout_seed``.
+    ``sram_rule``: how the program's SRAM is counted against ``sram_words`` and reported — exact
+    (every tile, the default) or paper (only blocks of HBM matrices: run it on a machine with
+    ``sram_rule: paper``, e.g. the ``toysram-paper`` preset).
 
     ``with_data`` embeds the inputs as ``.data`` (the machine's own random values for
     ``seed``; for the backward also O and the statistics from a float64 numpy forward, so
@@ -219,6 +227,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     algo = _choice("algo", algo, ALGOS)
     pass_ = _choice("pass", pass_, PASSES)
     variant = _choice("variant", variant, VARIANTS)
+    sram_rule = _choice("sram-rule", sram_rule, SRAM_RULES)
     order = _choice("order", order, ORDERS)
     for name, v in (("block_m", block_m), ("block_n", block_n), ("sram", sram_words)):
         if v is not None:
@@ -247,7 +256,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     br, bc, how = resolve_blocks(n=n, d=d, algo=algo, pass_=pass_, block_m=block_m, block_n=block_n,
                                  sram_words=sram_words, variant=variant, scaled=scaled, precompute_d=precompute_d,
                                  order=order, heads=batch * heads, phase=phase, nk=keys,
-                                 kv_heads=batch * kvh, dropout=bool(p_drop))
+                                 kv_heads=batch * kvh, dropout=bool(p_drop), sram_rule=sram_rule)
     g = Blocks(n, br, bc, bool(causal), None if keys == n else keys)
     groups = _head_groups(batch, heads, kvh)
     dr = Dropout(p_drop, int(dropout_seed), heads) if p_drop else None
@@ -274,18 +283,43 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
             for pre in pres:
                 emit_forward(e, g, d, pre, algo=algo, variant=variant, scaled=scaled, kpre=kpre, dropout=dr)
     extra = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
+    peak_kw = dict(algo=algo, pass_=pass_, d=d, variant=variant, scaled=scaled, precompute_d=precompute_d, order=order,
+                   n=n, heads=batch * heads, phase=phase, nk=keys, kv_heads=batch * kvh, dropout=bool(p_drop))
     drop_kw = dict(dropout=p_drop, dropout_seed=int(dropout_seed)) if p_drop else {}
     cost = attention_tile_cost(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal),
                                block_m=br, block_n=bc, variant=variant, precompute_d=precompute_d, order=order,
-                               scale=tau, phase=phase, dropout=p_drop, **extra)
+                               scale=tau, phase=phase, dropout=p_drop, sram_rule=sram_rule, **extra)
     shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_=pass_, **extra)
     arrays = array_declarations(shapes, algo, pass_, precompute_d, order, with_data, seed, tau, bool(causal), n, d,
                                 phase, **drop_kw)
     header = program_header(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal), br=br,
                             bc=bc, how=how, sram_words=sram_words, variant=variant, precompute_d=precompute_d,
                             order=order, tau=tau, scale=scale, cost=cost, g=g, with_data=with_data, seed=seed,
-                            phase=phase, **extra, **drop_kw)
+                            phase=phase, **extra, **drop_kw, sram_rule=sram_rule,
+                            sram_note=_sram_note(sram_rule, sram_words, n, d, br, bc, cost.sram_peak, peak_kw))
     return Program(tuple(e.instrs), tuple(arrays), header=tuple(header))
+
+
+def _sram_note(rule: str, sram_words: int | None, n: int, d: int, br: int, bc: int, peak: int, kw: dict) -> list[str]:
+    """Header lines on how SRAM was counted: under the paper's rule, the exact working set beside it;
+    with M given, the paper's block rule worked out — and for seed 001's M = 59, d = 3, its Bc = 4."""
+    lines = []
+    if rule == "paper":
+        exact = sram_peak(br=br, bc=bc, sram_rule="exact", **kw)
+        lines.append(f"SRAM rule paper: {peak} words are the blocks of HBM matrices (Q_i, K_j, V_j, O_i …: what the "
+                     f"paper's Bc = ⌈M/4d⌉ sizes); the exact working set (S_ij, m, ℓ, temporaries too) is {exact} words"
+                     + (f" > M: run it on a machine with sram_rule: paper (--machine toysram-paper)"
+                        if sram_words is not None and exact > sram_words else "") + ".")
+    if sram_words == 59 and d == 3:  # seed 001's worked example: N = 5, d = 3, M = 59
+        seed = {r: sram_peak(br=min(3, n), bc=min(4, kw["nk"]), sram_rule=r, **kw) for r in SRAM_RULES}
+        fits = [r for r in SRAM_RULES if seed[r] <= 59]
+        verdict = ("fit M only under the paper's rule" if fits == ["paper"] else
+                   "fit M under both rules" if len(fits) == 2 else "fit M under neither rule")
+        lines.append(f"Seed 001 (N = 5, d = 3, M = 59) prints Bc = ⌈M/4d⌉ = 4, but ⌈59/12⌉ = 5 (59/12 = 4.92 rounds "
+                     f"up); its Br = 3, Bc = 4 blocks need {seed['paper']} words counted as the paper does (Q_i, K_j, "
+                     f"V_j, O_i) and {seed['exact']} counted exactly: they {verdict} (toym gen attention --level tile "
+                     f"--sram-rule paper --sram 59 --block-m 3 --block-n 4 plays its 2 × 2 walk).")
+    return lines
 
 
 def _dropout(p, seed) -> float:

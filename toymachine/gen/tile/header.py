@@ -59,7 +59,7 @@ def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, 
 
 def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram_words, variant, precompute_d,
                    order, tau, scale, cost, g, with_data, seed, phase=None, nk=None, kv_heads=None, dropout=0.0,
-                   dropout_seed=0) -> list[str]:
+                   dropout_seed=0, sram_rule="exact", sram_note=()) -> list[str]:
     """The header lines (``Program.header``): what the program computes and what it costs
     (``nk``/``kv_heads`` given: cross-attention / grouped-query lines)."""
     title = {"standard": "standard attention (Algorithm 0: S and P materialised in HBM, each written once and "
@@ -140,6 +140,7 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
         peak_text += f" of M = {sram_words}"
     lines.append(peak_text + "; a machine with fewer sram_words stops with a MachineLimitError — use smaller blocks "
                  "(--block-m/--block-n) or --sram to size them.")
+    lines.extend(sram_note)
     lines.append(f"HBM per head: {cost.formula}.")
     lines.append(f"Cost: {cost.reads} words read, {cost.writes} written; {cost.flops_matmul} matmul FLOPs, "
                  f"{cost.flops_other} other; {cost.instructions} instructions (toymachine.cost.tile).")
@@ -157,16 +158,19 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
     if causal:
         params.append("--causal")
     params += [f"--block-m {br}", f"--block-n {bc}"]
+    if sram_rule != "exact":
+        params += [f"--sram-rule {sram_rule}"] + ([f"--sram {sram_words}"] if sram_words is not None else [])
     if pass_ != "forward":
         params.append(f"--pass {pass_}")
     if variant != "exact":
         params.append(f"--variant {variant}")
+    if scale is not None:
+        params.append(f"--scale {scale!r}")
     if dropout:
         params.append(f"--dropout {dropout!r} --dropout-seed {dropout_seed}")
     if with_data:
         params.append(f"--data --seed {seed}")
     lines.append("Regenerate: toym gen attention --level tile " + " ".join(params)
                  + ("" if pass_ == "forward" or algo == "standard" else f"  (API: order={order!r}, precompute_d={precompute_d}"
-                    + (f", phase={phase!r})" if phase else ")"))
-                 + ("" if scale is None else f"  (API: scale={scale!r})"))
+                    + (f", phase={phase!r})" if phase else ")")))
     return lines

@@ -40,7 +40,10 @@ SRAM occupancy (what ``sram_words`` bounds and ``sram_peak`` reports)
   register file is allocated when the program names a register);
 * HBM arrays occupy no SRAM.
 A write that would exceed ``sram_words`` stops the run with a ``MachineLimitError`` naming
-the instruction, the tile and what SRAM holds.
+the instruction, the tile and what SRAM holds. A machine with ``sram_rule: paper`` counts only
+the registers that hold blocks of HBM matrices (a 2-D block is LOADed into or STOREd from them:
+the FlashAttention paper's Q_i, K_j, V_j, O_i, whose sizes its Bc = ⌈M/4d⌉ is chosen for); S,
+the row statistics and temporaries are then off the count (``sram_peak`` too).
 
 Costs (``toymachine.cost.tile`` has the closed forms; ``Machine`` the rates)
 
@@ -91,6 +94,8 @@ def setup(run) -> None:
     cap = run.machine.sram_words
     run.sram_cap = (1 << 62) if cap is None else cap
     run.tround = tile_rounder(run)
+    run.sram_exact = run.machine.sram_rule != "paper"  # paper: only registers holding HBM matrix blocks count
+    run.sram_counted = set()  # those registers' slots, found as LOAD/STORE of 2-D blocks compile
 
 
 # -- compilation ------------------------------------------------------------------------
@@ -112,7 +117,9 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
             raise AsmError(f"{dst.name} holds one word; '{mem}' is a block", loc=run.loc(line, 1),
                            hint="load blocks into tile registers: T0, T1, …")
         arr, idx, shape = _block(run, mem, line, 0, write=False)
-        return _load(run, arr, idx, run.slot(dst, line, 1), op, tag)
+        d = run.slot(dst, line, 1)
+        _paper_count(run, mem, d)
+        return _load(run, arr, idx, d, op, tag)
     if spec.kind == "store":
         src, mem = a
         if mem.is_scalar:
@@ -122,6 +129,7 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
             raise AsmError(f"{src.name} holds one word; '{mem}' is a block", loc=run.loc(line, 0),
                            hint="store blocks from tile registers: T0, T1, …")
         s = run.slot(src, line, 0)
+        _paper_count(run, mem, s)
         arr, idx, shape = _block(run, mem, line, 1, write=True)
         return _store(run, arr, idx, s, shape, src.transpose, op, tag)
     dst = a[-1]
@@ -199,6 +207,14 @@ def _dropout_operands(run, line: int, a: tuple) -> tuple:
     return float(p), int(a[2]), int(a[3]), int(a[4]), int(a[5])
 
 
+def _paper_count(run, mem: Mem, slot: int) -> None:
+    """Under ``sram_rule: paper`` a register counts against SRAM iff a 2-D block of an HBM array is
+    loaded into it or stored from it (the paper's Q_i, K_j, V_j, O_i; not S, m, ℓ, temporaries).
+    Compilation finishes before the run starts, so the set is complete when it is read."""
+    if not run.sram_exact and sum(isinstance(i, Span) for i in mem.index) == 2:
+        run.sram_counted.add(slot)
+
+
 def _as_block(mem: Mem) -> str:
     return f"{mem.array}[{', '.join(f'{i}:{i + 1}' for i in mem.index)}]"
 
@@ -257,6 +273,7 @@ def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple) -> tuple:
     """An arithmetic tile instruction: compute, round to the dtype, hold in SRAM (overwriting
     a register frees its old tile)."""
     regs, sizes, tround = run.regs, run.sizes, run.tround
+    exact, counted = run.sram_exact, run.sram_counted
 
     def execute(run, line):
         try:
@@ -265,7 +282,7 @@ def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple) -> tuple:
             r = tile_event(run, line, code, compute, srcs, exc)
         if tround is not None:
             r = tround(r, line, code)
-        w = r.size
+        w = r.size if exact or d in counted else 0
         occ = run.sram_occ + w - sizes[d]
         sizes[d] = w
         regs[d] = r
@@ -282,6 +299,7 @@ def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple) -> tuple:
 def _load(run, arr, idx: tuple, d: int, op: int, tag: tuple) -> tuple:
     """LOAD block → T register: a view of HBM (a STORE to the array first detaches it)."""
     regs, sizes = run.regs, run.sizes
+    exact, counted = run.sram_exact, run.sram_counted
 
     def execute(run, line):
         if arr.pending:
@@ -295,6 +313,8 @@ def _load(run, arr, idx: tuple, d: int, op: int, tag: tuple) -> tuple:
         arr.tile_reads += w
         run.reads += w
         run.tile_reads += w
+        if not (exact or d in counted):
+            w = 0  # sram_rule paper: not a register the paper counts (a LOAD of a 1-D block: a statistic)
         occ = run.sram_occ + w - sizes[d]
         sizes[d] = w
         regs[d] = r
@@ -341,6 +361,7 @@ def report(run, machine, issue: float, flops: list, work: dict, arrays: dict) ->
     extra = {
         "sram_peak": run.sram_peak + run.n_scalar,
         "sram_words": machine.sram_words,
+        **({} if run.sram_exact else {"sram_rule": machine.sram_rule}),
         "flops": {"matmul": flops[MM], "other": flops[VEC] + flops[SFU]},
         "sfu_ops": flops[SFU],
         "cycle_breakdown": {"issue": issue, **work},
