@@ -86,6 +86,7 @@ def assert_counts_equal_the_closed_forms(p):
     assert r.registers_used == c.registers
     assert r.cycles == pytest.approx(c.cycles(machine), rel=1e-12)
     assert r.extra["time_s"] == pytest.approx(c.time_s(H100), rel=1e-12)
+    assert r.extra["intensity"]["flops_per_byte"] == pytest.approx(c.intensity(machine), rel=1e-12)
 
 
 @pytest.mark.parametrize("n,d,b", [(64, 8, 16), (48, 4, 8), (40, 2, 20)])

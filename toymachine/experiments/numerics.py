@@ -299,7 +299,9 @@ def _site(program: Program, step: int, level: str, br: int | None, bc: int | Non
     text = []
     if head:
         text.append(f"head ({', '.join(map(str, head))})")
-    if qrows is not None and krows is not None and br and bc:
+    if qrows is not None and krows is not None and br and krows.start is None:  # a row block of S (Algorithm 0)
+        text.append(f"row block {qrows.start // br}: Q[{qrows.start}:{qrows.stop}] × every key")
+    elif qrows is not None and krows is not None and br and bc:
         text.append(f"tile ({qrows.start // br}, {krows.start // bc}): Q[{qrows.start}:{qrows.stop}] × "
                     f"K[{krows.start}:{krows.stop}]")
     elif qrows is not None and br:
