@@ -29,6 +29,8 @@ HBM words of one head (batch·heads heads; words = elements):
     fa1 forward       reads 2·n·d + (2d + 2)·PR, writes (d + 2)·PR (O, l, m per pair;
                       no-max/no-rescale read no m: (2d + 1)·PR)                          → Θ(n²d²/M)
     fa2 forward       reads n·d + 2d·PC, writes n·d + n (O and the log-sum-exp L)
+    standard backward (Algorithm 3) reads 5·n² (P twice, dP once, dS twice) + (Tc + 1)·n·d (dO)
+                      + 2·Tr·n·d (V, K) + Tc·n·d (Q), writes 2·n² + 3·n·d + n   → Θ(n·d + n²)
     backward          see ``backward.backward_words``: K and V once per pair (row
                       order) or per key block (col order), twice without the Dᵢ precomputation.
     backward, split   FlashAttention-2's kernels (st = 1 statistic, L; fa1 2, m and l):
@@ -41,6 +43,12 @@ HBM words of one head (batch·heads heads; words = elements):
                       non-causal, PR = n·Tc and PC = n·Tr. Matmul FLOPs per computed score:
                       dkdv 8d − 2 (Q·Kᵀ, Pᵀ·dO, dO·Vᵀ, dSᵀ·Q), dq 6d − 2 (Q·Kᵀ, dO·Vᵀ, dS·K):
                       7 products per pair where the row/col orders do 5 (10d − 2).
+
+Dropout (``dropout`` p) adds DROPOUT instructions, r·c vector FLOPs each, and no HBM words (the
+mask is remade on chip): one per computed pair in the forward; backward two per pair (P∘Z for
+dV, (dO·Vᵀ)∘Z), three without the Dᵢ trick, split dkdv two and dq one; standard one per P block
+(forward; backward also one per dP row block). ``sram_rule="paper"`` makes ``sram_peak`` count
+only the registers holding blocks of HBM matrices (``blocks._paper_peak``).
 
 With Bc = ⌈M/4d⌉ (the paper's rule) FA1's reads are 2nd + (2d+2)·n·⌈n/Bc⌉ ≈ 8n²d²/M:
 doubling M halves the dominant term (Theorem 2 of the FlashAttention paper).

@@ -68,6 +68,8 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
                                "seed's safe softmax over blocks)",
              "fa1": "FlashAttention-1 (Algorithm 1: K_j, V_j outer; O, l, m updated in HBM per block pair)",
              "fa2": "FlashAttention-2 (Q_i outer; O_i, l_i, m_i stay in SRAM; O and L written once)"}[algo]
+    if algo == "standard" and pass_ == "backward":
+        title = "standard attention (Algorithm 3: P read from HBM; dP and dS materialised in HBM)"
     h = batch * heads
     lines = [f"Tiled attention on the SRAM/HBM machine: {title}, {pass_} pass."]
     if pass_ == "forward":
@@ -118,12 +120,14 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
         to_ds = {"forward": "", "backward": " and to dS"}[pass_]
         if pass_ == "backward" and order == "split":
             to_ds = " and to the dK_j, dQ_i accumulators before they are stored (as the kernels do)"
-        lines.append(f"Scale τ = {tau!r} ({tau_text}): FILL makes the 1×1 tile T{TAU}; MUL applies it to S on chip"
-                     + to_ds + " (scale=1 omits both: the seed's Q pre-scaled).")
+        target = "to dS on chip" if (pass_, algo) == ("backward", "standard") else "to S on chip" + to_ds
+        lines.append(f"Scale τ = {tau!r} ({tau_text}): FILL makes the 1×1 tile T{TAU}; MUL applies it {target}"
+                     + " (scale=1 omits both: the seed's Q pre-scaled).")
     else:
         lines.append("Scale τ = 1: no multiply (the seed's convention: fold 1/√d into Q ahead of time).")
     if dropout:
         where = ("P̃_ij∘Z/(1−p) before ·V_j; the row sums (and L) are the undropped P̃'s" if pass_ == "forward"
+                 else "each P_ij block ∘Z for dV, each dP row block ∘Z before D and dS" if algo == "standard"
                  else "P_ij∘Z for dV and (dO·Vᵀ)∘Z for dP, the mask remade pair by pair")
         lines.append(f"Dropout p = {dropout!r}, seed {dropout_seed} (Algorithm 2): {where}; DROPOUT makes the mask Z "
                      f"on chip from a hash of (seed, head, row, col) — it is never stored in HBM.")
@@ -145,8 +149,9 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
     lines.append(f"Cost: {cost.reads} words read, {cost.writes} written; {cost.flops_matmul} matmul FLOPs, "
                  f"{cost.flops_other} other; {cost.instructions} instructions (toymachine.cost.tile).")
     if pass_ == "backward" and not with_data:
-        lines.append(("P is" if algo == "standard" else "O and the statistics are")
-                     + " read from HBM: give them (--data, or with_data) — the machine's random "
+        lines.append(("P is read from HBM: give it" if algo == "standard" else "O and the statistics are read from "
+                                                                                 "HBM: give them")
+                     + " (--data, or with_data) — the machine's random "
                      "stand-ins run, but are no forward's output.")
     params = [f"--algo {algo}", f"--n {n}", f"--d {d}"]
     if nk is not None:
