@@ -107,6 +107,8 @@ def _tile_bound(**p) -> Bound:
     size = {k: int(np.prod(v)) for k, v in shapes.items()}
     if p["pass"] == "forward":
         ins, outs = ("Q", "K", "V"), (("O", "l", "m") if p["algo"] == "fa1" else ("O", "L"))
+    elif p["algo"] == "standard":  # Algorithm 3 reads the forward's P
+        ins, outs = ("Q", "K", "V", "dO", "P"), ("dQ", "dK", "dV")
     else:
         ins = ("Q", "K", "V", "O", "dO") + (("m", "l") if p["algo"] == "fa1" else ("L",))
         outs = ("dQ", "dK", "dV")
