@@ -26,6 +26,8 @@ def tile_line(op):
         return "FILL 0.5, 2, 2, T9"
     if op == "MASK":
         return "MASK T0, 0, 0, T9"
+    if op == "DROPOUT":
+        return "DROPOUT T0, 0.5, 7, 0, 0, 0, T9"
     operands = []
     for i, k in enumerate(spec.signature):
         operands.append({"mem": "x[0:2, :]", "src": f"T{i}", "dst": "T9"}[k])

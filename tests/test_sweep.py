@@ -5,6 +5,7 @@ import io
 import json
 import sys
 
+import numpy as np
 import pytest
 
 from toymachine import ConfigError
@@ -175,3 +176,23 @@ def test_tile_sweep_rows_carry_sram_peak_flops_and_time():
     assert {"SRAM peak", "FLOPs", "time (s)"} <= set(headers)
     scalar = sweep("softmax", {"n": "4", "algo": "online"})
     assert scalar[0].sram_peak is None and "SRAM peak" not in sweep_report(scalar, "softmax").sections[0].headers
+
+
+def test_tile_sweep_over_every_algorithm_backward_and_the_new_parameters():
+    """Every tile algorithm and pass sweeps with its closed form and bound (Algorithm 3 reads P
+    instead of O and the statistics); cross-attention, grouped heads and the SRAM rule are sweep
+    parameters; intensity is a column and a metric."""
+    from toymachine.experiments.sweep import METRICS, sweep, sweep_report
+    from toymachine.gen.tile import array_shapes
+
+    rows = sweep("attention-tile", {"n": "16", "d": "4", "algo": "standard,fa1,fa2", "pass": "forward,backward",
+                                    "block_m": "8", "block_n": "8", "nk": "24", "heads": "2", "kv_heads": "1"})
+    assert len(rows) == 6 and all(r.matches for r in rows)
+    back = [r for r in rows if r.params["pass"] == "backward" and r.params["algo"] == "standard"][0]
+    shapes = array_shapes(n=16, nk=24, d=4, heads=2, kv_heads=1, algo="standard", pass_="backward")
+    size = {a: int(np.prod(s)) for a, s in shapes.items()}
+    assert back.bound.reads == sum(size[a] for a in ("Q", "K", "V", "dO", "P"))
+    assert back.intensity == METRICS["intensity"](back) and back.intensity > 0
+    rule = sweep("attention-tile", {"n": "5", "d": "3", "algo": "fa1", "sram": "59", "sram_rule": "exact,paper"})
+    assert [r.sram_peak for r in rule] == [45, 48]
+    assert "FLOPs/word" in sweep_report(sweep("softmax", {"n": "4"}), "softmax").sections[0].headers

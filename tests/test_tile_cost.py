@@ -16,14 +16,16 @@ H100 = resolve_machine("h100")
 @st.composite
 def points(draw):
     pass_ = draw(st.sampled_from(["forward", "backward"]))
-    algo = draw(st.sampled_from(["fa1", "fa2"] if pass_ == "backward" else ["standard", "fa1", "fa2"]))
-    variants = ["exact"] if pass_ == "backward" else (["exact", "no-max"] if algo == "standard"
+    algo = draw(st.sampled_from(["standard", "fa1", "fa2"] if pass_ == "backward"
+                                else ["standard", "standard-3pass", "fa1", "fa2"]))
+    variants = ["exact"] if pass_ == "backward" else (["exact", "no-max"] if "standard" in algo
                                                       else ["exact", "no-max", "no-rescale"])
     return dict(
         n=draw(st.integers(1, 13)), d=draw(st.integers(1, 4)), algo=algo, pass_=pass_,
         batch=draw(st.integers(1, 2)), heads=draw(st.integers(1, 2)), causal=draw(st.booleans()),
         block_m=draw(st.integers(1, 6)), block_n=draw(st.integers(1, 6)), variant=draw(st.sampled_from(variants)),
-        precompute_d=draw(st.booleans()), order=draw(st.sampled_from(["row", "col"])),
+        precompute_d=algo == "standard" or draw(st.booleans()),
+        order="row" if algo == "standard" else draw(st.sampled_from(["row", "col"])),
         scale=draw(st.sampled_from([None, 1.0])))
 
 
@@ -49,8 +51,30 @@ def test_split_counts_equal_the_closed_forms(p):
     assert_counts_equal_the_closed_forms(p)
 
 
+@st.composite
+def shape_points(draw):
+    """Cross-attention (keys nk ≠ n, causal aligned bottom-right, so nk ≥ n when causal),
+    grouped-query attention (kv_heads dividing heads) and dropout, every algorithm, pass and order."""
+    base = draw(st.one_of(points(), split_points()))
+    n = base["n"]
+    causal = base["causal"]
+    nk = draw(st.integers(n if causal else 1, 15))
+    heads = draw(st.sampled_from([1, 2, 4, 6]))
+    kv_heads = draw(st.sampled_from([k for k in (1, 2, 3, 6) if heads % k == 0]))
+    return {**base, "nk": nk, "heads": heads, "kv_heads": kv_heads, "dropout": draw(st.sampled_from([0.0, 0.25])),
+            "sram_rule": draw(st.sampled_from(["exact", "paper"]))}
+
+
+@settings(max_examples=80, deadline=None)
+@given(shape_points())
+def test_cross_and_grouped_counts_equal_the_closed_forms(p):
+    assert_counts_equal_the_closed_forms(p)
+
+
 def assert_counts_equal_the_closed_forms(p):
-    r = simulate(attention_program(**p), H100, dtype="fp64", steps=False)
+    """Everything the simulator counts equals the closed form (SRAM counted by the point's rule)."""
+    machine = H100.with_(sram_rule=p.get("sram_rule", "exact"))
+    r = simulate(attention_program(**p), machine, dtype="fp64", steps=False)
     c = attention_tile_cost(**p)
     assert dict(r.ops) == dict(c.ops)
     assert (r.dram_reads, r.dram_writes) == (c.reads, c.writes)
@@ -60,8 +84,9 @@ def assert_counts_equal_the_closed_forms(p):
     assert r.extra["sram_peak"] == c.sram_peak
     assert r.extra["hbm_footprint"] == c.hbm_footprint
     assert r.registers_used == c.registers
-    assert r.cycles == pytest.approx(c.cycles(H100), rel=1e-12)
+    assert r.cycles == pytest.approx(c.cycles(machine), rel=1e-12)
     assert r.extra["time_s"] == pytest.approx(c.time_s(H100), rel=1e-12)
+    assert r.extra["intensity"]["flops_per_byte"] == pytest.approx(c.intensity(machine), rel=1e-12)
 
 
 @pytest.mark.parametrize("n,d,b", [(64, 8, 16), (48, 4, 8), (40, 2, 20)])
@@ -73,8 +98,10 @@ def test_closed_forms_when_blocks_divide_n(n, d, b):
     assert (fa2.reads, fa2.writes) == (n * d + 2 * t * n * d, n * d + n)
     fa1 = attention_tile_cost(algo="fa1", **kw)
     assert (fa1.reads, fa1.writes) == (2 * n * d + (2 * d + 2) * n * t, (d + 2) * n * t)
-    std = attention_tile_cost(algo="standard", **kw)
-    assert (std.reads, std.writes) == (n * d + 2 * t * n * d + 4 * n * n, 2 * n * n + n * d + n)
+    std = attention_tile_cost(algo="standard", **kw)  # Algorithm 0: S and P each written once, read once
+    assert (std.reads, std.writes) == (n * d + 2 * t * n * d + 2 * n * n, 2 * n * n + n * d + n)
+    three = attention_tile_cost(algo="standard-3pass", **kw)  # the seed's 3-pass softmax reads S 3×
+    assert (three.reads, three.writes) == (n * d + 2 * t * n * d + 4 * n * n, 2 * n * n + n * d + n)
     assert fa2.flops_matmul == n * n * (2 * d - 1) + 2 * n * n * d  # Q·Kᵀ (MAC_Z) and P·V (MAC)
     back = attention_tile_cost(algo="fa2", pass_="backward", order="col", **kw)
     assert back.reads == 2 * n * d + 2 * n * d + (3 * d + 2) * n * t  # D pre-pass, K V once, per pair
@@ -105,15 +132,17 @@ def test_fa1_traffic_is_theta_n2_d2_over_m():
 
 
 def test_standard_traffic_is_theta_nd_plus_n2():
-    """Standard attention: Θ(Nd + N²) — doubling N quadruples the N² term, whatever the blocks."""
+    """Standard attention: Θ(Nd + N²) — doubling N quadruples the N² term, whatever the blocks;
+    Algorithm 0 moves 4N² words of S and P (each written once, read once), the 3-pass variant 6N²."""
     d, b = 64, 64
 
-    def quadratic(n):
-        c = attention_tile_cost(n=n, d=d, algo="standard", block_m=b, block_n=b)
+    def quadratic(n, algo):
+        c = attention_tile_cost(n=n, d=d, algo=algo, block_m=b, block_n=b)
         return c.reads + c.writes - (n * d + 2 * (n // b) * n * d + n * d + n)
 
     for n in (512, 1024, 2048):
-        assert quadratic(2 * n) == 4 * quadratic(n) == 4 * 6 * n * n
+        assert quadratic(2 * n, "standard") == 4 * quadratic(n, "standard") == 4 * 4 * n * n
+        assert quadratic(2 * n, "standard-3pass") == 4 * quadratic(n, "standard-3pass") == 4 * 6 * n * n
 
 
 def test_fa2_beats_fa1_and_standard_on_hbm():

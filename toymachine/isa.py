@@ -18,7 +18,7 @@ SUB, EXP, ADD, MUL, DIV, MOV); every one costs 1 cycle on the default machine.
 one word; ``T<n>`` registers hold tiles in SRAM. An instruction naming a T register or a
 block address is a *tile* instruction: LOAD/STORE move a block between HBM and SRAM,
 MAC_Z/MAC are tensor-core matrix products, the ALU/SFU instructions work elementwise with
-row broadcast. ROWMAX, ROWSUM, LOG, FILL and MASK exist only on tiles (``level="tile"``).
+row broadcast. ROWMAX, ROWSUM, LOG, FILL, MASK and DROPOUT exist only on tiles (``level="tile"``).
 The tile semantics live in ``toymachine.tile``; ``tile_operation`` and ``tile_flops`` here
 document them.
 """
@@ -52,7 +52,7 @@ class OpSpec:
 
     mnemonic: str
     signature: tuple[str, ...]  # operand kinds in written order
-    kind: str  # load | store | unary | binary | ternary | fill | mask
+    kind: str  # load | store | unary | binary | ternary | fill | mask | dropout
     cost_class: str  # memory | mac | alu | sfu (special-function unit: EXP, LOG)
     syntax: str  # as the seed writes it
     operation: str  # what it computes, in the seed's notation
@@ -114,6 +114,11 @@ _TABLE = (
            "Td = a rows×cols tile of value (0, -inf, a scale…)", "0", level="tile", symbolic=False),
     OpSpec("MASK", ("src", "imm", "imm", "dst"), "mask", "alu", "MASK Ta, row0, col0, Td", "", None,
            "causal mask: Td[r,c] = Ta[r,c] if col0+c ≤ row0+r else −inf", "0", level="tile", symbolic=False),
+    OpSpec("DROPOUT", ("src", "imm", "imm", "imm", "imm", "imm", "dst"), "dropout", "alu",
+           "DROPOUT Ta, p, seed, head, row0, col0, Td", "", None,
+           "dropout (Algorithm 2): Td = Ta∘Z, Z[r,c] = 1/(1−p) if hash(seed, head, row0+r, col0+c) ≥ p else 0 — a "
+           "counter-based hash (splitmix64), so the mask is made on chip and never stored",
+           "r·c", level="tile", symbolic=False),
 )
 
 ISA: dict[str, OpSpec] = {spec.mnemonic: spec for spec in _TABLE}

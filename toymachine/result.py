@@ -6,7 +6,7 @@ documented in the README and pinned by tests.
 
 from __future__ import annotations
 
-__all__ = ["Result", "Step", "Alarm", "MemoryView", "json_value"]
+__all__ = ["Result", "Step", "Alarm", "MemoryView", "json_value", "arithmetic_intensity"]
 
 import math
 from collections.abc import Mapping
@@ -68,6 +68,17 @@ class MemoryView(Mapping):
         if self._convert is None:
             return arr.to_array()
         return np.array(self[name], dtype=np.float64)
+
+
+def arithmetic_intensity(flops: float, words: int, word_bytes: int) -> dict:
+    """Arithmetic intensity (seed 000's quizzes): FLOPs per word and per byte of DRAM/HBM traffic
+    (reads + writes). FLOPs as the simulator counts them: MAC_Z m·n·(2k−1), MAC 2·m·n·k (the
+    scalar MAC_Z 1, MAC 2), one per elementwise result, r·(c−1) per row reduction. ``None``
+    ratios when nothing moved."""
+    flops = int(flops) if float(flops).is_integer() else flops
+    return {"flops": flops, "words": words, "bytes": words * word_bytes,
+            "flops_per_word": flops / words if words else None,
+            "flops_per_byte": flops / (words * word_bytes) if words else None}
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from ..gen.scalar.attention import attention_program as scalar_attention_program
 from ..gen.scalar.matmul import SCHEDULES, matmul_program
 from ..gen.scalar.softmax import ALGOS, softmax_program
 from ..gen.scalar.variance import variance_program
+from ..gen.tile import ALGOS as TILE_ALGOS
+from ..machine.config import SRAM_RULES
 from ..gen.tile import attention_program as tile_attention_program
 from .common import guard, write_output
 
@@ -24,8 +26,9 @@ SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)
 Order = Enum("Order", {o: o for o in ORDERS + ("row", "col", "split")}, type=str)
 Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)
 Level = Enum("Level", {"scalar": "scalar", "tile": "tile"}, type=str)
-TileAlgo = Enum("TileAlgo", {a: a for a in ("standard", "fa1", "fa2")}, type=str)
+TileAlgo = Enum("TileAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)
 Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)
+SramRule = Enum("SramRule", {r: r for r in SRAM_RULES}, type=str)
 
 gen_app = typer.Typer(
     help="Write a generated program (assembly with a header giving its cost formula) to stdout or -o FILE. "
@@ -87,6 +90,9 @@ def gen_variance(
 def gen_attention(
     level: Level = typer.Option("scalar", "--level", help="scalar: the register machine; tile: the SRAM/HBM machine."),
     n: int = typer.Option(4, "--n", help="Sequence length (rows of Q, K, V)."),
+    nk: Optional[int] = typer.Option(None, "--nk", help="Tile level: keys/values length (default --n: "
+                                                        "cross-attention otherwise; --causal aligns the mask "
+                                                        "bottom-right, query i attends keys j ≤ i + nk − n)."),
     d: int = typer.Option(2, "--d", help="Head dimension."),
     registers: Optional[int] = typer.Option(None, "--registers", "-r",
                                             help="Scalar level: Register count (default: the minimum needed)."),
@@ -96,19 +102,34 @@ def gen_attention(
     output_slots: Optional[int] = typer.Option(None, "--output-slots", help="Scalar, outer order: Output rows kept "
                                                                             "resident (default: as many as fit)."),
     variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
-    algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: standard, fa1 or fa2."),
+    algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: standard (Algorithm 0: S, P written "
+                                                                 "and read once), standard-3pass (S read 3×), fa1 "
+                                                                 "or fa2."),
     batch: Optional[int] = typer.Option(None, "--batch", help="Tile level: Batch size."),
     heads: Optional[int] = typer.Option(None, "--heads", help="Tile level: Number of heads."),
+    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="Tile level: K/V heads (default --heads; fewer: "
+                                                                    "grouped-query attention, 1: multi-query)."),
     causal: Optional[bool] = typer.Option(None, "--causal/--no-causal", help="Tile level: Causal mask."),
     block_m: Optional[int] = typer.Option(None, "--block-m", help="Tile level: Query block rows."),
     block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: Key/value block rows."),
     sram: Optional[int] = typer.Option(None, "--sram", help="Tile level: SRAM size in words."),
+    sram_rule: Optional[SramRule] = typer.Option(None, "--sram-rule", help="Tile level: how SRAM is counted against "
+                                                                          "--sram: exact (every tile, default) or "
+                                                                          "paper (only Q_i, K_j, V_j, O_i … blocks, "
+                                                                          "as Bc = ⌈M/4d⌉ assumes; run on a "
+                                                                          "sram_rule: paper machine, e.g. "
+                                                                          "toysram-paper)."),
     pass_: Optional[Pass] = typer.Option(None, "--pass", help="Tile level: forward or backward."),
     precompute_d: Optional[bool] = typer.Option(None, "--precompute-d/--no-precompute-d",
                                                 help="Tile backward: D = rowsum(dO∘O) precomputed (K, V loaded once "
                                                      "per block) or not (K loaded twice). Default: precomputed."),
     scale: Optional[float] = typer.Option(None, "--scale", help="Tile level: softmax scale τ (default 1/√d; 1 = "
                                                                 "Q given pre-scaled, as seed 000 folds it in)."),
+    dropout: Optional[float] = typer.Option(None, "--dropout", help="Tile level: dropout probability p (Algorithm 2: "
+                                                                    "the mask is made on chip by DROPOUT, never "
+                                                                    "stored; the backward remakes it). Default 0."),
+    dropout_seed: Optional[int] = typer.Option(None, "--dropout-seed", help="Tile level: seed of the dropout mask "
+                                                                            "(default 0)."),
     output: Optional[str] = _OUTPUT,
     data: Optional[bool] = typer.Option(None, "--data/--no-data", help="Include .data inputs (deterministic, from "
                                         "--seed), or leave them to the simulator's random values. Default: --data "
@@ -118,9 +139,10 @@ def gen_attention(
     """Attention softmax(QKᵀ)·V: scalar machine (seed 000, 'Inner Product vs. Outer Product in
     Attention') or, with --level tile, the tile machine's generator."""
     scalar_only = {"--registers": registers, "--output-slots": output_slots}
-    tile_only = {"--algo": algo, "--batch": batch, "--heads": heads, "--causal": causal, "--block-m": block_m,
+    tile_only = {"--algo": algo, "--batch": batch, "--heads": heads, "--nk": nk, "--kv-heads": kv_heads,
+                 "--causal": causal, "--block-m": block_m,
                  "--block-n": block_n, "--sram": sram, "--pass": pass_, "--precompute-d": precompute_d,
-                 "--scale": scale}
+                 "--scale": scale, "--dropout": dropout, "--dropout-seed": dropout_seed, "--sram-rule": sram_rule}
     with_data = data if data is not None else level.value == "scalar"
 
     def build():
@@ -136,9 +158,10 @@ def gen_attention(
                                      output_slots=output_slots, variant=variant.value, with_data=with_data,
                                      seed=seed), output
         return _tile_attention(n=n, d=d, variant=variant.value, with_data=with_data, algo=algo, pass_=pass_,
-                               batch=batch, heads=heads, causal=causal, block_m=block_m, block_n=block_n,
+                               batch=batch, heads=heads, nk=nk, kv_heads=kv_heads, causal=causal, block_m=block_m,
+                               block_n=block_n,
                                sram_words=sram, order=order, precompute_d=precompute_d, scale=scale,
-                               seed=seed), output
+                               dropout=dropout, dropout_seed=dropout_seed, sram_rule=sram_rule, seed=seed), output
 
     _emit(build)
 

@@ -17,7 +17,7 @@ from ..render import render_report
 from .common import Format, guard, write_output
 
 Level = Enum("Level", {lv: lv for lv in LEVELS}, type=str)
-Algo = Enum("Algo", {a: a for a in ALGOS}, type=str)
+Algo = Enum("Algo", {a.replace("-", "_"): a for a in ALGOS}, type=str)
 
 
 def numerics_command(

@@ -68,7 +68,9 @@ def sweep_command(
                                                             "(needs matplotlib: the 'plot' extra)."),
     x: Optional[str] = typer.Option(None, "--x", help="Parameter on the plot's x axis (default: the first that varies)."),
     metric: str = typer.Option("cycles", "--y", help="Plotted metric: cycles, loads, stores, reads, writes, "
-                                                     "traffic (with its lower bound), registers; tile machine: sram_peak, flops, time_s "
+                                                     "traffic (with its lower bound), registers, intensity (FLOPs "
+                                                     "per word; tile machine per byte); tile machine: sram_peak, "
+                                                     "flops, time_s "
                                                      "(time_s needs a machine with a clock, e.g. --machine h100)."),
     machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Machine YAML file or preset (per-op cycles)."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress",

@@ -48,7 +48,7 @@ from ..sim import simulate
 from ..sim.memory import random_block
 
 LEVELS = ("tile", "scalar")
-ALGOS = ("fa2", "fa1", "standard")
+ALGOS = ("fa2", "fa1", "standard", "standard-3pass")
 VARIANTS = ("exact", "no-max", "no-rescale")
 DTYPES = ("fp64", "fp32", "bf16", "fp16")
 DEFAULT_N = {"tile": 256, "scalar": 16}
@@ -196,7 +196,7 @@ def numerics_table(*, level: str = "tile", algo: str = "fa2", n: int | None = No
             raise ConfigError(f"{', '.join(wrong)} {'is a' if len(wrong) == 1 else 'are'} tile-level "
                               f"option{'' if len(wrong) == 1 else 's'}; the scalar machine runs one head, unmasked",
                               hint="use --level tile, or leave them out")
-        if algo == "standard":
+        if algo in ("standard", "standard-3pass"):
             raise ConfigError("--algo standard is tile level only; the scalar generator fuses softmax with V",
                               hint="use --algo fa2 (query loop outside) or fa1 (KV loop outside), or --level tile")
     else:
@@ -205,7 +205,7 @@ def numerics_table(*, level: str = "tile", algo: str = "fa2", n: int | None = No
         if block_n is not None:
             _whole("--block-n", block_n, 1)
     variant_list = asked_variants or VARIANTS
-    if algo == "standard" and "no-rescale" in variant_list:
+    if algo in ("standard", "standard-3pass") and "no-rescale" in variant_list:
         if asked_variants is not None:
             raise ConfigError("--variants no-rescale drops the rescaling of running statistics; standard attention "
                               "has none", hint="use --variants exact,no-max with --algo standard")
@@ -299,7 +299,9 @@ def _site(program: Program, step: int, level: str, br: int | None, bc: int | Non
     text = []
     if head:
         text.append(f"head ({', '.join(map(str, head))})")
-    if qrows is not None and krows is not None and br and bc:
+    if qrows is not None and krows is not None and br and krows.start is None:  # a row block of S (Algorithm 0)
+        text.append(f"row block {qrows.start // br}: Q[{qrows.start}:{qrows.stop}] × every key")
+    elif qrows is not None and krows is not None and br and bc:
         text.append(f"tile ({qrows.start // br}, {krows.start // bc}): Q[{qrows.start}:{qrows.stop}] × "
                     f"K[{krows.start}:{krows.stop}]")
     elif qrows is not None and br:

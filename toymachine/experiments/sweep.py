@@ -126,7 +126,7 @@ class SweepRow:
     formula: Cost | None
     formula_cycles: float | None
     bound: Bound | None
-    extra: Mapping[str, Any] = field(default_factory=dict)  # tile machine: sram_peak, flops, time_s
+    extra: Mapping[str, Any] = field(default_factory=dict)  # intensity; tile machine: sram_peak, flops, time_s
 
     @property
     def sram_peak(self) -> int | None:
@@ -140,6 +140,15 @@ class SweepRow:
     def flops(self) -> int | None:
         flops = self.extra.get("flops")
         return None if flops is None else sum(flops.values())
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity: FLOPs per byte of HBM traffic on the tile machine, per word on the
+        scalar machine (``Result``'s ``intensity``)."""
+        ai = self.extra.get("intensity")
+        if not ai:
+            return None
+        return ai["flops_per_byte"] if "sram_peak" in self.extra else ai["flops_per_word"]
 
     @property
     def matches(self) -> bool | None:
@@ -178,7 +187,7 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
             registers=result.registers_used, ops=dict(result.ops), formula=formula,
             formula_cycles=formula.cycles(point_machine) if formula is not None else None,
             bound=spec.bound(**params) if spec.bound else None,
-            extra={k: result.extra[k] for k in ("sram_peak", "flops", "time_s") if k in result.extra}))
+            extra={k: result.extra[k] for k in ("sram_peak", "flops", "time_s", "intensity") if k in result.extra}))
         if on_point is not None:
             on_point(index + 1, len(points))
     return rows
@@ -193,14 +202,18 @@ def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Re
     spec = get_generator(generator) if isinstance(generator, str) else generator
     names = _shown_params(spec, rows)
     tile = [key for key in ("sram_peak", "flops", "time_s") if any(getattr(r, key) is not None for r in rows)]
+    if any(r.intensity is not None for r in rows):
+        tile.append("intensity")
+    per = "FLOPs/byte" if any(r.sram_peak is not None for r in rows) else "FLOPs/word"
     headers = tuple(names) + ("cycles", "LOADs", "STOREs", "DRAM reads", "DRAM writes", "registers used") + \
-        tuple({"sram_peak": "SRAM peak", "flops": "FLOPs", "time_s": "time (s)"}[k] for k in tile) + \
+        tuple({"sram_peak": "SRAM peak", "flops": "FLOPs", "time_s": "time (s)", "intensity": per}[k] for k in tile) + \
         ("formula cycles", "sim = formula", "lower bound", "gap")
     table = []
     for r in rows:
         match = {True: "yes", False: "NO", None: ""}[r.matches]
         table.append(tuple(r.params[n] for n in names) + (
-            r.cycles, r.loads, r.stores, r.reads, r.writes, r.registers) + tuple(getattr(r, k) for k in tile) + (
+            r.cycles, r.loads, r.stores, r.reads, r.writes, r.registers)
+            + tuple(_rounded(getattr(r, k)) if k == "intensity" else getattr(r, k) for k in tile) + (
             r.formula_cycles, match, r.bound.traffic if r.bound else None,
             round(r.gap, 3) if r.gap is not None else None))
     notes = [f"toym sweep {spec.name}: {len(rows)} point(s); sim = formula: simulated instruction counts and "
@@ -218,8 +231,13 @@ METRICS = {
     "cycles": lambda r: r.cycles, "loads": lambda r: r.loads, "stores": lambda r: r.stores,
     "reads": lambda r: r.reads, "writes": lambda r: r.writes, "traffic": lambda r: r.traffic,
     "registers": lambda r: r.registers, "sram_peak": lambda r: r.sram_peak, "flops": lambda r: r.flops,
-    "time_s": lambda r: r.time_s,
+    "time_s": lambda r: r.time_s, "intensity": lambda r: r.intensity,
 }
+
+
+def _rounded(x: float | None) -> float | None:
+    """An intensity as the table shows it: 4 significant digits (the plot and JSON-free text)."""
+    return None if x is None else float(f"{x:.4g}")
 
 
 def plot_sweep(rows: Sequence[SweepRow], generator: str | GeneratorSpec, path: str, *, x: str | None = None,

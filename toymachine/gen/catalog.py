@@ -17,6 +17,7 @@ import numpy as np
 from ..cost import (Bound, Cost, attention_bound, attention_cost, attention_tile_cost, matmul_bound, matmul_cost,
                     softmax_bound, softmax_cost, variance_bound, variance_cost)
 from ..machine import Machine
+from ..machine.config import SRAM_RULES
 from ..program import Program
 from .tile import ALGOS, ORDERS, PASSES, VARIANTS, array_shapes, attention_program as tile_program, resolve_blocks
 from .registry import GeneratorSpec, Param, register
@@ -78,6 +79,7 @@ def _tile_params(p: dict) -> dict:
     p = dict(p)
     p["pass_"] = p.pop("pass")
     p["sram_words"] = p.pop("sram")
+    p["sram_rule"] = p.get("sram_rule") or "exact"
     return p
 
 def _tile_build(with_data: bool = False, seed: int = 0, **p) -> Program:
@@ -89,10 +91,13 @@ def _tile_cost(**p) -> Cost:
     br, bc, _ = resolve_blocks(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"],
                                block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"],
                                scaled=tau != 1.0, precompute_d=q["precompute_d"], order=q["order"],
-                               heads=q["batch"] * q["heads"])
+                               heads=q["batch"] * q["heads"], nk=q["nk"],
+                               kv_heads=None if q["kv_heads"] is None else q["batch"] * q["kv_heads"],
+                               sram_rule=q["sram_rule"])
     c = attention_tile_cost(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], batch=q["batch"],
                             heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"],
-                            precompute_d=q["precompute_d"], order=q["order"])
+                            precompute_d=q["precompute_d"], order=q["order"], nk=q["nk"], kv_heads=q["kv_heads"],
+                            sram_rule=q["sram_rule"])
     return Cost(ops=dict(c.ops), registers=c.registers,
                 breakdown={"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
                            "HBM footprint": c.hbm_footprint, "matmul FLOPs": c.flops_matmul,
@@ -101,10 +106,12 @@ def _tile_cost(**p) -> Cost:
 def _tile_bound(**p) -> Bound:
     """Compulsory traffic: every input word read once, every output word written once."""
     shapes = array_shapes(n=p["n"], d=p["d"], batch=p["batch"], heads=p["heads"], algo=p["algo"],
-                          pass_=p["pass"])
+                          pass_=p["pass"], nk=p["nk"], kv_heads=p["kv_heads"])
     size = {k: int(np.prod(v)) for k, v in shapes.items()}
     if p["pass"] == "forward":
         ins, outs = ("Q", "K", "V"), (("O", "l", "m") if p["algo"] == "fa1" else ("O", "L"))
+    elif p["algo"] == "standard":  # Algorithm 3 reads the forward's P
+        ins, outs = ("Q", "K", "V", "dO", "P"), ("dQ", "dK", "dV")
     else:
         ins = ("Q", "K", "V", "O", "dO") + (("m", "l") if p["algo"] == "fa1" else ("L",))
         outs = ("dQ", "dK", "dV")
@@ -113,20 +120,26 @@ def _tile_bound(**p) -> Bound:
                  source="attention-tile: every input read once, every output written once")
 
 def _tile_machine(p, m):
+    m = m.with_(sram_rule=p["sram_rule"]) if p.get("sram_rule") not in (None, "exact") else m
     return m.with_(sram_words=p["sram"]) if p.get("sram") else m
 
 register(GeneratorSpec(
     "attention-tile", "tiled attention on the SRAM/HBM machine: standard, FlashAttention-1/2, forward/backward",
     (Param("n", int, 256, "sequence length", minimum=1),
      Param("d", int, 64, "head dimension", minimum=1),
-     Param("algo", str, "fa2", "standard, fa1 or fa2", choices=ALGOS),
+     Param("nk", int, None, "keys/values length Nk (default n; causal aligned bottom-right, needs nk ≥ n)",
+           minimum=1),
+     Param("algo", str, "fa2", "standard (Algorithm 0), standard-3pass, fa1 or fa2", choices=ALGOS),
      Param("pass", str, "forward", "forward or backward", choices=PASSES),
      Param("batch", int, 1, "batch size", minimum=1),
      Param("heads", int, 1, "heads", minimum=1),
+     Param("kv_heads", int, None, "K/V heads (default heads; fewer: grouped-query, 1: multi-query)", minimum=1),
      Param("causal", bool, False, "causal mask"),
      Param("block_m", int, None, "query block rows Br (default: from --sram, else 64)", minimum=1),
      Param("block_n", int, None, "key block rows Bc (default: from --sram, else 64)", minimum=1),
      Param("sram", int, None, "SRAM words M: sizes the blocks and bounds the machine", minimum=1),
+     Param("sram_rule", str, None, "what M bounds: exact (every tile; the default) or paper (Q_i, K_j, V_j, O_i … "
+           "blocks only)", choices=SRAM_RULES),
      Param("variant", str, "exact", "exact, no-max or no-rescale (seed 003's breaks)", choices=VARIANTS),
      Param("order", str, "row", "backward: row (Q outer), col (K outer) or split (FA2's three kernels)",
            choices=ORDERS),

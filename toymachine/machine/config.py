@@ -31,6 +31,10 @@ tensor core) adds, all optional::
     vector_flops_per_cycle: 33792   # elementwise ops and row reductions on tiles
     sfu_ops_per_cycle: 2112       # EXP/LOG elements (default: the vector unit's rate)
     clock_hz: 1.98e9              # turns cycles into seconds: time_s (a roofline estimate)
+    sram_rule: exact              # exact: every tile in SRAM counts against sram_words (default);
+                                  # paper: only tiles of HBM matrices' blocks (a register a 2-D block is
+                                  # LOADed into or STOREd from: Q_i, K_j, V_j, O_i …) — the FlashAttention
+                                  # paper's Bc = ⌈M/4d⌉ sizes those four and leaves S, m, ℓ off the count
 
 Cost of a run (``toymachine.cost.tile`` gives the same formula in closed form)::
 
@@ -47,7 +51,7 @@ is the transfer term and compute time the sum of the three compute terms.
 
 from __future__ import annotations
 
-__all__ = ["Machine", "DEFAULT_MACHINE", "TILE_FIELDS"]
+__all__ = ["Machine", "DEFAULT_MACHINE", "TILE_FIELDS", "SRAM_RULES"]
 
 import dataclasses
 from dataclasses import dataclass, field
@@ -79,6 +83,7 @@ class Machine:
     vector_flops_per_cycle: float | None = None  # other FLOPs per cycle (elementwise, row reductions)
     sfu_ops_per_cycle: float | None = None  # EXP/LOG elements per cycle; None = vector rate
     clock_hz: float | None = None  # cycles per second, for time_s
+    sram_rule: str = "exact"  # what sram_words bounds: exact (every tile) | paper (blocks of HBM matrices only)
 
     def __post_init__(self):
         if not isinstance(self.cycles, MappingProxyType):
@@ -121,10 +126,13 @@ class Machine:
             d.update({f: getattr(self, f) for f in TILE_FIELDS})
         if self.mac_accumulator:
             d["mac_accumulator"] = True
+        if self.sram_rule != "exact":
+            d["sram_rule"] = self.sram_rule
         return d
 
 
 DEFAULT_MACHINE = Machine()
+SRAM_RULES = ("exact", "paper")
 
 TILE_FIELDS = ("sram_words", "hbm_bytes_per_cycle", "tensor_flops_per_cycle", "vector_flops_per_cycle",
                "sfu_ops_per_cycle", "clock_hz")

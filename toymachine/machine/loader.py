@@ -15,7 +15,7 @@ import yaml
 from ..dtypes import DTYPES
 from ..errors import ConfigError, Location
 from ..isa import ISA
-from .config import FIELDS, ROOFLINE_NEEDS, Machine, DEFAULT_MACHINE
+from .config import FIELDS, ROOFLINE_NEEDS, SRAM_RULES, Machine, DEFAULT_MACHINE
 
 PRESET_DIR = Path(__file__).with_name("presets")
 
@@ -88,6 +88,12 @@ def _build(values: dict[str, tuple[Any, Location]]) -> Machine:
         elif key == "mac_accumulator":
             if not isinstance(value, bool):
                 raise ConfigError(f"'mac_accumulator' must be true or false, got {value!r}", loc=loc)
+            kwargs[key] = value
+        elif key == "sram_rule":
+            if value not in SRAM_RULES:
+                raise ConfigError(f"'sram_rule' must be one of {', '.join(SRAM_RULES)}, got {value!r}", loc=loc,
+                                  hint="exact: every tile counts against sram_words; paper: only blocks of HBM "
+                                       "matrices (the FlashAttention paper's Q_i, K_j, V_j, O_i)")
             kwargs[key] = value
         elif key == "dtype":
             if str(value).lower() not in DTYPES:

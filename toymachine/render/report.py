@@ -116,6 +116,11 @@ def report_of(result: Result, *, steps: bool = True, sym: Callable[[Any], str] |
             summary.append((key.replace("_", " "), value_text(d[key])))
     if "flops" in d:
         summary.append(("flops", ", ".join(f"{k} {v}" for k, v in d["flops"].items())))
+    ai = d.get("intensity")
+    if ai and ai["flops_per_word"] is not None:  # tile machines (HBM in bytes) lead with FLOPs/byte
+        per_word, per_byte = format_number(ai["flops_per_word"], 4), format_number(ai["flops_per_byte"], 4)
+        summary.append(("intensity", f"{per_byte} FLOPs/byte ({per_word} per word)" if "sram_peak" in d
+                        else f"{per_word} FLOPs/word ({per_byte} per byte)"))
     if result.dtype != "fp64":
         summary.append(("dtype", result.dtype))
     if result.alarms or result.underflows:

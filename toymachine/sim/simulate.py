@@ -29,7 +29,7 @@ from ..errors import RuntimeFault
 from ..isa import MNEMONICS
 from ..machine import DEFAULT_MACHINE, Machine
 from ..program import Program
-from ..result import MemoryView, Result, Step
+from ..result import MemoryView, Result, Step, arithmetic_intensity
 from .engines import ENGINES, scalar
 from .engines.kinds import MM, SFU, VEC
 from .engines.kinds import LOAD, STORE
@@ -198,6 +198,7 @@ def _result(run: Run, machine: Machine, fname: str) -> Result:
     extra = {}
     for engine in ENGINES:
         extra.update(engine.report(run, machine, issue, flops, work, arrays))
+    extra["intensity"] = arithmetic_intensity(sum(flops), run.reads + run.writes, machine.word_bytes)
     result = Result(
         file=fname, machine=machine.to_dict(), cycles=cycles, instructions=run.step, ops=ops,
         dram_reads=run.reads, dram_writes=run.writes, word_bytes=machine.word_bytes,

@@ -44,6 +44,17 @@ class TileCost:
     def instructions(self) -> int:
         return sum(self.ops.values())
 
+    @property
+    def flops(self) -> int:
+        return self.flops_matmul + self.flops_other
+
+    def intensity(self, machine: Machine | None = None) -> float:
+        """Arithmetic intensity: FLOPs per byte of HBM traffic (reads + writes) with ``machine``'s
+        word size — the simulator's ``intensity.flops_per_byte``; per word: ``machine`` with
+        ``word_bytes=1``."""
+        m = machine or DEFAULT_MACHINE
+        return self.flops / ((self.reads + self.writes) * m.word_bytes)
+
     def cycles(self, machine: Machine | None = None) -> float:
         """Cycles on ``machine`` by the simulator's formula (``Machine.work_cycles``)."""
         m = machine or DEFAULT_MACHINE

@@ -15,20 +15,26 @@ from .counts import Tally
 
 def tally_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, algo: str, variant: str, scaled: bool) -> None:
     """The forward pass of ``h`` heads (``s``: ``g``'s pair sums with N, Tr, Tc)."""
-    {"standard": _standard_forward, "fa1": _fa1_forward, "fa2": _fa2_forward}[algo](t, g, s, d, h, variant, scaled)
+    {"standard": _standard_forward, "standard-3pass": _standard_3pass_forward, "fa1": _fa1_forward,
+     "fa2": _fa2_forward}[algo](t, g, s, d, h, variant, scaled)
 
 
-def forward_words(algo: str, variant: str) -> str:
-    """The forward pass's HBM words per head (the header's formula)."""
+def forward_words(algo: str, variant: str, cross: bool = False) -> str:
+    """The forward pass's HBM words per head (the header's formula; ``cross``: keys of length nk ≠ n)."""
+    nk = "nk" if cross else "n"
     if algo == "fa2":
-        return "reads n·d + 2·d·PC (Q once; K, V once per pair: non-causal n·d + 2·Tr·n·d), writes n·d + n (O, L)"
+        return (f"reads n·d + 2·d·PC (Q once; K, V once per pair: non-causal n·d + 2·Tr·{nk}·d), writes n·d + n "
+                f"(O, L)")
     if algo == "fa1":
         m = "2d + 2" if variant == "exact" else "2d + 1"
         w = "d + 1" if variant == "no-max" else "d + 2"
-        return (f"reads 2·n·d + ({m})·PR (K, V once; Q, O, l{', m' if variant == 'exact' else ''} per pair: "
+        return (f"reads 2·{nk}·d + ({m})·PR (K, V once; Q, O, l{', m' if variant == 'exact' else ''} per pair: "
                 f"non-causal PR = n·Tc), writes ({w})·PR")
+    sq = "n·nk" if cross else "n²"
+    if algo == "standard":
+        return f"reads n·d + 2·Tr·{nk}·d + 2·{sq} (S read once, P once: Algorithm 0), writes 2·{sq} + n·d + n"
     k = 4 if variant == "exact" else 3
-    return f"reads n·d + 2·Tr·n·d + {k}·n² (S read {k - 1}×, P once), writes 2·n² + n·d + n"
+    return f"reads n·d + 2·Tr·{nk}·d + {k}·{sq} (S read {k - 1}×, P once), writes 2·{sq} + n·d + n"
 
 
 def _fa2_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, scaled: bool) -> None:
@@ -69,9 +75,9 @@ def _fa2_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, sca
 
 
 def _fa1_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, scaled: bool) -> None:
-    n, tc, p, pr, prc = s["N"], s["Tc"], s["P"], s["PR"], s["PRC"]
-    t.load("K", h * n * d, h * tc)
-    t.load("V", h * n * d, h * tc)
+    nk, tc, p, pr, prc = s["NK"], s["Tc"], s["P"], s["PR"], s["PRC"]
+    t.load("K", h * nk * d, h * tc)
+    t.load("V", h * nk * d, h * tc)
     t.load("Q", h * pr * d, h * p)
     t.load("O", h * pr * d, h * p)
     t.load("l", h * pr, h * p)
@@ -111,19 +117,57 @@ def _fa1_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, sca
         t.store("m", h * pr, h * p)
 
 
-def _standard_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, scaled: bool) -> None:
-    n, tr, tc = s["N"], s["Tr"], s["Tc"]
-    pairs = tr * tc  # standard attention computes every block, masked or not
-    masked = sum(tc - min(tc, tc if i0 + 1 >= n else (i0 + 1) // g.bc) for i0, _ in g.rows()) if g.causal else 0
-    nn = n * n
-    # 1. S = τ·Q·Kᵀ, stored
+def _standard_scores(t: Tally, g: Blocks, s: dict, d: int, h: int, scaled: bool) -> None:
+    """Step 1 of standard attention: S = τ·Q·Kᵀ by blocks, every block (masked or not) stored."""
+    n, nk, tr, tc = s["N"], s["NK"], s["Tr"], s["Tc"]
+    pairs = tr * tc
     t.load("Q", h * n * d, h * tr)
-    t.load("K", h * tr * n * d, h * pairs)
-    t.op("MAC_Z", h * pairs, elems=h * nn * (2 * d - 1), unit="mm")
+    t.load("K", h * tr * nk * d, h * pairs)
+    t.op("MAC_Z", h * pairs, elems=h * n * nk * (2 * d - 1), unit="mm")
     if scaled:
-        t.op("MUL", h * pairs, elems=h * nn)
-    t.op("MASK", h * masked)
-    t.store("S", h * nn, h * pairs)
+        t.op("MUL", h * pairs, elems=h * n * nk)
+    t.op("MASK", h * (sum(tc - min(tc, g.unmasked(i0)) for i0, _ in g.rows()) if g.causal else 0))
+    t.store("S", h * n * nk, h * pairs)
+
+
+def _standard_pv(t: Tally, s: dict, d: int, h: int) -> None:
+    """The last step of standard attention: O = P·V by blocks."""
+    n, nk, tr, tc = s["N"], s["NK"], s["Tr"], s["Tc"]
+    pairs = tr * tc
+    t.load("P", h * n * nk, h * pairs)
+    t.load("V", h * tr * nk * d, h * pairs)
+    # MAC_Z for a row block's first key block, MAC after: Σ_i r·d·(2·Σ_j c_j − 1) = Nq·d·(2Nk − 1)
+    t.op("MAC_Z", h * tr, elems=h * n * d * (2 * nk - 1), unit="mm")
+    t.op("MAC", h * (pairs - tr))
+    t.store("O", h * n * d, h * tr)
+
+
+def _standard_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, scaled: bool) -> None:
+    """Algorithm 0: S stored; each row block of S read once, P = softmax written once; O = PV."""
+    n, nk, tr = s["N"], s["NK"], s["Tr"]
+    _standard_scores(t, g, s, d, h, scaled)
+    nn = n * nk
+    t.load("S", h * nn, h * tr)
+    if variant == "exact":
+        t.op("ROWMAX", h * tr, elems=h * (nn - n))
+        t.op("SUB", h * tr, elems=h * nn)
+    t.op("EXP", h * tr, elems=h * nn, unit="sfu")
+    t.op("ROWSUM", h * tr, elems=h * (nn - n))
+    t.op("DIV", h * tr, elems=h * nn)
+    t.store("P", h * nn, h * tr)
+    t.op("LOG", h * tr, elems=h * n, unit="sfu")
+    if variant == "exact":
+        t.op("ADD", h * tr, elems=h * n)
+    t.store("L", h * n, h * tr)
+    _standard_pv(t, s, d, h)
+
+
+def _standard_3pass_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, scaled: bool) -> None:
+    """The 3-pass variant: S read once per softmax pass (max, sum, normalise; no-max: 2 passes)."""
+    n, nk, tr, tc = s["N"], s["NK"], s["Tr"], s["Tc"]
+    pairs = tr * tc  # standard attention computes every block, masked or not
+    nn = n * nk  # S and P are Nq × Nk
+    _standard_scores(t, g, s, d, h, scaled)
     # 2. P = softmax(S) row block by row block: the seed's safe softmax, one pass per statistic
     rowred = nn - n * tc  # Σ r·(c − 1) over all blocks
     if variant == "exact":
@@ -146,10 +190,4 @@ def _standard_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str
     t.op("EXP", h * pairs, elems=h * nn, unit="sfu")
     t.op("DIV", h * pairs, elems=h * nn)
     t.store("P", h * nn, h * pairs)
-    # 3. O = P·V
-    t.load("P", h * nn, h * pairs)
-    t.load("V", h * tr * n * d, h * pairs)
-    # MAC_Z for a row block's first key block, MAC after: Σ_i r·d·(2·Σ_j c_j − 1) = n·d·(2n − 1)
-    t.op("MAC_Z", h * tr, elems=h * n * d * (2 * n - 1), unit="mm")
-    t.op("MAC", h * (pairs - tr))
-    t.store("O", h * n * d, h * tr)
+    _standard_pv(t, s, d, h)

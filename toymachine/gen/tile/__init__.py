@@ -9,4 +9,5 @@ __all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_p
            "resolve_blocks", "attention_reference", "attention_backward_reference", "array_shapes"]
 
 from .attention import (ALGOS, ORDERS, PASSES, SPLIT_PHASES, VARIANTS, array_shapes, attention_backward_reference,
-                        attention_program, attention_reference, resolve_blocks, run_attention)
+                        attention_program, attention_reference, resolve_blocks)
+from .run import run_attention

@@ -9,9 +9,27 @@ shape [n][d] — [batch][heads][n][d] when batch·heads > 1 — and the row stat
 (the log-sum-exp), ``m``, ``l``, ``D`` of shape [n] (or [batch][heads][n]). Inputs never
 given are the machine's deterministic random values, as for any program.
 
-algo standard — Algorithm 0: S = τQKᵀ is written to HBM, P = softmax(S) is computed by the
-    seed's 3-pass safe softmax over S (max, sum, normalise; Problem 4 at tile granularity)
-    and written, then O = PV. HBM Θ(n·d + n²).
+Shapes users run (issue 14): ``nk`` keys/values of length Nk ≠ n (cross-attention: K, V, dK,
+dV are [nk][d]; S, P [n][nk]); the causal mask is aligned bottom-right, as torch SDPA's
+``causal_lower_right`` and flash-attn (≥ 2.1) do — query i attends keys j ≤ i + (nk − n), the
+last query sees every key; MASK gets the row offset i0 + nk − n — and needs nk ≥ n (else the
+first n − nk queries attend no key). ``kv_heads`` (grouped-query attention; 1 = multi-query):
+K, V (dK, dV) are [batch][kv_heads][nk][d], heads % kv_heads == 0, query head h reads K/V head
+h // (heads/kv_heads). The forward and the row-order backward run query head by query head
+(row order read-modify-writes dK_j, dV_j, so a group's contributions add up in HBM); the
+column order and the split order's dkdv launch hold K_j, V_j, dK_j, dV_j in SRAM while every
+query head of the group streams past, so K, V are read and dK, dV written once per K/V head
+(the kernel's grid for GQA: one dkdv program per key block and K/V head). Head dimensions are
+any d ≥ 1 (80, 96, …: the machine has no power-of-two tiles). Defaults (nk = n, kv_heads =
+heads) give the programs, byte for byte, that the generator made before these options.
+
+algo standard — Algorithm 0 as the paper counts it: S = τQKᵀ is written to HBM by blocks;
+    each row block of S (Br × nk) is read once, P = softmax(S) computed in SRAM and written
+    once (with the log-sum-exp L); then O = PV by blocks. S and P written once, read once:
+    HBM Θ(n·d + n²); SRAM holds a Br × nk row block (as a row-wise softmax kernel does).
+algo standard-3pass — the same with P computed by the seed's 3-pass safe softmax over S
+    blocks (max, sum, normalise; Problem 4 at tile granularity): SRAM holds one Br × Bc
+    block, never a row, and S is read three times (no-max: twice) — 2n² more reads.
 algo fa1 — FlashAttention-1 (Algorithm 1/2): K_j, V_j outer, Q_i inner; O_i, l_i, m_i are
     read and written per pair (the outer-product schedule of seed 000). HBM Θ(n²d²/M). With
     the causal mask a block row can be all −inf (rowmax −inf, e^(−inf+inf) = NaN); there the
@@ -37,6 +55,14 @@ pass_ backward (fa1/fa2; fa1 reads m and l, fa2 reads L): dS_ij = P_ij∘(dP_ij 
     ``phase`` builds one launch alone (``SPLIT_PHASES``), so each kernel launch has its own
     program and counts (``kernels_gpu.traffic`` predicts the launches' bytes from them).
 
+Dropout (``dropout`` p, ``dropout_seed``; seed 004, Algorithm 2 and its backward): the mask Z
+(Z_ij = 1/(1 − p) kept, 0 dropped) is made on chip by the DROPOUT instruction from a
+counter-based hash of (seed, head, row, col) — never stored, remade wherever it is needed. The
+forward multiplies P̃_ij by it just before P̃_ij·V_j (the row sums and L stay those of the
+undropped P̃); the backward uses P∘Z for dV and (dO·Vᵀ)∘Z for dP, and D_i = rowsum(dO_i∘O_i)
+holds unchanged (O carries the mask); standard attention applies it to each P block it loads
+(O = PV; the backward's dV = Pᵀ·dO and dP row blocks). ``reference`` draws the same mask.
+
 Softmax scale τ (``scale``, default 1/√d): a FILL'd 1×1 tile multiplies S on chip
 (``MUL Ts, Tτ, Ts``, Br·Bc FLOPs per pair) and dS in the backward (split order: the dK_j and
 dQ_i accumulators once per block instead, as the kernels do); ``scale=1`` emits no
@@ -50,8 +76,8 @@ of every program says what it computes, its blocks, SRAM occupancy and HBM cost.
 
 Costs in closed form: ``toymachine.cost.tile.attention_tile_cost``.
 
-This module holds the public API (``attention_program``, ``run_attention``, ``array_shapes``,
-``resolve_blocks``, the parameter tuples; ``gen.catalog`` registers ``attention-tile`` with the
+This module holds the public API (``attention_program``, ``array_shapes``, ``resolve_blocks``,
+the parameter tuples; ``run`` holds ``run_attention``; ``gen.catalog`` registers ``attention-tile`` with the
 sweep). The instruction streams live in ``forward`` (standard, FA1, FA2) and ``backward`` (row,
 col, split), sharing ``emit``'s ``Emitter``; the arrays and header in ``header``; the float64
 references in ``reference``.
@@ -59,8 +85,7 @@ references in ``reference``.
 
 from __future__ import annotations
 
-__all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_program", "run_attention",
-           "resolve_blocks",
+__all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_program", "resolve_blocks",
            "attention_reference", "attention_backward_reference", "array_shapes"]
 
 import math
@@ -70,14 +95,15 @@ import numpy as np
 
 from ...cost.tile import SPLIT_PHASES, Blocks, attention_tile_cost, check_split, fit_blocks, sram_peak
 from ...errors import ConfigError
+from ...machine.config import SRAM_RULES
 from ...program import Program
-from .backward import emit_backward, emit_split_phase
-from .emit import TAU, Emitter
+from .backward import emit_backward, emit_split_phase, emit_standard_backward
+from .emit import TAU, Dropout, Emitter
 from .forward import emit_forward
 from .header import array_declarations, program_header
 from .reference import attention_backward_reference, attention_reference
 
-ALGOS = ("standard", "fa1", "fa2")
+ALGOS = ("standard", "standard-3pass", "fa1", "fa2")
 PASSES = ("forward", "backward")
 ORDERS = ("row", "col", "split")  # backward; split's launches: SPLIT_PHASES (from cost.tile)
 VARIANTS = ("exact", "no-max", "no-rescale")
@@ -102,28 +128,36 @@ def _choice(name: str, value, choices: Iterable[str]) -> str:
 def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", block_m: int | None = None,
                    block_n: int | None = None, sram_words: int | None = None, variant: str = "exact",
                    scaled: bool = True, precompute_d: bool = True, order: str = "row",
-                   heads: int = 1, phase: str | None = None) -> tuple[int, int, str]:
-    """(Br, Bc, how they were chosen): given, from the SRAM size, or 64 × 64; clamped to n."""
+                   heads: int = 1, phase: str | None = None, nk: int | None = None,
+                   kv_heads: int | None = None, dropout: bool = False,
+                   sram_rule: str = "exact") -> tuple[int, int, str]:
+    """(Br, Bc, how they were chosen): given, from the SRAM size, or 64 × 64; Br clamped to n
+    (the queries), Bc to nk (the keys, default n). ``heads``/``kv_heads``: all batches' heads."""
+    keys = n if nk is None else nk
     fit = dict(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
-               precompute_d=precompute_d, order=order, heads=heads, phase=phase)
+               precompute_d=precompute_d, order=order, heads=heads, phase=phase, nk=nk, kv_heads=kv_heads,
+               dropout=dropout, sram_rule=sram_rule)
     if block_m is not None or block_n is not None or sram_words is None:
         if sram_words is not None and (block_m is None or block_n is None):
             pbr, pbc, _ = fit_blocks(**fit)
         else:
             pbr = pbc = DEFAULT_BLOCK
         br = min(n, block_m if block_m is not None else pbr)
-        bc = min(n, block_n if block_n is not None else pbc)
+        bc = min(keys, block_n if block_n is not None else pbc)
         note = "given" if block_m is not None and block_n is not None else "given / default 64"
         if block_m is None and block_n is None:
             note = f"default {DEFAULT_BLOCK} × {DEFAULT_BLOCK}"
         if (br, bc) != (block_m or br, block_n or bc):
-            note += f", clamped to n = {n}"
+            note += f", clamped to n = {n}" + ("" if keys == n else f", nk = {keys}")
         if sram_words is not None:
             need = sram_peak(algo=algo, pass_=pass_, d=d, br=br, bc=bc, variant=variant, scaled=scaled,
-                             precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase)
+                             precompute_d=precompute_d, order=order, n=n, heads=heads, phase=phase, nk=nk,
+                             kv_heads=kv_heads, dropout=dropout, sram_rule=sram_rule)
             if need > sram_words:
                 fbr, fbc, _ = fit_blocks(**fit)
-                raise ConfigError(f"blocks Br = {br}, Bc = {bc} need {need} words of SRAM; --sram is {sram_words}",
+                counted = " counted as the paper does" if sram_rule == "paper" else ""
+                raise ConfigError(f"blocks Br = {br}, Bc = {bc} need {need} words of SRAM{counted}; --sram is "
+                                  f"{sram_words}",
                                   hint=f"use --block-m {fbr} --block-n {fbc} (they fit), leave the blocks to --sram, "
                                        f"or use --sram {need}")
         return br, bc, note
@@ -131,39 +165,69 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
 
 
 def array_shapes(*, n: int, d: int, batch: int = 1, heads: int = 1, algo: str = "fa2",
-                 pass_: str = "forward") -> dict[str, tuple[int, ...]]:
-    """Name → shape of every array the program declares (inputs and outputs)."""
-    lead = (batch, heads) if batch * heads > 1 else ()
-    mat, vec = lead + (n, d), lead + (n,)
+                 pass_: str = "forward", nk: int | None = None,
+                 kv_heads: int | None = None) -> dict[str, tuple[int, ...]]:
+    """Name → shape of every array the program declares (inputs and outputs): Q, O, dO, dQ
+    [batch][heads][n][d]; K, V, dK, dV [batch][kv_heads][nk][d] (the leading axes when
+    batch·heads > 1); the statistics [batch][heads][n]; standard attention's S, P [n][nk]."""
+    keys = n if nk is None else nk
+    kvh = heads if kv_heads is None else kv_heads
+    many = batch * heads > 1
+    lead, klead = ((batch, heads), (batch, kvh)) if many else ((), ())
+    mat, kmat, vec = lead + (n, d), klead + (keys, d), lead + (n,)
     if pass_ == "forward":
         if algo == "fa1":
-            return {"Q": mat, "K": mat, "V": mat, "O": mat, "l": vec, "m": vec}
-        shapes = {"Q": mat, "K": mat, "V": mat}
-        if algo == "standard":
-            shapes.update(S=lead + (n, n), P=lead + (n, n))
+            return {"Q": mat, "K": kmat, "V": kmat, "O": mat, "l": vec, "m": vec}
+        shapes = {"Q": mat, "K": kmat, "V": kmat}
+        if algo in ("standard", "standard-3pass"):
+            shapes.update(S=lead + (n, keys), P=lead + (n, keys))
         shapes.update(O=mat, L=vec)
         return shapes
+    if algo == "standard":  # Algorithm 3: P from the forward; dP, dS written
+        sq = lead + (n, keys)
+        return {"Q": mat, "K": kmat, "V": kmat, "dO": mat, "P": sq, "dP": sq, "dS": sq, "D": vec, "dQ": mat,
+                "dK": kmat, "dV": kmat}
     stats = {"m": vec, "l": vec} if algo == "fa1" else {"L": vec}
-    return {"Q": mat, "K": mat, "V": mat, "O": mat, "dO": mat, **stats, "D": vec, "dQ": mat, "dK": mat, "dV": mat}
+    return {"Q": mat, "K": kmat, "V": kmat, "O": mat, "dO": mat, **stats, "D": vec, "dQ": mat, "dK": kmat,
+            "dV": kmat}
 
 
 def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", batch: int = 1, heads: int = 1,
                       causal: bool = False, block_m: int | None = None, block_n: int | None = None,
                       sram_words: int | None = None, variant: str = "exact", precompute_d: bool = True,
                       order: str = "row", with_data: bool = False, seed: int = 0,
-                      scale: float | None = None, phase: str | None = None) -> Program:
+                      scale: float | None = None, phase: str | None = None, nk: int | None = None,
+                      kv_heads: int | None = None, dropout: float = 0.0, dropout_seed: int = 0,
+                      sram_rule: str = "exact") -> Program:
     """A tiled attention program for the tile machine (module docstring: what each
     ``algo``/``pass_``/``order`` does; ``cost.tile.attention_tile_cost``: what it costs).
     ``phase`` (backward, order split only): one of ``SPLIT_PHASES`` alone — one kernel launch.
+    ``nk``: keys/values of length Nk (default ``n``; causal aligned bottom-right, needs Nk ≥ n);
+    ``kv_heads``: K/V heads (default ``heads``; grouped-query attention, ``heads % kv_heads == 0``).
+    ``dropout``: drop probability p (Algorithm 2; 0 = none), its mask drawn from ``dropout_seed``.
+    ``sram_rule``: how the program's SRAM is counted against ``sram_words`` and reported — exact
+    (every tile, the default) or paper (only blocks of HBM matrices: run it on a machine with
+    ``sram_rule: paper``, e.g. the ``toysram-paper`` preset).
 
     ``with_data`` embeds the inputs as ``.data`` (the machine's own random values for
     ``seed``; for the backward also O and the statistics from a float64 numpy forward, so
     the gradients are those of that forward)."""
     n, d = _int("n", n, 1), _int("d", d, 1)
     batch, heads = _int("batch", batch, 1), _int("heads", heads, 1)
+    keys = n if nk is None else _int("nk", nk, 1)
+    kvh = heads if kv_heads is None else _int("kv_heads", kv_heads, 1)
+    if heads % kvh:
+        raise ConfigError(f"--heads {heads} is not a multiple of --kv-heads {kvh} (grouped-query attention shares "
+                          f"each K, V head among heads / kv_heads query heads)",
+                          hint=f"use a --kv-heads that divides {heads}, e.g. 1 (multi-query) or {heads}")
+    if causal and keys < n:
+        raise ConfigError(f"the causal mask is aligned bottom-right (query i attends keys j ≤ i + nk − n); with "
+                          f"nk = {keys} < n = {n} the first {n - keys} queries would attend no key",
+                          hint="use --nk ≥ --n with --causal, or --no-causal")
     algo = _choice("algo", algo, ALGOS)
     pass_ = _choice("pass", pass_, PASSES)
     variant = _choice("variant", variant, VARIANTS)
+    sram_rule = _choice("sram-rule", sram_rule, SRAM_RULES)
     order = _choice("order", order, ORDERS)
     for name, v in (("block_m", block_m), ("block_n", block_n), ("sram", sram_words)):
         if v is not None:
@@ -173,92 +237,103 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     if pass_ == "backward" and variant != "exact":
         raise ConfigError(f"--variant {variant} breaks the forward pass; the backward pass is exact only",
                           hint="use --variant exact with --pass backward")
-    if pass_ == "backward" and algo == "standard":
-        raise ConfigError("the backward pass is generated for fa1 and fa2 (FlashAttention's Algorithm 4)",
-                          hint="use --algo fa1 (reads m, l) or --algo fa2 (reads L)")
+    if pass_ == "backward" and algo == "standard-3pass":
+        raise ConfigError("standard-3pass differs from standard in its forward pass only; the standard backward is "
+                          "Algorithm 3", hint="use --algo standard --pass backward")
+    if pass_ == "backward" and algo == "standard" and (order != "row" or not precompute_d or phase):
+        raise ConfigError("the standard backward is Algorithm 3's fixed schedule (dV, dP, dS, dQ, dK by blocks, "
+                          "D = rowsum(P∘dP) from the materialised P): --order, --no-precompute-d and phases are "
+                          "FlashAttention's (fa1, fa2)", hint="leave them out with --algo standard")
     check_split(pass_, order, precompute_d, phase)
-    if algo == "standard" and variant == "no-rescale":
+    if algo in ("standard", "standard-3pass") and variant == "no-rescale":
         raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
                           "has none", hint="use --variant exact or no-max with --algo standard")
+    p_drop = _dropout(dropout, dropout_seed)
     tau = 1.0 / math.sqrt(d) if scale is None else float(scale)
     if not math.isfinite(tau) or tau == 0.0:
         raise ConfigError(f"--scale must be a finite non-zero number, got {scale!r}")
     scaled = tau != 1.0
     br, bc, how = resolve_blocks(n=n, d=d, algo=algo, pass_=pass_, block_m=block_m, block_n=block_n,
                                  sram_words=sram_words, variant=variant, scaled=scaled, precompute_d=precompute_d,
-                                 order=order, heads=batch * heads, phase=phase)
-    g = Blocks(n, br, bc, bool(causal))
-    heads_list = [(b, hh) for b in range(batch) for hh in range(heads)] if batch * heads > 1 else [()]
+                                 order=order, heads=batch * heads, phase=phase, nk=keys,
+                                 kv_heads=batch * kvh, dropout=bool(p_drop), sram_rule=sram_rule)
+    g = Blocks(n, br, bc, bool(causal), None if keys == n else keys)
+    groups = _head_groups(batch, heads, kvh)
+    dr = Dropout(p_drop, int(dropout_seed), heads) if p_drop else None
     e = Emitter()
     if scaled:
         e.op("FILL", tau, 1, 1, e.t(TAU))
     if pass_ == "backward" and order == "split":  # launch by launch, each over every head (the kernel's grid)
         for ph in (phase,) if phase else SPLIT_PHASES:
-            for prefix in heads_list:
-                emit_split_phase(e, g, d, tuple(prefix), ph, algo=algo, scaled=scaled)
+            for kpre, pres in groups:
+                if ph == "dkdv":  # one program per key/value head: its query heads stream past K_j, V_j
+                    emit_split_phase(e, g, d, pres, ph, algo=algo, scaled=scaled, kpre=kpre, dropout=dr)
+                else:
+                    for pre in pres:
+                        emit_split_phase(e, g, d, [pre], ph, algo=algo, scaled=scaled, kpre=kpre, dropout=dr)
+    elif pass_ == "backward" and algo == "standard":
+        for kpre, pres in groups:
+            emit_standard_backward(e, g, d, pres, scaled=scaled, kpre=kpre, dropout=dr)
+    elif pass_ == "backward":
+        for kpre, pres in groups:
+            emit_backward(e, g, d, pres, algo=algo, scaled=scaled, precompute_d=precompute_d, order=order, kpre=kpre,
+                          dropout=dr)
     else:
-        build = emit_forward if pass_ == "forward" else emit_backward
-        for prefix in heads_list:
-            build(e, g, d, tuple(prefix), algo=algo, variant=variant, scaled=scaled, precompute_d=precompute_d,
-                  order=order)
+        for kpre, pres in groups:
+            for pre in pres:
+                emit_forward(e, g, d, pre, algo=algo, variant=variant, scaled=scaled, kpre=kpre, dropout=dr)
+    extra = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
+    peak_kw = dict(algo=algo, pass_=pass_, d=d, variant=variant, scaled=scaled, precompute_d=precompute_d, order=order,
+                   n=n, heads=batch * heads, phase=phase, nk=keys, kv_heads=batch * kvh, dropout=bool(p_drop))
+    drop_kw = dict(dropout=p_drop, dropout_seed=int(dropout_seed)) if p_drop else {}
     cost = attention_tile_cost(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal),
                                block_m=br, block_n=bc, variant=variant, precompute_d=precompute_d, order=order,
-                               scale=tau, phase=phase)
-    shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_=pass_)
+                               scale=tau, phase=phase, dropout=p_drop, sram_rule=sram_rule, **extra)
+    shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_=pass_, **extra)
     arrays = array_declarations(shapes, algo, pass_, precompute_d, order, with_data, seed, tau, bool(causal), n, d,
-                                phase)
+                                phase, **drop_kw)
     header = program_header(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal), br=br,
                             bc=bc, how=how, sram_words=sram_words, variant=variant, precompute_d=precompute_d,
                             order=order, tau=tau, scale=scale, cost=cost, g=g, with_data=with_data, seed=seed,
-                            phase=phase)
+                            phase=phase, **extra, **drop_kw, sram_rule=sram_rule,
+                            sram_note=_sram_note(sram_rule, sram_words, n, d, br, bc, cost.sram_peak, peak_kw))
     return Program(tuple(e.instrs), tuple(arrays), header=tuple(header))
 
 
-# -- running it: arrays in, arrays out (what a GPU kernel is compared with) -------------------------
-def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, block_m: int | None = 64,
-                  block_n: int | None = 64, scale: float | None = None, dtype: str | None = None, machine=None,
-                  order: str = "col", precompute_d: bool = True, strict_numerics: bool = False) -> dict:
-    """Simulate the tile program on given inputs and return its outputs as arrays.
+def _sram_note(rule: str, sram_words: int | None, n: int, d: int, br: int, bc: int, peak: int, kw: dict) -> list[str]:
+    """Header lines on how SRAM was counted: under the paper's rule, the exact working set beside it;
+    with M given, the paper's block rule worked out — and for seed 001's M = 59, d = 3, its Bc = 4."""
+    lines = []
+    if rule == "paper":
+        exact = sram_peak(br=br, bc=bc, sram_rule="exact", **kw)
+        lines.append(f"SRAM rule paper: {peak} words are the blocks of HBM matrices (Q_i, K_j, V_j, O_i …: what the "
+                     f"paper's Bc = ⌈M/4d⌉ sizes); the exact working set (S_ij, m, ℓ, temporaries too) is {exact} words"
+                     + (f" > M: run it on a machine with sram_rule: paper (--machine toysram-paper)"
+                        if sram_words is not None and exact > sram_words else "") + ".")
+    if sram_words == 59 and d == 3:  # seed 001's worked example: N = 5, d = 3, M = 59
+        seed = {r: sram_peak(br=min(3, n), bc=min(4, kw["nk"]), sram_rule=r, **kw) for r in SRAM_RULES}
+        fits = [r for r in SRAM_RULES if seed[r] <= 59]
+        verdict = ("fit M only under the paper's rule" if fits == ["paper"] else
+                   "fit M under both rules" if len(fits) == 2 else "fit M under neither rule")
+        lines.append(f"Seed 001 (N = 5, d = 3, M = 59) prints Bc = ⌈M/4d⌉ = 4, but ⌈59/12⌉ = 5 (59/12 = 4.92 rounds "
+                     f"up); its Br = 3, Bc = 4 blocks need {seed['paper']} words counted as the paper does (Q_i, K_j, "
+                     f"V_j, O_i) and {seed['exact']} counted exactly: they {verdict} (toym gen attention --level tile "
+                     f"--sram-rule paper --sram 59 --block-m 3 --block-n 4 plays its 2 × 2 walk).")
+    return lines
 
-    ``q, k, v`` (and ``do``): float arrays of shape (n, d), (heads, n, d) or (batch, heads, n, d).
-    Returns ``O`` (the inputs' shape) and the statistics ``L`` (fa1: ``m``, ``l``) of shape
-    (…, n); with ``do``, the backward pass too, fed the simulated O and statistics:
-    ``dQ, dK, dV`` (and ``D``). ``forward``/``backward`` hold the ``Result``s (counts,
-    alarms). ``machine``: a ``Machine`` or preset name (default: the seed's); ``dtype``
-    overrides the machine's."""
-    from ...machine import Machine, resolve_machine
-    from ...sim import simulate
 
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    if q.ndim not in (2, 3, 4) or k.shape != q.shape or v.shape != q.shape:
-        raise ConfigError(f"q, k, v must share a shape (n, d), (heads, n, d) or (batch, heads, n, d); got "
-                          f"{q.shape}, {k.shape}, {v.shape}")
-    lead = q.shape[:-2]
-    batch, heads = (1,) * (2 - len(lead)) + tuple(lead)
-    n, d = q.shape[-2:]
-    mach = machine if isinstance(machine, Machine) or machine is None else resolve_machine(machine)
-    common = dict(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=block_m, block_n=block_n,
-                  scale=scale)
-    shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo)
+def _dropout(p, seed) -> float:
+    """The drop probability, checked (0 ≤ p < 1), and the mask seed (a whole number ≥ 0)."""
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or not 0 <= p < 1:
+        raise ConfigError(f"--dropout must be a probability 0 ≤ p < 1, got {p!r}", hint="e.g. --dropout 0.1")
+    _int("dropout_seed", seed, 0)
+    return float(p)
 
-    def given(**arrays):
-        return {name: a.reshape(shapes[name]) for name, a in arrays.items()}
 
-    fwd = simulate(attention_program(**common), mach, given(Q=q, K=k, V=v), dtype=dtype,
-                   strict_numerics=strict_numerics, steps=False)
-    stats = ("m", "l") if algo == "fa1" else ("L",)
-    out = {"O": fwd.array("O").reshape(q.shape), "forward": fwd}
-    for name in stats:
-        out[name] = fwd.array(name).reshape(q.shape[:-1])
-    if do is None:
-        return out
-    do = np.asarray(do, dtype=np.float64).reshape(q.shape)
-    bshapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_="backward")
-    data = {"Q": q, "K": k, "V": v, "dO": do, "O": out["O"], **{name: out[name] for name in stats}}
-    data = {name: a.reshape(bshapes[name]) for name, a in data.items()}
-    bwd = simulate(attention_program(**common, pass_="backward", order=order, precompute_d=precompute_d), mach, data,
-                   dtype=dtype, strict_numerics=strict_numerics, steps=False)
-    out.update({name: bwd.array(name).reshape(q.shape) for name in ("dQ", "dK", "dV")})
-    out["D"] = bwd.array("D").reshape(q.shape[:-1])
-    out["backward"] = bwd
-    return out
+def _head_groups(batch: int, heads: int, kv_heads: int) -> list[tuple[tuple, list[tuple]]]:
+    """(K/V head prefix, the prefixes of the query heads that read it), in head order: query head
+    h of a batch reads K/V head h // (heads / kv_heads). One head: ``[((), [()])]``."""
+    if batch * heads == 1:
+        return [((), [()])]
+    group = heads // kv_heads
+    return [((b, kv), [(b, kv * group + q) for q in range(group)]) for b in range(batch) for kv in range(kv_heads)]

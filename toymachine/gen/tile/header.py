@@ -15,7 +15,7 @@ import numpy as np
 
 from ...sim.memory import random_block
 from ...program import ArrayDecl
-from .backward import BACKWARD_REGS, SPLIT_REGS
+from .backward import BACKWARD_REGS, SPLIT_REGS, STANDARD_REGS
 from .emit import TAU
 from .forward import FORWARD_REGS
 from .reference import attention_reference
@@ -23,7 +23,7 @@ from .reference import attention_reference
 
 def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, order: str, with_data: bool,
                        seed: int, tau: float, causal: bool, n: int, d: int,
-                       phase: str | None = None) -> list[ArrayDecl]:
+                       phase: str | None = None, dropout: float = 0.0, dropout_seed: int = 0) -> list[ArrayDecl]:
     """The program's ``ArrayDecl``s, in ``shapes`` order: values, a fill, or neither."""
     fills: dict[str, float] = {}
     if pass_ == "forward" and algo == "fa1":
@@ -41,8 +41,9 @@ def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, 
         for name in inputs:
             values[name] = random_block(seed, name, shapes[name])
         if pass_ == "backward":
-            ref = attention_reference(values["Q"], values["K"], values["V"], scale=tau, causal=causal)
-            for name in ("O", "L", "m", "l"):
+            ref = attention_reference(values["Q"], values["K"], values["V"], scale=tau, causal=causal,
+                                      dropout=dropout, dropout_seed=dropout_seed)
+            for name in ("O", "L", "m", "l", "P"):
                 if name in shapes:
                     values[name] = ref[name]
             if phase in ("dkdv", "dq"):  # a launch alone reads D that its preprocess would have written
@@ -57,11 +58,18 @@ def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, 
 
 
 def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram_words, variant, precompute_d,
-                   order, tau, scale, cost, g, with_data, seed, phase=None) -> list[str]:
-    """The header lines (``Program.header``): what the program computes and what it costs."""
-    title = {"standard": "standard attention (Algorithm 0: S and P materialised in HBM)",
+                   order, tau, scale, cost, g, with_data, seed, phase=None, nk=None, kv_heads=None, dropout=0.0,
+                   dropout_seed=0, sram_rule="exact", sram_note=()) -> list[str]:
+    """The header lines (``Program.header``): what the program computes and what it costs
+    (``nk``/``kv_heads`` given: cross-attention / grouped-query lines)."""
+    title = {"standard": "standard attention (Algorithm 0: S and P materialised in HBM, each written once and "
+                         "read once)",
+             "standard-3pass": "standard attention, 3-pass softmax (S and P materialised in HBM; S read 3× by the "
+                               "seed's safe softmax over blocks)",
              "fa1": "FlashAttention-1 (Algorithm 1: K_j, V_j outer; O, l, m updated in HBM per block pair)",
              "fa2": "FlashAttention-2 (Q_i outer; O_i, l_i, m_i stay in SRAM; O and L written once)"}[algo]
+    if algo == "standard" and pass_ == "backward":
+        title = "standard attention (Algorithm 3: P read from HBM; dP and dS materialised in HBM)"
     h = batch * heads
     lines = [f"Tiled attention on the SRAM/HBM machine: {title}, {pass_} pass."]
     if pass_ == "forward":
@@ -71,6 +79,10 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
             what += f" — variant {variant} (seed 003's break-it: " + (
                 "no running max, e^S overflows for large scores)" if variant == "no-max"
                 else "per-tile max, old statistics never rescaled: finite but wrong)")
+    elif algo == "standard":
+        what = ("dQ, dK, dV of O = softmax(τ·Q·Kᵀ)·V given dO, from Q, K, V, dO and the forward's P (Algorithm 3: "
+                "dV = Pᵀ·dO; dP = dO·Vᵀ written; D_i = rowsum(P∘dP) and dS = P∘(dP − D) from row blocks of P and "
+                "dP, dS written; dQ = dS·K; dK = dSᵀ·Q)")
     else:
         what = ("dQ, dK, dV of O = softmax(τ·Q·Kᵀ)·V given dO, from Q, K, V, O, dO and the forward's "
                 + ("m, l" if algo == "fa1" else "L") + "; dS = P∘(dP − D)")
@@ -87,20 +99,44 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
             what += f" — the {phase} launch only"
     lines.append("Computes " + what + (", causal mask" if causal else "") + f", per head ({h} head(s)).")
     dims = f"[{batch}][{heads}][n]" if h > 1 else "[n]"
-    lines.append(f"Parameters: n = {n}, d = {d}, batch = {batch}, heads = {heads}, causal = {causal}; arrays "
-                 f"{dims}[d] and {dims} statistics.")
+    if nk is None:
+        lines.append(f"Parameters: n = {n}, d = {d}, batch = {batch}, heads = {heads}, causal = {causal}; arrays "
+                     f"{dims}[d] and {dims} statistics.")
+    else:
+        kdims = f"[{batch}][{kv_heads}][nk]" if h > 1 else "[nk]"
+        lines.append(f"Parameters: n = {n} queries, nk = {nk} keys, d = {d}, batch = {batch}, heads = {heads}, "
+                     f"kv_heads = {kv_heads}, causal = {causal}; Q, O{', dO, dQ' if pass_ == 'backward' else ''} "
+                     f"{dims}[d], K, V{', dK, dV' if pass_ == 'backward' else ''} {kdims}[d], statistics {dims}.")
+        if kv_heads != heads:
+            lines.append(f"Grouped-query attention: query head h reads K/V head h // {heads // kv_heads} "
+                         f"({heads} query heads, {kv_heads} K/V head(s)"
+                         + ("; multi-query" if kv_heads == 1 else "") + ")"
+                         + ("; the backward sums each group's dK, dV" if pass_ == "backward" else "") + ".")
+        if causal:
+            lines.append(f"Causal mask aligned bottom-right (torch SDPA causal_lower_right, flash-attn): query i "
+                         f"attends keys j ≤ i + {nk - n} (nk − n); MASK takes row0 = i0 + {nk - n}.")
     tau_text = "1/√d" if scale is None else "given"
     if tau != 1.0:
         to_ds = {"forward": "", "backward": " and to dS"}[pass_]
         if pass_ == "backward" and order == "split":
             to_ds = " and to the dK_j, dQ_i accumulators before they are stored (as the kernels do)"
-        lines.append(f"Scale τ = {tau!r} ({tau_text}): FILL makes the 1×1 tile T{TAU}; MUL applies it to S on chip"
-                     + to_ds + " (scale=1 omits both: the seed's Q pre-scaled).")
+        target = "to dS on chip" if (pass_, algo) == ("backward", "standard") else "to S on chip" + to_ds
+        lines.append(f"Scale τ = {tau!r} ({tau_text}): FILL makes the 1×1 tile T{TAU}; MUL applies it {target}"
+                     + " (scale=1 omits both: the seed's Q pre-scaled).")
     else:
         lines.append("Scale τ = 1: no multiply (the seed's convention: fold 1/√d into Q ahead of time).")
+    if dropout:
+        where = ("P̃_ij∘Z/(1−p) before ·V_j; the row sums (and L) are the undropped P̃'s" if pass_ == "forward"
+                 else "each P_ij block ∘Z for dV, each dP row block ∘Z before D and dS" if algo == "standard"
+                 else "P_ij∘Z for dV and (dO·Vᵀ)∘Z for dP, the mask remade pair by pair")
+        lines.append(f"Dropout p = {dropout!r}, seed {dropout_seed} (Algorithm 2): {where}; DROPOUT makes the mask Z "
+                     f"on chip from a hash of (seed, head, row, col) — it is never stored in HBM.")
     lines.append(f"Blocks: Br = {br} query rows (block_m), Bc = {bc} key rows (block_n); Tr = {g.tr}, Tc = {g.tc} "
                  f"({how}).")
-    regs = FORWARD_REGS[algo] if pass_ == "forward" else SPLIT_REGS if order == "split" else BACKWARD_REGS
+    regs = (FORWARD_REGS[algo] if pass_ == "forward" else STANDARD_REGS if algo == "standard"
+            else SPLIT_REGS if order == "split" else BACKWARD_REGS)
+    if dropout and pass_ == "backward" and algo != "standard" and phase not in ("preprocess", "dq"):
+        regs += " · T13 P_ij∘Z (Br×Bc, for dV)"
     lines.append("Registers (SRAM): " + regs
                  + (f" · T{TAU} τ (1×1)" if tau != 1.0 else "") + ".")
     peak_text = f"SRAM peak: {cost.sram_peak} words"
@@ -108,26 +144,38 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
         peak_text += f" of M = {sram_words}"
     lines.append(peak_text + "; a machine with fewer sram_words stops with a MachineLimitError — use smaller blocks "
                  "(--block-m/--block-n) or --sram to size them.")
+    lines.extend(sram_note)
     lines.append(f"HBM per head: {cost.formula}.")
     lines.append(f"Cost: {cost.reads} words read, {cost.writes} written; {cost.flops_matmul} matmul FLOPs, "
                  f"{cost.flops_other} other; {cost.instructions} instructions (toymachine.cost.tile).")
     if pass_ == "backward" and not with_data:
-        lines.append("O and the statistics are read from HBM: give them (--data, or with_data) — the machine's random "
+        lines.append(("P is read from HBM: give it" if algo == "standard" else "O and the statistics are read from "
+                                                                                 "HBM: give them")
+                     + " (--data, or with_data) — the machine's random "
                      "stand-ins run, but are no forward's output.")
     params = [f"--algo {algo}", f"--n {n}", f"--d {d}"]
+    if nk is not None:
+        params.append(f"--nk {nk}")
     if h > 1:
         params += [f"--batch {batch}", f"--heads {heads}"]
+    if kv_heads is not None and kv_heads != heads:
+        params.append(f"--kv-heads {kv_heads}")
     if causal:
         params.append("--causal")
     params += [f"--block-m {br}", f"--block-n {bc}"]
+    if sram_rule != "exact":
+        params += [f"--sram-rule {sram_rule}"] + ([f"--sram {sram_words}"] if sram_words is not None else [])
     if pass_ != "forward":
         params.append(f"--pass {pass_}")
     if variant != "exact":
         params.append(f"--variant {variant}")
+    if scale is not None:
+        params.append(f"--scale {scale!r}")
+    if dropout:
+        params.append(f"--dropout {dropout!r} --dropout-seed {dropout_seed}")
     if with_data:
         params.append(f"--data --seed {seed}")
     lines.append("Regenerate: toym gen attention --level tile " + " ".join(params)
-                 + ("" if pass_ == "forward" else f"  (API: order={order!r}, precompute_d={precompute_d}"
-                    + (f", phase={phase!r})" if phase else ")"))
-                 + ("" if scale is None else f"  (API: scale={scale!r})"))
+                 + ("" if pass_ == "forward" or algo == "standard" else f"  (API: order={order!r}, precompute_d={precompute_d}"
+                    + (f", phase={phase!r})" if phase else ")")))
     return lines

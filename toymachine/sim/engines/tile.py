@@ -22,7 +22,10 @@ Semantics (``toym isa`` prints them from ``isa.ISA``)
   ``R`` register operand is a scalar broadcast to the whole tile.
 * ``ROWMAX``/``ROWSUM`` reduce each row to an ``(r, 1)`` column; ``FILL v, r, c, Td`` makes a
   constant tile; ``MASK Ta, i0, j0, Td`` applies the causal mask of the block whose first
-  row is query ``i0`` and first column key ``j0`` (``−inf`` where ``j0 + c > i0 + r``).
+  row is query ``i0`` and first column key ``j0`` (``−inf`` where ``j0 + c > i0 + r``);
+  ``DROPOUT Ta, p, seed, head, row0, col0, Td`` multiplies by the dropout mask Z/(1 − p) of the
+  block whose first element is (row0, col0), Z a counter-based hash of (seed, head, row, col)
+  (``tile_ops.dropout_keep``): made on chip, never stored, the same wherever it is remade.
 
 Registers never change in place: every instruction makes a new tile, so a MOV, a step row
 or a transposed view can share arrays safely. A LOAD hands out a view of HBM; a STORE to
@@ -37,7 +40,10 @@ SRAM occupancy (what ``sram_words`` bounds and ``sram_peak`` reports)
   register file is allocated when the program names a register);
 * HBM arrays occupy no SRAM.
 A write that would exceed ``sram_words`` stops the run with a ``MachineLimitError`` naming
-the instruction, the tile and what SRAM holds.
+the instruction, the tile and what SRAM holds. A machine with ``sram_rule: paper`` counts only
+the registers that hold blocks of HBM matrices (a 2-D block is LOADed into or STOREd from them:
+the FlashAttention paper's Q_i, K_j, V_j, O_i, whose sizes its Bc = ⌈M/4d⌉ is chosen for); S,
+the row statistics and temporaries are then off the count (``sram_peak`` too).
 
 Costs (``toymachine.cost.tile`` has the closed forms; ``Machine`` the rates)
 
@@ -45,7 +51,8 @@ Costs (``toymachine.cost.tile`` has the closed forms; ``Machine`` the rates)
 * matmul FLOPs: ``MAC_Z`` m·n·(2k−1), ``MAC`` 2·m·n·k — the scalar MAC_Z (1) and MAC (2) are
   the 1×1×1 case;
 * other FLOPs: one per result element of MAX SUB ADD MUL DIV EXP LOG, r·(c−1) for
-  ROWMAX/ROWSUM, none for MOV FILL MASK; EXP/LOG elements also count as ``sfu_ops``.
+  ROWMAX/ROWSUM, r·c for DROPOUT (the multiply), none for MOV FILL MASK; EXP/LOG elements also
+  count as ``sfu_ops``.
 
 Numerics: every tile write rounds to the machine's dtype (``DType.round_array``). Tile
 arithmetic runs with numpy's floating-point flags set to raise, so the first overflow
@@ -87,6 +94,8 @@ def setup(run) -> None:
     cap = run.machine.sram_words
     run.sram_cap = (1 << 62) if cap is None else cap
     run.tround = tile_rounder(run)
+    run.sram_exact = run.machine.sram_rule != "paper"  # paper: only registers holding HBM matrix blocks count
+    run.sram_counted = set()  # those registers' slots, found as LOAD/STORE of 2-D blocks compile
 
 
 # -- compilation ------------------------------------------------------------------------
@@ -108,7 +117,9 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
             raise AsmError(f"{dst.name} holds one word; '{mem}' is a block", loc=run.loc(line, 1),
                            hint="load blocks into tile registers: T0, T1, …")
         arr, idx, shape = _block(run, mem, line, 0, write=False)
-        return _load(run, arr, idx, run.slot(dst, line, 1), op, tag)
+        d = run.slot(dst, line, 1)
+        _paper_count(run, mem, d)
+        return _load(run, arr, idx, d, op, tag)
     if spec.kind == "store":
         src, mem = a
         if mem.is_scalar:
@@ -118,6 +129,7 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
             raise AsmError(f"{src.name} holds one word; '{mem}' is a block", loc=run.loc(line, 0),
                            hint="store blocks from tile registers: T0, T1, …")
         s = run.slot(src, line, 0)
+        _paper_count(run, mem, s)
         arr, idx, shape = _block(run, mem, line, 1, write=True)
         return _store(run, arr, idx, s, shape, src.transpose, op, tag)
     dst = a[-1]
@@ -163,6 +175,8 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
                                hint="write it as `MASK Ta, row0, col0, Td` with the block's first query row and "
                                     "key column")
         fn = tile_ops.mask(srcs[0][0], srcs[0][1], int(a[1]), int(a[2]))
+    elif spec.kind == "dropout":
+        fn = tile_ops.dropout(srcs[0][0], srcs[0][1], *_dropout_operands(run, line, a), acc)
     elif ins.op == "MAC_Z":
         fn = tile_ops.matmul(srcs[0], srcs[1], None, acc)
     elif ins.op == "MAC":
@@ -177,6 +191,28 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
         fn = tile_ops.binary(UFUNC[ins.op], srcs[0], srcs[1], acc)
     tag = (ins, text, ins.op in ("MAC", "MAC_Z", "MUL", "DIV", "EXP"))
     return _op(run, fn, d, tuple(srcs), op, tag)
+
+
+def _dropout_operands(run, line: int, a: tuple) -> tuple:
+    """(p, seed, head, row0, col0) of ``DROPOUT Ta, p, seed, head, row0, col0, Td``, checked."""
+    p = a[1]
+    if not 0 <= p < 1:
+        raise AsmError(f"DROPOUT needs a drop probability 0 ≤ p < 1, got {p}", loc=run.loc(line, 1),
+                       hint="write it as `DROPOUT Ta, p, seed, head, row0, col0, Td`, e.g. DROPOUT T3, 0.1, 7, 0, "
+                            "0, 64, T3")
+    for pos, what in ((2, "seed"), (3, "head"), (4, "row offset"), (5, "column offset")):
+        if isinstance(a[pos], float) or a[pos] < 0:
+            raise AsmError(f"DROPOUT needs a non-negative whole-number {what}, got {a[pos]}", loc=run.loc(line, pos),
+                           hint="write it as `DROPOUT Ta, p, seed, head, row0, col0, Td`")
+    return float(p), int(a[2]), int(a[3]), int(a[4]), int(a[5])
+
+
+def _paper_count(run, mem: Mem, slot: int) -> None:
+    """Under ``sram_rule: paper`` a register counts against SRAM iff a 2-D block of an HBM array is
+    loaded into it or stored from it (the paper's Q_i, K_j, V_j, O_i; not S, m, ℓ, temporaries).
+    Compilation finishes before the run starts, so the set is complete when it is read."""
+    if not run.sram_exact and sum(isinstance(i, Span) for i in mem.index) == 2:
+        run.sram_counted.add(slot)
 
 
 def _as_block(mem: Mem) -> str:
@@ -237,6 +273,7 @@ def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple) -> tuple:
     """An arithmetic tile instruction: compute, round to the dtype, hold in SRAM (overwriting
     a register frees its old tile)."""
     regs, sizes, tround = run.regs, run.sizes, run.tround
+    exact, counted = run.sram_exact, run.sram_counted
 
     def execute(run, line):
         try:
@@ -245,7 +282,7 @@ def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple) -> tuple:
             r = tile_event(run, line, code, compute, srcs, exc)
         if tround is not None:
             r = tround(r, line, code)
-        w = r.size
+        w = r.size if exact or d in counted else 0
         occ = run.sram_occ + w - sizes[d]
         sizes[d] = w
         regs[d] = r
@@ -262,6 +299,7 @@ def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple) -> tuple:
 def _load(run, arr, idx: tuple, d: int, op: int, tag: tuple) -> tuple:
     """LOAD block → T register: a view of HBM (a STORE to the array first detaches it)."""
     regs, sizes = run.regs, run.sizes
+    exact, counted = run.sram_exact, run.sram_counted
 
     def execute(run, line):
         if arr.pending:
@@ -275,6 +313,8 @@ def _load(run, arr, idx: tuple, d: int, op: int, tag: tuple) -> tuple:
         arr.tile_reads += w
         run.reads += w
         run.tile_reads += w
+        if not (exact or d in counted):
+            w = 0  # sram_rule paper: not a register the paper counts (a LOAD of a 1-D block: a statistic)
         occ = run.sram_occ + w - sizes[d]
         sizes[d] = w
         regs[d] = r
@@ -321,6 +361,7 @@ def report(run, machine, issue: float, flops: list, work: dict, arrays: dict) ->
     extra = {
         "sram_peak": run.sram_peak + run.n_scalar,
         "sram_words": machine.sram_words,
+        **({} if run.sram_exact else {"sram_rule": machine.sram_rule}),
         "flops": {"matmul": flops[MM], "other": flops[VEC] + flops[SFU]},
         "sfu_ops": flops[SFU],
         "cycle_breakdown": {"issue": issue, **work},

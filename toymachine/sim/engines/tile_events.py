@@ -157,7 +157,8 @@ def sram_full(run, line: int, code: tuple, d: int, occupied: int) -> None:
     scalars = f" + {run.n_scalar} R register word{'s' if run.n_scalar != 1 else ''}" if run.n_scalar else ""
     raise MachineLimitError(
         f"SRAM overflow: {ins.op} writes a {shape_text(tile)} tile ({tile.size} words) to {run.names[d]}; "
-        f"SRAM would hold {occupied} words ({listing}{scalars}) but the machine has sram_words = {cap}",
+        f"SRAM would hold {occupied} words ({listing}{scalars}) but the machine has sram_words = {cap}"
+        + ("" if run.sram_exact else " (sram_rule paper: only blocks of HBM matrices count)"),
         loc=run.loc(line, len(ins.args) - 1 if ins.op != "STORE" else 0),
         hint=f"use smaller blocks (gen: --block-m/--block-n, or --sram {cap}), reuse registers you no longer need, "
              f"or a machine with `sram_words: {occupied}` or more")

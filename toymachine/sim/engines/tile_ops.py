@@ -9,7 +9,7 @@ reduction, none for MOV and MASK. Operands are ``(slot, transposed, operand posi
 
 from __future__ import annotations
 
-__all__ = ["UFUNC", "matmul", "binary", "unary", "rowreduce", "mov", "mask"]
+__all__ = ["UFUNC", "matmul", "binary", "unary", "rowreduce", "mov", "mask", "dropout", "dropout_keep"]
 
 from typing import Callable
 
@@ -129,3 +129,50 @@ def mask(s: int, t: bool, row0: int, col0: int) -> Callable:
         return np.where(keep, x, _NEG_INF)
 
     return mask
+
+
+# -- dropout: a counter-based mask, made where it is used ------------------------------------
+_M64 = (1 << 64) - 1
+
+
+def _mix(x: int) -> int:
+    """splitmix64's finaliser on a Python int (the scalar part of the hash)."""
+    x &= _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def _mix_array(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on uint64 arrays (wrapping arithmetic)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def dropout_keep(seed: int, head: int, rows, cols, p: float) -> np.ndarray:
+    """Which elements dropout keeps: (len(rows), len(cols)) booleans, u(seed, head, row, col) ≥ p
+    with u = the top 53 bits of mix(mix(mix(mix(seed) ⊕ head) ⊕ row) ⊕ col) / 2⁵³ — a
+    counter-based hash of the element's coordinates (as Philox is on GPUs), so any block of the
+    mask can be made anywhere, in any order, without storing it."""
+    base = np.uint64(_mix(_mix(int(seed)) ^ int(head)))
+    r = _mix_array(base ^ np.asarray(rows, dtype=np.uint64))
+    x = _mix_array(r[:, None] ^ np.asarray(cols, dtype=np.uint64)[None, :])
+    return (x >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53)) >= p
+
+
+def dropout(s: int, t: bool, p: float, seed: int, head: int, row0: int, col0: int, acc: list) -> Callable:
+    """Td = Ta∘Z, Z = keep/(1 − p): the mask of the block whose first element is (row0, col0)."""
+    scales: dict = {}
+
+    def dropout(regs):
+        x = regs[s].T if t else regs[s]
+        z = scales.get(x.shape)
+        if z is None:
+            keep = dropout_keep(seed, head, np.arange(row0, row0 + x.shape[0]), np.arange(col0, col0 + x.shape[1]), p)
+            z = scales[x.shape] = keep / (1.0 - p)
+        r = x * z
+        acc[VEC] += r.size
+        return r
+
+    return dropout
