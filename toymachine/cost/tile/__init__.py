@@ -56,6 +56,7 @@ from .backward import backward_words, split_words, tally_backward, tally_split
 from .blocks import SPLIT_PHASES, Blocks, check_split, fit_blocks, paper_blocks, sram_peak
 from .counts import Tally, TileCost
 from .forward import forward_words, tally_forward
+from .fused import fused_cost
 
 
 def _rows_sums(g: Blocks) -> dict[str, int]:
@@ -71,6 +72,9 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
     """The closed-form cost of ``gen.tile.attention_program`` with these (resolved) blocks
     (``phase``: one launch of the split backward)."""
     check_split(pass_, order, precompute_d, phase)
+    if algo == "fused":  # S on chip, one block (cost.tile.fused)
+        return fused_cost(n=n, d=d, batch=batch, heads=heads, causal=causal, variant=variant,
+                          scaled=(d ** -0.5 if scale is None else scale) != 1.0)
     br, bc = min(block_m, n), min(block_n, n)
     g = Blocks(n, br, bc, causal)
     s = _rows_sums(g)

@@ -74,10 +74,11 @@ from ...program import Program
 from .backward import emit_backward, emit_split_phase
 from .emit import TAU, Emitter
 from .forward import emit_forward
+from .fused import emit_fused, machine_blocks
 from .header import array_declarations, program_header
 from .reference import attention_backward_reference, attention_reference
 
-ALGOS = ("standard", "fa1", "fa2")
+ALGOS = ("standard", "fa1", "fa2", "fused")  # fused: S on chip, one block (gen.tile.fused)
 PASSES = ("forward", "backward")
 ORDERS = ("row", "col", "split")  # backward; split's launches: SPLIT_PHASES (from cost.tile)
 VARIANTS = ("exact", "no-max", "no-rescale")
@@ -151,14 +152,14 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                       causal: bool = False, block_m: int | None = None, block_n: int | None = None,
                       sram_words: int | None = None, variant: str = "exact", precompute_d: bool = True,
                       order: str = "row", with_data: bool = False, seed: int = 0,
-                      scale: float | None = None, phase: str | None = None) -> Program:
+                      scale: float | None = None, phase: str | None = None, machine=None) -> Program:
     """A tiled attention program for the tile machine (module docstring: what each
     ``algo``/``pass_``/``order`` does; ``cost.tile.attention_tile_cost``: what it costs).
     ``phase`` (backward, order split only): one of ``SPLIT_PHASES`` alone — one kernel launch.
 
     ``with_data`` embeds the inputs as ``.data`` (the machine's own random values for
     ``seed``; for the backward also O and the statistics from a float64 numpy forward, so
-    the gradients are those of that forward)."""
+    the gradients are those of that forward). ``machine`` sizes the blocks for it (``fused.machine_blocks``)."""
     n, d = _int("n", n, 1), _int("d", d, 1)
     batch, heads = _int("batch", batch, 1), _int("heads", heads, 1)
     algo = _choice("algo", algo, ALGOS)
@@ -173,11 +174,13 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     if pass_ == "backward" and variant != "exact":
         raise ConfigError(f"--variant {variant} breaks the forward pass; the backward pass is exact only",
                           hint="use --variant exact with --pass backward")
-    if pass_ == "backward" and algo == "standard":
+    block_m, block_n, sram_words = machine_blocks(machine, n=n, d=d, algo=algo, block_m=block_m, block_n=block_n,
+                                                  sram_words=sram_words, variant=variant, scale=scale)
+    if pass_ == "backward" and algo in ("standard", "fused"):
         raise ConfigError("the backward pass is generated for fa1 and fa2 (FlashAttention's Algorithm 4)",
                           hint="use --algo fa1 (reads m, l) or --algo fa2 (reads L)")
     check_split(pass_, order, precompute_d, phase)
-    if algo == "standard" and variant == "no-rescale":
+    if algo in ("standard", "fused") and variant == "no-rescale":
         raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
                           "has none", hint="use --variant exact or no-max with --algo standard")
     tau = 1.0 / math.sqrt(d) if scale is None else float(scale)
@@ -197,7 +200,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
             for prefix in heads_list:
                 emit_split_phase(e, g, d, tuple(prefix), ph, algo=algo, scaled=scaled)
     else:
-        build = emit_forward if pass_ == "forward" else emit_backward
+        build = (emit_fused if algo == "fused" else emit_forward) if pass_ == "forward" else emit_backward
         for prefix in heads_list:
             build(e, g, d, tuple(prefix), algo=algo, variant=variant, scaled=scaled, precompute_d=precompute_d,
                   order=order)

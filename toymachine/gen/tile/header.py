@@ -18,6 +18,7 @@ from ...program import ArrayDecl
 from .backward import BACKWARD_REGS, SPLIT_REGS
 from .emit import TAU
 from .forward import FORWARD_REGS
+from .fused import FUSED_REGS, FUSED_TITLE
 from .reference import attention_reference
 
 
@@ -61,7 +62,8 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
     """The header lines (``Program.header``): what the program computes and what it costs."""
     title = {"standard": "standard attention (Algorithm 0: S and P materialised in HBM)",
              "fa1": "FlashAttention-1 (Algorithm 1: K_j, V_j outer; O, l, m updated in HBM per block pair)",
-             "fa2": "FlashAttention-2 (Q_i outer; O_i, l_i, m_i stay in SRAM; O and L written once)"}[algo]
+             "fa2": "FlashAttention-2 (Q_i outer; O_i, l_i, m_i stay in SRAM; O and L written once)",
+             "fused": FUSED_TITLE}[algo]
     h = batch * heads
     lines = [f"Tiled attention on the SRAM/HBM machine: {title}, {pass_} pass."]
     if pass_ == "forward":
@@ -100,7 +102,7 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
         lines.append("Scale τ = 1: no multiply (the seed's convention: fold 1/√d into Q ahead of time).")
     lines.append(f"Blocks: Br = {br} query rows (block_m), Bc = {bc} key rows (block_n); Tr = {g.tr}, Tc = {g.tc} "
                  f"({how}).")
-    regs = FORWARD_REGS[algo] if pass_ == "forward" else SPLIT_REGS if order == "split" else BACKWARD_REGS
+    regs = {**FORWARD_REGS, "fused": FUSED_REGS}[algo] if pass_ == "forward" else SPLIT_REGS if order == "split" else BACKWARD_REGS
     lines.append("Registers (SRAM): " + regs
                  + (f" · T{TAU} τ (1×1)" if tau != 1.0 else "") + ".")
     peak_text = f"SRAM peak: {cost.sram_peak} words"
