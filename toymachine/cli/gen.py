@@ -17,6 +17,7 @@ from ..gen.scalar.matmul import SCHEDULES, matmul_program
 from ..gen.scalar.softmax import ALGOS, softmax_program
 from ..gen.scalar.variance import variance_program
 from ..gen.tile import attention_program as tile_attention_program
+from ..machine import resolve_machine
 from .common import guard, write_output
 
 Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)
@@ -24,7 +25,7 @@ SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)
 Order = Enum("Order", {o: o for o in ORDERS + ("row", "col", "split")}, type=str)
 Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)
 Level = Enum("Level", {"scalar": "scalar", "tile": "tile"}, type=str)
-TileAlgo = Enum("TileAlgo", {a: a for a in ("standard", "fa1", "fa2")}, type=str)
+TileAlgo = Enum("TileAlgo", {a: a for a in ("standard", "fa1", "fa2", "fused")}, type=str)
 Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)
 
 gen_app = typer.Typer(
@@ -96,13 +97,17 @@ def gen_attention(
     output_slots: Optional[int] = typer.Option(None, "--output-slots", help="Scalar, outer order: Output rows kept "
                                                                             "resident (default: as many as fit)."),
     variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
-    algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: standard, fa1 or fa2."),
+    algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: standard, fa1, fa2 or fused "
+                                                                 "(standard attention with S kept on chip)."),
     batch: Optional[int] = typer.Option(None, "--batch", help="Tile level: Batch size."),
     heads: Optional[int] = typer.Option(None, "--heads", help="Tile level: Number of heads."),
     causal: Optional[bool] = typer.Option(None, "--causal/--no-causal", help="Tile level: Causal mask."),
     block_m: Optional[int] = typer.Option(None, "--block-m", help="Tile level: Query block rows."),
     block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: Key/value block rows."),
     sram: Optional[int] = typer.Option(None, "--sram", help="Tile level: SRAM size in words."),
+    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Tile level: size the blocks for this machine "
+                                          "(YAML file or preset): its on-chip capacity, and MXU-sized blocks on a "
+                                          "machine with an MXU (e.g. tpu-v5e)."),
     pass_: Optional[Pass] = typer.Option(None, "--pass", help="Tile level: forward or backward."),
     precompute_d: Optional[bool] = typer.Option(None, "--precompute-d/--no-precompute-d",
                                                 help="Tile backward: D = rowsum(dO∘O) precomputed (K, V loaded once "
@@ -120,7 +125,7 @@ def gen_attention(
     scalar_only = {"--registers": registers, "--output-slots": output_slots}
     tile_only = {"--algo": algo, "--batch": batch, "--heads": heads, "--causal": causal, "--block-m": block_m,
                  "--block-n": block_n, "--sram": sram, "--pass": pass_, "--precompute-d": precompute_d,
-                 "--scale": scale}
+                 "--scale": scale, "--machine": machine}
     with_data = data if data is not None else level.value == "scalar"
 
     def build():
@@ -138,7 +143,7 @@ def gen_attention(
         return _tile_attention(n=n, d=d, variant=variant.value, with_data=with_data, algo=algo, pass_=pass_,
                                batch=batch, heads=heads, causal=causal, block_m=block_m, block_n=block_n,
                                sram_words=sram, order=order, precompute_d=precompute_d, scale=scale,
-                               seed=seed), output
+                               seed=seed, machine=resolve_machine(machine) if machine else None), output
 
     _emit(build)
 

@@ -174,8 +174,9 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     if pass_ == "backward" and variant != "exact":
         raise ConfigError(f"--variant {variant} breaks the forward pass; the backward pass is exact only",
                           hint="use --variant exact with --pass backward")
-    block_m, block_n, sram_words = machine_blocks(machine, n=n, d=d, algo=algo, block_m=block_m, block_n=block_n,
-                                                  sram_words=sram_words, variant=variant, scale=scale)
+    algo, block_m, block_n, sram_words = machine_blocks(machine, n=n, d=d, algo=algo, pass_=pass_, block_m=block_m,
+                                                        block_n=block_n, sram_words=sram_words, variant=variant,
+                                                        scale=scale)
     if pass_ == "backward" and algo in ("standard", "fused"):
         raise ConfigError("the backward pass is generated for fa1 and fa2 (FlashAttention's Algorithm 4)",
                           hint="use --algo fa1 (reads m, l) or --algo fa2 (reads L)")

@@ -8,10 +8,12 @@ one softmax pass over S on chip (ROWMAX, SUB, EXP, ROWSUM, DIV — no HBM round 
 L = m + log l stored. K's register takes V and Q's takes O once they are dead, so the peak is
 S plus two (n, d) tiles and the row statistics. Cost in closed form: ``cost.tile.fused``.
 
-``machine_blocks`` sizes a program's blocks for a machine (``attention_program(machine=…)``):
-fused attention's one block is the whole sequence; FlashAttention's blocks match the machine's
-systolic array (Br = rows, Bc = cols of its MXU) where it has one, and its on-chip capacity bounds
-them either way (``sram_words``, or ``vmem_bytes`` in words).
+``machine_blocks`` sizes a program for a machine (``attention_program(machine=…)``): fused
+attention's one block is the whole sequence; on a machine with compute units (a TPU), standard
+attention whose S fits on chip *is* the fused program (as XLA compiles the seed's
+``standard_causal_attention``; where S does not fit, it stays in HBM, blocked); FlashAttention's
+blocks match the machine's systolic array (Br = rows, Bc = cols of its MXU) where it has one; the
+on-chip capacity bounds them all (``sram_words``, or ``vmem_bytes`` in words).
 """
 
 from __future__ import annotations
@@ -48,27 +50,31 @@ def emit_fused(e: Emitter, g: Blocks, d: int, pre: tuple, *, variant: str, scale
     e.op("STORE", t(5), e.block("L", pre, 0, n, False))
 
 
-def machine_blocks(machine, *, n: int, d: int, algo: str, block_m: int | None, block_n: int | None,
-                   sram_words: int | None, variant: str = "exact",
-                   scale: float | None = None) -> tuple[int | None, int | None, int | None]:
-    """(block_m, block_n, sram_words) for ``machine``: given values win; fused is one n-row block
-    (and says so when S does not fit on chip); FlashAttention on a machine with an MXU takes
-    MXU-sized blocks; the capacity is the machine's."""
+def machine_blocks(machine, *, n: int, d: int, algo: str, pass_: str = "forward", block_m: int | None,
+                   block_n: int | None, sram_words: int | None, variant: str = "exact",
+                   scale: float | None = None) -> tuple[str, int | None, int | None, int | None]:
+    """(algo, block_m, block_n, sram_words) for ``machine`` (module docstring): given values win;
+    fused is one n-row block (an error when S does not fit on chip); standard on a machine with
+    units is fused when S fits; FlashAttention with an MXU takes MXU-sized blocks."""
     if machine is not None and sram_words is None:
         sram_words = machine.onchip_words
+    scaled = (d ** -0.5 if scale is None else scale) != 1.0
+    need = fused_sram_peak(n=n, d=d, variant=variant, scaled=scaled)
+    if (algo == "standard" and pass_ == "forward" and machine is not None and machine.has_units
+            and variant != "no-rescale" and block_m is None and block_n is None
+            and (sram_words is None or need <= sram_words)):
+        algo = "fused"
     if algo == "fused":
         block_m = block_n = n
-        scaled = (d ** -0.5 if scale is None else scale) != 1.0
-        need = fused_sram_peak(n=n, d=d, variant=variant, scaled=scaled)
         if sram_words is not None and need > sram_words:
             where = f"the machine's {machine.onchip_name}" if machine is not None else "--sram"
             raise ConfigError(f"fused attention keeps the {n}×{n} score matrix on chip: {need} words, but "
                               f"{where} holds {sram_words} words",
                               hint="use a tiled algorithm (--algo fa2), a smaller --n, or more on-chip memory")
     if machine is None:
-        return block_m, block_n, sram_words
+        return algo, block_m, block_n, sram_words
     mxu = getattr(machine, "mxu", None)
     if mxu is not None and algo in ("fa1", "fa2"):
         block_m = min(n, mxu.rows) if block_m is None else block_m
         block_n = min(n, mxu.cols) if block_n is None else block_n
-    return block_m, block_n, sram_words
+    return algo, block_m, block_n, sram_words
