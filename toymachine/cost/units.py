@@ -78,7 +78,6 @@ def attention_unit_cycles(*, n: int, d: int, algo: str = "fa2", machine: Machine
     if not machine.has_units:
         raise ConfigError(f"machine {machine.name} has no compute units (mxu, vpu)", hint="use e.g. tpu-v5e")
     mxu, vpu = machine.mxu, machine.vpu
-    lanes = vpu.lanes
     h = batch * heads
     scaled = (d ** -0.5 if scale is None else scale) != 1.0
     exact, no_max = variant == "exact", variant == "no-max"
@@ -107,7 +106,9 @@ def attention_unit_cycles(*, n: int, d: int, algo: str = "fa2", machine: Machine
         for c, masked, count in _key_blocks(g, i0, i1):
             c1, p1 = mxu.matmul(r, d, c)
             c2, p2 = mxu.matmul(r, c, d)
-            mx, passes, macs = mx + count * h * (c1 + c2), passes + count * h * (p1 + p2), macs + count * h * 2 * r * c * d
+            mx += count * h * (c1 + c2)
+            passes += count * h * (p1 + p2)
+            macs += count * h * 2 * r * c * d
             rc = r * c
             pair = v("ROWSUM", rc) + v("EXP", rc) + v("ADD", r) + v("ADD", r * d)  # every variant; + MAC's "+ O_i"
             pair += v("MUL", rc) if scaled else 0

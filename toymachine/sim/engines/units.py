@@ -92,7 +92,7 @@ def report(run, machine, issue: float) -> dict:
     ``total`` = issue + MXU + VPU, the units in sequence."""
     if run.units is None:
         return {}
-    mxu, vpu = machine.mxu, machine.vpu
+    mxu = machine.mxu
     cyc, macs, passes, vcyc = run.units
     dma_bytes = (run.tile_reads + run.tile_writes) * machine.word_bytes
     units = {
