@@ -10,7 +10,9 @@
    (Br, d) accumulator and the (Br,) row state per computed tile; on the tile per diagonal tile;
    on the accumulator and the rows per query block; full n×n passes and single vectors per call",
    the integer charges that give the seed's two flash figures — and, for standard, the (n, n),
-   (n,) and (n, d) passes that give 18,432. Exit status 1 if a figure differs.
+   (n,) and (n, d) passes that give 18,432.
+4. The same table from toym's programs simulated on ``--machine tpu-v5e``: MXU exact, VPU within 5%.
+Exit status 1 if a seed-level figure differs, or a tpu-v5e figure is off by more than that.
 """
 
 from __future__ import annotations
@@ -113,7 +115,38 @@ def search() -> None:
           "  standard_causal_attention leaves to the MXU (P·V) and to the cast.")
 
 
+def toym_programs() -> bool:
+    """The same table from toym's programs simulated on the tpu-v5e preset (per-instruction unit
+    prices): MXU exact, VPU within 5% (TPU_TABLE.md says which figure differs and why)."""
+    from toymachine import resolve_machine, simulate
+    from toymachine.gen.tile import attention_program
+
+    tpu = resolve_machine("tpu-v5e")
+    runs = {}
+    for key, algo, block in ((64, "fa2", 64), (128, "fa2", 128), ("standard", "standard", None)):
+        prog = attention_program(n=N, d=D, algo=algo, causal=True, block_m=block, block_n=block, machine=tpu)
+        runs[key] = simulate(prog, tpu, steps=False).extra["units"]
+    std = runs["standard"]["total"]
+    print("\ntoym's programs on --machine tpu-v5e (gen attention … --machine tpu-v5e | run - --machine tpu-v5e):\n")
+    print(f"  {'':<18}{'block=64':>12}{'block=128':>12}{'standard':>12}   vs seed")
+    ok = True
+    for name, get, seed_key in (("Total cycles", lambda u: u["total"], "total"),
+                                ("MXU cycles", lambda u: u["mxu"]["cycles"], "mxu"),
+                                ("VPU cycles", lambda u: u["vpu"]["cycles"], "vpu")):
+        got = [get(runs[k]) for k in (64, 128, "standard")]
+        diff = [(g - SEED_TABLE[k][seed_key]) / SEED_TABLE[k][seed_key] for g, k in zip(got, (64, 128, "standard"))]
+        ok &= all(abs(x) < 0.05 for x in diff) and (seed_key != "mxu" or not any(diff))
+        print(f"  {name:<18}" + "".join(f"{v:>12,}" for v in got) + "   " + " / ".join(f"{x:+.2%}" for x in diff))
+    util = [round(runs[k]["mxu"]["utilization"], 3) for k in (64, 128, "standard")]
+    ok &= util == [SEED_TABLE[k]["utilization"] for k in (64, 128, "standard")]
+    print(f"  {'MXU utilization':<18}" + "".join(f"{u:>12.1%}" for u in util) + "   equal" * (util == [
+        SEED_TABLE[k]["utilization"] for k in (64, 128, "standard")]))
+    print(f"  {'vs standard':<18}" + "".join(f"{runs[k]['total'] / std:>11.2f}x" for k in (64, 128, "standard")))
+    return ok
+
+
 if __name__ == "__main__":
     ok = table()
     search()
+    ok = toym_programs() and ok
     sys.exit(0 if ok else 1)
