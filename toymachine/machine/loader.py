@@ -179,7 +179,8 @@ def _check_units(kwargs: dict, values: dict) -> None:
                               f"instructions here", loc=values[rates[0]][1], hint=f"drop {', '.join(rates)}")
     if kwargs.get("sram_words") is not None and kwargs.get("vmem_bytes") is not None:
         raise ConfigError("give the on-chip capacity once: 'sram_words' or 'vmem_bytes'", loc=values["vmem_bytes"][1],
-                          hint="vmem_bytes names the on-chip level VMEM (in bytes); sram_words names it SRAM (in words)")
+                          hint="vmem_bytes names the on-chip level VMEM (in bytes); sram_words names it SRAM "
+                               "(in words)")
 
 
 def preset_names() -> list[str]:

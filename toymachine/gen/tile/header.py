@@ -102,7 +102,8 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
         lines.append("Scale τ = 1: no multiply (the seed's convention: fold 1/√d into Q ahead of time).")
     lines.append(f"Blocks: Br = {br} query rows (block_m), Bc = {bc} key rows (block_n); Tr = {g.tr}, Tc = {g.tc} "
                  f"({how}).")
-    regs = {**FORWARD_REGS, "fused": FUSED_REGS}[algo] if pass_ == "forward" else SPLIT_REGS if order == "split" else BACKWARD_REGS
+    regs = ({**FORWARD_REGS, "fused": FUSED_REGS}[algo] if pass_ == "forward"
+            else SPLIT_REGS if order == "split" else BACKWARD_REGS)
     lines.append("Registers (SRAM): " + regs
                  + (f" · T{TAU} τ (1×1)" if tau != 1.0 else "") + ".")
     peak_text = f"SRAM peak: {cost.sram_peak} words"
