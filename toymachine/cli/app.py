@@ -15,9 +15,11 @@ import typer
 
 from .. import __version__
 from .gen import gen_app
+from .memory import memory_command
 from .numerics import numerics_command
 from .run import isa_command, run_command
 from .sweep import SWEEP_CONTEXT, sweep_command
+from .systolic import systolic_command
 from .verify import verify_gpu_command
 
 app = typer.Typer(
@@ -50,6 +52,8 @@ app.command("verify-gpu")(verify_gpu_command)
 app.add_typer(gen_app, name="gen")
 app.command("sweep", context_settings=SWEEP_CONTEXT)(sweep_command)
 app.command("numerics")(numerics_command)
+app.command("memory")(memory_command)
+app.command("systolic")(systolic_command)
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from ..gen.scalar.variance import variance_program
 from ..gen.tile import ALGOS as TILE_ALGOS
 from ..machine.config import SRAM_RULES
 from ..gen.tile import attention_program as tile_attention_program
+from ..machine import resolve_machine
 from .common import guard, write_output
 
 Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)
@@ -103,8 +104,9 @@ def gen_attention(
                                                                             "resident (default: as many as fit)."),
     variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
     algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: standard (Algorithm 0: S, P written "
-                                                                 "and read once), standard-3pass (S read 3×), fa1 "
-                                                                 "or fa2."),
+                                                                 "and read once), standard-3pass (S read 3×), fa1, "
+                                                                 "fa2 or fused (standard attention with S kept on "
+                                                                 "chip)."),
     batch: Optional[int] = typer.Option(None, "--batch", help="Tile level: Batch size."),
     heads: Optional[int] = typer.Option(None, "--heads", help="Tile level: Number of heads."),
     kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="Tile level: K/V heads (default --heads; fewer: "
@@ -119,6 +121,9 @@ def gen_attention(
                                                                           "as Bc = ⌈M/4d⌉ assumes; run on a "
                                                                           "sram_rule: paper machine, e.g. "
                                                                           "toysram-paper)."),
+    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Tile level: size the blocks for this machine "
+                                          "(YAML file or preset): its on-chip capacity, and MXU-sized blocks on a "
+                                          "machine with an MXU (e.g. tpu-v5e)."),
     pass_: Optional[Pass] = typer.Option(None, "--pass", help="Tile level: forward or backward."),
     precompute_d: Optional[bool] = typer.Option(None, "--precompute-d/--no-precompute-d",
                                                 help="Tile backward: D = rowsum(dO∘O) precomputed (K, V loaded once "
@@ -142,7 +147,8 @@ def gen_attention(
     tile_only = {"--algo": algo, "--batch": batch, "--heads": heads, "--nk": nk, "--kv-heads": kv_heads,
                  "--causal": causal, "--block-m": block_m,
                  "--block-n": block_n, "--sram": sram, "--pass": pass_, "--precompute-d": precompute_d,
-                 "--scale": scale, "--dropout": dropout, "--dropout-seed": dropout_seed, "--sram-rule": sram_rule}
+                 "--scale": scale, "--dropout": dropout, "--dropout-seed": dropout_seed, "--sram-rule": sram_rule,
+                 "--machine": machine}
     with_data = data if data is not None else level.value == "scalar"
 
     def build():
@@ -161,7 +167,8 @@ def gen_attention(
                                batch=batch, heads=heads, nk=nk, kv_heads=kv_heads, causal=causal, block_m=block_m,
                                block_n=block_n,
                                sram_words=sram, order=order, precompute_d=precompute_d, scale=scale,
-                               dropout=dropout, dropout_seed=dropout_seed, sram_rule=sram_rule, seed=seed), output
+                               dropout=dropout, dropout_seed=dropout_seed, sram_rule=sram_rule, seed=seed,
+                               machine=resolve_machine(machine) if machine else None), output
 
     _emit(build)
 

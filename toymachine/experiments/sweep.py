@@ -22,6 +22,7 @@ from __future__ import annotations
 
 __all__ = ["SweepRow", "parse_values", "expand_grid", "sweep", "sweep_report", "plot_sweep", "METRICS"]
 
+import inspect
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -126,11 +127,41 @@ class SweepRow:
     formula: Cost | None
     formula_cycles: float | None
     bound: Bound | None
-    extra: Mapping[str, Any] = field(default_factory=dict)  # intensity; tile machine: sram_peak, flops, time_s
+    extra: Mapping[str, Any] = field(default_factory=dict)  # intensity; tile machine: sram_peak, flops, time_s, units, …
 
     @property
     def sram_peak(self) -> int | None:
         return self.extra.get("sram_peak")
+
+    @property
+    def memory_peak(self) -> int | None:
+        """Peak bytes in HBM (every array the program declares): what a GPU's peak-memory counter
+        shows (seed 003's picture)."""
+        peak = self.extra.get("memory_peak")
+        return None if peak is None else peak["hbm"]
+
+    @property
+    def onchip_peak(self) -> int | None:
+        """Peak bytes on chip (SRAM, or a TPU's VMEM)."""
+        peak = self.extra.get("memory_peak")
+        return None if peak is None else next(v for k, v in peak.items() if k != "hbm")
+
+    def _unit(self, unit: str, key: str):
+        units = self.extra.get("units")
+        return None if units is None else units[unit][key]
+
+    @property
+    def mxu_cycles(self) -> int | None:
+        return self._unit("mxu", "cycles")
+
+    @property
+    def mxu_utilization(self) -> float | None:
+        """MACs / (MXU cycles × one array's cells), the seed's measure."""
+        return self._unit("mxu", "utilization")
+
+    @property
+    def vpu_cycles(self) -> float | None:
+        return self._unit("vpu", "cycles")
 
     @property
     def time_s(self) -> float | None:
@@ -155,7 +186,10 @@ class SweepRow:
         """Simulated instruction counts and registers equal the closed form (None: no formula)."""
         if self.formula is None:
             return None
-        return dict(self.ops) == dict(self.formula.ops) and self.registers == self.formula.registers
+        same = dict(self.ops) == dict(self.formula.ops) and self.registers == self.formula.registers
+        if "units" in self.extra and "unit cycles" in self.formula.breakdown:  # a machine with units: cycles too
+            same = same and self.cycles == self.formula_cycles
+        return same
 
     @property
     def traffic(self) -> int:
@@ -176,18 +210,25 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
     base = machine or DEFAULT_MACHINE
     points = expand_grid(spec, grid)
     rows = []
+    sized = {f: "machine" in inspect.signature(f).parameters for f in (spec.build, spec.cost) if f is not None}
     for index, params in enumerate(points):
-        program = spec.build(**params, with_data=False, seed=0)
         point_machine = spec.machine(params, base) if spec.machine else base
+        on = {"machine": point_machine} if sized[spec.build] else {}  # generators that size blocks for the machine
+        program = spec.build(**params, with_data=False, seed=0, **on)
         result = simulate(program, point_machine, steps=False)
-        formula = spec.cost(**params) if spec.cost else None
+        formula = spec.cost(**params, **({"machine": point_machine} if sized.get(spec.cost) else {})) \
+            if spec.cost else None
+        formula_cycles = None
+        if formula is not None:
+            formula_cycles = formula.breakdown.get("unit cycles") if point_machine.has_units \
+                else formula.cycles(point_machine)
         rows.append(SweepRow(
             params=dict(params), cycles=result.cycles, loads=result.ops.get("LOAD", 0),
             stores=result.ops.get("STORE", 0), reads=result.dram_reads, writes=result.dram_writes,
             registers=result.registers_used, ops=dict(result.ops), formula=formula,
-            formula_cycles=formula.cycles(point_machine) if formula is not None else None,
-            bound=spec.bound(**params) if spec.bound else None,
-            extra={k: result.extra[k] for k in ("sram_peak", "flops", "time_s", "intensity") if k in result.extra}))
+            formula_cycles=formula_cycles, bound=spec.bound(**params) if spec.bound else None,
+            extra={k: result.extra[k] for k in ("sram_peak", "flops", "time_s", "intensity", "units", "memory_peak")
+                   if k in result.extra}))
         if on_point is not None:
             on_point(index + 1, len(points))
     return rows
@@ -201,19 +242,16 @@ def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Re
     """The sweep as one table: parameters, simulated counts, formula, bound and gap."""
     spec = get_generator(generator) if isinstance(generator, str) else generator
     names = _shown_params(spec, rows)
-    tile = [key for key in ("sram_peak", "flops", "time_s") if any(getattr(r, key) is not None for r in rows)]
-    if any(r.intensity is not None for r in rows):
-        tile.append("intensity")
+    tile = [key for key in TILE_COLUMNS if any(getattr(r, key) is not None for r in rows)]
     per = "FLOPs/byte" if any(r.sram_peak is not None for r in rows) else "FLOPs/word"
     headers = tuple(names) + ("cycles", "LOADs", "STOREs", "DRAM reads", "DRAM writes", "registers used") + \
-        tuple({"sram_peak": "SRAM peak", "flops": "FLOPs", "time_s": "time (s)", "intensity": per}[k] for k in tile) + \
+        tuple(per if k == "intensity" else TILE_COLUMNS[k] for k in tile) + \
         ("formula cycles", "sim = formula", "lower bound", "gap")
     table = []
     for r in rows:
         match = {True: "yes", False: "NO", None: ""}[r.matches]
         table.append(tuple(r.params[n] for n in names) + (
-            r.cycles, r.loads, r.stores, r.reads, r.writes, r.registers)
-            + tuple(_rounded(getattr(r, k)) if k == "intensity" else getattr(r, k) for k in tile) + (
+            r.cycles, r.loads, r.stores, r.reads, r.writes, r.registers) + tuple(_column(r, k) for k in tile) + (
             r.formula_cycles, match, r.bound.traffic if r.bound else None,
             round(r.gap, 3) if r.gap is not None else None))
     notes = [f"toym sweep {spec.name}: {len(rows)} point(s); sim = formula: simulated instruction counts and "
@@ -227,11 +265,27 @@ def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Re
     return Report(f"sweep {spec.name}", (Section("Sweep", headers, tuple(table), align=align),), tuple(notes))
 
 
+TILE_COLUMNS = {"sram_peak": "SRAM peak", "flops": "FLOPs", "time_s": "time (s)", "intensity": "intensity",
+                "mxu_cycles": "MXU cycles",
+                "mxu_utilization": "MXU utilization", "vpu_cycles": "VPU cycles", "memory_peak": "HBM peak (B)",
+                "onchip_peak": "on-chip peak (B)"}
+
+
+def _column(row: SweepRow, key: str):
+    v = getattr(row, key)
+    if key == "intensity":
+        return _rounded(v)
+    return round(v, 4) if key == "mxu_utilization" and v is not None else v
+
+
 METRICS = {
     "cycles": lambda r: r.cycles, "loads": lambda r: r.loads, "stores": lambda r: r.stores,
     "reads": lambda r: r.reads, "writes": lambda r: r.writes, "traffic": lambda r: r.traffic,
     "registers": lambda r: r.registers, "sram_peak": lambda r: r.sram_peak, "flops": lambda r: r.flops,
     "time_s": lambda r: r.time_s, "intensity": lambda r: r.intensity,
+    "memory_peak": lambda r: r.memory_peak, "onchip_peak": lambda r: r.onchip_peak,
+    "mxu_cycles": lambda r: r.mxu_cycles, "vpu_cycles": lambda r: r.vpu_cycles,
+    "mxu_utilization": lambda r: r.mxu_utilization,
 }
 
 
@@ -250,6 +304,11 @@ def plot_sweep(rows: Sequence[SweepRow], generator: str | GeneratorSpec, path: s
         raise ConfigError(f"--plot {path}: the file must end in .png or .svg")
     if metric not in METRICS:
         raise ConfigError(f"unknown metric '{metric}'", hint=f"metrics: {', '.join(METRICS)}")
+    if any(METRICS[metric](r) is None for r in rows):
+        raise ConfigError(f"--y {metric}: this sweep does not measure it",
+                          hint="sram_peak, flops, memory_peak and onchip_peak need a tile generator; time_s a machine "
+                               "with a clock; mxu_cycles, vpu_cycles, mxu_utilization a machine with units "
+                               "(e.g. --machine tpu-v5e)")
     varying = [p.name for p in spec.params if len({repr(r.params[p.name]) for r in rows}) > 1]
     if x is None:
         numeric = [n for n in varying if spec.param(n).kind is int]

@@ -19,7 +19,9 @@ from ..cost import (Bound, Cost, attention_bound, attention_cost, attention_tile
 from ..machine import Machine
 from ..machine.config import SRAM_RULES
 from ..program import Program
+from ..cost.units import UNIT_ALGOS, attention_unit_cycles
 from .tile import ALGOS, ORDERS, PASSES, VARIANTS, array_shapes, attention_program as tile_program, resolve_blocks
+from .tile.fused import machine_blocks
 from .registry import GeneratorSpec, Param, register
 from .scalar import attention, matmul, softmax, variance
 
@@ -82,11 +84,20 @@ def _tile_params(p: dict) -> dict:
     p["sram_rule"] = p.get("sram_rule") or "exact"
     return p
 
-def _tile_build(with_data: bool = False, seed: int = 0, **p) -> Program:
-    return tile_program(**_tile_params(p), with_data=with_data, seed=seed)
+def _sizing(machine: Machine | None) -> Machine | None:
+    """A machine with compute units (a TPU) sizes the blocks (``gen.tile.fused.machine_blocks``);
+    the other machines' sweeps keep their blocks (default 64 × 64 or --sram's)."""
+    return machine if machine is not None and machine.has_units else None
 
-def _tile_cost(**p) -> Cost:
+def _tile_build(with_data: bool = False, seed: int = 0, machine: Machine | None = None, **p) -> Program:
+    return tile_program(**_tile_params(p), with_data=with_data, seed=seed, machine=_sizing(machine))
+
+def _tile_cost(machine: Machine | None = None, **p) -> Cost:
     q = _tile_params(p)
+    sizing = _sizing(machine)
+    q["algo"], q["block_m"], q["block_n"], q["sram_words"] = machine_blocks(
+        sizing, n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"], block_n=q["block_n"],
+        sram_words=q["sram_words"], variant=q["variant"])
     tau = 1.0 / math.sqrt(q["d"])
     br, bc, _ = resolve_blocks(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"],
                                block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"],
@@ -98,10 +109,14 @@ def _tile_cost(**p) -> Cost:
                             heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"],
                             precompute_d=q["precompute_d"], order=q["order"], nk=q["nk"], kv_heads=q["kv_heads"],
                             sram_rule=q["sram_rule"])
-    return Cost(ops=dict(c.ops), registers=c.registers,
-                breakdown={"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
-                           "HBM footprint": c.hbm_footprint, "matmul FLOPs": c.flops_matmul,
-                           "other FLOPs": c.flops_other})
+    breakdown = {"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
+                 "HBM footprint": c.hbm_footprint, "matmul FLOPs": c.flops_matmul, "other FLOPs": c.flops_other}
+    if sizing is not None and q["algo"] in UNIT_ALGOS and q["pass_"] == "forward":  # cost.units' closed form
+        u = attention_unit_cycles(n=q["n"], d=q["d"], algo=q["algo"], machine=sizing, batch=q["batch"],
+                                  heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"])
+        breakdown.update({"MXU cycles": u.mxu, "VPU cycles": u.vpu, "unit cycles": u.total})
+    return Cost(ops=dict(c.ops), registers=c.registers, breakdown=breakdown)
+
 
 def _tile_bound(**p) -> Bound:
     """Compulsory traffic: every input word read once, every output word written once."""
@@ -129,7 +144,7 @@ register(GeneratorSpec(
      Param("d", int, 64, "head dimension", minimum=1),
      Param("nk", int, None, "keys/values length Nk (default n; causal aligned bottom-right, needs nk ≥ n)",
            minimum=1),
-     Param("algo", str, "fa2", "standard (Algorithm 0), standard-3pass, fa1 or fa2", choices=ALGOS),
+     Param("algo", str, "fa2", "standard (Algorithm 0), standard-3pass, fa1, fa2 or fused (S on chip)", choices=ALGOS),
      Param("pass", str, "forward", "forward or backward", choices=PASSES),
      Param("batch", int, 1, "batch size", minimum=1),
      Param("heads", int, 1, "heads", minimum=1),

@@ -47,11 +47,25 @@ Cost of a run (``toymachine.cost.tile`` gives the same formula in closed form)::
 i.e. an in-order machine whose units never overlap. ``time_s`` is the roofline estimate
 that lets them overlap perfectly: max(HBM time, compute time) / clock_hz, where HBM time
 is the transfer term and compute time the sum of the three compute terms.
+
+A machine with compute units (seed 002's TPU: ``units`` has the formulas) declares them instead
+of the tensor/vector/sfu rates, and may name its on-chip memory VMEM::
+
+    mxu: {rows: 128, cols: 128, count: 4}     # systolic arrays (MAC_Z/MAC on tiles)
+    vpu: {lanes: 128, cycles_per_vector: {EXP: 2}}   # every other tile op
+    vmem_bytes: 134217728                     # on-chip capacity in bytes (instead of sram_words)
+
+There a tile instruction costs its unit's cycles instead of ``cycles[op]`` (tile LOAD/STORE are the
+DMA engine's: their cycles overlap the compute units and are not added), and
+
+    cycles = Σ_scalar instructions cycles[op] + MXU cycles + VPU cycles
+
+(the units in sequence, as seed 002 counts them); ``time_s`` = max(DMA time, that) / clock_hz.
 """
 
 from __future__ import annotations
 
-__all__ = ["Machine", "DEFAULT_MACHINE", "TILE_FIELDS", "SRAM_RULES"]
+__all__ = ["Machine", "DEFAULT_MACHINE", "TILE_FIELDS", "SRAM_RULES", "UNIT_FIELDS", "MXU", "VPU"]
 
 import dataclasses
 from dataclasses import dataclass, field
@@ -59,6 +73,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from ..isa import ISA, TILE_ONLY
+from .units import MXU, MXU_OPS, VPU, VPU_OPS
 
 
 def _frozen(d: Mapping[str, float] | None) -> Mapping[str, float]:
@@ -84,6 +99,10 @@ class Machine:
     sfu_ops_per_cycle: float | None = None  # EXP/LOG elements per cycle; None = vector rate
     clock_hz: float | None = None  # cycles per second, for time_s
     sram_rule: str = "exact"  # what sram_words bounds: exact (every tile) | paper (blocks of HBM matrices only)
+    # compute units (seed 002's TPU; None = not modelled): they price tile instructions
+    mxu: MXU | None = None  # systolic arrays: MAC_Z/MAC on tiles
+    vpu: VPU | None = None  # vector unit: every other tile op
+    vmem_bytes: int | None = None  # on-chip memory named VMEM, bytes (instead of sram_words)
 
     def __post_init__(self):
         if not isinstance(self.cycles, MappingProxyType):
@@ -106,7 +125,35 @@ class Machine:
     @property
     def is_tile(self) -> bool:
         """Whether the machine describes SRAM or throughputs (then results report them)."""
-        return any(getattr(self, f) is not None for f in TILE_FIELDS)
+        return any(getattr(self, f) is not None for f in TILE_FIELDS + UNIT_FIELDS)
+
+    @property
+    def has_units(self) -> bool:
+        """Whether compute units (``mxu``, ``vpu``) price the tile instructions."""
+        return self.mxu is not None or self.vpu is not None
+
+    @property
+    def onchip_words(self) -> int | None:
+        """On-chip capacity in words: ``sram_words``, or ``vmem_bytes`` / ``word_bytes``."""
+        if self.sram_words is not None:
+            return self.sram_words
+        return None if self.vmem_bytes is None else self.vmem_bytes // self.word_bytes
+
+    @property
+    def onchip_name(self) -> str:
+        """The on-chip level's name in results: ``vmem`` on a machine that declares VMEM, else ``sram``."""
+        return "vmem" if self.vmem_bytes is not None else "sram"
+
+    def unit_of(self, mnemonic: str) -> str | None:
+        """The unit that executes ``mnemonic`` on tiles (``mxu``, ``vpu``, ``dma``), or None when the
+        per-instruction ``cycles`` and the rates price it."""
+        if not self.has_units:
+            return None
+        if mnemonic in MXU_OPS:
+            return "mxu"
+        if mnemonic in VPU_OPS:
+            return "vpu"
+        return "dma" if mnemonic in ("LOAD", "STORE") else None
 
     def with_(self, **changes: Any) -> "Machine":
         return dataclasses.replace(self, **changes)
@@ -128,6 +175,10 @@ class Machine:
             d["mac_accumulator"] = True
         if self.sram_rule != "exact":
             d["sram_rule"] = self.sram_rule
+        for f in UNIT_FIELDS:  # only when declared: every other machine's JSON keeps its shape
+            v = getattr(self, f)
+            if v is not None:
+                d[f] = v.to_dict() if hasattr(v, "to_dict") else v
         return d
 
 
@@ -136,6 +187,8 @@ SRAM_RULES = ("exact", "paper")
 
 TILE_FIELDS = ("sram_words", "hbm_bytes_per_cycle", "tensor_flops_per_cycle", "vector_flops_per_cycle",
                "sfu_ops_per_cycle", "clock_hz")
+UNIT_FIELDS = ("mxu", "vpu", "vmem_bytes")
+RATE_FIELDS = ("tensor_flops_per_cycle", "vector_flops_per_cycle", "sfu_ops_per_cycle")  # replaced by units
 ROOFLINE_NEEDS = ("hbm_bytes_per_cycle", "tensor_flops_per_cycle", "vector_flops_per_cycle")
 FIELDS = {f.name for f in dataclasses.fields(Machine)}
 

@@ -15,7 +15,8 @@ import yaml
 from ..dtypes import DTYPES
 from ..errors import ConfigError, Location
 from ..isa import ISA
-from .config import FIELDS, ROOFLINE_NEEDS, SRAM_RULES, Machine, DEFAULT_MACHINE
+from .config import DEFAULT_MACHINE, FIELDS, RATE_FIELDS, ROOFLINE_NEEDS, SRAM_RULES, Machine
+from .units import MXU, VPU, VPU_OPS
 
 PRESET_DIR = Path(__file__).with_name("presets")
 
@@ -95,6 +96,8 @@ def _build(values: dict[str, tuple[Any, Location]]) -> Machine:
                                   hint="exact: every tile counts against sram_words; paper: only blocks of HBM "
                                        "matrices (the FlashAttention paper's Q_i, K_j, V_j, O_i)")
             kwargs[key] = value
+        elif key in ("mxu", "vpu"):
+            kwargs[key] = _unit(key, value, loc)
         elif key == "dtype":
             if str(value).lower() not in DTYPES:
                 raise ConfigError(f"unknown dtype '{value}'", loc=loc, hint=f"choose one of {', '.join(DTYPES)}")
@@ -122,13 +125,68 @@ def _build(values: dict[str, tuple[Any, Location]]) -> Machine:
             if not isinstance(value, str):
                 raise ConfigError(f"'{key}' must be text, got {value!r}", loc=loc)
             kwargs[key] = value
+    _check_units(kwargs, values)
     if kwargs.get("clock_hz") is not None:
-        missing = [k for k in ROOFLINE_NEEDS if kwargs.get(k) is None]
+        needs = ("hbm_bytes_per_cycle",) if kwargs.get("mxu") else ROOFLINE_NEEDS
+        missing = [k for k in needs if kwargs.get(k) is None]
         if missing:
             raise ConfigError(f"'clock_hz' needs {', '.join(missing)} to estimate time", loc=values["clock_hz"][1],
                               hint="give the HBM bandwidth and the tensor/vector throughputs per cycle, "
                                    "or drop clock_hz")
     return Machine(**kwargs)
+
+
+_UNIT_KEYS = {"mxu": ("rows", "cols", "count"), "vpu": ("lanes", "cycles_per_vector")}
+_UNIT_EXAMPLE = {"mxu": "mxu: {rows: 128, cols: 128, count: 4}",
+                 "vpu": "vpu: {lanes: 128, cycles_per_vector: {EXP: 2}}"}
+
+
+def _unit(key: str, value, loc: Location):
+    """``mxu: {rows, cols, count}`` or ``vpu: {lanes, cycles_per_vector}`` (``units`` says what they cost)."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"'{key}' must be a mapping", loc=loc, hint=f"e.g. {_UNIT_EXAMPLE[key]}")
+    args = {}
+    for name, v in value.items():
+        if name not in _UNIT_KEYS[key]:
+            raise ConfigError(f"unknown key '{name}' in '{key}'", loc=loc,
+                              hint=f"'{key}' takes {', '.join(_UNIT_KEYS[key])}, e.g. {_UNIT_EXAMPLE[key]}")
+        if name == "cycles_per_vector":
+            if not isinstance(v, dict):
+                raise ConfigError("'vpu.cycles_per_vector' must map instruction names to cycles", loc=loc,
+                                  hint="e.g. cycles_per_vector: {EXP: 2, MASK: 2}")
+            per = {}
+            for op, c in v.items():
+                if str(op).upper() not in VPU_OPS:
+                    raise ConfigError(f"'{op}' in vpu.cycles_per_vector is not a vector-unit instruction", loc=loc,
+                                      hint=f"the VPU runs {', '.join(VPU_OPS)} on tiles")
+                if isinstance(c, bool) or not isinstance(c, (int, float)) or c < 0:
+                    raise ConfigError(f"vpu.cycles_per_vector for {op} must be a non-negative number, got {c!r}",
+                                      loc=loc)
+                per[str(op).upper()] = c
+            args[name] = per
+        else:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"'{key}.{name}' must be a positive integer, got {v!r}", loc=loc)
+            args[name] = v
+    return MXU(**args) if key == "mxu" else VPU(**args)
+
+
+def _check_units(kwargs: dict, values: dict) -> None:
+    """Units come as a pair and replace the rates; one on-chip capacity."""
+    has = [k for k in ("mxu", "vpu") if kwargs.get(k) is not None]
+    if len(has) == 1:
+        other = "vpu" if has[0] == "mxu" else "mxu"
+        raise ConfigError(f"'{has[0]}' needs '{other}': a machine with units prices every tile instruction by them",
+                          loc=values[has[0]][1], hint=f"add e.g. {_UNIT_EXAMPLE[other]}")
+    if has:
+        rates = [k for k in RATE_FIELDS if kwargs.get(k) is not None]
+        if rates:
+            raise ConfigError(f"'{rates[0]}' is a rate of the unit-less tile machine; mxu and vpu price tile "
+                              f"instructions here", loc=values[rates[0]][1], hint=f"drop {', '.join(rates)}")
+    if kwargs.get("sram_words") is not None and kwargs.get("vmem_bytes") is not None:
+        raise ConfigError("give the on-chip capacity once: 'sram_words' or 'vmem_bytes'", loc=values["vmem_bytes"][1],
+                          hint="vmem_bytes names the on-chip level VMEM (in bytes); sram_words names it SRAM "
+                               "(in words)")
 
 
 def preset_names() -> list[str]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..result import Result
+from .units import UNITS_HEADERS, memory_peak_text, units_rows
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,8 @@ def report_of(result: Result, *, steps: bool = True, sym: Callable[[Any], str] |
     for key in ("sram_peak", "time_s"):
         if key in d:
             summary.append((key.replace("_", " "), value_text(d[key])))
+    if "memory_peak" in d:
+        summary.append(("memory peak", memory_peak_text(d["memory_peak"])))
     if "flops" in d:
         summary.append(("flops", ", ".join(f"{k} {v}" for k, v in d["flops"].items())))
     ai = d.get("intensity")
@@ -130,6 +133,8 @@ def report_of(result: Result, *, steps: bool = True, sym: Callable[[Any], str] |
             fu = result.first_underflow
             summary.append(("underflows", f"{result.underflows} (first: step {fu.step}, line {fu.line}: {fu.instruction})"))
     sections.append(Section("Summary", ("Metric", "Value"), tuple(summary), align=("l", "r")))
+    if "units" in d:
+        sections.append(Section("Units", UNITS_HEADERS, units_rows(d["units"]), align=("l", "r", "l")))
     if result.ops:
         sections.append(Section("Instructions", ("Opcode", "Count"), tuple((k, v) for k, v in result.ops.items()),
                                 align=("l", "r")))
@@ -138,5 +143,4 @@ def report_of(result: Result, *, steps: bool = True, sym: Callable[[Any], str] |
         sections.append(Section("Memory", ("Array", "Contents"),
                                 tuple((name, _array_text(vals, mem_sym)) for name, vals in written), align=("l", "l")))
     return Report(result.file, tuple(sections), tuple(notes))
-
 

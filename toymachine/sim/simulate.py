@@ -30,7 +30,7 @@ from ..isa import MNEMONICS
 from ..machine import DEFAULT_MACHINE, Machine
 from ..program import Program
 from ..result import MemoryView, Result, Step, arithmetic_intensity
-from .engines import ENGINES, scalar
+from .engines import ENGINES, scalar, units
 from .engines.kinds import MM, SFU, VEC
 from .engines.kinds import LOAD, STORE
 from .loop import execute
@@ -184,6 +184,12 @@ def _result(run: Run, machine: Machine, fname: str) -> Result:
     flops = list(run.flops)
     scalar.scalar_flops(run.counts, flops)
     work = machine.work_cycles(words=run.reads + run.writes, matmul=flops[MM], vector=flops[VEC], sfu=flops[SFU])
+    if machine.has_units:  # tile instructions cost their unit's cycles instead (tile LOAD/STORE: DMA, overlapped)
+        issue -= sum(machine.op_cycles(m) * run.counts[nm + i] for i, m in enumerate(MNEMONICS) if machine.unit_of(m))
+        words = run.reads + run.writes - run.tile_reads - run.tile_writes  # scalar LOAD/STORE words
+        work = {"hbm": words * machine.word_bytes / machine.hbm_bytes_per_cycle
+                if words and machine.hbm_bytes_per_cycle else 0,
+                "mxu": run.units[units.MXU_CYCLES], "vpu": run.units[units.VPU_CYCLES]}
     cycles = issue + sum(work.values()) if any(work.values()) else issue
     order = sorted(range(len(run.names)), key=lambda i: _reg_key(run.names[i]))
     names = tuple(run.names[i] for i in order)

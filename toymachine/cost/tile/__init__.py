@@ -72,6 +72,7 @@ from .backward import (backward_words, split_words, standard_backward_words, tal
 from .blocks import SPLIT_PHASES, Blocks, check_split, fit_blocks, paper_blocks, sram_peak
 from .counts import Tally, TileCost
 from .forward import forward_words, tally_forward
+from .fused import fused_cost
 
 
 def _rows_sums(g: Blocks) -> dict[str, int]:
@@ -91,6 +92,9 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
     ``dropout_seed`` changes which elements drop, not what it costs; ``sram_rule``: how ``sram_peak``
     counts — exact, every tile, or paper, only blocks of HBM matrices)."""
     check_split(pass_, order, precompute_d, phase)
+    if algo == "fused":  # S on chip, one block (cost.tile.fused)
+        return fused_cost(n=n, d=d, batch=batch, heads=heads, causal=causal, variant=variant,
+                          scaled=(d ** -0.5 if scale is None else scale) != 1.0)
     keys = n if nk is None else nk
     kvh = heads if kv_heads is None else kv_heads
     br, bc = min(block_m, n), min(block_n, keys)

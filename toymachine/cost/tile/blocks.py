@@ -142,6 +142,10 @@ def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str =
     next: r_last = Nq − (Tr−1)·Br and c_last = Nk − (Tc−1)·Bc enter (``n`` defaults to a
     multiple of both blocks). The split backward's launches share the one SRAM: through the dq
     launch the last dV_j block (c_last·d words) is still held."""
+    if algo == "fused":  # S on chip: one block of n rows (cost.tile.fused)
+        from .fused import fused_sram_peak
+
+        return fused_sram_peak(n=n if n is not None else br, d=d, variant=variant, scaled=scaled)
     s = 1 if scaled else 0
     n = n if n is not None else br * bc
     nk = nk if nk is not None else n

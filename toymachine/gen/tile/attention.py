@@ -100,10 +100,11 @@ from ...program import Program
 from .backward import emit_backward, emit_split_phase, emit_standard_backward
 from .emit import TAU, Dropout, Emitter
 from .forward import emit_forward
+from .fused import emit_fused, machine_blocks
 from .header import array_declarations, program_header
 from .reference import attention_backward_reference, attention_reference
 
-ALGOS = ("standard", "standard-3pass", "fa1", "fa2")
+ALGOS = ("standard", "standard-3pass", "fa1", "fa2", "fused")  # fused: S on chip, one block (gen.tile.fused)
 PASSES = ("forward", "backward")
 ORDERS = ("row", "col", "split")  # backward; split's launches: SPLIT_PHASES (from cost.tile)
 VARIANTS = ("exact", "no-max", "no-rescale")
@@ -198,7 +199,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                       order: str = "row", with_data: bool = False, seed: int = 0,
                       scale: float | None = None, phase: str | None = None, nk: int | None = None,
                       kv_heads: int | None = None, dropout: float = 0.0, dropout_seed: int = 0,
-                      sram_rule: str = "exact") -> Program:
+                      sram_rule: str = "exact", machine=None) -> Program:
     """A tiled attention program for the tile machine (module docstring: what each
     ``algo``/``pass_``/``order`` does; ``cost.tile.attention_tile_cost``: what it costs).
     ``phase`` (backward, order split only): one of ``SPLIT_PHASES`` alone — one kernel launch.
@@ -211,7 +212,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
 
     ``with_data`` embeds the inputs as ``.data`` (the machine's own random values for
     ``seed``; for the backward also O and the statistics from a float64 numpy forward, so
-    the gradients are those of that forward)."""
+    the gradients are those of that forward). ``machine`` sizes the blocks for it (``fused.machine_blocks``)."""
     n, d = _int("n", n, 1), _int("d", d, 1)
     batch, heads = _int("batch", batch, 1), _int("heads", heads, 1)
     keys = n if nk is None else _int("nk", nk, 1)
@@ -237,6 +238,9 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     if pass_ == "backward" and variant != "exact":
         raise ConfigError(f"--variant {variant} breaks the forward pass; the backward pass is exact only",
                           hint="use --variant exact with --pass backward")
+    algo, block_m, block_n, sram_words = machine_blocks(machine, n=n, d=d, algo=algo, pass_=pass_, block_m=block_m,
+                                                        block_n=block_n, sram_words=sram_words, variant=variant,
+                                                        scale=scale)
     if pass_ == "backward" and algo == "standard-3pass":
         raise ConfigError("standard-3pass differs from standard in its forward pass only; the standard backward is "
                           "Algorithm 3", hint="use --algo standard --pass backward")
@@ -244,8 +248,12 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
         raise ConfigError("the standard backward is Algorithm 3's fixed schedule (dV, dP, dS, dQ, dK by blocks, "
                           "D = rowsum(P∘dP) from the materialised P): --order, --no-precompute-d and phases are "
                           "FlashAttention's (fa1, fa2)", hint="leave them out with --algo standard")
+    if algo == "fused" and (pass_ == "backward" or keys != n or kvh != heads or dropout):
+        raise ConfigError("fused attention (the score matrix on chip, seed 002's standard path on a TPU) is generated "
+                          "for the forward pass of self-attention without dropout",
+                          hint="use --algo standard or fa2 for the backward, --nk, --kv-heads or --dropout")
     check_split(pass_, order, precompute_d, phase)
-    if algo in ("standard", "standard-3pass") and variant == "no-rescale":
+    if algo in ("standard", "standard-3pass", "fused") and variant == "no-rescale":
         raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
                           "has none", hint="use --variant exact or no-max with --algo standard")
     p_drop = _dropout(dropout, dropout_seed)
@@ -281,7 +289,10 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     else:
         for kpre, pres in groups:
             for pre in pres:
-                emit_forward(e, g, d, pre, algo=algo, variant=variant, scaled=scaled, kpre=kpre, dropout=dr)
+                if algo == "fused":
+                    emit_fused(e, g, d, pre, variant=variant, scaled=scaled)
+                else:
+                    emit_forward(e, g, d, pre, algo=algo, variant=variant, scaled=scaled, kpre=kpre, dropout=dr)
     extra = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
     peak_kw = dict(algo=algo, pass_=pass_, d=d, variant=variant, scaled=scaled, precompute_d=precompute_d, order=order,
                    n=n, heads=batch * heads, phase=phase, nk=keys, kv_heads=batch * kvh, dropout=bool(p_drop))

@@ -18,6 +18,7 @@ from ...program import ArrayDecl
 from .backward import BACKWARD_REGS, SPLIT_REGS, STANDARD_REGS
 from .emit import TAU
 from .forward import FORWARD_REGS
+from .fused import FUSED_REGS, FUSED_TITLE
 from .reference import attention_reference
 
 
@@ -67,7 +68,8 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
              "standard-3pass": "standard attention, 3-pass softmax (S and P materialised in HBM; S read 3× by the "
                                "seed's safe softmax over blocks)",
              "fa1": "FlashAttention-1 (Algorithm 1: K_j, V_j outer; O, l, m updated in HBM per block pair)",
-             "fa2": "FlashAttention-2 (Q_i outer; O_i, l_i, m_i stay in SRAM; O and L written once)"}[algo]
+             "fa2": "FlashAttention-2 (Q_i outer; O_i, l_i, m_i stay in SRAM; O and L written once)",
+             "fused": FUSED_TITLE}[algo]
     if algo == "standard" and pass_ == "backward":
         title = "standard attention (Algorithm 3: P read from HBM; dP and dS materialised in HBM)"
     h = batch * heads
@@ -133,7 +135,7 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
                      f"on chip from a hash of (seed, head, row, col) — it is never stored in HBM.")
     lines.append(f"Blocks: Br = {br} query rows (block_m), Bc = {bc} key rows (block_n); Tr = {g.tr}, Tc = {g.tc} "
                  f"({how}).")
-    regs = (FORWARD_REGS[algo] if pass_ == "forward" else STANDARD_REGS if algo == "standard"
+    regs = ({**FORWARD_REGS, "fused": FUSED_REGS}[algo] if pass_ == "forward" else STANDARD_REGS if algo == "standard"
             else SPLIT_REGS if order == "split" else BACKWARD_REGS)
     if dropout and pass_ == "backward" and algo != "standard" and phase not in ("preprocess", "dq"):
         regs += " · T13 P_ij∘Z (Br×Bc, for dV)"

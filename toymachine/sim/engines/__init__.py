@@ -17,7 +17,9 @@ would cost a third of that. Every other engine compiles to ``EXEC`` tuples
 machine is a new module here, not a new branch in the loop.
 
 ``scalar`` words in registers and DRAM (seed 000's machine); ``tile`` T registers holding tiles in
-SRAM, blocks of HBM arrays, the tensor core (seed 000's "Element is Tile").
+SRAM, blocks of HBM arrays, the tensor core (seed 000's "Element is Tile"); ``units`` (not an engine:
+the tile engine calls it) prices tile instructions on a machine with compute units — MXU, VPU, DMA
+(seed 002's TPU).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ from ...errors import AsmError, RuntimeFault
 from ...isa import ISA
 from ...program import Instr, Mem, Reg, Span
 from ..memory import SCALAR
-from . import tile_ops
+from . import tile_ops, units
 from .kinds import EXEC, MM, OPINDEX, SFU, SKIP_SLOT, TILE_BASE, VEC
 from .tile_events import ELEMENTWISE, bad_store, sram_full, tile_event, tile_rounder
 from .tile_ops import UFUNC
@@ -91,11 +91,12 @@ def claims(ins: Instr) -> bool:
 
 def setup(run) -> None:
     """SRAM accounting state: words each T register holds, the capacity, the dtype rounding."""
-    cap = run.machine.sram_words
+    cap = run.machine.onchip_words
     run.sram_cap = (1 << 62) if cap is None else cap
     run.tround = tile_rounder(run)
     run.sram_exact = run.machine.sram_rule != "paper"  # paper: only registers holding HBM matrix blocks count
     run.sram_counted = set()  # those registers' slots, found as LOAD/STORE of 2-D blocks compile
+    units.setup(run)
 
 
 # -- compilation ------------------------------------------------------------------------
@@ -149,7 +150,7 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
         if run.round is not None:
             with np.errstate(all="ignore"):
                 const = run.dt.round_array(const)
-        return _op(run, lambda regs: const, d, (), op, tag)
+        return _op(run, lambda regs: const, d, (), op, tag, units.pricer(run, ins.op, ()))
     srcs = []
     for pos, kind in enumerate(spec.signature[:-1]):
         if kind != "src":
@@ -190,7 +191,7 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
     else:
         fn = tile_ops.binary(UFUNC[ins.op], srcs[0], srcs[1], acc)
     tag = (ins, text, ins.op in ("MAC", "MAC_Z", "MUL", "DIV", "EXP"))
-    return _op(run, fn, d, tuple(srcs), op, tag)
+    return _op(run, fn, d, tuple(srcs), op, tag, units.pricer(run, ins.op, tuple(srcs)))
 
 
 def _dropout_operands(run, line: int, a: tuple) -> tuple:
@@ -269,9 +270,9 @@ def _block(run, mem: Mem, line: int, operand: int, *, write: bool):
 # Hot path: each closure binds the run's register list, SRAM sizes and rounding when it is
 # compiled (they are fixed for the run) and keeps the SRAM accounting inline.
 
-def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple) -> tuple:
+def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple, price=None) -> tuple:
     """An arithmetic tile instruction: compute, round to the dtype, hold in SRAM (overwriting
-    a register frees its old tile)."""
+    a register frees its old tile); on a machine with units, ``price`` charges its unit."""
     regs, sizes, tround = run.regs, run.sizes, run.tround
     exact, counted = run.sram_exact, run.sram_counted
 
@@ -280,6 +281,8 @@ def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple) -> tuple:
             r = compute(regs)
         except Exception as exc:  # FP flag, empty register, shapes that do not fit
             r = tile_event(run, line, code, compute, srcs, exc)
+        if price is not None:
+            price(regs, r)
         if tround is not None:
             r = tround(r, line, code)
         w = r.size if exact or d in counted else 0
@@ -369,9 +372,15 @@ def report(run, machine, issue: float, flops: list, work: dict, arrays: dict) ->
                          if a.tile_reads or a.tile_writes},
         "hbm_footprint": sum(math.prod(a.shape) for a in arrays.values() if a.shape),  # words of arrays
     }
-    if machine.clock_hz:
+    extra["memory_peak"] = units.memory_peak(run, machine, arrays)
+    extra.update(units.report(run, machine, issue))
+    if machine.clock_hz and machine.has_units:  # DMA overlaps the compute units, which run in sequence
+        dma = extra["units"]["dma"]["cycles"] or 0
+        hbm_s, compute_s = dma / machine.clock_hz, extra["units"]["total"] / machine.clock_hz
+    elif machine.clock_hz:
         hbm_s = work["hbm"] / machine.clock_hz
         compute_s = (work["tensor"] + work["vector"] + work["sfu"]) / machine.clock_hz
+    if machine.clock_hz:
         extra["time_s"] = max(hbm_s, compute_s)
         extra["roofline"] = {"hbm_s": hbm_s, "compute_s": compute_s,
                              "bound": "memory" if hbm_s >= compute_s else "compute"}

@@ -149,12 +149,21 @@ def bad_store(run, line: int, code: tuple, v, shape: tuple, transposed: bool) ->
 def sram_full(run, line: int, code: tuple, d: int, occupied: int) -> None:
     """Raise the SRAM-capacity error for the tile just written by ``code`` to register slot ``d``."""
     ins = code[-1][0]
-    cap = run.machine.sram_words
+    machine = run.machine
+    cap = machine.onchip_words
     tile = run.regs[d]
     held = sorted(((run.names[i], run.sizes[i], run.regs[i]) for i in range(len(run.names)) if run.sizes[i]),
                   key=lambda t: -t[1])
     listing = ", ".join(f"{n} {shape_text(v)} = {w}" for n, w, v in held[:8]) + (" …" if len(held) > 8 else "")
     scalars = f" + {run.n_scalar} R register word{'s' if run.n_scalar != 1 else ''}" if run.n_scalar else ""
+    if machine.sram_words is None and machine.vmem_bytes is not None:  # a machine that names its on-chip level VMEM
+        wb = machine.word_bytes
+        raise MachineLimitError(
+            f"VMEM overflow: {ins.op} writes a {shape_text(tile)} tile ({tile.size} words) to {run.names[d]}; "
+            f"VMEM would hold {occupied * wb} bytes ({listing}{scalars}, words of {wb} bytes) but the machine has "
+            f"vmem_bytes = {machine.vmem_bytes}", loc=run.loc(line, len(ins.args) - 1 if ins.op != "STORE" else 0),
+            hint=f"use smaller blocks (gen: --block-m/--block-n), a tiled algorithm (--algo fa2), or a machine "
+                 f"with `vmem_bytes: {occupied * wb}` or more")
     raise MachineLimitError(
         f"SRAM overflow: {ins.op} writes a {shape_text(tile)} tile ({tile.size} words) to {run.names[d]}; "
         f"SRAM would hold {occupied} words ({listing}{scalars}) but the machine has sram_words = {cap}"

@@ -1,0 +1,137 @@
+"""Seed 002's TPU cycle model, reproduced: the MXU + VPU accounting behind its table
+("What the emulator revealed": n = 512, d = 64, causal, one head — standard attention and
+flash attention with blocks 128 and 64).
+
+MXU (exact, the seed's ``TPUCycleSimulator.matmul``): every (M, K)·(K, N) matmul costs the
+systolic formula M + K + N − 2 cycles and M·K·N MACs; utilisation = MACs / (cycles × 128·128).
+Standard attention is two matmuls of the whole problem, Q·Kᵀ (n, d)·(d, n) and P·V (n, n)·(n, d);
+flash attention is two per computed tile, Q_i·K_jᵀ (Br, d)·(d, Bc) and P̃·V_j (Br, Bc)·(Bc, d),
+tiles wholly above the causal diagonal skipped.
+
+VPU (the seed's ``vpu(n_elements, cycles_per_vec)``): an op on an array of e elements costs
+⌈e / 128⌉ × its cycles per vector. The seed does not print which ops it charged; the accounting
+here reproduces all three VPU figures exactly (``benchmarks/tpu_table.py`` shows it is the only
+one of its shape that does, and ``benchmarks/TPU_TABLE.md`` derives it). EXP costs 2 cycles per
+vector, every other op 1. Charged, in the seed's code (``standard_causal_attention`` and
+``flash_attention_vmap``'s ``k_body``):
+
+* standard, each on the (n, n) scores: ×τ, the causal mask built (``triu(ones)``) and applied
+  (``where``), and softmax's row max, −max, exp, row sum, ÷sum — 9 cycles per vector;
+* flash, per computed tile: on the (Br, Bc) scores ×τ, ``where(valid)``, row max, −m_new,
+  exp, row sum (7 cycles per vector); on the (Br,) row state m_new = max(m, rowmax), m − m_new,
+  α = exp, α·l, + rowsum (6); on the (Br, d) accumulator α·acc and + P̃·V (2);
+* flash, per query block: acc / l on (Br, d) (1) and 4 cycles on (Br,) row vectors; per call,
+  4 cycles on one vector. These last two have no single reading in the seed's code; the one
+  used here is ``one_q_block``'s row setup (q_idx, q_mask, running_max and running_sum
+  initialised) and the call's index vectors (q_offsets, k_offsets, q_starts and its ×Br).
+
+Not charged (the seed's simulator does not, by the figures): the (Br, Bc) index compares that
+build ``valid``, the isfinite guards and their ``where``s, the gathers of K and V tiles and
+their padding ``where``s, the (Br, d) zero-initialised accumulator and the final ``where``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SEED_TABLE", "SeedOp", "SeedCycles", "seed_attention_cycles", "seed_vpu_ops", "vectors",
+           "mxu_matmul_cycles"]
+
+from dataclasses import dataclass, field
+
+from ..params import check_choice, check_int
+
+# The seed's table (seed 002, "What the emulator revealed"): n = 512, d = 64, causal, one head.
+SEED_TABLE = {
+    "standard": {"total": 20604, "mxu": 2172, "vpu": 18432, "utilization": 0.943, "vs_standard": 1.00},
+    128: {"total": 16936, "mxu": 6360, "vpu": 10576, "utilization": 0.201, "vs_standard": 0.82},
+    64: {"total": 24556, "mxu": 13680, "vpu": 10876, "utilization": 0.084, "vs_standard": 1.19},
+}
+EXP_CYCLES = 2  # cycles per vector of an exp; every other op 1
+
+
+def vectors(elements: int, lanes: int = 128) -> int:
+    """⌈elements / lanes⌉: the seed's ``(n − 1) // 128 + 1``."""
+    return -(-elements // lanes)
+
+
+def mxu_matmul_cycles(m: int, k: int, n: int) -> int:
+    """One (m, k)·(k, n) matmul on the systolic array: M + K + N − 2 cycles (seed 002)."""
+    return m + k + n - 2
+
+
+@dataclass(frozen=True)
+class SeedOp:
+    """One VPU charge: ``what`` (the seed's code), the array it runs on, how often."""
+
+    what: str
+    shape: tuple[int, ...]  # the array the op runs on (elements = product)
+    count: int  # how many times (computed tiles, query blocks, 1)
+    cycles_per_vector: int
+
+    def cycles(self, lanes: int = 128) -> int:
+        elements = 1
+        for s in self.shape:
+            elements *= s
+        return self.count * vectors(elements, lanes) * self.cycles_per_vector
+
+
+def _ops(charges, shape, count):
+    return [SeedOp(what, shape, count, EXP_CYCLES if what.startswith("exp") else 1) for what in charges]
+
+
+def seed_vpu_ops(*, algo: str, n: int, d: int, block: int | None = None) -> list[SeedOp]:
+    """The VPU ops seed 002's table charges (module docstring), causal attention."""
+    if algo == "standard":
+        return _ops(("scores × τ", "mask built: triu(ones((n, n)))", "where(mask, −inf, scores)", "row max",
+                     "scores − max", "exp", "row sum", "÷ row sum"), (n, n), 1)
+    nb = -(-n // block)
+    tiles = nb * (nb + 1) // 2  # causal: query block i meets key blocks 0..i
+    return (_ops(("scores × τ", "where(valid, scores, −inf)", "row max", "scores − m_new", "exp(scores − m_new)",
+                  "row sum"), (block, block), tiles)
+            + _ops(("m_new = maximum(m, row max)", "m − m_new", "exp(m − m_new) = α", "α · l", "+ row sum"),
+                   (block,), tiles)
+            + _ops(("α · acc", "+ P̃ · V_j"), (block, d), tiles)
+            + _ops(("acc / l",), (block, d), nb)
+            + _ops(("q_idx = q_start + q_offsets", "q_mask = q_idx < n", "running_max = −inf",
+                    "running_sum = 0"), (block,), nb)
+            + _ops(("q_offsets = arange(Br)", "k_offsets = arange(Bc)", "q_starts = arange(Tr)", "q_starts × Br"),
+                   (1,), 1))
+
+
+@dataclass(frozen=True)
+class SeedCycles:
+    """One column of the seed's table."""
+
+    label: str
+    mxu: int
+    macs: int
+    vpu: int
+    array_cells: int
+    ops: tuple[SeedOp, ...] = field(default=())
+
+    @property
+    def total(self) -> int:
+        """MXU and VPU in sequence, as the seed adds them."""
+        return self.mxu + self.vpu
+
+    @property
+    def utilization(self) -> float:
+        return self.macs / (self.mxu * self.array_cells)
+
+
+def seed_attention_cycles(*, algo: str, n: int = 512, d: int = 64, block: int | None = None,
+                          mxu_dim: int = 128, lanes: int = 128) -> SeedCycles:
+    """Seed 002's MXU and VPU cycles of causal attention (``algo`` standard or flash)."""
+    check_choice("algo", algo, ("standard", "flash"))
+    n, d = check_int("n", n, 1), check_int("d", d, 1)
+    if algo == "standard":
+        mm = [(n, d, n), (n, n, d)]  # Q·Kᵀ, P·V: the whole problem, one matmul each
+        label = "standard"
+    else:
+        block = check_int("block", block, 1)
+        nb = -(-n // block)
+        tiles = nb * (nb + 1) // 2
+        mm = [(block, d, block), (block, block, d)] * tiles  # Q_i·K_jᵀ, P̃·V_j per computed tile
+        label = f"block={block}"
+    ops = seed_vpu_ops(algo=algo, n=n, d=d, block=block)
+    return SeedCycles(label, mxu=sum(mxu_matmul_cycles(*s) for s in mm), macs=sum(a * b * c for a, b, c in mm),
+                      vpu=sum(o.cycles(lanes) for o in ops), array_cells=mxu_dim * mxu_dim, ops=tuple(ops))

@@ -1,0 +1,98 @@
+"""A systolic-array run (``toymachine.sim.systolic``) as titled tables: the seed's cycle-by-cycle
+picture (seed 002, "The stagger" and "Cycle-by-cycle systolic array execution"), the summary
+(cycles = M+K+N−2 against the emulator's ticks, MACs, utilisation) and C with its exit ticks.
+
+The cycle tables exist when the run recorded its cells (M, K, N ≤ ``TABLE_LIMIT``); bigger runs
+print the summary and C (summarised past 64 elements; ``--format json`` keeps it whole).
+"""
+
+from __future__ import annotations
+
+__all__ = ["systolic_report", "render_systolic"]
+
+from ..sim.systolic import TICKS_NOTE, SystolicRun
+from .formats import dump_json, render_report
+from .report import Report, Section, _array_text, format_number
+
+
+def _entering(run: SystolicRun) -> Section:
+    """Seed 002's stagger table: which element enters each row (and column) at each tick."""
+    ticks = range(run.ticks)
+    head = ("",) + tuple(str(t) for t in ticks)
+    rows = []
+    if run.dataflow == "weight":
+        for r in range(run.k):  # A[m, r] enters row r at tick m + r
+            rows.append((f"row {r}",) + tuple(_at(run.cells[t, r, 0], lambda m: f"A[{m},{r}]") for t in ticks))
+        title, note = "A entering each row, by cycle", "A[m,k] enters row k at cycle m + k (the stagger)"
+    else:
+        for i in range(run.m):  # A[i, k] enters row i at tick i + k
+            rows.append((f"row {i}",) + tuple(_at(run.cells[t, i, 0], lambda k: f"A[{i},{k}]") for t in ticks))
+        for j in range(run.n):  # B[k, j] enters column j at tick k + j
+            rows.append((f"col {j}",) + tuple(_at(run.cells[t, 0, j], lambda k: f"B[{k},{j}]") for t in ticks))
+        title = "A entering each row, B each column, by cycle"
+        note = "A[i,k] enters row i at cycle i + k; B[k,j] column j at k + j"
+    return Section(title, head, tuple(rows), note=note, align=("l",) + ("l",) * run.ticks)
+
+
+def _cells(run: SystolicRun) -> Section:
+    """Every cell at every tick: the A element passing through (weight-stationary; B[k,n] stays)
+    or the A·B pair meeting there (output-stationary; C[i,j] stays)."""
+    rows_n, cols_n = run.grid
+    head = ("cycle", "row") + tuple(f"col {c}" for c in range(cols_n))
+    rows = []
+    for t in range(run.ticks):
+        for r in range(rows_n):
+            if run.dataflow == "weight":
+                cells = tuple(_at(run.cells[t, r, c], lambda m: f"A[{m},{r}]") for c in range(cols_n))
+            else:
+                cells = tuple(_at(run.cells[t, r, c], lambda k, c=c: f"A[{r},{k}]·B[{k},{c}]") for c in range(cols_n))
+            rows.append((str(t) if r == 0 else "", str(r)) + cells)
+    what = ("cell (k, n) holds B[k,n]; A[m,k] passes through it at cycle m + k + n" if run.dataflow == "weight"
+            else "cell (i, j) holds C[i,j]; A[i,k] and B[k,j] meet there at cycle i + j + k")
+    return Section("Cells, cycle by cycle", head, tuple(rows), note=what, align=("r", "r") + ("l",) * cols_n)
+
+
+def _at(v, text) -> str:
+    return "" if v < 0 else text(int(v))
+
+
+def systolic_report(run: SystolicRun) -> Report:
+    """The tables of a systolic run (module docstring)."""
+    rows_n, cols_n = run.grid
+    sections = []
+    if run.cells is not None:
+        sections += [_entering(run), _cells(run)]
+    stationary = "B stationary in the cells" if run.dataflow == "weight" else "C stationary in the cells"
+    err = run.numpy_max_error
+    summary = (
+        ("dataflow", f"{run.dataflow}-stationary"),
+        ("matmul", f"({run.m}, {run.k}) · ({run.k}, {run.n})"),
+        ("array", f"{rows_n} × {cols_n} cells ({stationary})"),
+        ("cycles", f"{run.cycles} (M+K+N−2)"),
+        ("ticks", f"{run.ticks} (cycles + 1: the last tick finds the array empty)"),
+        ("busy ticks", str(run.busy_ticks)),
+        ("MACs", str(run.macs)),
+        ("utilization", f"{100 * run.utilization:.1f}% (MACs / (cycles × {rows_n * cols_n} cells))"),
+        ("vs numpy A @ B", "equal" if err == 0 else f"max |difference| {format_number(err)} (float rounding order)"),
+    )
+    sections.append(Section("Summary", ("Metric", "Value"), summary, align=("l", "l")))
+    if run.m * run.n <= 64:
+        results = tuple((f"C[{i},{j}]", format_number(run.c[i, j].item()), str(int(run.exits[i, j])))
+                        for i in range(run.m) for j in range(run.n))
+        when = "exits the bottom at cycle" if run.dataflow == "weight" else "complete at cycle"
+        sections.append(Section("Results", ("element", "value", when), results, align=("l", "r", "r")))
+    else:
+        sections.append(Section("Results", ("array", "contents"),
+                                (("C", _array_text(run.c.tolist(), None)),), align=("l", "l")))
+    notes = (TICKS_NOTE,)
+    if run.cells is None:
+        notes += ("cycle-by-cycle tables are shown when M, K and N are all at most 16",)
+    title = f"systolic {run.dataflow}-stationary ({run.m}, {run.k}) · ({run.k}, {run.n})"
+    return Report(title, tuple(sections), notes)
+
+
+def render_systolic(run: SystolicRun, fmt: str = "table") -> str:
+    """A systolic run in ``fmt``: ``json`` is ``SystolicRun.to_dict()``, the others draw ``systolic_report``."""
+    if fmt == "json":
+        return dump_json(run.to_dict())
+    return render_report(systolic_report(run), fmt)
