@@ -319,7 +319,7 @@ def _sram_note(rule: str, sram_words: int | None, n: int, d: int, br: int, bc: i
         exact = sram_peak(br=br, bc=bc, sram_rule="exact", **kw)
         lines.append(f"SRAM rule paper: {peak} words are the blocks of HBM matrices (Q_i, K_j, V_j, O_i …: what the "
                      f"paper's Bc = ⌈M/4d⌉ sizes); the exact working set (S_ij, m, ℓ, temporaries too) is {exact} words"
-                     + (f" > M: run it on a machine with sram_rule: paper (--machine toysram-paper)"
+                     + (" > M: run it on a machine with sram_rule: paper (--machine toysram-paper)"
                         if sram_words is not None and exact > sram_words else "") + ".")
     if sram_words == 59 and d == 3:  # seed 001's worked example: N = 5, d = 3, M = 59
         seed = {r: sram_peak(br=min(3, n), bc=min(4, kw["nk"]), sram_rule=r, **kw) for r in SRAM_RULES}
