@@ -188,7 +188,7 @@ def test_the_rerun_note_reproduces_a_row(toym, default_table):
     code, text, _ = toym("gen", "attention", "--level", "tile", "--algo", "fa2", "--n", 256, "--d", 64,
                          "--block-m", 64, "--block-n", 64, "--variant", "no-rescale", "--data", "--seed", 0)
     assert code == 0
-    code, out, _ = toym("run", "-", "--dtype", "fp16", "--no-steps", "-f", "json", input=text)
+    code, out, _ = toym("run", "-", "--dtype", "fp16", "--no-steps", "-f", "json", "--full-memory", input=text)
     d = json.loads(out)
     row = default_table.row("no-rescale", "fp16")
     np.testing.assert_array_equal(np.array(d["memory"]["O"]), row.output)
@@ -213,7 +213,7 @@ def test_cli_formats_are_deterministic(toym, fmt):
     assert code == 0 and out
     assert toym(*args)[1] == out  # same bytes twice
     if fmt == "csv":
-        assert out.splitlines()[0] == "variant,dtype,max |O − ref|,finite,alarms,first alarm,where,underflows"
+        assert out.splitlines()[0] == "table,variant,dtype,max |O − ref|,finite,alarms,first alarm,where,underflows"
         assert len(out.splitlines()) == 1 + 6
     if fmt == "markdown":
         assert "| no-max | fp16 | nan |" in out

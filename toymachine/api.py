@@ -10,7 +10,9 @@ from __future__ import annotations
 
 __all__ = ["run_file"]
 
+import os
 import sys
+from typing import Callable, Iterable, Iterator
 
 from .asm import decode_source, line_iter, open_error
 from .machine import resolve_machine
@@ -21,14 +23,20 @@ from .sim import simulate
 
 def run_file(path: str, *, machine: str | None = None, registers: int | None = None, data: str | None = None,
              seed: int = 0, symbolic: bool = False, steps: bool | None = None, dtype: str | None = None,
-             strict_numerics: bool = False) -> Result:
-    """Run a trace file (``-`` = standard input), streaming its lines."""
+             strict_numerics: bool = False, strict_inputs: bool = False,
+             progress: Callable[[int, int], None] | None = None) -> Result:
+    """Run a trace file (``-`` = standard input), streaming its lines.
+
+    ``strict_inputs``: an array read but never given is an error (``DataError``), not a
+    warning in ``Result.warnings``. ``progress(done, total)`` is called as the file is read
+    (characters of the file; total 0 for standard input)."""
     mach = resolve_machine(machine)
     arrays = load_data_file(data) if data else None
     kwargs = dict(registers=registers, seed=seed, symbolic=symbolic, steps=steps, dtype=dtype,
-                  strict_numerics=strict_numerics)
+                  strict_numerics=strict_numerics, strict_inputs=strict_inputs)
     if path == "-":
-        return simulate(line_iter(sys.stdin.buffer), mach, arrays, file="<stdin>", **kwargs)
+        lines = line_iter(sys.stdin.buffer)
+        return simulate(_counted(lines, 0, progress) if progress else lines, mach, arrays, file="<stdin>", **kwargs)
     try:
         with open(path, "rb") as probe:
             head = probe.read(8192)
@@ -39,8 +47,34 @@ def run_file(path: str, *, machine: str | None = None, registers: int | None = N
         raise open_error(path, exc) from None
     with fh:
         try:
-            return simulate(fh, mach, arrays, file=path, **kwargs)
+            lines = _counted(fh, os.path.getsize(path), progress) if progress else fh
+            return simulate(lines, mach, arrays, file=path, **kwargs)
         except UnicodeDecodeError:
             with open(path, "rb") as raw:
                 decode_source(raw.read(), path)  # raises with the line and column
             raise
+
+
+def _counted(lines: Iterable[str], total: int, progress: Callable[[int, int], None],
+             chunk: int = 1 << 16) -> Iterator[str]:
+    """``lines`` again, calling ``progress(characters so far, total)`` every ``chunk`` characters
+    (lines are handed on in batches, so the loop pays nothing per line)."""
+    done = 0
+    if hasattr(lines, "readlines"):  # a file: batches read in C
+        for batch in iter(lambda: lines.readlines(chunk), []):
+            yield from batch
+            done += sum(map(len, batch))
+            progress(done, total)
+        return
+    batch: list[str] = []
+    size = 0
+    for line in lines:
+        batch.append(line)
+        size += len(line)
+        if size >= chunk:
+            yield from batch
+            done += size
+            progress(done, total)
+            batch, size = [], 0
+    yield from batch
+    progress(done + size, total)

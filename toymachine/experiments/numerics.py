@@ -42,6 +42,7 @@ from ..errors import ConfigError
 from ..gen.scalar import attention_program as scalar_program
 from ..gen.tile import attention_program, attention_reference, resolve_blocks
 from ..program import Mem, Program, Span
+from ..render.cells import Num
 from ..render.report import Report, Section
 from ..result import Alarm, Result, json_value
 from ..sim import simulate
@@ -308,26 +309,18 @@ def _site(program: Program, step: int, level: str, br: int | None, bc: int | Non
 
 
 # -- report ---------------------------------------------------------------------------------------
-def _err_text(x: float) -> str:
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf"
-    return f"{x:.3g}"
-
-
 def numerics_report(table: NumericsTable) -> Report:
     """The table as a ``Report`` (every ``--format`` but json draws it)."""
     rows = []
     for r in table.rows:
         first = r.first_alarm
         rows.append((
-            r.variant, r.dtype, _err_text(r.max_error),
+            r.variant, r.dtype, Num(r.max_error, 3),
             "yes" if r.finite else f"no: {r.nonfinite}/{r.outputs}",
             ", ".join(f"{a.kind} @{a.step}" for a in r.alarms) or "none",
             f"step {first.step}, line {first.line}: {first.instruction}" if first else "",
             r.where[0] if first else "",
-            str(r.underflows),
+            r.underflows,
         ))
     s = table.settings
     section = Section("Numerics", ("variant", "dtype", "max |O − ref|", "finite", "alarms", "first alarm", "where",

@@ -60,6 +60,7 @@ class Run:
         self.first_underflow: Alarm | None = None
         self.step = 0
         self.used_arrays: dict[str, int] = {}
+        self.first_use_text: dict[str, str | None] = {}  # array → its first-use line's text (sim.inputs' warnings)
         self.reads = self.writes = 0
         self.current: tuple[int, str] = (0, "")
         self.templates: dict[str, tuple] = {}  # "LOAD x[" + "], R0" → compiled parts (text mode)
@@ -131,6 +132,7 @@ class Run:
             arr.read = True
         if name not in self.used_arrays:
             self.used_arrays[name] = line
+            self.first_use_text[name] = self.source(line)
         if arr.mode is None:
             arr.use_scalar()
         return arr
