@@ -14,6 +14,7 @@ import sys
 import typer
 
 from .. import __version__
+from .flags import flags_command
 from .gen import gen_app
 from .numerics import numerics_command
 from .run import isa_command, run_command
@@ -25,7 +26,7 @@ app = typer.Typer(
     help="toymachine: an instruction-set simulator and cost model for the toy machine that teaches "
          "FlashAttention. Run traces, count cycles and DRAM traffic, print the seed's tables.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help text as written, re-wrapped to the terminal (no rich markup)
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -39,7 +40,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+def _root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                        help="Show the version and exit.")) -> None:
     pass
 
@@ -50,6 +51,7 @@ app.command("verify-gpu")(verify_gpu_command)
 app.add_typer(gen_app, name="gen")
 app.command("sweep", context_settings=SWEEP_CONTEXT)(sweep_command)
 app.command("numerics")(numerics_command)
+app.command("flags")(flags_command)
 
 
 def main() -> None:

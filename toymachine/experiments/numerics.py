@@ -180,8 +180,8 @@ def numerics_table(*, level: str = "tile", algo: str = "fa2", n: int | None = No
     d = _whole("--d", d, 1)
     seed = _whole("--seed", seed, 0)
     batch, heads = _whole("--batch", batch, 1), _whole("--heads", heads, 1)
-    asked_variants = parse_list("--variants", variants, VARIANTS)
-    dtype_list = parse_list("--dtypes", dtypes, DTYPES) or DTYPES
+    asked_variants = parse_list("--variant", variants, VARIANTS)
+    dtype_list = parse_list("--dtype", dtypes, DTYPES) or DTYPES
     if scale is not None:
         if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating, np.integer)) \
                 or not math.isfinite(scale) or scale == 0:
@@ -208,8 +208,8 @@ def numerics_table(*, level: str = "tile", algo: str = "fa2", n: int | None = No
     variant_list = asked_variants or VARIANTS
     if algo == "standard" and "no-rescale" in variant_list:
         if asked_variants is not None:
-            raise ConfigError("--variants no-rescale drops the rescaling of running statistics; standard attention "
-                              "has none", hint="use --variants exact,no-max with --algo standard")
+            raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
+                              "has none", hint="use --variant exact,no-max with --algo standard")
         variant_list = tuple(v for v in variant_list if v != "no-rescale")
         notes.append("standard attention keeps no running statistics: no-rescale is left out.")
 

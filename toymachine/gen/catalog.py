@@ -91,6 +91,8 @@ def _tile_cost(**p) -> Cost:
                             heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"],
                             precompute_d=q["precompute_d"], order=q["order"])
     return Cost(ops=dict(c.ops), registers=c.registers,
+                work={"words": c.reads + c.writes, "matmul": c.flops_matmul, "vector": c.flops_other - c.sfu_ops,
+                      "sfu": c.sfu_ops},
                 breakdown={"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
                            "HBM footprint": c.hbm_footprint, "matmul FLOPs": c.flops_matmul,
                            "other FLOPs": c.flops_other})

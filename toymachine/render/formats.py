@@ -6,12 +6,14 @@ from __future__ import annotations
 
 __all__ = ["FORMATS", "render", "render_report", "dump_json"]
 
+import dataclasses
 import html
 import json
 from typing import Iterable
 
 from ..result import Result
 from .cells import Code, json_cell, text_of
+from .columns import collapse_constant
 from .csvout import render_csv
 from .jsonout import MEMORY_MAX, dump_json, result_json, select_fields
 from .latex import render_latex
@@ -35,6 +37,10 @@ def render(result: Result, fmt: str = "table", *, steps: bool = True, width: int
 
 
 def render_report(report: Report, fmt: str, *, width: int | None = None) -> str:
+    """Draw ``report`` in ``fmt``. Human formats (table, markdown, latex, html) list a section's
+    constant columns above it (``Section.collapse``); CSV and JSON keep every column."""
+    if fmt in ("table", "markdown", "latex", "html"):
+        report = dataclasses.replace(report, sections=tuple(collapse_constant(s) for s in report.sections))
     if fmt == "table":
         return render_table(report, width)
     if fmt == "markdown":

@@ -30,6 +30,7 @@ class Section:
     keys: tuple[str, ...] = ()  # JSON keys of the columns (default: the headers)
     preface: tuple[str, ...] = ()  # lines shown above the table (e.g. the columns constant in every row)
     key_columns: int = 1  # leading columns repeated when a wide table is folded
+    collapse: bool = False  # human formats: columns constant in every row go into one preface line
 
     def aligns(self) -> tuple[str, ...]:
         return tuple(self.align[i] if i < len(self.align) else "l" for i in range(len(self.headers)))
