@@ -61,7 +61,7 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--strict-numerics", None, "the first numerical alarm is an error"),
     Flag("--json-fields", None, "JSON: only these keys (dram.reads reaches inside)"),
     Flag("--no-memory", None, "JSON: leave out the arrays' contents"),
-    Flag("--memory-max", None, "JSON: arrays with more elements are summarised (default 4096)"),
+    Flag("--memory-max", None, "JSON: arrays with more elements are summarised (default 1024)"),
     Flag("--full-memory", None, "JSON: every array whole"),
     Flag("--progress/--no-progress", None, "progress bar on stderr (default: when it is a terminal)"),
     Flag("--columns", None, "only these columns, in this order"),

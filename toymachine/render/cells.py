@@ -31,14 +31,9 @@ def sig(v: Any, digits: int = DIGITS) -> str:
         return "nan"
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
-    if v == int(v) and abs(v) < 1e15:
-        return str(int(v))
-    text = f"{v:.{digits}g}"
-    if "e" in text:  # 1.5e-07 stays; 1e+06 → 1000000 when it is whole and short
-        mant, exp = text.split("e")
-        if int(exp) >= 0 and v == int(v):
-            return str(int(v))
-    return text
+    if abs(v) < 1e15 and (v == int(v) or abs(v) >= 10 ** digits):
+        return str(round(v))  # whole, or too big for a fraction to matter: 12345678.5 → 12345678 (no 1.23457e+07)
+    return f"{v:.{digits}g}"
 
 
 @dataclass(frozen=True)

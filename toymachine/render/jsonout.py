@@ -4,9 +4,10 @@
   ``dram.reads``). An unknown key is an error naming the keys there are.
 * ``memory_max``: an array (in ``memory``, ``registers`` or a step's registers) with more
   elements than this is *summarised*: ``{"summary": true, "shape": [...], "elements": n,
-  "written": w, "min", "max", "mean", "nan", "inf"}`` instead of its nested lists (the
-  default, ``MEMORY_MAX`` = 4096 elements, keeps the seed's programs whole and one FA2 head
-  small); ``None`` dumps every array whole. ``memory=False`` leaves ``memory`` out.
+  "min", "max", "mean", "nan", "inf"}`` (over its finite values; NaN counts never-written
+  cells too) instead of its nested lists. The default, ``MEMORY_MAX`` = 1024 elements (a
+  32 × 32 tile), keeps the seed's programs whole and one FA2 head small; ``None`` dumps every
+  array whole. ``memory=False`` leaves ``memory`` out.
 * ``error_json(err)``: the error object a command prints on stdout under ``-f json``.
 """
 
@@ -24,7 +25,7 @@ import numpy as np
 from ..errors import ConfigError, ToyMachineError
 from ..result import Result, _nested_json, json_value
 
-MEMORY_MAX = 4096  # elements; larger arrays are summarised unless a full dump is asked for
+MEMORY_MAX = 1024  # elements; larger arrays are summarised unless a full dump is asked for
 
 # the documented top-level keys (README, "JSON output"): always valid in --json-fields
 JSON_KEYS = ("file", "cycles", "instructions", "ops", "dram", "registers_used", "registers", "memory", "machine",
