@@ -334,3 +334,21 @@ def test_quantities_in_every_format():
         ("reads", "147456", "words"), ("reads", "294912", "B"), ("one", "1", "words"), ("x", "27521.3", "")]
     assert json.loads(render_report(rep, "json"))["s"][0]["Value"] == 147456
     assert render(simulate(parse(".data x = [1]\nLOAD x[0], R0\n")), "latex").count("$") % 2 == 0
+
+
+def test_usage_errors_under_json_are_an_object_too(capsys):
+    """A bad option value is click's error (exit 2); the entry point adds the JSON object under -f json."""
+    from toymachine.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["run", str(PROGRAMS / "c00.asm"), "-f", "json", "--registers", "x"])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and "--registers" in err
+    assert "--registers" in json.loads(out)["error"]["message"]
+    with pytest.raises(SystemExit) as exc:
+        main(["run", str(PROGRAMS / "c00.asm"), "--registers", "x"])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and out == ""
+    with pytest.raises(SystemExit) as exc:
+        main(["run", str(PROGRAMS / "c00.asm"), "-f", "json", "--json-fields", "cycles"])
+    assert exc.value.code == 0 and json.loads(capsys.readouterr().out) == {"cycles": 7}

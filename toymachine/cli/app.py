@@ -54,12 +54,32 @@ app.command("numerics")(numerics_command)
 app.command("flags")(flags_command)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """The ``toym`` entry point. Usage errors (an unknown option, a value of the wrong type) exit 2
+    as click prints them; under ``-f json`` they also print the JSON error object on stdout."""
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        app()
+        code = app(args, prog_name="toym", standalone_mode=False)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:  # click's usage errors (its exception classes are typer's private copy)
+        if not (hasattr(exc, "show") and hasattr(exc, "exit_code")):
+            raise
+        exc.show()
+        if exc.exit_code == 2 and _wants_json(args):
+            from ..errors import ConfigError
+            from ..render.jsonout import error_json
+
+            sys.stdout.write(error_json(ConfigError(exc.format_message(), hint="see toym --help")))
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _wants_json(args: list[str]) -> bool:
+    pairs = zip(args, args[1:])
+    return any(a in ("-f", "--format") and b == "json" for a, b in pairs) or \
+        any(a in ("--format=json", "-fjson") for a in args)
 
 
 if __name__ == "__main__":  # pragma: no cover
