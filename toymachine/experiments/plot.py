@@ -69,6 +69,29 @@ def _geometric(xs: Sequence[float]) -> bool:
     return len(xs) >= 3 and min(ratios) >= 2 and max(ratios) / min(ratios) < 1.01
 
 
+_BOUND_DASHES = (":", (0, (6, 2, 1, 2)), (0, (1, 4)), (0, (8, 4)))
+
+
+def _common(names: list[str], keys: list[tuple]) -> str:
+    """What the series sharing one bound have in common: ``registers=3`` (or how many they are)."""
+    same = [f"{n}={keys[0][i]}" for i, n in enumerate(names) if len({k[i] for k in keys}) == 1]
+    return ", ".join(same) if same else f"{len(keys)} series"
+
+
+def _log_x(ax, xs: list) -> None:
+    """A log x axis labelled with the swept values themselves (base 2 for a doubling sweep)."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    ratios = {round(b / a, 6) for a, b in zip(xs, xs[1:])}
+    ax.set_xscale("log", base=2 if ratios == {2.0} else 10)
+    if len(xs) <= 12:
+        ax.xaxis.set_major_locator(FixedLocator(xs))
+        ax.xaxis.set_minor_locator(NullLocator())
+        formatter = ScalarFormatter()
+        formatter.set_scientific(False)
+        ax.xaxis.set_major_formatter(formatter)
+
+
 def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None = None,
                metric: str = "cycles") -> None:
     """Draw ``metric`` against the swept parameter ``x`` (default: the first that varies). Writes PNG
@@ -86,7 +109,7 @@ def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None
         series.setdefault(tuple(r.params[n] for n in others), []).append(r)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     drawn: dict[tuple, str] = {}  # (xs, ys) → the label of the first series that drew them
-    bounds: dict[tuple, list[str]] = {}  # (xs, bound ys) → labels of the series with that bound
+    bounds: dict[tuple, list[tuple]] = {}  # (xs, bound ys) → keys of the series with that bound
     for k, (key, members) in enumerate(series.items()):
         members = sorted(members, key=lambda r: r.params[x])
         label = ", ".join(f"{n}={v}" for n, v in zip(others, key)) or spec.name
@@ -98,13 +121,12 @@ def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None
         ax.plot(xs, ys, marker=_MARKERS[k % len(_MARKERS)], linestyle=_DASHES[k % len(_DASHES)],
                 markersize=max(3.0, 8.0 - 1.5 * (k % 4)), label=label)
         if metric == "traffic" and all(r.bound for r in members):
-            bounds.setdefault((xs, tuple(r.bound.traffic for r in members)), []).append(label)
-    for j, ((xs, ys), labels) in enumerate(bounds.items()):
-        name = "lower bound" if len(bounds) == 1 else f"lower bound ({labels[0]}" + \
-            (f" and {len(labels) - 1} more" if len(labels) > 1 else "") + ")"
-        ax.plot(xs, ys, linestyle=":", color="black", linewidth=1.2, marker="_" if j else None, label=name)
+            bounds.setdefault((xs, tuple(r.bound.traffic for r in members)), []).append(key)
+    for j, ((xs, ys), keys) in enumerate(bounds.items()):
+        ax.plot(xs, ys, linestyle=_BOUND_DASHES[j % len(_BOUND_DASHES)], color="black", linewidth=1.2,
+                label="lower bound" if len(bounds) == 1 else f"lower bound ({_common(others, keys)})")
     if _geometric([r.params[x] for r in rows]):
-        ax.set_xscale("log")
+        _log_x(ax, sorted({r.params[x] for r in rows}))
     ys_all = [v for v in (METRICS[metric](r) for r in rows) if v is not None]
     if ys_all and min(ys_all) > 0 and max(ys_all) / min(ys_all) >= 100:
         ax.set_yscale("log")
