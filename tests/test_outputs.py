@@ -352,3 +352,20 @@ def test_usage_errors_under_json_are_an_object_too(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["run", str(PROGRAMS / "c00.asm"), "-f", "json", "--json-fields", "cycles"])
     assert exc.value.code == 0 and json.loads(capsys.readouterr().out) == {"cycles": 7}
+
+
+def test_forced_progress_changes_nothing_on_stdout(toym, tmp_path):
+    prog = tmp_path / "long.asm"
+    toym("gen", "softmax", "--n", "3000", "--no-data", "-o", prog)
+    plain = toym("run", prog, "--no-steps", "-f", "json")
+    code, out, err = toym("run", prog, "--no-steps", "-f", "json", "--progress")
+    assert code == 0 and out == plain[1] and "Traceback" not in err
+    code, out, _ = toym("run", "-", "--no-steps", "-f", "json", "--progress", input=prog.read_text())
+    assert code == 0 and json.loads(out)["cycles"] == json.loads(plain[1])["cycles"]
+    from toymachine.api import run_file
+
+    seen = []
+    r = run_file(str(prog), progress=lambda done, total: seen.append((done, total)))
+    size = prog.stat().st_size
+    assert r.instructions == json.loads(plain[1])["instructions"] and seen and seen[-1] == (size, size)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)

@@ -29,7 +29,7 @@ def run_file(path: str, *, machine: str | None = None, registers: int | None = N
 
     ``strict_inputs``: an array read but never given is an error (``DataError``), not a
     warning in ``Result.warnings``. ``progress(done, total)`` is called as the file is read
-    (characters of the file; total 0 for standard input)."""
+    (bytes of the file; for standard input characters, total 0)."""
     mach = resolve_machine(machine)
     arrays = load_data_file(data) if data else None
     kwargs = dict(registers=registers, seed=seed, symbolic=symbolic, steps=steps, dtype=dtype,
@@ -57,14 +57,17 @@ def run_file(path: str, *, machine: str | None = None, registers: int | None = N
 
 def _counted(lines: Iterable[str], total: int, progress: Callable[[int, int], None],
              chunk: int = 1 << 16) -> Iterator[str]:
-    """``lines`` again, calling ``progress(characters so far, total)`` every ``chunk`` characters
-    (lines are handed on in batches, so the loop pays nothing per line)."""
+    """``lines`` again, calling ``progress(done, total)`` every ``chunk`` characters — bytes of a
+    file (total: its size), characters of a stream (total 0: unknown). Lines are handed on in
+    batches, so the interpreter loop pays nothing per line."""
     done = 0
-    if hasattr(lines, "readlines"):  # a file: batches read in C
+    if hasattr(lines, "readlines"):  # a file: batches read in C; progress in bytes read from disk
+        raw = getattr(lines, "buffer", None)
         for batch in iter(lambda: lines.readlines(chunk), []):
             yield from batch
-            done += sum(map(len, batch))
+            done = min(raw.tell(), total) if raw is not None else done + sum(map(len, batch))
             progress(done, total)
+        progress(total, total)
         return
     batch: list[str] = []
     size = 0

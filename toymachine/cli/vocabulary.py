@@ -111,6 +111,7 @@ def command_options(root) -> Iterator[tuple[str, object]]:
 def vocabulary_report(root):
     """The vocabulary as a report: flag, short form, meaning, and the commands that take it."""
     from ..gen.registry import generator_names, get_generator
+    from ..render.cells import Code
     from ..render.report import Report, Section
 
     where: dict[str, list[str]] = {}
@@ -127,7 +128,7 @@ def vocabulary_report(root):
             if f is not None and f"sweep {name}" not in where.setdefault(f.name, []):
                 where[f.name].append(f"sweep {name}")
     where["--help"] = ["every command"]
-    rows = tuple((f"`{f.name}`", f"`{f.short}`" if f.short else "", f.meaning, _commands(where.get(f.name, [])))
+    rows = tuple((Code(f.name, md=True), Code(f.short or "", md=True), f.meaning, _commands(where.get(f.name, [])))
                  for f in VOCABULARY)
     return Report("flags", (Section("Flags", ("flag", "short", "meaning", "commands"), rows),))
 

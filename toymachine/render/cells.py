@@ -58,9 +58,10 @@ class Qty:
 
 @dataclass(frozen=True)
 class Code:
-    """An instruction (monospace in LaTeX and HTML)."""
+    """An instruction or a flag: monospace in LaTeX and HTML (and in markdown with ``md``)."""
 
     text: str
+    md: bool = False  # markdown: `text` (a flag in the README); instructions stay plain
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,8 @@ def _markdown(report: Report) -> str:
         out.append("| " + " | ".join(_md_escape(h) for h in s.headers) + " |")
         out.append("|" + "|".join("---:" if a == "r" else "---" for a in s.aligns()) + "|")
         for row in s.rows:
-            out.append("| " + " | ".join(_md_escape(text_of(c)) for c in row) + " |")
+            out.append("| " + " | ".join(f"`{c.text}`" if isinstance(c, Code) and c.md and c.text else
+                                         _md_escape(text_of(c)) for c in row) + " |")
         out.append("")
     for n in report.notes:
         out.append(f"_{n}_\n")
