@@ -18,15 +18,17 @@ too, so a mismatch says which side is off.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from toymachine.errors import ConfigError
+from toymachine.result import json_value
 from toymachine.gen.tile import run_attention
 from toymachine.sim.memory import random_block
 from toymachine.render import Report, Section
+from toymachine.render.cells import Num
 
 from .flash_attn import (INTERPRETER, SUPPORTED_HEAD_DIMS, flash_attention_backward, flash_attention_forward,
                          resolve_config)
@@ -55,8 +57,19 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Verification:
-    setup: dict
+    setup: dict  # display text (the report's Setup table)
     comparisons: tuple[Comparison, ...]
+    params: dict = field(default_factory=dict)  # the same facts typed, snake_case keys (``to_dict``)
+
+    def to_dict(self) -> dict:
+        """``verify-gpu -f json``: numbers as numbers, booleans as booleans, stable snake_case keys."""
+        def num(x: float):  # non-finite as "nan"/"inf" strings, as in every toym JSON
+            return json_value(float(x))
+
+        return {"ok": self.ok, "setup": dict(self.params),
+                "comparisons": [{"quantity": c.quantity, "max_abs": num(c.max_abs), "max_rel": num(c.max_rel),
+                                 "tolerance": num(c.tolerance), "sim_vs_ref": num(c.sim_vs_ref),
+                                 "gpu_vs_ref": num(c.gpu_vs_ref), "ok": c.ok} for c in self.comparisons]}
 
     @property
     def ok(self) -> bool:
@@ -147,7 +160,14 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
               if side in sim for a in sim[side].alarms]
     if alarms:
         setup["simulator alarms"] = "; ".join(alarms)
-    return Verification(setup, tuple(comparisons))
+    params = {"device": setup["device"], "interpreter": device != "cuda", "batch": batch, "heads": heads, "n": n,
+              "d": d, "causal": causal, "dtype": dtype, "sim_dtype": sim_dtype, "block_m": bm, "block_n": bn,
+              "scale": tau, "seed": seed, "pass": pass_, "sim_order": order if pass_ == "backward" else None,
+              "sim_hbm_forward": {"reads": fwd.dram_reads, "writes": fwd.dram_writes},
+              "sim_hbm_backward": ({"reads": sim["backward"].dram_reads, "writes": sim["backward"].dram_writes}
+                                   if pass_ == "backward" else None),
+              "sim_alarms": alarms}
+    return Verification(setup, tuple(comparisons), params)
 
 
 def _kernel_order() -> str:
@@ -157,16 +177,12 @@ def _kernel_order() -> str:
     return "split" if "split" in getattr(tile, "ORDERS", ()) else "col"
 
 
-def _num(x: float) -> str:
-    return "nan" if x != x else f"{x:.3g}"
-
-
 def verification_report(v: Verification) -> Report:
-    rows = tuple((c.quantity, _num(c.max_abs), _num(c.max_rel), _num(c.tolerance), _num(c.sim_vs_ref),
-                  _num(c.gpu_vs_ref), "ok" if c.ok else "MISMATCH") for c in v.comparisons)
+    rows = tuple((c.quantity, Num(c.max_abs, 3), Num(c.max_rel, 3), Num(c.tolerance, 3), Num(c.sim_vs_ref, 3),
+                  Num(c.gpu_vs_ref, 3), "ok" if c.ok else "MISMATCH") for c in v.comparisons)
     compare = Section("Simulator vs kernel", ("Quantity", "max |sim − gpu|", "max rel", "tolerance",
                                               "sim vs fp64 ref", "gpu vs fp64 ref", "result"), rows,
                       align=("l", "r", "r", "r", "r", "r", "l"))
-    setup = Section("Setup", ("Item", "Value"), tuple((k, str(val)) for k, val in v.setup.items()))
+    setup = Section("Setup", ("Item", "Value"), tuple((k, val) for k, val in v.setup.items()))
     verdict = "agree" if v.ok else "DO NOT agree"
     return Report("verify-gpu", (compare, setup), (f"simulator and kernel {verdict}",))

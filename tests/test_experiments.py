@@ -191,7 +191,7 @@ def test_the_rerun_note_reproduces_a_row(toym, default_table):
     code, text, _ = toym("gen", "attention", "--level", "tile", "--algo", "fa2", "--n", 256, "--d", 64,
                          "--block-m", 64, "--block-n", 64, "--variant", "no-rescale", "--data", "--seed", 0)
     assert code == 0
-    code, out, _ = toym("run", "-", "--dtype", "fp16", "--no-steps", "-f", "json", input=text)
+    code, out, _ = toym("run", "-", "--dtype", "fp16", "--no-steps", "-f", "json", "--full-memory", input=text)
     d = json.loads(out)
     row = default_table.row("no-rescale", "fp16")
     np.testing.assert_array_equal(np.array(d["memory"]["O"]), row.output)
@@ -202,7 +202,7 @@ def test_the_rerun_note_reproduces_a_row(toym, default_table):
 
 # -- the CLI -----------------------------------------------------------------------------------
 def test_cli_table_and_exit_zero(toym):
-    code, out, err = toym("numerics", "--scale", "1", "--dtypes", "fp32,fp16", "--n", "128")
+    code, out, err = toym("numerics", "--scale", "1", "--dtype", "fp32,fp16", "--n", "128")
     assert code == 0 and err == ""
     line = next(l for l in out.splitlines() if l.lstrip().startswith("no-max") and " fp16 " in l)
     assert "nan" in line and "overflow @" in line and "EXP T3, T3 @[" in line and "tile (0, 0)" in line
@@ -211,12 +211,12 @@ def test_cli_table_and_exit_zero(toym):
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json", "latex", "html"])
 def test_cli_formats_are_deterministic(toym, fmt):
-    args = ("numerics", "--n", "64", "--d", "16", "--scale", "4", "--dtypes", "fp64,fp16", "-f", fmt)
+    args = ("numerics", "--n", "64", "--d", "16", "--scale", "4", "--dtype", "fp64,fp16", "-f", fmt)
     code, out, _ = toym(*args)
     assert code == 0 and out
     assert toym(*args)[1] == out  # same bytes twice
     if fmt == "csv":
-        assert out.splitlines()[0] == "variant,dtype,max |O − ref|,finite,alarms,first alarm,where,underflows"
+        assert out.splitlines()[0] == "table,variant,dtype,max |O − ref|,finite,alarms,first alarm,where,underflows"
         assert len(out.splitlines()) == 1 + 6
     if fmt == "markdown":
         assert "| no-max | fp16 | nan |" in out
@@ -224,8 +224,8 @@ def test_cli_formats_are_deterministic(toym, fmt):
 
 def test_cli_json(toym, tmp_path):
     path = tmp_path / "n.json"
-    code, out, _ = toym("numerics", "--n", "64", "--d", "16", "--scale", "4", "--variants", "no-max,exact",
-                        "--dtypes", "fp16", "-f", "json", "-o", path)
+    code, out, _ = toym("numerics", "--n", "64", "--d", "16", "--scale", "4", "--variant", "no-max,exact",
+                        "--dtype", "fp16", "-f", "json", "-o", path)
     assert code == 0 and out == ""
     d = json.loads(path.read_text())
     assert d["settings"]["variants"] == ["no-max", "exact"] and d["settings"]["scale"] == 4.0
@@ -237,13 +237,13 @@ def test_cli_json(toym, tmp_path):
 
 
 @pytest.mark.parametrize("args, words", [
-    (("--variants", "exact,no-clip"), ["--variants", "no-clip", "exact,no-max,no-rescale"]),
-    (("--dtypes", "fp8"), ["--dtypes", "fp8", "fp64,fp32,bf16,fp16"]),
-    (("--dtypes", "fp16,fp16"), ["--dtypes", "twice"]),
+    (("--variant", "exact,no-clip"), ["--variant", "no-clip", "exact,no-max,no-rescale"]),
+    (("--dtype", "fp8"), ["--dtype", "fp8", "fp64,fp32,bf16,fp16"]),
+    (("--dtype", "fp16,fp16"), ["--dtype", "twice"]),
     (("--level", "scalar", "--causal"), ["--causal", "tile-level", "--level tile"]),
     (("--level", "scalar", "--block-m", "8"), ["--block-m", "tile-level"]),
     (("--level", "scalar", "--algo", "standard"), ["--algo standard", "tile level"]),
-    (("--algo", "standard", "--variants", "no-rescale"), ["no-rescale", "standard attention"]),
+    (("--algo", "standard", "--variant", "no-rescale"), ["no-rescale", "standard attention"]),
     (("--scale", "0"), ["--scale", "1/√d"]),
     (("--scale", "nan"), ["--scale"]),
     (("--n", "0"), ["--n", "at least 1"]),
@@ -259,12 +259,23 @@ def test_cli_errors_exit_2(toym, args, words):
         assert w in err, (w, err)
 
 
+def test_old_spellings_are_hidden_aliases(toym):
+    """--dtypes/--variants (the old spellings) still work for one release, with a note; not both."""
+    new = toym("numerics", "--n", "32", "--d", "8", "--dtype", "fp16", "--variant", "exact", "-f", "csv")
+    old = toym("numerics", "--n", "32", "--d", "8", "--dtypes", "fp16", "--variants", "exact", "-f", "csv")
+    assert new[0] == old[0] == 0 and new[1] == old[1] and "--dtypes is now spelled --dtype" in old[2]
+    code, out, err = toym("numerics", "--dtype", "fp16", "--dtypes", "fp32")
+    assert code == 2 and "same option" in err
+    code, out, _ = toym("numerics", "--help")
+    assert "--dtypes" not in out and "--variants" not in out
+
+
 def test_api_errors_are_config_errors():
     with pytest.raises(ConfigError, match="--level"):
         numerics_table(level="gpu")
     with pytest.raises(ConfigError, match="--d"):
         numerics_table(d=0)
-    with pytest.raises(ConfigError, match="--variants"):
+    with pytest.raises(ConfigError, match="--variant"):
         numerics_table(variants=[])
 
 

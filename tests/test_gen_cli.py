@@ -65,14 +65,40 @@ def test_output_file(toym, tmp_path):
     (("variance", "--n", "1"), "at least 2"),
     (("attention", "--registers", "4"), "needs 9 registers"),
     (("attention", "--sram", "100"), "--sram is not an option of --level scalar"),
-    (("attention", "--level", "tile", "--order", "outer"), "--order outer is not an option of --level tile"),
-    (("attention", "--order", "col"), "--order col is not an option of --level scalar"),
+    (("attention", "--order", "split"), "--order split is not an option of --level scalar"),
     (("attention", "--scale", "1"), "--scale is not an option of --level scalar"),
     (("attention", "--order", "inner", "--output-slots", "2"), "--output-slots is for --order outer"),
 ])
 def test_errors_exit_2_without_traceback(toym, args, needle):
     code, out, err = toym("gen", *args)
     assert code == 2 and out == "" and needle in err and "Traceback" not in err
+
+
+def test_order_is_one_vocabulary(toym):
+    """--order inner ≡ row (query loop outside), outer ≡ col (key/value loop outside), at both levels."""
+    scalar = [toym("gen", "attention", "--n", "3", "--d", "2", "--order", o)[1] for o in ("outer", "col")]
+    assert scalar[0] == scalar[1] and "outer" in scalar[0].splitlines()[0]
+    tile = ("gen", "attention-tile", "--n", "32", "--d", "8", "--block-m", "16", "--block-n", "16", "--pass", "backward")
+    assert toym(*tile, "--order", "outer")[1] == toym(*tile, "--order", "col")[1] != toym(*tile, "--order", "inner")[1]
+    assert toym(*tile, "--order", "inner")[1] == toym(*tile, "--order", "row")[1]
+
+
+def test_attention_tile_is_the_tile_level(toym):
+    """`gen attention-tile` (the sweep's name) writes what `gen attention --level tile` does."""
+    args = ("--n", "64", "--d", "16", "--algo", "fa1", "--block-m", "32", "--block-n", "16", "--causal")
+    code, out, _ = toym("gen", "attention-tile", *args)
+    assert code == 0 and out == toym("gen", "attention", "--level", "tile", *args)[1]
+
+
+def test_machine_sizes_the_program(toym):
+    """--machine gives the register count (gen matmul) and the SRAM that sizes tile blocks."""
+    assert toym("gen", "matmul", "--machine", "toy6")[1] == toym("gen", "matmul", "-r", "6")[1]
+    assert toym("gen", "matmul", "--machine", "toy6", "-r", "3")[1] == toym("gen", "matmul", "-r", "3")[1]
+    from toymachine import resolve_machine
+
+    m = resolve_machine("toysram").sram_words
+    tile = ("gen", "attention", "--level", "tile", "--n", "5", "--d", "3")
+    assert toym(*tile, "--machine", "toysram")[1] == toym(*tile, "--sram", m)[1]
 
 
 def test_tile_level_is_delegated_to_the_tile_generator(toym):

@@ -172,10 +172,10 @@ def test_tile_sweep_rows_carry_sram_peak_flops_and_time():
         assert row.sram_peak == direct.extra["sram_peak"] == METRICS["sram_peak"](row)
         assert row.flops == sum(direct.extra["flops"].values()) == METRICS["flops"](row)
         assert row.time_s == direct.extra["time_s"] and row.time_s > 0
-    headers = sweep_report(rows, "attention-tile").sections[0].headers
-    assert {"SRAM peak", "FLOPs", "time (s)"} <= set(headers)
+    keys = sweep_report(rows, "attention-tile").sections[0].json_keys()  # the stable JSON keys
+    assert {"SRAM peak", "FLOPs", "time (s)", "bound"} <= set(keys)
     scalar = sweep("softmax", {"n": "4", "algo": "online"})
-    assert scalar[0].sram_peak is None and "SRAM peak" not in sweep_report(scalar, "softmax").sections[0].headers
+    assert scalar[0].sram_peak is None and "SRAM peak" not in sweep_report(scalar, "softmax").sections[0].json_keys()
 
 
 def test_tile_sweep_over_every_algorithm_backward_and_the_new_parameters():

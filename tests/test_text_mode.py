@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from toymachine import AsmError, RuntimeFault, parse, simulate
 from toymachine.asm import source
-from toymachine.asm.source import Chunks
+from toymachine.asm.source import Chunks, binary_chunks
 
 
 def _same(a, b):
@@ -66,7 +66,7 @@ def test_every_path_agrees(text, chunk, fill):
     try:
         others = [_outcome(lambda: simulate(io.StringIO(text), steps=False)),
                   _outcome(lambda: simulate(io.StringIO(text), steps=True)),
-                  _outcome(lambda: simulate(Chunks(io.BytesIO(text.encode()), "<input>"), steps=False)),
+                  _outcome(lambda: simulate(Chunks(binary_chunks(io.BytesIO(text.encode()), "<input>")), steps=False)),
                   _outcome(lambda: simulate(iter(text.splitlines()), steps=False))]
     finally:
         source.CHUNK_CHARS, source.FIRST_CHUNK_CHARS = old
@@ -136,8 +136,8 @@ def test_word_then_block_access_in_one_stream(monkeypatch):
 
 def test_stdin_errors_are_located():
     with pytest.raises(AsmError, match="NUL") as exc:
-        simulate(Chunks(io.BytesIO(b"LOAD x[0], R0\nLOAD x\x00[1], R0\n")), steps=False)
+        simulate(Chunks(binary_chunks(io.BytesIO(b"LOAD x[0], R0\nLOAD x\x00[1], R0\n"))), steps=False)
     assert (exc.value.loc.line, exc.value.loc.col) == (2, 7)
     with pytest.raises(AsmError, match="not valid UTF-8") as exc:
-        simulate(Chunks(io.BytesIO(b"LOAD x[0], R0\nMOV R0, R1 ; caf\xe9\n")), steps=False)
+        simulate(Chunks(binary_chunks(io.BytesIO(b"LOAD x[0], R0\nMOV R0, R1 ; caf\xe9\n"))), steps=False)
     assert (exc.value.loc.line, exc.value.loc.col) == (2, 17)

@@ -16,7 +16,13 @@ def test_forward_agrees(toym, causal, dtype):
     args = ["verify-gpu", "--n", "64", "--d", "32", "--block-m", "32", "--block-n", "16", "--dtype", dtype, "-f", "csv"]
     code, out, err = toym(*args + (["--causal"] if causal else []))
     assert code == 0, err
-    assert out.startswith("Quantity,") and out.count("ok") == 2
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(out)))  # every section: the comparison and the setup
+    compared = [r for r in rows if r["table"] == "Simulator vs kernel"]
+    assert [(r["Quantity"], r["result"]) for r in compared] == [("O", "ok"), ("L", "ok")]
+    assert any(r["table"] == "Setup" for r in rows)
 
 
 def test_backward_agrees_and_both_sides_are_near_the_reference():
@@ -53,3 +59,31 @@ def test_missing_gpu_extra_is_a_clear_error(toym, monkeypatch):
     monkeypatch.setitem(sys.modules, "kernels_gpu.verify", None)
     code, _, err = toym("verify-gpu", "--n", "32", "--d", "16")
     assert code == 2 and "pip install -e '.[gpu]'" in err
+
+
+def test_json_is_typed_with_snake_case_keys(toym):
+    """`verify-gpu -f json`: numbers as numbers, booleans as booleans, stable snake_case keys."""
+    import json
+    import re
+
+    code, out, err = toym("verify-gpu", "--n", "32", "--d", "16", "--block-m", "16", "--block-n", "16", "-f", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["ok"] is True and [c["quantity"] for c in d["comparisons"]] == ["O", "L"]
+    for c in d["comparisons"]:
+        assert c["ok"] is True and all(isinstance(c[k], float) for k in ("max_abs", "max_rel", "tolerance",
+                                                                         "sim_vs_ref", "gpu_vs_ref"))
+        assert c["max_abs"] <= c["tolerance"]
+    s = d["setup"]
+    assert (s["n"], s["d"], s["block_m"], s["block_n"], s["causal"], s["dtype"]) == (32, 16, 16, 16, False, "fp16")
+    assert s["sim_hbm_forward"]["reads"] > 0 and isinstance(s["scale"], float)
+    keys = list(d) + list(s) + [k for c in d["comparisons"] for k in c]
+    assert all(re.fullmatch(r"[a-z][a-z0-9_]*", k) for k in keys), keys
+
+
+def test_errors_under_json_are_a_json_object(toym):
+    import json
+
+    code, out, err = toym("verify-gpu", "--n", "32", "--d", "48", "-f", "json")
+    assert code == 2 and "head dims" in err
+    assert "head dims" in json.loads(out)["error"]["message"]

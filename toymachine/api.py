@@ -10,9 +10,11 @@ from __future__ import annotations
 
 __all__ = ["run_file"]
 
+import os
 import sys
+from typing import Callable, Iterable, Iterator
 
-from .asm import Chunks, decode_source, open_error
+from .asm import Chunks, binary_chunks, decode_source, open_error, text_chunks
 from .machine import resolve_machine
 from .sim.memory import load_data_file
 from .result import Result
@@ -21,14 +23,21 @@ from .sim import simulate
 
 def run_file(path: str, *, machine: str | None = None, registers: int | None = None, data: str | None = None,
              seed: int = 0, symbolic: bool = False, steps: bool | None = None, dtype: str | None = None,
-             strict_numerics: bool = False) -> Result:
-    """Run a trace file (``-`` = standard input), streaming its lines."""
+             strict_numerics: bool = False, strict_inputs: bool = False,
+             progress: Callable[[int, int], None] | None = None) -> Result:
+    """Run a trace file (``-`` = standard input), streaming its lines.
+
+    ``strict_inputs``: an array read but never given is an error (``DataError``), not a
+    warning in ``Result.warnings``. ``progress(done, total)`` is called as the file is read
+    (bytes of the file; for standard input characters, total 0)."""
     mach = resolve_machine(machine)
     arrays = load_data_file(data) if data else None
     kwargs = dict(registers=registers, seed=seed, symbolic=symbolic, steps=steps, dtype=dtype,
-                  strict_numerics=strict_numerics)
+                  strict_numerics=strict_numerics, strict_inputs=strict_inputs)
     if path == "-":
-        return simulate(Chunks(sys.stdin.buffer, "<stdin>"), mach, arrays, file="<stdin>", **kwargs)
+        chunks = binary_chunks(sys.stdin.buffer, "<stdin>")
+        return simulate(Chunks(_counted(chunks, None, 0, progress) if progress else chunks), mach, arrays,
+                        file="<stdin>", **kwargs)
     try:
         with open(path, "rb") as probe:
             head = probe.read(8192)
@@ -39,8 +48,22 @@ def run_file(path: str, *, machine: str | None = None, registers: int | None = N
         raise open_error(path, exc) from None
     with fh:
         try:
-            return simulate(fh, mach, arrays, file=path, **kwargs)
+            chunks = text_chunks(fh)
+            if progress:
+                chunks = _counted(chunks, getattr(fh, "buffer", None), os.path.getsize(path), progress)
+            return simulate(Chunks(chunks), mach, arrays, file=path, **kwargs)
         except UnicodeDecodeError:
             with open(path, "rb") as raw:
                 decode_source(raw.read(), path)  # raises with the line and column
             raise
+
+
+def _counted(chunks: Iterable[str], raw, total: int, progress: Callable[[int, int], None]) -> Iterator[str]:
+    """``chunks`` again, calling ``progress(done, total)`` after each — bytes of a file read so far
+    (``raw``: its binary buffer; total: its size), or characters of a stream (total 0: unknown)."""
+    done = 0
+    for chunk in chunks:
+        yield chunk
+        done = min(raw.tell(), total) if raw is not None else done + len(chunk)
+        progress(done, total)
+    progress(total or done, total)

@@ -132,6 +132,7 @@ class Result:
     dtype: str = "fp64"
     written_arrays: tuple[str, ...] = ()  # arrays the program stored to
     extra: dict = field(default_factory=dict)  # tile machine: sram_peak, flops, time_s …
+    warnings: tuple = ()  # located ToyMachineErrors the run survived (arrays read but never given)
 
     @property
     def registers_used(self) -> int:
@@ -171,6 +172,8 @@ class Result:
             "first_underflow": self.first_underflow.to_dict() if self.first_underflow else None,
         }
         d.update(self.extra)
+        if self.warnings:
+            d["warnings"] = [w.to_dict() for w in self.warnings]
         if steps and self.steps is not None:
             d["steps"] = [
                 {"step": s.step, "line": s.line, "instruction": s.instruction,

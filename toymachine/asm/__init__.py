@@ -18,9 +18,10 @@ reads a tile register transposed. Every error names file, line and column.
 from __future__ import annotations
 
 __all__ = ["parse", "parse_file", "parse_line", "parse_literal", "operand_spans", "strip_comment",
-           "read_source", "decode_source", "line_iter", "open_error", "Chunks", "text_chunks", "line_chunks"]
+           "read_source", "decode_source", "line_iter", "open_error", "Chunks", "binary_chunks", "text_chunks", "line_chunks"]
 
 from .lexer import operand_spans, strip_comment
 from .literal import parse_literal
 from .parser import parse, parse_file, parse_line
-from .source import Chunks, decode_source, line_chunks, line_iter, open_error, read_source, text_chunks
+from .source import (Chunks, binary_chunks, decode_source, line_chunks, line_iter, open_error, read_source,
+                     text_chunks)

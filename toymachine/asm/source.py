@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["open_error", "read_source", "decode_source", "line_iter", "Chunks", "text_chunks", "line_chunks",
+__all__ = ["open_error", "read_source", "decode_source", "line_iter", "Chunks", "binary_chunks", "text_chunks",
+           "line_chunks",
            "CHUNK_CHARS", "FIRST_CHUNK_CHARS"]
 
 import codecs
@@ -101,43 +102,47 @@ def line_chunks(lines: Iterable[str], batch: int = 16_384) -> Iterator[str]:
 
 
 class Chunks:
-    """A binary stream (standard input) as UTF-8 text in chunks of whole lines, with NUL bytes
-    and invalid UTF-8 reported at their line and column."""
+    """Program text as an iterable of chunks of whole lines (what ``simulate`` streams)."""
 
-    def __init__(self, stream, name: str = "<stdin>"):
-        self.stream = stream
-        self.name = name
+    def __init__(self, chunks: Iterable[str]):
+        self.chunks = chunks
 
     def __iter__(self) -> Iterator[str]:
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        tail = ""
-        lines_before = 0  # newlines in the bytes already decoded
-        size = FIRST_CHUNK_CHARS
-        while True:
-            raw = self.stream.read(size)
-            size = CHUNK_CHARS
-            if b"\x00" in raw:
-                at = raw.index(b"\x00")
-                line = lines_before + raw.count(b"\n", 0, at) + 1
-                col = at - (raw.rfind(b"\n", 0, at) + 1) + 1 + (len(tail.encode()) if b"\n" not in raw[:at] else 0)
-                raise AsmError("input looks like a binary file (NUL byte)", loc=Location(self.name, line, col),
-                               hint="toym reads assembly text")
-            try:
-                text = decoder.decode(raw, final=not raw)
-            except UnicodeDecodeError as exc:
-                line = lines_before + raw.count(b"\n", 0, exc.start) + 1
-                start = raw.rfind(b"\n", 0, exc.start) + 1
-                col = exc.start - start + 1 + (len(tail.encode()) if start == 0 else 0)
-                end = raw.find(b"\n", exc.start)
-                shown = ((tail.encode() if start == 0 else b"") + raw[start:end if end >= 0 else len(raw)])
-                raise AsmError(f"input is not valid UTF-8 (byte 0x{raw[exc.start:exc.start + 1].hex()})",
-                               loc=Location(self.name, line, col, shown.decode("utf-8", "replace")),
-                               hint="save the file as UTF-8") from None
-            lines_before += raw.count(b"\n")
-            if not raw:
-                if tail + text:
-                    yield tail + text
-                return
-            whole, tail = _cut(tail + text)
-            if whole:
-                yield whole
+        return iter(self.chunks)
+
+
+def binary_chunks(stream, name: str = "<stdin>") -> Iterator[str]:
+    """A binary stream (standard input) as UTF-8 text in chunks of whole lines, with NUL bytes
+    and invalid UTF-8 reported at their line and column."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    tail = ""
+    lines_before = 0  # newlines in the bytes already decoded
+    size = FIRST_CHUNK_CHARS
+    while True:
+        raw = stream.read(size)
+        size = CHUNK_CHARS
+        if b"\x00" in raw:
+            at = raw.index(b"\x00")
+            line = lines_before + raw.count(b"\n", 0, at) + 1
+            col = at - (raw.rfind(b"\n", 0, at) + 1) + 1 + (len(tail.encode()) if b"\n" not in raw[:at] else 0)
+            raise AsmError("input looks like a binary file (NUL byte)", loc=Location(name, line, col),
+                           hint="toym reads assembly text")
+        try:
+            text = decoder.decode(raw, final=not raw)
+        except UnicodeDecodeError as exc:
+            line = lines_before + raw.count(b"\n", 0, exc.start) + 1
+            start = raw.rfind(b"\n", 0, exc.start) + 1
+            col = exc.start - start + 1 + (len(tail.encode()) if start == 0 else 0)
+            end = raw.find(b"\n", exc.start)
+            shown = ((tail.encode() if start == 0 else b"") + raw[start:end if end >= 0 else len(raw)])
+            raise AsmError(f"input is not valid UTF-8 (byte 0x{raw[exc.start:exc.start + 1].hex()})",
+                           loc=Location(name, line, col, shown.decode("utf-8", "replace")),
+                           hint="save the file as UTF-8") from None
+        lines_before += raw.count(b"\n")
+        if not raw:
+            if tail + text:
+                yield tail + text
+            return
+        whole, tail = _cut(tail + text)
+        if whole:
+            yield whole

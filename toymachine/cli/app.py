@@ -14,6 +14,7 @@ import sys
 import typer
 
 from .. import __version__
+from .flags import flags_command
 from .gen import gen_app
 from .memory import memory_command
 from .numerics import numerics_command
@@ -27,7 +28,7 @@ app = typer.Typer(
     help="toymachine: an instruction-set simulator and cost model for the toy machine that teaches "
          "FlashAttention. Run traces, count cycles and DRAM traffic, print the seed's tables.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help text as written, re-wrapped to the terminal (no rich markup)
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -41,7 +42,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+def _root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                        help="Show the version and exit.")) -> None:
     pass
 
@@ -54,14 +55,35 @@ app.command("sweep", context_settings=SWEEP_CONTEXT)(sweep_command)
 app.command("numerics")(numerics_command)
 app.command("memory")(memory_command)
 app.command("systolic")(systolic_command)
+app.command("flags")(flags_command)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """The ``toym`` entry point. Usage errors (an unknown option, a value of the wrong type) exit 2
+    as click prints them; under ``-f json`` they also print the JSON error object on stdout."""
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        app()
+        code = app(args, prog_name="toym", standalone_mode=False)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:  # click's usage errors (its exception classes are typer's private copy)
+        if not (hasattr(exc, "show") and hasattr(exc, "exit_code")):
+            raise
+        exc.show()
+        if exc.exit_code == 2 and _wants_json(args):
+            from ..errors import ConfigError
+            from ..render.jsonout import error_json
+
+            sys.stdout.write(error_json(ConfigError(exc.format_message(), hint="see toym --help")))
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _wants_json(args: list[str]) -> bool:
+    pairs = zip(args, args[1:])
+    return any(a in ("-f", "--format") and b == "json" for a, b in pairs) or \
+        any(a in ("--format=json", "-fjson") for a in args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -20,7 +20,8 @@ from ..gen.tile import ALGOS as TILE_ALGOS
 from ..machine.config import SRAM_RULES
 from ..gen.tile import attention_program as tile_attention_program
 from ..machine import resolve_machine
-from .common import guard, write_output
+from .common import guard, machine_option, output_option, write_output
+from .vocabulary import ORDER_SYNONYMS
 
 Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)
 SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)
@@ -38,7 +39,9 @@ gen_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-_OUTPUT = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output.")
+_OUTPUT = output_option()
+_MACHINE = machine_option("Machine preset or YAML file that sizes the program: its register count (unless -r), "
+                          "its SRAM (tile level, unless --sram).")
 _DATA = typer.Option(True, "--data/--no-data", help="Include .data inputs (deterministic, from --seed), or leave "
                                                     "them to the simulator's random values.")
 _SEED = typer.Option(0, "--seed", help="Seed of the .data inputs.")
@@ -56,16 +59,25 @@ def gen_matmul(
     n: int = typer.Option(2, "--n", help="Columns of B and C; also m and k unless given."),
     m: Optional[int] = typer.Option(None, "--m", help="Rows of A and C (default n)."),
     k: Optional[int] = typer.Option(None, "--k", help="Columns of A, rows of B (default n)."),
-    registers: int = typer.Option(3, "--registers", "-r", help="Register count R (at least 3)."),
+    registers: Optional[int] = typer.Option(None, "--registers", "-r", help="Register count R (at least 3; "
+                                            "default: the machine's, else 3)."),
     schedule: Schedule = typer.Option("best", "--schedule", help="inner, outer, or the cheapest that fits R."),
     mac_accumulator: bool = typer.Option(False, "--mac-accumulator",
                                          help="The MAC unit keeps its own accumulator ACC (run it with --machine "
-                                              "toy2acc or a machine with mac_accumulator: true): R registers + ACC."),
+                                              "toy2acc or a machine with mac_accumulator: true): R registers + ACC. "
+                                              "Implied by a --machine that has one."),
+    machine: Optional[str] = _MACHINE,
     output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED,
 ) -> None:
     """C = A·B on an R-register machine (seed 000, Problems 1–3)."""
-    _emit(lambda: (matmul_program(n=n, registers=registers, schedule=schedule.value, m=m, k=k,
-                                  mac_accumulator=mac_accumulator, with_data=data, seed=seed), output))
+    def build():
+        mach = resolve_machine(machine) if machine is not None else None
+        r = registers if registers is not None else ((mach.registers if mach else None) or 3)
+        acc = mac_accumulator or bool(mach is not None and mach.mac_accumulator)
+        return matmul_program(n=n, registers=r, schedule=schedule.value, m=m, k=k, mac_accumulator=acc,
+                              with_data=data, seed=seed), output
+
+    _emit(build)
 
 
 @gen_app.command("softmax")
@@ -96,10 +108,12 @@ def gen_attention(
                                                         "bottom-right, query i attends keys j ≤ i + nk − n)."),
     d: int = typer.Option(2, "--d", help="Head dimension."),
     registers: Optional[int] = typer.Option(None, "--registers", "-r",
-                                            help="Scalar level: Register count (default: the minimum needed)."),
-    order: Optional[Order] = typer.Option(None, "--order", help="Scalar level: inner (query loop outside) or outer "
-                                                                "(KV loop outside), default inner. Tile backward: "
-                                                                "row or col iteration over dS (default row), or split: the FA2 kernel's three launches."),
+                                            help="Scalar level: Register count (default: the machine's, else the "
+                                                 "minimum needed)."),
+    order: Optional[Order] = typer.Option(None, "--order", help="Loop order: inner (query loop outside; default) or "
+                                                                "outer (key/value loop outside) — row and col are the "
+                                                                "same two; tile backward also split: the FA2 kernel's "
+                                                                "three launches."),
     output_slots: Optional[int] = typer.Option(None, "--output-slots", help="Scalar, outer order: Output rows kept "
                                                                             "resident (default: as many as fit)."),
     variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
@@ -114,16 +128,13 @@ def gen_attention(
     causal: Optional[bool] = typer.Option(None, "--causal/--no-causal", help="Tile level: Causal mask."),
     block_m: Optional[int] = typer.Option(None, "--block-m", help="Tile level: Query block rows."),
     block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: Key/value block rows."),
-    sram: Optional[int] = typer.Option(None, "--sram", help="Tile level: SRAM size in words."),
+    sram: Optional[int] = typer.Option(None, "--sram", help="Tile level: SRAM size in words (default: the machine's)."),
     sram_rule: Optional[SramRule] = typer.Option(None, "--sram-rule", help="Tile level: how SRAM is counted against "
                                                                           "--sram: exact (every tile, default) or "
                                                                           "paper (only Q_i, K_j, V_j, O_i … blocks, "
                                                                           "as Bc = ⌈M/4d⌉ assumes; run on a "
                                                                           "sram_rule: paper machine, e.g. "
                                                                           "toysram-paper)."),
-    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Tile level: size the blocks for this machine "
-                                          "(YAML file or preset): its on-chip capacity, and MXU-sized blocks on a "
-                                          "machine with an MXU (e.g. tpu-v5e)."),
     pass_: Optional[Pass] = typer.Option(None, "--pass", help="Tile level: forward or backward."),
     precompute_d: Optional[bool] = typer.Option(None, "--precompute-d/--no-precompute-d",
                                                 help="Tile backward: D = rowsum(dO∘O) precomputed (K, V loaded once "
@@ -135,6 +146,7 @@ def gen_attention(
                                                                     "stored; the backward remakes it). Default 0."),
     dropout_seed: Optional[int] = typer.Option(None, "--dropout-seed", help="Tile level: seed of the dropout mask "
                                                                             "(default 0)."),
+    machine: Optional[str] = _MACHINE,
     output: Optional[str] = _OUTPUT,
     data: Optional[bool] = typer.Option(None, "--data/--no-data", help="Include .data inputs (deterministic, from "
                                         "--seed), or leave them to the simulator's random values. Default: --data "
@@ -152,25 +164,39 @@ def gen_attention(
     with_data = data if data is not None else level.value == "scalar"
 
     def build():
-        wrong = [k for k, v in (scalar_only if level.value == "tile" else tile_only).items() if v is not None]
-        if order is not None and (order.value in ("row", "col", "split")) != (level.value == "tile"):
-            wrong.append(f"--order {order.value}")
+        tile = level.value == "tile"
+        wrong = [k for k, v in (scalar_only if tile else tile_only).items() if v is not None]
+        order_value = None
+        if order is not None:
+            order_value = ORDER_SYNONYMS["tile" if tile else "scalar"].get(order.value, order.value)
+            if order_value == "split" and not tile:
+                wrong.append("--order split")
         if wrong:
             raise ConfigError(f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not an option of "
                               f"--level {level.value}", hint="see toym gen attention --help: options say which "
                                                             "level they belong to")
-        if level.value == "scalar":
-            return scalar_attention_program(n=n, d=d, order=(order or Order.inner).value, registers=registers,
-                                     output_slots=output_slots, variant=variant.value, with_data=with_data,
-                                     seed=seed), output
+        if not tile:
+            r = registers if registers is not None else _machine_registers(machine)
+            return scalar_attention_program(n=n, d=d, order=order_value or "inner", registers=r,
+                                            output_slots=output_slots, variant=variant.value, with_data=with_data,
+                                            seed=seed), output
         return _tile_attention(n=n, d=d, variant=variant.value, with_data=with_data, algo=algo, pass_=pass_,
                                batch=batch, heads=heads, nk=nk, kv_heads=kv_heads, causal=causal, block_m=block_m,
-                               block_n=block_n,
-                               sram_words=sram, order=order, precompute_d=precompute_d, scale=scale,
-                               dropout=dropout, dropout_seed=dropout_seed, sram_rule=sram_rule, seed=seed,
+                               block_n=block_n, sram_words=_sram(sram, machine), order=order_value,
+                               precompute_d=precompute_d, scale=scale, dropout=dropout, dropout_seed=dropout_seed,
+                               sram_rule=sram_rule, seed=seed,
                                machine=resolve_machine(machine) if machine else None), output
 
     _emit(build)
+
+
+def _machine_registers(machine: Optional[str]) -> Optional[int]:
+    return resolve_machine(machine).registers if machine is not None else None
+
+
+def _sram(sram: Optional[int], machine: Optional[str]) -> Optional[int]:
+    """--sram, else the machine's SRAM (words), else None (blocks default to 64)."""
+    return sram if sram is not None or machine is None else resolve_machine(machine).sram_words
 
 
 def _tile_attention(**options):
@@ -180,3 +206,47 @@ def _tile_attention(**options):
     return tile_attention_program(**kwargs)
 
 
+@gen_app.command("attention-tile")
+def gen_attention_tile(
+    n: int = typer.Option(256, "--n", help="Sequence length (rows of Q, K, V)."),
+    d: int = typer.Option(64, "--d", help="Head dimension."),
+    algo: TileAlgo = typer.Option("fa2", "--algo", help="standard (Algorithm 0), standard-3pass, fa1, fa2 or fused "
+                                                        "(S kept on chip)."),
+    pass_: Pass = typer.Option("forward", "--pass", help="forward or backward."),
+    batch: int = typer.Option(1, "--batch", help="Batch size."),
+    heads: int = typer.Option(1, "--heads", help="Number of heads."),
+    nk: Optional[int] = typer.Option(None, "--nk", help="Keys/values length (default n; causal aligned bottom-right)."),
+    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="K/V heads (default heads; grouped-query "
+                                                                    "attention: heads % kv_heads == 0)."),
+    dropout: Optional[float] = typer.Option(None, "--dropout", help="Dropout probability p (Algorithm 2; default 0)."),
+    dropout_seed: Optional[int] = typer.Option(None, "--dropout-seed", help="Seed of the dropout mask (default 0)."),
+    sram_rule: Optional[SramRule] = typer.Option(None, "--sram-rule", help="exact (every tile, default) or paper "
+                                                                          "(only blocks of HBM matrices)."),
+    causal: bool = typer.Option(False, "--causal/--no-causal", help="Causal mask."),
+    block_m: Optional[int] = typer.Option(None, "--block-m", help="Query block rows Br (default: from --sram, else 64)."),
+    block_n: Optional[int] = typer.Option(None, "--block-n", help="Key/value block rows Bc (default: from --sram, "
+                                                                  "else 64)."),
+    sram: Optional[int] = typer.Option(None, "--sram", help="SRAM size in words (default: the machine's)."),
+    variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
+    order: Optional[Order] = typer.Option(None, "--order", help="Backward loop order: inner ≡ row (query loop outside; "
+                                                                "default), outer ≡ col (key loop outside), split."),
+    precompute_d: bool = typer.Option(True, "--precompute-d/--no-precompute-d", help="Backward: D = rowsum(dO∘O) "
+                                                                                   "first (K, V loaded once)."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale τ (default 1/√d)."),
+    machine: Optional[str] = _MACHINE,
+    output: Optional[str] = _OUTPUT,
+    data: bool = typer.Option(False, "--data/--no-data", help="Include .data inputs (deterministic, from --seed); "
+                                                              "default: declare them (.array), the simulator's random values."),
+    seed: int = _SEED,
+) -> None:
+    """Tiled attention on the SRAM/HBM machine — the generator `toym sweep attention-tile` sweeps
+    (the same as `toym gen attention --level tile`)."""
+    def build():
+        order_value = ORDER_SYNONYMS["tile"].get(order.value, order.value) if order is not None else None
+        return _tile_attention(n=n, d=d, variant=variant.value, with_data=data, algo=algo, pass_=pass_, batch=batch,
+                               heads=heads, nk=nk, kv_heads=kv_heads, causal=causal, block_m=block_m, block_n=block_n,
+                               sram_words=_sram(sram, machine), order=order_value, precompute_d=precompute_d,
+                               scale=scale, dropout=dropout, dropout_seed=dropout_seed, sram_rule=sram_rule, seed=seed,
+                               machine=resolve_machine(machine) if machine else None), output
+
+    _emit(build)

@@ -14,7 +14,8 @@ import typer
 
 from ..experiments.numerics import ALGOS, LEVELS, numerics_report, numerics_table
 from ..render import render_report
-from .common import Format, guard, write_output
+from ..render.terminal import terminal_width
+from .common import Format, alias, format_option, guard, output_option, write_output
 
 Level = Enum("Level", {lv: lv for lv in LEVELS}, type=str)
 Algo = Enum("Algo", {a.replace("-", "_"): a for a in ALGOS}, type=str)
@@ -29,17 +30,19 @@ def numerics_command(
     d: int = typer.Option(64, "--d", help="Head dimension."),
     batch: int = typer.Option(1, "--batch", help="Tile level: batch size."),
     heads: int = typer.Option(1, "--heads", help="Tile level: heads."),
-    causal: bool = typer.Option(False, "--causal", help="Tile level: causal mask."),
+    causal: bool = typer.Option(False, "--causal/--no-causal", help="Tile level: causal mask."),
     block_m: Optional[int] = typer.Option(None, "--block-m", help="Tile level: query block rows Br (default 64)."),
     block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: key block rows Bc (default 64)."),
-    variants: Optional[str] = typer.Option(None, "--variants", help="Comma list of exact, no-max, no-rescale "
-                                                                    "(default: all)."),
-    dtypes: Optional[str] = typer.Option(None, "--dtypes", help="Comma list of fp64, fp32, bf16, fp16 (default: all)."),
+    variant: Optional[str] = typer.Option(None, "--variant", help="Comma list of exact, no-max, no-rescale "
+                                                                  "(default: all)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Comma list of fp64, fp32, bf16, fp16 (default: all)."),
+    variants: Optional[str] = typer.Option(None, "--variants", hidden=True, help="Old spelling of --variant."),
+    dtypes: Optional[str] = typer.Option(None, "--dtypes", hidden=True, help="Old spelling of --dtype."),
     seed: int = typer.Option(0, "--seed", help="Seed of the inputs (the machine's deterministic random values)."),
     scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale τ on the scores (default 1/√d, as seed "
                                                                 "003; 1 = seed 000's scale folded into an unscaled Q)."),
-    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output."),
+    fmt: Format = format_option(),
+    output: Optional[str] = output_option(),
 ) -> None:
     """Seed 003's break-it experiments: variant × dtype → max error, first alarm.
 
@@ -50,14 +53,17 @@ def numerics_command(
     overflow, NaN, division by zero, with step, line, instruction and the tile or query/key
     it fell in) and the count of underflows.
 
-    Example: toym numerics --scale 1 --dtypes fp32,fp16
+    Example: toym numerics --scale 1 --dtype fp32,fp16
     """
-    with guard():
+    with guard(fmt):
+        variants = alias("--variant", "--variants", variant, variants)
+        dtypes = alias("--dtype", "--dtypes", dtype, dtypes)
         table = numerics_table(level=level.value, algo=algo.value, n=n, d=d, batch=batch, heads=heads, causal=causal,
                                block_m=block_m, block_n=block_n, variants=variants, dtypes=dtypes, seed=seed,
                                scale=scale)
         if fmt.value == "json":
             text = json.dumps(table.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
         else:
-            text = render_report(numerics_report(table), fmt.value)
+            text = render_report(numerics_report(table), fmt.value,
+                                 width=terminal_width() if output in (None, "-") else None)
         write_output(text, output)

@@ -12,29 +12,50 @@ import typer
 from ..api import run_file
 from ..render import render, render_report
 from ..render.isa import isa_report
-from .common import DType, Format, guard, write_output
+from ..render.jsonout import MEMORY_MAX
+from ..render.terminal import terminal_width
+from .common import (DType, Format, format_option, guard, machine_option, output_option, progress_bar,
+                     progress_option, show_progress, warn, write_output)
 
 
 def run_command(
     file: str = typer.Argument(..., help="Assembly trace to run (.asm), or - for standard input."),
-    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Machine YAML file or preset name (toy, toy3, toy4, toy6 …)."),
+    machine: Optional[str] = machine_option(),
     registers: Optional[int] = typer.Option(None, "--registers", "-r", min=1, help="Register count (overrides the machine's)."),
     data: Optional[str] = typer.Option(None, "--data", "-d", help="Input arrays: YAML (name: nested list), .npy or .npz."),
     seed: int = typer.Option(0, "--seed", help="Seed for the deterministic random values of arrays read but never given."),
     symbolic: bool = typer.Option(False, "--symbolic", help="Registers show expressions over the inputs (a₀₀·b₀₀, e^(x₀−m)) instead of numbers."),
     steps: Optional[bool] = typer.Option(None, "--steps/--no-steps", help="Show the per-step register table (default: only for runs of at most 200 steps)."),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output."),
+    fmt: Format = format_option(),
+    output: Optional[str] = output_option(),
     dtype: Optional[DType] = typer.Option(None, "--dtype", help="Register/DRAM number format (default: the machine's, fp64)."),
+    strict: bool = typer.Option(False, "--strict", help="An array read but never given (no .data, --data, .array) is an "
+                                                        "error (exit 2), not a warning."),
     strict_numerics: bool = typer.Option(False, "--strict-numerics", help="Stop with an error (exit 2) at the first numerical alarm."),
+    json_fields: Optional[str] = typer.Option(None, "--json-fields", help="JSON: only these keys, comma-separated "
+                                                                          "(cycles,dram,ops; dram.reads reaches inside)."),
+    no_memory: bool = typer.Option(False, "--no-memory", help="JSON: leave out the arrays' contents (memory)."),
+    memory_max: int = typer.Option(MEMORY_MAX, "--memory-max", min=0, help="JSON: arrays (and tile registers) with more "
+                                   "elements than this are summarised (shape, min, max, mean, NaN/inf counts)."),
+    full_memory: bool = typer.Option(False, "--full-memory", help="JSON: every array whole, however big."),
+    progress: Optional[bool] = progress_option(),
 ) -> None:
     """Run a trace and print its per-step register table and cost summary."""
-    with guard():
-        result = run_file(file, machine=machine, registers=registers, data=data, seed=seed, symbolic=symbolic,
-                          steps=steps, dtype=dtype.value if dtype else None, strict_numerics=strict_numerics)
-        write_output(render(result, fmt.value, steps=steps is not False), output)
+    with guard(fmt):
+        with progress_bar(f"run {file}", show_progress(progress)) as update:
+            result = run_file(file, machine=machine, registers=registers, data=data, seed=seed, symbolic=symbolic,
+                              steps=steps, dtype=dtype.value if dtype else None, strict_numerics=strict_numerics,
+                              strict_inputs=strict, progress=update)
+        warn(result.warnings)
+        fields = [f for f in json_fields.split(",") if f.strip()] if json_fields is not None else None
+        text = render(result, fmt.value, steps=steps is not False, fields=fields, memory=not no_memory,
+                      memory_max=None if full_memory else memory_max,
+                      width=terminal_width() if output in (None, "-") else None)
+        write_output(text, output)
 
 
-def isa_command(fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format.")) -> None:
+def isa_command(fmt: Format = format_option(), output: Optional[str] = output_option()) -> None:
     """Print the instruction-set reference (generated from the ISA table)."""
-    write_output(render_report(isa_report(), fmt.value), None)
+    with guard(fmt):
+        width = terminal_width() if output in (None, "-") else None
+        write_output(render_report(isa_report(), fmt.value, width=width), output)

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 __all__ = ["sweep_command", "SWEEP_CONTEXT"]
 
-import sys
 from typing import Optional
 
 import typer
 
 from ..errors import ConfigError
-from ..experiments.sweep import expand_grid, plot_sweep, sweep, sweep_report
+from ..experiments.sweep import check_plot, expand_grid, plot_sweep, sweep, sweep_report
 from ..gen.registry import generator_names, get_generator
 from ..machine import resolve_machine
 from ..render import render_report
+from ..render.columns import select_columns
 from ..render.report import Report, Section
-from .common import Format, guard, write_output
+from ..render.terminal import terminal_width
+from .common import (Format, format_option, guard, machine_option, output_option, progress_bar, progress_option,
+                     show_progress, write_output)
+from .vocabulary import ORDER_SYNONYMS
 
 
 SWEEP_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
@@ -42,6 +45,9 @@ def _grid_from_args(spec, args: list[str]) -> dict[str, str]:
         param = spec.param(name.replace("-", "_"))
         if param.name in grid:
             raise ConfigError(f"{param.flag} is given twice", hint="give one list: --n 2,4,8")
+        if param.name == "order" and param.choices:  # inner ≡ row, outer ≡ col: one vocabulary
+            synonyms = ORDER_SYNONYMS["tile" if "row" in param.choices else "scalar"]
+            value = ",".join(synonyms.get(v.strip(), v.strip()) for v in value.split(","))
         grid[param.name] = value
         i += 1
     return grid
@@ -62,8 +68,8 @@ def sweep_command(
     ctx: typer.Context,
     generator: Optional[str] = typer.Argument(None, help="Generator to sweep: matmul, softmax, attention, variance "
                                                          "(--list shows all and their parameters)."),
-    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the table to FILE."),
+    fmt: Format = format_option(),
+    output: Optional[str] = output_option("Write the table to FILE instead of standard output."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Also draw the sweep to FILE.png or FILE.svg "
                                                             "(needs matplotlib: the 'plot' extra)."),
     x: Optional[str] = typer.Option(None, "--x", help="Parameter on the plot's x axis (default: the first that varies)."),
@@ -72,9 +78,13 @@ def sweep_command(
                                                      "per word; tile machine per byte); tile machine: sram_peak, "
                                                      "flops, time_s "
                                                      "(time_s needs a machine with a clock, e.g. --machine h100)."),
-    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Machine YAML file or preset (per-op cycles)."),
-    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress",
-                                            help="Progress bar on stderr (default: when stderr is a terminal)."),
+    machine: Optional[str] = machine_option("Machine preset or YAML file: per-instruction cycles, unit rates, clock "
+                                            "(each point's registers/SRAM come from its parameters)."),
+    columns: Optional[str] = typer.Option(None, "--columns", help="Only these columns, in this order (e.g. "
+                                                                  "n,algo,cycles,gap); default: all, with the columns "
+                                                                  "that are the same in every row listed once above "
+                                                                  "the table."),
+    progress: Optional[bool] = progress_option(),
     list_generators: bool = typer.Option(False, "--list", help="List the generators and their parameters."),
 ) -> None:
     """Run a generator over its parameters' ranges: one cost row per point.
@@ -89,35 +99,28 @@ def sweep_command(
 
     Exit status 1 if any simulated count differs from its formula.
     """
-    with guard():
+    with guard(fmt):
+        width = terminal_width() if output in (None, "-") else None
         if list_generators:
-            write_output(render_report(_generators_report(), fmt.value), output)
+            write_output(render_report(_generators_report(), fmt.value, width=width), output)
             return
         if generator is None:
             raise ConfigError("which generator? e.g. toym sweep matmul --registers 3..6",
                               hint="toym sweep --list shows the generators and their parameters")
         spec = get_generator(generator)
         grid = _grid_from_args(spec, list(ctx.args))
-        points = len(expand_grid(spec, grid))
+        points = expand_grid(spec, grid)
+        if plot:  # before the sweep runs: a bad --plot fails at once
+            check_plot(spec, points, plot, x=x, metric=metric)
         base = resolve_machine(machine)
-        show = progress if progress is not None else sys.stderr.isatty()
-        if show and points > 1:
-            rows = _sweep_with_progress(spec, grid, base, points)
-        else:
-            rows = sweep(spec, grid, machine=base)
-        write_output(render_report(sweep_report(rows, spec), fmt.value), output)
+        with progress_bar(f"sweep {spec.name}", show_progress(progress) and len(points) > 1) as update:
+            rows = sweep(spec, grid, machine=base, on_point=update)
+        report = sweep_report(rows, spec)
+        if columns is not None:
+            report = select_columns(report, columns.split(","))
+        write_output(render_report(report, fmt.value, width=width), output)
         if plot:
             plot_sweep(rows, spec, plot, x=x, metric=metric)
         if any(r.matches is False for r in rows):
             typer.echo("error: a simulated count differs from its closed-form cost (sim = formula: NO)", err=True)
             raise typer.Exit(1)
-
-
-def _sweep_with_progress(spec, grid, base, points: int):
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn(f"sweep {spec.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("sweep", total=points)
-        return sweep(spec, grid, machine=base, on_point=lambda done, total: bar.update(task, completed=done))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["verify_gpu_command"]
 
+import json
 from enum import Enum
 from typing import Optional
 
@@ -12,7 +13,8 @@ import typer
 
 from ..errors import ConfigError
 from ..render import render_report
-from .common import DType, Format, guard, write_output
+from ..render.terminal import terminal_width
+from .common import DType, Format, format_option, guard, output_option, write_output
 
 
 class KernelDType(str, Enum):
@@ -40,14 +42,14 @@ def verify_gpu_command(
     scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale (default 1/√d)."),
     sim_dtype: DType = typer.Option(DType.fp32, "--sim-dtype", help="The simulator's number format (default fp32, "
                                                                      "the kernel's accumulation format)."),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="Output format."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output."),
+    fmt: Format = format_option(),
+    output: Optional[str] = output_option(),
 ) -> None:
     """Run the tile simulator and the bundled Triton kernel on the same inputs and compare
     O, the log-sum-exp (and dQ, dK, dV): exit 0 when they agree, 1 when they don't.
 
     On CUDA when a GPU is present, else in Triton's interpreter on the CPU (needs the gpu extra)."""
-    with guard():
+    with guard(fmt):
         try:
             from kernels_gpu.verify import verification_report, verify
         except ImportError as exc:
@@ -55,6 +57,11 @@ def verify_gpu_command(
                               hint="pip install -e '.[gpu]'  (torch 2.13.0 and triton 3.6.0)") from None
         result = verify(n=n, d=d, batch=batch, heads=heads, causal=causal, dtype=dtype.value, block_m=block_m,
                         block_n=block_n, pass_=pass_.value, seed=seed, scale=scale, sim_dtype=sim_dtype.value)
-        write_output(render_report(verification_report(result), fmt.value), output)
+        if fmt.value == "json":  # typed: numbers, booleans, snake_case keys (Verification.to_dict)
+            text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        else:
+            text = render_report(verification_report(result), fmt.value,
+                                 width=terminal_width() if output in (None, "-") else None)
+        write_output(text, output)
     if not result.ok:
         raise typer.Exit(1)

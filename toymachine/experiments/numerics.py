@@ -42,6 +42,7 @@ from ..errors import ConfigError
 from ..gen.scalar import attention_program as scalar_program
 from ..gen.tile import attention_program, attention_reference, resolve_blocks
 from ..program import Mem, Program, Span
+from ..render.cells import Num
 from ..render.report import Report, Section
 from ..result import Alarm, Result, json_value
 from ..sim import simulate
@@ -179,8 +180,8 @@ def numerics_table(*, level: str = "tile", algo: str = "fa2", n: int | None = No
     d = _whole("--d", d, 1)
     seed = _whole("--seed", seed, 0)
     batch, heads = _whole("--batch", batch, 1), _whole("--heads", heads, 1)
-    asked_variants = parse_list("--variants", variants, VARIANTS)
-    dtype_list = parse_list("--dtypes", dtypes, DTYPES) or DTYPES
+    asked_variants = parse_list("--variant", variants, VARIANTS)
+    dtype_list = parse_list("--dtype", dtypes, DTYPES) or DTYPES
     if scale is not None:
         if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating, np.integer)) \
                 or not math.isfinite(scale) or scale == 0:
@@ -207,8 +208,8 @@ def numerics_table(*, level: str = "tile", algo: str = "fa2", n: int | None = No
     variant_list = asked_variants or VARIANTS
     if algo in ("standard", "standard-3pass") and "no-rescale" in variant_list:
         if asked_variants is not None:
-            raise ConfigError("--variants no-rescale drops the rescaling of running statistics; standard attention "
-                              "has none", hint="use --variants exact,no-max with --algo standard")
+            raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
+                              "has none", hint="use --variant exact,no-max with --algo standard")
         variant_list = tuple(v for v in variant_list if v != "no-rescale")
         notes.append("standard attention keeps no running statistics: no-rescale is left out.")
 
@@ -310,26 +311,18 @@ def _site(program: Program, step: int, level: str, br: int | None, bc: int | Non
 
 
 # -- report ---------------------------------------------------------------------------------------
-def _err_text(x: float) -> str:
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf"
-    return f"{x:.3g}"
-
-
 def numerics_report(table: NumericsTable) -> Report:
     """The table as a ``Report`` (every ``--format`` but json draws it)."""
     rows = []
     for r in table.rows:
         first = r.first_alarm
         rows.append((
-            r.variant, r.dtype, _err_text(r.max_error),
+            r.variant, r.dtype, Num(r.max_error, 3),
             "yes" if r.finite else f"no: {r.nonfinite}/{r.outputs}",
             ", ".join(f"{a.kind} @{a.step}" for a in r.alarms) or "none",
             f"step {first.step}, line {first.line}: {first.instruction}" if first else "",
             r.where[0] if first else "",
-            str(r.underflows),
+            r.underflows,
         ))
     s = table.settings
     section = Section("Numerics", ("variant", "dtype", "max |O − ref|", "finite", "alarms", "first alarm", "where",

@@ -20,10 +20,11 @@ Values syntax (``parse_values``), for one parameter:
 
 from __future__ import annotations
 
-__all__ = ["SweepRow", "parse_values", "expand_grid", "sweep", "sweep_report", "plot_sweep", "METRICS"]
+__all__ = ["SweepRow", "parse_values", "expand_grid", "sweep", "sweep_report", "plot_sweep", "check_plot", "METRICS"]
 
 import inspect
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -34,6 +35,7 @@ from ..gen.registry import GeneratorSpec, Param, get_generator
 from ..machine import DEFAULT_MACHINE, Machine
 from ..render.report import Report, Section
 from ..sim import simulate
+from .plot import METRICS, check_plot, plot_sweep
 
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)(?:([+*])(\d+))?$")
 MAX_POINTS_PER_RANGE = 100_000
@@ -183,13 +185,13 @@ class SweepRow:
 
     @property
     def matches(self) -> bool | None:
-        """Simulated instruction counts and registers equal the closed form (None: no formula)."""
+        """Simulated instruction counts, registers and cycles (the same in-order formula on the same
+        machine, units included) equal the closed form's (None: no formula)."""
         if self.formula is None:
             return None
-        same = dict(self.ops) == dict(self.formula.ops) and self.registers == self.formula.registers
-        if "units" in self.extra and "unit cycles" in self.formula.breakdown:  # a machine with units: cycles too
-            same = same and self.cycles == self.formula_cycles
-        return same
+        return dict(self.ops) == dict(self.formula.ops) and self.registers == self.formula.registers and \
+            self.formula_cycles is not None and math.isclose(self.cycles, self.formula_cycles, rel_tol=1e-9,
+                                                             abs_tol=1e-9)
 
     @property
     def traffic(self) -> int:
@@ -227,8 +229,8 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
             stores=result.ops.get("STORE", 0), reads=result.dram_reads, writes=result.dram_writes,
             registers=result.registers_used, ops=dict(result.ops), formula=formula,
             formula_cycles=formula_cycles, bound=spec.bound(**params) if spec.bound else None,
-            extra={k: result.extra[k] for k in ("sram_peak", "flops", "time_s", "intensity", "units", "memory_peak")
-                   if k in result.extra}))
+            extra={k: result.extra[k] for k in ("sram_peak", "flops", "time_s", "roofline", "intensity", "units",
+                                                "memory_peak") if k in result.extra}))
         if on_point is not None:
             on_point(index + 1, len(points))
     return rows
@@ -238,126 +240,61 @@ def _shown_params(spec: GeneratorSpec, rows: Sequence[SweepRow]) -> list[str]:
     return [p.name for p in spec.params if any(r.params[p.name] is not None for r in rows)]
 
 
+# tile columns: JSON key (stable) and header (with its unit)
+_TILE = {"sram_peak": ("SRAM peak", "SRAM peak (words)"), "flops": ("FLOPs", "FLOPs"),
+         "time_s": ("time (s)", "time (s, roofline)"), "bound": ("bound", "bound"),
+         "intensity": ("intensity", "intensity"), "mxu_cycles": ("MXU cycles", "MXU cycles"),
+         "mxu_utilization": ("MXU utilization", "MXU utilization"), "vpu_cycles": ("VPU cycles", "VPU cycles"),
+         "memory_peak": ("HBM peak (B)", "HBM peak (bytes)"), "onchip_peak": ("on-chip peak (B)", "on-chip peak (bytes)")}
+_MORE = ("intensity", "mxu_cycles", "mxu_utilization", "vpu_cycles", "memory_peak", "onchip_peak")
+
+
 def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Report:
-    """The sweep as one table: parameters, simulated counts, formula, bound and gap."""
+    """The sweep as one table: parameters, simulated counts, formula, bound and gap. Human formats
+    list the columns that are the same in every row once, above the table (``Section.collapse``)."""
     spec = get_generator(generator) if isinstance(generator, str) else generator
     names = _shown_params(spec, rows)
-    tile = [key for key in TILE_COLUMNS if any(getattr(r, key) is not None for r in rows)]
-    per = "FLOPs/byte" if any(r.sram_peak is not None for r in rows) else "FLOPs/word"
-    headers = tuple(names) + ("cycles", "LOADs", "STOREs", "DRAM reads", "DRAM writes", "registers used") + \
-        tuple(per if k == "intensity" else TILE_COLUMNS[k] for k in tile) + \
-        ("formula cycles", "sim = formula", "lower bound", "gap")
+    mem = "HBM" if any(r.sram_peak is not None for r in rows) else "DRAM"
+    tile = [key for key in ("sram_peak", "flops", "time_s") if any(getattr(r, key) is not None for r in rows)]
+    if "time_s" in tile:
+        tile.append("bound")
+    tile += [key for key in _MORE if any(getattr(r, key) is not None for r in rows)]
+    per = "FLOPs/byte" if mem == "HBM" else "FLOPs/word"
+    keys = tuple(names) + ("cycles", "LOADs", "STOREs", "DRAM reads", "DRAM writes", "registers used") + \
+        tuple(_TILE[k][0] for k in tile) + ("formula cycles", "sim = formula", "lower bound", "gap")
+    headers = tuple(names) + ("cycles", "LOADs", "STOREs", f"{mem} reads (words)", f"{mem} writes (words)",
+                              "registers used") + tuple(per if k == "intensity" else _TILE[k][1]
+                                                        for k in tile) + \
+        ("formula cycles", "sim = formula", "lower bound (words)", "gap")
     table = []
     for r in rows:
         match = {True: "yes", False: "NO", None: ""}[r.matches]
+        roof = (r.extra.get("roofline") or {}).get("bound")
         table.append(tuple(r.params[n] for n in names) + (
-            r.cycles, r.loads, r.stores, r.reads, r.writes, r.registers) + tuple(_column(r, k) for k in tile) + (
+            r.cycles, r.loads, r.stores, r.reads, r.writes, r.registers) +
+            tuple(roof if k == "bound" else _column(r, k) for k in tile) + (
             r.formula_cycles, match, r.bound.traffic if r.bound else None,
             round(r.gap, 3) if r.gap is not None else None))
-    notes = [f"toym sweep {spec.name}: {len(rows)} point(s); sim = formula: simulated instruction counts and "
-             "registers equal the closed form (toymachine.cost)",
-             "lower bound: least DRAM traffic (reads + writes, words) of any program for the same computation; "
+    notes = [f"toym sweep {spec.name}: {len(rows)} point(s); sim = formula: simulated instruction counts, registers "
+             "and cycles equal the closed form's (toymachine.cost) on the same machine",
+             f"lower bound: least {mem} traffic (reads + writes, words) of any program for the same computation; "
              "gap = traffic ÷ lower bound"]
+    if "time_s" in tile:
+        notes.append("cycles: in order — issue plus every unit's work (HBM words, tensor, vector and SFU FLOPs), "
+                     "units never overlapping; time (s, roofline): the units overlapping perfectly, max(HBM time, "
+                     "compute time) at the machine's clock; bound: which of the two limits (memory or compute)")
     sources = sorted({r.bound.source for r in rows if r.bound})
     if sources:
         notes.append("bounds used: " + "; ".join(sources))
-    align = tuple("r" if spec.param(n).kind is int else "l" for n in names) + ("r",) * (7 + len(tile)) + ("l", "r", "r")
-    return Report(f"sweep {spec.name}", (Section("Sweep", headers, tuple(table), align=align),), tuple(notes))
-
-
-TILE_COLUMNS = {"sram_peak": "SRAM peak", "flops": "FLOPs", "time_s": "time (s)", "intensity": "intensity",
-                "mxu_cycles": "MXU cycles",
-                "mxu_utilization": "MXU utilization", "vpu_cycles": "VPU cycles", "memory_peak": "HBM peak (B)",
-                "onchip_peak": "on-chip peak (B)"}
+    align = tuple("r" if spec.param(n).kind is int else "l" for n in names) + ("r",) * (6 + len(tile)) + \
+        ("r", "l", "r", "r")
+    align = tuple("l" if k == "bound" else a for k, a in zip(keys, align))
+    return Report(f"sweep {spec.name}", (Section("Sweep", headers, tuple(table), align=align, keys=keys,
+                                                 key_columns=len(names), collapse=True),), tuple(notes))
 
 
 def _column(row: SweepRow, key: str):
     v = getattr(row, key)
     if key == "intensity":
-        return _rounded(v)
+        return None if v is None else float(f"{v:.4g}")  # 4 significant digits
     return round(v, 4) if key == "mxu_utilization" and v is not None else v
-
-
-METRICS = {
-    "cycles": lambda r: r.cycles, "loads": lambda r: r.loads, "stores": lambda r: r.stores,
-    "reads": lambda r: r.reads, "writes": lambda r: r.writes, "traffic": lambda r: r.traffic,
-    "registers": lambda r: r.registers, "sram_peak": lambda r: r.sram_peak, "flops": lambda r: r.flops,
-    "time_s": lambda r: r.time_s, "intensity": lambda r: r.intensity,
-    "memory_peak": lambda r: r.memory_peak, "onchip_peak": lambda r: r.onchip_peak,
-    "mxu_cycles": lambda r: r.mxu_cycles, "vpu_cycles": lambda r: r.vpu_cycles,
-    "mxu_utilization": lambda r: r.mxu_utilization,
-}
-
-
-def _rounded(x: float | None) -> float | None:
-    """An intensity as the table shows it: 4 significant digits (the plot and JSON-free text)."""
-    return None if x is None else float(f"{x:.4g}")
-
-
-def plot_sweep(rows: Sequence[SweepRow], generator: str | GeneratorSpec, path: str, *, x: str | None = None,
-               metric: str = "cycles") -> None:
-    """Draw ``metric`` against the swept parameter ``x`` (default: the first that varies),
-    one line per combination of the other varying parameters; for ``traffic`` the lower
-    bound is drawn dashed. Writes PNG or SVG (by ``path``'s extension). Needs matplotlib."""
-    spec = get_generator(generator) if isinstance(generator, str) else generator
-    if not path.lower().endswith((".png", ".svg")):
-        raise ConfigError(f"--plot {path}: the file must end in .png or .svg")
-    if metric not in METRICS:
-        raise ConfigError(f"unknown metric '{metric}'", hint=f"metrics: {', '.join(METRICS)}")
-    if any(METRICS[metric](r) is None for r in rows):
-        raise ConfigError(f"--y {metric}: this sweep does not measure it",
-                          hint="sram_peak, flops, memory_peak and onchip_peak need a tile generator; time_s a machine "
-                               "with a clock; mxu_cycles, vpu_cycles, mxu_utilization a machine with units "
-                               "(e.g. --machine tpu-v5e)")
-    varying = [p.name for p in spec.params if len({repr(r.params[p.name]) for r in rows}) > 1]
-    if x is None:
-        numeric = [n for n in varying if spec.param(n).kind is int]
-        if not numeric:
-            raise ConfigError("--plot needs a numeric parameter with several values", hint="e.g. --n 2..16")
-        x = numeric[0]
-    elif x not in varying or spec.param(x).kind is not int:
-        raise ConfigError(f"--x {x}: not a numeric parameter with several values in this sweep",
-                          hint=f"swept: {', '.join(varying) or 'nothing'}")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ConfigError("--plot needs matplotlib", hint="pip install 'toymachine[plot]'") from None
-    series: dict[tuple, list[SweepRow]] = {}
-    others = [n for n in varying if n != x]
-    for r in rows:
-        series.setdefault(tuple(r.params[n] for n in others), []).append(r)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    bounds: dict[tuple, tuple[str, str]] = {}  # (xs, ys) → (label, colour): identical bounds drawn once
-    for key, members in series.items():
-        members = sorted(members, key=lambda r: r.params[x])
-        label = ", ".join(f"{n}={v}" for n, v in zip(others, key)) or spec.name
-        xs = [r.params[x] for r in members]
-        line, = ax.plot(xs, [METRICS[metric](r) for r in members], marker="o", label=label)
-        if metric == "traffic" and all(r.bound for r in members):
-            bounds.setdefault((tuple(xs), tuple(r.bound.traffic for r in members)), (label, line.get_color()))
-    for (xs, ys), (label, colour) in bounds.items():
-        one = len(bounds) == 1
-        ax.plot(xs, ys, linestyle="--", color="black" if one else colour,
-                label="lower bound" if one else f"lower bound ({label})")
-    xs_all = [r.params[x] for r in rows]
-    if min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 100:
-        ax.set_xscale("log")
-    ys_all = [METRICS[metric](r) for r in rows]
-    if min(ys_all) > 0 and max(ys_all) / min(ys_all) >= 100:
-        ax.set_yscale("log")
-    ax.set_xlabel(x)
-    ax.set_ylabel(metric)
-    ax.set_title(f"toym sweep {spec.name}: {metric} against {x}")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists") from None
-    finally:
-        plt.close(fig)
-

@@ -115,7 +115,9 @@ def _tile_cost(machine: Machine | None = None, **p) -> Cost:
         u = attention_unit_cycles(n=q["n"], d=q["d"], algo=q["algo"], machine=sizing, batch=q["batch"],
                                   heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"])
         breakdown.update({"MXU cycles": u.mxu, "VPU cycles": u.vpu, "unit cycles": u.total})
-    return Cost(ops=dict(c.ops), registers=c.registers, breakdown=breakdown)
+    return Cost(ops=dict(c.ops), registers=c.registers, breakdown=breakdown,
+                work={"words": c.reads + c.writes, "matmul": c.flops_matmul, "vector": c.flops_other - c.sfu_ops,
+                      "sfu": c.sfu_ops})
 
 
 def _tile_bound(**p) -> Bound:

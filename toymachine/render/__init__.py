@@ -1,9 +1,11 @@
 """Renderers: ``render(result, fmt) -> str`` for every output format.
 
-A run is first turned into a ``Report`` — titled tables of strings — and each format
-draws the same tables: ``table`` (rich, for terminals), ``markdown``, ``csv``,
-``latex``, ``html``; ``json`` serialises ``Result.to_dict()``. Output is deterministic:
-same inputs, same bytes.
+A run is first turned into a ``Report`` — titled tables of cells (``cells``: text, numbers,
+quantities with units, instructions, symbolic values, arrays) — and each format draws the same
+tables: ``table`` (rich, for terminals: ``terminal``), ``markdown``, ``csv`` (``csvout``),
+``latex`` (``latex``, escaping by ``tex``), ``html``; ``json`` serialises ``Result.to_dict()``
+(``jsonout``: field selection, big arrays summarised). Output is deterministic: same inputs,
+same bytes.
 """
 
 from __future__ import annotations

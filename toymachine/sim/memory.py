@@ -95,7 +95,8 @@ class Array:
     holds the whole array (tile machine, or given data not yet accessed by element)."""
 
     __slots__ = ("name", "shape", "fixed", "given", "fill", "cells", "read", "written", "seed", "line", "_chunks",
-                 "dense", "mode", "pending", "regions", "round_fn", "tile_reads", "tile_writes", "viewed")
+                 "dense", "mode", "pending", "regions", "round_fn", "tile_reads", "tile_writes", "viewed",
+                 "randomised")
 
     def __init__(self, name: str, shape: tuple[int, ...] | None = None, *, given: bool = False,
                  fill: float | None = None, seed: int = 0, line: int = 0):
@@ -118,6 +119,7 @@ class Array:
         self.tile_reads = 0  # words moved by tile LOAD/STORE (per-array traffic)
         self.tile_writes = 0
         self.viewed = False  # a register may hold a view of ``dense`` (tile LOADs do not copy)
+        self.randomised = False  # a read got a random input value (sim.inputs warns when nothing gave it)
 
     # -- the two storage modes ---------------------------------------------------------
     def use_scalar(self) -> None:
@@ -176,6 +178,7 @@ class Array:
         """Give every cell never written its (deterministic random) input value."""
         if not self.pending:
             return
+        self.randomised = True
         init = random_block(self.seed, self.name, tuple(self.shape))
         if self.round_fn is not None:
             with np.errstate(all="ignore"):
@@ -218,6 +221,7 @@ class Array:
         """Value of a cell nobody wrote: the fill, or the deterministic random input."""
         if self.fill is not None:
             return self.fill
+        self.randomised = True
         if not index:
             return random_value(self.seed, self.name, index)
         key = (index[:-1], index[-1] // _CHUNK)

@@ -60,6 +60,7 @@ class Run:
         self.first_underflow: Alarm | None = None
         self.step = 0
         self.used_arrays: dict[str, int] = {}
+        self.first_use_text: dict[str, str | None] = {}  # array → its first-use line's text (sim.inputs' warnings)
         self.reads = self.writes = 0
         self.next_index: Callable[[], int] = _no_index  # text mode: the chunk's next integer index (sim.text)
         self.data: dict | None = None
@@ -146,6 +147,7 @@ class Run:
             arr.read = True
         if name not in self.used_arrays:
             self.used_arrays[name] = line
+            self.first_use_text[name] = self.source(line)
         if arr.mode is None:
             arr.use_scalar()
         return arr

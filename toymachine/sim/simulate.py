@@ -33,6 +33,7 @@ from ..result import MemoryView, Result, Step, arithmetic_intensity
 from .engines import ENGINES, scalar, units
 from .engines.kinds import MM, SFU, VEC
 from .engines.kinds import LOAD, STORE
+from .inputs import empty_trace, unset_inputs
 from .loop import execute
 from .text import run_text
 from .memory import Memory
@@ -46,7 +47,8 @@ PROGRAM_CHUNK = 65_536  # instructions of a Program compiled at a time (bounds t
 def simulate(program: Program | str | Iterable[str], machine: Machine | None = None,
              data: dict | None = None, *, registers: int | None = None, seed: int = 0,
              symbolic: bool = False, steps: bool | None = None, step_limit: int = DEFAULT_STEP_LIMIT,
-             dtype: str | None = None, strict_numerics: bool = False, file: str | None = None) -> Result:
+             dtype: str | None = None, strict_numerics: bool = False, strict_inputs: bool = False,
+             file: str | None = None) -> Result:
     """Run ``program`` on ``machine`` and return its ``Result``.
 
     ``program`` is a ``Program``, assembly text, or an iterable of source lines (streamed:
@@ -54,6 +56,9 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
     ``data`` maps array names to nested lists / arrays (overrides ``.data``).
     ``steps``: True keeps every step row, False none, None keeps them only for runs of
     at most ``step_limit`` steps.
+    An array read but never given gets deterministic random values and a warning in
+    ``Result.warnings`` (``sim.inputs``); ``strict_inputs=True`` raises it as a ``DataError``.
+    A trace with no instruction is an ``AsmError``.
     """
     machine = machine or DEFAULT_MACHINE
     if registers is not None:
@@ -82,7 +87,12 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
                 run_text(run, _chunks(program))
             except RecursionError:
                 raise RuntimeFault("expression too deep for symbolic mode", hint="run without --symbolic") from None
-    return _result(run, machine, fname)
+    if run.step == 0:
+        raise empty_trace(fname)
+    warnings = tuple(unset_inputs(run, strict_inputs))
+    if warnings and strict_inputs:
+        raise warnings[0]
+    return _result(run, machine, fname, warnings)
 
 
 @contextlib.contextmanager
@@ -177,7 +187,7 @@ def _chunks(source) -> Iterable[str]:
     return line_chunks(source)
 
 
-def _result(run: Run, machine: Machine, fname: str) -> Result:
+def _result(run: Run, machine: Machine, fname: str, warnings: tuple = ()) -> Result:
     nm = len(MNEMONICS)
     ops = {m: run.counts[i] + run.counts[nm + i] for i, m in enumerate(MNEMONICS) if run.counts[i] + run.counts[nm + i]}
     issue = sum(machine.op_cycles(m) * n for m, n in ops.items())
@@ -211,7 +221,8 @@ def _result(run: Run, machine: Machine, fname: str) -> Result:
         register_names=names, registers=regs, memory=memory, steps=steps, steps_dropped=run.steps_dropped,
         alarms=tuple(run.alarms), underflows=run.underflows, first_underflow=run.first_underflow,
         symbolic=run.symbolic, dtype=run.dt.name,
-        written_arrays=tuple(sorted(n for n, a in run.memory.arrays.items() if a.written)), extra=extra)
+        written_arrays=tuple(sorted(n for n, a in run.memory.arrays.items() if a.written)), extra=extra,
+        warnings=warnings)
     if run.symbolic:
         inputs = {n: a.shape[0] for n, a in run.memory.arrays.items() if a.read and a.shape and len(a.shape) == 1}
         namer = Namer(run.outputs, inputs)

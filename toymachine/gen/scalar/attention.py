@@ -251,9 +251,9 @@ def attention_program(n: int = 4, d: int = 2, order: str = "inner", registers: i
         f"cost: {cost.cycles()} cycles at 1 cycle per instruction; DRAM {cost.reads} reads, {cost.writes} writes "
         f"(words); lower bound {bound.traffic} words ({bound.source})",
     ]
-    arrays = []
-    if with_data:
-        arrays += [ArrayDecl(name, (n, d), values=input_values(seed, name, (n, d))) for name in ("q", "k", "v")]
+    # --no-data: the inputs declared (.array), to take the simulator's random values
+    arrays = [ArrayDecl(name, (n, d), values=input_values(seed, name, (n, d)) if with_data else None)
+              for name in ("q", "k", "v")]
     if variant != "no-max":
         arrays.append(ArrayDecl("row_max", shape=(n,), fill=float("-inf")))
     arrays += [ArrayDecl("row_sum", shape=(n,), fill=0.0), ArrayDecl("acc", shape=(n, d), fill=0.0)]

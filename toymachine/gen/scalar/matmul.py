@@ -163,7 +163,7 @@ def matmul_program(n: int = 2, registers: int = 3, schedule: str = "best", m: in
     (_emit_inner if plan.schedule == "inner" else _emit_outer)(b, plan)
     cost = matmul_plan_cost(plan)
     bound = matmul_bound(n=n, registers=registers, m=m, k=k, mac_accumulator=mac_accumulator)
-    arrays = []
+    arrays = [ArrayDecl("a", (m, k)), ArrayDecl("b", (k, n))]  # --no-data: declared, the simulator's random values
     if with_data:
         arrays = [ArrayDecl("a", (m, k), values=input_values(seed, "a", (m, k), integers=True)),
                   ArrayDecl("b", (k, n), values=input_values(seed, "b", (k, n), integers=True))]

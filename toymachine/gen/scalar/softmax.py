@@ -104,5 +104,5 @@ def softmax_program(n: int = 6, algo: str = "online", *, with_data: bool = True,
         f"DRAM {_READS[algo]}n = {cost.reads} reads, n = {cost.writes} writes",
         f"lower bound: {bound.traffic} words ({bound.source})",
     ]
-    arrays = [ArrayDecl("x", (n,), values=input_values(seed, "x", (n,)))] if with_data else []
+    arrays = [ArrayDecl("x", (n,), values=input_values(seed, "x", (n,)) if with_data else None)]  # else .array x[n]
     return b.program(header, arrays)

@@ -55,5 +55,5 @@ def variance_program(n: int = 6, *, with_data: bool = True, seed: int = 0) -> Pr
         f"cost: 7n + 2 = {cost.cycles()} cycles at 1 cycle per instruction; DRAM n = {cost.reads} reads, "
         f"{cost.writes} writes (mean, variance); lower bound {bound.traffic} words ({bound.source})",
     ]
-    arrays = [ArrayDecl("x", (n,), values=input_values(seed, "x", (n,)))] if with_data else []
+    arrays = [ArrayDecl("x", (n,), values=input_values(seed, "x", (n,)) if with_data else None)]  # else .array x[n]
     return b.program(header, arrays)

@@ -1,0 +1,106 @@
+"""LaTeX that compiles: every `--format latex` output of the README's commands and of the bundled
+programs goes through pdflatex (and lualatex where installed) in one document, and any TeX error
+fails the test. Skipped where pdflatex is absent (CI installs texlive-latex-base: .ci/run)."""
+
+import re
+import shlex
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import PROGRAMS, ROOT
+from test_readme import readme_commands
+
+FORMATTED = ("run", "sweep", "numerics", "isa", "verify-gpu")
+
+
+def _latex_variant(stages: list[list[str]]) -> list[list[str]] | None:
+    """The pipeline with its last stage asked for LaTeX on stdout (None: it prints no report)."""
+    last = list(stages[-1])
+    if last[1] not in FORMATTED:
+        return None
+    out, i = [], 0
+    while i < len(last):
+        a = last[i]
+        if a in ("-o", "--output", "--plot", "-f", "--format"):
+            i += 2
+            continue
+        if a.startswith(("--format=", "--output=", "--plot=")):
+            i += 1
+            continue
+        out.append(a)
+        i += 1
+    return stages[:-1] + [out + ["-f", "latex"]]
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def _fragments(toym, tmp_path, monkeypatch) -> list[tuple[str, str]]:
+    """(what, LaTeX) for every README command that prints a report, and every bundled program."""
+    for folder in ("programs", "examples"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    monkeypatch.chdir(tmp_path)
+    have_gpu = _importable("torch") and _importable("triton")
+    found = []
+    for command in readme_commands():
+        stages = [shlex.split(s) for s in command.split(" | ")]
+        if stages[0][1] == "verify-gpu" and not have_gpu:
+            continue
+        if "--plot" in stages[-1]:  # the plot is not LaTeX (and needs matplotlib)
+            at = stages[-1].index("--plot")
+            stages[-1] = stages[-1][:at] + stages[-1][at + 2:]
+        data = None
+        for stage in stages:  # as written: later commands may read this one's -o file
+            code, data, err = toym(*stage[1:], input=data)
+            assert code == 0, (command, err)
+        variant = _latex_variant(stages)
+        if variant is None:
+            continue
+        data = None
+        for stage in variant:
+            code, data, err = toym(*stage[1:], input=data)
+            assert code == 0, (command, err)
+        found.append((command, data))
+    for program in sorted(PROGRAMS.glob("*.asm")):
+        for extra in ((), ("--symbolic",)):
+            code, out, err = toym("run", program, "-f", "latex", *extra)
+            assert code == 0, err
+            found.append((f"toym run {program.name} {' '.join(extra)}", out))
+    return found
+
+
+def _compile(engine: str, fragments: list[tuple[str, str]], folder) -> None:
+    body = []
+    for i, (what, tex) in enumerate(fragments):
+        (folder / f"f{i}.tex").write_text(tex, encoding="utf-8")
+        body.append(f"\\typeout{{FRAGMENT {i}}}\\input{{f{i}}}\\clearpage")
+    doc = "\\documentclass{article}\n\\begin{document}\n" + "\n".join(body) + "\n\\end{document}\n"
+    (folder / "all.tex").write_text(doc, encoding="utf-8")
+    proc = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "all.tex"], cwd=folder,
+                          capture_output=True, text=True, timeout=600, errors="replace")
+    log = (folder / "all.log").read_text(encoding="utf-8", errors="replace") if (folder / "all.log").exists() \
+        else proc.stdout
+    errors = [line for line in log.splitlines() if line.startswith("!")]
+    missing = [line for line in log.splitlines() if "Missing character" in line]
+    if proc.returncode != 0 or errors or missing:
+        at = re.findall(r"FRAGMENT (\d+)", log)
+        culprit = fragments[int(at[-1])] if at else ("?", "")
+        pytest.fail(f"{engine}: {errors[:5] or missing[:5]} in the output of `{culprit[0]}`:\n{culprit[1][:3000]}")
+
+
+@pytest.mark.parametrize("engine", ["pdflatex", "lualatex"])
+def test_every_latex_output_compiles(engine, toym, tmp_path, monkeypatch):
+    if shutil.which(engine) is None:
+        pytest.skip(f"{engine} is not installed (apt-get install texlive-latex-base"
+                    f"{' texlive-luatex' if engine == 'lualatex' else ''})")
+    fragments = _fragments(toym, tmp_path, monkeypatch)
+    assert len(fragments) >= 25
+    assert any("--symbolic" in what and "softmax_safe" in what for what, _ in fragments)
+    build = tmp_path / "build"
+    build.mkdir()
+    _compile(engine, fragments, build)

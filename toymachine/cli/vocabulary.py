@@ -1,0 +1,149 @@
+"""One vocabulary of flags: the same name for the same thing on every command.
+
+``VOCABULARY`` is the table (README, "Flags"; ``toym flags -f markdown`` prints it): each flag's
+spelling, short form and meaning. ``tests/test_vocabulary.py`` walks every command of the typer
+app — new ones included, as they land — and fails on an option this table does not know, a short
+form used for two things, a command that prints a format without ``-o``, or a command that costs
+or sizes without ``--machine``. The sweep's generator parameters (``--n 2,4,8``) are checked
+against it too. Old spellings live on as hidden aliases for one release (``HIDDEN_ALIASES``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Flag", "VOCABULARY", "HIDDEN_ALIASES", "MACHINE_COMMANDS", "ORDER_SYNONYMS", "flag_of",
+           "command_options", "vocabulary_report"]
+
+from dataclasses import dataclass
+from typing import Iterator
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str  # the long form; a boolean pair as "--causal/--no-causal"
+    short: str | None
+    meaning: str
+
+
+VOCABULARY: tuple[Flag, ...] = (
+    Flag("--machine", "-m", "machine preset (toy, toy3, toy6, toysram, a100, h100 …) or YAML file; on every command "
+                            "that costs (cycles, time) or sizes (registers, SRAM, blocks)"),
+    Flag("--format", "-f", "output format: table, markdown, csv, json, latex, html"),
+    Flag("--output", "-o", "write to FILE instead of standard output (atomically, with the umask's mode)"),
+    Flag("--seed", None, "seed of the deterministic random inputs"),
+    Flag("--dtype", None, "number format: fp64, fp32, fp16, bf16 (numerics: a comma list; verify-gpu: the kernel's)"),
+    Flag("--sim-dtype", None, "verify-gpu: the simulator's number format"),
+    Flag("--n", None, "problem size: sequence length, elements, columns of B"),
+    Flag("--d", None, "head dimension"),
+    Flag("--m", None, "matmul: rows of A and C"),
+    Flag("--k", None, "matmul: columns of A, rows of B"),
+    Flag("--registers", "-r", "register count R"),
+    Flag("--batch", None, "batch size"),
+    Flag("--heads", None, "number of heads"),
+    Flag("--causal/--no-causal", None, "causal mask (sweep: --causal true,false)"),
+    Flag("--block-m", None, "query block rows Br"),
+    Flag("--block-n", None, "key/value block rows Bc"),
+    Flag("--sram", None, "SRAM size M in words: sizes the blocks"),
+    Flag("--pass", None, "forward or backward"),
+    Flag("--algo", None, "algorithm: softmax naive/safe/online; attention standard/fa1/fa2"),
+    Flag("--variant", None, "exact, no-max, no-rescale (seed 003's breaks; numerics: a comma list)"),
+    Flag("--order", None, "loop order: inner (query loop outside) or outer (key/value loop outside) — row and col "
+                          "are the same two; split: FA2's three backward kernels"),
+    Flag("--level", None, "scalar (the register machine) or tile (the SRAM/HBM machine)"),
+    Flag("--schedule", None, "matmul schedule: inner, outer, best"),
+    Flag("--output-slots", None, "scalar attention, outer order: output rows kept in registers"),
+    Flag("--precompute-d/--no-precompute-d", None, "tile backward: D = rowsum(dO∘O) first"),
+    Flag("--scale", None, "softmax scale τ (default 1/√d)"),
+    Flag("--data/--no-data", "-d", "the inputs: run --data FILE: arrays from YAML, .npy or .npz; gen: --data writes "
+                                   "them as .data, --no-data declares them (.array: the simulator's random values)"),
+    Flag("--steps/--no-steps", None, "show the per-step register table"),
+    Flag("--symbolic", None, "registers as expressions over the inputs"),
+    Flag("--strict", None, "an array read but never given is an error, not a warning"),
+    Flag("--strict-numerics", None, "the first numerical alarm is an error"),
+    Flag("--json-fields", None, "JSON: only these keys (dram.reads reaches inside)"),
+    Flag("--no-memory", None, "JSON: leave out the arrays' contents"),
+    Flag("--memory-max", None, "JSON: arrays with more elements are summarised (default 1024)"),
+    Flag("--full-memory", None, "JSON: every array whole"),
+    Flag("--progress/--no-progress", None, "progress bar on stderr (default: when it is a terminal)"),
+    Flag("--columns", None, "only these columns, in this order"),
+    Flag("--plot", None, "also draw the sweep to FILE.png or .svg"),
+    Flag("--x", None, "plot: the parameter on the x axis"),
+    Flag("--y", None, "plot: the metric on the y axis"),
+    Flag("--list", None, "list the generators and their parameters"),
+    Flag("--version", "-V", "print the version"),
+    Flag("--help", "-h", "show a command's options"),
+    Flag("--install-completion", None, "install shell completion (bash, zsh, fish, PowerShell)"),
+    Flag("--show-completion", None, "print the shell completion script"),
+)
+
+# old spelling → new (hidden, with a note on stderr; they go in the next release)
+HIDDEN_ALIASES = {"--dtypes": "--dtype", "--variants": "--variant"}
+
+# commands that cost or size: each must take --machine (those that exist: others are checked on arrival)
+MACHINE_COMMANDS = ("run", "sweep", "gen matmul", "gen attention", "gen attention-tile", "optimize matmul",
+                    "optimize attention-tile", "analyze", "check", "systolic")
+
+# --order's values are one vocabulary: inner ≡ row (query loop outside), outer ≡ col (key/value loop outside)
+ORDER_SYNONYMS = {"tile": {"inner": "row", "outer": "col"}, "scalar": {"row": "inner", "col": "outer"}}
+
+
+def flag_of(name: str) -> Flag | None:
+    """The vocabulary entry for a long option (either half of a boolean pair)."""
+    for f in VOCABULARY:
+        if name in f.name.split("/"):
+            return f
+    return None
+
+
+def command_options(root) -> Iterator[tuple[str, object]]:
+    """(command path, parameter) for every option of every command under ``root`` (the app's click
+    group: ``typer.main.get_command(app)``), the root's own included."""
+
+    def walk(cmd, path: str):
+        for p in cmd.params:
+            if getattr(p, "param_type_name", "") == "option":
+                yield path, p
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            yield from walk(sub, f"{path} {name}".strip())
+
+    yield from walk(root, "")
+
+
+def vocabulary_report(root):
+    """The vocabulary as a report: flag, short form, meaning, and the commands that take it."""
+    from ..gen.registry import generator_names, get_generator
+    from ..render.cells import Code
+    from ..render.report import Report, Section
+
+    where: dict[str, list[str]] = {}
+    for path, p in command_options(root):
+        if getattr(p, "hidden", False):
+            continue
+        for opt in list(p.opts) + list(p.secondary_opts):
+            f = flag_of(opt)
+            if f is not None and (path or "toym") not in where.setdefault(f.name, []):
+                where[f.name].append(path or "toym")
+    for name in generator_names():
+        for param in get_generator(name).params:
+            f = flag_of(param.flag)
+            if f is not None and f"sweep {name}" not in where.setdefault(f.name, []):
+                where[f.name].append(f"sweep {name}")
+    where["--help"] = ["every command"]
+    rows = tuple((Code(f.name, md=True), Code(f.short or "", md=True), f.meaning, _commands(where.get(f.name, [])))
+                 for f in VOCABULARY)
+    return Report("flags", (Section("Flags", ("flag", "short", "meaning", "commands"), rows),))
+
+
+def _commands(paths: list[str]) -> str:
+    """``gen attention, gen matmul, sweep matmul, sweep softmax`` → ``gen attention/matmul, sweep matmul/softmax``."""
+    groups: dict[str, list[str]] = {}
+    for p in paths:
+        head, _, tail = p.partition(" ")
+        groups.setdefault(head, []).append(tail)
+    out = []
+    for head, tails in groups.items():
+        named = [t for t in tails if t]
+        if len(named) > 3 and head == "sweep":
+            out.append("sweep (generators)")
+        else:
+            out.append(head + (" " + "/".join(named) if named else ""))
+    return ", ".join(out)

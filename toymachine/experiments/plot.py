@@ -1,0 +1,149 @@
+"""``toym sweep --plot``: a sweep's metric against one swept parameter (matplotlib, the ``plot`` extra).
+
+``check_plot`` runs before the sweep (the file's extension, the metric, the x parameter, that
+matplotlib imports), so a bad ``--plot`` fails at once, not after the whole sweep ran.
+``plot_sweep`` draws one line per combination of the other varying parameters. Series that
+coincide stay visible — each has its own marker, dash style and marker size, and a series equal
+to an earlier one says so in the legend (``schedule=best (= schedule=inner)``); the lower bound
+(``--y traffic``) is drawn once per distinct bound, one legend entry each; the x axis is
+logarithmic for a geometric sweep (``10..100000*10``) and the y axis when it spans 100× or more.
+"""
+
+from __future__ import annotations
+
+__all__ = ["plot_sweep", "check_plot", "METRICS"]
+
+from typing import Any, Mapping, Sequence
+
+from ..errors import ConfigError
+from ..gen.registry import GeneratorSpec, get_generator
+
+METRICS = {
+    "cycles": lambda r: r.cycles, "loads": lambda r: r.loads, "stores": lambda r: r.stores,
+    "reads": lambda r: r.reads, "writes": lambda r: r.writes, "traffic": lambda r: r.traffic,
+    "registers": lambda r: r.registers, "sram_peak": lambda r: r.sram_peak, "flops": lambda r: r.flops,
+    "time_s": lambda r: r.time_s, "intensity": lambda r: r.intensity,
+    "memory_peak": lambda r: r.memory_peak, "onchip_peak": lambda r: r.onchip_peak,
+    "mxu_cycles": lambda r: r.mxu_cycles, "vpu_cycles": lambda r: r.vpu_cycles,
+    "mxu_utilization": lambda r: r.mxu_utilization,
+}
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+_DASHES = ("-", "--", "-.", ":")
+UNITS = {"cycles": "cycles", "loads": "instructions", "stores": "instructions", "reads": "words",
+         "writes": "words", "traffic": "words (reads + writes)", "registers": "registers", "sram_peak": "words",
+         "flops": "FLOPs", "time_s": "seconds (roofline)", "intensity": "FLOPs per byte (tile) or word (scalar)",
+         "memory_peak": "bytes (HBM)", "onchip_peak": "bytes (SRAM/VMEM)", "mxu_cycles": "cycles (MXU)",
+         "vpu_cycles": "cycles (VPU)", "mxu_utilization": "MACs ÷ (cycles × array cells)"}
+
+
+def _varying(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [p.name for p in spec.params if len({repr(pt[p.name]) for pt in points}) > 1]
+
+
+def check_plot(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]], path: str, *, x: str | None = None,
+               metric: str = "cycles") -> str:
+    """Check a plot request against the sweep's points before running it; return the x parameter."""
+    if not path.lower().endswith((".png", ".svg")):
+        raise ConfigError(f"--plot {path}: the file must end in .png or .svg")
+    if metric not in METRICS:
+        raise ConfigError(f"unknown metric '{metric}'", hint=f"metrics: {', '.join(METRICS)}")
+    varying = _varying(spec, points)
+    if x is None:
+        numeric = [n for n in varying if spec.param(n).kind is int]
+        if not numeric:
+            raise ConfigError("--plot needs a numeric parameter with several values", hint="e.g. --n 2..16")
+        x = numeric[0]
+    elif x not in varying or spec.param(x).kind is not int:
+        raise ConfigError(f"--x {x}: not a numeric parameter with several values in this sweep",
+                          hint=f"swept: {', '.join(varying) or 'nothing'}")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ConfigError("--plot needs matplotlib", hint="pip install 'toymachine[plot]'") from None
+    return x
+
+
+def _geometric(xs: Sequence[float]) -> bool:
+    """x values that grow by a constant factor (≥ 2) — a ``a..b*k`` sweep — or span 100× or more."""
+    xs = sorted(set(xs))
+    if len(xs) < 2 or xs[0] <= 0:
+        return False
+    if xs[-1] / xs[0] >= 100:
+        return True
+    ratios = [b / a for a, b in zip(xs, xs[1:])]
+    return len(xs) >= 3 and min(ratios) >= 2 and max(ratios) / min(ratios) < 1.01
+
+
+_BOUND_DASHES = (":", (0, (6, 2, 1, 2)), (0, (1, 4)), (0, (8, 4)))
+
+
+def _common(names: list[str], keys: list[tuple]) -> str:
+    """What the series sharing one bound have in common: ``registers=3`` (or how many they are)."""
+    same = [f"{n}={keys[0][i]}" for i, n in enumerate(names) if len({k[i] for k in keys}) == 1]
+    return ", ".join(same) if same else f"{len(keys)} series"
+
+
+def _log_x(ax, xs: list) -> None:
+    """A log x axis labelled with the swept values themselves (base 2 for a doubling sweep)."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    ratios = {round(b / a, 6) for a, b in zip(xs, xs[1:])}
+    ax.set_xscale("log", base=2 if ratios == {2.0} else 10)
+    if len(xs) <= 12:
+        ax.xaxis.set_major_locator(FixedLocator(xs))
+        ax.xaxis.set_minor_locator(NullLocator())
+        formatter = ScalarFormatter()
+        formatter.set_scientific(False)
+        ax.xaxis.set_major_formatter(formatter)
+
+
+def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None = None,
+               metric: str = "cycles") -> None:
+    """Draw ``metric`` against the swept parameter ``x`` (default: the first that varies). Writes PNG
+    or SVG (by ``path``'s extension). Needs matplotlib."""
+    spec = get_generator(generator) if isinstance(generator, str) else generator
+    x = check_plot(spec, [r.params for r in rows], path, x=x, metric=metric)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    others = [n for n in _varying(spec, [r.params for r in rows]) if n != x]
+    series: dict[tuple, list] = {}
+    for r in rows:
+        series.setdefault(tuple(r.params[n] for n in others), []).append(r)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    drawn: dict[tuple, str] = {}  # (xs, ys) → the label of the first series that drew them
+    bounds: dict[tuple, list[tuple]] = {}  # (xs, bound ys) → keys of the series with that bound
+    for k, (key, members) in enumerate(series.items()):
+        members = sorted(members, key=lambda r: r.params[x])
+        label = ", ".join(f"{n}={v}" for n, v in zip(others, key)) or spec.name
+        xs = tuple(r.params[x] for r in members)
+        ys = tuple(METRICS[metric](r) for r in members)
+        same = drawn.setdefault((xs, ys), label)
+        if same != label:
+            label += f" (= {same})"
+        ax.plot(xs, ys, marker=_MARKERS[k % len(_MARKERS)], linestyle=_DASHES[k % len(_DASHES)],
+                markersize=max(3.0, 8.0 - 1.5 * (k % 4)), label=label)
+        if metric == "traffic" and all(r.bound for r in members):
+            bounds.setdefault((xs, tuple(r.bound.traffic for r in members)), []).append(key)
+    for j, ((xs, ys), keys) in enumerate(bounds.items()):
+        ax.plot(xs, ys, linestyle=_BOUND_DASHES[j % len(_BOUND_DASHES)], color="black", linewidth=1.2,
+                label="lower bound" if len(bounds) == 1 else f"lower bound ({_common(others, keys)})")
+    if _geometric([r.params[x] for r in rows]):
+        _log_x(ax, sorted({r.params[x] for r in rows}))
+    ys_all = [v for v in (METRICS[metric](r) for r in rows) if v is not None]
+    if ys_all and min(ys_all) > 0 and max(ys_all) / min(ys_all) >= 100:
+        ax.set_yscale("log")
+    ax.set_xlabel(x)
+    ax.set_ylabel(f"{metric} ({UNITS[metric]})")
+    ax.set_title(f"toym sweep {spec.name}: {metric} against {x}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    try:
+        fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists") from None
+    finally:
+        plt.close(fig)
