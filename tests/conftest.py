@@ -18,6 +18,18 @@ PROGRAMS = ROOT / "programs"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
+def program_machine(path) -> list[str]:
+    """``["--machine", NAME]`` for a bundled program whose header says ``; machine: NAME`` (it needs
+    that machine, e.g. the MAC accumulator's toy2acc), else ``[]``."""
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.startswith(";"):
+            break
+        key, _, value = line[1:].strip().partition(":")
+        if key == "machine":
+            return ["--machine", value.strip()]
+    return []
+
+
 def pytest_addoption(parser):
     parser.addoption("--regen-golden", action="store_true", default=False,
                      help="rewrite tests/golden/*.json from the current simulator (review the diff!)")

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import PROGRAMS, ROOT
+from conftest import PROGRAMS, ROOT, program_machine
 from test_readme import readme_commands
 
 FORMATTED = ("run", "sweep", "numerics", "isa", "verify-gpu")
@@ -67,8 +67,9 @@ def _fragments(toym, tmp_path, monkeypatch) -> list[tuple[str, str]]:
             assert code == 0, (command, err)
         found.append((command, data))
     for program in sorted(PROGRAMS.glob("*.asm")):
-        for extra in ((), ("--symbolic",)):
-            code, out, err = toym("run", program, "-f", "latex", *extra)
+        tile = re.search(r"\bT\d+\b", program.read_text(encoding="utf-8")) is not None
+        for extra in ((),) if tile else ((), ("--symbolic",)):  # symbolic values are the scalar machine's
+            code, out, err = toym("run", program, "-f", "latex", *extra, *program_machine(program))
             assert code == 0, err
             found.append((f"toym run {program.name} {' '.join(extra)}", out))
     return found

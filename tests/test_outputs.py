@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import PROGRAMS
+from conftest import PROGRAMS, program_machine
 from toymachine import parse, resolve_machine, simulate
 from toymachine.errors import AsmError, DataError
 from toymachine.render import Report, Section, render, render_report
@@ -120,7 +120,7 @@ def test_json_default_keeps_big_runs_small_and_full_dump_on_request(toym, tmp_pa
 def test_golden_programs_json_unchanged_by_the_default(toym):
     """The seed's programs are far under the limit: their JSON is whole, as the goldens pin."""
     for p in PROGRAMS.glob("*.asm"):
-        d = json.loads(toym("run", p, "-f", "json")[1])
+        d = json.loads(toym("run", p, "-f", "json", *program_machine(p))[1])
         assert all(isinstance(v, list) for v in d["memory"].values())
 
 

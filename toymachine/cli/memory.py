@@ -18,7 +18,7 @@ from ..machine import resolve_machine
 from ..render import render_report
 from .common import Format, guard, write_output
 
-Level = Enum("Level", {"hbm": "hbm", "onchip": "onchip"}, type=str)
+PlotMetric = Enum("PlotMetric", {"memory_peak": "memory_peak", "onchip_peak": "onchip_peak"}, type=str)
 
 
 def memory_command(
@@ -37,7 +37,8 @@ def memory_command(
                                                                 "their memory_peak with the formula."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Also draw peak memory against n, log axes, to "
                                                             "FILE.png or FILE.svg (needs matplotlib)."),
-    level: Level = typer.Option("hbm", "--level", help="Plotted level: hbm (seed 003's picture) or onchip."),
+    metric: PlotMetric = typer.Option("memory_peak", "--y", help="Plotted metric: memory_peak (HBM: seed 003's "
+                                                                "picture) or onchip_peak (SRAM/VMEM)."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the table to FILE."),
 ) -> None:
@@ -61,7 +62,7 @@ def memory_command(
                            block_m=block_m, block_n=block_n, check=check)
         write_output(render_report(memory_report(rows, mach, batch=batch, heads=heads), fmt.value), output)
         if plot:
-            plot_memory(rows, plot, level="hbm" if level.value == "hbm" else "onchip")
+            plot_memory(rows, plot, level="hbm" if metric.value == "memory_peak" else "onchip")
         if any(r.checked is False for r in rows):
             typer.echo("error: a simulated memory_peak differs from its formula (sim = formula: NO)", err=True)
             raise typer.Exit(1)

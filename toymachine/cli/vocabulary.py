@@ -44,7 +44,7 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--block-n", None, "key/value block rows Bc"),
     Flag("--sram", None, "SRAM size M in words: sizes the blocks"),
     Flag("--pass", None, "forward or backward"),
-    Flag("--algo", None, "algorithm: softmax naive/safe/online; attention standard/fa1/fa2"),
+    Flag("--algo", None, "algorithm: softmax naive/safe/online; attention standard/standard-3pass/fa1/fa2/fused"),
     Flag("--variant", None, "exact, no-max, no-rescale (seed 003's breaks; numerics: a comma list)"),
     Flag("--order", None, "loop order: inner (query loop outside) or outer (key/value loop outside) — row and col "
                           "are the same two; split: FA2's three backward kernels"),
@@ -52,6 +52,12 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--schedule", None, "matmul schedule: inner, outer, best"),
     Flag("--output-slots", None, "scalar attention, outer order: output rows kept in registers"),
     Flag("--precompute-d/--no-precompute-d", None, "tile backward: D = rowsum(dO∘O) first"),
+    Flag("--nk", None, "tile attention: keys/values length Nk ≠ n (cross-attention; causal aligned bottom-right)"),
+    Flag("--kv-heads", None, "tile attention: K/V heads (grouped-query: heads % kv_heads == 0; 1 = multi-query)"),
+    Flag("--dropout", None, "tile attention: dropout probability p (Algorithm 2: the mask made on chip)"),
+    Flag("--dropout-seed", None, "tile attention: seed of the dropout mask"),
+    Flag("--sram-rule", None, "what --sram bounds: exact (every tile) or paper (only blocks of HBM matrices)"),
+    Flag("--mac-accumulator", None, "matmul: the MAC unit keeps its own accumulator ACC (R registers + ACC)"),
     Flag("--scale", None, "softmax scale τ (default 1/√d)"),
     Flag("--data/--no-data", "-d", "the inputs: run --data FILE: arrays from YAML, .npy or .npz; gen: --data writes "
                                    "them as .data, --no-data declares them (.array: the simulator's random values)"),
@@ -69,6 +75,10 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--x", None, "plot: the parameter on the x axis"),
     Flag("--y", None, "plot: the metric on the y axis"),
     Flag("--list", None, "list the generators and their parameters"),
+    Flag("--check/--no-check", None, "memory: simulate the smaller points and compare with the formula"),
+    Flag("--a", None, "systolic: matrix A (YAML, .npy, .npz)"),
+    Flag("--b", None, "systolic: matrix B (YAML, .npy, .npz)"),
+    Flag("--dataflow", None, "systolic array dataflow: weight (stationary B, the TPU's MXU) or output (stationary C)"),
     Flag("--version", "-V", "print the version"),
     Flag("--help", "-h", "show a command's options"),
     Flag("--install-completion", None, "install shell completion (bash, zsh, fish, PowerShell)"),
@@ -80,7 +90,7 @@ HIDDEN_ALIASES = {"--dtypes": "--dtype", "--variants": "--variant"}
 
 # commands that cost or size: each must take --machine (those that exist: others are checked on arrival)
 MACHINE_COMMANDS = ("run", "sweep", "gen matmul", "gen attention", "gen attention-tile", "optimize matmul",
-                    "optimize attention-tile", "analyze", "check", "systolic")
+                    "optimize attention-tile", "analyze", "check", "memory")
 
 # --order's values are one vocabulary: inner ≡ row (query loop outside), outer ≡ col (key/value loop outside)
 ORDER_SYNONYMS = {"tile": {"inner": "row", "outer": "col"}, "scalar": {"row": "inner", "col": "outer"}}

@@ -103,6 +103,11 @@ def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None
     or SVG (by ``path``'s extension). Needs matplotlib."""
     spec = get_generator(generator) if isinstance(generator, str) else generator
     x = check_plot(spec, [r.params for r in rows], path, x=x, metric=metric)
+    if any(METRICS[metric](r) is None for r in rows):
+        raise ConfigError(f"--y {metric}: this sweep does not measure it",
+                          hint="sram_peak, flops, memory_peak and onchip_peak need a tile generator; time_s a machine "
+                               "with a clock; mxu_cycles, vpu_cycles, mxu_utilization a machine with units "
+                               "(e.g. --machine tpu-v5e)")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -148,8 +148,8 @@ def _summary(result: Result) -> list[tuple[str, Any, str]]:
     ai = d.get("intensity")
     if ai and ai["flops_per_word"] is not None:  # tile machines (HBM in bytes) lead with FLOPs/byte
         per_word, per_byte = sig(ai["flops_per_word"], 4), sig(ai["flops_per_byte"], 4)
-        rows.append(("intensity", f"{per_byte} FLOPs/byte" if "sram_peak" in d else f"{per_word} FLOPs/word",
-                     f"{per_word} per word" if "sram_peak" in d else f"{per_byte} per byte"))
+        rows.append(("intensity", f"{per_byte} FLOPs/byte ({per_word} per word)" if "sram_peak" in d
+                     else f"{per_word} FLOPs/word ({per_byte} per byte)", "FLOPs per unit of memory traffic"))
     if result.dtype != "fp64":
         rows.append(("dtype", result.dtype, ""))
     for a in result.alarms:

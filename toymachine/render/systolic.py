@@ -12,7 +12,8 @@ __all__ = ["systolic_report", "render_systolic"]
 
 from ..sim.systolic import TICKS_NOTE, SystolicRun
 from .formats import dump_json, render_report
-from .report import Report, Section, _array_text, format_number
+from .cells import Arr
+from .report import Report, Section, format_number
 
 
 def _entering(run: SystolicRun) -> Section:
@@ -83,7 +84,7 @@ def systolic_report(run: SystolicRun) -> Report:
         sections.append(Section("Results", ("element", "value", when), results, align=("l", "r", "r")))
     else:
         sections.append(Section("Results", ("array", "contents"),
-                                (("C", _array_text(run.c.tolist(), None)),), align=("l", "l")))
+                                (("C", Arr(run.c.tolist())),), align=("l", "l")))
     notes = (TICKS_NOTE,)
     if run.cells is None:
         notes += ("cycle-by-cycle tables are shown when M, K and N are all at most 16",)
