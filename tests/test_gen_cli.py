@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import PROGRAMS, ROOT
-from toymachine import parse, parse_file
+from toymachine import ConfigError, parse, parse_file
 
 
 def test_gen_matmul_pipes_into_run(toym):
@@ -127,7 +127,8 @@ def test_tile_level_passes_the_documented_keywords(toym, monkeypatch):
     assert out == "; tile program\n"
     assert seen == dict(n=128, d=8, algo="fa1", block_m=16, block_n=32, sram_words=4096, causal=True,
                         pass_="backward", batch=2, heads=3, variant="no-rescale", with_data=False, order="col",
-                        precompute_d=False, scale=0.5, seed=4)
+                        precompute_d=False, scale=0.5, seed=4, max_instructions=10 ** 9,
+                        on_size=seen["on_size"])
 
 
 def test_tile_level_defaults_to_no_data(toym, monkeypatch):
@@ -144,3 +145,31 @@ def test_tile_level_defaults_to_no_data(toym, monkeypatch):
     assert seen["with_data"] is False
     assert toym("gen", "attention", "--level", "tile", "--n", "64", "--d", "8", "--data")[0] == 0
     assert seen["with_data"] is True
+
+
+@pytest.mark.parametrize("args", [("matmul", "--n", "100000"), ("softmax", "--n", "10000000000"),
+                                  ("variance", "--n", "1000000000"), ("attention", "--n", "100000", "--d", "64"),
+                                  ("attention", "--level", "tile", "--n", "1000000", "--d", "64")])
+def test_absurd_sizes_are_refused_before_anything_is_written(toym, args):
+    """The closed form gives the count first: over --max-instructions (10⁹) nothing is generated."""
+    import time
+
+    t = time.perf_counter()
+    code, out, err = toym("gen", *args)
+    assert code == 2 and out == "" and "more than --max-instructions 1,000,000,000" in err
+    assert time.perf_counter() - t < 5
+
+
+def test_big_programs_are_announced_and_the_limit_is_an_option(toym):
+    from toymachine.cost import softmax_cost
+
+    n = 7_200_000  # 14n − 4 > 10⁸
+    code, out, err = toym("gen", "softmax", "--n", str(n), "--no-data", "--max-instructions", "1000")
+    assert code == 2 and f"{softmax_cost(n).instructions:,} instructions" in err
+    seen = []
+    from toymachine.gen import softmax_program
+
+    softmax_program(n=1000, with_data=False, on_size=lambda count, size: seen.append(count))
+    assert seen == [softmax_cost(1000).instructions]
+    with pytest.raises(ConfigError, match="more than --max-instructions 100"):
+        softmax_program(n=1000, max_instructions=100)

@@ -18,6 +18,7 @@ from ..gen.scalar.softmax import ALGOS, softmax_program
 from ..gen.scalar.variance import variance_program
 from ..gen.tile import ALGOS as TILE_ALGOS
 from ..machine.config import SRAM_RULES
+from ..gen.common import MAX_INSTRUCTIONS
 from ..gen.tile import attention_program as tile_attention_program
 from ..machine import resolve_machine
 from .common import guard, machine_option, output_option, write_output
@@ -47,6 +48,22 @@ _DATA = typer.Option(True, "--data/--no-data", help="Include .data inputs (deter
 _SEED = typer.Option(0, "--seed", help="Seed of the .data inputs.")
 
 
+_MAX = typer.Option(MAX_INSTRUCTIONS, "--max-instructions", min=1,
+                    help="Refuse to write a program of more instructions than this (its closed form tells before "
+                         "anything is written); over 100,000,000 the count and size are printed on stderr first.")
+_ANNOUNCE = 10 ** 8
+
+
+def _announce(instructions: int, size: int) -> None:
+    if instructions > _ANNOUNCE:
+        typer.echo(f"toym gen: {instructions:,} instructions, about {size / 1e9:.1f} GB of text: this takes a while "
+                   f"(Ctrl-C stops it)", err=True)
+
+
+def _limits(max_instructions: int) -> dict:
+    return dict(max_instructions=max_instructions, on_size=_announce)
+
+
 def _emit(build) -> None:
     """Build a Program and write its text; errors exit 2."""
     with guard():
@@ -67,7 +84,7 @@ def gen_matmul(
                                               "toy2acc or a machine with mac_accumulator: true): R registers + ACC. "
                                               "Implied by a --machine that has one."),
     machine: Optional[str] = _MACHINE,
-    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED,
+    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED, max_instructions: int = _MAX,
 ) -> None:
     """C = A·B on an R-register machine (seed 000, Problems 1–3)."""
     def build():
@@ -75,7 +92,7 @@ def gen_matmul(
         r = registers if registers is not None else ((mach.registers if mach else None) or 3)
         acc = mac_accumulator or bool(mach is not None and mach.mac_accumulator)
         return matmul_program(n=n, registers=r, schedule=schedule.value, m=m, k=k, mac_accumulator=acc,
-                              with_data=data, seed=seed), output
+                              with_data=data, seed=seed, **_limits(max_instructions)), output
 
     _emit(build)
 
@@ -84,19 +101,20 @@ def gen_matmul(
 def gen_softmax(
     n: int = typer.Option(6, "--n", help="Number of elements."),
     algo: SoftmaxAlgo = typer.Option("online", "--algo", help="naive (no max), safe (3 passes) or online (2 passes)."),
-    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED,
+    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED, max_instructions: int = _MAX,
 ) -> None:
     """Softmax of x[0..n−1] (seed 000, Problems 4 and 5)."""
-    _emit(lambda: (softmax_program(n=n, algo=algo.value, with_data=data, seed=seed), output))
+    _emit(lambda: (softmax_program(n=n, algo=algo.value, with_data=data, seed=seed, **_limits(max_instructions)),
+                   output))
 
 
 @gen_app.command("variance")
 def gen_variance(
     n: int = typer.Option(6, "--n", help="Number of elements (at least 2)."),
-    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED,
+    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED, max_instructions: int = _MAX,
 ) -> None:
     """Welford's one-pass sample variance (seed 000, quiz 'Online variance'); 6 registers."""
-    _emit(lambda: (variance_program(n=n, with_data=data, seed=seed), output))
+    _emit(lambda: (variance_program(n=n, with_data=data, seed=seed, **_limits(max_instructions)), output))
 
 
 @gen_app.command("attention")
@@ -147,7 +165,7 @@ def gen_attention(
     dropout_seed: Optional[int] = typer.Option(None, "--dropout-seed", help="Tile level: seed of the dropout mask "
                                                                             "(default 0)."),
     machine: Optional[str] = _MACHINE,
-    output: Optional[str] = _OUTPUT,
+    output: Optional[str] = _OUTPUT, max_instructions: int = _MAX,
     data: Optional[bool] = typer.Option(None, "--data/--no-data", help="Include .data inputs (deterministic, from "
                                         "--seed), or leave them to the simulator's random values. Default: --data "
                                         "at scalar level, --no-data at tile level (tile inputs are large)."),
@@ -179,12 +197,12 @@ def gen_attention(
             r = registers if registers is not None else _machine_registers(machine)
             return scalar_attention_program(n=n, d=d, order=order_value or "inner", registers=r,
                                             output_slots=output_slots, variant=variant.value, with_data=with_data,
-                                            seed=seed), output
+                                            seed=seed, **_limits(max_instructions)), output
         return _tile_attention(n=n, d=d, variant=variant.value, with_data=with_data, algo=algo, pass_=pass_,
                                batch=batch, heads=heads, nk=nk, kv_heads=kv_heads, causal=causal, block_m=block_m,
                                block_n=block_n, sram_words=_sram(sram, machine), order=order_value,
                                precompute_d=precompute_d, scale=scale, dropout=dropout, dropout_seed=dropout_seed,
-                               sram_rule=sram_rule, seed=seed,
+                               sram_rule=sram_rule, seed=seed, **_limits(max_instructions),
                                machine=resolve_machine(machine) if machine else None), output
 
     _emit(build)
@@ -234,7 +252,7 @@ def gen_attention_tile(
                                                                                    "first (K, V loaded once)."),
     scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale τ (default 1/√d)."),
     machine: Optional[str] = _MACHINE,
-    output: Optional[str] = _OUTPUT,
+    output: Optional[str] = _OUTPUT, max_instructions: int = _MAX,
     data: bool = typer.Option(False, "--data/--no-data", help="Include .data inputs (deterministic, from --seed); "
                                                               "default: declare them (.array), the simulator's random values."),
     seed: int = _SEED,
@@ -247,6 +265,6 @@ def gen_attention_tile(
                                heads=heads, nk=nk, kv_heads=kv_heads, causal=causal, block_m=block_m, block_n=block_n,
                                sram_words=_sram(sram, machine), order=order_value, precompute_d=precompute_d,
                                scale=scale, dropout=dropout, dropout_seed=dropout_seed, sram_rule=sram_rule, seed=seed,
-                               machine=resolve_machine(machine) if machine else None), output
+                               machine=resolve_machine(machine) if machine else None, **_limits(max_instructions)), output
 
     _emit(build)

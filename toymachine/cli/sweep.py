@@ -6,11 +6,13 @@ from __future__ import annotations
 
 __all__ = ["sweep_command", "SWEEP_CONTEXT"]
 
+from enum import Enum
 from typing import Optional
 
 import typer
 
 from ..errors import ConfigError
+from ..experiments.parallel import EXECUTORS, default_jobs
 from ..experiments.sweep import check_plot, expand_grid, plot_sweep, sweep, sweep_report
 from ..gen.registry import generator_names, get_generator
 from ..machine import resolve_machine
@@ -64,6 +66,9 @@ def _generators_report():
                                          tuple(rows)),))
 
 
+Executor = Enum("Executor", {e: e for e in EXECUTORS}, type=str)
+
+
 def sweep_command(
     ctx: typer.Context,
     generator: Optional[str] = typer.Argument(None, help="Generator to sweep: matmul, softmax, attention, variance "
@@ -85,6 +90,13 @@ def sweep_command(
                                                                   "that are the same in every row listed once above "
                                                                   "the table."),
     progress: Optional[bool] = progress_option(),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for the points (default: "
+                                                                      "every core). The rows are the same, in the "
+                                                                      "same order, for any number."),
+    executor: Executor = typer.Option("local", "--executor", help="local: worker processes on this machine; dask: "
+                                                                  "a Dask cluster (--scheduler; the 'dask' extra)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:PORT "
+                                                                      "(with --executor dask)."),
     list_generators: bool = typer.Option(False, "--list", help="List the generators and their parameters."),
 ) -> None:
     """Run a generator over its parameters' ranges: one cost row per point.
@@ -114,7 +126,8 @@ def sweep_command(
             check_plot(spec, points, plot, x=x, metric=metric)
         base = resolve_machine(machine)
         with progress_bar(f"sweep {spec.name}", show_progress(progress) and len(points) > 1) as update:
-            rows = sweep(spec, grid, machine=base, on_point=update)
+            rows = sweep(spec, grid, machine=base, on_point=update, jobs=jobs or default_jobs(),
+                         executor=executor.value, scheduler=scheduler)
         report = sweep_report(rows, spec)
         if columns is not None:
             report = select_columns(report, columns.split(","))

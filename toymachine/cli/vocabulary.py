@@ -57,6 +57,8 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--dropout", None, "tile attention: dropout probability p (Algorithm 2: the mask made on chip)"),
     Flag("--dropout-seed", None, "tile attention: seed of the dropout mask"),
     Flag("--sram-rule", None, "what --sram bounds: exact (every tile) or paper (only blocks of HBM matrices)"),
+    Flag("--max-instructions", None, "gen: refuse a program of more instructions (default 10⁹; the count is the "
+                                     "closed form, known before anything is written)"),
     Flag("--mac-accumulator", None, "matmul: the MAC unit keeps its own accumulator ACC (R registers + ACC)"),
     Flag("--scale", None, "softmax scale τ (default 1/√d)"),
     Flag("--data/--no-data", "-d", "the inputs: run --data FILE: arrays from YAML, .npy or .npz; gen: --data writes "
@@ -71,6 +73,9 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--full-memory", None, "JSON: every array whole"),
     Flag("--progress/--no-progress", None, "progress bar on stderr (default: when it is a terminal)"),
     Flag("--columns", None, "only these columns, in this order"),
+    Flag("--jobs", "-j", "worker processes (default: every core); the output is the same for any number"),
+    Flag("--executor", None, "where points run: local (worker processes) or dask (a cluster, with --scheduler)"),
+    Flag("--scheduler", None, "a Dask scheduler's address, tcp://HOST:PORT"),
     Flag("--plot", None, "also draw the sweep to FILE.png or .svg"),
     Flag("--x", None, "plot: the parameter on the x axis"),
     Flag("--y", None, "plot: the metric on the y axis"),

@@ -98,8 +98,8 @@ def matmul_plans(m: int, n: int, k: int, registers: int, schedule: str) -> list[
     if schedule in ("outer", "best"):
         for orientation in ("rows", "cols"):
             rows, cols = (m, n) if orientation == "rows" else (n, m)
-            for p in range(1, rows + 1):
-                for q in range(1, cols + 1):
+            for p in range(1, min(rows, registers) + 1):  # p·q accumulators + a Q slot + a P slot fit
+                for q in range(1, min(cols, (registers - 2) // p) + 1):
                     spare = registers - p * q - 1  # after the accumulators and the Q slot
                     if spare >= 1:
                         plans.append(MatmulPlan(m, n, k, "outer", orientation, min(p, spare), 1, p, q))

@@ -20,7 +20,8 @@ Values syntax (``parse_values``), for one parameter:
 
 from __future__ import annotations
 
-__all__ = ["SweepRow", "parse_values", "expand_grid", "sweep", "sweep_report", "plot_sweep", "check_plot", "METRICS"]
+__all__ = ["SweepRow", "parse_values", "expand_grid", "sweep", "simulate_point", "sweep_report", "plot_sweep", "check_plot",
+           "METRICS"]
 
 import inspect
 import itertools
@@ -35,6 +36,7 @@ from ..gen.registry import GeneratorSpec, Param, get_generator
 from ..machine import DEFAULT_MACHINE, Machine
 from ..render.report import Report, Section
 from ..sim import simulate
+from .parallel import run_points
 from .plot import METRICS, check_plot, plot_sweep
 
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)(?:([+*])(\d+))?$")
@@ -206,34 +208,58 @@ class SweepRow:
 
 
 def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Machine | None = None,
-          on_point: Callable[[int, int], None] | None = None) -> list[SweepRow]:
-    """Generate, simulate and cost every point of ``grid`` (name → values or a values string)."""
+          on_point: Callable[[int, int], None] | None = None, *, jobs: int = 1, executor: str = "local",
+          scheduler: str | None = None) -> list[SweepRow]:
+    """Generate, simulate and cost every point of ``grid`` (name → values or a values string).
+
+    ``jobs``: worker processes for the points (``experiments.parallel``; the rows are the same, in
+    the same order, for any number); ``executor="dask"`` with ``scheduler`` (``tcp://HOST:PORT``)
+    runs them on a Dask cluster instead. ``on_point(done, total)`` counts finished points."""
     spec = get_generator(generator) if isinstance(generator, str) else generator
     base = machine or DEFAULT_MACHINE
     points = expand_grid(spec, grid)
+    machines = [spec.machine(params, base) if spec.machine else base for params in points]
+    remote = jobs > 1 or executor != "local"
+    if remote and _registered(spec) is not spec:  # workers find generators by name: one made here runs here
+        if executor != "local":
+            raise ConfigError(f"generator '{spec.name}' is not registered: a Dask worker cannot build it",
+                              hint="register it (toymachine.gen.register) in a module the workers import (PLUGINS)")
+        remote, jobs = False, 1
+    target = spec.name if remote else spec
+    sims = run_points(simulate_point, [(target, params, m) for params, m in zip(points, machines)], jobs=jobs,
+                      executor=executor, scheduler=scheduler, on_point=on_point)
+    sized_cost = spec.cost is not None and "machine" in inspect.signature(spec.cost).parameters
     rows = []
-    sized = {f: "machine" in inspect.signature(f).parameters for f in (spec.build, spec.cost) if f is not None}
-    for index, params in enumerate(points):
-        point_machine = spec.machine(params, base) if spec.machine else base
-        on = {"machine": point_machine} if sized[spec.build] else {}  # generators that size blocks for the machine
-        program = spec.build(**params, with_data=False, seed=0, **on)
-        result = simulate(program, point_machine, steps=False)
-        formula = spec.cost(**params, **({"machine": point_machine} if sized.get(spec.cost) else {})) \
-            if spec.cost else None
+    for params, point_machine, sim in zip(points, machines, sims):
+        formula = spec.cost(**params, **({"machine": point_machine} if sized_cost else {})) if spec.cost else None
         formula_cycles = None
         if formula is not None:
             formula_cycles = formula.breakdown.get("unit cycles") if point_machine.has_units \
                 else formula.cycles(point_machine)
-        rows.append(SweepRow(
-            params=dict(params), cycles=result.cycles, loads=result.ops.get("LOAD", 0),
-            stores=result.ops.get("STORE", 0), reads=result.dram_reads, writes=result.dram_writes,
-            registers=result.registers_used, ops=dict(result.ops), formula=formula,
-            formula_cycles=formula_cycles, bound=spec.bound(**params) if spec.bound else None,
-            extra={k: result.extra[k] for k in ("sram_peak", "flops", "time_s", "roofline", "intensity", "units",
-                                                "memory_peak") if k in result.extra}))
-        if on_point is not None:
-            on_point(index + 1, len(points))
+        rows.append(SweepRow(params=dict(params), formula=formula, formula_cycles=formula_cycles,
+                             bound=spec.bound(**params) if spec.bound else None, **sim))
     return rows
+
+
+def _registered(spec: GeneratorSpec) -> GeneratorSpec | None:
+    try:
+        return get_generator(spec.name)
+    except ConfigError:
+        return None
+
+
+def simulate_point(generator: str | GeneratorSpec, params: Mapping[str, Any], machine: Machine) -> dict[str, Any]:
+    """Build and simulate one point: what a ``SweepRow`` takes from the run, as plain values (a
+    worker process or a Dask worker returns it)."""
+    spec = get_generator(generator) if isinstance(generator, str) else generator
+    sized = "machine" in inspect.signature(spec.build).parameters  # generators that size blocks for the machine
+    program = spec.build(**params, with_data=False, seed=0, **({"machine": machine} if sized else {}))
+    result = simulate(program, machine, steps=False)
+    return dict(cycles=result.cycles, loads=result.ops.get("LOAD", 0), stores=result.ops.get("STORE", 0),
+                reads=result.dram_reads, writes=result.dram_writes, registers=result.registers_used,
+                ops=dict(result.ops),
+                extra={k: result.extra[k] for k in ("sram_peak", "flops", "time_s", "roofline", "intensity", "units",
+                                                    "memory_peak") if k in result.extra})
 
 
 def _shown_params(spec: GeneratorSpec, rows: Sequence[SweepRow]) -> list[str]:

@@ -6,13 +6,14 @@ return a ``Program`` whose header says what it computes, its parameters and its 
 
 from __future__ import annotations
 
-__all__ = ["ProgramBuilder", "input_values", "cli_line"]
+__all__ = ["ProgramBuilder", "input_values", "cli_line", "check_size", "MAX_INSTRUCTIONS"]
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from ..sim.memory import random_block
+from ..errors import ConfigError
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg
 
 
@@ -79,3 +80,30 @@ def cli_line(generator: str, **params) -> str:
         flag = "--" + key.replace("_", "-")
         parts.append(f"{flag} {value}")
     return " ".join(parts)
+
+
+MAX_INSTRUCTIONS = 10 ** 9  # a generator refuses to emit more (``max_instructions``; --max-instructions)
+_BYTES_PER_LINE = 16  # about: "LOAD x[123456], R0\n"
+
+
+def check_size(instructions: int, what: str, max_instructions: int | None = MAX_INSTRUCTIONS,
+               on_size: Callable[[int, int], None] | None = None) -> None:
+    """Before a generator emits anything: hand ``on_size(instructions, approximate bytes of text)``
+    the count its closed form gives (the CLI announces big ones), and refuse more than
+    ``max_instructions`` (None: no limit)."""
+    size = instructions * _BYTES_PER_LINE
+    if max_instructions is not None and instructions > max_instructions:
+        raise ConfigError(f"{what} would be {instructions:,} instructions (about {_human(size)} of text), more than "
+                          f"--max-instructions {max_instructions:,}",
+                          hint="use smaller sizes (the count is the closed form in the program's header), or raise "
+                               "--max-instructions if you mean it")
+    if on_size is not None:
+        on_size(instructions, size)
+
+
+def _human(size: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if size < 1000 or unit == "TB":
+            return f"{size:.3g} {unit}"
+        size /= 1000
+    return f"{size:.3g} TB"  # pragma: no cover

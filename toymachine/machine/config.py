@@ -73,7 +73,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from ..isa import ISA, TILE_ONLY
-from .units import MXU, MXU_OPS, VPU, VPU_OPS
+from .units import MXU, MXU_OPS, VPU, VPU_OPS, frozen_reduce
 
 
 def _frozen(d: Mapping[str, float] | None) -> Mapping[str, float]:
@@ -107,6 +107,8 @@ class Machine:
     def __post_init__(self):
         if not isinstance(self.cycles, MappingProxyType):
             object.__setattr__(self, "cycles", _frozen(self.cycles))
+
+    __reduce__ = frozen_reduce
 
     def op_cycles(self, mnemonic: str) -> float:
         return self.cycles.get(mnemonic, 1)

@@ -26,10 +26,11 @@ the result's, except for ROWMAX/ROWSUM, which read every element of their operan
 
 from __future__ import annotations
 
-__all__ = ["MXU", "VPU", "VPU_OPS", "MXU_OPS", "vectors"]
+__all__ = ["MXU", "VPU", "VPU_OPS", "MXU_OPS", "vectors", "frozen_reduce"]
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+import dataclasses
 from types import MappingProxyType
 from typing import Mapping
 
@@ -40,6 +41,18 @@ VPU_OPS = ("MAX", "SUB", "ADD", "MUL", "DIV", "EXP", "LOG", "ROWMAX", "ROWSUM", 
 def vectors(elements: int, lanes: int) -> int:
     """⌈elements / lanes⌉: the vectors an op on ``elements`` elements takes."""
     return -(-elements // lanes)
+
+
+def frozen_reduce(obj) -> tuple:
+    """``__reduce__`` of a frozen config dataclass that holds read-only mappings (``MappingProxyType``
+    does not pickle): rebuild it from its fields, mappings as dicts (sweeps send machines to worker
+    processes and Dask workers)."""
+    fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    return _rebuild, (type(obj), {k: dict(v) if isinstance(v, MappingProxyType) else v for k, v in fields.items()})
+
+
+def _rebuild(cls, fields: dict):
+    return cls(**fields)
 
 
 @dataclass(frozen=True)
@@ -94,6 +107,8 @@ class VPU:
     def __post_init__(self):
         if not isinstance(self.cycles_per_vector, MappingProxyType):
             object.__setattr__(self, "cycles_per_vector", MappingProxyType(dict(self.cycles_per_vector)))
+
+    __reduce__ = frozen_reduce
 
     def per_vector(self, op: str) -> float:
         return self.cycles_per_vector.get(op, 1)

@@ -39,7 +39,7 @@ from ...cost import attention_bound, attention_cost, attention_registers
 from ...errors import ConfigError
 from ...program import ArrayDecl, Program
 from ...params import check_choice, check_int
-from ..common import ProgramBuilder, cli_line, input_values
+from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
 ORDERS = ("inner", "outer")
 VARIANTS = ("exact", "no-max", "no-rescale")
@@ -224,15 +224,16 @@ def resolve_attention(n: int, d: int, order: str = "inner", registers: int | Non
 
 def attention_program(n: int = 4, d: int = 2, order: str = "inner", registers: int | None = None,
                       output_slots: int | None = None, variant: str = "exact", *, with_data: bool = True,
-                      seed: int = 0) -> Program:
+                      seed: int = 0, max_instructions: int | None = MAX_INSTRUCTIONS, on_size=None) -> Program:
     """``toym gen attention`` (scalar level): O = softmax(QKᵀ)·V, all n rows."""
     slots, need = resolve_attention(n, d, order, registers, output_slots, variant)
+    cost = attention_cost(n, d, order, slots, variant)
+    check_size(cost.instructions, f"attention with n = {n:,}, d = {d}", max_instructions, on_size)
     b = ProgramBuilder()
     if order == "inner":
         _inner(b, n, d, variant)
     else:
         _outer(b, n, d, variant, slots)
-    cost = attention_cost(n, d, order, slots, variant)
     bound = attention_bound(n, d)
     rows = cost.breakdown
     header = [

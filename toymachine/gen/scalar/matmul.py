@@ -36,7 +36,7 @@ __all__ = ["SCHEDULES", "matmul_program"]
 
 from ...cost.matmul import SCHEDULES, MatmulPlan, matmul_bound, matmul_plan_cost, plan_matmul
 from ...program import ArrayDecl, Program
-from ..common import ProgramBuilder, cli_line, input_values
+from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
 
 # -- emission ----------------------------------------------------------------------------
@@ -151,7 +151,7 @@ def _emit_outer(b: ProgramBuilder, plan: MatmulPlan) -> None:
 
 def matmul_program(n: int = 2, registers: int = 3, schedule: str = "best", m: int | None = None,
                    k: int | None = None, *, mac_accumulator: bool = False, with_data: bool = True,
-                   seed: int = 0) -> Program:
+                   seed: int = 0, max_instructions: int | None = MAX_INSTRUCTIONS, on_size=None) -> Program:
     """``toym gen matmul``: C = A·B (A m×k, B k×n) on an R-register machine.
 
     ``mac_accumulator``: for a machine whose MAC unit keeps its own accumulator (``ACC``; seed
@@ -159,9 +159,10 @@ def matmul_program(n: int = 2, registers: int = 3, schedule: str = "best", m: in
     and the registers above it renumbered down — R registers plus ACC, 2 at the least."""
     plan = plan_matmul(n=n, registers=registers, schedule=schedule, m=m, k=k, mac_accumulator=mac_accumulator)
     m, n, k = plan.m, plan.n, plan.k
+    cost = matmul_plan_cost(plan)
+    check_size(cost.instructions, f"matmul {m}×{k}·{k}×{n}", max_instructions, on_size)
     b = ProgramBuilder(accumulator=2 if mac_accumulator else None)
     (_emit_inner if plan.schedule == "inner" else _emit_outer)(b, plan)
-    cost = matmul_plan_cost(plan)
     bound = matmul_bound(n=n, registers=registers, m=m, k=k, mac_accumulator=mac_accumulator)
     arrays = [ArrayDecl("a", (m, k)), ArrayDecl("b", (k, n))]  # --no-data: declared, the simulator's random values
     if with_data:

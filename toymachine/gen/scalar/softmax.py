@@ -20,7 +20,7 @@ __all__ = ["ALGOS", "softmax_program"]
 from ...cost import SOFTMAX_REGISTERS, softmax_bound, softmax_cost
 from ...program import ArrayDecl, Program
 from ...params import check_choice, check_int
-from ..common import ProgramBuilder, cli_line, input_values
+from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
 ALGOS = ("naive", "safe", "online")
 _FORMULA = {"naive": "7n", "safe": "11n − 1", "online": "14n − 4"}
@@ -88,13 +88,15 @@ def _online(b: ProgramBuilder, n: int) -> None:
     _normalise_pass(b, n, subtract_max=True)
 
 
-def softmax_program(n: int = 6, algo: str = "online", *, with_data: bool = True, seed: int = 0) -> Program:
+def softmax_program(n: int = 6, algo: str = "online", *, with_data: bool = True, seed: int = 0,
+                    max_instructions: int | None = MAX_INSTRUCTIONS, on_size=None) -> Program:
     """``toym gen softmax``: softmax of x[0..n−1] into out[0..n−1]."""
     n = check_int("n", n, 1)
     check_choice("algo", algo, ALGOS)
+    cost, bound = softmax_cost(n, algo), softmax_bound(n)
+    check_size(cost.instructions, f"softmax of {n:,} elements", max_instructions, on_size)
     b = ProgramBuilder()
     {"naive": _naive, "safe": _safe, "online": _online}[algo](b, n)
-    cost, bound = softmax_cost(n, algo), softmax_bound(n)
     header = [
         f"softmax of x[0..{n - 1}] into out[0..{n - 1}]: {_TITLE[algo]}, "
         f"{SOFTMAX_REGISTERS[algo]} registers (seed 000, 'Softmax')",

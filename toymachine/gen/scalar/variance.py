@@ -20,14 +20,16 @@ __all__ = ["variance_program"]
 from ...cost import VARIANCE_REGISTERS, variance_bound, variance_cost
 from ...program import ArrayDecl, Program
 from ...params import check_int
-from ..common import ProgramBuilder, cli_line, input_values
+from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
 X, MEAN, M2, COUNT, ONE, DELTA = range(6)
 
 
-def variance_program(n: int = 6, *, with_data: bool = True, seed: int = 0) -> Program:
+def variance_program(n: int = 6, *, with_data: bool = True, seed: int = 0,
+                     max_instructions: int | None = MAX_INSTRUCTIONS, on_size=None) -> Program:
     """``toym gen variance``: mean[0] and the sample variance[0] of x[0..n−1]."""
     n = check_int("n", n, 2, why="the sample variance divides by n − 1")
+    check_size(variance_cost(n).instructions, f"variance of {n:,} elements", max_instructions, on_size)
     b = ProgramBuilder()
     b.load("x", (0,), X)  # first element: x̄ = x0, M2 = 0, N = 1
     b.op("MOV", X, MEAN)

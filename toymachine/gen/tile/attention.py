@@ -98,6 +98,7 @@ from ...errors import ConfigError
 from ...machine.config import SRAM_RULES
 from ...program import Program
 from .backward import emit_backward, emit_split_phase, emit_standard_backward
+from ..common import MAX_INSTRUCTIONS, check_size
 from .emit import TAU, Dropout, Emitter
 from .forward import emit_forward
 from .fused import emit_fused, machine_blocks
@@ -199,7 +200,8 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                       order: str = "row", with_data: bool = False, seed: int = 0,
                       scale: float | None = None, phase: str | None = None, nk: int | None = None,
                       kv_heads: int | None = None, dropout: float = 0.0, dropout_seed: int = 0,
-                      sram_rule: str = "exact", machine=None) -> Program:
+                      sram_rule: str = "exact", machine=None, max_instructions: int | None = MAX_INSTRUCTIONS,
+                      on_size=None) -> Program:
     """A tiled attention program for the tile machine (module docstring: what each
     ``algo``/``pass_``/``order`` does; ``cost.tile.attention_tile_cost``: what it costs).
     ``phase`` (backward, order split only): one of ``SPLIT_PHASES`` alone — one kernel launch.
@@ -268,6 +270,12 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     g = Blocks(n, br, bc, bool(causal), None if keys == n else keys)
     groups = _head_groups(batch, heads, kvh)
     dr = Dropout(p_drop, int(dropout_seed), heads) if p_drop else None
+    extra = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
+    cost = attention_tile_cost(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal),
+                               block_m=br, block_n=bc, variant=variant, precompute_d=precompute_d, order=order,
+                               scale=tau, phase=phase, dropout=p_drop, sram_rule=sram_rule, **extra)
+    check_size(cost.instructions, f"tiled attention with n = {n:,}, {batch * heads} head(s)", max_instructions,
+               on_size)
     e = Emitter()
     if scaled:
         e.op("FILL", tau, 1, 1, e.t(TAU))
@@ -293,13 +301,9 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                     emit_fused(e, g, d, pre, variant=variant, scaled=scaled)
                 else:
                     emit_forward(e, g, d, pre, algo=algo, variant=variant, scaled=scaled, kpre=kpre, dropout=dr)
-    extra = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
     peak_kw = dict(algo=algo, pass_=pass_, d=d, variant=variant, scaled=scaled, precompute_d=precompute_d, order=order,
                    n=n, heads=batch * heads, phase=phase, nk=keys, kv_heads=batch * kvh, dropout=bool(p_drop))
     drop_kw = dict(dropout=p_drop, dropout_seed=int(dropout_seed)) if p_drop else {}
-    cost = attention_tile_cost(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal),
-                               block_m=br, block_n=bc, variant=variant, precompute_d=precompute_d, order=order,
-                               scale=tau, phase=phase, dropout=p_drop, sram_rule=sram_rule, **extra)
     shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_=pass_, **extra)
     arrays = array_declarations(shapes, algo, pass_, precompute_d, order, with_data, seed, tau, bool(causal), n, d,
                                 phase, **drop_kw)
