@@ -112,13 +112,14 @@ def _explain(ins: Instr, tile: bool, shape) -> str:
 
 def _register_texts(result: Result, steps: tuple) -> list[list[str]]:
     """The step table's register cells (numbers, or the seed's symbolic names) per step."""
+    from .cells import text_of
     from .report import report_of
 
     trimmed = dataclasses.replace(result, steps=steps)
     if hasattr(result, "namer"):
         object.__setattr__(trimmed, "namer", result.namer)
     section = report_of(trimmed, steps=True).sections[0]
-    return [list(row[2:]) for row in section.rows]
+    return [[text_of(c) for c in row[2:]] for row in section.rows]
 
 
 def _units(ops: list[str], tile: bool) -> list[dict]:
