@@ -71,3 +71,18 @@ def test_run_html_is_the_step_viewer_with_the_source(toym, tmp_path):
 def test_run_html_of_standard_input_lists_the_steps(toym):
     code, out, _ = toym("run", "-", "-f", "html", input=(PROGRAMS / "c00.asm").read_text())
     assert code == 0 and 'max="7"' in out and "; accumulate into R2" not in out  # no source to list
+
+
+def test_machine_overrides_the_problems(toym):
+    args = ("check", PROGRAMS / "matmul_outer_2x2.asm", "-p", PROBLEMS / "p2_matmul_inner.yaml")
+    code, out, _ = toym(*args)  # 6 registers named, the problem's machine has 3
+    assert code == 1 and "machine has 3 registers" in out
+    code, out, _ = toym(*args, "--machine", "toy6")
+    assert code == 0 and "machine toy6 instead of the problem's toy" in out
+
+
+def test_json_errors_for_scripts(toym, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("inputs:\n  a: [1]\nexpect:\n  c: a.T.shape\n")
+    code, out, err = toym("check", PROGRAMS / "c00.asm", "-p", bad, "-f", "json")
+    assert code == 2 and "attribute access '.shape'" in err and json.loads(out)["error"]["line"] == 4

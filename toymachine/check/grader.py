@@ -16,6 +16,7 @@ from __future__ import annotations
 
 __all__ = ["check_trace", "draw_inputs"]
 
+import dataclasses
 import math
 import os
 import zlib
@@ -26,6 +27,7 @@ import numpy as np
 
 from ..asm import parse
 from ..errors import ConfigError, Location, ToyMachineError
+from ..machine import Machine
 from ..program import Mem, Program, Span
 from ..result import Result
 from ..sim import simulate
@@ -165,13 +167,14 @@ def _compare(exp: Expectation, result: Result, want: np.ndarray, tol: float) -> 
 
 
 def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike | Problem, *,
-                seed: int | None = None, trials: int | None = None, name: str | None = None) -> CheckReport:
+                seed: int | None = None, trials: int | None = None, name: str | None = None,
+                machine: Machine | None = None) -> CheckReport:
     """Grade ``trace`` against ``problem`` (a path or a loaded ``Problem``): one check per
     expected array and per budget, plus a ``run`` check if the trace cannot run.
 
     ``trace`` is a path, assembly text (a string with a newline in it) or a ``Program``;
     ``name`` names text in messages (default ``<trace>``). ``seed``/``trials`` override the
-    problem's."""
+    problem's, and ``machine`` its machine (a note in the report says so)."""
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
     seed = problem.seed if seed is None else seed
@@ -182,6 +185,10 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
         raise ConfigError(f"seed must be a whole number ≥ 0, got {seed!r}", loc=Location(problem.file))
     label, source = _read_trace(trace)
     name = name or label
+    notes: tuple[str, ...] = ()
+    if machine is not None:
+        notes = (f"machine {machine.name} instead of the problem's {problem.machine.name}",)
+        problem = dataclasses.replace(problem, machine=machine)
     checks: list[Check] = []
     results: list[Result] = []
     program = source
@@ -193,10 +200,10 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
                                     steps=False))
     except ToyMachineError as err:
         checks.append(Check("run", "run", False, message=err.render()))
-        return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed)
+        return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes)
     checks += _value_checks(problem, results, seed)
     checks += _budget_checks(problem, results, program)
-    return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed)
+    return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes)
 
 
 def _value_checks(problem: Problem, results: list[Result], seed: int) -> list[Check]:
