@@ -1,6 +1,7 @@
 ; Seed 001's FlashAttention walk-through exactly (N = 5, d = 3, SRAM M = 59 words, Br = 3, Bc = 4: its 2 x 2 walk), FlashAttention-1; reference solution of examples/problems/fa1_tile.yaml. Run with --machine toysram-paper.
 ; Generated: toym gen attention --level tile --algo fa1 --n 5 --d 3 --sram 59 --sram-rule paper --block-m 3 --block-n 4 --scale 1
 ; Cost: 110 HBM words read (K, V once), 50 written; SRAM peak 42 of 59 words as the paper counts (Q_i, K_j, V_j, O_i).
+; machine: toysram-paper
 ; Tiled attention on the SRAM/HBM machine: FlashAttention-1 (Algorithm 1: K_j, V_j outer; O, l, m updated in HBM per block pair), forward pass.
 ; Computes O = softmax(τ·Q·Kᵀ)·V, l = rowsum, m = rowmax, per head (1 head(s)).
 ; Parameters: n = 5, d = 3, batch = 1, heads = 1, causal = False; arrays [n][d] and [n] statistics.

@@ -1,6 +1,7 @@
 ; FlashAttention-2 on seed 001's machine and blocks (N = 5, d = 3, SRAM M = 59 words, Br = 3, Bc = 4); reference solution of examples/problems/fa2_tile.yaml. Run with --machine toysram-paper.
 ; Generated: toym gen attention --level tile --algo fa2 --n 5 --d 3 --sram 59 --sram-rule paper --block-m 3 --block-n 4 --scale 1
 ; Cost: 75 HBM words read, 20 written (O and L once); SRAM peak 42 of 59 words as the paper counts.
+; machine: toysram-paper
 ; Tiled attention on the SRAM/HBM machine: FlashAttention-2 (Q_i outer; O_i, l_i, m_i stay in SRAM; O and L written once), forward pass.
 ; Computes O = softmax(τ·Q·Kᵀ)·V, L = rowmax + log(rowsum) (log-sum-exp), per head (1 head(s)).
 ; Parameters: n = 5, d = 3, batch = 1, heads = 1, causal = False; arrays [n][d] and [n] statistics.
