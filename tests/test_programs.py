@@ -111,3 +111,15 @@ def test_header_states_cost(name):
     text = (PROGRAMS / name).read_text()
     header = [l for l in text.splitlines() if l.startswith(";")][:4]
     assert any("Cost" in l for l in header), "every program's header says what it costs"
+
+
+def test_symbolic_constants_have_no_leaves():
+    """A fill value loaded in symbolic mode is a constant node (row_max = −inf in the scalar
+    attention): naming a max over it must not look for inputs inside the number (the LaTeX
+    renderer crashed with AttributeError on programs/attention_inner_3x2.asm --symbolic)."""
+    from toymachine.sim.symbolic import const, leaf
+
+    assert const(float("-inf")).leaves() == frozenset()
+    r = run("attention_inner_3x2.asm", symbolic=True)
+    assert render(r, "latex").count("\\begin{tabular}") >= 2  # the tables render, no traceback
+    assert leaf("q", (0, 0)).leaves() == frozenset([leaf("q", (0, 0))])

@@ -11,6 +11,7 @@ from .errors import (AsmError, ConfigError, DataError, MachineLimitError, Numeri
                      ToyMachineError)
 from .isa import ISA
 from .machine import DEFAULT_MACHINE, Machine, load_machine, resolve_machine
+from .notebook import view
 from .program import ArrayDecl, Instr, Mem, Program, Reg, Span
 from .result import Result
 from .sim import simulate
@@ -19,4 +20,5 @@ __all__ = [
     "__version__", "parse", "parse_file", "simulate", "run_file", "Result", "Machine", "DEFAULT_MACHINE",
     "load_machine", "resolve_machine", "Program", "Instr", "Reg", "Mem", "Span", "ArrayDecl", "ISA",
     "ToyMachineError", "AsmError", "ConfigError", "DataError", "MachineLimitError", "RuntimeFault", "NumericsError",
+    "view",
 ]

@@ -24,16 +24,19 @@ from .sim import simulate
 def run_file(path: str, *, machine: str | None = None, registers: int | None = None, data: str | None = None,
              seed: int = 0, symbolic: bool = False, steps: bool | None = None, dtype: str | None = None,
              strict_numerics: bool = False, strict_inputs: bool = False,
-             progress: Callable[[int, int], None] | None = None) -> Result:
+             progress: Callable[[int, int], None] | None = None, step_limit: int | None = None) -> Result:
     """Run a trace file (``-`` = standard input), streaming its lines.
 
     ``strict_inputs``: an array read but never given is an error (``DataError``), not a
     warning in ``Result.warnings``. ``progress(done, total)`` is called as the file is read
-    (bytes of the file; for standard input characters, total 0)."""
+    (bytes of the file; for standard input characters, total 0). ``steps=None`` keeps the step
+    rows of runs of at most ``step_limit`` steps (default: the simulator's, 200)."""
     mach = resolve_machine(machine)
     arrays = load_data_file(data) if data else None
     kwargs = dict(registers=registers, seed=seed, symbolic=symbolic, steps=steps, dtype=dtype,
                   strict_numerics=strict_numerics, strict_inputs=strict_inputs)
+    if step_limit is not None:
+        kwargs["step_limit"] = step_limit
     if path == "-":
         chunks = binary_chunks(sys.stdin.buffer, "<stdin>")
         return simulate(Chunks(_counted(chunks, None, 0, progress) if progress else chunks), mach, arrays,

@@ -6,7 +6,7 @@ documented in the README and pinned by tests.
 
 from __future__ import annotations
 
-__all__ = ["Result", "Step", "Alarm", "MemoryView", "json_value", "arithmetic_intensity"]
+__all__ = ["Result", "Step", "Alarm", "MemoryView", "json_value", "arithmetic_intensity", "DISPLAY"]
 
 import math
 from collections.abc import Mapping
@@ -81,6 +81,12 @@ def arithmetic_intensity(flops: float, words: int, word_bytes: int) -> dict:
             "flops_per_byte": flops / (words * word_bytes) if words else None}
 
 
+# Jupyter display of a Result, MIME type → renderer. The renderers live in a higher stage
+# (toymachine.notebook), which fills this in when the package is imported; without them a
+# Result shows as text.
+DISPLAY: dict[str, Callable[["Result"], str]] = {}
+
+
 @dataclass(frozen=True)
 class Step:
     """One executed instruction and the register file after it."""
@@ -152,6 +158,14 @@ class Result:
     @property
     def write_bytes(self) -> int:
         return self.dram_writes * self.word_bytes
+
+    def _repr_html_(self) -> str | None:  # Jupyter: the run's tables (DISPLAY)
+        show = DISPLAY.get("text/html")
+        return show(self) if show else None
+
+    def _repr_markdown_(self) -> str | None:
+        show = DISPLAY.get("text/markdown")
+        return show(self) if show else None
 
     def to_dict(self, *, steps: bool = True) -> dict:
         d: dict = {

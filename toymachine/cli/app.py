@@ -14,6 +14,7 @@ import sys
 import typer
 
 from .. import __version__
+from .check import check_command
 from .flags import flags_command
 from .gen import gen_app
 from .memory import memory_command
@@ -56,6 +57,7 @@ app.command("numerics")(numerics_command)
 app.command("memory")(memory_command)
 app.command("systolic")(systolic_command)
 app.command("flags")(flags_command)
+app.command("check")(check_command)
 
 
 def main(argv: list[str] | None = None) -> None:

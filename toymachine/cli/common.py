@@ -36,7 +36,8 @@ def machine_option(help: str = "Machine YAML file or preset name (toy, toy3, toy
 
 
 def format_option(default: str = "table") -> Any:
-    return typer.Option(default, "--format", "-f", help="Output format: table, markdown, csv, json, latex, html.")
+    return typer.Option(default, "--format", "-f", help="Output format: table, markdown, csv, json, latex, html, "
+                                                        "html-fragment.")
 
 
 def output_option(help: str = "Write to FILE instead of standard output.") -> Any:

@@ -10,6 +10,8 @@ from typing import Optional
 import typer
 
 from ..api import run_file
+from ..asm import parse_file
+from ..render.stepview import MAX_STEPS
 from ..render import render, render_report
 from ..render.isa import isa_report
 from ..render.jsonout import MEMORY_MAX
@@ -40,17 +42,22 @@ def run_command(
     full_memory: bool = typer.Option(False, "--full-memory", help="JSON: every array whole, however big."),
     progress: Optional[bool] = progress_option(),
 ) -> None:
-    """Run a trace and print its per-step register table and cost summary."""
+    """Run a trace and print its per-step register table and cost summary.
+
+    --format html writes the step viewer: one offline page that steps through the run (runs of
+    up to 5,000 steps keep their steps by default; --steps for longer ones)."""
+    page = fmt.value == "html"
     with guard(fmt):
         with progress_bar(f"run {file}", show_progress(progress)) as update:
             result = run_file(file, machine=machine, registers=registers, data=data, seed=seed, symbolic=symbolic,
                               steps=steps, dtype=dtype.value if dtype else None, strict_numerics=strict_numerics,
-                              strict_inputs=strict, progress=update)
+                              strict_inputs=strict, progress=update, step_limit=MAX_STEPS if page else None)
         warn(result.warnings)
         fields = [f for f in json_fields.split(",") if f.strip()] if json_fields is not None else None
+        program = parse_file(file) if page and file != "-" else None  # the page lists the source, comments too
         text = render(result, fmt.value, steps=steps is not False, fields=fields, memory=not no_memory,
                       memory_max=None if full_memory else memory_max,
-                      width=terminal_width() if output in (None, "-") else None)
+                      width=terminal_width() if output in (None, "-") else None, program=program)
         write_output(text, output)
 
 

@@ -27,7 +27,8 @@ class Flag:
 VOCABULARY: tuple[Flag, ...] = (
     Flag("--machine", "-m", "machine preset (toy, toy3, toy6, toysram, a100, h100 …) or YAML file; on every command "
                             "that costs (cycles, time) or sizes (registers, SRAM, blocks)"),
-    Flag("--format", "-f", "output format: table, markdown, csv, json, latex, html"),
+    Flag("--format", "-f", "output format: table, markdown, csv, json, latex, html (run: the step viewer page), "
+                           "html-fragment (the tables alone)"),
     Flag("--output", "-o", "write to FILE instead of standard output (atomically, with the umask's mode)"),
     Flag("--seed", None, "seed of the deterministic random inputs"),
     Flag("--dtype", None, "number format: fp64, fp32, fp16, bf16 (numerics: a comma list; verify-gpu: the kernel's)"),
@@ -84,6 +85,8 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--a", None, "systolic: matrix A (YAML, .npy, .npz)"),
     Flag("--b", None, "systolic: matrix B (YAML, .npy, .npz)"),
     Flag("--dataflow", None, "systolic array dataflow: weight (stationary B, the TPU's MXU) or output (stationary C)"),
+    Flag("--problem", "-p", "check: the problem file (YAML) a trace is graded against"),
+    Flag("--trials", None, "check: random input draws (a trace that hard-codes its answer fails)"),
     Flag("--version", "-V", "print the version"),
     Flag("--help", "-h", "show a command's options"),
     Flag("--install-completion", None, "install shell completion (bash, zsh, fish, PowerShell)"),

@@ -4,42 +4,54 @@ contract (``render``). One module per format beside this one: ``terminal`` (tabl
 
 from __future__ import annotations
 
-__all__ = ["FORMATS", "render", "render_report", "dump_json"]
+__all__ = ["FORMATS", "render", "render_report", "dump_json", "summary_html"]
 
 import dataclasses
 import html
 import json
 from typing import Iterable
 
+from ..program import Program
 from ..result import Result
 from .cells import Code, json_cell, text_of
 from .columns import collapse_constant
 from .csvout import render_csv
 from .jsonout import MEMORY_MAX, dump_json, result_json, select_fields
 from .latex import render_latex
-from .report import Report, report_of
+from .report import DISPLAY, Report, report_of
 from .terminal import render_table
 
-FORMATS = ("table", "markdown", "csv", "json", "latex", "html")
+FORMATS = ("table", "markdown", "csv", "json", "latex", "html", "html-fragment")
 
 
 def render(result: Result, fmt: str = "table", *, steps: bool = True, width: int | None = None,
-           fields: Iterable[str] | None = None, memory: bool = True, memory_max: int | None = MEMORY_MAX) -> str:
+           fields: Iterable[str] | None = None, memory: bool = True, memory_max: int | None = MEMORY_MAX,
+           program: Program | None = None) -> str:
     """Render a run in ``fmt`` (one of ``FORMATS``). JSON: ``fields`` selects keys,
     ``memory_max`` summarises bigger arrays (None: whole), ``memory=False`` drops ``memory``.
-    ``width``: the terminal's, for ``table`` (None: as wide as the contents)."""
+    ``width``: the terminal's, for ``table`` (None: as wide as the contents). ``html`` is the
+    step viewer (``render/page.py``); ``program``, the program that ran, gives it the source."""
     if fmt == "json":
         d = result_json(result, steps=steps, memory=memory, memory_max=memory_max)
         if fields is not None:
             d = select_fields(d, fields)
         return dump_json(d)
+    if fmt == "html":  # the step viewer: one self-contained page
+        from .page import page_html
+
+        return page_html(result, steps=steps, program=program, summary=summary_html(result))
     return render_report(report_of(result, steps=steps), fmt, width=width)
+
+
+def summary_html(result: Result) -> str:
+    """A run's summary tables (no steps) as an HTML fragment: the step viewer's appendix."""
+    return render_report(report_of(result, steps=False), "html-fragment")
 
 
 def render_report(report: Report, fmt: str, *, width: int | None = None) -> str:
     """Draw ``report`` in ``fmt``. Human formats (table, markdown, latex, html) list a section's
     constant columns above it (``Section.collapse``); CSV and JSON keep every column."""
-    if fmt in ("table", "markdown", "latex", "html"):
+    if fmt in ("table", "markdown", "latex", "html", "html-fragment"):
         report = dataclasses.replace(report, sections=tuple(collapse_constant(s) for s in report.sections))
     if fmt == "table":
         return render_table(report, width)
@@ -49,7 +61,11 @@ def render_report(report: Report, fmt: str, *, width: int | None = None) -> str:
         return render_csv(report)
     if fmt == "latex":
         return render_latex(report)
-    if fmt == "html":
+    if fmt == "html":  # a whole page (doctype, inline style) around the tables
+        from .page import document_html
+
+        return document_html(report, _html(report))
+    if fmt == "html-fragment":  # the bare tables, for slides and notebooks
         return _html(report)
     if fmt == "json":
         return json.dumps({s.title.lower(): [dict(zip(s.json_keys(), (json_cell(c) for c in r))) for r in s.rows]
@@ -101,3 +117,7 @@ def _html(report: Report) -> str:
         out.append(f"<p>{html.escape(n)}</p>")
     out.append("</div>")
     return "\n".join(out) + "\n"
+
+
+DISPLAY.update({"text/html": lambda report: render_report(report, "html-fragment"),  # Report's Jupyter reprs
+                "text/markdown": lambda report: render_report(report, "markdown")})

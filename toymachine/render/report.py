@@ -9,10 +9,10 @@ instruction counts and the arrays written.
 
 from __future__ import annotations
 
-__all__ = ["Report", "Section", "report_of", "format_number", "value_text", "memory_name", "seconds"]
+__all__ = ["Report", "Section", "report_of", "format_number", "value_text", "memory_name", "seconds", "DISPLAY"]
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..result import Result
 from .units import UNITS_HEADERS, memory_peak_text, units_rows
@@ -45,6 +45,19 @@ class Report:
     title: str
     sections: tuple[Section, ...]
     notes: tuple[str, ...] = field(default=())
+
+    def _repr_html_(self) -> str | None:  # Jupyter shows sweep tables, the ISA, … as tables
+        show = DISPLAY.get("text/html")
+        return show(self) if show else None
+
+    def _repr_markdown_(self) -> str | None:
+        show = DISPLAY.get("text/markdown")
+        return show(self) if show else None
+
+
+# Jupyter display of a Report, MIME type → renderer: filled in by render/formats.py (which
+# imports this module, so this one cannot import it).
+DISPLAY: dict[str, Callable[[Report], str]] = {}
 
 
 SYMBOLIC_LIMIT = 60  # characters of a register's expression in the step table (whole terms)

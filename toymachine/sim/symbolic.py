@@ -47,6 +47,8 @@ class Expr:
         if self._leaves is None:
             if self.op == "leaf":
                 self._leaves = frozenset([self])
+            elif self.op == "const":  # a number (a fill value such as −inf): no inputs below it
+                self._leaves = frozenset()
             else:
                 acc: set = set()
                 for a in self.args:

@@ -1,0 +1,358 @@
+"""The expected-value language of problem files: parsed and evaluated here, never by Python.
+
+An ``expect:`` entry is a small expression over the problem's input arrays::
+
+    a @ b                      softmax(x)                 var(x)
+    softmax(Q @ K.T) @ V       mean(x)                    max(x, axis=0)
+
+Grammar (precedence low → high; left-associative)::
+
+    expr    := term (("+" | "-") term)*
+    term    := unary (("*" | "/" | "@") unary)*
+    unary   := "-" unary | postfix
+    postfix := atom (".T")*
+    atom    := NUMBER | NAME | CALL | "(" expr ")"
+    CALL    := FUNCTION "(" expr ("," expr)* ("," KEYWORD "=" expr)* ")"
+
+Names are the problem's inputs. Functions (numpy semantics, float64):
+
+==============  =================================================================
+``exp(x)``      elementwise eˣ; also ``log(x)``, ``sqrt(x)``
+``max(x)``      the largest element; ``max(x, axis=k)`` along an axis; ``max(x, y)``
+                the elementwise maximum
+``sum(x)``      the sum of all elements; ``sum(x, axis=k)``
+``mean(x)``     the mean; ``mean(x, axis=k)``
+``var(x)``      the *sample* variance, ddof = 1 (divides by n − 1, as seed 000's
+                Welford quiz does); ``var(x, ddof=0)`` divides by n; ``axis=k``
+``softmax(x)``  e^(x − max) / Σ e^(x − max) along the last axis (``axis=k`` for another)
+==============  =================================================================
+
+``@`` is the matrix product, ``.T`` the transpose, ``*`` and ``/`` elementwise with numpy
+broadcasting. Nothing else exists: an attribute (``x.shape``), an index (``x[0]``), a
+string, ``**``, or any other name is refused with an error naming the token — the text is
+tokenised and parsed here, so no Python code ever runs.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Node", "Num", "Name", "Unary", "Binary", "Transpose", "Call", "FUNCTIONS", "parse_expr",
+           "evaluate", "names_in", "ExprError"]
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+
+
+class ExprError(Exception):
+    """A bad expression: ``pos`` (0-based offset) and ``length`` locate the token."""
+
+    def __init__(self, message: str, pos: int, length: int = 1, hint: str | None = None):
+        super().__init__(message)
+        self.message, self.pos, self.length, self.hint = message, pos, max(1, length), hint
+
+
+@dataclass(frozen=True)
+class Num:
+    value: float
+    pos: int
+
+
+@dataclass(frozen=True)
+class Name:
+    name: str
+    pos: int
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str
+    operand: "Node"
+    pos: int
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str
+    left: "Node"
+    right: "Node"
+    pos: int
+
+
+@dataclass(frozen=True)
+class Transpose:
+    operand: "Node"
+    pos: int
+
+
+@dataclass(frozen=True)
+class Call:
+    function: str
+    args: tuple["Node", ...]
+    keywords: tuple[tuple[str, "Node"], ...]
+    pos: int
+    length: int
+
+
+Node = Num | Name | Unary | Binary | Transpose | Call
+
+# function → (positional arguments min, max; keywords allowed)
+FUNCTIONS: dict[str, tuple[int, int, tuple[str, ...]]] = {
+    "exp": (1, 1, ()), "log": (1, 1, ()), "sqrt": (1, 1, ()),
+    "max": (1, 2, ("axis",)), "sum": (1, 1, ("axis",)), "mean": (1, 1, ("axis",)),
+    "var": (1, 1, ("axis", "ddof")), "softmax": (1, 1, ("axis",)),
+}
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<tr>\.T\b)
+  | (?P<attr>\.[A-Za-z_]\w*)
+  | (?P<name>[A-Za-z_]\w*)
+  | (?P<bad>\*\*|//|==|!=|<=|>=|->|[^\s\w.+\-*/@(),=]|\.)
+  | (?P<op>[-+*/@(),=])
+""", re.VERBOSE)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # num | name | tr | op | end
+    text: str
+    pos: int
+
+
+def _tokens(text: str) -> list[_Tok]:
+    """Tokens; text outside the language becomes a ``bad`` token that the parser refuses
+    where it meets it (so ``__import__("os")`` is refused for ``__import__``, its first word)."""
+    out: list[_Tok] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            out.append(_Tok("bad", text[pos], pos))
+            pos += 1
+            continue
+        if m.lastgroup != "ws":
+            out.append(_Tok(m.lastgroup, m.group(m.lastgroup), pos))
+        pos = m.end()
+    out.append(_Tok("end", "", len(text)))
+    return out
+
+
+def _refuse(t: _Tok):
+    if t.kind == "attr":
+        raise ExprError(f"attribute access '{t.text}' is not allowed", t.pos, len(t.text),
+                        hint="only .T (transpose) may follow a value; " + _LANGUAGE)
+    hint = _LANGUAGE
+    if t.text == "[":
+        hint = "indexing is not supported: the expected array's key can name a cell or block, e.g. `c[0][1]: a @ b`"
+    raise ExprError(f"'{t.text}' is not part of the expression language", t.pos, len(t.text), hint=hint)
+
+
+_LANGUAGE = ("expressions use the inputs' names, numbers, + - * / @, unary minus, .T and "
+             + ", ".join(f"{f}()" for f in FUNCTIONS))
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.toks = _tokens(text)
+        self.i = 0
+
+    @property
+    def tok(self) -> _Tok:
+        return self.toks[self.i]
+
+    def take(self) -> _Tok:
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def expect(self, text: str, what: str) -> _Tok:
+        if self.tok.text != text:
+            self.unexpected(what)
+        return self.take()
+
+    def unexpected(self, what: str):
+        t = self.tok
+        if t.kind in ("bad", "attr"):
+            _refuse(t)
+        if t.kind == "end":
+            raise ExprError(f"the expression ends where {what} should follow", t.pos)
+        raise ExprError(f"unexpected '{t.text}' where {what} should be", t.pos, len(t.text))
+
+    def parse(self) -> Node:
+        if self.tok.kind == "end":
+            raise ExprError("empty expression", 0, hint=_LANGUAGE)
+        node = self.expr()
+        if self.tok.kind != "end":
+            self.unexpected("an operator")
+        return node
+
+    def expr(self) -> Node:
+        node = self.term()
+        while self.tok.text in ("+", "-"):
+            op = self.take()
+            node = Binary(op.text, node, self.term(), op.pos)
+        return node
+
+    def term(self) -> Node:
+        node = self.unary()
+        while self.tok.text in ("*", "/", "@"):
+            op = self.take()
+            node = Binary(op.text, node, self.unary(), op.pos)
+        return node
+
+    def unary(self) -> Node:
+        if self.tok.text == "-":
+            op = self.take()
+            return Unary("-", self.unary(), op.pos)
+        return self.postfix()
+
+    def postfix(self) -> Node:
+        node = self.atom()
+        while self.tok.kind == "tr":
+            node = Transpose(node, self.take().pos)
+        return node
+
+    def atom(self) -> Node:
+        t = self.tok
+        if t.kind == "num":
+            self.take()
+            return Num(float(t.text), t.pos)
+        if t.text == "(":
+            self.take()
+            node = self.expr()
+            self.expect(")", "')'")
+            return node
+        if t.kind == "name":
+            self.take()
+            if self.tok.text == "(":
+                return self.call(t)
+            if t.text in FUNCTIONS:
+                raise ExprError(f"'{t.text}' is a function: call it, e.g. {t.text}(x)", t.pos, len(t.text))
+            return Name(t.text, t.pos)
+        self.unexpected("a value (a name, a number or '(')")
+
+    def call(self, name: _Tok) -> Call:
+        if name.text not in FUNCTIONS:
+            raise ExprError(f"unknown function '{name.text}'", name.pos, len(name.text), hint=_LANGUAGE)
+        lo, hi, allowed = FUNCTIONS[name.text]
+        self.expect("(", "'('")
+        args: list[Node] = []
+        keywords: list[tuple[str, Node]] = []
+        while True:
+            if self.tok.kind == "name" and self.toks[self.i + 1].text == "=":
+                key = self.take()
+                self.take()
+                if key.text not in allowed:
+                    ok = f"it takes {', '.join(k + '=' for k in allowed)}" if allowed else "it takes no keywords"
+                    raise ExprError(f"{name.text}() has no keyword '{key.text}'", key.pos, len(key.text), hint=ok)
+                if any(k == key.text for k, _ in keywords):
+                    raise ExprError(f"keyword '{key.text}' given twice", key.pos, len(key.text))
+                keywords.append((key.text, self.expr()))
+            else:
+                if keywords:
+                    self.unexpected("a keyword argument (positional arguments come first)")
+                args.append(self.expr())
+            if self.tok.text == ",":
+                self.take()
+                continue
+            end = self.expect(")", "',' or ')'")
+            break
+        if not lo <= len(args) <= hi:
+            want = str(lo) if lo == hi else f"{lo} or {hi}"
+            raise ExprError(f"{name.text}() takes {want} argument{'s' if hi > 1 else ''}, got {len(args)}",
+                            name.pos, end.pos + 1 - name.pos)
+        if name.text == "max" and len(args) == 2 and keywords:
+            raise ExprError("max(x, y) is elementwise and takes no axis", name.pos, end.pos + 1 - name.pos)
+        return Call(name.text, tuple(args), tuple(keywords), name.pos, end.pos + 1 - name.pos)
+
+
+def parse_expr(text: str) -> Node:
+    """Parse an expression (raises ``ExprError`` with the offending token's position)."""
+    return _Parser(text).parse()
+
+
+def names_in(node: Node) -> list[Name]:
+    """Every name the expression reads, in order."""
+    if isinstance(node, Name):
+        return [node]
+    if isinstance(node, (Unary, Transpose)):
+        return names_in(node.operand)
+    if isinstance(node, Binary):
+        return names_in(node.left) + names_in(node.right)
+    if isinstance(node, Call):
+        out: list[Name] = []
+        for a in node.args + tuple(v for _, v in node.keywords):
+            out += names_in(a)
+        return out
+    return []
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+_ELEMENTWISE: dict[str, Callable] = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt}
+_BINARY: dict[str, Callable] = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "@": np.matmul}
+
+
+def _int_arg(node: Node, value, what: str) -> int:
+    if np.ndim(value) != 0 or float(value) != int(value):
+        raise ExprError(f"{what} must be a whole number", node.pos)
+    return int(value)
+
+
+def evaluate(node: Node, env: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The expression's value (float64 ndarray; 0-d for a scalar). Shape errors raise
+    ``ExprError`` at the operator or call that failed."""
+    with np.errstate(all="ignore"):
+        return np.asarray(_eval(node, env), dtype=np.float64)
+
+
+def _eval(node: Node, env: Mapping[str, np.ndarray]):
+    if isinstance(node, Num):
+        return np.float64(node.value)
+    if isinstance(node, Name):
+        if node.name not in env:
+            raise ExprError(f"unknown name '{node.name}'", node.pos, len(node.name),
+                            hint=f"names are the problem's inputs: {', '.join(env) or '(none)'}")
+        return np.asarray(env[node.name], dtype=np.float64)
+    if isinstance(node, Unary):
+        return -_eval(node.operand, env)
+    if isinstance(node, Transpose):
+        return np.transpose(_eval(node.operand, env))
+    if isinstance(node, Binary):
+        a, b = _eval(node.left, env), _eval(node.right, env)
+        try:
+            if node.op == "@" and (np.ndim(a) == 0 or np.ndim(b) == 0):
+                raise ValueError("@ needs arrays on both sides, not a scalar (use * to scale)")
+            return _BINARY[node.op](a, b)
+        except ValueError as exc:
+            raise ExprError(f"'{node.op}' cannot combine shapes {np.shape(a)} and {np.shape(b)}: {exc}", node.pos) from None
+    if isinstance(node, Call):
+        args = [_eval(a, env) for a in node.args]
+        kw = {k: (v, _eval(v, env)) for k, v in node.keywords}
+        axis = _int_arg(kw["axis"][0], kw["axis"][1], "axis") if "axis" in kw else None
+        x = args[0]
+        try:
+            if node.function in _ELEMENTWISE:
+                return _ELEMENTWISE[node.function](x)
+            if node.function == "max":
+                return np.maximum(x, args[1]) if len(args) == 2 else np.max(x, axis=axis)
+            if node.function == "sum":
+                return np.sum(x, axis=axis)
+            if node.function == "mean":
+                return np.mean(x, axis=axis)
+            if node.function == "var":
+                ddof = _int_arg(kw["ddof"][0], kw["ddof"][1], "ddof") if "ddof" in kw else 1
+                return np.var(x, axis=axis, ddof=ddof)
+            if np.ndim(x) == 0:
+                raise ValueError("softmax needs an array (a scalar has no axis)")
+            return _softmax(x, -1 if axis is None else axis)
+        except ValueError as exc:  # numpy's AxisError is a ValueError
+            raise ExprError(f"{node.function}(): {exc}", node.pos, node.length) from None
+    raise TypeError(node)  # pragma: no cover - the parser makes only the nodes above

@@ -1,0 +1,268 @@
+"""Grade a trace against a problem: run it on the problem's machine with the problem's
+inputs (several random draws), compare every expected array, check every budget.
+
+The toy machine has no branches, so a trace executes each of its instructions exactly
+once, in order: the words a trace reads from or writes to one array (``max_reads``,
+``max_writes``) are counted from its LOAD/STORE operands.
+
+What fails and what is an error: a problem file that is wrong (unknown key, bad shape,
+an expression outside the language) raises ``ConfigError`` (exit 2); a trace file that
+cannot be read raises too. A trace that does not assemble, faults while running or needs
+more than the machine has is a *failed* grade (the ``run`` check, with the error as its
+message), because that is a verdict on the submission.
+"""
+
+from __future__ import annotations
+
+__all__ = ["check_trace", "draw_inputs"]
+
+import dataclasses
+import math
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..asm import parse
+from ..errors import ConfigError, Location, ToyMachineError
+from ..machine import Machine
+from ..program import Mem, Program, Span
+from ..result import Result
+from ..sim import simulate
+from .expr import evaluate
+from .problem import ARRAY_BUDGETS, BUDGETS, Expectation, Problem, load_problem
+from .report import Check, CheckReport
+
+
+def draw_inputs(problem: Problem, seed: int, trial: int) -> dict[str, np.ndarray]:
+    """The input arrays of one trial: literals as given, random ones drawn from
+    ``default_rng([seed, trial, crc32(name)])``."""
+    out = {}
+    for spec in problem.inputs:
+        if not spec.random:
+            out[spec.name] = spec.value.copy()
+            continue
+        rng = np.random.default_rng([seed, trial, zlib.crc32(spec.name.encode())])
+        if spec.dist == "uniform":
+            out[spec.name] = rng.uniform(spec.low, spec.high, spec.shape)
+        elif spec.dist == "integers":
+            out[spec.name] = rng.integers(math.ceil(spec.low), math.floor(spec.high), spec.shape,
+                                          endpoint=True).astype(np.float64)
+        else:
+            out[spec.name] = rng.standard_normal(spec.shape)
+    return out
+
+
+def _read_trace(trace: str | os.PathLike | Program) -> tuple[str, str | Program]:
+    """(name, text or Program) of a trace given as a path, assembly text or a Program."""
+    if isinstance(trace, Program):
+        return trace.file, trace
+    if isinstance(trace, str) and ("\n" in trace or not trace.strip()):
+        return "<trace>", trace
+    path = os.fspath(trace)
+    try:
+        return path, Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"no such trace file: {path}", loc=Location(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read trace file {path}: {getattr(exc, 'strerror', None) or exc}",
+                          loc=Location(path)) from None
+
+
+def _nested_shape(values) -> tuple[int, ...]:
+    shape = []
+    while isinstance(values, list):
+        shape.append(len(values))
+        values = values[0] if values else None
+    return tuple(shape)
+
+
+def _written_mask(values) -> np.ndarray:
+    """True where the run wrote a value (None = never written)."""
+    return np.array(_map_nested(values, lambda v: v is not None), dtype=bool)
+
+
+def _map_nested(values, fn):
+    return [_map_nested(v, fn) for v in values] if isinstance(values, list) else fn(values)
+
+
+def _index(address: Mem, shape: tuple[int, ...]) -> tuple | None:
+    """A numpy index for an address, or None if it lies outside ``shape``."""
+    if len(address.index) != len(shape):
+        return None
+    idx: list = []
+    for item, n in zip(address.index, shape):
+        if isinstance(item, Span):
+            start, stop = item.start or 0, n if item.stop is None else item.stop
+            if stop > n or start >= stop:
+                return None
+            idx.append(slice(start, stop))
+        else:
+            if item >= n:
+                return None
+            idx.append(item)
+    return tuple(idx)
+
+
+def _words(mem: Mem, shape: tuple[int, ...]) -> int:
+    n = 1
+    for item, size in zip(mem.index, shape):
+        if isinstance(item, Span):
+            n *= (size if item.stop is None else item.stop) - (item.start or 0)
+    return n
+
+
+def _compare(exp: Expectation, result: Result, want: np.ndarray, tol: float) -> tuple[bool, float, str, dict | None]:
+    """(passed, max |diff|, message, first difference) for one trial."""
+    name = exp.array
+    if name not in result.memory or name not in result.written_arrays:
+        return False, math.inf, f"the trace never stores to '{name}'", None
+    values = result.memory[name]
+    got = np.asarray(result.array(name), dtype=np.float64)
+    mask = _written_mask(values)
+    offset: tuple = ()
+    if exp.address is not None:
+        idx = _index(exp.address, got.shape)
+        if idx is None:
+            return False, math.inf, f"'{exp.target}' lies outside the trace's '{name}' (shape {got.shape})", None
+        widx = _index(exp.address, want.shape) if want.ndim == len(exp.address.index) else None
+        if widx is not None:  # the expression gives the whole array: compare the same cells
+            want = want[widx]
+        got, mask = got[idx], mask[idx]
+        offset = tuple((i.start if isinstance(i, slice) else i) for i in idx)
+        keep = [not isinstance(i, slice) for i in idx]
+    else:
+        keep = [False] * got.ndim
+    if want.ndim == 0 and got.size == 1:
+        want = np.full(got.shape, float(want))
+    if want.shape != got.shape:
+        return False, math.inf, (f"'{exp.target}' has shape {got.shape} in the trace but {exp.text} has shape "
+                                 f"{want.shape}"), None
+
+    def full_index(local: tuple) -> list[int]:
+        it = iter(local)
+        if exp.address is None:
+            return [int(i) for i in local]
+        return [int(o) if k else int(o) + int(next(it)) for o, k in zip(offset, keep)]
+
+    if not mask.all():
+        where = tuple(int(i) for i in np.argwhere(~mask)[0])
+        cell = name + "".join(f"[{i}]" for i in full_index(where))
+        return False, math.inf, f"{cell} was never stored ({int((~mask).sum())} cell(s) of '{exp.target}' missing)", None
+    both_nan = np.isnan(got) & np.isnan(want)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(both_nan, 0.0, np.abs(got - want))
+    diff = np.where(np.isnan(diff), np.inf, diff)  # one side NaN, or inf − inf
+    ok = np.isclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+    worst = float(diff.max()) if diff.size else 0.0
+    if ok.all():
+        return True, worst, "", None
+    where = tuple(int(i) for i in np.argwhere(~ok)[0])
+    g, w = float(got[where]), float(want[where])
+    cell = name + "".join(f"[{i}]" for i in full_index(where))
+    first = {"index": full_index(where), "got": g, "expected": w}
+    return False, worst, f"{cell} = {g:.10g}, expected {w:.10g} ({exp.text}); |diff| {abs(g - w):.3g}", first
+
+
+def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike | Problem, *,
+                seed: int | None = None, trials: int | None = None, name: str | None = None,
+                machine: Machine | None = None) -> CheckReport:
+    """Grade ``trace`` against ``problem`` (a path or a loaded ``Problem``): one check per
+    expected array and per budget, plus a ``run`` check if the trace cannot run.
+
+    ``trace`` is a path, assembly text (a string with a newline in it) or a ``Program``;
+    ``name`` names text in messages (default ``<trace>``). ``seed``/``trials`` override the
+    problem's, and ``machine`` its machine (a note in the report says so)."""
+    if not isinstance(problem, Problem):
+        problem = load_problem(problem)
+    seed = problem.seed if seed is None else seed
+    trials = problem.trials if trials is None else trials
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ConfigError(f"trials must be a whole number ≥ 1, got {trials!r}", loc=Location(problem.file))
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed must be a whole number ≥ 0, got {seed!r}", loc=Location(problem.file))
+    label, source = _read_trace(trace)
+    name = name or label
+    notes: tuple[str, ...] = ()
+    if machine is not None:
+        notes = (f"machine {machine.name} instead of the problem's {problem.machine.name}",)
+        problem = dataclasses.replace(problem, machine=machine)
+    checks: list[Check] = []
+    results: list[Result] = []
+    program = source
+    try:
+        if not isinstance(program, Program):
+            program = parse(source, name)
+        for t in range(trials):
+            results.append(simulate(program, problem.machine, draw_inputs(problem, seed, t), seed=seed + t,
+                                    steps=False))
+    except ToyMachineError as err:
+        checks.append(Check("run", "run", False, message=err.render()))
+        return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes)
+    checks += _value_checks(problem, results, seed)
+    checks += _budget_checks(problem, results, program)
+    return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes)
+
+
+def _value_checks(problem: Problem, results: list[Result], seed: int) -> list[Check]:
+    out = []
+    for exp in problem.expect:
+        worst, failure = 0.0, None
+        for t, result in enumerate(results):
+            want = evaluate(exp.node, draw_inputs(problem, seed, t))  # shapes were checked on loading
+            ok, diff, message, first = _compare(exp, result, want, problem.tolerance)
+            worst = max(worst, diff)
+            if not ok and failure is None:
+                failure = (t, message + (f" (trial {t + 1} of {len(results)})" if len(results) > 1 else ""), first)
+        if failure is None:
+            message = f"max |diff| {worst:.3g} over {len(results)} trial(s)"
+            out.append(Check(exp.target, "value", True, worst, problem.tolerance, message))
+        else:
+            t, message, first = failure
+            out.append(Check(exp.target, "value", False, worst, problem.tolerance, message, t, first))
+    return out
+
+
+_CHECK_NAMES = {"max_cycles": "cycles", "max_loads": "loads", "max_stores": "stores", "max_registers": "registers",
+                "max_dram_reads": "DRAM reads", "max_dram_writes": "DRAM writes", "max_sram": "SRAM peak"}
+
+
+def _figure(key: str, result: Result) -> Any:
+    if key == "max_cycles":
+        return result.cycles
+    if key == "max_loads":
+        return result.ops.get("LOAD", 0)
+    if key == "max_stores":
+        return result.ops.get("STORE", 0)
+    if key == "max_registers":
+        return result.registers_used
+    if key == "max_dram_reads":
+        return result.dram_reads
+    if key == "max_dram_writes":
+        return result.dram_writes
+    return result.extra.get("sram_peak", result.registers_used)  # max_sram; the scalar machine: its registers
+
+
+def _budget_checks(problem: Problem, results: list[Result], program: Program) -> list[Check]:
+    out = []
+    for key, limit in problem.budgets.items():
+        figure = max(_figure(key, r) for r in results)
+        figure = int(figure) if float(figure).is_integer() else figure
+        what = BUDGETS[key]
+        passed = figure <= limit
+        out.append(Check(_CHECK_NAMES[key], "budget", passed, figure, limit,
+                         f"{what}: {figure:g} {'≤' if passed else '>'} {limit:g}"))
+    shapes = {n: _nested_shape(results[0].memory[n]) for n in results[0].memory}
+    for key, per_array in problem.array_budgets.items():
+        kind = "load" if key == "max_reads" else "store"
+        pos = 0 if kind == "load" else 1
+        for array, limit in per_array.items():
+            words = sum(_words(ins.args[pos], shapes.get(array, ()))
+                        for ins in program.instrs
+                        if ins.op == ("LOAD" if kind == "load" else "STORE") and ins.args[pos].array == array)
+            passed = words <= limit
+            out.append(Check(f"{key.removeprefix('max_')} {array}", "budget", passed, words, limit,
+                             f"{ARRAY_BUDGETS[key]} {array}: {words} {'≤' if passed else '>'} {limit}"))
+    return out

@@ -1,0 +1,105 @@
+"""A grade: one ``Check`` per expected array and per budget, and how to show it.
+
+``CheckReport.to_dict()`` is the JSON contract (``toym check --format json``)::
+
+    {"problem": title, "problem_file": path, "trace": path, "passed": bool,
+     "trials": K, "seed": s,
+     "checks": [{"name": "c", "kind": "value", "passed": false, "figure": 0.5,
+                 "limit": 1e-09, "message": "...", "trial": 1,
+                 "first_difference": {"index": [0, 1], "got": 22.5, "expected": 22.0}}, …]}
+
+``kind`` is ``run`` (the trace assembled and ran), ``value`` (an expected array; figure =
+largest |trace − expected| over the trials, limit = the tolerance) or ``budget`` (figure
+= what the run used, limit = the budget).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Check", "CheckReport"]
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from ..render import Report, Section, render_report
+from ..render.report import format_number
+
+
+def _json_number(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    kind: str  # run | value | budget
+    passed: bool
+    figure: float | int | None = None
+    limit: float | int | None = None
+    message: str = ""
+    trial: int | None = None  # the first failing trial (0-based), for value checks
+    first_difference: dict | None = None  # {"index": [...], "got": x, "expected": y}
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "kind": self.kind, "passed": self.passed, "figure": _json_number(self.figure),
+             "limit": _json_number(self.limit), "message": self.message}
+        if self.trial is not None:
+            d["trial"] = self.trial
+        if self.first_difference is not None:
+            d["first_difference"] = {k: _json_number(v) if not isinstance(v, list) else v
+                                     for k, v in self.first_difference.items()}
+        return d
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    problem: str
+    problem_file: str
+    trace: str
+    checks: tuple[Check, ...]
+    trials: int
+    seed: int
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def failed(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if not c.passed)
+
+    def to_dict(self) -> dict:
+        return {"problem": self.problem, "problem_file": self.problem_file, "trace": self.trace,
+                "passed": self.passed, "trials": self.trials, "seed": self.seed,
+                "checks": [c.to_dict() for c in self.checks]}
+
+    def report(self) -> Report:
+        rows = tuple((c.name, "pass" if c.passed else "FAIL", _figure(c.figure), _figure(c.limit), c.message)
+                     for c in self.checks)
+        verdict = (f"passed: all {len(self.checks)} checks" if self.passed
+                   else f"failed: {len(self.failed)} of {len(self.checks)} checks")
+        notes = (f"{self.trace} against {self.problem_file}: {verdict} ({self.trials} trial(s), seed {self.seed})",)
+        section = Section(self.problem, ("check", "result", "figure", "limit", "detail"), rows,
+                          align=("l", "l", "r", "r", "l"))
+        return Report(self.problem, (section,), notes + self.notes)
+
+    def render(self, fmt: str = "table") -> str:
+        """The grade as text: ``json`` (``to_dict``) or any table format."""
+        if fmt == "json":
+            return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return render_report(self.report(), fmt)
+
+    def _repr_html_(self) -> str:
+        return self.render("html-fragment")
+
+    def _repr_markdown_(self) -> str:
+        return self.render("markdown")
+
+
+def _figure(x) -> str:
+    if x is None:
+        return ""
+    return format_number(x) if not isinstance(x, str) else x
