@@ -141,3 +141,15 @@ def test_stdin_errors_are_located():
     with pytest.raises(AsmError, match="not valid UTF-8") as exc:
         simulate(Chunks(binary_chunks(io.BytesIO(b"LOAD x[0], R0\nMOV R0, R1 ; caf\xe9\n"))), steps=False)
     assert (exc.value.loc.line, exc.value.loc.col) == (2, 17)
+
+
+@pytest.mark.parametrize("name", ["fa2_n5_d3.asm", "fa1_n5_d3.asm"])
+def test_paper_rule_counts_the_same_streamed_or_parsed(name):
+    """Under sram_rule paper a register counts if any LOAD/STORE of a 2-D block names it — also when
+    it is FILLed before that line streams past (O_i in FA2)."""
+    from conftest import PROGRAMS
+    from toymachine import resolve_machine
+
+    machine = resolve_machine("toysram-paper")
+    text = (PROGRAMS / name).read_text()
+    _same(simulate(parse(text), machine, steps=False), simulate(io.StringIO(text), machine, steps=False))

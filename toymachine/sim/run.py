@@ -69,6 +69,8 @@ class Run:
         self.fns: dict[str, Callable] = {}  # mnemonic → scalar operation (the scalar engine's setup)
         self.sram_cap = 1 << 62  # the tile engine's setup: SRAM capacity in words, rounding of tile writes
         self.tround: Callable | None = None
+        self.paper_names: set[str] = set()  # sram_rule paper: registers that hold blocks of HBM matrices
+        self.sram_counted: set[int] = set()  # …their slots
         for engine in ENGINES:
             engine.setup(self)
 
@@ -116,6 +118,8 @@ class Run:
         self.names.append(reg.name)
         self.regs.append(None)
         self.sizes.append(0)
+        if reg.name in self.paper_names:  # sram_rule paper: a register that holds HBM matrix blocks
+            self.sram_counted.add(s)
         return s
 
     def _accumulator(self, line: int, operand: int) -> int:

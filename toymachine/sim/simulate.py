@@ -24,13 +24,13 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..asm import Chunks, line_chunks, parse, text_chunks
-from ..errors import RuntimeFault
+from ..asm import Chunks, line_chunks, parse, parse_line, text_chunks
+from ..errors import AsmError, RuntimeFault
 from ..isa import MNEMONICS
 from ..machine import DEFAULT_MACHINE, Machine
-from ..program import Program
+from ..program import ArrayDecl, Program
 from ..result import MemoryView, Result, Step, arithmetic_intensity
-from .engines import ENGINES, scalar, units
+from .engines import ENGINES, scalar, tile, units
 from .engines.kinds import MM, SFU, VEC
 from .engines.kinds import LOAD, STORE
 from .inputs import empty_trace, unset_inputs
@@ -84,7 +84,11 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
             _run_program(run, program, data)
         else:
             try:
-                run_text(run, _chunks(program))
+                chunks = _chunks(program)
+                if run.machine.sram_rule == "paper":  # which registers count is known only from the whole trace
+                    chunks = list(chunks)
+                    tile.note_paper_registers(run, _instrs_of(chunks, fname))
+                run_text(run, chunks)
             except RecursionError:
                 raise RuntimeFault("expression too deep for symbolic mode", hint="run without --symbolic") from None
     if run.step == 0:
@@ -150,6 +154,8 @@ def _run_program(run: Run, program: Program, data: dict | None) -> None:
         run.source = lambda line: text[line - 1] if 0 < line <= len(text) else None
     for decl in program.arrays:
         run.declare(decl, data)
+    if run.machine.sram_rule == "paper":
+        tile.note_paper_registers(run, instrs)
     by_id: dict[int, tuple] = {}
     for start in range(0, len(instrs), PROGRAM_CHUNK):
         chunk = instrs[start:start + PROGRAM_CHUNK]
@@ -175,6 +181,20 @@ def _run_program(run: Run, program: Program, data: dict | None) -> None:
             by_id.clear()
             run.memory_templates.clear()
         execute(run, codes, first + start if lines is None else start, lines)
+
+
+def _instrs_of(chunks: list[str], fname: str):
+    """The LOAD/STORE instructions of a trace's text (parse errors wait for the run, in order)."""
+    for text in chunks:
+        for line in text.split("\n"):
+            head = line.lstrip()[:5].upper()
+            if head.startswith(("LOAD", "STORE")) and ":" in line:
+                try:
+                    ins = parse_line(line, 0, fname)
+                except AsmError:
+                    continue
+                if ins is not None and not isinstance(ins, ArrayDecl):
+                    yield ins
 
 
 def _chunks(source) -> Iterable[str]:

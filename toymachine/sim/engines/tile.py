@@ -63,7 +63,7 @@ that underflow to zero are counted.
 
 from __future__ import annotations
 
-__all__ = ["claims", "setup", "compile", "report"]
+__all__ = ["claims", "setup", "compile", "report", "note_paper_registers"]
 
 import math
 
@@ -95,7 +95,8 @@ def setup(run) -> None:
     run.sram_cap = (1 << 62) if cap is None else cap
     run.tround = tile_rounder(run)
     run.sram_exact = run.machine.sram_rule != "paper"  # paper: only registers holding HBM matrix blocks count
-    run.sram_counted = set()  # those registers' slots, found as LOAD/STORE of 2-D blocks compile
+    run.sram_counted = set()  # those registers' slots (note_paper_registers, before the run)
+    run.paper_names = set()  # …and their names
     units.setup(run)
 
 
@@ -208,10 +209,22 @@ def _dropout_operands(run, line: int, a: tuple) -> tuple:
     return float(p), int(a[2]), int(a[3]), int(a[4]), int(a[5])
 
 
+def note_paper_registers(run, instrs) -> None:
+    """``sram_rule: paper``: the registers any LOAD/STORE of a 2-D block names, known before the run
+    (a register FILLed before its first STORE counts from the FILL on): ``Run.slot`` counts them."""
+    for ins in instrs:
+        if ins.op in ("LOAD", "STORE"):
+            mem, reg = (ins.args[0], ins.args[1]) if ins.op == "LOAD" else (ins.args[1], ins.args[0])
+            if isinstance(mem, Mem) and isinstance(reg, Reg) and sum(isinstance(i, Span) for i in mem.index) == 2:
+                run.paper_names.add(reg.name)
+                if reg.name in run.slots:
+                    run.sram_counted.add(run.slots[reg.name])
+
+
 def _paper_count(run, mem: Mem, slot: int) -> None:
     """Under ``sram_rule: paper`` a register counts against SRAM iff a 2-D block of an HBM array is
     loaded into it or stored from it (the paper's Q_i, K_j, V_j, O_i; not S, m, ℓ, temporaries).
-    Compilation finishes before the run starts, so the set is complete when it is read."""
+    ``note_paper_registers`` finds them all before the run starts; this keeps the set complete."""
     if not run.sram_exact and sum(isinstance(i, Span) for i in mem.index) == 2:
         run.sram_counted.add(slot)
 
