@@ -63,9 +63,12 @@ class Mem:
         return all(isinstance(i, int) for i in self.index)
 
     def __str__(self) -> str:
+        index = self.index
+        if len(index) == 1 and type(index[0]) is int:  # the common case: x[3]
+            return f"{self.array}[{index[0]}]"
         if self.is_scalar:
-            return self.array + "".join(f"[{i}]" for i in self.index)
-        return f"{self.array}[{', '.join(str(i) for i in self.index)}]"
+            return self.array + "".join(f"[{i}]" for i in index)
+        return f"{self.array}[{', '.join(str(i) for i in index)}]"
 
 
 Operand = Union[Reg, Mem, float]
@@ -156,7 +159,15 @@ class Program:
     def to_text(self) -> str:
         lines = [f"; {h}".rstrip() if h else ";" for h in self.header]
         lines += [a.to_text() for a in self.arrays]
-        lines += [str(i) for i in self.instrs]
+        texts: dict[int, str] = {}  # generators share one Instr for a repeated register instruction
+        get = texts.get
+        for ins in self.instrs:
+            text = get(id(ins))
+            if text is None:
+                text = str(ins)
+                if ins.op != "LOAD" and ins.op != "STORE":  # a LOAD/STORE is rarely the same object twice
+                    texts[id(ins)] = text
+            lines.append(text)
         return "\n".join(lines) + "\n"
 
     def source_line(self, line: int) -> str | None:
