@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from .configs import KernelConfig, choose_config
+from .configs import KernelConfig, choose_config, tma_allowed
 
 __all__ = ["Schedule", "TileRead", "Traffic", "schedule", "launch_config", "predict_traffic",
            "PASS_NAMES", "PREPROCESS_CONFIG", "LSE_BYTES"]
@@ -109,7 +109,7 @@ def launch_config(n: int, d: int, causal: bool = False, block_m: int | None = No
                   config: KernelConfig | None = None) -> KernelConfig:
     """The config of one launch: `config` if given (the one that ran, e.g. from
     `flash_attn.resolve_config`), else the choice the GPU wrapper makes (tuned table /
-    explicit blocks; TMA kept only when N divides both tile sizes)."""
+    explicit blocks; TMA kept only where `configs.tma_allowed` allows it)."""
     if pass_ not in PASS_NAMES:
         raise ValueError(f"pass_ must be one of {PASS_NAMES}; got {pass_!r}")
     if config is not None:
@@ -118,7 +118,7 @@ def launch_config(n: int, d: int, causal: bool = False, block_m: int | None = No
         return PREPROCESS_CONFIG
     config = choose_config(pass_, d, causal, elem_bytes, n, block_m=block_m, block_n=block_n,
                            interpreter=False, autotune=False)
-    if config.use_tma and (n % config.block_m or n % config.block_n):
+    if config.use_tma and not tma_allowed(pass_, n, n, d, config):
         config = replace(config, use_tma=False)
     return config
 

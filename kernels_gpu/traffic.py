@@ -171,7 +171,8 @@ def run_target(out: str, configs_path: str | None, only: list | None = None,
                                         dkdv_config=cfg["bwd_dkdv"], dq_config=cfg["bwd_dq"])
         torch.cuda.synchronize()
         cases.append({"d": d, "n": n, "causal": causal,
-                      "configs": {p: fa._honour(c, n).to_dict() for p, c in cfg.items()}})
+                      "configs": {p: fa.honour_config(p, q, c, causal).to_dict()
+                                  for p, c in cfg.items()}})
     with open(os.path.join(out, "traffic_cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
 

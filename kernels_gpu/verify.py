@@ -30,7 +30,7 @@ from toymachine.sim.memory import random_block
 from toymachine.render import Report, Section
 from toymachine.render.cells import Num
 
-from .flash_attn import (INTERPRETER, SUPPORTED_HEAD_DIMS, flash_attention_backward, flash_attention_forward,
+from .flash_attn import (INTERPRETER, MAX_HEAD_DIM, flash_attention_backward, flash_attention_forward,
                          resolve_config)
 
 __all__ = ["Comparison", "Verification", "verify", "verification_report", "TOLERANCE"]
@@ -101,9 +101,9 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
     """Run simulator and kernel on the same inputs; compare their outputs."""
     if dtype not in TORCH_DTYPES:
         raise ConfigError(f"unknown kernel dtype '{dtype}'", hint=f"choose one of {', '.join(TORCH_DTYPES)}")
-    if d not in SUPPORTED_HEAD_DIMS:
-        raise ConfigError(f"the kernel supports head dims {SUPPORTED_HEAD_DIMS}, not d = {d}",
-                          hint="use --d 64 or --d 128 (16 and 32 work too)")
+    if not 1 <= d <= MAX_HEAD_DIM:
+        raise ConfigError(f"the kernel supports head dims 1 to {MAX_HEAD_DIM}, not d = {d}",
+                          hint="e.g. --d 64, 96 or 128 (a d that is not a power of two is padded on chip)")
     if pass_ not in ("forward", "backward"):
         raise ConfigError(f"unknown pass '{pass_}'", hint="use --pass forward or --pass backward")
     for name, value in (("n", n), ("batch", batch), ("heads", heads)):
