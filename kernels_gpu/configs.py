@@ -66,8 +66,9 @@ def _c(bm, bn, w, s, tma=True) -> KernelConfig:
 
 # Candidates timed by the autotuner on CUDA, per pass and padded head dim (<=64 / 128 / 256):
 # for 64 and 128 the configs that won somewhere in a wider sweep on an H200 (see NOTES.md for
-# what else was tried); for 256 (head dims 129-256) the ones that fit the registers: the fp32
-# accumulators are BLOCK x 256 (forward, dQ) or two of BLOCK_N x 256 (dK, dV).
+# what else was tried); for 256 (head dims 129-256) the ones that compile for sm_90 without
+# register spills and with wgmma (`python -m kernels_gpu.compile_check --dims 256`, NOTES.md):
+# the fp32 accumulators are BLOCK x 256 (forward, dQ) or two of BLOCK_N x 256 (dK, dV).
 _CANDIDATES = {
     ("fwd", 64): [_c(64, 128, 4, 2), _c(64, 64, 4, 3), _c(128, 64, 4, 3, tma=False),
                   _c(128, 64, 4, 3)],
@@ -77,10 +78,14 @@ _CANDIDATES = {
                         _c(32, 128, 8, 3)],
     ("bwd_dq", 64): [_c(128, 64, 4, 3), _c(128, 64, 8, 3), _c(64, 32, 4, 4), _c(128, 32, 4, 4)],
     ("bwd_dq", 128): [_c(128, 32, 8, 3), _c(64, 32, 4, 4), _c(64, 64, 4, 3), _c(128, 64, 8, 2)],
-    ("fwd", 256): [_c(64, 64, 8, 2), _c(128, 64, 8, 2), _c(64, 32, 4, 2), _c(64, 64, 4, 2)],
-    ("bwd_dkdv", 256): [_c(32, 64, 8, 2), _c(32, 32, 4, 2), _c(64, 64, 8, 2), _c(16, 64, 8, 2)],
-    ("bwd_dq", 256): [_c(64, 32, 8, 2), _c(64, 64, 8, 2), _c(32, 32, 4, 2), _c(128, 32, 8, 2)],
+    ("fwd", 256): [_c(64, 64, 8, 2), _c(128, 64, 8, 2), _c(64, 32, 4, 2), _c(128, 32, 8, 2)],
+    ("bwd_dkdv", 256): [_c(32, 64, 8, 2), _c(16, 64, 8, 2), _c(16, 64, 8, 3), _c(64, 64, 8, 2)],
+    ("bwd_dq", 256): [_c(64, 32, 8, 2), _c(64, 64, 8, 2), _c(128, 32, 8, 2), _c(64, 16, 4, 2)],
 }
+# fp8 forward (1-byte tiles: twice the rows in the same shared memory), seed 004's tutorial
+# candidates beside the fp16 ones
+_FP8_EXTRA = {64: [_c(128, 128, 8, 3), _c(128, 64, 8, 4)], 128: [_c(128, 128, 8, 4)],
+              256: [_c(64, 128, 8, 2)]}
 
 # Measured defaults, fp16/bf16 on sm_90 (H200, 2026-11-21; `python -m kernels_gpu.bench --tune`):
 # (pass, head_dim_bucket, causal) -> [(largest N it is used for, config), ...], used when
@@ -116,7 +121,7 @@ INTERPRETER_DEFAULT = KernelConfig(32, 32, 4, 1, False)
 
 _AUTOTUNE_CACHE: dict[tuple, KernelConfig] = {}
 _AUTOTUNE_LOG: dict[tuple, list[tuple[KernelConfig, float]]] = {}
-_EXCLUDED: set[tuple[str, int, bool, KernelConfig]] = set()
+_EXCLUDED: set[tuple[str, int, bool, int, KernelConfig]] = set()
 
 
 def autotune_cache() -> dict[tuple, KernelConfig]:
@@ -129,9 +134,10 @@ def autotune_log() -> dict[tuple, list[tuple[KernelConfig, float]]]:
     return _AUTOTUNE_LOG
 
 
-def exclude_candidate(pass_: str, head_dim: int, causal: bool, config: KernelConfig) -> None:
+def exclude_candidate(pass_: str, head_dim: int, causal: bool, config: KernelConfig,
+                      elem_bytes: int = 2) -> None:
     """Drop a candidate from autotuning (e.g. one that failed to compile or check on this GPU)."""
-    _EXCLUDED.add((pass_, _d_bucket(head_dim), causal, config))
+    _EXCLUDED.add((pass_, _d_bucket(head_dim), causal, elem_bytes, config))
 
 
 def autotune_enabled() -> bool:
@@ -173,12 +179,14 @@ def candidates(pass_: str, head_dim: int, elem_bytes: int = 2,
     bucket = _d_bucket(head_dim)
     cands = list(_CANDIDATES[(pass_, bucket)])
     if causal is not None:
-        cands = [c for c in cands if (pass_, bucket, causal, c) not in _EXCLUDED]
+        cands = [c for c in cands if (pass_, bucket, causal, elem_bytes, c) not in _EXCLUDED]
     if elem_bytes == 4:  # fp32 tiles take twice the shared memory: halve the larger tiles
         cap = 64 if bucket <= 128 else 32
         cands = [replace(c, block_m=min(c.block_m, cap), block_n=min(c.block_n, cap),
                          num_stages=2) for c in cands]
         cands = list(dict.fromkeys(cands))
+    if elem_bytes == 1 and pass_ == "fwd":
+        cands += [c for c in _FP8_EXTRA[bucket] if c not in cands]
     fits = [c for c in cands if smem_estimate(pass_, c, bucket, elem_bytes) <= SMEM_BYTES]
     return fits or cands[-1:]
 
@@ -225,6 +233,7 @@ def choose_config(pass_: str, head_dim: int, causal: bool, elem_bytes: int, n: i
         _AUTOTUNE_CACHE[key] = best
         return best
     cfg = tuned_config(pass_, head_dim, causal, n)
-    if cfg is None or elem_bytes == 4 or (pass_, _d_bucket(head_dim), causal, cfg) in _EXCLUDED:
+    if cfg is None or elem_bytes != 2 or \
+            (pass_, _d_bucket(head_dim), causal, elem_bytes, cfg) in _EXCLUDED:
         cfg = candidates(pass_, head_dim, elem_bytes, causal)[0]
     return cfg

@@ -13,12 +13,13 @@ through TMA descriptors (each costs ~10 us of host time per launch).
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, replace
 
 import torch
 import triton
 
-from .configs import KernelConfig, choose_config, tma_allowed
+from .configs import KernelConfig, autotune_enabled, choose_config, tma_allowed
 from .kernels import (INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_bwd_preprocess,
                       _attn_fwd, padded_head_dim)
 
@@ -154,8 +155,8 @@ def resolve_config(pass_: str, p: Problem, block_m: int | None = None,
     """The config a launch of `pass_` ('fwd', 'bwd_dkdv', 'bwd_dq') on problem p will use,
     with use_tma already cleared where p or the GPU cannot honour it. Cached per problem
     shape (not while autotuning, whose own cache keeps the winner)."""
-    key = (pass_, p.nq, p.nk, p.dp, p.group, p.causal, p.causal_off, p.elem_bytes, block_m,
-           block_n, autotune)
+    key = (pass_, p.nq, p.nk, p.d, p.group, p.causal, p.causal_off, p.elem_bytes, block_m,
+           block_n, autotune, autotune_enabled())
     cfg = _RESOLVED.get(key)
     if cfg is None:
         cfg = choose_config(pass_, p.dp, p.causal, p.elem_bytes, max(p.nq, p.nk),
@@ -193,6 +194,39 @@ def _flat_desc_t(vt: torch.Tensor, block_cols: int):
                             block_shape=[d, block_cols])
 
 
+# Fast launch (KERNELS_GPU_FAST_LAUNCH=1): after a kernel's first launch through Triton's JIT,
+# later launches with the same specialization call the compiled kernel directly, skipping the
+# JIT's argument binding and cache lookup. The key follows Triton's specialization rules:
+# pointers by dtype and 16-byte alignment, ints by ==1 and %16, descriptors by block shape.
+FAST_LAUNCH = os.environ.get("KERNELS_GPU_FAST_LAUNCH", "0") == "1"
+_COMPILED: dict[tuple, object] = {}
+
+
+def _spec(a):
+    if isinstance(a, torch.Tensor):
+        return a.dtype, a.data_ptr() % 16 == 0
+    if isinstance(a, bool) or not isinstance(a, int):
+        return type(a).__name__ if TensorDescriptor is None or not isinstance(
+            a, TensorDescriptor) else (a.base.dtype, tuple(a.block_shape))
+    return a == 1, a % 16 == 0
+
+
+def _launch(kernel, grid, args: tuple, consts: dict) -> None:
+    """kernel[grid](*args, **consts), through the fast path when it is on."""
+    if INTERPRETER or not FAST_LAUNCH:
+        kernel[grid](*args, **consts)
+        return
+    names = kernel.arg_names[len(args):]
+    key = (kernel.fn.__name__, tuple(map(_spec, args)),
+           tuple(consts.get(n) for n in names), consts["num_warps"], consts["num_stages"],
+           torch.cuda.current_device())
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        _COMPILED[key] = kernel[grid](*args, **consts)
+    else:
+        compiled[(grid[0], grid[1], 1)](*args, *(consts[n] for n in names))
+
+
 def _dot_f32(dtype: torch.dtype) -> bool:
     return INTERPRETER and dtype == torch.bfloat16
 
@@ -214,15 +248,16 @@ def launch_fwd(p: Problem, q, k, v, o, lse, sm_scale: float, out_scale: float,
     else:
         args = (q, k, v, o)
     grid = (triton.cdiv(p.nq, cfg.block_m), p.batch * p.heads)
-    _attn_fwd[grid](*args, lse, sm_scale, out_scale, p.nq, p.nk, p.heads, p.causal_off,
-                    V_TRANS=p.fp8, **_common(p, cfg))
+    _launch(_attn_fwd, grid, (*args, lse, sm_scale, out_scale, p.nq, p.nk, p.heads,
+                              p.causal_off), dict(V_TRANS=p.fp8, **_common(p, cfg)))
 
 
 def launch_preprocess(p: Problem, o, do, delta) -> None:
     block = 64 if INTERPRETER else 128
     grid = (triton.cdiv(p.nq, block), p.batch * p.heads)
-    _attn_bwd_preprocess[grid](o, do, delta, p.nq, HEAD_DIM=p.d, HEAD_DIM_P=p.dp, BLOCK_M=block,
-                               EVEN_M=p.nq % block == 0, num_warps=4)
+    _launch(_attn_bwd_preprocess, grid, (o, do, delta, p.nq),
+            dict(HEAD_DIM=p.d, HEAD_DIM_P=p.dp, BLOCK_M=block, EVEN_M=p.nq % block == 0,
+                 num_warps=4, num_stages=2))
 
 
 def launch_dkdv(p: Problem, q, k, v, do, dk, dv, lse, delta, sm_scale: float,
@@ -232,8 +267,9 @@ def launch_dkdv(p: Problem, q, k, v, do, dk, dv, lse, delta, sm_scale: float,
     else:
         tiles = (q, k, v, do, dk, dv)
     grid = (triton.cdiv(p.nk, cfg.block_n), p.batch * p.heads_kv)
-    _attn_bwd_dkdv[grid](*tiles, lse, delta, sm_scale, p.nq, p.nk, p.heads, p.causal_off,
-                         OFF_POS=p.causal and p.causal_off > 0, **_common(p, cfg))
+    _launch(_attn_bwd_dkdv, grid, (*tiles, lse, delta, sm_scale, p.nq, p.nk, p.heads,
+                                   p.causal_off),
+            dict(OFF_POS=p.causal and p.causal_off > 0, **_common(p, cfg)))
 
 
 def launch_dq(p: Problem, q, k, v, do, dq, lse, delta, sm_scale: float,
@@ -243,5 +279,5 @@ def launch_dq(p: Problem, q, k, v, do, dq, lse, delta, sm_scale: float,
     else:
         tiles = (q, k, v, do, dq)
     grid = (triton.cdiv(p.nq, cfg.block_m), p.batch * p.heads)
-    _attn_bwd_dq[grid](*tiles, lse, delta, sm_scale, p.nq, p.nk, p.heads, p.causal_off,
-                       **_common(p, cfg))
+    _launch(_attn_bwd_dq, grid, (*tiles, lse, delta, sm_scale, p.nq, p.nk, p.heads,
+                                 p.causal_off), _common(p, cfg))

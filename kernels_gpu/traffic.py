@@ -136,7 +136,6 @@ def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bo
     return LaunchPrediction(pass_, cfg, tensors, tma, compulsory, words)
 
 
-
 def _configs_from_bench(path: str | None) -> dict:
     """(d, n, causal) -> {pass: KernelConfig} as chosen in a bench run (bench.json)."""
     if not path or not os.path.exists(path):
@@ -145,7 +144,7 @@ def _configs_from_bench(path: str | None) -> dict:
         rows = json.load(f)["rows"]
     return {(r["d"], r["n"], r["causal"]):
             {p: KernelConfig.from_dict(c) for p, c in r["configs"].items()}
-            for r in rows if "configs" in r}
+            for r in rows if "configs" in r and r.get("grid", "main") == "main"}
 
 
 def run_target(out: str, configs_path: str | None, only: list | None = None,
