@@ -7,6 +7,10 @@ data, sizes far beyond L2 unless L2 is what is measured):
 
 * dram_copy_Bps: a 2 GiB device-to-device copy, bytes read + written per second (HBM);
 * l2_copy_Bps: a 16 MiB copy repeated back to back without flushing (fits the 50/60 MB L2);
+  its launches leave gaps, so it understates the L2;
+* l2_read_Bps: one Triton launch whose programs read a 24 MiB fp16 buffer (L2-resident) over
+  and over in (64, 128) tiles, as the attention kernels read their K/V tiles: bytes the SMs
+  load per second from L2 (what the tile program's re-reads cost);
 * fp16_mm_flops, bf16_mm_flops: an 8192^3 matrix product through torch (cuBLAS), 2 mnk FLOPs;
 * fp8_mm_flops: the same with float8_e4m3fn operands through torch._scaled_mm, if present;
 * exp2_per_s: a Triton kernel whose threads run chains of x = exp2(x * a + b) (one MUFU.EX2 and
@@ -66,8 +70,31 @@ def _fma_chain(X, STEPS: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _l2_read(X, OUT, N_TILES, REPS: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = tl.arange(0, ROWS)
+    cols = tl.arange(0, COLS)
+    acc = tl.zeros([ROWS, COLS], tl.float32)
+    for r in range(REPS):
+        tile = (pid * 7 + r * 13) % N_TILES  # a different L2-resident tile each step
+        acc += tl.load(X + tile * ROWS * COLS + rows[:, None] * COLS + cols[None, :]).to(tl.float32)
+    tl.store(OUT + pid, tl.sum(acc))
+
+
+@triton.jit
 def _empty(X):
     pass
+
+
+def _l2_read_rate() -> float:
+    rows, cols, reps = 64, 128, 256
+    n_tiles = (24 << 20) // (rows * cols * 2)  # 24 MiB: half the H100's L2, 40 % of the H200's
+    x = torch.randn(n_tiles * rows * cols, device="cuda", dtype=torch.float16)
+    programs = 132 * 16
+    out = torch.empty(programs, device="cuda")
+    ms = _events_ms(lambda: _l2_read[(programs,)](x, out, n_tiles, REPS=reps, ROWS=rows,
+                                                  COLS=cols, num_warps=4), reps=10)
+    return programs * reps * rows * cols * 2 / (ms * 1e-3)
 
 
 def _chain_rate(kernel, ops_per_step: int) -> float:
@@ -122,6 +149,7 @@ def measure() -> dict:
         for _ in range(reps):
             sdst.copy_(small)
     res["l2_copy_Bps"] = reps * 2 * small.numel() * 4 / (_events_ms(many, 10) * 1e-3)
+    res["l2_read_Bps"] = _l2_read_rate()
     res["fp16_mm_flops"] = _mm_flops(torch.float16)
     res["clocks"] = _clocks()
     res["bf16_mm_flops"] = _mm_flops(torch.bfloat16)

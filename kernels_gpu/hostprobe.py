@@ -7,7 +7,9 @@ directly, ours with pointer-only configs, SDPA-flash and SDPA-cuDNN through auto
 measures: CPU microseconds to enqueue one call (the loop of calls without synchronising),
 wall microseconds per call once the GPU has caught up, and do_bench's median (what the speed
 table reports). A call is host bound when CPU >= GPU time: then the table measures the CPU.
-Parts: one TensorDescriptor built; one launch of the preprocess kernel (pointers only).
+Parts: one TensorDescriptor built; one launch of the preprocess kernel (pointers only);
+autograd alone (a Function that launches nothing); the time spent inside
+flash_attention_backward when autograd calls it.
 """
 from __future__ import annotations
 
@@ -25,6 +27,18 @@ from . import flash_attn as fa
 from . import launch as L
 
 __all__ = ["probe", "main"]
+
+
+class _Identity(torch.autograd.Function):
+    """No kernels: what autograd itself costs per forward / backward call."""
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        return torch.empty_like(q)
+
+    @staticmethod
+    def backward(ctx, do):
+        return do, do, do
 
 
 def _cpu_wall(call, calls: int = 200) -> dict:
@@ -78,17 +92,33 @@ def probe(d: int = 64, n: int = 1024, causal: bool = True, batch: int = 4,
     out["ours_bwd_direct_pointers"] = _cpu_wall(
         lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do, causal,
                                             dkdv_config=ptr["bwd_dkdv"], dq_config=ptr["bwd_dq"]))
-    L.FAST_LAUNCH = True  # the same calls through the compiled kernels directly
-    o_fast = fa.flash_attention(q, k, v, causal)
-    out["ours_bwd_autograd_fast_launch"] = _cpu_wall(
-        lambda: torch.autograd.grad(o_fast, (q, k, v), do, retain_graph=True))
-    out["ours_fwd_direct_fast_launch"] = _cpu_wall(
-        lambda: fa.flash_attention_forward(qd, kd, vd, causal))
-    out["ours_bwd_direct_fast_launch"] = _cpu_wall(
-        lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do, causal))
     delta = torch.empty_like(lse)
-    out["one_preprocess_launch_fast"] = _cpu_wall(lambda: L.launch_preprocess(p, o, do, delta))
-    L.FAST_LAUNCH = False
+    out["one_preprocess_launch"] = _cpu_wall(lambda: L.launch_preprocess(p, o, do, delta))
+    # autograd's own cost: a Function whose forward allocates and whose backward returns do
+    ident = _Identity.apply
+    o_id = ident(q, k, v)
+    out["autograd_trivial_fwd"] = _cpu_wall(lambda: ident(q, k, v))
+    out["autograd_trivial_bwd"] = _cpu_wall(
+        lambda: torch.autograd.grad(o_id, (q, k, v), do, retain_graph=True))
+    # time inside flash_attention_backward when autograd calls it
+    inside = []
+    real = fa.flash_attention_backward
+
+    def timed(*a, **kw):
+        t0 = time.perf_counter()
+        r = real(*a, **kw)
+        inside.append(time.perf_counter() - t0)
+        return r
+
+    fa.flash_attention_backward = timed
+    try:
+        o_t = fa.flash_attention(q, k, v, causal)
+        out["ours_bwd_autograd_again"] = _cpu_wall(
+            lambda: torch.autograd.grad(o_t, (q, k, v), do, retain_graph=True))
+    finally:
+        fa.flash_attention_backward = real
+    inside.sort()
+    out["inside_backward_under_autograd_us"] = inside[len(inside) // 2] * 1e6
     out["one_preprocess_launch"] = _cpu_wall(lambda: L.launch_preprocess(p, o, do, delta))
     out["one_descriptor"] = _cpu_wall(lambda: L._flat_desc(kd, 64))
     out["problem_of"] = _cpu_wall(lambda: L.problem_of(qd, kd, vd, causal))
@@ -115,6 +145,8 @@ def main(argv=None) -> int:
         if isinstance(val, dict) and "cpu_us" in val:
             print(f"| {key} | {val['cpu_us']:.1f} | {val['wall_us']:.1f} | "
                   f"{val['do_bench_us']:.1f} |", flush=True)
+    print(f"inside flash_attention_backward under autograd: "
+          f"{res['inside_backward_under_autograd_us']:.1f} us (median)")
     return 0
 
 

@@ -13,7 +13,6 @@ through TMA descriptors (each costs ~10 us of host time per launch).
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, replace
 
 import torch
@@ -194,37 +193,11 @@ def _flat_desc_t(vt: torch.Tensor, block_cols: int):
                             block_shape=[d, block_cols])
 
 
-# Fast launch (KERNELS_GPU_FAST_LAUNCH=1): after a kernel's first launch through Triton's JIT,
-# later launches with the same specialization call the compiled kernel directly, skipping the
-# JIT's argument binding and cache lookup. The key follows Triton's specialization rules:
-# pointers by dtype and 16-byte alignment, ints by ==1 and %16, descriptors by block shape.
-FAST_LAUNCH = os.environ.get("KERNELS_GPU_FAST_LAUNCH", "0") == "1"
-_COMPILED: dict[tuple, object] = {}
-
-
-def _spec(a):
-    if isinstance(a, torch.Tensor):
-        return a.dtype, a.data_ptr() % 16 == 0
-    if isinstance(a, bool) or not isinstance(a, int):
-        return type(a).__name__ if TensorDescriptor is None or not isinstance(
-            a, TensorDescriptor) else (a.base.dtype, tuple(a.block_shape))
-    return a == 1, a % 16 == 0
-
-
 def _launch(kernel, grid, args: tuple, consts: dict) -> None:
-    """kernel[grid](*args, **consts), through the fast path when it is on."""
-    if INTERPRETER or not FAST_LAUNCH:
-        kernel[grid](*args, **consts)
-        return
-    names = kernel.arg_names[len(args):]
-    key = (kernel.fn.__name__, tuple(map(_spec, args)),
-           tuple(consts.get(n) for n in names), consts["num_warps"], consts["num_stages"],
-           torch.cuda.current_device())
-    compiled = _COMPILED.get(key)
-    if compiled is None:
-        _COMPILED[key] = kernel[grid](*args, **consts)
-    else:
-        compiled[(grid[0], grid[1], 1)](*args, *(consts[n] for n in names))
+    """kernel[grid](*args, **consts): one JIT launch, ~25 us of host time on the H200 machine
+    (hostprobe). Calling the compiled kernel directly with a Python-built specialization key
+    was measured slower (NOTES.md), so every launch goes through Triton's JIT."""
+    kernel[grid](*args, **consts)
 
 
 def _dot_f32(dtype: torch.dtype) -> bool:

@@ -83,6 +83,12 @@ def calibration(path: str = CALIBRATION_FILE) -> dict:
         return json.load(f)
 
 
+def l2_rate(calib: dict) -> float:
+    """Bytes per second the SMs read from L2: the tile-read measurement (calibrate's
+    l2_read_Bps), else the back-to-back copies (l2_copy_Bps, an underestimate)."""
+    return calib.get("l2_read_Bps") or calib["l2_copy_Bps"]
+
+
 def machine_for(gpu_name: str, elem_bytes: int = 2, calib: dict | None = None):
     """The preset matching a GPU name, for inputs of elem_bytes (fp8: 1 byte per word and the
     measured fp8 matrix rate, when the calibration has one)."""
@@ -119,7 +125,7 @@ def predict_forward(machine, calib: dict, *, n: int, d: int, batch: int, heads: 
                     causal: bool, block_m: int, block_n: int, nk: int | None = None
                     ) -> Prediction:
     """One forward launch with the kernel's blocks."""
-    return _one(machine, calib["l2_copy_Bps"], calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
+    return _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
                 heads=heads, causal=causal, block_m=block_m, block_n=block_n, pass_="forward")
 
 
@@ -129,7 +135,7 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
     """The three backward launches (preprocess, dK/dV, dQ) with their blocks (BM, BN), one
     after another."""
     args = dict(n=n, nk=nk, d=d, batch=batch, heads=heads, causal=causal, pass_="backward")
-    l2, launch = calib["l2_copy_Bps"], calib["launch_s"]
+    l2, launch = l2_rate(calib), calib["launch_s"]
     parts = [_one(machine, l2, launch, block_m=PREPROCESS_BLOCK, block_n=PREPROCESS_BLOCK,
                   phase="preprocess", **args),
              _one(machine, l2, launch, block_m=dkdv[0], block_n=dkdv[1], phase="dkdv", **args),
