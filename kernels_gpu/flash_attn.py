@@ -37,7 +37,7 @@ import torch
 import triton
 
 from . import launch as L
-from .configs import KernelConfig
+from .configs import KernelConfig, autotune_enabled
 from .kernels import INTERPRETER
 from .launch import FP8_DTYPES, MAX_HEAD_DIM, Problem
 from .reference import attention_reference, softmax_scale
@@ -146,39 +146,79 @@ def flash_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
     do = do.to(q.dtype).contiguous()
     lse = lse.float().contiguous()
     scale = softmax_scale(sm_scale, p.d)
+    if dkdv_config is None or dq_config is None:
+        timers = _backward_timers(p, q, k, v, o, lse, do, scale)
+        if dkdv_config is None:
+            dkdv_config = L.resolve_config("bwd_dkdv", p, block_m, block_n, autotune, timers[0])
+        if dq_config is None:
+            dq_config = L.resolve_config("bwd_dq", p, block_m, block_n, autotune, timers[1])
+    return _backward(p, q, k, v, o, lse, do, scale, L.honour("bwd_dkdv", p, dkdv_config),
+                     L.honour("bwd_dq", p, dq_config))
+
+
+def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
+    """Autotuning timers of the dK/dV and dQ launches; their buffers (and the D they read) are
+    made on the first timing only, so the untuned path pays nothing for them."""
+    bufs = {}
+
+    def buffers():
+        if not bufs:
+            bufs["delta"] = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
+            L.launch_preprocess(p, o, do, bufs["delta"])
+            bufs.update(dq=torch.empty_like(q), dk=torch.empty_like(k), dv=torch.empty_like(v))
+        return bufs
+
+    def dkdv(c):
+        b = buffers()
+        L.launch_dkdv(p, q, k, v, do, b["dk"], b["dv"], lse, b["delta"], scale,
+                      L.honour("bwd_dkdv", p, c))
+
+    def dq(c):
+        b = buffers()
+        L.launch_dq(p, q, k, v, do, b["dq"], lse, b["delta"], scale, L.honour("bwd_dq", p, c))
+    return _timer(dkdv), _timer(dq)
+
+
+def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelConfig,
+              dq_cfg: KernelConfig):
+    """The three launches on checked, contiguous inputs with resolved configs (the autograd
+    path calls this directly: host time is what small shapes are bound by)."""
     delta = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
     L.launch_preprocess(p, o, do, delta)
     dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
-
-    dkdv_timer = _timer(lambda c: L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale,
-                                                L.honour("bwd_dkdv", p, c)))
-    cfg = (L.honour("bwd_dkdv", p, dkdv_config) if dkdv_config is not None
-           else L.resolve_config("bwd_dkdv", p, block_m, block_n, autotune, dkdv_timer))
-    L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, cfg)
-
-    dq_timer = _timer(lambda c: L.launch_dq(p, q, k, v, do, dq, lse, delta, scale,
-                                            L.honour("bwd_dq", p, c)))
-    cfg = (L.honour("bwd_dq", p, dq_config) if dq_config is not None
-           else L.resolve_config("bwd_dq", p, block_m, block_n, autotune, dq_timer))
-    L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, cfg)
+    L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg)
+    L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
     return dq, dk, dv
 
 
 class FlashAttentionFunction(torch.autograd.Function):
-    """autograd wrapper: forward saves (q, k, v, o, lse); backward runs the FA2 backward."""
+    """autograd wrapper: forward saves (q, k, v, o, lse); backward runs the FA2 backward.
+
+    The backward goes straight to the three launches with the problem checked by the forward
+    and the configs resolved once per shape (launch.resolve_config's cache): at small shapes
+    the backward is bound by host time, not by the GPU (hostprobe, NOTES.md)."""
 
     @staticmethod
     def forward(ctx, q, k, v, causal=False, sm_scale=None, block_m=None, block_n=None):
         o, lse = flash_attention_forward(q, k, v, causal, sm_scale, block_m, block_n)
         ctx.save_for_backward(q, k, v, o, lse)
+        ctx.problem = L.problem_of(q, k, v, causal)
         ctx.causal, ctx.sm_scale, ctx.block_m, ctx.block_n = causal, sm_scale, block_m, block_n
         return o
 
     @staticmethod
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, ctx.causal, ctx.sm_scale,
-                                              ctx.block_m, ctx.block_n)
+        p = ctx.problem
+        if p.fp8 or autotune_enabled():  # the general path: its checks, or the autotuner
+            dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, ctx.causal,
+                                                  ctx.sm_scale, ctx.block_m, ctx.block_n)
+        else:
+            dq, dk, dv = _backward(
+                p, q.contiguous(), k.contiguous(), v.contiguous(), o.contiguous(), lse,
+                do.to(q.dtype).contiguous(), softmax_scale(ctx.sm_scale, p.d),
+                L.resolve_config("bwd_dkdv", p, ctx.block_m, ctx.block_n),
+                L.resolve_config("bwd_dq", p, ctx.block_m, ctx.block_n))
         return dq, dk, dv, None, None, None, None
 
 

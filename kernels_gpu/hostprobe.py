@@ -92,7 +92,17 @@ def probe(d: int = 64, n: int = 1024, causal: bool = True, batch: int = 4,
     out["ours_bwd_direct_pointers"] = _cpu_wall(
         lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do, causal,
                                             dkdv_config=ptr["bwd_dkdv"], dq_config=ptr["bwd_dq"]))
+    scale = d ** -0.5
+    out["ours_bwd_internal"] = _cpu_wall(  # no checks, configs resolved: the autograd path's
+        lambda: fa._backward(p, qd, kd, vd, o, lse, do, scale, cfgs["bwd_dkdv"], cfgs["bwd_dq"]))
     delta = torch.empty_like(lse)
+    dq_, dk_, dv_ = torch.empty_like(qd), torch.empty_like(kd), torch.empty_like(vd)
+
+    def launches_only():
+        L.launch_preprocess(p, o, do, delta)
+        L.launch_dkdv(p, qd, kd, vd, do, dk_, dv_, lse, delta, scale, cfgs["bwd_dkdv"])
+        L.launch_dq(p, qd, kd, vd, do, dq_, lse, delta, scale, cfgs["bwd_dq"])
+    out["ours_bwd_three_launches_only"] = _cpu_wall(launches_only)
     out["one_preprocess_launch"] = _cpu_wall(lambda: L.launch_preprocess(p, o, do, delta))
     # autograd's own cost: a Function whose forward allocates and whose backward returns do
     ident = _Identity.apply
