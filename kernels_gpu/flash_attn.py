@@ -36,6 +36,7 @@ from __future__ import annotations
 import torch
 import triton
 
+from . import graphs
 from . import launch as L
 from .configs import KernelConfig, autotune_enabled
 from .kernels import INTERPRETER
@@ -182,12 +183,22 @@ def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
 def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelConfig,
               dq_cfg: KernelConfig):
     """The three launches on checked, contiguous inputs with resolved configs (the autograd
-    path calls this directly: host time is what small shapes are bound by)."""
+    path calls this directly: host time is what small shapes are bound by). A small problem
+    seen before with the very same buffers replays the launches as one CUDA graph (graphs)."""
     delta = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
-    L.launch_preprocess(p, o, do, delta)
     dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
-    L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg)
-    L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
+
+    def launch():
+        L.launch_preprocess(p, o, do, delta)
+        L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg)
+        L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
+
+    if not INTERPRETER and graphs.enabled(p.batch * p.heads * p.nq * p.nk * p.dp):
+        key = (p, scale, dkdv_cfg, dq_cfg, torch.cuda.current_stream().cuda_stream,
+               *(t.data_ptr() for t in (q, k, v, o, lse, do, delta, dq, dk, dv)))
+        graphs.run(key, launch)
+    else:
+        launch()
     return dq, dk, dv
 
 

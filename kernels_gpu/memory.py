@@ -116,7 +116,7 @@ def _time_ms(fn, reps: int) -> float:
 def _one(impl: str, n: int, log) -> dict:
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    row = {"impl": impl, "n": n}
+    row = {"impl": impl, "n": n, "baseline_bytes": torch.cuda.memory_allocated()}
     try:
         q = torch.randn(SHAPE["batch"], SHAPE["heads"], n, SHAPE["dim"], device="cuda",
                         dtype=torch.float16)
@@ -162,8 +162,17 @@ def _gb(x) -> str:
     return "OOM" if x is None else f"{x / 1e9:.3f}"
 
 
+def peak_above_baseline(row: dict):
+    """The probe's own peak: max_memory_allocated minus what was allocated before it started
+    (e.g. cuBLAS's 32 MiB workspace, left by an earlier matmul); None for OOM."""
+    if row.get("peak_bytes") is None:
+        return None
+    return row["peak_bytes"] - row.get("baseline_bytes", 0)
+
+
 def render(res: dict) -> str:
-    """The markdown table: measured peak (GB = 1e9 B) and time beside the simulated footprint."""
+    """The markdown table: measured peak (GB = 1e9 B, above what was allocated before the
+    probe) and time beside the simulated footprint."""
     by = {(r["impl"], r["n"]): r for r in res["rows"]}
     ns = sorted({r["n"] for r in res["rows"]})
     lines = ["| N | naive peak GB | simulated standard GB | tiled peak GB | kernel peak GB | "
@@ -173,7 +182,7 @@ def render(res: dict) -> str:
         cells = [str(n)]
         for impl, simk in (("naive", "standard"), ("tiled", None), ("kernel", "fa2")):
             r = by.get((impl, n), {})
-            cells.append(_gb(r.get("peak_bytes")) if r else "-")
+            cells.append(_gb(peak_above_baseline(r)) if r else "-")
             if simk:
                 cells.append(_gb(sim[simk]))
         for impl in IMPLS:
@@ -195,7 +204,7 @@ def plot(res: dict, path: str) -> str | None:
     ns = sorted({r["n"] for r in res["rows"]})
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4), dpi=90)
     for impl, style in (("naive", "o-"), ("tiled", "s-"), ("kernel", "^-")):
-        pts = [(r["n"], r["peak_bytes"] / 1e9) for r in res["rows"]
+        pts = [(r["n"], peak_above_baseline(r) / 1e9) for r in res["rows"]
                if r["impl"] == impl and r.get("peak_bytes")]
         if pts:
             ax.plot(*zip(*pts), style, label=f"{impl} (measured)")
