@@ -1,8 +1,9 @@
-"""Replay the backward's three launches as one CUDA graph when the same call comes again.
+"""Replay a call's launches as one CUDA graph when the same call comes again.
 
 A small backward (d 64, N 1k: ~200 us on an H200) is bound by host time: each Triton launch
 costs ~25-30 us of Python and driver work, three of them plus autograd more than the GPU needs
-(hostprobe, NOTES.md). A CUDA graph replays all three launches for ~10 us of host time.
+(hostprobe, NOTES.md); a small forward likewise. A CUDA graph replays the launches of a call
+for ~10 us of host time.
 
 The graph bakes in every kernel argument: the data pointers, shapes, scalars and configs. So a
 graph is keyed by exactly those, and replayed only for a call whose key is equal, where it does
