@@ -17,7 +17,8 @@ from .flash_attn import (FP8_DTYPES, INTERPRETER, MAX_HEAD_DIM, SUPPORTED_HEAD_D
                          flash_attention_backward, flash_attention_forward, resolve_config)
 from .schedule import Schedule, Traffic, predict_traffic, schedule
 
-__all__ = ["FP8_DTYPES", "INTERPRETER", "MAX_HEAD_DIM", "SUPPORTED_HEAD_DIMS", "FlashAttentionFunction", "KernelConfig",
+__all__ = ["FP8_DTYPES", "INTERPRETER", "MAX_HEAD_DIM", "SUPPORTED_HEAD_DIMS",
+           "FlashAttentionFunction", "KernelConfig",
            "Schedule", "Traffic", "attention_reference", "flash_attention",
            "flash_attention_backward", "flash_attention_forward", "predict_traffic",
            "resolve_config", "schedule"]

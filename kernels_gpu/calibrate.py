@@ -139,8 +139,9 @@ def measure() -> dict:
            "torch": torch.__version__, "triton": triton.__version__}
     big = torch.empty(1 << 30, dtype=torch.float16, device="cuda").uniform_()  # 2 GiB
     dst = torch.empty_like(big)
-    res["dram_copy_Bps"] = 2 * big.numel() * 2 / (_events_ms(lambda: dst.copy_(big), 20) * 1e-3)
-    del big, dst
+    copy_ms = _events_ms(lambda: dst.copy_(big), 20)
+    res["dram_copy_Bps"] = 2 * big.numel() * 2 / (copy_ms * 1e-3)
+    big = dst = None  # free the 4 GiB before the next measurement
     small = torch.rand(1 << 22, device="cuda")  # 16 MiB
     sdst = torch.empty_like(small)
     reps = 200

@@ -182,10 +182,10 @@ def _attn_bwd_dq_inner(dq, q, do, lse2, delta, K, V, k_row, offs_m, lo, hi, NK, 
 
 @triton.jit
 def _attn_bwd_dq(Q, K, V, DO, DQ, LSE, Delta, sm_scale, NQ, NK, H, CAUSAL_OFF,
-                 GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_P: tl.constexpr, BLOCK_M: tl.constexpr,
-                 BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, EVEN_M: tl.constexpr,
-                 EVEN_N: tl.constexpr, EMPTY_ROWS: tl.constexpr, USE_TMA: tl.constexpr,
-                 DOT_F32: tl.constexpr):
+                 GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_P: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+                 EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EMPTY_ROWS: tl.constexpr,
+                 USE_TMA: tl.constexpr, DOT_F32: tl.constexpr):
     """Grid (cdiv(NQ, BLOCK_M), B*H): program (i, bh) writes dQ rows [i*BM, (i+1)*BM)."""
     pid_m = tl.program_id(0)
     if CAUSAL:  # heaviest (last) Q tiles first

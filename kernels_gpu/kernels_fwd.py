@@ -62,10 +62,10 @@ def _attn_fwd_inner(acc, l_i, m_i, q, K, V, k_row, v_col, lo, hi, offs_m, NK, CA
 
 @triton.jit
 def _attn_fwd(Q, K, V, O, LSE, sm_scale, out_scale, NQ, NK, H, CAUSAL_OFF,
-              GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_P: tl.constexpr, BLOCK_M: tl.constexpr,
-              BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, EVEN_M: tl.constexpr,
-              EVEN_N: tl.constexpr, EMPTY_ROWS: tl.constexpr, USE_TMA: tl.constexpr,
-              V_TRANS: tl.constexpr, DOT_F32: tl.constexpr):
+              GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_P: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+              EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EMPTY_ROWS: tl.constexpr,
+              USE_TMA: tl.constexpr, V_TRANS: tl.constexpr, DOT_F32: tl.constexpr):
     """Grid (cdiv(NQ, BLOCK_M), B*H): program (i, bh) writes O rows [i*BM, (i+1)*BM) of query
     head bh (and their lse). Q, O: (B*H, NQ, d); K, V: (B*H_kv, NK, d), V (B*H_kv, d, NK) when
     V_TRANS; H_kv = H / GROUP. Axis 0 varies fastest, so programs running together share one

@@ -207,8 +207,8 @@ def _dot_f32(dtype: torch.dtype) -> bool:
 def _common(p: Problem, cfg: KernelConfig) -> dict:
     return dict(GROUP=p.group, HEAD_DIM=p.d, HEAD_DIM_P=p.dp, BLOCK_M=cfg.block_m,
                 BLOCK_N=cfg.block_n, CAUSAL=p.causal, EVEN_M=p.nq % cfg.block_m == 0,
-                EVEN_N=p.nk % cfg.block_n == 0, EMPTY_ROWS=p.empty_rows, USE_TMA=cfg.use_tma, DOT_F32=_dot_f32(p.dtype),
-                num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+                EVEN_N=p.nk % cfg.block_n == 0, EMPTY_ROWS=p.empty_rows, USE_TMA=cfg.use_tma,
+                DOT_F32=_dot_f32(p.dtype), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
 
 def launch_fwd(p: Problem, q, k, v, o, lse, sm_scale: float, out_scale: float,

@@ -131,8 +131,9 @@ def test_backward_prediction_is_three_launches_in_sequence():
 
 
 def test_predict_table_from_the_stored_run(tmp_path):
-    """`bench --predict --from` on the stored H200 run: every main-grid point gets a
-    prediction, a ratio and the spread line; the output is the same bytes twice."""
+    """`bench --predict --from` on the stored H200 run: every point the tile machine models
+    (square, multi-head) gets a prediction and a ratio, the others none; a spread line per
+    pass; the output is the same bytes twice."""
     src = os.path.join(RESULTS, "bench.json")
     calib = tmp_path / "calib.json"
     calib.write_text(json.dumps(CALIB))
@@ -143,8 +144,11 @@ def test_predict_table_from_the_stored_run(tmp_path):
     assert bench.main(args) == 0
     assert (out / "predict.md").read_text() == first
     rows = json.loads((out / "predict.json").read_text())["rows"]
-    assert len(rows) == 20 and all("fwd_ratio" in r["predict"] for r in rows)
-    assert "Forward: 20 points, predicted/measured" in first
+    stored = json.loads(open(src).read())["rows"]
+    modelled = [r for r in stored if r["n"] == r["nk"] and r["heads"] == r["heads_kv"]]
+    assert len(rows) == len(modelled) and len(modelled) < len(stored)
+    assert all("fwd_ratio" in r["predict"] for r in rows)
+    assert f"Forward: {len(modelled)} points, predicted/measured" in first
 
 
 def test_cross_attention_is_not_modelled_yet():
@@ -159,3 +163,19 @@ def test_bench_without_a_gpu_says_so(capsys):
         pytest.skip("there is a GPU")
     assert bench.main(["--grid", "main"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_h200_preset_holds_the_measured_calibration():
+    """toymachine/presets/h200.yaml's rates are calibration_h200.json's measured means per
+    cycle of its clock (4 significant figures), not the datasheet's peaks."""
+    calib = predict.calibration()
+    m = predict.machine_for("NVIDIA H200")
+    hz = m.clock_hz
+    assert hz == calib["clocks"]["sm_max_mhz"] * 1e6
+    for field, key in (("tensor_flops_per_cycle", "fp16_mm_flops"),
+                       ("hbm_bytes_per_cycle", "dram_copy_Bps"),
+                       ("vector_flops_per_cycle", "fma_flops"), ("sfu_ops_per_cycle", "exp2_per_s")):
+        assert math.isclose(getattr(m, field) * hz, calib[key], rel_tol=5e-4), field
+        runs = [r[key] for r in calib["runs"]]
+        assert math.isclose(calib[key], sum(runs) / len(runs))
+    assert m.tensor_flops_per_cycle * hz < 0.8 * 989.4e12  # sustained, below the datasheet

@@ -152,7 +152,7 @@ def test_prediction_against_the_stored_h200_measurements(stored_traffic):
         key = (r["pass"], r["d"], r["n"], r["causal"])
         assert r["pred_pointer_read"] == r["l1_ld_read"], key
         if key == SPILL:  # local-memory spill stores and reloads come on top of the schedule
-            assert r["l2_tex_write"] > 3 * r["pred_write"] and r["l2_tex_read"] > r["pred_read"]
+            assert r["l2_tex_write"] > 2 * r["pred_write"] and r["l2_tex_read"] > r["pred_read"]
         else:
             assert r["pred_write"] == r["l2_tex_write"], key
             assert r["l2_tex_read"] <= r["pred_read"], key
