@@ -122,7 +122,7 @@ def test_backward_prediction_is_three_launches_in_sequence():
     assert math.isclose(bwd.total_s, sum(x.total_s for x in parts))
     assert math.isclose(bwd.launch_s, 3 * CALIB["launch_s"])
     assert bwd.bound.count("+") == 2
-    # not causal: 7 products per score, dkdv 8d - 2 FLOPs, dq 6d - 2 (toymachine.cost_tile)
+    # not causal: 7 products per score, dkdv 8d - 2 FLOPs, dq 6d - 2 (toymachine.cost.tile)
     kw["causal"] = False
     flat = predict.predict_backward(m, CALIB, dkdv=(64, 64), dq=(64, 64), **kw)
     scores = 2 * 4 * 2048 * 2048
@@ -166,7 +166,7 @@ def test_bench_without_a_gpu_says_so(capsys):
 
 
 def test_h200_preset_holds_the_measured_calibration():
-    """toymachine/presets/h200.yaml's rates are calibration_h200.json's measured means per
+    """toymachine/machine/presets/h200.yaml's rates are calibration_h200.json's measured means per
     cycle of its clock (4 significant figures), not the datasheet's peaks."""
     calib = predict.calibration()
     m = predict.machine_for("NVIDIA H200")

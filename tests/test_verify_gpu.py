@@ -84,6 +84,6 @@ def test_json_is_typed_with_snake_case_keys(toym):
 def test_errors_under_json_are_a_json_object(toym):
     import json
 
-    code, out, err = toym("verify-gpu", "--n", "32", "--d", "48", "-f", "json")
+    code, out, err = toym("verify-gpu", "--n", "32", "--d", "300", "-f", "json")
     assert code == 2 and "head dims" in err
     assert "head dims" in json.loads(out)["error"]["message"]
