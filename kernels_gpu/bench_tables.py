@@ -93,8 +93,9 @@ def render_all(rows: list[dict], env: dict, batch: int, heads: int) -> str:
 
 # ---------------------------------------------------------------------------- the time model
 def _modelled(r: dict) -> bool:
-    """The tile machine models square, multi-head problems (cross / grouped: not yet)."""
-    return r["n"] == r["nk"] and r["heads"] == r["heads_kv"] and r["causal"] in (False, True)
+    """The tile machine models N_q != N_k and grouped heads; causal only bottom-right with
+    N_k >= N_q (it refuses query rows that see no key)."""
+    return r["causal"] is False or (r["causal"] is True and r["nk"] >= r["n"])
 
 
 def normalise(r: dict) -> dict:
@@ -113,7 +114,7 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict) -> list[dict]:
             m = machine_for(gpu, 1 if fp8 else 2, calib)
             c = {p: KernelConfig.from_dict(v) for p, v in r["configs"].items()}
             kw = dict(n=r["n"], d=r["d"], batch=r["batch"], heads=r["heads"],
-                      causal=bool(r["causal"]))
+                      causal=bool(r["causal"]), nk=r["nk"], kv_heads=r["heads_kv"])
             pred = {"fwd": predict_forward(m, calib, block_m=c["fwd"].block_m,
                                            block_n=c["fwd"].block_n, **kw).to_dict()}
             meas = r.get("ours_fp8" if fp8 else "ours", {})
@@ -138,6 +139,11 @@ def ratio_spread(ratios: list[float]) -> str:
             f"(median {statistics.median(ratios):.2f}); {inside} of {len(ratios)} within ±15%")
 
 
+def _lengths(r: dict) -> str:
+    """N, or N_q/N_k for cross-attention."""
+    return str(r["n"]) if r["n"] == r["nk"] else f"{r['n']}/{r['nk']}"
+
+
 def _ms(x: float) -> str:
     return f"{x * 1e3:.3f}"
 
@@ -152,7 +158,7 @@ def render_predict(rows: list[dict], env: dict, calib: dict) -> str:
         pts = [r for r in rows if "predict" in r and pass_ in r["predict"]]
         if not pts:
             continue
-        head = ["grid", "dtype", "d", "causal", "N", "config", "measured", "predicted",
+        head = ["grid", "dtype", "d", "H", "causal", "N", "config", "measured", "predicted",
                 "pred/meas", "bound", "tensor", "vector", "sfu", "HBM", "L2", "launch",
                 "roofline", "roofline/meas"]
         lines += [f"{'Forward' if pass_ == 'fwd' else 'Backward (3 launches)'}:", "",
@@ -169,7 +175,8 @@ def render_predict(rows: list[dict], env: dict, calib: dict) -> str:
                    KernelConfig.from_dict(r["configs"]["fwd"]).short())
             roof = (f"{p['roofline_s'] * 1e3 / meas:.2f}" if meas else "-")
             lines.append(
-                f"| {r['grid']} | {r['dtype']} | {r['d']} | {_causal(r['causal'])} | {r['n']} | "
+                f"| {r['grid']} | {r['dtype']} | {r['d']} | {r['heads']}/{r['heads_kv']} | "
+                f"{_causal(r['causal'])} | {_lengths(r)} | "
                 f"{cfg} | {f'{meas:.3f}' if meas else '-'} | {_ms(p['total_s'])} | "
                 f"{f'{ratio:.2f}' if ratio is not None else '-'} | {p['bound']} | "
                 f"{_ms(p['tensor_s'])} | {_ms(p['vector_s'])} | {_ms(p['sfu_s'])} | "

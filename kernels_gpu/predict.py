@@ -9,7 +9,7 @@ seconds by its one formula (`Machine.work_cycles`):
 
     compute = matmul FLOPs / tensor rate + other FLOPs / vector rate + exp2s / SFU rate
               (the units do not overlap: the seed's in-order tile machine)
-    hbm     = compulsory words (every tensor read once, outputs written once) x bytes / HBM rate
+    hbm     = compulsory words (every array the launch touches, once) x bytes / HBM rate
     l2      = the tile program's words (each tile load counted each time) x bytes / L2 rate
     predicted = max(compute, hbm, l2) + one launch's latency (per kernel launched)
 
@@ -100,16 +100,32 @@ def machine_for(gpu_name: str, elem_bytes: int = 2, calib: dict | None = None):
     return m
 
 
+_HEAD_ARRAYS = {"Q", "O", "dO", "dQ"}  # (B, H, n, d); K, V, dK, dV: (B, H_kv, nk, d); L, D: (B, H, n)
+
+
+def _compulsory_words(traffic, *, n, nk, d, batch, heads, kv_heads) -> int:
+    """Every array the program touches, read once and written once: what DRAM must move when
+    L2 serves every re-read (ncu: DRAM reads = this, RESULTS.md)."""
+    size = {"q": batch * heads * n * d, "kv": batch * kv_heads * nk * d, "row": batch * heads * n}
+    total = 0
+    for name, (reads, writes) in traffic.items():
+        kind = "q" if name in _HEAD_ARRAYS else "kv" if name in ("K", "V", "dK", "dV") else "row"
+        total += size[kind] * ((reads > 0) + (writes > 0))
+    return total
+
+
 def _one(machine, l2_Bps: float, launch_s: float, *, n: int, nk: int | None, d: int,
          batch: int, heads: int, causal: bool, block_m: int, block_n: int, pass_: str,
-         phase: str | None = None) -> Prediction:
-    if nk not in (None, n):
-        raise ValueError("the tile machine models N_q == N_k only (cross-attention: later)")
+         phase: str | None = None, kv_heads: int | None = None) -> Prediction:
+    nk = n if nk is None else nk
+    kv_heads = heads if kv_heads is None else kv_heads
     kw = dict(n=n, batch=batch, heads=heads, causal=causal, algo="fa2", pass_=pass_,
-              **({"order": "split", "phase": phase} if phase else {}))
+              **({"order": "split", "phase": phase} if phase else {}),
+              **({"nk": nk, "kv_heads": kv_heads} if (nk, kv_heads) != (n, heads) else {}))
     work = attention_tile_cost(d=padded_head_dim(d), block_m=block_m, block_n=block_n, **kw)
     bytes_ = attention_tile_cost(d=d, block_m=block_m, block_n=block_n, **kw)
-    once = attention_tile_cost(d=d, block_m=n, block_n=n, **kw)  # one block: each word once
+    once = _compulsory_words(bytes_.traffic, n=n, nk=nk, d=d, batch=batch, heads=heads,
+                             kv_heads=kv_heads)
     c = machine.work_cycles(words=0, matmul=work.flops_matmul,
                             vector=work.flops_other - work.sfu_ops, sfu=work.sfu_ops)
     wb, hz = machine.word_bytes, machine.clock_hz
@@ -117,24 +133,26 @@ def _one(machine, l2_Bps: float, launch_s: float, *, n: int, nk: int | None, d: 
     hbm_Bps = machine.hbm_bytes_per_cycle * hz
     compute = (c["tensor"] + c["vector"] + c["sfu"]) / hz
     return _launch_prediction(c["tensor"] / hz, c["vector"] / hz, c["sfu"] / hz,
-                              (once.reads + once.writes) * wb / hbm_Bps, tile_bytes / l2_Bps,
+                              once * wb / hbm_Bps, tile_bytes / l2_Bps,
                               launch_s, max(tile_bytes / hbm_Bps, compute))
 
 
 def predict_forward(machine, calib: dict, *, n: int, d: int, batch: int, heads: int,
-                    causal: bool, block_m: int, block_n: int, nk: int | None = None
-                    ) -> Prediction:
-    """One forward launch with the kernel's blocks."""
+                    causal: bool, block_m: int, block_n: int, nk: int | None = None,
+                    kv_heads: int | None = None) -> Prediction:
+    """One forward launch with the kernel's blocks (nk: keys, kv_heads: K/V heads)."""
     return _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
-                heads=heads, causal=causal, block_m=block_m, block_n=block_n, pass_="forward")
+                heads=heads, causal=causal, block_m=block_m, block_n=block_n, pass_="forward",
+                kv_heads=kv_heads)
 
 
 def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads: int,
                      causal: bool, dkdv: tuple[int, int], dq: tuple[int, int],
-                     nk: int | None = None) -> Prediction:
+                     nk: int | None = None, kv_heads: int | None = None) -> Prediction:
     """The three backward launches (preprocess, dK/dV, dQ) with their blocks (BM, BN), one
     after another."""
-    args = dict(n=n, nk=nk, d=d, batch=batch, heads=heads, causal=causal, pass_="backward")
+    args = dict(n=n, nk=nk, d=d, batch=batch, heads=heads, causal=causal, pass_="backward",
+                kv_heads=kv_heads)
     l2, launch = l2_rate(calib), calib["launch_s"]
     parts = [_one(machine, l2, launch, block_m=PREPROCESS_BLOCK, block_n=PREPROCESS_BLOCK,
                   phase="preprocess", **args),

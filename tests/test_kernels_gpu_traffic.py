@@ -79,6 +79,37 @@ def test_simulated_traffic_equals_the_hand_formula(pass_, n, bm, bn, causal, ele
     assert sim.traffic == hand and sim.config == cfg
 
 
+@pytest.mark.parametrize("pass_", LAUNCHES)
+@pytest.mark.parametrize("n,nk,heads,kv_heads,bm,bn,causal", [
+    (64, 128, 4, 2, 32, 32, True), (96, 40, 4, 1, 32, 16, False), (48, 80, 6, 3, 16, 32, True),
+    (100, 100, 4, 2, 32, 32, True), (40, 72, 2, 2, 16, 16, True)])  # N_k > N_q, ragged, grouped
+def test_simulated_traffic_equals_the_hand_formula_for_cross_and_grouped(pass_, n, nk, heads,
+                                                                         kv_heads, bm, bn, causal):
+    """N_q != N_k (causal bottom-right) and grouped-query heads: the tile simulator's bytes for
+    the kernel's launch equal the hand formula of the kernel's loops (kernels_common's causal
+    ranges; a dK/dV program streams its group's query heads past one K/V tile), to the byte."""
+    from kernels_gpu.traffic import simulated_traffic
+
+    cfg = KernelConfig(bm, bn)
+    kw = dict(pass_=pass_, config=cfg, nk=nk, kv_heads=kv_heads)
+    sim = simulated_traffic(n, 32, 2, heads, causal, **kw)
+    hand = predict_traffic(schedule(n, 32, 2, heads, causal, **kw))
+    assert sim.traffic == hand
+
+
+def test_grouped_dkdv_reads_k_and_v_once_per_kv_head():
+    """The dK/dV launch of grouped-query attention keeps a K/V tile on chip while every query
+    head of its group streams past: K, V read and dK, dV written once per K/V head."""
+    from kernels_gpu.traffic import simulated_traffic
+
+    n, d, b, h, hkv = 128, 32, 2, 8, 2
+    p = simulated_traffic(n, d, b, h, False, pass_="bwd_dkdv", config=KernelConfig(32, 64),
+                          kv_heads=hkv)
+    kv_bytes = b * hkv * n * d * 2
+    assert p.tensors["K"] == (kv_bytes, 0) and p.tensors["dK"] == (0, kv_bytes)
+    assert p.tensors["Q"][0] == b * h * n * d * 2 * (n // 64)  # each query head per K/V tile
+
+
 def test_simulated_traffic_per_tensor_element_sizes():
     """fp16/bf16 tensors cost elem_bytes per element, the fp32 lse and D 4; TMA-loaded tensors
     are set apart from pointer loads; compulsory = every tensor read once."""
