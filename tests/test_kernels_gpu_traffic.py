@@ -229,3 +229,29 @@ def test_traffic_main_parses_a_run_and_prints_the_table(tmp_path, capsys):
     assert "| bwd_dkdv | 64 | 1024 | yes | M32N64w4s4-tma | 327.7 | 327.3 | 1.00 |" in printed
     rows = json.loads((tmp_path / "out" / "traffic.json").read_text())
     assert [r["pass"] for r in rows] == list(LAUNCHES) * 2
+
+
+def test_cross_and_grouped_launches_against_the_stored_h200_measurements():
+    """The stored ncu run of cross-attention, grouped/multi-query and padded-head-dim cases
+    (results/ncu_traffic_shapes.csv) against the simulator: pointer loads to the byte in all 16
+    launches, writes to the byte and DRAM reads = compulsory in all but the grouped dK/dV launch
+    that spills registers inside its group loop (M64N128w8s2 at d 128: 33 spill stores)."""
+    import json
+    from pathlib import Path
+
+    from kernels_gpu import traffic
+
+    results = Path(traffic.RESULTS_DIR)
+    launches = traffic.parse_ncu_csv((results / "ncu_traffic_shapes.csv").read_text())
+    cases = json.loads((results / "traffic_cases_shapes.json").read_text())
+    rows = traffic.compare(launches, cases)
+    assert len(rows) == 16 and any(r.get("kv_heads") == 1 for r in rows)
+    assert any(r.get("nk", r["n"]) != r["n"] for r in rows) and any(r["d"] == 96 for r in rows)
+    spill = ("bwd_dkdv", 128, 8)
+    for r in rows:
+        assert r["pred_pointer_read"] == r["l1_ld_read"], r
+        if (r["pass"], r["d"], r.get("kv_heads")) == spill:
+            assert r["l2_tex_write"] > r["pred_write"] and r["dram_read"] > r["pred_compulsory_read"]
+        else:
+            assert r["pred_write"] == r["l2_tex_write"], r
+            assert r["pred_compulsory_read"] <= r["dram_read"] <= 1.01 * r["pred_compulsory_read"], r
