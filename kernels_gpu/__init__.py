@@ -1,4 +1,5 @@
-"""kernels_gpu: a Triton FlashAttention-2 (forward and backward) with its schedule description.
+"""kernels_gpu: a Triton FlashAttention-2 (forward and backward; head dims to 256, cross-attention,
+grouped-query attention, an fp8 forward) with its schedule description.
 
 Importing this package on a machine without CUDA sets TRITON_INTERPRET=1 before triton is
 imported, so the kernels run on torch CPU tensors in Triton's interpreter (slow; small sizes).
@@ -11,12 +12,13 @@ if not torch.cuda.is_available():  # before anything imports triton: triton.lang
     os.environ.setdefault("TRITON_INTERPRET", "1")  # @jit helpers read it when triton is imported
 
 from .configs import KernelConfig  # noqa: E402
-from .flash_attn import (INTERPRETER, SUPPORTED_HEAD_DIMS, FlashAttentionFunction,
-                         attention_reference, flash_attention, flash_attention_backward,
-                         flash_attention_forward, resolve_config)
+from .flash_attn import (FP8_DTYPES, INTERPRETER, MAX_HEAD_DIM, SUPPORTED_HEAD_DIMS,
+                         FlashAttentionFunction, attention_reference, flash_attention,
+                         flash_attention_backward, flash_attention_forward, resolve_config)
 from .schedule import Schedule, Traffic, predict_traffic, schedule
 
-__all__ = ["INTERPRETER", "SUPPORTED_HEAD_DIMS", "FlashAttentionFunction", "KernelConfig",
+__all__ = ["FP8_DTYPES", "INTERPRETER", "MAX_HEAD_DIM", "SUPPORTED_HEAD_DIMS",
+           "FlashAttentionFunction", "KernelConfig",
            "Schedule", "Traffic", "attention_reference", "flash_attention",
            "flash_attention_backward", "flash_attention_forward", "predict_traffic",
            "resolve_config", "schedule"]

@@ -1,293 +1,155 @@
 """Benchmark the Triton FlashAttention-2 against PyTorch SDPA (FLASH and cuDNN backends).
 
-    python -m kernels_gpu.bench [--tune] [--precompile] [--out DIR] [--ns 1024,4096] [--dims 64]
+    python -m kernels_gpu.bench [--tune] [--precompile] [--grid main,shapes,fp8] [--out DIR]
+    python -m kernels_gpu.bench --predict [--from results/bench.json]   # time model beside it
+    python -m kernels_gpu.bench --memory [--ns 1024,...,32768]          # seed 003's probe
 
-1. checks our outputs (O, and dQ/dK/dV) against SDPA and a float64 reference (exit 1 if wrong);
+1. checks ours against a float64 reference and SDPA on every shape (bench_check; exit 1 if one
+   is wrong);
 2. times forward and backward with triton.testing.do_bench (median) for ours, SDPA-flash and
-   SDPA-cuDNN, in one run, fp16, batch 4 x 32 heads, d in {64, 128}, N in {1k .. 16k},
-   causal and not;
-3. prints a markdown table with ours/flash and ours/cudnn ratios, writes bench.json and
-   bench.md under --out (default $OUT, else ./bench_out).
+   SDPA-cuDNN in one run, fp16, batch 4 x 32 heads. Grids: `main` d 64/128 x causal x N 1k..16k
+   (the tutorial's); `shapes` head dims 32..256, grouped-query heads, N_q != N_k; `fp8` the
+   forward with float8_e5m2 / e4m3 inputs (seed 004's "Triton [FP8]") beside ours in fp16;
+3. --predict puts the tile machine's predicted time (kernels_gpu.predict, the GPU's preset)
+   beside every measured point, with the ratio predicted / measured and its spread; with
+   --from it recomputes that from a stored bench.json on any machine (no GPU);
+4. writes bench.json and bench.md under --out (default $OUT, else ./bench_out).
 
-FLOP convention (the usual one, as in the FlashAttention papers and the Triton tutorial):
-forward = 4 * B * H * N^2 * d (two N x N x d matmuls, 2 FLOP per multiply-add), halved when
-causal; backward = 2.5 x forward (five matmuls instead of two). Exponentials are not counted.
-Backward time is that of torch.autograd.grad(o, (q, k, v), do) after one forward: for ours the
-three backward launches (D, dK/dV, dQ); for SDPA whatever its backward runs.
-
---precompile compiles (and checks on a small shape) every autotuning candidate in parallel
-subprocesses first; a candidate that fails to compile, crashes or is wrong is excluded from
-tuning. --tune times the candidates per (pass, d, causal, N) before measuring (else the TUNED
-table in configs.py is used).
+FLOP convention (the FlashAttention papers' and the Triton tutorial's): forward
+4 * B * H * N_q * N_k * d, halved when causal and N_q == N_k (for N_q != N_k the visible pairs
+are counted exactly); backward 2.5 x forward. Exponentials are not counted. Backward time is
+that of torch.autograd.grad(o, (q, k, v), do) after one forward, for every implementation.
 """
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
 import datetime
 import json
 import os
-import subprocess
 import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
+from . import bench_tables as tables
 from . import configs as cfgs
 from . import flash_attn as fa
-from .configs import KernelConfig
+from .bench_check import DTYPES, check, compile_one, precompile, sdpa
+
+__all__ = ["GRIDS", "attention_flops", "time_point", "main"]
 
 BATCH, HEADS = 4, 32
-NS = (1024, 2048, 4096, 8192, 16384)
-DIMS = (64, 128)
 
 
-def attention_flops(batch: int, heads: int, n: int, d: int, causal: bool, pass_: str) -> float:
-    fwd = 4.0 * batch * heads * n * n * d * (0.5 if causal else 1.0)
+def _spec(grid, d, n, causal, nk=None, heads_kv=HEADS, dtype="fp16"):
+    return {"grid": grid, "d": d, "n": n, "nk": nk or n, "heads": HEADS, "heads_kv": heads_kv,
+            "causal": causal, "dtype": dtype, "batch": BATCH}
+
+
+GRIDS = {
+    "main": [_spec("main", d, n, c) for d in (64, 128) for c in (False, True)
+             for n in (1024, 2048, 4096, 8192, 16384)],
+    "shapes": ([_spec("shapes", d, n, c) for d in (32, 80, 96, 192, 256) for c in (False, True)
+                for n in (2048, 8192)]
+               + [_spec("shapes", 128, n, c, heads_kv=kv) for kv in (8, 1) for c in (False, True)
+                  for n in (4096, 16384)]
+               + [_spec("shapes", 128, nq, c, nk=nk) for nq, nk in ((1024, 16384), (4096, 8192),
+                                                                   (16384, 2048))
+                  for c in (False, True)]),
+    "fp8": [_spec("fp8", d, n, c, dtype=dt) for dt in ("e5m2", "e4m3") for d in (64, 128)
+            for c in (False, True) for n in (1024, 4096, 16384)],
+}
+
+
+def visible_pairs(nq: int, nk: int, causal) -> float:
+    """Score pairs computed by the usual convention: all, or half when causal and square;
+    for N_q != N_k the exact count of pairs the causal mask keeps (bottom-right or top-left)."""
+    if not causal:
+        return float(nq * nk)
+    if nq == nk:
+        return nq * nk / 2
+    off = 0 if causal == "top_left" else nk - nq
+    return float(sum(min(nk, max(0, i + off + 1)) for i in range(nq)))
+
+
+def attention_flops(batch: int, heads: int, n: int, d: int, causal, pass_: str,
+                    nk: int | None = None) -> float:
+    fwd = 4.0 * batch * heads * visible_pairs(n, nk or n, causal) * d
     return fwd if pass_ == "fwd" else 2.5 * fwd
 
 
-def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
-
-
-def _sdpa(backend):
-    from torch.nn.attention import sdpa_kernel
-
-    def run(q, k, v, causal):
-        with sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    return run
-
-
-def _backends():
-    from torch.nn.attention import SDPBackend
-    return {"flash": _sdpa(SDPBackend.FLASH_ATTENTION), "cudnn": _sdpa(SDPBackend.CUDNN_ATTENTION)}
-
-
-def _ours(q, k, v, causal):
-    return fa.flash_attention(q, k, v, causal)
-
-
-# ------------------------------------------------------------------------------------------
-# 1. correctness
-# ------------------------------------------------------------------------------------------
-def check(log=print) -> bool:
-    """Ours vs float64 reference, next to SDPA-flash vs the same reference."""
-    ok = True
-    backends = _backends()
-    torch.manual_seed(0)
-    cases = [(d, n, c, dt) for d in DIMS for n in (1024, 1000) for c in (False, True)
-             for dt in (torch.float16,)]
-    cases += [(64, 512, True, torch.bfloat16), (128, 384, False, torch.bfloat16),
-              (64, 256, True, torch.float32)]
-    log("| d | N | causal | dtype | ours O | sdpa O | ours lse | ours dQ | sdpa dQ | ours dK | "
-        "sdpa dK | ours dV | sdpa dV | ok |")
-    log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for d, n, causal, dt in cases:
-        try:
-            ok &= _check_case(d, n, causal, dt, backends, log)
-        except Exception as e:  # noqa: BLE001 - report and go on with the other cases
-            ok = False
-            log(f"| {d} | {n} | {causal} | {str(dt)[6:]} | ERROR {type(e).__name__}: "
-                f"{str(e)[:300]} |")
-    return ok
-
-
-def _check_case(d, n, causal, dt, backends, log) -> bool:
-    q, k, v = (torch.randn(2, 4, n, d, device="cuda", dtype=dt, requires_grad=True)
-               for _ in range(3))
-    do = torch.randn_like(q)
-    qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ref_o, ref_lse = fa.attention_reference(qr, kr, vr, causal)
-    ref_o.backward(do.double())
-    refs = [ref_o.detach(), qr.grad, kr.grad, vr.grad]
-    o, lse = fa.flash_attention_forward(q.detach(), k.detach(), v.detach(), causal)
-    ours = [o, *torch.autograd.grad(fa.flash_attention(q, k, v, causal), (q, k, v), do)]
-    sdpa_name = "flash" if dt != torch.float32 else "cudnn"
-    try:
-        so = backends[sdpa_name](q, k, v, causal)
-        theirs = [so, *torch.autograd.grad(so, (q, k, v), do)]
-    except RuntimeError:  # a backend that does not take this dtype: math backend instead
-        so = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        theirs = [so, *torch.autograd.grad(so, (q, k, v), do)]
-    e_ours = [_rel(a, r) for a, r in zip(ours, refs)]
-    e_them = [_rel(a, r) for a, r in zip(theirs, refs)]
-    e_lse = _rel(lse, ref_lse)
-    floor = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2, torch.float32: 5e-3}[dt]
-    lse_tol = 1e-3 if dt == torch.float32 else 1e-4  # fp32 runs tf32 dots on the GPU
-    good = all(eo <= max(2 * et, floor) for eo, et in zip(e_ours, e_them)) and e_lse < lse_tol
-    good = good and all(torch.isfinite(t).all().item() for t in ours)
-    log(f"| {d} | {n} | {causal} | {str(dt)[6:]} | {e_ours[0]:.1e} | {e_them[0]:.1e} | "
-        f"{e_lse:.1e} | {e_ours[1]:.1e} | {e_them[1]:.1e} | {e_ours[2]:.1e} | "
-        f"{e_them[2]:.1e} | {e_ours[3]:.1e} | {e_them[3]:.1e} | {'yes' if good else 'NO'} |")
-    return good
-
-
-# ------------------------------------------------------------------------------------------
-# precompile: every candidate in its own subprocess (a compiler crash only loses that one)
-# ------------------------------------------------------------------------------------------
-def compile_one(spec: dict) -> dict:
-    """Compile + run one candidate on a small even shape and check it against float64."""
-    pass_, d, causal = spec["pass"], spec["d"], spec["causal"]
-    cfg = KernelConfig.from_dict(spec["config"])
-    torch.manual_seed(1)
-    n = 256
-    q, k, v, do = (torch.randn(1, 2, n, d, device="cuda", dtype=torch.float16) for _ in range(4))
-    t0 = time.time()
-    if pass_ == "fwd":
-        o, lse = fa.flash_attention_forward(q, k, v, causal, config=cfg)
-        ref, _ = fa.attention_reference(q, k, v, causal)
-        err = _rel(o, ref)
-    else:
-        o, lse = fa.flash_attention_forward(q, k, v, causal, block_m=64, block_n=64)
-        kw = {"dkdv_config": cfg} if pass_ == "bwd_dkdv" else {"dq_config": cfg}
-        dq, dk, dv = fa.flash_attention_backward(q, k, v, o, lse, do, causal, **kw)
-        qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
-        fa.attention_reference(qr, kr, vr, causal)[0].backward(do.double())
-        err = max(_rel(dk, kr.grad), _rel(dv, vr.grad)) if pass_ == "bwd_dkdv" else \
-            _rel(dq, qr.grad)
-    torch.cuda.synchronize()
-    return {"err": err, "seconds": time.time() - t0, **_resources(pass_)}
-
-
-def _resources(pass_: str) -> dict:
-    """Registers / spills / shared memory of the compiled kernel of this pass (best effort)."""
-    fn = {"fwd": fa._attn_fwd, "bwd_dkdv": fa._attn_bwd_dkdv, "bwd_dq": fa._attn_bwd_dq}[pass_]
-    try:
-        kernels = [k for cache in fn.device_caches.values() for k in cache[0].values()]
-        k = kernels[-1]
-        return {"regs": k.n_regs, "spills": k.n_spills, "smem": k.metadata.shared}
-    except Exception as e:  # noqa: BLE001
-        return {"resources_error": str(e)[:100]}
-
-
-def precompile(dims, causals, log=print, workers: int = 14,
-               passes=cfgs.PASSES) -> list[dict]:
-    jobs = [{"pass": p, "d": d, "causal": c, "config": cfg.to_dict()}
-            for p in passes for d in dims for c in causals
-            for cfg in cfgs.candidates(p, d)]
-
-    def run(spec):
-        t0 = time.time()
-        try:
-            r = subprocess.run([sys.executable, "-m", "kernels_gpu.bench", "--compile-one",
-                                json.dumps(spec)], capture_output=True, text=True, timeout=240)
-            lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-            res = json.loads(lines[-1][7:]) if lines else {"error": (r.stderr or "")[-400:]}
-        except subprocess.TimeoutExpired:
-            res = {"error": "timeout"}
-        res["wall"] = time.time() - t0
-        return {**spec, **res}
-
-    t0 = time.time()
-    with cf.ThreadPoolExecutor(workers) as pool:
-        results = list(pool.map(run, jobs))
-    for r in results:
-        cfg = KernelConfig.from_dict(r["config"])
-        bad = "error" in r or not (r["err"] < 2e-2)
-        if bad:
-            cfgs.exclude_candidate(r["pass"], r["d"], r["causal"], cfg)
-        status = ("EXCLUDED " + str(r.get("error", f"err={r.get('err')}"))[-300:]) if bad else \
-            f"ok err={r['err']:.1e} regs={r.get('regs')} spills={r.get('spills')} " \
-            f"smem={r.get('smem')}"
-        log(f"  precompile {r['pass']:8s} d={r['d']} causal={int(r['causal'])} "
-            f"{cfg.short():24s} {r['wall']:5.1f}s {status}")
-    log(f"precompiled {len(jobs)} candidates in {time.time() - t0:.0f}s")
-    return results
-
-
-# ------------------------------------------------------------------------------------------
-# 2. timing
-# ------------------------------------------------------------------------------------------
 def _bench_ms(fn) -> float:
     import triton
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
-def time_point(d: int, n: int, causal: bool, impls: dict, fwd_only: bool = False) -> dict:
+def _impls(spec: dict) -> dict:
+    from torch.nn.attention import SDPBackend
+
+    ours = lambda q, k, v, c: fa.flash_attention(q, k, v, c)  # noqa: E731
+    flash = lambda q, k, v, c: sdpa(q, k, v, c, SDPBackend.FLASH_ATTENTION)  # noqa: E731
+    cudnn = lambda q, k, v, c: sdpa(q, k, v, c, SDPBackend.CUDNN_ATTENTION)  # noqa: E731
+    if spec["dtype"] in ("e5m2", "e4m3"):  # fp8: ours in fp8 beside ours and SDPA in fp16
+        return {"ours_fp8": lambda q, k, v, c: fa.flash_attention_forward(q, k, v, c)[0],
+                "ours": ours, "flash": flash, "cudnn": cudnn}
+    return {"ours": ours, "flash": flash, "cudnn": cudnn}
+
+
+def _takes(fn, args, causal) -> bool:
+    """Whether an SDPA backend runs this case as given (e.g. enable_gqa)."""
+    try:
+        with torch.no_grad():
+            fn(*args, causal)
+        return True
+    except RuntimeError:
+        return False
+
+
+def time_point(spec: dict, fwd_only: bool = False) -> dict:
+    """Forward (and backward) time of every implementation at one shape."""
+    d, n, nk, causal = spec["d"], spec["n"], spec["nk"], spec["causal"]
     torch.manual_seed(n + d)
-    q, k, v = (torch.randn(BATCH, HEADS, n, d, device="cuda", dtype=torch.float16,
-                           requires_grad=True) for _ in range(3))
+    fp8 = spec["dtype"] in ("e5m2", "e4m3")
+    dtype = torch.float16 if fp8 else DTYPES[spec["dtype"]]
+    q = torch.randn(BATCH, spec["heads"], n, d, device="cuda", dtype=dtype, requires_grad=True)
+    k, v = (torch.randn(BATCH, spec["heads_kv"], nk, d, device="cuda", dtype=dtype,
+                        requires_grad=True) for _ in range(2))
     do = torch.randn_like(q)
-    row = {"d": d, "n": n, "causal": causal, "batch": BATCH, "heads": HEADS}
-    for name, fn in impls.items():
+    row = dict(spec)
+    flops = {p: attention_flops(BATCH, spec["heads"], n, d, causal, p, nk) for p in ("fwd", "bwd")}
+    for name, fn in _impls(spec).items():
+        args = (q, k, v)
+        if name == "ours_fp8":  # V stored transposed, as seed 004's benchmark stores it
+            f8 = DTYPES[spec["dtype"]]
+            args = (q.detach().to(f8), k.detach().to(f8),
+                    v.detach().transpose(-1, -2).contiguous().transpose(-1, -2).to(f8))
+        if name in ("flash", "cudnn") and spec["heads_kv"] != spec["heads"] and \
+                not _takes(fn, args, causal):  # no grouped heads in this backend: expand K/V
+            g = spec["heads"] // spec["heads_kv"]
+            fn = (lambda f: lambda q_, k_, v_, c: f(q_, k_.repeat_interleave(g, 1),
+                                                    v_.repeat_interleave(g, 1), c))(fn)
+            row.setdefault("notes", []).append(f"{name}: K/V expanded to {spec['heads']} heads")
         try:
             with torch.no_grad():
-                fwd_ms = _bench_ms(lambda: fn(q, k, v, causal))
-            if fwd_only:
-                bwd_ms = float("nan")
-            else:
+                fwd_ms = _bench_ms(lambda: fn(*args, causal))
+            bwd_ms = float("nan")
+            if not (fwd_only or fp8):
                 o = fn(q, k, v, causal)
                 bwd_ms = _bench_ms(lambda: torch.autograd.grad(o, (q, k, v), do,
                                                                retain_graph=True))
                 del o
-        except Exception as e:  # noqa: BLE001 - a backend missing here is reported, not fatal
+        except Exception as e:  # noqa: BLE001 - a backend that refuses a case is reported
             row[name] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
             continue
         row[name] = {"fwd_ms": fwd_ms, "bwd_ms": bwd_ms,
-                     "fwd_tflops": attention_flops(BATCH, HEADS, n, d, causal, "fwd") / fwd_ms
-                     * 1e-9,
-                     "bwd_tflops": attention_flops(BATCH, HEADS, n, d, causal, "bwd") / bwd_ms
-                     * 1e-9}
-    qd = q.detach()
-    row["configs"] = {p: fa.resolve_config(p, qd, causal).to_dict() for p in cfgs.PASSES}
+                     "fwd_tflops": flops["fwd"] / fwd_ms * 1e-9,
+                     "bwd_tflops": flops["bwd"] / bwd_ms * 1e-9}
+    qd, kd = q.detach(), k.detach()
+    if fp8:
+        qd, kd = (t.to(DTYPES[spec["dtype"]]) for t in (qd, kd))
+    passes = ("fwd",) if fp8 else cfgs.PASSES
+    row["configs"] = {p: fa.resolve_config(p, qd, causal, k=kd).to_dict() for p in passes}
     return row
-
-
-def host_overhead(d: int = 64, n: int = 1024, causal: bool = False, calls: int = 200) -> dict:
-    """CPU time to enqueue one call vs wall time per call (GPU-bound if wall > CPU), for ours
-    and SDPA, forward and backward: shows whether small shapes are launch/host bound."""
-    import triton
-    q, k, v = (torch.randn(BATCH, HEADS, n, d, device="cuda", dtype=torch.float16,
-                           requires_grad=True) for _ in range(3))
-    do = torch.randn_like(q)
-    out = {}
-    for name, fn in {"ours": _ours, **_backends()}.items():
-        o = fn(q, k, v, causal)
-        for pass_, call in (("fwd", lambda: fn(q, k, v, causal)),
-                            ("bwd", lambda: torch.autograd.grad(o, (q, k, v), do,
-                                                                retain_graph=True))):
-            for _ in range(10):
-                call()
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                call()
-            cpu = (time.perf_counter() - t0) / calls
-            torch.cuda.synchronize()
-            wall = (time.perf_counter() - t0) / calls
-            graph_free = triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median")
-            out[f"{name}_{pass_}"] = {"cpu_us": cpu * 1e6, "wall_us": wall * 1e6,
-                                      "do_bench_us": graph_free * 1e3}
-    return out
-
-
-def _fmt(row, name, key):
-    r = row.get(name, {})
-    return f"{r[key]:.0f}" if key in r else "err"
-
-
-def _ratio(row, a, b, key):
-    ra, rb = row.get(a, {}), row.get(b, {})
-    return f"{ra[key] / rb[key]:.2f}" if key in ra and key in rb else "-"
-
-
-def render_table(rows: list[dict]) -> str:
-    head = ("| d | causal | N | fwd ours | fwd flash | fwd cudnn | ours/flash | ours/cudnn | "
-            "bwd ours | bwd flash | bwd cudnn | ours/flash | ours/cudnn |")
-    lines = [head, "|" + "---|" * 13]
-    for r in rows:
-        lines.append(
-            f"| {r['d']} | {'yes' if r['causal'] else 'no'} | {r['n']} | "
-            f"{_fmt(r, 'ours', 'fwd_tflops')} | {_fmt(r, 'flash', 'fwd_tflops')} | "
-            f"{_fmt(r, 'cudnn', 'fwd_tflops')} | {_ratio(r, 'ours', 'flash', 'fwd_tflops')} | "
-            f"{_ratio(r, 'ours', 'cudnn', 'fwd_tflops')} | {_fmt(r, 'ours', 'bwd_tflops')} | "
-            f"{_fmt(r, 'flash', 'bwd_tflops')} | {_fmt(r, 'cudnn', 'bwd_tflops')} | "
-            f"{_ratio(r, 'ours', 'flash', 'bwd_tflops')} | "
-            f"{_ratio(r, 'ours', 'cudnn', 'bwd_tflops')} |")
-    return "\n".join(lines)
 
 
 def environment() -> dict:
@@ -299,22 +161,75 @@ def environment() -> dict:
             "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
 
 
+def _precompile_specs(specs: list[dict], fwd_only: bool) -> list[dict]:
+    jobs = {}
+    for s in specs:
+        fp8 = s["dtype"] in ("e5m2", "e4m3")
+        eb = 1 if fp8 else 2
+        for pass_ in ("fwd",) if (fp8 or fwd_only) else cfgs.PASSES:
+            for cfg in cfgs.candidates(pass_, s["d"], eb):
+                key = (pass_, s["d"], bool(s["causal"]), s["heads"] // s["heads_kv"],
+                       s["dtype"], cfg)
+                jobs[key] = {"pass": pass_, "d": s["d"], "causal": bool(s["causal"]),
+                             "group": key[3], "dtype": s["dtype"], "config": cfg.to_dict()}
+    return list(jobs.values())
+
+
+def _write(out: str, env: dict, rows: list[dict], extra: dict | None = None) -> None:
+    tune_log = {"|".join(map(str, key)): [(c.short(), ms) for c, ms in v]
+                for key, v in cfgs.autotune_log().items()}
+    with open(os.path.join(out, "bench.json"), "w") as f:
+        json.dump({"env": env, "rows": rows, "autotune": tune_log, **(extra or {})}, f, indent=1)
+
+
+def run_predict(args) -> int:
+    """--predict: the time model beside stored or fresh measurements (writes predict.md)."""
+    from .predict import calibration
+
+    src = args.from_ or os.path.join(args.out, "bench.json")
+    with open(src) as f:
+        stored = json.load(f)
+    calib = calibration(args.calibration)
+    rows = tables.add_predictions(stored["rows"], stored["env"]["gpu"], calib)
+    md = tables.render_predict(rows, stored["env"], calib)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "predict.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(args.out, "predict.json"), "w") as f:
+        json.dump({"env": stored["env"], "source": os.path.basename(src),
+                   "rows": [{k: r[k] for k in ("grid", "d", "n", "nk", "heads", "heads_kv",
+                                               "causal", "dtype", "predict") if k in r}
+                            for r in rows if "predict" in r]}, f, indent=1, sort_keys=True)
+    print(md, flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
-    ap.add_argument("--ns", default=",".join(map(str, NS)))
-    ap.add_argument("--dims", default=",".join(map(str, DIMS)))
+    ap.add_argument("--grid", default="main", help="comma list of main, shapes, fp8")
+    ap.add_argument("--ns", help="only these N (comma list); with --memory: the probe's N")
+    ap.add_argument("--dims", help="only these head dims (comma list)")
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--tune", action="store_true", help="autotune per shape before timing")
     ap.add_argument("--precompile", action="store_true")
     ap.add_argument("--skip-check", action="store_true")
+    ap.add_argument("--check-only", action="store_true",
+                    help="precompile (if asked) and check, time nothing")
     ap.add_argument("--fwd-only", action="store_true", help="time the forward pass only")
     ap.add_argument("--continue-on-fail", action="store_true",
                     help="time even if the check fails (the table is then marked)")
-    ap.add_argument("--host-probe", action="store_true",
-                    help="after timing, measure host (enqueue) time per call at d=64 N=1k")
+    ap.add_argument("--predict", action="store_true", help="the tile machine's time beside it")
+    ap.add_argument("--from", dest="from_", help="--predict on a stored bench.json (no GPU)")
+    ap.add_argument("--calibration", default=None, help="calibration.json (default: results/)")
+    ap.add_argument("--memory", action="store_true", help="seed 003's memory probe")
+    ap.add_argument("--tiled-max-n", type=int, default=32768,
+                    help="--memory: the Python tiled loop only up to this N")
     ap.add_argument("--compile-one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.calibration is None:
+        from .predict import CALIBRATION_FILE
+        args.calibration = CALIBRATION_FILE
 
     if args.compile_one:
         try:
@@ -323,59 +238,53 @@ def main(argv=None) -> int:
             res = {"error": f"{type(e).__name__}: {str(e)[-300:]}"}
         print("RESULT " + json.dumps(res), flush=True)
         return 0
-
+    if args.predict and args.from_:
+        return run_predict(args)
     if not torch.cuda.is_available():
-        print("kernels_gpu.bench needs a CUDA GPU (the CPU interpreter is for tests only)")
+        print("kernels_gpu.bench needs a CUDA GPU (the CPU interpreter is for tests only); "
+              "--predict --from FILE works without one", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
-    ns = [int(x) for x in args.ns.split(",")]
-    dims = [int(x) for x in args.dims.split(",")]
-    causals = [bool(int(x)) for x in args.causal.split(",")]
     env = environment()
     print(json.dumps(env), flush=True)
+    if args.memory:
+        from . import memory
+        ns = [int(x) for x in args.ns.split(",")] if args.ns else memory.NS
+        res = memory.probe(ns, tiled_max_n=args.tiled_max_n, log=lambda s: print(s, flush=True))
+        memory.write(res, args.out, env)
+        return 0
 
+    specs = [s for g in args.grid.split(",") for s in GRIDS[g]]
+    if args.ns:
+        specs = [s for s in specs if s["n"] in {int(x) for x in args.ns.split(",")}]
+    if args.dims:
+        specs = [s for s in specs if s["d"] in {int(x) for x in args.dims.split(",")}]
+    causals = {bool(int(x)) for x in args.causal.split(",")}
+    specs = [s for s in specs if bool(s["causal"]) in causals]
     if args.precompile:
-        precompile(dims, causals, log=lambda s: print(s, flush=True),
-                   passes=("fwd",) if args.fwd_only else cfgs.PASSES)
+        precompile(_precompile_specs(specs, args.fwd_only), log=lambda s: print(s, flush=True))
     if not args.skip_check:
         ok = check(log=lambda s: print(s, flush=True))
         print("check:", "PASS" if ok else "FAIL", flush=True)
         if not ok and not args.continue_on_fail:
             return 1
-
-    impls = {"ours": _ours, **_backends()}
-    rows = []
+        if args.check_only:
+            return 0 if ok else 1
     if args.tune:
         os.environ["KERNELS_GPU_AUTOTUNE"] = "1"
-    for d in dims:
-        for causal in causals:
-            for n in ns:
-                t0 = time.time()
-                rows.append(time_point(d, n, causal, impls, args.fwd_only))
-                r = rows[-1]
-                used = {p: KernelConfig.from_dict(c).short() for p, c in r["configs"].items()}
-                print(f"d={d} causal={int(causal)} N={n}: " + "  ".join(
-                    f"{k} {r[k].get('fwd_tflops', float('nan')):.0f}/"
-                    f"{r[k].get('bwd_tflops', float('nan')):.0f}" for k in impls)
-                    + f"  cfg fwd={used['fwd']} dkdv={used['bwd_dkdv']} dq={used['bwd_dq']} "
-                    f"({time.time() - t0:.0f}s)", flush=True)
-                tune_log = {"|".join(map(str, key)): [(c.short(), ms) for c, ms in v]
-                            for key, v in cfgs.autotune_log().items()}
-                with open(os.path.join(args.out, "bench.json"), "w") as f:
-                    json.dump({"env": env, "rows": rows, "autotune": tune_log}, f, indent=1)
-    if args.host_probe:
-        for c in (False, True):
-            for key, val in host_overhead(causal=c).items():
-                print(f"host probe d=64 N=1024 causal={int(c)} {key}: " + ", ".join(
-                    f"{k} {x:.0f}" for k, x in val.items()), flush=True)
-    table = render_table(rows)
-    md = (f"GPU: {env['gpu']} ({env['sms']} SMs), {env['date']}, torch {env['torch']}, "
-          f"triton {env['triton']}, CUDA {env['cuda']}, cuDNN {env['cudnn']}\n"
-          f"fp16, batch {BATCH} x {HEADS} heads; TFLOPS (fwd 4BHN^2d, causal /2; bwd 2.5x fwd); "
-          f"do_bench median\n\n{table}\n")
+    rows = []
+    for spec in specs:
+        t0 = time.time()
+        rows.append(time_point(spec, args.fwd_only))
+        print(tables.one_line(rows[-1]) + f" ({time.time() - t0:.0f}s)", flush=True)
+        _write(args.out, env, rows)
+    md = tables.render_all(rows, env, BATCH, HEADS)
     with open(os.path.join(args.out, "bench.md"), "w") as f:
         f.write(md)
     print(md, flush=True)
+    if args.predict:
+        args.from_ = os.path.join(args.out, "bench.json")
+        return run_predict(args)
     return 0
 
 

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
 __all__ = ["KernelConfig", "PASSES", "TUNED", "candidates", "choose_config", "default_launch",
-           "tuned_config",
+           "tuned_config", "tma_allowed", "smem_estimate", "SMEM_BYTES",
            "autotune_cache", "autotune_log", "autotune_enabled", "exclude_candidate"]
 
 PASSES = ("fwd", "bwd_dkdv", "bwd_dq")
@@ -64,8 +64,11 @@ def _c(bm, bn, w, s, tma=True) -> KernelConfig:
     return KernelConfig(bm, bn, w, s, tma)
 
 
-# Candidates timed by the autotuner on CUDA, per pass and head dim (<=64 / 128): the configs
-# that won somewhere in a wider sweep on an H200 (see NOTES.md for what else was tried).
+# Candidates timed by the autotuner on CUDA, per pass and padded head dim (<=64 / 128 / 256):
+# for 64 and 128 the configs that won somewhere in a wider sweep on an H200 (see NOTES.md for
+# what else was tried); for 256 (head dims 129-256) the ones that compile for sm_90 without
+# register spills and with wgmma (`python -m kernels_gpu.compile_check --dims 256`, NOTES.md):
+# the fp32 accumulators are BLOCK x 256 (forward, dQ) or two of BLOCK_N x 256 (dK, dV).
 _CANDIDATES = {
     ("fwd", 64): [_c(64, 128, 4, 2), _c(64, 64, 4, 3), _c(128, 64, 4, 3, tma=False),
                   _c(128, 64, 4, 3)],
@@ -75,9 +78,17 @@ _CANDIDATES = {
                         _c(32, 128, 8, 3)],
     ("bwd_dq", 64): [_c(128, 64, 4, 3), _c(128, 64, 8, 3), _c(64, 32, 4, 4), _c(128, 32, 4, 4)],
     ("bwd_dq", 128): [_c(128, 32, 8, 3), _c(64, 32, 4, 4), _c(64, 64, 4, 3), _c(128, 64, 8, 2)],
+    ("fwd", 256): [_c(64, 64, 8, 2), _c(128, 64, 8, 2), _c(64, 32, 4, 2), _c(128, 32, 8, 2)],
+    ("bwd_dkdv", 256): [_c(32, 64, 8, 2), _c(16, 64, 8, 2), _c(16, 64, 8, 3), _c(64, 64, 8, 2)],
+    ("bwd_dq", 256): [_c(64, 32, 8, 2), _c(64, 64, 8, 2), _c(128, 32, 8, 2), _c(64, 16, 4, 2)],
 }
+# fp8 forward (1-byte tiles: twice the rows in the same shared memory), seed 004's tutorial
+# candidates beside the fp16 ones
+_FP8_EXTRA = {64: [_c(128, 128, 8, 3), _c(128, 64, 8, 4)], 128: [_c(128, 128, 8, 4)],
+              256: [_c(64, 128, 8, 2)]}
 
-# Measured defaults, fp16/bf16 on sm_90 (H200, 2026-11-21; `python -m kernels_gpu.bench --tune`):
+# Measured defaults, fp16/bf16 on sm_90 (H200, `python -m kernels_gpu.bench --tune`: the picks
+# that agreed between the runs of 2026-11-21 and 2026-11-23, RESULTS.md):
 # (pass, head_dim_bucket, causal) -> [(largest N it is used for, config), ...], used when
 # autotuning is off. The last entry covers every larger N.
 _BIG = 1 << 62
@@ -86,19 +97,21 @@ TUNED: dict[tuple[str, int, bool], list[tuple[int, KernelConfig]]] = {
     ("fwd", 64, True): [(1024, _c(64, 64, 4, 3)), (_BIG, _c(64, 128, 4, 2))],
     ("fwd", 128, False): [(4096, _c(64, 64, 4, 3)), (_BIG, _c(128, 128, 8, 3))],
     ("fwd", 128, True): [(8192, _c(64, 64, 4, 3)), (_BIG, _c(128, 128, 8, 3))],
-    ("bwd_dkdv", 64, False): [(_BIG, _c(32, 64, 4, 4))],
-    ("bwd_dkdv", 64, True): [(4096, _c(32, 64, 4, 4)), (_BIG, _c(64, 128, 4, 3))],
-    ("bwd_dkdv", 128, False): [(4096, _c(32, 64, 4, 4)), (_BIG, _c(64, 128, 8, 2))],
-    ("bwd_dkdv", 128, True): [(_BIG, _c(64, 128, 8, 2, tma=False))],
-    ("bwd_dq", 64, False): [(_BIG, _c(128, 64, 4, 3))],
-    ("bwd_dq", 64, True): [(_BIG, _c(128, 64, 4, 3))],
+    ("bwd_dkdv", 64, False): [(1024, _c(32, 64, 4, 4)), (_BIG, _c(32, 128, 4, 4))],
+    ("bwd_dkdv", 64, True): [(2048, _c(32, 64, 4, 4)), (_BIG, _c(64, 128, 4, 3))],
+    ("bwd_dkdv", 128, False): [(1024, _c(32, 64, 4, 4)), (8192, _c(64, 128, 8, 2, tma=False)),
+                               (_BIG, _c(64, 128, 8, 2))],
+    ("bwd_dkdv", 128, True): [(4096, _c(64, 128, 8, 2, tma=False)), (_BIG, _c(64, 128, 8, 2))],
+    ("bwd_dq", 64, False): [(1024, _c(128, 64, 8, 3)), (_BIG, _c(128, 64, 4, 3))],
+    ("bwd_dq", 64, True): [(1024, _c(64, 32, 4, 4)), (_BIG, _c(128, 64, 4, 3))],
     ("bwd_dq", 128, False): [(_BIG, _c(128, 32, 8, 3))],
     ("bwd_dq", 128, True): [(_BIG, _c(64, 32, 4, 4))],
 }
 
 
 def tuned_config(pass_: str, head_dim: int, causal: bool, n: int) -> KernelConfig | None:
-    """The measured default for this shape, or None if the table has no entry."""
+    """The measured default for this shape (head_dim padded or not), or None if the table has
+    no entry."""
     for n_max, cfg in TUNED.get((pass_, _d_bucket(head_dim), causal), ()):
         if n <= n_max:
             return cfg
@@ -110,7 +123,7 @@ INTERPRETER_DEFAULT = KernelConfig(32, 32, 4, 1, False)
 
 _AUTOTUNE_CACHE: dict[tuple, KernelConfig] = {}
 _AUTOTUNE_LOG: dict[tuple, list[tuple[KernelConfig, float]]] = {}
-_EXCLUDED: set[tuple[str, int, bool, KernelConfig]] = set()
+_EXCLUDED: set[tuple[str, int, bool, int, KernelConfig]] = set()
 
 
 def autotune_cache() -> dict[tuple, KernelConfig]:
@@ -123,9 +136,10 @@ def autotune_log() -> dict[tuple, list[tuple[KernelConfig, float]]]:
     return _AUTOTUNE_LOG
 
 
-def exclude_candidate(pass_: str, head_dim: int, causal: bool, config: KernelConfig) -> None:
+def exclude_candidate(pass_: str, head_dim: int, causal: bool, config: KernelConfig,
+                      elem_bytes: int = 2) -> None:
     """Drop a candidate from autotuning (e.g. one that failed to compile or check on this GPU)."""
-    _EXCLUDED.add((pass_, _d_bucket(head_dim), causal, config))
+    _EXCLUDED.add((pass_, _d_bucket(head_dim), causal, elem_bytes, config))
 
 
 def autotune_enabled() -> bool:
@@ -133,20 +147,50 @@ def autotune_enabled() -> bool:
 
 
 def _d_bucket(head_dim: int) -> int:
-    return 64 if head_dim <= 64 else 128
+    """Candidate/tuning bucket of a head dim: 64 (d <= 64), 128 (<= 128) or 256 (<= 256)."""
+    return 64 if head_dim <= 64 else 128 if head_dim <= 128 else 256
+
+
+SMEM_BYTES = 227 * 1024  # shared memory one Hopper block may use (sm_90: 227 KB)
+
+
+def smem_estimate(pass_: str, cfg: KernelConfig, head_dim_p: int, elem_bytes: int) -> int:
+    """Bytes of shared memory a config's tiles take (held tile + streamed tiles x stages), the
+    rough size Triton allocates; used to drop candidates that cannot fit (fp32, d 256)."""
+    row = head_dim_p * elem_bytes
+    if pass_ == "bwd_dkdv":  # K, V held; Q, dO streamed
+        return 2 * cfg.block_n * row + 2 * cfg.block_m * row * cfg.num_stages
+    held = (1 if pass_ == "fwd" else 2) * cfg.block_m * row  # Q (and dO)
+    return held + 2 * cfg.block_n * row * cfg.num_stages     # K, V streamed
+
+
+def tma_allowed(pass_: str, nq: int, nk: int, head_dim: int, cfg: KernelConfig) -> bool:
+    """Whether a launch may stream its tiles through TMA descriptors over the flattened
+    (B*H*N, d) tensors: the streamed tiles must not cross into the next head (N a multiple of
+    the streamed block) and d a power of two >= 16 (no pad columns)."""
+    if head_dim < 16 or head_dim & (head_dim - 1):
+        return False
+    if pass_ == "bwd_dkdv":
+        return nq % cfg.block_m == 0
+    return nk % cfg.block_n == 0
 
 
 def candidates(pass_: str, head_dim: int, elem_bytes: int = 2,
                causal: bool | None = None) -> list[KernelConfig]:
     """Autotuning candidates; with `causal` given, those excluded for it are left out."""
-    cands = list(_CANDIDATES[(pass_, _d_bucket(head_dim))])
+    bucket = _d_bucket(head_dim)
+    cands = list(_CANDIDATES[(pass_, bucket)])
     if causal is not None:
-        cands = [c for c in cands if (pass_, _d_bucket(head_dim), causal, c) not in _EXCLUDED]
+        cands = [c for c in cands if (pass_, bucket, causal, elem_bytes, c) not in _EXCLUDED]
     if elem_bytes == 4:  # fp32 tiles take twice the shared memory: halve the larger tiles
-        cands = [replace(c, block_m=min(c.block_m, 64), block_n=min(c.block_n, 64), num_stages=2)
-                 for c in cands]
+        cap = 64 if bucket <= 128 else 32
+        cands = [replace(c, block_m=min(c.block_m, cap), block_n=min(c.block_n, cap),
+                         num_stages=2) for c in cands]
         cands = list(dict.fromkeys(cands))
-    return cands
+    if elem_bytes == 1 and pass_ == "fwd":
+        cands += [c for c in _FP8_EXTRA[bucket] if c not in cands]
+    fits = [c for c in cands if smem_estimate(pass_, c, bucket, elem_bytes) <= SMEM_BYTES]
+    return fits or cands[-1:]
 
 
 def default_launch(pass_: str, block_m: int, block_n: int, head_dim: int) -> KernelConfig:
@@ -160,9 +204,12 @@ def default_launch(pass_: str, block_m: int, block_n: int, head_dim: int) -> Ker
 def choose_config(pass_: str, head_dim: int, causal: bool, elem_bytes: int, n: int, *,
                   block_m: int | None, block_n: int | None, interpreter: bool,
                   autotune: bool | None = None,
-                  timer: Callable[[KernelConfig], float] | None = None) -> KernelConfig:
-    """The launch config for one pass. `timer(config) -> ms` is used only when autotuning;
-    it returns float('inf') for a config that fails to compile or launch."""
+                  timer: Callable[[KernelConfig], float] | None = None,
+                  shape_key: tuple = ()) -> KernelConfig:
+    """The launch config for one pass. `n`: the sequence length the TUNED table is looked up
+    with (the longer of N_q, N_k); `shape_key` (e.g. (N_q, N_k, group)) tells autotuned shapes
+    apart. `timer(config) -> ms` is used only when autotuning; it returns float('inf') for a
+    config that fails to compile or launch."""
     if block_m is not None or block_n is not None:
         if interpreter:
             base = INTERPRETER_DEFAULT
@@ -173,7 +220,7 @@ def choose_config(pass_: str, head_dim: int, causal: bool, elem_bytes: int, n: i
         return default_launch(pass_, bm, bn, head_dim)
     if interpreter:
         return INTERPRETER_DEFAULT
-    key = (pass_, head_dim, causal, elem_bytes, n)
+    key = (pass_, head_dim, causal, elem_bytes, n) + tuple(shape_key)
     if key in _AUTOTUNE_CACHE:  # tuned earlier in this process
         return _AUTOTUNE_CACHE[key]
     if autotune is None:
@@ -188,6 +235,7 @@ def choose_config(pass_: str, head_dim: int, causal: bool, elem_bytes: int, n: i
         _AUTOTUNE_CACHE[key] = best
         return best
     cfg = tuned_config(pass_, head_dim, causal, n)
-    if cfg is None or elem_bytes == 4 or (pass_, _d_bucket(head_dim), causal, cfg) in _EXCLUDED:
+    if cfg is None or elem_bytes != 2 or \
+            (pass_, _d_bucket(head_dim), causal, elem_bytes, cfg) in _EXCLUDED:
         cfg = candidates(pass_, head_dim, elem_bytes, causal)[0]
     return cfg

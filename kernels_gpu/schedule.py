@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from .configs import KernelConfig, choose_config
+from .configs import KernelConfig, choose_config, tma_allowed
 
 __all__ = ["Schedule", "TileRead", "Traffic", "schedule", "launch_config", "predict_traffic",
            "PASS_NAMES", "PREPROCESS_CONFIG", "LSE_BYTES"]
@@ -52,6 +52,14 @@ class Schedule:
     # list of start rows of the streamed tiles it loads, in loop order)
     held_rows: tuple[int, ...]
     streamed_starts: tuple[tuple[int, ...], ...]
+    nk: int | None = None        # key rows (default n)
+    kv_heads: int | None = None  # K/V heads (default heads)
+
+    def __post_init__(self):
+        if self.nk is None:
+            object.__setattr__(self, "nk", self.n)
+        if self.kv_heads is None:
+            object.__setattr__(self, "kv_heads", self.heads)
 
     @property
     def held_block(self) -> int:
@@ -70,7 +78,8 @@ class Schedule:
         return tuple(t.tensor for t in self.streamed if t.row_bytes != LSE_BYTES)
 
     def iterations(self) -> int:
-        """Inner-loop iterations summed over all programs of the launch."""
+        """Inner-loop iterations summed over all programs of the launch (a dK/dV program runs
+        its loop once per query head of its group: B*H in all, whatever H_kv)."""
         return self.batch * self.heads * sum(len(s) for s in self.streamed_starts)
 
     def to_dict(self) -> dict:
@@ -106,28 +115,56 @@ def _tile_starts(lo: int, hi: int, step: int) -> list[int]:
 
 def launch_config(n: int, d: int, causal: bool = False, block_m: int | None = None,
                   block_n: int | None = None, pass_: str = "fwd", elem_bytes: int = 2,
-                  config: KernelConfig | None = None) -> KernelConfig:
+                  config: KernelConfig | None = None, nk: int | None = None) -> KernelConfig:
     """The config of one launch: `config` if given (the one that ran, e.g. from
     `flash_attn.resolve_config`), else the choice the GPU wrapper makes (tuned table /
-    explicit blocks; TMA kept only when N divides both tile sizes)."""
+    explicit blocks; TMA kept only where `configs.tma_allowed` allows it)."""
     if pass_ not in PASS_NAMES:
         raise ValueError(f"pass_ must be one of {PASS_NAMES}; got {pass_!r}")
     if config is not None:
         return config
     if pass_ == "bwd_preprocess":
         return PREPROCESS_CONFIG
-    config = choose_config(pass_, d, causal, elem_bytes, n, block_m=block_m, block_n=block_n,
-                           interpreter=False, autotune=False)
-    if config.use_tma and (n % config.block_m or n % config.block_n):
+    nk = n if nk is None else nk
+    config = choose_config(pass_, d, causal, elem_bytes, max(n, nk), block_m=block_m,
+                           block_n=block_n, interpreter=False, autotune=False)
+    if config.use_tma and not tma_allowed(pass_, n, nk, d, config):
         config = replace(config, use_tma=False)
     return config
 
 
+def _key_tiles(start_m: int, bm: int, bn: int, nk: int, off: int, causal: bool) -> list[int]:
+    """Key tiles a Q tile's program streams (kernels_common._causal_key_range): the tiles every
+    row sees whole, then the ones crossing the diagonal (key j visible to row i iff
+    j <= i + off)."""
+    if not causal:
+        return _tile_starts(0, nk, bn)
+    full_hi = min(max(start_m + off, 0) // bn, nk // bn) * bn
+    hi = min(max(start_m + bm + off, 0), nk)
+    return _tile_starts(0, full_hi, bn) + _tile_starts(full_hi, hi, bn)
+
+
+def _query_tiles(start_n: int, bm: int, bn: int, n: int, off: int, causal: bool) -> list[int]:
+    """Q tiles a K/V tile's program streams (kernels_common._causal_query_range): the ones
+    crossing the diagonal, then those that see every key of the tile."""
+    if not causal:
+        return _tile_starts(0, n, bm)
+    first = max(start_n - off, 0)
+    diag_lo = (first // bm) * bm
+    diag_hi = min(_cdiv(max(start_n + bn - off, 0), bm) * bm, n)
+    return _tile_starts(diag_lo, diag_hi, bm) + _tile_starts(diag_hi, n, bm)
+
+
 def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
              block_m: int | None = None, block_n: int | None = None, pass_: str = "fwd",
-             elem_bytes: int = 2, config: KernelConfig | None = None) -> Schedule:
-    """The schedule of one launch (`launch_config` chooses the config when none is given)."""
-    config = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config)
+             elem_bytes: int = 2, config: KernelConfig | None = None, nk: int | None = None,
+             kv_heads: int | None = None) -> Schedule:
+    """The schedule of one launch (`launch_config` chooses the config when none is given).
+    nk: keys (default n; causal aligned bottom-right), kv_heads: K/V heads (default heads)."""
+    nk = n if nk is None else nk
+    kv_heads = heads if kv_heads is None else kv_heads
+    off = nk - n
+    config = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config, nk)
     bm, bn = config.block_m, config.block_n
     row = d * elem_bytes
     q_t = lambda name: TileRead(name, row, "q")          # noqa: E731
@@ -139,13 +176,7 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
     if pass_ in ("fwd", "bwd_dq"):
         for start_m in range(0, n, bm):
             held_rows.append(start_m)
-            if causal:
-                diag_lo = (start_m // bn) * bn
-                starts = _tile_starts(0, diag_lo, bn) + _tile_starts(diag_lo, min(start_m + bm, n),
-                                                                       bn)
-            else:
-                starts = _tile_starts(0, n, bn)
-            streamed.append(tuple(starts))
+            streamed.append(tuple(_key_tiles(start_m, bm, bn, nk, off, causal)))
         order = ("program_id(0) = Q tile (fastest; reversed when causal so the longest rows "
                  "start first), program_id(1) = batch*heads + head")
         if pass_ == "fwd":
@@ -157,19 +188,15 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
             written = (q_t("dQ"),)
         grid = (_cdiv(n, bm), batch * heads)
     elif pass_ == "bwd_dkdv":
-        for start_n in range(0, n, bn):
+        for start_n in range(0, nk, bn):
             held_rows.append(start_n)
-            if causal:
-                lo = (start_n // bm) * bm
-                starts = _tile_starts(lo, n, bm)  # diagonal (masked) tiles, then the rest
-            else:
-                starts = _tile_starts(0, n, bm)
-            streamed.append(tuple(starts))
-        order = "program_id(0) = K/V tile (fastest), program_id(1) = batch*heads + head"
+            streamed.append(tuple(_query_tiles(start_n, bm, bn, n, off, causal)))
+        order = ("program_id(0) = K/V tile (fastest), program_id(1) = batch*kv_heads + kv head; "
+                 "the heads / kv_heads query heads of the group stream past one after another")
         held = (kv_t("K"), kv_t("V"))
         stream = (q_t("Q"), q_t("dO"), stat("lse"), stat("D"))
         written = (kv_t("dK"), kv_t("dV"))
-        grid = (_cdiv(n, bn), batch * heads)
+        grid = (_cdiv(nk, bn), batch * kv_heads)
     else:  # bwd_preprocess: D = rowsum(dO * O), one pass, no inner loop
         for start_m in range(0, n, bm):
             held_rows.append(start_m)
@@ -180,22 +207,26 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
         grid = (_cdiv(n, bm), batch * heads)
 
     return Schedule(pass_, batch, heads, n, d, causal, elem_bytes, config, grid, order,
-                    held, stream, written, tuple(held_rows), tuple(streamed))
+                    held, stream, written, tuple(held_rows), tuple(streamed), nk, kv_heads)
 
 
 def predict_traffic(s: Schedule) -> Traffic:
     """Bytes the launch reads from / writes to global memory, every tile load counted (no reuse
-    across programs; rows >= N not counted). One head's bytes times batch * heads.
+    across programs; rows past N_q / N_k not counted). One program row's bytes times the
+    programs along axis 1 (B*H, or B*H_kv for dK/dV, whose programs stream the group's heads).
 
     The hand formula, kept as a cross-check of `traffic.simulated_traffic` (the prediction
-    the tables use); tests/test_kernels_gpu.py holds the two equal."""
+    the tables use); tests/test_kernels_gpu_traffic.py holds the two equal."""
     held_blk, str_blk = s.held_block, s.streamed_block
+    dkdv = s.pass_ == "bwd_dkdv"
+    held_len, str_len = (s.nk, s.n) if dkdv else (s.n, s.nk)
+    repeats = s.heads // s.kv_heads if dkdv else 1  # query heads streamed per dK/dV program
     read = write = 0
     for start, starts in zip(s.held_rows, s.streamed_starts):
-        rows_held = _rows_in(start, held_blk, s.n)
+        rows_held = _rows_in(start, held_blk, held_len)
         read += rows_held * sum(t.row_bytes for t in s.held)
         write += rows_held * sum(t.row_bytes for t in s.written)
         for st in starts:
-            read += _rows_in(st, str_blk, s.n) * sum(t.row_bytes for t in s.streamed)
-    bh = s.batch * s.heads
+            read += repeats * _rows_in(st, str_blk, str_len) * sum(t.row_bytes for t in s.streamed)
+    bh = s.batch * (s.kv_heads if dkdv else s.heads)
     return Traffic(read * bh, write * bh)

@@ -112,29 +112,35 @@ class LaunchPrediction:
 
 def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
                       block_m: int | None = None, block_n: int | None = None, pass_: str = "fwd",
-                      elem_bytes: int = 2, config: KernelConfig | None = None) -> LaunchPrediction:
+                      elem_bytes: int = 2, config: KernelConfig | None = None,
+                      nk: int | None = None, kv_heads: int | None = None) -> LaunchPrediction:
     """The tile simulator's bytes for one kernel launch (`pass_` in PASS_NAMES) with the
     launch's config (`schedule.launch_config`: `config`, or the blocks the wrapper would
-    choose). Builds the tile program for that schedule, simulates one head, and converts
-    each array's words to bytes (elem_bytes per element; lse and D 4) times batch * heads."""
-    cfg = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config)
+    choose). Builds the tile program for that schedule, simulates one K/V head with the
+    heads / kv_heads query heads that read it (one head when not grouped), and converts each
+    array's words to bytes (elem_bytes per element; lse and D 4) times batch * kv_heads.
+    nk: keys (default n; causal aligned bottom-right), kv_heads: K/V heads (default heads)."""
+    nk = n if nk is None else nk
+    kv_heads = heads if kv_heads is None else kv_heads
+    group = heads // kv_heads
+    cfg = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config, nk)
+    shape = {"nk": nk, "kv_heads": 1} if (nk, group) != (n, 1) else {}
     program = attention_program(n=n, d=d, algo="fa2", causal=causal, block_m=cfg.block_m,
-                                block_n=cfg.block_n, **TILE_PROGRAM[pass_])
+                                block_n=cfg.block_n, heads=group, **shape, **TILE_PROGRAM[pass_])
     result = simulate(program, dtype="fp64", steps=False)
     words = {a: (t["reads"], t["writes"]) for a, t in result.extra["tile_traffic"].items()}
-    bh = batch * heads
+    copies = batch * kv_heads  # the simulated K/V head and its query heads, once per K/V head
     tensors, compulsory = {}, 0
     sizes = {a.name: math.prod(a.shape) for a in program.arrays}
     for array, (r, w) in words.items():
         tensor = TENSOR_OF_ARRAY.get(array, array)
         per = LSE_BYTES if tensor in STAT_TENSORS else elem_bytes
-        tensors[tensor] = (r * per * bh, w * per * bh)
+        tensors[tensor] = (r * per * copies, w * per * copies)
         if r:
-            compulsory += sizes[array] * per * bh
+            compulsory += sizes[array] * per * copies
     tma = schedule(n, d, batch, heads, causal, pass_=pass_, elem_bytes=elem_bytes,
-                   config=cfg).tma_tensors
+                   config=cfg, nk=nk, kv_heads=kv_heads).tma_tensors
     return LaunchPrediction(pass_, cfg, tensors, tma, compulsory, words)
-
 
 
 def _configs_from_bench(path: str | None) -> dict:
@@ -145,7 +151,7 @@ def _configs_from_bench(path: str | None) -> dict:
         rows = json.load(f)["rows"]
     return {(r["d"], r["n"], r["causal"]):
             {p: KernelConfig.from_dict(c) for p, c in r["configs"].items()}
-            for r in rows if "configs" in r}
+            for r in rows if "configs" in r and r.get("grid", "main") == "main"}
 
 
 def run_target(out: str, configs_path: str | None, only: list | None = None,
@@ -157,12 +163,17 @@ def run_target(out: str, configs_path: str | None, only: list | None = None,
 
     chosen = _configs_from_bench(configs_path)
     cases = []
-    for d, n, causal in (only or CASES):
+    for d, n, causal, *kv in (only or CASES):
+        nk = kv[0] if kv else n
+        kv_heads = kv[1] if len(kv) > 1 else HEADS
         torch.manual_seed(0)
-        q, k, v, do = (torch.randn(BATCH, HEADS, n, d, device="cuda", dtype=torch.float16)
-                       for _ in range(4))
-        cfg = chosen.get((d, n, causal)) or {p: fa.resolve_config(p, q, causal)
-                                             for p in ("fwd", "bwd_dkdv", "bwd_dq")}
+        q, do = (torch.randn(BATCH, HEADS, n, d, device="cuda", dtype=torch.float16)
+                 for _ in range(2))
+        k, v = (torch.randn(BATCH, kv_heads, nk, d, device="cuda", dtype=torch.float16)
+                for _ in range(2))
+        square = (nk, kv_heads) == (n, HEADS)
+        cfg = (chosen.get((d, n, causal)) if square else None) or {
+            p: fa.resolve_config(p, q, causal, k=k) for p in ("fwd", "bwd_dkdv", "bwd_dq")}
         if fwd_config:
             cfg = {**cfg, "fwd": KernelConfig.from_short(fwd_config)}
         o, lse = fa.flash_attention_forward(q, k, v, causal, config=cfg["fwd"])
@@ -171,7 +182,9 @@ def run_target(out: str, configs_path: str | None, only: list | None = None,
                                         dkdv_config=cfg["bwd_dkdv"], dq_config=cfg["bwd_dq"])
         torch.cuda.synchronize()
         cases.append({"d": d, "n": n, "causal": causal,
-                      "configs": {p: fa._honour(c, n).to_dict() for p, c in cfg.items()}})
+                      **({} if square else {"nk": nk, "kv_heads": kv_heads}),
+                      "configs": {p: fa.honour_config(p, q, c, causal, k=k).to_dict()
+                                  for p, c in cfg.items()}})
     with open(os.path.join(out, "traffic_cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
 
@@ -183,7 +196,7 @@ def available_metrics() -> list[str]:
     return [m for m in WANTED_METRICS if m in have]
 
 
-def profile(out: str, configs_path: str | None) -> str:
+def profile(out: str, configs_path: str | None, only: list[str] | None = None) -> str:
     metrics = available_metrics() or ["lts__t_sectors_srcunit_tex_op_read",
                                       "lts__t_sectors_srcunit_tex_op_write",
                                       "dram__bytes_read", "dram__bytes_write"]
@@ -194,6 +207,8 @@ def profile(out: str, configs_path: str | None) -> str:
            sys.executable, "-m", "kernels_gpu.traffic", "--target", "--out", out]
     if configs_path:
         cmd += ["--configs", configs_path]
+    for case in only or ():
+        cmd += ["--only", case]
     r = subprocess.run(cmd, capture_output=True, text=True)
     csv_path = os.path.join(out, "ncu_traffic.csv")
     with open(csv_path, "w") as f:
@@ -242,7 +257,8 @@ def compare(launches: list[dict], cases: list[dict]) -> list[dict]:
             cfgs = case["configs"]
             cfg = KernelConfig.from_dict(cfgs[pass_]) if pass_ in cfgs else None
             pred = simulated_traffic(case["n"], case["d"], BATCH, HEADS, case["causal"],
-                                     pass_=pass_, config=cfg)
+                                     pass_=pass_, config=cfg, nk=case.get("nk"),
+                                     kv_heads=case.get("kv_heads"))
             m = ln["metrics"]
 
             def get(name, scale=1.0):
@@ -250,6 +266,7 @@ def compare(launches: list[dict], cases: list[dict]) -> list[dict]:
                 return None if v is None else v * scale
             rows.append({
                 "d": case["d"], "n": case["n"], "causal": case["causal"], "pass": pass_,
+                **{key: case[key] for key in ("nk", "kv_heads") if key in case},
                 "config": pred.config.short(),
                 "pred_read": pred.read_bytes, "pred_write": pred.write_bytes,
                 "pred_pointer_read": pred.pointer_read_bytes,
@@ -279,7 +296,9 @@ def _ratio(a, b):
 
 def _launch(r: dict) -> str:
     causal = "yes" if r["causal"] else "no"
-    return f"| {r['pass']} | {r['d']} | {r['n']} | {causal} | {r['config']} |"
+    n = str(r["n"]) + (f"/{r['nk']}" if r.get("nk", r["n"]) != r["n"] else "")
+    n += f" H {HEADS}/{r['kv_heads']}" if r.get("kv_heads", HEADS) != HEADS else ""
+    return f"| {r['pass']} | {r['d']} | {n} | {causal} | {r['config']} |"
 
 
 def render(rows: list[dict]) -> str:
@@ -326,7 +345,8 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", help="bench.json whose chosen configs to profile")
     ap.add_argument("--parse", help="an ncu --csv output to compare with the prediction")
     ap.add_argument("--cases", help="traffic_cases.json written by the profiled run")
-    ap.add_argument("--only", action="append", help="d,n,causal (repeatable): cases to run")
+    ap.add_argument("--only", action="append",
+                    help="d,n,causal[,nk,kv_heads] (repeatable): cases to run (32 query heads)")
     ap.add_argument("--fwd-config", help="force the forward config, e.g. M64N64w4s3-tma")
     ap.add_argument("--fwd-only", action="store_true")
     args = ap.parse_args(argv)
@@ -336,11 +356,11 @@ def main(argv=None) -> int:
         os.makedirs(out, exist_ok=True)
     if args.target:
         only = [tuple(int(x) for x in o.split(",")) for o in args.only] if args.only else None
-        only = [(d, n, bool(c)) for d, n, c in only] if only else None
+        only = [(d, n, bool(c), *kv) for d, n, c, *kv in only] if only else None
         run_target(out, args.configs, only, args.fwd_config, args.fwd_only)
         return 0
     if args.profile:
-        csv_path = profile(out, args.configs)
+        csv_path = profile(out, args.configs, args.only)
         cases_path = os.path.join(out, "traffic_cases.json")
     elif args.parse:
         if not args.cases:

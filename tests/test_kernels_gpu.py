@@ -3,11 +3,14 @@
 On a machine without CUDA the kernels run in Triton's interpreter on CPU tensors: this module
 sets TRITON_INTERPRET=1 before kernels_gpu is imported (kernels_gpu does the same on its own;
 what matters is that the variable is set before any @triton.jit kernel is defined). Sizes are
-small (N <= 128, d <= 64) so the whole module runs in well under a minute on 2 CPU cores.
+small (N <= 128, d <= 64) so the whole module runs in well under a minute on 2 CPU cores. On a
+CUDA machine the same tests run on the GPU (`bash kernels_gpu/device_tests.sh`), with the
+tolerances of kernels_gpu.tolerance for that device (fp32: TF32 dots there).
+Shapes beyond the square multi-head case (head dims to 256, N_q != N_k, grouped-query, fp8):
+tests/test_kernels_gpu_shapes.py.
 """
 from __future__ import annotations
 
-import math
 import os
 
 import pytest
@@ -19,29 +22,33 @@ pytest.importorskip("triton")
 
 from kernels_gpu import (INTERPRETER, KernelConfig, attention_reference,  # noqa: E402
                          flash_attention, flash_attention_backward, flash_attention_forward,
-                         predict_traffic, resolve_config, schedule)
+                         resolve_config)
+from kernels_gpu import launch  # noqa: E402
+from kernels_gpu.tolerance import lse_tolerance, output_tolerance, rel_err  # noqa: E402
 
 DEVICE = "cpu" if INTERPRETER else "cuda"
-# relative Frobenius error allowed vs float64, by input dtype. fp32 runs exact fp32 dots in the
-# interpreter (tf32 on a GPU: ~1e-3); fp16/bf16 round P and dS to 11/8 bits before the dots.
-TOL = {torch.float32: 1e-5 if INTERPRETER else 5e-3, torch.float16: 2e-3,
-       torch.bfloat16: 2e-2}
+CUDA = DEVICE == "cuda"
 
 
-def rel_err(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((a.double() - ref).norm() / ref.norm()).item()
+def tol(dtype, backward=False):
+    """Relative error allowed vs float64 for this device and dtype (kernels_gpu.tolerance says
+    why: fp32 runs TF32 dots on a GPU, exact fp32 in the interpreter)."""
+    return output_tolerance(dtype, CUDA, backward)
 
 
-def make_qkv(b, h, n, d, dtype, seed=0):
+def make_qkv(b, h, n, d, dtype, seed=0, nk=None, h_kv=None):
     g = torch.Generator().manual_seed(seed)
-    return [torch.randn(b, h, n, d, generator=g).to(dtype).to(DEVICE) for _ in range(3)]
+    q = torch.randn(b, h, n, d, generator=g).to(dtype).to(DEVICE)
+    kv = [torch.randn(b, h_kv or h, nk or n, d, generator=g).to(dtype).to(DEVICE)
+          for _ in range(2)]
+    return [q, *kv]
 
 
 def reference_grads(q, k, v, do, causal, sm_scale=None):
     qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
     o, lse = attention_reference(qr, kr, vr, causal, sm_scale)
     o.backward(do.double())
-    return o.detach(), lse, qr.grad, kr.grad, vr.grad
+    return o.detach(), lse.detach(), qr.grad, kr.grad, vr.grad
 
 
 # (N, block_m, block_n): even tiles, BLOCK_M != BLOCK_N both ways, and N not a tile multiple
@@ -60,14 +67,14 @@ def test_forward_and_backward_match_float64(dtype, causal, n, block_m, block_n):
     o, lse = flash_attention_forward(q, k, v, causal, block_m=block_m, block_n=block_n)
     assert o.dtype == dtype and o.shape == q.shape
     assert lse.dtype == torch.float32 and lse.shape == q.shape[:3]
-    assert rel_err(o, ref_o) < TOL[dtype]
-    assert rel_err(lse, ref_lse) < 1e-5  # lse is fp32 throughout
+    assert rel_err(o, ref_o) < tol(dtype)
+    assert rel_err(lse, ref_lse) < lse_tolerance(dtype, CUDA)
 
     dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal, block_m=block_m,
                                           block_n=block_n)
     for got, ref in ((dq, ref_dq), (dk, ref_dk), (dv, ref_dv)):
         assert got.dtype == dtype and torch.isfinite(got).all()
-        assert rel_err(got, ref) < 1.5 * TOL[dtype]
+        assert rel_err(got, ref) < tol(dtype, backward=True)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -87,18 +94,34 @@ def test_head_dims_and_custom_scale(causal, d):
 @pytest.mark.parametrize("causal", [False, True])
 def test_tma_descriptor_path(causal):
     """The TensorDescriptor (Hopper TMA) path; the interpreter emulates the descriptors."""
+    if not INTERPRETER and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA needs sm_90")
     q, k, v = make_qkv(2, 2, 128, 32, torch.float16, seed=3)
     do = torch.randn_like(q)
     ref_o, _, ref_dq, ref_dk, ref_dv = reference_grads(q, k, v, do, causal)
     cfg = KernelConfig(64, 32, 4, 2, use_tma=True)
-    if not INTERPRETER and torch.cuda.get_device_capability()[0] < 9:
-        pytest.skip("TMA needs sm_90")
     assert resolve_config("fwd", q, causal, 64, 32).use_tma is False  # explicit blocks: pointers
     o, lse = flash_attention_forward(q, k, v, causal, config=cfg)
     dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=cfg,
                                           dq_config=KernelConfig(32, 64, 4, 2, use_tma=True))
     assert rel_err(o, ref_o) < 2e-3
     assert max(rel_err(dq, ref_dq), rel_err(dk, ref_dk), rel_err(dv, ref_dv)) < 3e-3
+
+
+def test_tma_is_dropped_where_tiles_would_cross_heads():
+    """A streamed tile through a flattened (B*H*N, d) descriptor would read the next head's
+    rows when N is not a multiple of it: the config then runs with pointer loads."""
+    cfg = KernelConfig(64, 32, 4, 2, use_tma=True)
+    q, k, v = make_qkv(1, 2, 96, 32, torch.float16, seed=4, nk=80)
+    p = launch.problem_of(q, k, v, False)
+    assert launch.honour("fwd", p, cfg).use_tma is False        # N_k 80 % 32 != 0
+    assert launch.honour("bwd_dkdv", p, cfg).use_tma is False   # N_q 96 % 64 != 0
+    q, k, v = make_qkv(1, 2, 128, 32, torch.float16, seed=4, nk=96)
+    p = launch.problem_of(q, k, v, False)
+    assert launch.honour("fwd", p, cfg).use_tma is True and \
+        launch.honour("bwd_dkdv", p, cfg).use_tma is True
+    q, k, v = make_qkv(1, 2, 128, 80, torch.float16, seed=4)  # pad columns: pointers
+    assert launch.honour("fwd", launch.problem_of(q, k, v, False), cfg).use_tma is False
 
 
 def test_config_names_round_trip():
@@ -115,213 +138,78 @@ def test_autograd_function_and_default_config():
     o = flash_attention(q, k, v, causal=True)  # default config
     o.backward(do)
     ref_o, _, ref_dq, ref_dk, ref_dv = reference_grads(q, k, v, do, True)
-    tol = TOL[torch.float32]
-    assert rel_err(o.detach(), ref_o) < tol
-    assert max(rel_err(q.grad, ref_dq), rel_err(k.grad, ref_dk), rel_err(v.grad, ref_dv)) < tol
+    assert rel_err(o.detach(), ref_o) < tol(torch.float32)
+    assert max(rel_err(q.grad, ref_dq), rel_err(k.grad, ref_dk),
+               rel_err(v.grad, ref_dv)) < tol(torch.float32, backward=True)
 
 
-def test_every_output_element_is_written():
-    """Poisoned outputs would show up as NaN: run twice into fresh buffers, compare."""
-    q, k, v = make_qkv(1, 1, 100, 16, torch.float32, seed=5)
-    o1, l1 = flash_attention_forward(q, k, v, block_m=32, block_n=32)
-    o2, l2 = flash_attention_forward(q, k, v, block_m=64, block_n=16)
-    assert torch.isfinite(o1).all() and torch.isfinite(l1).all()
-    assert torch.allclose(o1, o2, atol=1e-5) and torch.allclose(l1, l2, atol=1e-5)
+@pytest.mark.parametrize("nq,nk,h,h_kv,d,causal", [
+    (100, 100, 2, 2, 16, False), (77, 50, 4, 2, 24, True), (40, 72, 2, 1, 80, "top_left")],
+    ids=["ragged", "cross-gqa-padded-d", "cross-mqa-top-left"])
+def test_every_output_element_is_written(monkeypatch, nq, nk, h, h_kv, d, causal):
+    """Every buffer the launches write is poisoned with NaN before the kernels run (the
+    allocator launch.new_empty is swapped for one that fills NaN); afterwards no NaN may be
+    left, and the values must still be the reference's. Ragged tiles, padded head dims,
+    grouped heads, N_q != N_k, empty causal rows: the masks that must not skip a row."""
+    def poisoned(shape, like, dtype=None):
+        return torch.full(shape, float("nan"), device=like.device, dtype=dtype or like.dtype)
+
+    monkeypatch.setattr(launch, "new_empty", poisoned)
+    q, k, v = make_qkv(1, h, nq, d, torch.float16, seed=5, nk=nk, h_kv=h_kv)
+    do = torch.randn_like(q)
+    ref_o, ref_lse, ref_dq, ref_dk, ref_dv = reference_grads(q, k, v, do, causal)
+    for bm, bn in ((32, 32), (64, 16)):
+        o, lse = flash_attention_forward(q, k, v, causal, block_m=bm, block_n=bn)
+        dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal, block_m=bm,
+                                              block_n=bn)
+        assert not torch.isnan(lse).any()
+        for t in (o, dq, dk, dv):
+            assert torch.isfinite(t).all()
+        assert rel_err(o, ref_o) < tol(torch.float16) and rel_err(lse, ref_lse) < 1e-5
+        for got, ref in ((dq, ref_dq), (dk, ref_dk), (dv, ref_dv)):
+            assert rel_err(got, ref) < tol(torch.float16, backward=True)
+
+
+@pytest.mark.skipif(INTERPRETER, reason="CUDA graphs need a GPU")
+def test_repeated_backward_replays_a_graph_with_the_same_results():
+    """The third backward with the same buffers replays the captured CUDA graph of the three
+    launches (kernels_gpu.graphs); it must give the eager call's bits, and new inputs in the
+    same buffers must give new results (the graph reads the buffers, it does not replay
+    values)."""
+    from kernels_gpu import graphs
+
+    graphs.clear()
+    q, k, v = (t.requires_grad_() for t in make_qkv(2, 4, 256, 64, torch.float16, seed=12))
+    do = torch.randn_like(q)
+    o = flash_attention(q, k, v, causal=True)
+    first = [g.clone() for g in torch.autograd.grad(o, (q, k, v), do, retain_graph=True)]
+    before = graphs.stats()
+    for _ in range(4):  # results dropped before the next call: the allocator hands the same
+        same = [torch.equal(a, b)  # buffers back, so the key repeats (as in a training loop)
+                for a, b in zip(first, torch.autograd.grad(o, (q, k, v), do, retain_graph=True))]
+        assert all(same)
+    assert graphs.stats()["replayed"] > before["replayed"]
+    do.copy_(torch.randn_like(do))  # same buffer, new values
+    ref = reference_grads(q, k, v, do, True)[2:]
+    now = torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+    assert max(rel_err(a, r) for a, r in zip(now, ref)) < tol(torch.float16, backward=True)
 
 
 def test_bad_inputs_raise_clear_errors():
-    q, k, v = make_qkv(1, 1, 32, 24, torch.float32)
+    q, k, v = make_qkv(1, 1, 32, 300, torch.float32)
     with pytest.raises(ValueError, match="head dim"):
         flash_attention_forward(q, k, v)
     q, k, v = make_qkv(1, 1, 32, 16, torch.float32)
     with pytest.raises(ValueError, match="shape"):
-        flash_attention_forward(q, k[:, :, :16], v)
+        flash_attention_forward(q, k, v[:, :, :16])
     with pytest.raises(ValueError, match="power of two"):
         flash_attention_forward(q, k, v, block_m=48)
     with pytest.raises(ValueError, match="dtype"):
         flash_attention_forward(q, k.half(), v)
-
-
-# ---------------------------------------------------------------- schedule / traffic formulas
-def test_schedule_forward_traffic_closed_form():
-    n, d, b, h, e = 1024, 64, 2, 3, 2
-    s = schedule(n, d, b, h, causal=False, pass_="fwd", config=KernelConfig(128, 64))
-    t = predict_traffic(s)
-    q_tiles = n // 128
-    assert s.grid == (q_tiles, b * h)
-    assert s.iterations() == b * h * q_tiles * (n // 64)
-    assert t.read_bytes == b * h * (n * d * e + 2 * q_tiles * n * d * e)   # Q once, K/V per tile
-    assert t.write_bytes == b * h * (n * d * e + n * 4)                   # O and lse once
-
-
-def test_schedule_causal_reads_only_tiles_up_to_the_diagonal():
-    n, d, bm, bn = 1024, 64, 128, 64
-    s = schedule(n, d, 1, 1, causal=True, pass_="fwd", config=KernelConfig(bm, bn))
-    t = predict_traffic(s)
-    kv_rows = sum(min((i + 1) * bm, n) for i in range(n // bm))  # rows 0 .. end of Q tile i
-    assert t.read_bytes == n * d * 2 + 2 * kv_rows * d * 2
-    full = predict_traffic(schedule(n, d, 1, 1, causal=False, pass_="fwd",
-                                    config=KernelConfig(bm, bn)))
-    assert t.read_bytes < 0.6 * full.read_bytes
-
-
-def test_schedule_backward_passes():
-    n, d, bm, bn, e = 512, 128, 64, 128, 2
-    dkdv = predict_traffic(schedule(n, d, 1, 1, False, pass_="bwd_dkdv",
-                                    config=KernelConfig(bm, bn)))
-    kv_tiles = n // bn
-    # K, V once; Q, dO (d*e per row) and lse, D (4 B per row) once per K/V tile
-    assert dkdv.read_bytes == 2 * n * d * e + kv_tiles * n * (2 * d * e + 8)
-    assert dkdv.write_bytes == 2 * n * d * e
-    dq = predict_traffic(schedule(n, d, 1, 1, False, pass_="bwd_dq", config=KernelConfig(bm, bn)))
-    assert dq.read_bytes == n * (2 * d * e + 8) + (n // bm) * 2 * n * d * e
-    assert dq.write_bytes == n * d * e
-    pre = predict_traffic(schedule(n, d, 1, 1, False, pass_="bwd_preprocess"))
-    assert (pre.read_bytes, pre.write_bytes) == (2 * n * d * e, 4 * n)
-
-
-def test_schedule_uneven_n_counts_only_real_rows():
-    s = schedule(100, 16, 1, 1, False, pass_="fwd", config=KernelConfig(64, 32))
-    t = predict_traffic(s)
-    assert t.read_bytes == 100 * 32 + 2 * math.ceil(100 / 64) * 100 * 32
-
-
-# ---------------------------------------------------------------- traffic: the tile simulator
-LAUNCHES = ("fwd", "bwd_preprocess", "bwd_dkdv", "bwd_dq")
-
-
-@pytest.mark.parametrize("pass_", LAUNCHES)
-@pytest.mark.parametrize("n,bm,bn,causal,elem_bytes", [
-    (256, 64, 32, False, 2), (256, 32, 64, True, 2),
-    (100, 64, 32, True, 2), (77, 16, 32, False, 4), (200, 128, 64, True, 4)])  # N % tile != 0
-def test_simulated_traffic_equals_the_hand_formula(pass_, n, bm, bn, causal, elem_bytes):
-    """The tile simulator's bytes for the kernel's schedule (split backward, one program per
-    launch) equal schedule.predict_traffic's hand formula, to the byte."""
-    from kernels_gpu.traffic import simulated_traffic
-
-    cfg = KernelConfig(bm, bn)
-    sim = simulated_traffic(n, 32, 2, 3, causal, pass_=pass_, elem_bytes=elem_bytes, config=cfg)
-    hand = predict_traffic(schedule(n, 32, 2, 3, causal, pass_=pass_, elem_bytes=elem_bytes,
-                                    config=cfg))
-    assert sim.traffic == hand and sim.config == cfg
-
-
-def test_simulated_traffic_per_tensor_element_sizes():
-    """fp16/bf16 tensors cost elem_bytes per element, the fp32 lse and D 4; TMA-loaded tensors
-    are set apart from pointer loads; compulsory = every tensor read once."""
-    from kernels_gpu.traffic import simulated_traffic
-
-    n, d, bm, bn, bh = 256, 64, 64, 32, 6
-    cfg = KernelConfig(bm, bn, use_tma=True)
-    p = simulated_traffic(n, d, 2, 3, False, pass_="bwd_dkdv", elem_bytes=2, config=cfg)
-    tc = n // bn
-    assert p.tensors == {"K": (bh * n * d * 2, 0), "V": (bh * n * d * 2, 0),
-                         "Q": (bh * tc * n * d * 2, 0), "dO": (bh * tc * n * d * 2, 0),
-                         "lse": (bh * tc * n * 4, 0), "D": (bh * tc * n * 4, 0),
-                         "dK": (0, bh * n * d * 2), "dV": (0, bh * n * d * 2)}
-    assert p.tma_tensors == ("Q", "dO")
-    assert p.pointer_read_bytes == p.read_bytes - 2 * bh * tc * n * d * 2
-    assert p.compulsory_read_bytes == bh * (4 * n * d * 2 + 2 * n * 4)
-    fp32 = simulated_traffic(n, d, 2, 3, False, pass_="bwd_dkdv", elem_bytes=4, config=cfg)
-    assert fp32.tensors["lse"] == p.tensors["lse"] and fp32.tensors["Q"][0] == 2 * p.tensors["Q"][0]
-    fwd = simulated_traffic(n, d, 2, 3, True, pass_="fwd", config=cfg)
-    assert fwd.tensors["lse"] == (0, bh * n * 4) and fwd.tensors["O"] == (0, bh * n * d * 2)
-
-
-@pytest.mark.parametrize("pass_", LAUNCHES)
-def test_one_head_times_batch_heads_is_every_head(pass_):
-    """simulated_traffic simulates one head and multiplies: every head runs the same loops."""
-    from toymachine import simulate
-    from toymachine.gen.tile import attention_program
-
-    from kernels_gpu.traffic import TILE_PROGRAM
-
-    kw = dict(n=40, d=8, algo="fa2", causal=True, block_m=16, block_n=8, **TILE_PROGRAM[pass_])
-    one = simulate(attention_program(**kw), dtype="fp64", steps=False).extra["tile_traffic"]
-    every = simulate(attention_program(batch=2, heads=3, **kw), dtype="fp64",
-                     steps=False).extra["tile_traffic"]
-    assert every == {a: {k: 6 * v for k, v in t.items()} for a, t in one.items()}
-
-
-# the stored cases (d, N, causal) checked here (20 of the 32 launches, ~1 s of simulation): every
-# N = 1024 case, and the N = 4096 case holding the register-spill launch. All 32 launches:
-# python -m kernels_gpu.traffic (RESULTS.md), where the same statements hold.
-STORED = [(64, 1024, False), (64, 1024, True), (64, 4096, True), (128, 1024, False),
-          (128, 1024, True)]
-SPILL = ("bwd_dkdv", 64, 4096, True)  # M64N128w4s3: 255 registers, spilled (RESULTS.md)
-
-
-@pytest.fixture(scope="module")
-def stored_traffic():
-    """Rows of the stored H200 ncu run (results/) beside the simulator's prediction."""
-    import json
-    from pathlib import Path
-
-    from kernels_gpu import traffic
-
-    results = Path(traffic.RESULTS_DIR)
-    launches = [ln for ln in traffic.parse_ncu_csv((results / "ncu_traffic.csv").read_text())
-                if traffic._kernel_pass(ln["kernel"])]
-    cases = json.loads((results / "traffic_cases.json").read_text())
-    assert len(launches) == 4 * len(cases) == 32
-    keep = [i for i, c in enumerate(cases) if (c["d"], c["n"], c["causal"]) in STORED]
-    assert len(keep) == len(STORED)
-    return traffic.compare([ln for i in keep for ln in launches[4 * i:4 * i + 4]],
-                           [cases[i] for i in keep])
-
-
-def test_prediction_against_the_stored_h200_measurements(stored_traffic):
-    """The stored ncu run (results/ncu_traffic.csv) against the simulator: pointer loads and L2
-    writes equal the prediction to the byte; L2 reads never exceed it; DRAM reads are the
-    compulsory bytes (every tensor once) — except where registers spilled."""
-    assert len(stored_traffic) == 4 * len(STORED)
-    for r in stored_traffic:
-        key = (r["pass"], r["d"], r["n"], r["causal"])
-        assert r["pred_pointer_read"] == r["l1_ld_read"], key
-        if key == SPILL:  # local-memory spill stores and reloads come on top of the schedule
-            assert r["l2_tex_write"] > 3 * r["pred_write"] and r["l2_tex_read"] > r["pred_read"]
-        else:
-            assert r["pred_write"] == r["l2_tex_write"], key
-            assert r["l2_tex_read"] <= r["pred_read"], key
-            compulsory = r["pred_compulsory_read"]
-            assert compulsory <= r["dram_read"] <= 1.005 * compulsory, key
-    dkdv = next(r for r in stored_traffic
-                if (r["pass"], r["d"], r["n"], r["causal"]) == ("bwd_dkdv", 128, 1024, True))
-    assert dkdv["tma_tensors"] == []  # pointer loads only: the whole read traffic, to the byte
-    assert dkdv["pred_read"] == dkdv["l1_ld_read"] == dkdv["l2_tex_read"]
-
-
-def test_results_md_holds_the_recomputed_table(stored_traffic):
-    """RESULTS.md's traffic tables are render()'s output: the rows checked here are there."""
-    from pathlib import Path
-
-    from kernels_gpu.traffic import render
-
-    results_md = Path(__file__).resolve().parent.parent / "kernels_gpu" / "RESULTS.md"
-    text = results_md.read_text().splitlines()
-    rendered = render(stored_traffic).splitlines()
-    missing = [line for line in rendered if line.startswith("| ") and line not in text]
-    assert not missing
-    assert sum(line.startswith("| bwd_") for line in rendered) == 2 * 3 * len(STORED)
-
-
-def test_traffic_main_parses_a_run_and_prints_the_table(tmp_path, capsys):
-    """`python -m kernels_gpu.traffic --parse CSV --cases JSON --out DIR` on the first two cases."""
-    import json
-    from pathlib import Path
-
-    from kernels_gpu import traffic
-
-    results = Path(traffic.RESULTS_DIR)
-    lines = (results / "ncu_traffic.csv").read_text().splitlines()
-    kept = [ln for ln in lines if not ln.startswith('"') or ln.startswith('"ID"')
-            or int(ln.split('","')[0].strip('"')) < 8]
-    (tmp_path / "ncu.csv").write_text("\n".join(kept) + "\n")
-    cases = json.loads((results / "traffic_cases.json").read_text())[:2]
-    (tmp_path / "cases.json").write_text(json.dumps(cases))
-    assert traffic.main(["--parse", str(tmp_path / "ncu.csv"), "--cases",
-                         str(tmp_path / "cases.json"), "--out", str(tmp_path / "out")]) == 0
-    printed = capsys.readouterr().out
-    assert "| bwd_dkdv | 64 | 1024 | yes | M32N64w4s4-tma | 327.7 | 327.3 | 1.00 |" in printed
-    rows = json.loads((tmp_path / "out" / "traffic.json").read_text())
-    assert [r["pass"] for r in rows] == list(LAUNCHES) * 2
+    with pytest.raises(ValueError, match="causal"):
+        flash_attention_forward(q, k, v, causal="diagonal")
+    with pytest.raises(ValueError, match="positive"):
+        flash_attention_forward(q, k, v, sm_scale=-1.0)
+    q, k, v = make_qkv(1, 3, 32, 16, torch.float16, h_kv=2)
+    with pytest.raises(ValueError, match="multiple of key/value heads"):
+        flash_attention_forward(q, k, v)

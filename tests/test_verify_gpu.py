@@ -46,7 +46,7 @@ def test_a_wrong_kernel_is_caught(toym, monkeypatch):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--d", "48"], "head dims"),
+    (["--d", "300"], "head dims"),
     (["--block-m", "24"], "power of two"),
     (["--n", "0"], "at least 1"),
 ])
@@ -84,6 +84,41 @@ def test_json_is_typed_with_snake_case_keys(toym):
 def test_errors_under_json_are_a_json_object(toym):
     import json
 
-    code, out, err = toym("verify-gpu", "--n", "32", "--d", "48", "-f", "json")
+    code, out, err = toym("verify-gpu", "--n", "32", "--d", "300", "-f", "json")
     assert code == 2 and "head dims" in err
     assert "head dims" in json.loads(out)["error"]["message"]
+
+
+@pytest.mark.parametrize("args", [
+    ["--n", "32", "--nk", "48", "--heads", "4", "--kv-heads", "2", "--d", "96", "--causal", "--pass", "backward"],
+    ["--n", "40", "--nk", "24", "--heads", "2", "--kv-heads", "1", "--d", "24", "--pass", "backward"],
+    ["--n", "48", "--nk", "80", "--d", "80", "--causal"],
+], ids=["cross-gqa-d96-causal", "cross-mqa-ragged", "cross-d80-causal"])
+def test_cross_grouped_and_padded_head_dims_agree(toym, args):
+    """--nk (causal aligned bottom-right), --kv-heads and a head dim the kernel pads (80, 96):
+    simulator and kernel agree, the simulator is the float64 reference to fp32 round-off, and
+    the cost model's HBM words are the simulator's (forward and backward)."""
+    import json
+
+    code, out, err = toym("verify-gpu", *args, "--block-m", "16", "--block-n", "16", "-f", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["ok"] and all(c["sim_vs_ref"] < 1e-5 for c in d["comparisons"])
+    s = d["setup"]
+    assert s["sim_hbm_forward"] == s["cost_hbm_forward"]
+    if "backward" in args:
+        assert s["sim_hbm_backward"] == s["cost_hbm_backward"]
+        assert [c["quantity"] for c in d["comparisons"]] == ["O", "L", "dQ", "dK", "dV"]
+    assert (s["nk"], s["kv_heads"]) == (int(args[args.index("--nk") + 1]),
+                                        int(args[args.index("--kv-heads") + 1]) if "--kv-heads" in args
+                                        else s["heads"])
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--heads", "4", "--kv-heads", "3"], "not a multiple"),
+    (["--n", "32", "--nk", "16", "--causal"], "bottom-right"),
+    (["--nk", "0"], "at least 1"),
+])
+def test_bad_shapes_exit_2(toym, args, needle):
+    code, out, err = toym("verify-gpu", "--n", "32", "--d", "16", *args)
+    assert code == 2 and needle in err and "Traceback" not in err

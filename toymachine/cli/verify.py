@@ -30,9 +30,14 @@ class Pass(str, Enum):
 
 def verify_gpu_command(
     n: int = typer.Option(128, "--n", help="Sequence length (the CPU interpreter is slow: keep it ≤ 256 there)."),
-    d: int = typer.Option(64, "--d", help="Head dimension (16, 32, 64, 128)."),
+    d: int = typer.Option(64, "--d", help="Head dimension, 1 to 256 (not a power of two: padded on chip "
+                                          "by the kernel)."),
+    nk: Optional[int] = typer.Option(None, "--nk", help="Keys/values length Nk ≠ n (cross-attention; causal "
+                                                         "aligned bottom-right). Default n."),
     batch: int = typer.Option(1, "--batch", help="Batch size."),
-    heads: int = typer.Option(1, "--heads", help="Number of heads."),
+    heads: int = typer.Option(1, "--heads", help="Number of (query) heads."),
+    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="K/V heads (grouped-query: heads % kv_heads "
+                                                                     "== 0; 1 = multi-query). Default heads."),
     causal: bool = typer.Option(False, "--causal/--no-causal", help="Causal mask."),
     dtype: KernelDType = typer.Option(KernelDType.fp16, "--dtype", help="The kernel's input/output dtype."),
     block_m: Optional[int] = typer.Option(None, "--block-m", help="Query rows per tile (default: the kernel's config)."),
@@ -54,9 +59,10 @@ def verify_gpu_command(
             from kernels_gpu.verify import verification_report, verify
         except ImportError as exc:
             raise ConfigError(f"verify-gpu needs torch and triton ({exc.name or exc} is missing)",
-                              hint="pip install -e '.[gpu]'  (torch 2.13.0 and triton 3.6.0)") from None
+                              hint="pip install -e '.[gpu]'  (torch >= 2.8 and triton >= 3.4)") from None
         result = verify(n=n, d=d, batch=batch, heads=heads, causal=causal, dtype=dtype.value, block_m=block_m,
-                        block_n=block_n, pass_=pass_.value, seed=seed, scale=scale, sim_dtype=sim_dtype.value)
+                        block_n=block_n, pass_=pass_.value, seed=seed, scale=scale, sim_dtype=sim_dtype.value,
+                        nk=nk, kv_heads=kv_heads)
         if fmt.value == "json":  # typed: numbers, booleans, snake_case keys (Verification.to_dict)
             text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
         else:

@@ -1,0 +1,192 @@
+"""The benchmark's CPU-side parts: seed 003's tiled loop and memory table, the FLOP count, and
+the time model (`bench --predict`) against closed forms and the stored H200 run."""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton")
+
+from kernels_gpu import bench, bench_tables, memory, predict  # noqa: E402
+from kernels_gpu.configs import KernelConfig  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(bench.__file__), "results")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_seed_003_tiled_loop_equals_naive_attention(causal):
+    """Seed 003, Step 4: the tiled forward matches the naive one to fp32 round-off, for every
+    block size (the seed's second sanity check)."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 256, 32, generator=g) for _ in range(3))
+    if causal:
+        from kernels_gpu import attention_reference
+        ref = attention_reference(q, k, v, True)[0].float()
+    else:
+        ref = memory.naive_attention(q, k, v)
+    for br in (16, 32, 64, 128):
+        out = memory.tiled_attention(q, k, v, BR=br, BC=br, causal=causal)
+        assert (out - ref).abs().max().item() < 1e-5
+
+
+def test_seed_003_causal_loop_as_printed_gives_nan():
+    """Why tiled_attention skips key tiles above the diagonal: the seed's loop as printed
+    (no skip) meets a tile whose scores are all -inf and computes exp(-inf - (-inf))."""
+    s = torch.full((1, 1, 4, 4), float("-inf"))
+    m_tile = s.max(dim=-1, keepdim=True).values
+    assert torch.isnan(torch.exp(s - m_tile)).all()
+
+
+def test_simulated_footprints_are_the_closed_forms():
+    """Standard attention holds Q, K, V, O (4Nd), S and P (2N^2) and a row statistic (N) per
+    head; FlashAttention-2 4Nd + N: 2 bytes a word, B*H = 16 heads."""
+    bh, d = 2 * 8, 64
+    for n in (1024, 32768):
+        assert memory.simulated_footprint_bytes(n, "standard") == 2 * bh * (4 * n * d + 2 * n * n
+                                                                              + n)
+        assert memory.simulated_footprint_bytes(n, "fa2") == 2 * bh * (4 * n * d + n)
+
+
+def test_memory_table_records_oom():
+    res = {"rows": [{"impl": "naive", "n": 1024, "peak_bytes": 2.5e8, "ms": 0.2},
+                    {"impl": "tiled", "n": 1024, "peak_bytes": 1.1e7, "ms": 30.0},
+                    {"impl": "kernel", "n": 1024, "peak_bytes": 1.0e7, "ms": 0.05},
+                    {"impl": "naive", "n": 65536, "peak_bytes": None, "oom": True}],
+           "simulated_bytes": {"1024": {"standard": 2.5e8, "fa2": 8.4e6},
+                               "65536": {"standard": 1.4e11, "fa2": 5.4e8}}}
+    table = memory.render(res)
+    assert "| 65536 | OOM | 140.000 | - | - | 0.540 | OOM | - | - |" in table
+    assert table.splitlines()[2].startswith("| 1024 | 0.250 | 0.250 | 0.011 | 0.010 |")
+
+
+def test_visible_pairs_count_the_causal_mask():
+    for nq, nk, causal in ((64, 64, True), (48, 96, True), (96, 40, True), (96, 40, "top_left"),
+                           (30, 50, False)):
+        off = 0 if causal == "top_left" else nk - nq
+        brute = sum(1 for i in range(nq) for j in range(nk) if not causal or j <= i + off)
+        want = nq * nk / 2 if (causal and nq == nk) else brute  # the square convention: N^2/2
+        assert bench.visible_pairs(nq, nk, causal) == want
+    assert bench.attention_flops(4, 32, 1024, 64, False, "bwd") == 2.5 * 4 * 4 * 32 * 1024 ** 2 * 64
+
+
+def test_grids_cover_the_issue_shapes():
+    shapes = bench.GRIDS["shapes"]
+    assert {s["d"] for s in shapes} >= {32, 80, 96, 192, 256}
+    assert any(s["heads_kv"] == 1 for s in shapes) and any(1 < s["heads_kv"] < 32 for s in shapes)
+    assert any(s["n"] > s["nk"] for s in shapes) and any(s["n"] < s["nk"] for s in shapes)
+    assert {s["dtype"] for s in bench.GRIDS["fp8"]} == {"e5m2", "e4m3"}
+    assert len(bench.GRIDS["main"]) == 20
+
+
+# ---------------------------------------------------------------------------- the time model
+CALIB = {"gpu": "test", "date": "-", "l2_copy_Bps": 8e12, "launch_s": 5e-6, "fp8_mm_flops": 1e15}
+
+
+def test_prediction_terms_are_the_closed_forms():
+    """Forward, not causal: the tensor cores do B H (4 N^2 d_p - N^2) FLOPs (the tile machine
+    counts a length-k dot product as 2k - 1 FLOPs: QK^T N^2 (2 d_p - 1), PV 2 N^2 d_p); the
+    softmax one exp2 per score, one per row and key tile (the rescale) and a log per row; HBM
+    the compulsory words, 2 bytes each; predicted = max(compute, HBM, L2) + one launch."""
+    m = predict.machine_for("NVIDIA H200")
+    b, h, n, d, bm, bn = 4, 32, 4096, 80, 64, 64
+    p = predict.predict_forward(m, CALIB, n=n, d=d, batch=b, heads=h, causal=False,
+                                block_m=bm, block_n=bn)
+    hz = m.clock_hz
+    mm = b * h * (4 * n * n * 128 - n * n)  # d = 80 runs padded to 128
+    assert math.isclose(p.tensor_s, mm / m.tensor_flops_per_cycle / hz)
+    exps = b * h * (n * n + n * (n // bn) + n)  # P, the rescale alpha per tile, and log(l)
+    assert math.isclose(p.sfu_s, exps / m.sfu_ops_per_cycle / hz)
+    compulsory = b * h * (4 * n * d + n) * 2  # Q K V read, O written, lse: words of 2 bytes
+    assert math.isclose(p.hbm_s, compulsory / (m.hbm_bytes_per_cycle * hz))
+    tile_words = b * h * (n * d + 2 * d * n * (n // bm) + n * d + n)
+    assert math.isclose(p.l2_s, tile_words * 2 / CALIB["l2_copy_Bps"])
+    assert math.isclose(p.total_s, max(p.compute_s, p.hbm_s, p.l2_s) + CALIB["launch_s"])
+    fp8 = predict.machine_for("NVIDIA H200", 1, CALIB)
+    assert fp8.word_bytes == 1 and math.isclose(fp8.tensor_flops_per_cycle * fp8.clock_hz, 1e15)
+
+
+def test_backward_prediction_is_three_launches_in_sequence():
+    m = predict.machine_for("NVIDIA H200")
+    kw = dict(n=2048, d=64, batch=2, heads=4, causal=True)
+    bwd = predict.predict_backward(m, CALIB, dkdv=(32, 64), dq=(64, 32), **kw)
+    parts = [predict._one(m, CALIB["l2_copy_Bps"], CALIB["launch_s"], pass_="backward", nk=None,
+                          block_m=bm, block_n=bn, phase=ph, **kw)
+             for ph, (bm, bn) in (("preprocess", (128, 128)), ("dkdv", (32, 64)),
+                                  ("dq", (64, 32)))]
+    assert math.isclose(bwd.total_s, sum(x.total_s for x in parts))
+    assert math.isclose(bwd.launch_s, 3 * CALIB["launch_s"])
+    assert bwd.bound.count("+") == 2
+    # not causal: 7 products per score, dkdv 8d - 2 FLOPs, dq 6d - 2 (toymachine.cost.tile)
+    kw["causal"] = False
+    flat = predict.predict_backward(m, CALIB, dkdv=(64, 64), dq=(64, 64), **kw)
+    scores = 2 * 4 * 2048 * 2048
+    assert math.isclose(flat.tensor_s, scores * (8 * 64 - 2 + 6 * 64 - 2)
+                        / (m.tensor_flops_per_cycle * m.clock_hz))
+
+
+def test_predict_table_from_the_stored_run(tmp_path):
+    """`bench --predict --from` on the stored H200 run: every point the tile machine models
+    (square, multi-head) gets a prediction and a ratio, the others none; a spread line per
+    pass; the output is the same bytes twice."""
+    src = os.path.join(RESULTS, "bench.json")
+    calib = tmp_path / "calib.json"
+    calib.write_text(json.dumps(CALIB))
+    out = tmp_path / "out"
+    args = ["--predict", "--from", src, "--calibration", str(calib), "--out", str(out)]
+    assert bench.main(args) == 0
+    first = (out / "predict.md").read_text()
+    assert bench.main(args) == 0
+    assert (out / "predict.md").read_text() == first
+    rows = json.loads((out / "predict.json").read_text())["rows"]
+    stored = json.loads(open(src).read())["rows"]
+    modelled = [r for r in stored if r["causal"] is False or r["nk"] >= r["n"]]
+    assert len(rows) == len(modelled) and len(modelled) < len(stored)
+    assert all("fwd_ratio" in r["predict"] for r in rows)
+    assert f"Forward: {len(modelled)} points, predicted/measured" in first
+
+
+def test_cross_and_grouped_rows_are_modelled_but_rows_without_keys_are_not():
+    """The tile machine models N_q != N_k and grouped heads; causal with N_k < N_q (query rows
+    that see no key) it refuses, so such a row gets no prediction."""
+    def row(n, nk, kv, causal=True):
+        return {"grid": "shapes", "d": 128, "n": n, "nk": nk, "heads": 32, "heads_kv": kv,
+                "causal": causal, "dtype": "fp16", "batch": 4,
+                "configs": {"fwd": KernelConfig(64, 64).to_dict()}}
+    rows = bench_tables.add_predictions([row(1024, 4096, 32), row(4096, 4096, 8),
+                                         row(4096, 1024, 32), row(4096, 1024, 1, False)],
+                                        "NVIDIA H200", CALIB)
+    assert ["predict" in r for r in rows] == [True, True, False, True]
+    m = predict.machine_for("NVIDIA H200")
+    gqa = rows[1]["predict"]["fwd"]
+    mha = predict.predict_forward(m, CALIB, n=4096, d=128, batch=4, heads=32, causal=True,
+                                  block_m=64, block_n=64)
+    assert gqa["tensor_s"] == mha.tensor_s and gqa["hbm_s"] < mha.hbm_s  # K, V: 8 heads, not 32
+
+
+def test_bench_without_a_gpu_says_so(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("there is a GPU")
+    assert bench.main(["--grid", "main"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_h200_preset_holds_the_measured_calibration():
+    """toymachine/machine/presets/h200.yaml's rates are calibration_h200.json's measured means per
+    cycle of its clock (4 significant figures), not the datasheet's peaks."""
+    calib = predict.calibration()
+    m = predict.machine_for("NVIDIA H200")
+    hz = m.clock_hz
+    assert hz == calib["clocks"]["sm_max_mhz"] * 1e6
+    for field, key in (("tensor_flops_per_cycle", "fp16_mm_flops"),
+                       ("hbm_bytes_per_cycle", "dram_copy_Bps"),
+                       ("vector_flops_per_cycle", "fma_flops"), ("sfu_ops_per_cycle", "exp2_per_s")):
+        assert math.isclose(getattr(m, field) * hz, calib[key], rel_tol=5e-4), field
+        runs = [r[key] for r in calib["runs"]]
+        assert math.isclose(calib[key], sum(runs) / len(runs))
+    assert m.tensor_flops_per_cycle * hz < 0.8 * 989.4e12  # sustained, below the datasheet

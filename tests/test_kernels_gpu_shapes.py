@@ -1,0 +1,188 @@
+"""The shapes users run, against float64: head dims 16 .. 256 (padded on chip where not a power
+of two), N_q != N_k (cross-attention, causal bottom-right or top-left), grouped-query and
+multi-query attention, forward and backward; and the fp8 forward (e5m2, e4m3).
+
+Interpreter-sized here (N <= 128: seconds per case on a CPU); on a CUDA machine the same tests
+run on the GPU, plus `test_bigger_shapes_on_the_gpu` (N up to 2048, every head dim).
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton")
+
+from kernels_gpu import (FP8_DTYPES, INTERPRETER, attention_reference,  # noqa: E402
+                         flash_attention, flash_attention_backward, flash_attention_forward)
+from kernels_gpu.tolerance import lse_tolerance, output_tolerance, rel_err  # noqa: E402
+
+DEVICE = "cpu" if INTERPRETER else "cuda"
+CUDA = DEVICE == "cuda"
+F16 = torch.float16
+
+
+def inputs(b, h, h_kv, nq, nk, d, dtype=F16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, nq, d, generator=g)
+    k, v = (torch.randn(b, h_kv, nk, d, generator=g) for _ in range(2))
+    do = torch.randn(b, h, nq, d, generator=g)
+    return [t.to(dtype).to(DEVICE) for t in (q, k, v, do)]
+
+
+def check(q, k, v, do, causal, dtype=F16, **blocks):
+    """Forward and backward against float64; returns the errors (for the message)."""
+    qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref_o, ref_lse = attention_reference(qr, kr, vr, causal)
+    ref_o.backward(do.double())
+    o, lse = flash_attention_forward(q, k, v, causal, **blocks)
+    dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal, **blocks)
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+    errs = {"O": rel_err(o, ref_o.detach()), "lse": rel_err(lse, ref_lse.detach()),
+            "dQ": rel_err(dq, qr.grad), "dK": rel_err(dk, kr.grad), "dV": rel_err(dv, vr.grad)}
+    assert errs["O"] < output_tolerance(dtype, CUDA), errs
+    assert errs["lse"] < lse_tolerance(dtype, CUDA), errs
+    for name in ("dQ", "dK", "dV"):
+        assert errs[name] < output_tolerance(dtype, CUDA, backward=True), errs
+    return errs
+
+
+@pytest.mark.parametrize("d", [16, 32, 80, 96, 192, 256])
+def test_head_dims(d):
+    """d not a power of two (80, 96, 192) runs padded to 128 / 256 with masked columns; 256 is
+    the largest. Ragged N (72) and causal, so the row masks meet the column masks."""
+    check(*inputs(1, 2, 2, 72, 72, d, seed=d), True, block_m=32, block_n=32)
+
+
+@pytest.mark.parametrize("causal", [False, True, "top_left"], ids=["full", "bottom-right",
+                                                                    "top-left"])
+@pytest.mark.parametrize("nq,nk", [(48, 96), (96, 40), (1, 64), (64, 1)])
+def test_cross_attention(nq, nk, causal):
+    """N_q != N_k. Bottom-right with N_q > N_k leaves the first N_q - N_k rows with no key:
+    O = 0 and lse = -inf there (the reference agrees, and rel_err demands equal -inf)."""
+    q, k, v, do = inputs(2, 2, 2, nq, nk, 32, seed=nq + nk)
+    check(q, k, v, do, causal, block_m=32, block_n=16)
+    if causal is True and nq > nk:
+        o, lse = flash_attention_forward(q, k, v, causal)
+        empty = nq - nk
+        assert (o[:, :, :empty] == 0).all() and (lse[:, :, :empty] == float("-inf")).all()
+
+
+@pytest.mark.parametrize("h,h_kv", [(4, 2), (4, 1), (6, 3)], ids=["gqa", "mqa", "gqa-3"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_query_attention(h, h_kv, causal):
+    """K/V with fewer heads than Q: query head h reads K/V head h // (H / H_kv); dK and dV sum
+    the gradients of every query head of the group."""
+    check(*inputs(2, h, h_kv, 64, 80, 32, seed=h * h_kv), causal, block_m=32, block_n=32)
+
+
+def test_causal_alignments_match_sdpa():
+    """bottom-right = SDPA with torch.nn.attention.bias.causal_lower_right (flash-attn's
+    convention); top-left = SDPA's is_causal=True; grouped heads = SDPA's enable_gqa."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    q, k, v, _ = inputs(1, 4, 2, 40, 64, 32, dtype=torch.float32, seed=9)
+    q64, k64, v64 = (t.double().cpu() for t in (q, k, v))
+    kr, vr = (t.repeat_interleave(2, dim=1) for t in (k64, v64))
+    expect = {True: sdpa(q64, kr, vr, attn_mask=causal_lower_right(40, 64)),
+              "top_left": sdpa(q64, kr, vr, is_causal=True),
+              False: sdpa(q64, kr, vr)}
+    for causal, want in expect.items():
+        ref, _ = attention_reference(q64, k64, v64, causal)
+        assert torch.allclose(ref, want, atol=1e-12)
+        o, _ = flash_attention_forward(q, k, v, causal)
+        assert rel_err(o, want) < output_tolerance(torch.float32, CUDA)
+
+
+def test_autograd_with_grouped_heads_and_cross_lengths():
+    q, k, v, do = inputs(1, 4, 2, 48, 64, 64, seed=3)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    flash_attention(q, k, v, causal=True).backward(do)
+    qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
+    attention_reference(qr, kr, vr, True)[0].backward(do.double())
+    tol = output_tolerance(F16, CUDA, backward=True)
+    assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
+               rel_err(v.grad, vr.grad)) < tol
+
+
+# ---------------------------------------------------------------------------- fp8 forward
+FP8 = pytest.mark.skipif(not FP8_DTYPES, reason="this torch has no float8 dtypes")
+
+
+def fp8_ok():
+    return INTERPRETER or torch.cuda.get_device_capability()[0] >= 9 or \
+        torch.cuda.get_device_capability() == (8, 9)
+
+
+@FP8
+@pytest.mark.parametrize("dtype", FP8_DTYPES, ids=lambda t: str(t).removeprefix("torch."))
+@pytest.mark.parametrize("nq,nk,d,causal", [(64, 64, 32, True), (96, 40, 80, False),
+                                            (48, 128, 64, True)])
+def test_fp8_forward(dtype, nq, nk, d, causal):
+    """Seed 004's "Triton [FP8]": fp8 Q, K, V; P rounded to the same fp8 format for PV; O in
+    fp16. Against float64 on the same (fp8) inputs, with a bound from fp8's unit roundoff."""
+    if not fp8_ok():
+        pytest.skip("fp8 dots need sm_89+")
+    q, k, v, _ = inputs(1, 2, 2, nq, nk, d, dtype=torch.float32, seed=nq + d)
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    ref_o, ref_lse = attention_reference(q, k, v, causal)
+    o, lse = flash_attention_forward(q, k, v, causal, block_m=32, block_n=32)
+    assert o.dtype == torch.float16 and lse.dtype == torch.float32
+    assert rel_err(o, ref_o) < output_tolerance(dtype, CUDA)
+    assert rel_err(lse, ref_lse) < 1e-5  # scores are exact products of fp8 values, fp32 sums
+
+
+@FP8
+def test_fp8_v_layouts_descale_and_no_backward():
+    """V given already transposed in memory (the tutorial's permute-contiguous-permute) is read
+    without a copy and gives the same O; descale multiplies the scores by dq*dk and O by dv;
+    the backward is refused."""
+    if not fp8_ok():
+        pytest.skip("fp8 dots need sm_89+")
+    dt = FP8_DTYPES[-1]
+    q, k, v, _ = inputs(1, 2, 2, 64, 64, 32, dtype=torch.float32, seed=1)
+    q8, k8 = q.to(dt), k.to(dt)
+    v8 = v.to(dt)
+    vt8 = v.transpose(-1, -2).contiguous().transpose(-1, -2).to(dt)
+    assert vt8.transpose(-1, -2).is_contiguous()
+    o1, _ = flash_attention_forward(q8, k8, v8, True, out_dtype=torch.float32)
+    o2, _ = flash_attention_forward(q8, k8, vt8, True, out_dtype=torch.float32)
+    assert torch.equal(o1, o2) and o1.dtype == torch.float32
+    o3, _ = flash_attention_forward(q8, k8, v8, True, out_dtype=torch.float32,
+                                    descale=(2.0, 0.5, 3.0))
+    assert torch.allclose(o3, 3 * o1, rtol=1e-6, atol=1e-6)  # dq * dk = 1: same P
+    with pytest.raises(ValueError, match="forward only"):
+        flash_attention_backward(q8, k8, v8, o1.half(), torch.zeros(1, 2, 64),
+                                 torch.zeros_like(o1), True)
+
+
+# ------------------------------------------------------------------ bigger, on the GPU only
+BIG = [(2, 8, 8, 1024, 1024, d, c) for d in (64, 96, 128, 256) for c in (False, True)] + [
+    (2, 8, 2, 1000, 2048, 128, True), (2, 8, 1, 2048, 1000, 80, True),
+    (2, 16, 4, 777, 777, 192, False), (1, 8, 8, 4096, 512, 32, "top_left")]
+
+
+@pytest.mark.skipif(INTERPRETER, reason="GPU-sized: minutes in the interpreter")
+@pytest.mark.parametrize("b,h,h_kv,nq,nk,d,causal", BIG)
+@pytest.mark.parametrize("dtype", [F16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_bigger_shapes_on_the_gpu(b, h, h_kv, nq, nk, d, causal, dtype):
+    """The tuned default configs (TMA where allowed) on GPU-sized problems, forward and
+    backward, against float64 computed on the GPU."""
+    check(*inputs(b, h, h_kv, nq, nk, d, dtype=dtype, seed=nq + d), causal, dtype=dtype)
+
+
+@pytest.mark.skipif(INTERPRETER or not FP8_DTYPES, reason="GPU-sized fp8")
+@pytest.mark.parametrize("d,causal", [(64, False), (128, True), (96, True)])
+def test_bigger_fp8_on_the_gpu(d, causal):
+    if not fp8_ok():
+        pytest.skip("fp8 dots need sm_89+")
+    for dt in FP8_DTYPES:
+        q, k, v, _ = inputs(2, 8, 8, 2048, 2048, d, dtype=torch.float32, seed=d)
+        q, k, v = (t.to(dt) for t in (q, k, v))
+        ref_o, _ = attention_reference(q, k, v, causal)
+        o, _ = flash_attention_forward(q, k, v, causal)
+        assert rel_err(o, ref_o) < output_tolerance(dt, CUDA)
