@@ -1,4 +1,4 @@
-"""The package's shape (ARCHITECTURE.md): no import cycles, data flows one way (a module never
+"""The package's shape (toymachine/ARCHITECTURE.md): no import cycles, data flows one way (a module never
 imports a higher stage), no module over 400 lines.
 
 The import graph is read from the source with ``ast`` — every ``import``/``from … import`` in
