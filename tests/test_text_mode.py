@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from toymachine import AsmError, RuntimeFault, parse, simulate
 from toymachine.asm import source
 from toymachine.asm.source import Chunks, binary_chunks
+from toymachine.sim import text as text_mode
 
 
 def _same(a, b):
@@ -23,6 +24,25 @@ def _same(a, b):
 def _tiny_chunks(monkeypatch, size):
     monkeypatch.setattr(source, "CHUNK_CHARS", size)
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", size)
+    monkeypatch.setattr(text_mode, "MIN_CHUNK_FOR_TEMPLATES", 1)  # tiny chunks may switch too
+
+
+def _modes(monkeypatch):
+    """Record which mode ran each chunk: 'L' (lines) or 'T' (templates)."""
+    log = []
+    exact, templates = text_mode._run_exact, text_mode._run_templates
+
+    def run_exact(*a):
+        log.append("L")
+        return exact(*a)
+
+    def run_templates(*a):
+        log.append("T")
+        return templates(*a)
+
+    monkeypatch.setattr(text_mode, "_run_exact", run_exact)
+    monkeypatch.setattr(text_mode, "_run_templates", run_templates)
+    return log
 
 
 @st.composite
@@ -61,15 +81,16 @@ def test_every_path_agrees(text, chunk, fill):
     if fill:  # most traces run to the end; the others read a register never written (an error)
         text = text.replace("LOAD x[1], R1\n", "LOAD x[1], R1\nLOAD x[2], R2\nLOAD x[3], R3\n", 1)
     program = _outcome(lambda: simulate(parse(text), steps=False))
-    old = (source.CHUNK_CHARS, source.FIRST_CHUNK_CHARS)
+    old = (source.CHUNK_CHARS, source.FIRST_CHUNK_CHARS, text_mode.MIN_CHUNK_FOR_TEMPLATES)
     source.CHUNK_CHARS = source.FIRST_CHUNK_CHARS = chunk
+    text_mode.MIN_CHUNK_FOR_TEMPLATES = 1
     try:
         others = [_outcome(lambda: simulate(io.StringIO(text), steps=False)),
                   _outcome(lambda: simulate(io.StringIO(text), steps=True)),
                   _outcome(lambda: simulate(Chunks(binary_chunks(io.BytesIO(text.encode()), "<input>")), steps=False)),
                   _outcome(lambda: simulate(iter(text.splitlines()), steps=False))]
     finally:
-        source.CHUNK_CHARS, source.FIRST_CHUNK_CHARS = old
+        source.CHUNK_CHARS, source.FIRST_CHUNK_CHARS, text_mode.MIN_CHUNK_FOR_TEMPLATES = old
     assert others == [program] * 4
     if fill:
         assert isinstance(program, dict), program
@@ -79,11 +100,41 @@ def test_every_path_agrees(text, chunk, fill):
 
 def test_templates_take_their_own_index(monkeypatch):
     _tiny_chunks(monkeypatch, 64)
+    modes = _modes(monkeypatch)
     n = 500
     text = "".join(f"LOAD x[{i}], R0\nADD R0, R0, R1\nSTORE R1, y[{i}]\n; y[{i}] = 2·x[{i}]\n" for i in range(n))
     r = simulate(io.StringIO(text), steps=False)
     assert r.memory["y"] == [2 * v for v in r.memory["x"]]
     assert (r.dram_reads, r.dram_writes, r.instructions) == (n, n, 3 * n)
+    assert modes.count("T") > modes.count("L")  # every address new: templates ran most chunks
+
+
+def _matmul_text(n):
+    out = []
+    for i in range(n):
+        for j in range(n):
+            out += [f"LOAD a[{i}][0], R0", f"LOAD b[0][{j}], R1", "MAC_Z R0, R1, R2"]
+            for k in range(1, n):
+                out += [f"LOAD a[{i}][{k}], R0", f"LOAD b[{k}][{j}], R1", "MAC R0, R1, R2, R2"]
+            out.append(f"STORE R2, c[{i}][{j}]")
+    return "\n".join(out) + "\n"
+
+
+def test_repeating_addresses_stay_on_lines(monkeypatch):
+    """A matmul's first rows are all new lines, but they come back: lines mode keeps them (the
+    choice only changes speed; the result is the same either way)."""
+    monkeypatch.setattr(source, "CHUNK_CHARS", 16384)  # a chunk holds a few rows (n = 12: 444 lines)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", 4096)
+    monkeypatch.setattr(text_mode, "MIN_CHUNK_FOR_TEMPLATES", 64)
+    modes = _modes(monkeypatch)
+    text = _matmul_text(12)
+    r = simulate(io.StringIO(text), steps=False)
+    assert set(modes) == {"L"}, modes
+    monkeypatch.setattr(text_mode, "REPEATING_FOR_LINES", 2.0)  # templates wherever lines are new
+    del modes[:]
+    t = simulate(io.StringIO(text), steps=False)
+    assert "T" in modes
+    _same(r, t)
 
 
 def test_step_rows_quote_each_line_after_templates_take_over():

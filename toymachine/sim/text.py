@@ -22,6 +22,7 @@ from __future__ import annotations
 __all__ = ["run_text", "CACHE_LIMIT"]
 
 import re
+from collections import Counter
 from itertools import compress
 from operator import not_
 from typing import Iterable
@@ -35,6 +36,8 @@ from .loop import execute
 CACHE_LIMIT = 131_072  # distinct compiled lines kept; bounds memory on huge traces
 NEW_LINES_FOR_TEMPLATES = 0.05  # a chunk with more new lines than this moves the next ones to templates
 PROBE_EVERY = 8  # chunks in template mode before lines are tried again
+MIN_CHUNK_FOR_TEMPLATES = 256  # a shorter chunk says too little to switch
+REPEATING_FOR_LINES = 0.1  # new address lines that come back within their chunk: this share keeps lines
 _INDEX = re.compile(r"\[(\d+)\]")  # an integer index, as in x[3] or a[0][1]
 _NO_INDICES = iter(()).__next__
 
@@ -45,13 +48,15 @@ def run_text(run, chunks: Iterable[str]) -> None:
     Each chunk runs in one of two modes, both exact: *lines* (a line is its own cache key — best
     when lines repeat, as a matmul's addresses do, and the only mode while step rows are recorded
     or in symbolic mode) or *templates* (best when most addresses are new, as in a long softmax).
-    A chunk in which over ``NEW_LINES_FOR_TEMPLATES`` of the lines were new moves the next ones to
-    templates; every ``PROBE_EVERY``-th chunk then tries lines again."""
+    A chunk in which over ``NEW_LINES_FOR_TEMPLATES`` of the lines were new, and whose new lines do
+    not come back within it, moves the next ones to templates; every ``PROBE_EVERY``-th chunk then
+    tries lines again."""
     exact: dict[str, tuple] = {}  # line → code
     templates: dict[str, tuple] = {}  # template line → code
     first = 1
     use_templates = False
     since_probe = 0
+    seen_before: set | frozenset = frozenset()  # the lines of the template chunk before a probe
     for text in chunks:
         if not text:
             continue
@@ -61,9 +66,16 @@ def run_text(run, chunks: Iterable[str]) -> None:
         run.source = _chunk_source(first, lines)
         if run.record or run.symbolic or not use_templates or since_probe >= PROBE_EVERY:
             run.next_index = _NO_INDICES
-            new = _run_exact(run, lines, first, exact)
-            use_templates = not (run.record or run.symbolic) and new > NEW_LINES_FOR_TEMPLATES * len(lines)
+            new, addressed, repeating = _run_exact(run, lines, first, exact, seen_before)
+            # Templates take over when many of the chunk's lines were never seen (compiled before,
+            # or, on a probe, in the template chunk just before it) and few of the new lines that
+            # name an address come back within the chunk (a matmul's first rows are new, but its
+            # LOAD a[i][k] lines come back; a softmax's LOAD x[i] lines come once).
+            use_templates = (not (run.record or run.symbolic) and len(lines) >= MIN_CHUNK_FOR_TEMPLATES
+                             and new > NEW_LINES_FOR_TEMPLATES * len(lines)
+                             and repeating < REPEATING_FOR_LINES * addressed)
             since_probe = 0
+            seen_before = frozenset()
         else:
             if len(templates) > CACHE_LIMIT:
                 templates.clear()
@@ -73,6 +85,8 @@ def run_text(run, chunks: Iterable[str]) -> None:
             run.next_index = iter(list(map(int, _INDEX.findall(text)))).__next__
             _run_templates(run, lines, keys, first, templates, exact)
             since_probe += 1
+            if since_probe >= PROBE_EVERY:
+                seen_before = set(lines)
         first += len(lines)
 
 
@@ -104,18 +118,22 @@ def _segments(run, codes: list, first: int, compile_miss) -> None:
         pos = j
 
 
-def _run_exact(run, lines: list[str], first: int, cache: dict) -> int:
+def _run_exact(run, lines: list[str], first: int, cache: dict, seen=frozenset()) -> int:
     """Compile whole lines: a line is its own cache key. The lines new to the cache are compiled
     ahead, in bulk, where that has no effect a later line could see (registers and arrays that
     exist already); the others in trace order, after the instructions before them ran. Returns
-    how many lines were new."""
+    how many distinct lines were new (neither in the cache nor in ``seen``), how many lines not in
+    the cache name an address, and how many of those stand more than once in the chunk."""
     if len(cache) > CACHE_LIMIT:
         cache.clear()
     codes = list(map(cache.get, lines))
-    new = 0
+    new = repeating = 0
+    counts: list = []
     if None in codes:
-        missing = dict.fromkeys(compress(lines, map(not_, codes)))
-        new = len(missing)
+        missing = Counter(compress(lines, map(not_, codes)))
+        new = len(missing.keys() - seen) if seen else len(missing)
+        counts = [c for line, c in missing.items() if "[" in line]  # lines that name an address
+        repeating = len(counts) - counts.count(1)
         for line in missing:
             code = scalar.compile_ahead(run, line)
             if code is not None:
@@ -135,7 +153,7 @@ def _run_exact(run, lines: list[str], first: int, cache: dict) -> int:
         return _SKIP0  # a directive ran: nothing to execute, never cached (it runs where it stands)
 
     _segments(run, codes, first, compile_miss)
-    return new
+    return new, len(counts), repeating
 
 
 def _run_templates(run, lines: list[str], keys: list[str], first: int, templates: dict, exact: dict) -> None:
