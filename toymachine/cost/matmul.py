@@ -170,9 +170,15 @@ def matmul_plan_cost(plan: "MatmulPlan") -> Cost:
 
 def matmul_cost(n: int, registers: int, schedule: str = "best", m: int | None = None,
                 k: int | None = None, mac_accumulator: bool = False) -> Cost:
-    """Cost of ``toym gen matmul`` (C = A·B, A m×k, B k×n; m, k default to n)."""
-    return matmul_plan_cost(plan_matmul(n=n, registers=registers, schedule=schedule, m=m, k=k,
-                                        mac_accumulator=mac_accumulator))
+    """Cost of ``toym gen matmul`` (C = A·B, A m×k, B k×n; m, k default to n); for ``best``, the
+    searched schedule's counts where it beats the constructions (``matmul_known``)."""
+    from .matmul_known import known_cost
+
+    plan = plan_matmul(n=n, registers=registers, schedule=schedule, m=m, k=k, mac_accumulator=mac_accumulator)
+    cost = matmul_plan_cost(plan)
+    if schedule == "best":
+        cost = known_cost(plan.m, plan.n, plan.k, registers, cost.cycles(), mac_accumulator) or cost
+    return cost
 
 
 def matmul_bound(n: int, registers: int, m: int | None = None, k: int | None = None,

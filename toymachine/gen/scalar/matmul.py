@@ -25,9 +25,12 @@ outer — the seed's outer product: a block of p×q outputs stays in p·q accumu
     cycles (p = q = 2, s = 1).
 
 best — the cheapest of all of these that fit R (fewest LOADs, then fewest registers,
-    inner first). ``inner``, ``outer`` and ``best`` each take the cheapest member of their
-    family that fits, so more registers never cost more. The plans and their cost formulas:
-    ``toymachine.cost.matmul`` (``plan_matmul``, ``matmul_plan_cost``); this module emits them.
+    inner first), or — where it is cheaper — the schedule ``toymachine.optimize`` found by
+    exhaustive search (``toymachine.cost.matmul_known``: every shape with m, n, k ≤ 3, each
+    proven optimal; 25/22/21/20 cycles for n = 2 at R = 3/4/5/6). ``inner``, ``outer`` and
+    ``best`` each take the cheapest member of their family that fits, so more registers never
+    cost more. The plans and their cost formulas: ``toymachine.cost.matmul`` (``plan_matmul``,
+    ``matmul_plan_cost``; the table's counts: ``matmul_known.known_cost``); this module emits them.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 __all__ = ["SCHEDULES", "matmul_program"]
 
 from ...cost.matmul import SCHEDULES, MatmulPlan, matmul_bound, matmul_plan_cost, plan_matmul
+from ...cost.matmul_known import known_program
 from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
@@ -161,14 +165,40 @@ def matmul_program(n: int = 2, registers: int = 3, schedule: str = "best", m: in
     m, n, k = plan.m, plan.n, plan.k
     cost = matmul_plan_cost(plan)
     check_size(cost.instructions, f"matmul {m}×{k}·{k}×{n}", max_instructions, on_size)
-    b = ProgramBuilder(accumulator=2 if mac_accumulator else None)
-    (_emit_inner if plan.schedule == "inner" else _emit_outer)(b, plan)
     bound = matmul_bound(n=n, registers=registers, m=m, k=k, mac_accumulator=mac_accumulator)
     arrays = [ArrayDecl("a", (m, k)), ArrayDecl("b", (k, n))]  # --no-data: declared, the simulator's random values
     if with_data:
         arrays = [ArrayDecl("a", (m, k), values=input_values(seed, "a", (m, k), integers=True)),
                   ArrayDecl("b", (k, n), values=input_values(seed, "b", (k, n), integers=True))]
+    if schedule == "best":  # a searched schedule, where it beats the constructions
+        known = known_program(m, n, k, registers, cost.cycles(), lambda e: _known_header(
+            e, registers, bound, with_data, seed), tuple(arrays), mac_accumulator=mac_accumulator)
+        if known is not None:
+            return known
+    b = ProgramBuilder(accumulator=2 if mac_accumulator else None)
+    (_emit_inner if plan.schedule == "inner" else _emit_outer)(b, plan)
     return b.program(_header(plan, schedule, registers, cost, bound, with_data, seed), arrays)
+
+
+def _known_header(e, registers: int, bound, with_data: bool, seed: int) -> list[str]:
+    ops = e.ops
+    how = (f"proven optimal by exhaustive search ({e.seconds:g} s)" if e.proven
+           else f"best found by a {e.seconds:g} s search, not proven optimal (no schedule costs under "
+                f"{e.lower_bound} cycles)")
+    acc = " with an accumulator in the MAC unit (ACC)" if e.mac_accumulator else ""
+    return [
+        f"C = A·B on a {registers}-register toy machine{acc} (seed 000: matmul, Problems 1–3): "
+        f"A {e.m}×{e.k}, B {e.k}×{e.n}, C {e.m}×{e.n}",
+        cli_line("matmul", m=e.m, n=e.n, k=e.k, registers=registers, schedule="best")
+        + (" --mac-accumulator" if e.mac_accumulator else "")
+        + ("" if with_data else " --no-data") + (f" --seed {seed}" if with_data and seed else ""),
+        f"schedule: {how}: toym optimize matmul --m {e.m} --n {e.n} --k {e.k} --registers {e.registers}"
+        + (" --mac-accumulator" if e.mac_accumulator else "") + " (A* over register states)",
+        f"cost: {ops.get('LOAD', 0)} LOAD + {ops.get('MAC_Z', 0)} MAC_Z + {ops.get('MAC', 0)} MAC + "
+        f"{ops.get('STORE', 0)} STORE = {e.cycles} cycles at 1 cycle per instruction; {e.registers_used} registers",
+        f"DRAM: {ops.get('LOAD', 0)} reads, {ops.get('STORE', 0)} writes; lower bound {bound.traffic} words "
+        f"({bound.source})",
+    ]
 
 
 def _header(plan: MatmulPlan, schedule: str, registers: int, cost, bound, with_data: bool, seed: int) -> list[str]:

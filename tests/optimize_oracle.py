@@ -1,0 +1,113 @@
+"""An independent brute-force oracle for the matmul schedule search (tests only).
+
+Dijkstra over *concrete* machine states — the register file as a tuple of contents (sorted:
+renaming registers is the one symmetry used) and each output's DRAM word — with every
+instruction of LOAD / STORE / MAC_Z / MAC on every register choice: no macro moves, no
+closure, no bound, no dominance. A register holds nothing, an input ('a', i, l) / ('b', l, j),
+or a partial sum ('p', i, j, done) of output (i, j) with the products ``done``; any register
+may be overwritten at any time; a partial sum may be stored before it is complete (a spill)
+only when ``spills`` is on, and a spilled word may be loaded back.
+"""
+
+from __future__ import annotations
+
+import heapq
+from itertools import count
+
+
+def brute_force_matmul(m: int, n: int, k: int, registers: int, *, load: float = 1, store: float = 1,
+                       mac_z: float = 1, mac: float = 1, spills: bool = False, limit: int = 3_000_000) -> float:
+    """Least cycles of any schedule of C = A·B (A m×k, B k×n) on ``registers`` registers."""
+    inputs = [("a", i, l) for i in range(m) for l in range(k)] + [("b", l, j) for l in range(k) for j in range(n)]
+    full = frozenset(range(k))
+    outputs = [(i, j) for i in range(m) for j in range(n)]
+    start = (tuple([None] * registers), tuple([None] * len(outputs)))
+    best = {start: 0.0}
+    tie = count()
+    heap = [(0.0, next(tie), start)]
+
+    def norm(regs):
+        return tuple(sorted(regs, key=repr))
+
+    while heap:
+        g, _, state = heapq.heappop(heap)
+        if best[state] < g:
+            continue
+        regs, mem = state
+        if all(w == "done" for w in mem):
+            return g
+        if len(best) > limit:
+            raise RuntimeError("oracle state limit")
+        succ = []
+        for r in range(registers):
+            for v in inputs:  # LOAD an input into any register
+                succ.append((load, regs[:r] + (v,) + regs[r + 1:], mem))
+            for o, w in enumerate(mem):  # LOAD a spilled partial sum back
+                if isinstance(w, frozenset):
+                    i, j = outputs[o]
+                    succ.append((load, regs[:r] + (("p", i, j, w),) + regs[r + 1:], mem))
+            v = regs[r]
+            if v is not None and v[0] == "p":  # STORE a partial sum: the output, or a spill
+                o = outputs.index((v[1], v[2]))
+                if v[3] == full:
+                    succ.append((store, regs, mem[:o] + ("done",) + mem[o + 1:]))
+                elif spills and mem[o] != "done":
+                    succ.append((store, regs, mem[:o] + (v[3],) + mem[o + 1:]))
+        for ra in range(registers):
+            x = regs[ra]
+            if x is None or x[0] != "a":
+                continue
+            for rb in range(registers):
+                y = regs[rb]
+                if y is None or y[0] != "b" or y[1] != x[2]:
+                    continue
+                i, l, j = x[1], x[2], y[2]
+                for rd in range(registers):  # MAC_Z a_il, b_lj → any register
+                    succ.append((mac_z, regs[:rd] + (("p", i, j, frozenset([l])),) + regs[rd + 1:], mem))
+                for rc in range(registers):  # MAC a_il, b_lj, partial of (i, j) without l → any register
+                    z = regs[rc]
+                    if z is None or z[0] != "p" or (z[1], z[2]) != (i, j) or l in z[3]:
+                        continue
+                    for rd in range(registers):
+                        succ.append((mac, regs[:rd] + (("p", i, j, z[3] | {l}),) + regs[rd + 1:], mem))
+        for cost, regs2, mem2 in succ:
+            nxt = (norm(regs2), mem2)
+            g2 = g + cost
+            if g2 < best.get(nxt, float("inf")):
+                best[nxt] = g2
+                heapq.heappush(heap, (g2, next(tie), nxt))
+    raise RuntimeError("no schedule")
+
+
+def min_loads_fixed_order(uses, registers: int) -> int:
+    """Least LOADs of any register allocation serving ``uses`` in order (exhaustive over sets).
+
+    ``uses``: a list of (inputs, output) — inputs a tuple of value names, output a new value
+    name or None. A value is resident or not; an input that is not resident costs one LOAD
+    (its first use, or any use after it was dropped: a computed value dropped while still
+    needed is assumed spilled and reloadable); before each use and after each output any
+    values may be dropped; at most ``registers`` values are resident at any time."""
+    from itertools import combinations
+
+    layer = {frozenset(): 0}
+    for inputs, out in uses:
+        need = frozenset(inputs)
+        nxt: dict = {}
+        for held, cost in layer.items():
+            pool = sorted(held - need)
+            c = cost + len(need - held)
+            for keep in range(0, max(0, registers - len(need)) + 1):
+                for kept in combinations(pool, keep):
+                    s1 = need | frozenset(kept)
+                    if len(s1) > registers:
+                        continue
+                    if out is None:
+                        options = [s1]
+                    else:  # the result needs a register: keep any subset of s1 that leaves one
+                        options = [frozenset(sub) | {out} for r in range(0, min(len(s1), registers - 1) + 1)
+                                   for sub in combinations(sorted(s1), r)]
+                    for s2 in options:
+                        if c < nxt.get(s2, 1 << 30):
+                            nxt[s2] = c
+        layer = nxt
+    return min(layer.values())
