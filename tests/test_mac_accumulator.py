@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from toymachine import AsmError, MachineLimitError, load_machine, parse, resolve_machine, simulate
-from toymachine.cost import matmul_cost, plan_matmul
+from toymachine.cost import matmul_cost, matmul_plan_cost, plan_matmul
 from toymachine.errors import ConfigError
 from toymachine.gen import matmul_program
 
@@ -77,9 +77,11 @@ def test_generated_matmul_with_acc_is_right_and_costs_its_formula(n, m, k, regis
     cost = matmul_cost(n=n, m=m, k=k, registers=registers, schedule=schedule, mac_accumulator=True)
     assert dict(r.ops) == dict(cost.ops) and r.cycles == cost.cycles()
     assert r.registers_used == cost.registers <= registers
-    # ACC is one more fast word: the same LOADs as the plan for R + 1 registers without it
+    # ACC is one more fast word: the same LOADs as the plan for R + 1 registers without it (for
+    # best, a searched schedule — toymachine.optimize — may beat the plan on either machine)
     plain = plan_matmul(n=n, m=m, k=k, registers=registers + 1, schedule=schedule)
-    assert cost.reads == matmul_cost(n=n, m=m, k=k, registers=registers + 1, schedule=schedule).reads
+    plain_reads = matmul_plan_cost(plain).reads
+    assert cost.reads <= plain_reads if schedule == "best" else cost.reads == plain_reads
     assert plan_matmul(n=n, m=m, k=k, registers=registers, schedule=schedule, mac_accumulator=True).schedule == plain.schedule
 
 
