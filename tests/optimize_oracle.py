@@ -16,12 +16,15 @@ from itertools import count
 
 
 def brute_force_matmul(m: int, n: int, k: int, registers: int, *, load: float = 1, store: float = 1,
-                       mac_z: float = 1, mac: float = 1, spills: bool = False, limit: int = 3_000_000) -> float:
-    """Least cycles of any schedule of C = A·B (A m×k, B k×n) on ``registers`` registers."""
+                       mac_z: float = 1, mac: float = 1, spills: bool = False, acc: bool = False,
+                       limit: int = 3_000_000) -> float:
+    """Least cycles of any schedule of C = A·B (A m×k, B k×n) on ``registers`` registers
+    (``acc``: and ACC, a slot of the MAC unit: MAC_Z/MAC may write it, MAC may add from it,
+    STORE may read it; LOAD never writes it and operands never come from it)."""
     inputs = [("a", i, l) for i in range(m) for l in range(k)] + [("b", l, j) for l in range(k) for j in range(n)]
     full = frozenset(range(k))
     outputs = [(i, j) for i in range(m) for j in range(n)]
-    start = (tuple([None] * registers), tuple([None] * len(outputs)))
+    start = (tuple([None] * registers), tuple([None] * len(outputs)), None)  # registers, DRAM words, ACC
     best = {start: 0.0}
     tie = count()
     heap = [(0.0, next(tie), start)]
@@ -33,26 +36,34 @@ def brute_force_matmul(m: int, n: int, k: int, registers: int, *, load: float = 
         g, _, state = heapq.heappop(heap)
         if best[state] < g:
             continue
-        regs, mem = state
+        regs, mem, acc_val = state
         if all(w == "done" for w in mem):
             return g
         if len(best) > limit:
             raise RuntimeError("oracle state limit")
-        succ = []
+        succ = []  # (cost, registers, DRAM words, ACC)
         for r in range(registers):
             for v in inputs:  # LOAD an input into any register
-                succ.append((load, regs[:r] + (v,) + regs[r + 1:], mem))
+                succ.append((load, regs[:r] + (v,) + regs[r + 1:], mem, acc_val))
             for o, w in enumerate(mem):  # LOAD a spilled partial sum back
                 if isinstance(w, frozenset):
                     i, j = outputs[o]
-                    succ.append((load, regs[:r] + (("p", i, j, w),) + regs[r + 1:], mem))
-            v = regs[r]
-            if v is not None and v[0] == "p":  # STORE a partial sum: the output, or a spill
+                    succ.append((load, regs[:r] + (("p", i, j, w),) + regs[r + 1:], mem, acc_val))
+        sources = [(r, regs[r]) for r in range(registers)] + ([("acc", acc_val)] if acc else [])
+        for r, v in sources:  # STORE a partial sum (from a register or ACC): the output, or a spill
+            if v is not None and v[0] == "p":
                 o = outputs.index((v[1], v[2]))
                 if v[3] == full:
-                    succ.append((store, regs, mem[:o] + ("done",) + mem[o + 1:]))
+                    succ.append((store, regs, mem[:o] + ("done",) + mem[o + 1:], acc_val))
                 elif spills and mem[o] != "done":
-                    succ.append((store, regs, mem[:o] + (v[3],) + mem[o + 1:]))
+                    succ.append((store, regs, mem[:o] + (v[3],) + mem[o + 1:], acc_val))
+
+        def writes(value, cost):  # the result into any register, or into ACC
+            for rd in range(registers):
+                succ.append((cost, regs[:rd] + (value,) + regs[rd + 1:], mem, acc_val))
+            if acc:
+                succ.append((cost, regs, mem, value))
+
         for ra in range(registers):
             x = regs[ra]
             if x is None or x[0] != "a":
@@ -62,16 +73,13 @@ def brute_force_matmul(m: int, n: int, k: int, registers: int, *, load: float = 
                 if y is None or y[0] != "b" or y[1] != x[2]:
                     continue
                 i, l, j = x[1], x[2], y[2]
-                for rd in range(registers):  # MAC_Z a_il, b_lj → any register
-                    succ.append((mac_z, regs[:rd] + (("p", i, j, frozenset([l])),) + regs[rd + 1:], mem))
-                for rc in range(registers):  # MAC a_il, b_lj, partial of (i, j) without l → any register
-                    z = regs[rc]
+                writes(("p", i, j, frozenset([l])), mac_z)  # MAC_Z a_il, b_lj
+                for z in [regs[rc] for rc in range(registers)] + ([acc_val] if acc else []):
                     if z is None or z[0] != "p" or (z[1], z[2]) != (i, j) or l in z[3]:
                         continue
-                    for rd in range(registers):
-                        succ.append((mac, regs[:rd] + (("p", i, j, z[3] | {l}),) + regs[rd + 1:], mem))
-        for cost, regs2, mem2 in succ:
-            nxt = (norm(regs2), mem2)
+                    writes(("p", i, j, z[3] | {l}), mac)  # MAC a_il, b_lj, a partial sum of (i, j) without l
+        for cost, regs2, mem2, acc2 in succ:
+            nxt = (norm(regs2), mem2, acc2)
             g2 = g + cost
             if g2 < best.get(nxt, float("inf")):
                 best[nxt] = g2

@@ -220,3 +220,34 @@ def test_dict_and_report():
     for fmt in ("table", "markdown", "csv", "latex", "html", "json"):
         assert render_report(analysis_report(an), fmt)
     assert "line 14 reloads a[0][1]" in render_report(analysis_report(an), "table")
+
+
+def _outputs(result, program):
+    """The words a trace writes, as the run left them."""
+    words = {(i.args[1].array, i.args[1].index) for i in program.instrs if i.op == "STORE"}
+    return {w: result.array(w[0])[w[1]] for w in words}
+
+
+EMITTED = [(lambda: parse_file(str(PROGRAMS / name)), R) for name, R in
+           [("matmul_outer_2x2.asm", 6), ("matmul_outer_2x2.asm", 3), ("softmax_safe.asm", 3),
+            ("softmax_online.asm", 4), ("rescale_overflow.asm", 3)]] + \
+          [(lambda: parse(NAIVE), 3), (lambda: attention_program(n=3, d=2, order="outer", output_slots=1), 9),
+           (lambda: softmax_program(6, "online"), 4), (lambda: variance_program(5), 6),
+           (lambda: matmul_program(3, 5, "outer"), 4)]
+
+
+@pytest.mark.parametrize("make,R", EMITTED)
+def test_the_allocation_written_out_runs_and_costs_what_analyze_says(make, R):
+    """--emit: the same instructions in the same order on R registers, with the allocation's LOADs
+    and STOREs — it computes the trace's outputs and costs exactly what the analysis claims."""
+    program = make()
+    an = analyze(program, registers=R)
+    trace = simulate(program, steps=False)
+    mine = simulate(an.program, registers=R, steps=False)
+    assert mine.ops.get("LOAD", 0) == an.alloc_loads and mine.ops.get("STORE", 0) == an.alloc_stores
+    assert mine.cycles == an.alloc_cycles and mine.registers_used <= R
+    assert [i.op for i in an.program.instrs if i.op not in ("LOAD", "STORE")] == \
+        [i.op for i in program.instrs if i.op not in ("LOAD", "STORE")]
+    got, want = _outputs(mine, program), _outputs(trace, program)
+    for word, value in want.items():
+        np.testing.assert_array_equal(got[word], value)

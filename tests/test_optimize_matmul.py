@@ -49,6 +49,26 @@ def test_spills_searched_equal_brute_force_with_spills(m, n, k, R):
     check_schedule(opt, WEIGHTED)
 
 
+@pytest.mark.parametrize("m,n,k,R", [(1, 1, 2, 2), (1, 2, 2, 2), (2, 2, 1, 2), (2, 2, 2, 2), (1, 2, 2, 3),
+                                     (2, 1, 2, 3), (2, 2, 1, 3)])
+@pytest.mark.parametrize("machine", [Machine(), WEIGHTED], ids=["unit", "weighted"])
+def test_accumulator_optimum_equals_brute_force(m, n, k, R, machine):
+    """The MAC unit's ACC (issue 15 item 5): one slot only partial sums use, in the oracle as in the search."""
+    machine = machine.with_(mac_accumulator=True)
+    cyc = {op: machine.op_cycles(op) for op in ("LOAD", "STORE", "MAC_Z", "MAC")}
+    oracle = brute_force_matmul(m, n, k, R, load=cyc["LOAD"], store=cyc["STORE"], mac_z=cyc["MAC_Z"], mac=cyc["MAC"],
+                                acc=True)
+    opt = optimize_matmul(n, R, m=m, k=k, machine=machine)
+    assert opt.mac_accumulator and opt.proven_optimal and opt.cycles == oracle
+    r = check_schedule(opt, machine)
+    assert r.registers_used <= R
+
+
+def test_accumulator_is_worth_a_register_for_two_by_two():
+    """2×2: R registers + ACC cost what R + 1 registers cost (25/22/21/20), each proven."""
+    assert [optimize_matmul(2, R, mac_accumulator=True).cycles for R in (2, 3, 4, 5)] == [25, 22, 21, 20]
+
+
 def test_two_by_two_at_four_registers_equals_brute_force():
     """The issue's 22: exhaustive search over every register file of 4 registers agrees."""
     assert brute_force_matmul(2, 2, 2, 4) == optimize_matmul(2, 4).cycles == 22

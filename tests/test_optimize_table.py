@@ -7,7 +7,11 @@ import pytest
 from toymachine import parse, simulate
 from toymachine.cost import matmul_cost
 from toymachine.gen import matmul_program
+from toymachine import resolve_machine
+from toymachine.cost import matmul_known_table
 from toymachine.cost.matmul_known_table import KNOWN
+
+KNOWN_ACC = getattr(matmul_known_table, "KNOWN_ACC", {})
 from toymachine.optimize import optimize_matmul
 from toymachine.optimize.matmul_table import build_table
 
@@ -48,6 +52,23 @@ def test_regenerating_a_shape_gives_the_same_entries():
     fresh = build_table(shapes=[(2, 2, 2), (2, 3, 2)])
     for key, row in fresh.items():
         assert row[:3] + row[4:] == KNOWN[key][:3] + KNOWN[key][4:]
+    fresh = build_table(shapes=[(2, 2, 2)], accumulator=True)
+    for key, row in fresh.items():
+        assert row[:3] + row[4:] == KNOWN_ACC[key][:3] + KNOWN_ACC[key][4:]
+
+
+@pytest.mark.parametrize("key", sorted(KNOWN_ACC))
+def test_accumulator_entries_run_on_an_accumulator_machine(key):
+    m, n, k, R = key
+    cycles, lower, proven, _, text = KNOWN_ACC[key]
+    assert lower <= cycles and (not proven or lower == cycles)
+    program = matmul_program(n, R, "best", m=m, k=k, mac_accumulator=True)
+    r = simulate(program, resolve_machine("toy2acc").with_(registers=R), steps=False)
+    cost = matmul_cost(n, R, "best", m=m, k=k, mac_accumulator=True)
+    assert r.cycles == cycles == cost.cycles() and dict(r.ops) == dict(cost.ops)
+    assert r.registers_used == cost.registers <= R
+    a, b = (np.array(x.values) for x in program.arrays)
+    np.testing.assert_array_equal(np.array(r.memory["c"]), a @ b)
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -19,6 +19,7 @@ from .flags import flags_command
 from .gen import gen_app
 from .memory import memory_command
 from .numerics import numerics_command
+from .optimize import analyze_command, optimize_app
 from .run import isa_command, run_command
 from .sweep import SWEEP_CONTEXT, sweep_command
 from .systolic import systolic_command
@@ -58,6 +59,8 @@ app.command("memory")(memory_command)
 app.command("systolic")(systolic_command)
 app.command("flags")(flags_command)
 app.command("check")(check_command)
+app.add_typer(optimize_app, name="optimize")
+app.command("analyze")(analyze_command)
 
 
 def main(argv: list[str] | None = None) -> None:

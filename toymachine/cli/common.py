@@ -135,6 +135,13 @@ def write_output(text: str, path: Optional[str]) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, /dev/stdout, a FIFO: write into it
+        try:  # (replacing it would put a regular file where the device was)
+            with open(path, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="give a file path, or leave -o out") from None
+        return
     directory = os.path.dirname(os.path.abspath(path)) or "."
     try:
         mode = os.stat(path).st_mode & 0o7777

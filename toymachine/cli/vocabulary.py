@@ -62,6 +62,10 @@ VOCABULARY: tuple[Flag, ...] = (
                                      "closed form, known before anything is written)"),
     Flag("--mac-accumulator", None, "matmul: the MAC unit keeps its own accumulator ACC (R registers + ACC)"),
     Flag("--scale", None, "softmax scale τ (default 1/√d)"),
+    Flag("--time-limit", None, "optimize: seconds the search may take (then the best schedule found and the gap)"),
+    Flag("--emit", None, "optimize, analyze: also write the schedule found (the winning tile program; the trace "
+                         "re-allocated) as assembly to FILE"),
+    Flag("--spills/--no-spills", None, "optimize matmul: also search schedules that spill partial sums"),
     Flag("--data/--no-data", "-d", "the inputs: run --data FILE: arrays from YAML, .npy or .npz; gen: --data writes "
                                    "them as .data, --no-data declares them (.array: the simulator's random values)"),
     Flag("--steps/--no-steps", None, "show the per-step register table"),

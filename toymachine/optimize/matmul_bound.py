@@ -22,7 +22,7 @@ search backwards from the finished state over the whole state graph), with outpu
 
 from __future__ import annotations
 
-__all__ = ["LineTable", "line_table"]
+__all__ = ["LineTable", "line_table", "space_bound"]
 
 from collections import deque
 from functools import lru_cache
@@ -156,3 +156,61 @@ def line_table(outputs: int, values: int, registers: int, spills: bool) -> LineT
     if size > MAX_LINE_STATES:
         return None
     return LineTable(outputs, values, registers, spills)
+
+
+def space_bound(space, key: int) -> float:
+    """h of a ``MatmulSpace`` state: LOAD cycles × (Σ over rows and columns of LINE + spilled
+    partial sums). A line without a table counts its needed inputs not resident; a line whose
+    finish is unreachable makes the state a dead end (h = ∞)."""
+    rows, cols = space.row_table, space.col_table
+    k, n, w, full, inreg = space.k, space.n, space.width, space.full, space.inreg
+    st = key >> space.ni
+    code_mask = (1 << w) - 1
+    line_mask = full | inreg  # a line problem's code: done bits and "resident" (ACC is one more slot there)
+    if rows is not None and cols is not None and not space.accumulator:
+        total = _spilled(space, st) if space.spills else 0
+        row_bits = n * w
+        row_mask = (1 << row_bits) - 1
+        for i in range(space.m):  # row i: a_i· costed; its n codes are contiguous in the state
+            got = rows.lookup_raw(((key >> (i * k)) & full) | (((st >> (i * row_bits)) & row_mask) << k))
+            if got is None:
+                return float("inf")
+            total += got
+        for j in range(n):  # column j: b_·j costed; its m codes are n apart
+            raw = (key >> (space.na + j * k)) & full
+            shift = k
+            for i in range(space.m):
+                raw |= ((st >> ((i * n + j) * w)) & code_mask) << shift
+                shift += k + 1
+            got = cols.lookup_raw(raw)
+            if got is None:
+                return float("inf")
+            total += got
+        return space.cl * total
+    codes = [((st >> (o * w)) & code_mask) & line_mask for o in range(space.outputs)]
+    total = _spilled(space, st)
+    for i in range(space.m):
+        total += _line(rows, full, (key >> (i * k)) & full, codes[i * n:(i + 1) * n])
+    for j in range(n):
+        total += _line(cols, full, (key >> (space.na + j * k)) & full, codes[j::n])
+    return space.cl * total
+
+
+def _spilled(space, st: int) -> int:
+    full, inreg, w = space.full, space.inreg, space.width
+    count = 0
+    for o in range(space.outputs):
+        c = (st >> (o * w)) & ((1 << w) - 1)
+        if not c & inreg and 0 < (c & full) < full:
+            count += 1
+    return count
+
+
+def _line(table, full: int, vals: int, line: list[int]) -> float:
+    if table is not None:
+        got = table.lookup(vals, line)
+        return float("inf") if got is None else got
+    needed = 0
+    for c in line:
+        needed |= full & ~c
+    return (needed & ~vals).bit_count()

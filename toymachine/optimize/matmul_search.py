@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..machine import DEFAULT_MACHINE, Machine
-from ..program import ArrayDecl, Program
+from ..program import Program
+from .matmul_replay import arrays as _arrays
+from .matmul_replay import replay as _program
 from .matmul_space import MatmulSpace
 from .matmul_symmetry import Canonicalizer
 
@@ -68,6 +70,7 @@ class MatmulOptimum:
     spills: bool  # whether spilling partial sums was part of the space
     machine: Machine = field(default=DEFAULT_MACHINE, repr=False)
     static_bound: float = 0.0  # every input loaded once, every output stored once, every product made once
+    mac_accumulator: bool = False  # the MAC unit's ACC was one more (partial-sum-only) slot
 
     @property
     def gap(self) -> float:
@@ -85,21 +88,26 @@ class MatmulOptimum:
             "ops": dict(self.ops), "loads": self.loads,
             "states_explored": self.states_explored, "states_stored": self.states_stored,
             "seconds": round(self.seconds, 3), "found_by": self.found_by, "spills": self.spills,
+            "mac_accumulator": self.mac_accumulator,
             "machine": self.machine.name, "program": self.program.to_text(),
         }
 
 
-def _check(n, registers, m, k, time_limit) -> tuple[int, int, int]:
+def _check(n, registers, m, k, time_limit, accumulator: bool) -> tuple[int, int, int]:
     from ..params import check_int
 
     n = check_int("n", n, 1)
     m = n if m is None else check_int("m", m, 1)
     k = n if k is None else check_int("k", k, 1)
     check_int("registers", registers, 1)
-    if registers < 3:
+    if accumulator and registers < 2:
+        raise ConfigError(f"matmul needs at least 2 registers besides ACC, got {registers}",
+                          hint="a MAC reads its two operands from registers: use --registers 2 or more")
+    if not accumulator and registers < 3:
         raise ConfigError(f"matmul needs at least 3 registers, got {registers}",
                           hint="a MAC reads two operand registers and its partial sum from a third (seed 000, "
-                               "'Minimum registers'): use --registers 3 or more")
+                               "'Minimum registers'): use --registers 3 or more, or a machine whose MAC unit "
+                               "keeps its own accumulator (--mac-accumulator, --machine toy2acc)")
     if time_limit is not None and not time_limit > 0:
         raise ConfigError(f"--time-limit must be a positive number of seconds, got {time_limit!r}")
     return m, n, k
@@ -119,13 +127,17 @@ def program_cycles(program: Program, machine: Machine) -> tuple[float, dict]:
     return sum(c * machine.op_cycles(op) for op, c in ops.items()), ops
 
 
-def _constructive(m: int, n: int, k: int, registers: int, machine: Machine) -> tuple[Program, str]:
+def _constructive(m: int, n: int, k: int, registers: int, machine: Machine,
+                  accumulator: bool) -> tuple[Program, str]:
     """The cheaper of the generator's inner- and outer-product families (never a table entry)."""
     from ..gen import matmul_program
 
     best = None
     for family in ("inner", "outer"):
-        prog = matmul_program(n, registers, family, m=m, k=k, with_data=False)
+        try:
+            prog = matmul_program(n, registers, family, m=m, k=k, with_data=False, mac_accumulator=accumulator)
+        except ConfigError:  # outer needs more registers than an ACC machine with 2 has
+            continue
         cycles, _ = program_cycles(prog, machine)
         if best is None or cycles < best[0]:
             best = (cycles, prog, family)
@@ -135,21 +147,24 @@ def _constructive(m: int, n: int, k: int, registers: int, machine: Machine) -> t
 def optimize_matmul(n: int = 2, registers: int = 3, *, m: int | None = None, k: int | None = None,
                     machine: Machine | None = None, time_limit: float | None = DEFAULT_TIME_LIMIT,
                     spills: bool = False, symmetry: bool = True, state_limit: int = DEFAULT_STATE_LIMIT,
-                    beam_width: int = DEFAULT_BEAM, seed: int = 0, with_data: bool = True) -> MatmulOptimum:
+                    beam_width: int = DEFAULT_BEAM, seed: int = 0, with_data: bool = True,
+                    mac_accumulator: bool | None = None) -> MatmulOptimum:
     """The least-cycle schedule of C = A·B (A m×k, B k×n; m, k default to n) on ``registers``
     registers, with the machine's per-instruction cycles. ``spills`` adds spilling partial
     sums (STORE to c, LOAD back) to the space; ``symmetry`` keeps one state per class of
     renamings; ``beam_width`` is the widest of the beam searches (widths 1, 4, 16 …) that seed
     the incumbent (0: none).
-    See the module docstring."""
-    m, n, k = _check(n, registers, m, k, time_limit)
+    ``mac_accumulator`` (default: the machine's): the MAC unit keeps its own accumulator, ACC,
+    besides the R registers. See the module docstring."""
     machine = machine or DEFAULT_MACHINE
+    acc = bool(machine.mac_accumulator if mac_accumulator is None else mac_accumulator)
+    m, n, k = _check(n, registers, m, k, time_limit, acc)
     t0 = time.perf_counter()
     space = MatmulSpace(m, n, k, registers, load_cycles=machine.op_cycles("LOAD"),
-                        store_cycles=machine.op_cycles("STORE"), spills=spills)
+                        store_cycles=machine.op_cycles("STORE"), spills=spills, accumulator=acc)
     fixed = fixed_cycles(m, n, k, machine)
     static = machine.op_cycles("LOAD") * (m * k + k * n) + fixed
-    incumbent, found_by = _constructive(m, n, k, registers, machine)
+    incumbent, found_by = _constructive(m, n, k, registers, machine, acc)
     search = _Search(space, Canonicalizer(space).canonical if symmetry else None,
                      program_cycles(incumbent, machine)[0] - fixed)
     deadline = None if time_limit is None else t0 + time_limit
@@ -173,9 +188,9 @@ def optimize_matmul(n: int = 2, registers: int = 3, *, m: int | None = None, k: 
     if cycles < lower or (search.proven and cycles != lower):  # pragma: no cover - the bound would be wrong
         raise AssertionError(f"internal: schedule of {cycles} cycles against a bound of {lower}")
     program = Program(program.instrs, program.arrays,
-                      header=_header(m, n, k, registers, machine, ops, cycles, lower, search.proven, found_by))
+                      header=_header(m, n, k, registers, machine, ops, cycles, lower, search.proven, found_by, acc))
     return MatmulOptimum(m, n, k, registers, program, cycles, ops, lower, search.proven, search.expanded,
-                         len(search.table), time.perf_counter() - t0, found_by, spills, machine, static)
+                         len(search.table), time.perf_counter() - t0, found_by, spills, machine, static, acc)
 
 
 class _Search:
@@ -294,86 +309,14 @@ def _path_to(table: dict, key: int) -> list[tuple[int, float]]:
     return states[::-1]
 
 
-def _arrays(m: int, n: int, k: int, seed: int) -> tuple[ArrayDecl, ...]:
-    from ..gen.common import input_values
-
-    return (ArrayDecl("a", (m, k), values=input_values(seed, "a", (m, k), integers=True)),
-            ArrayDecl("b", (k, n), values=input_values(seed, "b", (k, n), integers=True)))
-
-
-def _program(space: MatmulSpace, canon, states: list[int], m: int, n: int, k: int,
-             seed: int | None) -> Program:
-    """A concrete schedule through the canonical ``states``: from the actual (unrenamed) state,
-    take a move whose child is equivalent to the next canonical state, and replay the moves'
-    events on concrete registers (lowest free register first)."""
-    from ..gen.common import ProgramBuilder
-
-    events: list = []
-    space.closure(0, [0] * space.outputs, events)
-    key = space.root()
-    for target, _ in states:
-        # the cheapest move to a state equivalent to the target (a state's recorded g may have
-        # dropped after its children were recorded: never more than the recorded difference)
-        res, codes = space.unpack(key)
-        best = min(((cost, i, move) for i, (move, child, cost) in enumerate(space.moves(key))
-                    if canon(child) == target), default=None)
-        if best is None:  # pragma: no cover - the search only records states it reached by a move
-            raise AssertionError("schedule reconstruction lost its way")
-        key, _ = space.apply(res, codes, best[2], events)
-    b = ProgramBuilder()
-    regs: list[int | None] = [None] * space.registers
-    where: dict[int, int] = {}
-    ni = space.ni
-
-    def free() -> int:
-        return regs.index(None)
-
-    def put(v: int, r: int) -> None:
-        regs[r] = v
-        where[v] = r
-
-    for ev in events:
-        kind = ev[0]
-        if kind == "drop":
-            r = where.pop(ev[1], None)
-            if r is not None:
-                regs[r] = None
-        elif kind in ("spill", "store"):
-            r = where.pop(ni + ev[1])
-            regs[r] = None
-            b.store(r, *space.value_name(ni + ev[1]))
-        elif kind == "load":
-            r = free()
-            b.load(*space.value_name(ev[1]), r)
-            put(ev[1], r)
-        elif kind == "reload":
-            r = free()
-            b.load(*space.value_name(ni + ev[1]), r)
-            put(ni + ev[1], r)
-        elif kind == "mac_z":
-            _, o, l, overwrite = ev
-            x, y = space.opnds[o][l]
-            ra, rb = where[x], where[y]
-            if overwrite is not None:
-                rd = where.pop(overwrite)
-            else:
-                rd = free()
-            b.op("MAC_Z", ra, rb, rd)
-            put(ni + o, rd)
-        else:  # mac
-            _, o, l = ev
-            x, y = space.opnds[o][l]
-            rc = where[ni + o]
-            b.op("MAC", where[x], where[y], rc, rc)
-    return b.program([], _arrays(m, n, k, seed) if seed is not None else ())
-
-
-def _header(m, n, k, registers, machine, ops, cycles, lower, proven, found_by) -> list[str]:
+def _header(m, n, k, registers, machine, ops, cycles, lower, proven, found_by, acc=False) -> list[str]:
     counts = " + ".join(f"{c} {op}" for op, c in ops.items())
     status = ("proven optimal (the search completed)" if proven
               else f"best found; lower bound {lower:g} cycles (gap {cycles - lower:g})")
     return [
-        f"C = A·B on a {registers}-register toy machine (seed 000: matmul): A {m}×{k}, B {k}×{n}, C {m}×{n}",
-        f"toymachine.optimize.optimize_matmul(m={m}, n={n}, k={k}, registers={registers}); machine {machine.name}",
+        f"C = A·B on a {registers}-register toy machine{' with an accumulator in the MAC unit (ACC)' if acc else ''} "
+        f"(seed 000: matmul): A {m}×{k}, B {k}×{n}, C {m}×{n}",
+        f"toym optimize matmul --m {m} --n {n} --k {k} --registers {registers}"
+        f"{' --mac-accumulator' if acc else ''}; machine {machine.name}",
         f"cost: {counts} = {cycles:g} cycles; {status}; schedule found by {found_by}",
     ]

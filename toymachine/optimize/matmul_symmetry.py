@@ -56,9 +56,9 @@ class Canonicalizer:
                         w |= 1 << l2
                 table.append(w)
             self.perm_bits[ls] = table
-        # an output code's class (products done, in a register) as a histogram unit: 8 bits per class
-        self.hist_unit = [1 << (8 * ((c & space.full).bit_count() * 2 + (c >> k & 1))) for c in range(1 << (k + 1))]
-        self.class_bits = 8 * (2 * k + 2)
+        # an output code's class (products done; resident; in ACC) as a histogram unit: 8 bits per class
+        self.hist_unit = [1 << (8 * ((c & space.full).bit_count() * 4 + (c >> k))) for c in range(1 << space.width)]
+        self.class_bits = 8 * (4 * k + 4)
         # a k-bit word spread to one field of W bits per l (W = the words of a state: a rows, b
         # columns, outputs); adding spreads shifted by the word's place gives, per l, its bit column
         self.W = space.m + space.n + space.outputs
@@ -91,7 +91,7 @@ class Canonicalizer:
         k, full = s.k, s.full
         sp, W = self.spread, self.W
         best = None
-        inreg = 1 << k
+        flags = ~full  # resident, in ACC: carried over as they are
         na, width, shift = s.na, s.width, s.ni
         fmask = (1 << W) - 1
         perm_bits = self.perm_bits
@@ -128,7 +128,7 @@ class Canonicalizer:
                     row = grid[i]
                     for j in cols:
                         c = row[j]
-                        st |= (pb[c & full] | (c & inreg)) << pos
+                        st |= (pb[c & full] | (c & flags)) << pos
                         pos += width
                 key = res | (st << shift)
                 if best is None or key < best:
