@@ -33,6 +33,7 @@ from ..result import MemoryView, Result, Step, arithmetic_intensity
 from .engines import ENGINES, scalar, tile, units
 from .engines.kinds import MM, SFU, VEC
 from .engines.kinds import LOAD, STORE
+from .blocks import ProgramKeys, run_program_blocks
 from .inputs import empty_trace, unset_inputs
 from .loop import execute
 from .text import run_text
@@ -157,8 +158,11 @@ def _run_program(run: Run, program: Program, data: dict | None) -> None:
     if run.machine.sram_rule == "paper":
         tile.note_paper_registers(run, instrs)
     by_id: dict[int, tuple] = {}
+    keys = ProgramKeys(run) if lines is None else None  # a generated program: blocks (sim.blocks)
     for start in range(0, len(instrs), PROGRAM_CHUNK):
         chunk = instrs[start:start + PROGRAM_CHUNK]
+        if keys is not None and run_program_blocks(run, keys, chunk, first + start):
+            continue
         while True:
             codes = list(map(by_id.get, map(id, chunk)))
             k = -1

@@ -9,7 +9,8 @@ a Python step per *line* wherever it can:
 * template lines are looked up in a dict in bulk (``map``), and only a line never seen before
   (a *miss*) is parsed and compiled — after the instructions before it have executed, so errors,
   ``.data`` directives and arrays switching to tile storage happen in trace order;
-* the segments between misses run in ``sim.loop.execute``.
+* the segments between misses run in ``sim.loop.execute``; a chunk with no miss runs as compiled
+  blocks (``sim.blocks``: one generated function per distinct block of template lines).
 
 While step rows are recorded (``--steps``, or the first ``step_limit`` steps) and in symbolic
 mode, lines are compiled exactly (no templates: each step row quotes its own line). The memory
@@ -29,6 +30,7 @@ from typing import Iterable
 
 from ..asm import parse_line, strip_comment
 from ..program import ArrayDecl
+from .blocks import BlockCache, run_blocks
 from .engines import scalar
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
@@ -49,49 +51,87 @@ def run_text(run, chunks: Iterable[str]) -> None:
     when lines repeat, as a matmul's addresses do, and the only mode while step rows are recorded
     or in symbolic mode) or *templates* (best when most addresses are new, as in a long softmax).
     A chunk in which over ``NEW_LINES_FOR_TEMPLATES`` of the lines were new, and whose new lines do
-    not come back within it, moves the next ones to templates; every ``PROBE_EVERY``-th chunk then
-    tries lines again."""
+    not come back within it, moves the next ones to templates; every ``PROBE_EVERY``-th chunk in
+    template mode is then *probed* (its address lines counted, not run twice): where they come back
+    within the chunk, that chunk runs as lines and decides again."""
     exact: dict[str, tuple] = {}  # line → code
     templates: dict[str, tuple] = {}  # template line → code
+    blocks = BlockCache(run)  # template blocks → compiled functions (sim.blocks)
     first = 1
     use_templates = False
     since_probe = 0
-    seen_before: set | frozenset = frozenset()  # the lines of the template chunk before a probe
     for text in chunks:
         if not text:
             continue
-        lines = text.split("\n")
-        if text.endswith("\n"):
-            lines.pop()
-        run.source = _chunk_source(first, lines)
-        if run.record or run.symbolic or not use_templates or since_probe >= PROBE_EVERY:
+        lines = None
+        if use_templates and since_probe >= PROBE_EVERY:
+            since_probe = 0
+            lines = _split(text)
+            use_templates = not _repeating(lines)
+        if run.record or run.symbolic or not use_templates:
+            if lines is None:
+                lines = _split(text)
+            run.source = _chunk_source(first, lines)
             run.next_index = _NO_INDICES
-            new, addressed, repeating = _run_exact(run, lines, first, exact, seen_before)
-            # Templates take over when many of the chunk's lines were never seen (compiled before,
-            # or, on a probe, in the template chunk just before it) and few of the new lines that
-            # name an address come back within the chunk (a matmul's first rows are new, but its
-            # LOAD a[i][k] lines come back; a softmax's LOAD x[i] lines come once).
+            new, addressed, repeating = _run_exact(run, lines, first, exact)
+            # Templates take over when many of the chunk's lines were never seen and few of the new
+            # lines that name an address come back within the chunk (a matmul's first rows are new,
+            # but its LOAD a[i][k] lines come back; a softmax's LOAD x[i] lines come once).
             use_templates = (not (run.record or run.symbolic) and len(lines) >= MIN_CHUNK_FOR_TEMPLATES
                              and new > NEW_LINES_FOR_TEMPLATES * len(lines)
                              and repeating < REPEATING_FOR_LINES * addressed)
             since_probe = 0
-            seen_before = frozenset()
+            first += len(lines)
         else:
             if len(templates) > CACHE_LIMIT:
                 templates.clear()
-            keys = _INDEX.sub("[]", text).split("\n")
+                blocks.blocks.clear()
+            run.source = _lazy_source(first, text)
+            parts = _INDEX.split(text)  # text, index, text, …: one pass for the keys and the indices
+            ktext = "[]".join(parts[0::2])
             if text.endswith("\n"):
-                keys.pop()
-            run.next_index = iter(list(map(int, _INDEX.findall(text)))).__next__
-            _run_templates(run, lines, keys, first, templates, exact)
+                ktext = ktext[:-1]
+            run.next_index = iter(list(map(int, parts[1::2]))).__next__
+            _run_templates(run, text, ktext, first, templates, exact, blocks)
             since_probe += 1
-            if since_probe >= PROBE_EVERY:
-                seen_before = set(lines)
-        first += len(lines)
+            first += ktext.count("\n") + 1
+
+
+def _split(text: str) -> list[str]:
+    """A chunk's lines (a chunk ends at a line boundary; the last one may not)."""
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    return lines
+
+
+def _repeating(lines: list[str]) -> bool:
+    """A probe of a template chunk: do its lines that name an address come back within it (as a
+    matmul's do, which lines mode runs from its cache)?"""
+    addressed = repeating = 0
+    for line, c in Counter(lines).items():
+        if "[" in line:
+            addressed += 1
+            repeating += c > 1
+    return addressed > 0 and repeating >= REPEATING_FOR_LINES * addressed
 
 
 def _chunk_source(first: int, lines: list[str]):
     def source(line: int) -> str | None:
+        i = line - first
+        return lines[i] if 0 <= i < len(lines) else None
+
+    return source
+
+
+def _lazy_source(first: int, text: str):
+    """As ``_chunk_source``, splitting the chunk into lines only when a line is asked for (an
+    error, a step row: the block path never needs them)."""
+    lines: list[str] = []
+
+    def source(line: int) -> str | None:
+        if not lines:
+            lines.extend(_split(text))
         i = line - first
         return lines[i] if 0 <= i < len(lines) else None
 
@@ -118,11 +158,11 @@ def _segments(run, codes: list, first: int, compile_miss) -> None:
         pos = j
 
 
-def _run_exact(run, lines: list[str], first: int, cache: dict, seen=frozenset()) -> int:
+def _run_exact(run, lines: list[str], first: int, cache: dict) -> tuple[int, int, int]:
     """Compile whole lines: a line is its own cache key. The lines new to the cache are compiled
     ahead, in bulk, where that has no effect a later line could see (registers and arrays that
     exist already); the others in trace order, after the instructions before them ran. Returns
-    how many distinct lines were new (neither in the cache nor in ``seen``), how many lines not in
+    how many distinct lines were new (not in the cache), how many lines not in
     the cache name an address, and how many of those stand more than once in the chunk."""
     if len(cache) > CACHE_LIMIT:
         cache.clear()
@@ -131,7 +171,7 @@ def _run_exact(run, lines: list[str], first: int, cache: dict, seen=frozenset())
     counts: list = []
     if None in codes:
         missing = Counter(compress(lines, map(not_, codes)))
-        new = len(missing.keys() - seen) if seen else len(missing)
+        new = len(missing)
         counts = [c for line, c in missing.items() if "[" in line]  # lines that name an address
         repeating = len(counts) - counts.count(1)
         for line in missing:
@@ -156,9 +196,15 @@ def _run_exact(run, lines: list[str], first: int, cache: dict, seen=frozenset())
     return new, len(counts), repeating
 
 
-def _run_templates(run, lines: list[str], keys: list[str], first: int, templates: dict, exact: dict) -> None:
+def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exact: dict,
+                   blocks: BlockCache) -> None:
     """Compile template lines: LOAD/STORE lines that differ only in their indices share one code.
-    Templates new to the cache are compiled ahead where that has no effect (as in ``_run_exact``)."""
+    Templates new to the cache are compiled ahead where that has no effect (as in ``_run_exact``).
+    A chunk whose every line is compiled runs block by block (``sim.blocks``) where it can."""
+    if run_blocks(run, ktext, first, blocks, templates):
+        return
+    lines = _split(text)
+    keys = ktext.split("\n")
     codes = list(map(templates.get, keys))
     if None in codes:
         first_lines = dict(reversed(list(compress(zip(keys, lines), map(not_, codes)))))  # key → its first line
@@ -187,6 +233,7 @@ def _run_templates(run, lines: list[str], keys: list[str], first: int, templates
         if run.flush:
             templates.clear()
             exact.clear()
+            blocks.blocks.clear()
         for _ in range(count):  # a line that is no template takes its indices now
             run.next_index()
         if code is None:

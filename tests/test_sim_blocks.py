@@ -1,0 +1,178 @@
+"""sim.blocks: template chunks and generated programs run as compiled blocks. The oracle is the
+interpreter loop itself (blocks switched off): every result, alarm, error and counter must be the
+same, on random traces and on every slow path a block hands back to the loop (bails)."""
+
+import importlib
+import io
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toymachine import AsmError, RuntimeFault, parse, simulate
+from toymachine.asm import source
+from toymachine.gen import matmul_program, softmax_program, variance_program
+
+blocks = importlib.import_module("toymachine.sim.blocks")
+text_mode = importlib.import_module("toymachine.sim.text")
+sim = importlib.import_module("toymachine.sim.simulate")
+
+
+def _outcome(run):
+    """The result as JSON (no steps), or the error a run raised as text with its location."""
+    try:
+        d = run().to_dict(steps=False)
+    except (AsmError, RuntimeFault) as err:
+        return type(err).__name__, str(err), (err.loc.line, err.loc.col) if err.loc else None
+    d["file"] = None
+    return d
+
+
+@pytest.fixture
+def force(monkeypatch):
+    """Small chunks that go to templates at once and take the block path whenever they can;
+    returns the number of chunks the blocks ran."""
+    monkeypatch.setattr(source, "CHUNK_CHARS", 2000)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", 2000)
+    monkeypatch.setattr(text_mode, "MIN_CHUNK_FOR_TEMPLATES", 1)
+    monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 0.0)
+    monkeypatch.setattr(text_mode, "REPEATING_FOR_LINES", 10.0)
+    monkeypatch.setattr(blocks, "MIN_REPEATS", 1)
+    ran = []
+    real = text_mode.run_blocks
+
+    def counted(*a):
+        ok = real(*a)
+        ran.append(ok)
+        return ok
+
+    monkeypatch.setattr(text_mode, "run_blocks", counted)
+    return ran
+
+
+def _loop_only(monkeypatch, run):
+    """The same run with the block path off (the oracle)."""
+    with monkeypatch.context() as m:
+        m.setattr(text_mode, "run_blocks", lambda *a: False)
+        m.setattr(sim, "run_program_blocks", lambda *a: False)
+        return _outcome(run)
+
+
+def _both(monkeypatch, force, text, **kw):
+    got = _outcome(lambda: simulate(io.StringIO(text), steps=False, **kw))
+    want = _loop_only(monkeypatch, lambda: simulate(io.StringIO(text), steps=False, **kw))
+    assert got == want
+    return got
+
+
+@st.composite
+def traces(draw):
+    """A repeated body of word instructions with indices that grow, so templates and blocks take
+    over: LOADs and STOREs of 1-D and 2-D arrays, every ALU op, MAC, comments with indices."""
+    body = []
+    for _ in range(draw(st.integers(1, 10))):
+        r, s, d = (draw(st.integers(0, 3)) for _ in range(3))
+        body.append(draw(st.sampled_from([
+            "LOAD x[{i}], R%d" % r, "LOAD w[{j}][{k}], R%d" % r, "STORE R%d, z[{i}]" % r,
+            "STORE R%d, v[{k}][{j}]" % r, f"ADD R{r}, R{s}, R{d}", f"SUB R{r}, R{s}, R{d}",
+            f"MUL R{r}, R{s}, R{d}", f"MAX R{r}, R{s}, R{d}", f"MOV R{r}, R{d}", f"DIV R{r}, R{s}, R{d}",
+            f"EXP R{r}, R{d}", f"MAC R{r}, R{s}, R{d}, R{d}", f"MAC_Z R{r}, R{s}, R{d}",
+            "; x[{i}] and w[{j}][{k}]", ""])))
+    reps = draw(st.integers(20, 150))
+    head = "".join(f"LOAD h[{i}], R{i}\n" for i in range(4)) if draw(st.integers(0, 9)) else ""  # mostly
+    lines = [head] + ["\n".join(body).format(i=i, j=i % 3, k=i // 3) + "\n" for i in range(reps)]
+    return "".join(lines)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=traces(), dtype=st.sampled_from(["fp64", "fp16"]))
+def test_blocks_agree_with_the_loop(monkeypatch, force, text, dtype):
+    """(The fixtures only set constants: sharing them across examples is what is wanted.)"""
+    got = _both(monkeypatch, force, text, dtype=dtype)
+    if isinstance(got, dict):  # and with the parsed program
+        program = simulate(parse(text), steps=False, dtype=dtype).to_dict(steps=False)
+        program["file"] = None
+        assert got == program
+
+
+def _softmaxish(n: int, extra: str = "") -> str:
+    return ".array x[%d]\nLOAD x[0], R1\nMOV R1, R3\n" % n + "".join(
+        f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n{extra}" for i in range(n))
+
+
+def test_the_block_path_runs(monkeypatch, force):
+    _both(monkeypatch, force, _softmaxish(300))
+    assert any(force), force
+
+
+def test_nan_inputs_from_a_block(monkeypatch, force):
+    """An array filled with NaN: every new cell a block reads bails, the loop raises the alarm
+    (the same alarms, lines and counts as the loop alone)."""
+    got = _both(monkeypatch, force, _softmaxish(300).replace(".array x[300]", ".array x[300] = nan"))
+    assert any(force)
+    assert (got["alarms"][0]["kind"], got["alarms"][0]["line"]) == ("nan", 2)
+
+
+def test_division_by_zero_and_underflow_in_a_block(monkeypatch, force):
+    text = "".join(f"LOAD x[{i}], R0\nLOAD y[{i}], R1\nDIV R0, R1, R2\nEXP R0, R3\nSTORE R2, z[{i}]\n"
+                   f"STORE R3, e[{i}]\n" for i in range(200))
+    x = [1.0] * 200
+    y = [2.0] * 200
+    y[150] = 0.0  # 1 / 0: an alarm
+    x[60] = -800.0  # exp(-800) underflows to 0
+    got = _both(monkeypatch, force, text, data={"x": x, "y": y})
+    assert any(force)
+    kinds = [(a["kind"], a["line"]) for a in got["alarms"]]
+    assert ("div-by-zero", 150 * 6 + 3) in kinds
+    assert got["underflows"] >= 1
+
+
+def test_empty_register_and_fixed_shape_errors_from_a_block(monkeypatch, force):
+    body = "".join(f"LOAD x[{i}], R0\nADD R0, R0, R1\nSTORE R1, y[{i}]\n" for i in range(150))
+    got = _both(monkeypatch, force, body + "LOAD x[3], R0\nADD R0, R2, R1\n")
+    assert got[0] == "RuntimeFault" and "R2" in got[1] and got[2][0] == 452
+    got = _both(monkeypatch, force, ".array y[100]\n" + body)
+    assert got[0] == "RuntimeFault" and "index 100 is outside 'y'" in got[1] and got[2] == (2 + 3 * 100 + 2, 11)
+
+
+def test_store_then_load_of_one_array_stays_in_the_loop(monkeypatch, force):
+    """A block that stores to an array and then loads from it is not compiled (a re-run after a
+    bail would read its own store)."""
+    text = "LOAD a[0], R0\n" + "".join(f"STORE R0, a[{i + 1}]\nLOAD a[{i}], R1\nADD R0, R1, R0\n" for i in range(200))
+    _both(monkeypatch, force, text)
+
+
+def test_many_bails_hand_the_chunk_to_the_loop(monkeypatch, force):
+    """Zero products bail every time (a zero may be an underflow): after MAX_BAILS the loop runs
+    the rest of the chunk, and that block stays in the loop from then on."""
+    monkeypatch.setattr(blocks, "MAX_BAILS", 3)
+    handed = []
+    real = blocks.execute
+    monkeypatch.setattr(blocks, "execute", lambda run, codes, first: handed.append(len(codes)) or real(run, codes, first))
+    text = "".join(f"LOAD x[{i}], R0\nMUL R0, R0, R1\nSTORE R1, y[{i}]\n" for i in range(400))
+    got = _both(monkeypatch, force, text, data={"x": [0.0] * 400})
+    assert got["memory"]["y"] == [0.0] * 400 and got["dram"]["writes"] == 400
+    # in the one chunk that ran as blocks: three bails and a fourth, then the rest of the chunk in one
+    # go; the later chunks hold the block that bailed, so they run in the loop
+    assert force.count(True) == 1 and len(handed) == 5 and handed[4] > max(handed[:4])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: softmax_program(n=3000, algo="online", with_data=False),
+    lambda: softmax_program(n=2000, algo="safe", with_data=False),
+    lambda: matmul_program(n=12, registers=3, schedule="inner"),
+    lambda: matmul_program(n=12, registers=5, schedule="outer"),
+    lambda: variance_program(n=3000),
+])
+@pytest.mark.parametrize("dtype", ["fp64", "bf16"])
+def test_generated_programs_run_as_blocks(monkeypatch, make, dtype):
+    """simulate(program) through sim.blocks equals the loop and the program's text streamed."""
+    monkeypatch.setattr(sim, "PROGRAM_CHUNK", 4096)
+    ran = []
+    real = sim.run_program_blocks
+    monkeypatch.setattr(sim, "run_program_blocks", lambda *a: ran.append(real(*a)) or ran[-1])
+    program = make()
+    got = _outcome(lambda: simulate(program, steps=False, dtype=dtype))
+    assert any(ran)
+    assert got == _loop_only(monkeypatch, lambda: simulate(program, steps=False, dtype=dtype))
+    assert got == _outcome(lambda: simulate(io.StringIO(program.to_text()), steps=False, dtype=dtype))

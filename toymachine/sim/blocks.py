@@ -1,0 +1,351 @@
+"""Blocks: text mode's template chunks run as compiled Python functions, one per distinct block.
+
+A long generated trace repeats a few *blocks* of template lines (``sim.text``): the online
+softmax is ``LOAD x[], R0`` and eight register instructions, n times, then ``LOAD x[], R0 … STORE
+R1, out[]`` n times. A chunk in template mode is cut at every ``LOAD`` line into blocks (a C
+``split``; the block's text is its key), and each distinct block is compiled once into a Python
+function whose registers are local variables, whose operations are inline (``x - y``, not a call
+through the loop's dispatch) and whose indices come from the chunk's index stream — the loop
+then makes one call per block instead of one dispatch per instruction.
+
+Exact, as the loop is: every operation the loop would hand to its slow path (an empty register,
+a result that is non-finite or zero where an underflow is possible, a division by zero, an index
+past a fixed shape, a NaN input) makes the block *bail* before it wrote any register: the block
+is run again by ``sim.loop.execute`` from its first instruction, with the indices it took put
+back in front of the stream, and the loop raises the alarm or the error with its line. A block
+that bails often, or one the compiler does not take (another engine's instruction, a STORE to an
+array the block later LOADs from, which a re-run would read back), runs in the loop.
+
+Counters: each block function counts its own calls; the chunk's steps, reads, writes and
+per-opcode counts are the calls times the block's figures, added when the chunk ends or a block
+bails.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BlockCache", "run_blocks", "ProgramKeys", "run_program_blocks"]
+
+import math
+import operator
+from itertools import chain, islice
+
+from ..isa import _mac, fmax
+from ..program import Reg
+from .engines import scalar
+from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
+from .loop import execute
+
+BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
+MIN_REPEATS = 16  # a chunk takes the block path when its blocks come back this often on average
+MAX_BAILS = 64  # a block that bails more often in one chunk runs in the loop from then on
+CACHE_LIMIT = 4096  # distinct compiled blocks kept
+_SEP = "\nLOAD "
+
+# operations written inline (exact float semantics of isa's functions); others are called
+_INLINE = {operator.add: "{0} + {1}", operator.sub: "{0} - {1}", operator.mul: "{0} * {1}",
+           operator.truediv: "{0} / {1}", fmax: "({0} if ({0} >= {1} or {0} != {0}) else {1})",
+           math.exp: "_exp({0})", _mac: "{0} * {1} + {2}"}
+
+
+class Bail(Exception):
+    """A block met a slow path: ``args[0]`` are the indices it took from the stream."""
+
+
+_BAIL = Bail()
+
+
+class BlockCache:
+    """The compiled blocks of one run (key: the block's template text)."""
+
+    def __init__(self, run):
+        self.run = run
+        self.blocks: dict[str, _Block | None] = {}  # None: the block runs in the loop
+
+    def get(self, key: str, templates: dict):
+        if key in self.blocks:
+            return self.blocks[key]
+        if len(self.blocks) > CACHE_LIMIT:
+            self.blocks.clear()
+        text = key[1:] if key[:1] == "\n" else "LOAD " + key  # the chunk's first block starts "\n"
+        codes = [templates.get(k) for k in text.split("\n")]
+        if None in codes:  # a line not compiled yet: the loop compiles it (not cached: it may be next time)
+            return None
+        block = self.blocks[key] = _compile(self.run, codes)
+        return block
+
+
+class _Block:
+    __slots__ = ("fn", "hits", "codes", "lines", "steps", "reads", "writes", "counts")
+
+    def __init__(self, fn, hits: list, codes: list):
+        self.fn = fn
+        self.codes = tuple(codes)
+        self.hits = hits
+        self.lines = len(codes)
+        self.steps = sum(1 for c in codes if c[0] != SKIP)
+        self.reads = sum(1 for c in codes if c[0] in (LOAD, LOAD_T))
+        self.writes = sum(1 for c in codes if c[0] in (STORE, STORE_T))
+        counts: dict[int, int] = {}
+        for c in codes:
+            counts[c[1]] = counts.get(c[1], 0) + 1
+        self.counts = tuple(counts.items())
+
+
+def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) -> bool:
+    """Run a template chunk (``ktext``: its template text without the final newline; its lines
+    ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little
+    or one of them is not compiled (a template never seen, an instruction the blocks do not
+    take); the caller then runs the chunk in the loop."""
+    keys = ("\n" + ktext).split(_SEP)
+    if keys[0] == "":
+        del keys[0]
+    group = round(BLOCK_LINES * len(keys) / (ktext.count("\n") + 1))
+    if group > 1:  # short units (a matmul's LOAD, LOAD + MAC): blocks of several
+        rest = len(keys) % group
+        tail = [_SEP.join(keys[len(keys) - rest:])] if rest else []
+        keys = list(map(_SEP.join, zip(*[iter(keys)] * group))) + tail
+    uniq = dict.fromkeys(keys)
+    if len(uniq) * MIN_REPEATS > len(keys):
+        return False
+    for key in uniq:
+        block = cache.get(key, templates)
+        if block is None:
+            return False
+        uniq[key] = block
+    blocks = list(uniq.values())
+    fns = list(map(dict(zip(uniq, (b.fn for b in blocks))).__getitem__, keys))
+    nxt = run.next_index
+    stream = nxt.__self__  # the index stream's iterator: a bailing block's indices go back in front of it
+    it = iter(fns)
+    done = bails = 0
+    while True:
+        try:
+            for fn in it:
+                fn(nxt)
+            break
+        except Bail as bail:
+            k = done + _flush(run, blocks)  # the block that bailed
+            p = sum(b.lines for b in map(uniq.__getitem__, islice(keys, k)))
+            block = uniq[keys[k]]
+            run.next_index = chain(bail.args[0], stream).__next__
+            try:
+                execute(run, list(block.codes), first + p)
+            finally:
+                run.next_index = nxt
+            done = k + 1
+            bails += 1
+            if bails > MAX_BAILS:  # slow paths all along: the loop runs the rest, and this block from now on
+                cache.blocks[keys[k]] = None
+                p += block.lines
+                rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
+                execute(run, rest, first + p)
+                return True
+    _flush(run, blocks)
+    return True
+
+
+def _flush(run, blocks: list) -> int:
+    """Add the counters of the block calls made since the last flush; how many calls that was."""
+    total = 0
+    counts = run.counts
+    for b in blocks:
+        c = b.hits[0]
+        if c:
+            b.hits[0] = 0
+            total += c
+            run.step += c * b.steps
+            run.reads += c * b.reads
+            run.writes += c * b.writes
+            for op, n in b.counts:
+                counts[op] += c * n
+    return total
+
+
+def _compile(run, codes: list):
+    """The block function of ``codes``, or None where a code is not a scalar word instruction or a
+    STORE to an array comes before a LOAD from it."""
+    env: dict = {"_exp": math.exp, "_B": _BAIL, "Bail": Bail, "regs": run.regs, "_init": _initial(run)}
+    names: dict[int, str] = {}  # id of a bound object → its name in env
+
+    def bind(obj, prefix: str) -> str:
+        name = names.get(id(obj))
+        if name is None:
+            name = names[id(obj)] = f"{prefix}{len(names)}"
+            env[name] = obj
+        return name
+
+    loaded: set[int] = set()  # register slots read from regs at the top
+    written: set[int] = set()
+    stored: set[int] = set()  # arrays stored to so far (id)
+    arrays: dict[str, str] = {}  # array's env name → its cells' local name
+    body: list[str] = []
+    indices: list[str] = []
+
+    def reg(slot: int) -> str:
+        if slot not in written:
+            loaded.add(slot)
+        return f"r{slot}"
+
+    def cells(arr) -> str:
+        a = bind(arr, "A")
+        arrays.setdefault(a, "C" + a[1:])
+        return a
+
+    def index(arr, count: int, a: str) -> str:
+        ix = [f"i{len(indices) + j}" for j in range(count)]
+        indices.extend(ix)
+        if count == 1:
+            body.append(f"s = {a}.shape\nif {ix[0]} >= s[0]:\n    if {a}.fixed: raise _B\n    s[0] = {ix[0]} + 1")
+            return f"({ix[0]},)"
+        tup = f"({', '.join(ix)})"
+        if count == 2:
+            body.append(f"s = {a}.shape\nif ({ix[0]} >= s[0] or {ix[1]} >= s[1]) and {a}.check_index({tup}) is not None:"
+                        f"\n    raise _B")
+        else:
+            body.append(f"if {a}.check_index({tup}) is not None: raise _B")
+        return tup
+
+    for code in codes:
+        kind = code[0]
+        if kind == SKIP:
+            for _ in range(code[2]):
+                indices.append(f"i{len(indices)}")
+        elif kind in (LOAD, LOAD_T):
+            arr = code[2]
+            if id(arr) in stored:
+                return None
+            a = cells(arr)
+            idx = index(arr, code[3], a) if kind == LOAD_T else bind(code[3], "K")
+            body.append(f"v = C{a[1:]}.get({idx})\nif v is None: v = _init({a}, {idx})")
+            written.add(code[4])
+            body.append(f"r{code[4]} = v")
+        elif kind in (STORE, STORE_T):
+            arr = code[2]
+            a = cells(arr)
+            stored.add(id(arr))
+            idx = index(arr, code[3], a) if kind == STORE_T else bind(code[3], "K")
+            v = reg(code[4])
+            body.append(f"if {v} is None: raise _B\nC{a[1:]}[{idx}] = {v}")
+        elif kind in (UNARY, BINARY, TERNARY, COPY):
+            fn = code[2]
+            n = {UNARY: 1, COPY: 1, BINARY: 2, TERNARY: 3}[kind]
+            srcs = [reg(s) for s in code[4:4 + n]]
+            d = f"r{code[3]}"
+            if kind == COPY:
+                body.append(f"if {srcs[0]} is None: raise _B\n{d} = {srcs[0]}")
+            else:
+                form = _INLINE.get(fn)
+                expr = form.format(*srcs) if form else f"{bind(fn, 'F')}({', '.join(srcs)})"
+                zero = f" or {d} == 0.0" if code[-1][2] else ""
+                body.append(f"{d} = {expr}\nif {d} - {d} != 0.0{zero}: raise _B")
+            written.add(code[3])
+        else:
+            return None
+    top = [f"r{s} = regs[{s}]" for s in sorted(loaded)] + [f"C{a[1:]} = {a}.cells" for a in arrays]
+    tail = [f"regs[{s}] = r{s}" for s in sorted(written)] + ["H[0] += 1"]
+    hits = [0]
+    env["H"] = hits
+    lines = ["def block(nxt):"]
+    lines += [f"    {i} = nxt()" for i in indices]
+    lines.append("    try:")
+    for stmt in top + body + tail:
+        lines.extend("        " + s for s in stmt.split("\n"))
+    ix = f"({', '.join(indices)}{',' if len(indices) == 1 else ''})" if indices else "()"
+    lines += ["    except Exception:", f"        raise Bail({ix}) from None"]
+    exec(compile("\n".join(lines), "<toym block>", "exec"), env)
+    return _Block(env["block"], hits, codes)
+
+
+def _initial(run):
+    """A cell read before anything wrote it (as ``sim.loop``'s ``_initial``; a NaN input bails so
+    the loop raises the alarm)."""
+    rnd = run.round
+
+    def init(arr, idx: tuple):
+        v = arr.initial(idx)
+        if rnd is not None:
+            v = rnd(v)
+        if v != v:  # not stored: the loop reads it again and raises the alarm
+            raise _BAIL
+        arr.cells[idx] = v
+        return v
+
+    return init
+
+
+class ProgramKeys:
+    """A generated ``Program``'s chunks as text mode's template keys and index stream, made from
+    its ``Instr`` objects without writing the text (``run_program_blocks``)."""
+
+    def __init__(self, run):
+        self.run = run
+        self.by_id: dict[int, str] = {}  # id of a shared register Instr → its key (generators share them)
+        self.memory: dict[tuple, str] = {}  # (op, array, register) → template key
+        self.templates: dict[str, tuple] = {}  # key → code
+        self.cache = BlockCache(run)
+        self.off = False  # a tile program, ACC, a computed index: this program runs in the loop
+
+    def keys(self, chunk: list, first: int):
+        """(template text, indices) of ``chunk`` (lines ``first`` …), or None where an instruction
+        is not a word instruction on R registers."""
+        by_id, memory, templates, run = self.by_id, self.memory, self.templates, self.run
+        keys = list(map(by_id.get, map(id, chunk)))
+        indices: list[int] = []
+        k = -1
+        try:
+            while True:
+                k = keys.index(None, k + 1)
+                ins = chunk[k]
+                op, a = ins.op, ins.args
+                if op == "LOAD" or op == "STORE":
+                    mem, reg = (a[0], a[1]) if op == "LOAD" else (a[1], a[0])
+                    key = memory.get((op, mem.array, reg.name))
+                    idx = mem.index
+                    if key is None:
+                        if not (mem.is_scalar and reg.name[:1] == "R" and not reg.transpose):
+                            return None
+                        code = scalar.compile(run, ins, first + k)
+                        if code[0] != LOAD and code[0] != STORE:  # an array held dense (tile engine)
+                            return None
+                        n = len(idx)
+                        key = (f"LOAD {mem.array}{'[]' * n}, {reg.name}" if op == "LOAD"
+                               else f"STORE {reg.name}, {mem.array}{'[]' * n}")
+                        templates[key] = (LOAD_T if op == "LOAD" else STORE_T, code[1], code[2], n, code[4],
+                                          (None, key, False))
+                        memory[(op, mem.array, reg.name)] = key
+                    if len(idx) == 1:
+                        i = idx[0]
+                        if type(i) is not int:
+                            return None
+                        indices.append(i)
+                    else:
+                        if not all(type(i) is int for i in idx):
+                            return None
+                        indices.extend(idx)
+                else:
+                    if not all(type(x) is Reg and x.name[:1] == "R" and not x.transpose for x in a):
+                        return None
+                    key = str(ins)
+                    if key not in templates:
+                        templates[key] = scalar.compile(run, ins, first + k)
+                    if templates[key][0] not in (UNARY, BINARY, TERNARY, COPY):
+                        return None
+                    by_id[id(ins)] = key
+                keys[k] = key
+        except ValueError:  # no key left to find
+            pass
+        return "\n".join(keys), indices
+
+
+def run_program_blocks(run, state: ProgramKeys, chunk: list, first: int) -> bool:
+    """Run a chunk of a generated program (lines ``first`` …) block by block, as text mode runs
+    a template chunk; False — nothing ran — where it cannot (the caller runs the loop)."""
+    if state.off or run.record or run.symbolic:
+        return False
+    made = state.keys(chunk, first)
+    if made is None:
+        state.off = True
+        return False
+    ktext, indices = made
+    run.next_index = iter(indices).__next__
+    return run_blocks(run, ktext, first, state.cache, state.templates)
