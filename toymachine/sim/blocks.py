@@ -323,6 +323,10 @@ class ProgramKeys:
                             return None
                         indices.extend(idx)
                 else:
+                    key = by_id.get(id(ins))  # seen earlier in this chunk
+                    if key is not None:
+                        keys[k] = key
+                        continue
                     if not all(type(x) is Reg and x.name[:1] == "R" and not x.transpose for x in a):
                         return None
                     key = str(ins)

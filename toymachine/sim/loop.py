@@ -152,7 +152,7 @@ def execute(run, codes: list, first: int, lines=None) -> None:
             continue
         else:  # EXEC: another engine's instruction (the tile machine's, …) does all its work
             run.step = step
-            code[2](run, _line(first, lines, step + shift))
+            code[2](run, first + step + shift if lines is None else lines[first + step + shift])
         if record:
             if step <= limit or run.record_all:
                 line = _line(first, lines, step + shift)

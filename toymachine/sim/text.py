@@ -213,6 +213,8 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
             if code is not None:
                 templates[key] = code
         codes = list(map(templates.get, keys))
+        if None not in codes and run_blocks(run, ktext, first, blocks, templates):
+            return  # every line compiled ahead: the blocks run the chunk
 
     def compile_miss(j: int) -> tuple:
         line, key = lines[j], keys[j]

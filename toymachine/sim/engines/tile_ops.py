@@ -89,11 +89,14 @@ def unary(ufunc, s: int, t: bool, acc: list, unit: int) -> Callable:
     return unary_t
 
 
+_max, _sum = np.maximum.reduce, np.add.reduce  # what ndarray.max/.sum call, without their Python wrappers
+
+
 def rowreduce(op: str, s: int, t: bool, acc: list) -> Callable:
     if op == "ROWMAX":
         def rowmax(regs):
             x = regs[s].T if t else regs[s]
-            r = x.max(axis=1, keepdims=True)  # NaN propagates, as the scalar MAX does
+            r = _max(x, axis=1, keepdims=True)  # NaN propagates, as the scalar MAX does
             acc[VEC] += x.size - x.shape[0]
             return r
 
@@ -101,7 +104,7 @@ def rowreduce(op: str, s: int, t: bool, acc: list) -> Callable:
 
     def rowsum(regs):
         x = regs[s].T if t else regs[s]
-        r = x.sum(axis=1, keepdims=True)
+        r = _sum(x, axis=1, keepdims=True)
         acc[VEC] += x.size - x.shape[0]
         return r
 
