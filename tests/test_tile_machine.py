@@ -263,3 +263,21 @@ def test_json_carries_tile_keys_and_is_deterministic(toym, tmp_path):
     assert d["dram"]["read_bytes"] == 2 * d["dram"]["reads"] and d["dtype"] == "fp16"
     assert d["time_s"] == max(d["roofline"]["hbm_s"], d["roofline"]["compute_s"]) > 0
     assert d["machine"]["sram_words"] == 116736
+
+
+@pytest.mark.parametrize("steps", [False, True])
+def test_tile_error_lines_with_and_without_step_rows(steps):
+    """A tile program without step rows runs in loop.execute_engines: its counts, steps and error
+    lines are the general loop's."""
+    from toymachine.gen.tile import attention_program
+
+    program = attention_program(n=64, d=16, algo="fa2", block_m=16, block_n=16)
+    got = simulate(program, steps=steps).to_dict(steps=False)
+    want = simulate(program.to_text(), steps=True).to_dict(steps=False)
+    got["file"] = want["file"] = None
+    assert got == want
+    text = "LOAD Q[0:4, :], T0\nLOAD K[0:4, :], T1\nMAC_Z T0, T1.T, T2\nROWMAX T2, T3\nMAC_Z T0, T1, T4\n"
+    data = {"Q": np.ones((4, 3)), "K": np.ones((4, 2))}
+    with pytest.raises(RuntimeFault, match="inner dimensions differ") as exc:
+        simulate(parse(text), data=data, steps=steps)
+    assert exc.value.loc.line == 3

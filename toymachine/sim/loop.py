@@ -14,7 +14,7 @@ unless step rows are recorded.
 
 from __future__ import annotations
 
-__all__ = ["execute"]
+__all__ = ["execute", "execute_engines"]
 
 from ..result import Step
 from .engines import scalar
@@ -164,6 +164,29 @@ def execute(run, codes: list, first: int, lines=None) -> None:
     run.step = step
     run.reads += reads
     run.writes += writes
+
+
+def execute_engines(run, codes: list, first: int, lines=None) -> None:
+    """``execute`` for a segment of other engines' instructions only (every code ``EXEC``: a
+    tile program) while no step rows are recorded — the same steps, counts and lines, without
+    the scalar kinds' tests in front of each call."""
+    counts = run.counts
+    step = run.step
+    line = first - 1  # the line of codes[i] is first + i (or lines[first + i])
+    if lines is None:
+        for code in codes:
+            step += 1
+            line += 1
+            counts[code[1]] += 1
+            run.step = step
+            code[2](run, line)
+    else:
+        for i, code in enumerate(codes, first):
+            step += 1
+            counts[code[1]] += 1
+            run.step = step
+            code[2](run, lines[i])
+    run.step = step
 
 
 def _initial(run, arr, idx: tuple, code: tuple, line: int):

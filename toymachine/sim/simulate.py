@@ -32,10 +32,10 @@ from ..program import ArrayDecl, Program
 from ..result import MemoryView, Result, Step, arithmetic_intensity
 from .engines import ENGINES, scalar, tile, units
 from .engines.kinds import MM, SFU, VEC
-from .engines.kinds import LOAD, STORE
+from .engines.kinds import EXEC, LOAD, STORE
 from .blocks import ProgramKeys, run_program_blocks
 from .inputs import empty_trace, unset_inputs
-from .loop import execute
+from .loop import execute, execute_engines
 from .text import run_text
 from .memory import Memory
 from .run import Run
@@ -184,7 +184,10 @@ def _run_program(run: Run, program: Program, data: dict | None) -> None:
             run.flush = False
             by_id.clear()
             run.memory_templates.clear()
-        execute(run, codes, first + start if lines is None else start, lines)
+        if not run.record and all(code[0] == EXEC for code in codes):  # a tile program: no scalar kinds
+            execute_engines(run, codes, first + start if lines is None else start, lines)
+        else:
+            execute(run, codes, first + start if lines is None else start, lines)
 
 
 def _instrs_of(chunks: list[str], fname: str):
