@@ -71,7 +71,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
         if run.record or run.symbolic or not use_templates:
             if lines is None:
                 lines = _split(text)
-            run.source = _chunk_source(first, lines)
+            run.source = _chunk_source(first, text, lines)
             run.next_index = _NO_INDICES
             new, addressed, repeating = _run_exact(run, lines, first, exact)
             # Templates take over when many of the chunk's lines were never seen and few of the new
@@ -86,7 +86,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
             if len(templates) > CACHE_LIMIT:
                 templates.clear()
                 blocks.blocks.clear()
-            run.source = _lazy_source(first, text)
+            run.source = _chunk_source(first, text)
             parts = _INDEX.split(text)  # text, index, text, …: one pass for the keys and the indices
             ktext = "[]".join(parts[0::2])
             if text.endswith("\n"):
@@ -116,24 +116,16 @@ def _repeating(lines: list[str]) -> bool:
     return addressed > 0 and repeating >= REPEATING_FOR_LINES * addressed
 
 
-def _chunk_source(first: int, lines: list[str]):
-    def source(line: int) -> str | None:
-        i = line - first
-        return lines[i] if 0 <= i < len(lines) else None
-
-    return source
-
-
-def _lazy_source(first: int, text: str):
-    """As ``_chunk_source``, splitting the chunk into lines only when a line is asked for (an
-    error, a step row: the block path never needs them)."""
-    lines: list[str] = []
+def _chunk_source(first: int, text: str, lines: list[str] | None = None):
+    """Line ``first + i`` of a chunk: its lines, split from ``text`` only when a line is asked
+    for (an error, an alarm: the block path never needs them)."""
+    held = [] if lines is None else lines
 
     def source(line: int) -> str | None:
-        if not lines:
-            lines.extend(_split(text))
+        if not held:
+            held.extend(_split(text))
         i = line - first
-        return lines[i] if 0 <= i < len(lines) else None
+        return held[i] if 0 <= i < len(held) else None
 
     return source
 
