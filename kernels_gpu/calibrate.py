@@ -35,7 +35,7 @@ import triton.language as tl
 __all__ = ["measure", "main"]
 
 
-def _events_ms(fn, reps: int, warmup: int = 3) -> float:
+def events_ms(fn, reps: int, warmup: int = 3) -> float:
     """Median ms of fn() timed with CUDA events, no cache flush between calls."""
     for _ in range(warmup):
         fn()
@@ -92,7 +92,7 @@ def _l2_read_rate() -> float:
     x = torch.randn(n_tiles * rows * cols, device="cuda", dtype=torch.float16)
     programs = 132 * 16
     out = torch.empty(programs, device="cuda")
-    ms = _events_ms(lambda: _l2_read[(programs,)](x, out, n_tiles, REPS=reps, ROWS=rows,
+    ms = events_ms(lambda: _l2_read[(programs,)](x, out, n_tiles, REPS=reps, ROWS=rows,
                                                   COLS=cols, num_warps=4), reps=10)
     return programs * reps * rows * cols * 2 / (ms * 1e-3)
 
@@ -101,7 +101,7 @@ def _chain_rate(kernel, ops_per_step: int) -> float:
     block, steps = 1024, 4096
     x = torch.rand(132 * 64 * block, device="cuda")  # 64 programs per SM: enough warps in flight
     grid = (x.numel() // block,)
-    ms = _events_ms(lambda: kernel[grid](x, STEPS=steps, BLOCK=block, num_warps=4), reps=10)
+    ms = events_ms(lambda: kernel[grid](x, STEPS=steps, BLOCK=block, num_warps=4), reps=10)
     return x.numel() * steps * ops_per_step / (ms * 1e-3)
 
 
@@ -115,7 +115,7 @@ def _mm_flops(dtype: torch.dtype, n: int = 8192) -> float:
         one = torch.ones((), device="cuda")
         fn = lambda: torch._scaled_mm(a, bt, scale_a=one, scale_b=one,  # noqa: E731
                                       out_dtype=torch.bfloat16)
-    ms = _events_ms(fn, reps=20)
+    ms = events_ms(fn, reps=20)
     return 2.0 * n ** 3 / (ms * 1e-3)
 
 
@@ -139,7 +139,7 @@ def measure() -> dict:
            "torch": torch.__version__, "triton": triton.__version__}
     big = torch.empty(1 << 30, dtype=torch.float16, device="cuda").uniform_()  # 2 GiB
     dst = torch.empty_like(big)
-    copy_ms = _events_ms(lambda: dst.copy_(big), 20)
+    copy_ms = events_ms(lambda: dst.copy_(big), 20)
     res["dram_copy_Bps"] = 2 * big.numel() * 2 / (copy_ms * 1e-3)
     big = dst = None  # free the 4 GiB before the next measurement
     small = torch.rand(1 << 22, device="cuda")  # 16 MiB
@@ -149,7 +149,7 @@ def measure() -> dict:
     def many():
         for _ in range(reps):
             sdst.copy_(small)
-    res["l2_copy_Bps"] = reps * 2 * small.numel() * 4 / (_events_ms(many, 10) * 1e-3)
+    res["l2_copy_Bps"] = reps * 2 * small.numel() * 4 / (events_ms(many, 10) * 1e-3)
     res["l2_read_Bps"] = _l2_read_rate()
     res["fp16_mm_flops"] = _mm_flops(torch.float16)
     res["clocks"] = _clocks()

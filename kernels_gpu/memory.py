@@ -32,6 +32,7 @@ import torch
 from toymachine.cost import attention_tile_cost
 
 from . import flash_attn as fa
+from .calibrate import events_ms
 
 __all__ = ["naive_attention", "tiled_attention", "probe", "render", "plot", "NS", "SHAPE"]
 
@@ -99,20 +100,6 @@ def simulated_footprint_bytes(n: int, algo: str) -> int:
     return c.hbm_footprint * 2
 
 
-def _time_ms(fn, reps: int) -> float:
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return sorted(times)[len(times) // 2]
-
-
 def _one(impl: str, n: int, log) -> dict:
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
@@ -132,7 +119,7 @@ def _one(impl: str, n: int, log) -> dict:
             row["ms"], row["timing"] = first_s * 1e3, "one run (wall clock)"
         else:
             reps = 3 if impl == "tiled" else 10
-            row["ms"] = _time_ms(lambda: RUN[impl](q, k, v), reps)
+            row["ms"] = events_ms(lambda: RUN[impl](q, k, v), reps, warmup=1)
             row["timing"] = f"median of {reps} (CUDA events)"
     except torch.cuda.OutOfMemoryError:
         row["peak_bytes"], row["oom"] = None, True
