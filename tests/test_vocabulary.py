@@ -8,8 +8,8 @@ import typer
 
 from conftest import ROOT
 from toymachine.cli import app
-from toymachine.cli.vocabulary import (HIDDEN_ALIASES, MACHINE_COMMANDS, VOCABULARY, command_options, flag_of,
-                                       vocabulary_report)
+from toymachine.cli.vocabulary import (HIDDEN_ALIASES, MACHINE_COMMANDS, VOCABULARY, command_options, flag_commands,
+                                       flag_of, short_flag, vocabulary_report)
 from toymachine.gen.registry import generator_names, get_generator
 
 ROOT_COMMAND = typer.main.get_command(app)
@@ -40,6 +40,88 @@ def test_every_option_is_in_the_vocabulary(path, option):
         if option.secondary_opts:
             assert f.name == f"{longs[0]}/{option.secondary_opts[0]}", f"{path}: {name} is spelled {f.name}"
         assert all(s == f.short for s in shorts), f"{path}: {name} takes {shorts}, the vocabulary says {f.short}"
+        # both ways: the short form is there exactly where the table says it is
+        assert bool(shorts) == f.has_short_on(path), \
+            f"`toym {path}` {name}: the table says short form {f.short!r} " + \
+            ("only on " + ", ".join(f.short_on) if f.short_on else "everywhere") + f", the command has {shorts}"
+
+
+# a value each short form's option accepts, to parse it for real
+_SAMPLE = {"-m": "toy", "-f": "json", "-o": "out.txt", "-r": "4", "-d": "data.yaml", "-j": "1", "-p": "p.yaml"}
+
+
+def _commands_by_path():
+    out = {}
+
+    def walk(cmd, path):
+        out[path] = cmd
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            walk(sub, f"{path} {name}".strip())
+
+    walk(ROOT_COMMAND, "")
+    return out
+
+
+COMMANDS = _commands_by_path()
+
+
+def test_the_table_names_only_flags_that_exist():
+    """Table → commands: every row's flag is taken by some command (or a sweep generator), and every
+    command a row's short form is limited to takes that flag."""
+    where = flag_commands(ROOT_COMMAND)
+    for f in VOCABULARY:
+        if f.name == "--help":
+            continue
+        assert where.get(f.name), f"{f.name} is in the vocabulary but no command takes it"
+        assert set(f.short_on) <= set(where[f.name]), f"{f.name}: short form on {f.short_on}, flag on {where[f.name]}"
+
+
+@pytest.mark.parametrize("path", sorted(p for p in COMMANDS if p))
+def test_every_listed_short_form_parses(path):
+    """Each short form the table gives a command is parsed by it, into the same option as the long form."""
+    cmd = COMMANDS[path]
+    for option in cmd.params:
+        if getattr(option, "param_type_name", "") != "option" or option.hidden:
+            continue
+        f = flag_of(next(o for o in option.opts if o.startswith("--")))
+        if f is None or not f.has_short_on(path) or f.short == "-h":
+            continue
+        value = _SAMPLE[f.short]
+        ctx = cmd.make_context(path.split()[-1], [f.short, value], resilient_parsing=True)
+        assert str(ctx.params[option.name]).endswith(value), f"toym {path} {f.short} {value}: {ctx.params}"
+
+
+@pytest.mark.parametrize("path", sorted(COMMANDS))
+def test_help_short_form_everywhere(toym, path):
+    code, out, _ = toym(*path.split(), "-h")
+    assert code == 0 and "Usage" in out, path
+
+
+def test_sweep_takes_its_parameters_short_forms(toym):
+    """The table lists ``sweep matmul`` under --registers/-r: ``-r 3..6`` works there, as ``--registers 3..6``."""
+    from toymachine.cli.sweep import _grid_from_args
+
+    checked = 0
+    for name in generator_names():
+        spec = get_generator(name)
+        for p in spec.params:
+            f = flag_of(p.flag)
+            if f is not None and f.has_short_on(f"sweep {name}"):
+                assert _grid_from_args(spec, [f.short, "3..4"]) == {p.name: "3..4"}
+                assert _grid_from_args(spec, [f.short + "5"]) == {p.name: "5"}
+                checked += 1
+    assert checked >= 2  # matmul's and attention's --registers
+    long = toym("sweep", "matmul", "--n", "2", "--registers", "3..6", "-f", "csv")
+    short = toym("sweep", "matmul", "--n", "2", "-r", "3..6", "-f", "csv")
+    assert long[0] == 0 and short == long and len(long[1].splitlines()) == 1 + 4
+
+
+def test_sweep_short_forms_of_other_things_are_refused_with_the_meant_flag(toym):
+    code, _, err = toym("sweep", "attention", "--n", "4", "-d", "2")
+    assert code == 2 and "-d is --data" in err and "did you mean --d (head dimension)?" in err
+    code, _, err = toym("sweep", "softmax", "--n", "4", "-r", "3")
+    assert code == 2 and "-r is --registers, which sweep softmax does not take" in err and "--algo" in err
+    assert short_flag("-r").name == "--registers" and short_flag("-x") is None
 
 
 def test_short_forms_mean_one_thing():
@@ -84,14 +166,19 @@ def test_version_and_completion(toym):
     assert {"--install-completion", "--show-completion"} <= root
 
 
-def test_readme_flag_table_is_the_vocabulary():
+def _generated_block(path, name: str) -> str:
+    text = path.read_text(encoding="utf-8")
+    start = text.index(f"<!-- {name}:begin -->") + len(f"<!-- {name}:begin -->")
+    return text[start:text.index(f"<!-- {name}:end -->")].strip()
+
+
+def test_docs_flag_table_is_the_vocabulary():
+    """docs/reference/vocabulary.md holds `toym flags -f markdown` (the README's table moved there)."""
     from toymachine.render import render_report
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("<!-- flags:begin -->") + len("<!-- flags:begin -->")
-    end = readme.index("<!-- flags:end -->")
     want = render_report(vocabulary_report(ROOT_COMMAND), "markdown").strip()
-    assert readme[start:end].strip() == want, "regenerate with `toym flags --format markdown`"
+    assert _generated_block(ROOT / "docs" / "reference" / "vocabulary.md", "flags") == want, \
+        "regenerate with `toym flags --format markdown`"
 
 
 def test_old_spellings_are_hidden_and_listed():

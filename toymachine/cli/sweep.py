@@ -22,7 +22,7 @@ from ..render.report import Report, Section
 from ..render.terminal import terminal_width
 from .common import (Format, format_option, guard, machine_option, output_option, progress_bar, progress_option,
                      show_progress, write_output)
-from .vocabulary import ORDER_SYNONYMS
+from .vocabulary import ORDER_SYNONYMS, flag_of, short_flag
 
 
 SWEEP_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
@@ -30,21 +30,25 @@ SWEEP_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
 
 
 def _grid_from_args(spec, args: list[str]) -> dict[str, str]:
-    """``--name VALUES`` / ``--name=VALUES`` pairs from the command line, checked against ``spec``."""
+    """``--name VALUES`` / ``--name=VALUES`` pairs from the command line, checked against ``spec``;
+    a parameter's short form from the vocabulary works too (``-r 3..6`` is ``--registers 3..6``)."""
     grid: dict[str, str] = {}
     i = 0
     while i < len(args):
         token = args[i]
-        if not token.startswith("--") or len(token) == 2:
+        if token.startswith("-") and not token.startswith("--") and len(token) >= 2:
+            name, value, eq = _short_param(spec, token)
+        elif token.startswith("--") and len(token) > 2:
+            name, eq, value = token[2:].partition("=")
+        else:
             raise ConfigError(f"unexpected argument '{token}'",
                               hint=f"parameters are given as --name VALUES, e.g. {spec.params[0].flag} 2,4,8")
-        name, eq, value = token[2:].partition("=")
         if not eq:
             if i + 1 >= len(args):
                 raise ConfigError(f"--{name} needs values", hint="e.g. --n 2,4,8 or --registers 3..6")
             value = args[i + 1]
             i += 1
-        param = spec.param(name.replace("-", "_"))
+        param = _param(spec, name)
         if param.name in grid:
             raise ConfigError(f"{param.flag} is given twice", hint="give one list: --n 2,4,8")
         if param.name == "order" and param.choices:  # inner ≡ row, outer ≡ col: one vocabulary
@@ -53,6 +57,32 @@ def _grid_from_args(spec, args: list[str]) -> dict[str, str]:
         grid[param.name] = value
         i += 1
     return grid
+
+
+def _short_param(spec, token: str) -> tuple[str, str, str]:
+    """``-r`` / ``-r3..6`` → (``registers``, the attached value, whether one was attached): the
+    vocabulary's short form of one of ``spec``'s parameters, else a look-alike error."""
+    flag = short_flag(token[:2])
+    names = {p.flag for p in spec.params}
+    if flag is None or flag.name.split("/")[0] not in names:
+        long = "--" + token[1:2]
+        meant = f"; did you mean {long} ({flag_of(long).meaning})?" if long in names and flag_of(long) else ""
+        what = f"{token[:2]} is {flag.name.split('/')[0]}, which sweep {spec.name} does not take" if flag else \
+            f"sweep {spec.name} has no option {token[:2]}"
+        raise ConfigError(what + meant, hint=f"its parameters are {', '.join(p.flag for p in spec.params)} "
+                                             "(toym sweep --list)")
+    return flag.name.split("/")[0][2:], token[2:], "=" if len(token) > 2 else ""
+
+
+def _param(spec, name: str):
+    """The generator's parameter ``--name``; for a name it lacks, say which commands take that flag."""
+    try:
+        return spec.param(name.replace("-", "_"))
+    except ConfigError as err:
+        flag = flag_of("--" + name)
+        if flag is not None:
+            err.message += f" ({flag.name}: {flag.meaning})"
+        raise
 
 
 def _generators_report():

@@ -10,8 +10,8 @@ against it too. Old spellings live on as hidden aliases for one release (``HIDDE
 
 from __future__ import annotations
 
-__all__ = ["Flag", "VOCABULARY", "HIDDEN_ALIASES", "MACHINE_COMMANDS", "ORDER_SYNONYMS", "flag_of",
-           "command_options", "vocabulary_report"]
+__all__ = ["Flag", "VOCABULARY", "HIDDEN_ALIASES", "MACHINE_COMMANDS", "ORDER_SYNONYMS", "flag_of", "short_flag",
+           "command_options", "flag_commands", "vocabulary_report"]
 
 from dataclasses import dataclass
 from typing import Iterator
@@ -22,6 +22,11 @@ class Flag:
     name: str  # the long form; a boolean pair as "--causal/--no-causal"
     short: str | None
     meaning: str
+    short_on: tuple[str, ...] = ()  # the commands whose option has the short form (empty: every one)
+
+    def has_short_on(self, path: str) -> bool:
+        """Whether ``toym PATH`` takes the short form (``sweep GEN``: the sweep's own parameters)."""
+        return self.short is not None and (not self.short_on or path in self.short_on)
 
 
 VOCABULARY: tuple[Flag, ...] = (
@@ -67,7 +72,9 @@ VOCABULARY: tuple[Flag, ...] = (
                          "re-allocated) as assembly to FILE"),
     Flag("--spills/--no-spills", None, "optimize matmul: also search schedules that spill partial sums"),
     Flag("--data/--no-data", "-d", "the inputs: run --data FILE: arrays from YAML, .npy or .npz; gen: --data writes "
-                                   "them as .data, --no-data declares them (.array: the simulator's random values)"),
+                                   "them as .data, --no-data declares them (.array: the simulator's random values). "
+                                   "-d on run only: beside --d (head dimension) it would be a look-alike",
+         short_on=("run",)),
     Flag("--steps/--no-steps", None, "show the per-step register table"),
     Flag("--symbolic", None, "registers as expressions over the inputs"),
     Flag("--strict", None, "an array read but never given is an error, not a warning"),
@@ -116,6 +123,11 @@ def flag_of(name: str) -> Flag | None:
     return None
 
 
+def short_flag(short: str) -> Flag | None:
+    """The vocabulary entry whose short form is ``short`` (``-r`` → ``--registers``)."""
+    return next((f for f in VOCABULARY if f.short == short), None)
+
+
 def command_options(root) -> Iterator[tuple[str, object]]:
     """(command path, parameter) for every option of every command under ``root`` (the app's click
     group: ``typer.main.get_command(app)``), the root's own included."""
@@ -130,11 +142,10 @@ def command_options(root) -> Iterator[tuple[str, object]]:
     yield from walk(root, "")
 
 
-def vocabulary_report(root):
-    """The vocabulary as a report: flag, short form, meaning, and the commands that take it."""
+def flag_commands(root) -> dict[str, list[str]]:
+    """Flag name (as the table spells it) → the commands that take it, in the app's order: every
+    visible option of every command, and the sweep's generator parameters (``sweep matmul``)."""
     from ..gen.registry import generator_names, get_generator
-    from ..render.cells import Code
-    from ..render.report import Report, Section
 
     where: dict[str, list[str]] = {}
     for path, p in command_options(root):
@@ -149,9 +160,20 @@ def vocabulary_report(root):
             f = flag_of(param.flag)
             if f is not None and f"sweep {name}" not in where.setdefault(f.name, []):
                 where[f.name].append(f"sweep {name}")
+    return where
+
+
+def vocabulary_report(root):
+    """The vocabulary as a report: flag, short form (and where it is one, if not everywhere),
+    meaning, and the commands that take it — ``toym flags`` and the docs' reference page print it."""
+    from ..render.cells import Code
+    from ..render.report import Report, Section
+
+    where = flag_commands(root)
     where["--help"] = ["every command"]
-    rows = tuple((Code(f.name, md=True), Code(f.short or "", md=True), f.meaning, _commands(where.get(f.name, [])))
-                 for f in VOCABULARY)
+    rows = tuple((Code(f.name, md=True), Code((f.short or "") + (f" ({_commands(list(f.short_on))} only)"
+                                                                  if f.short_on else ""), md=True),
+                  f.meaning, _commands(where.get(f.name, []))) for f in VOCABULARY)
     return Report("flags", (Section("Flags", ("flag", "short", "meaning", "commands"), rows),))
 
 
