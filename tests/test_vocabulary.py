@@ -1,6 +1,7 @@
 """One vocabulary of flags: every command's options, walked from the app itself (commands added later
 are checked as they land), against the table in toymachine/cli/vocabulary.py and the README."""
 
+import json
 import re
 
 import pytest
@@ -185,3 +186,82 @@ def test_old_spellings_are_hidden_and_listed():
     hidden = {o for _, opt in OPTIONS if opt.hidden for o in opt.opts}
     assert hidden == set(HIDDEN_ALIASES)
     assert all(flag_of(new) is not None for new in HIDDEN_ALIASES.values())
+
+
+# -- look-alikes and unknown options: toym's error style, a hint from the vocabulary ------------------------
+def _main(capsys, *args):
+    """The installed entry point (``toym``): exit status, stdout, stderr."""
+    from toymachine.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def _caret_under(err: str, word: str) -> bool:
+    """The error shows the command line and a caret under ``word``."""
+    lines = err.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith(" 1 | toym "):
+            col = lines[i + 1].index("^")
+            return line[col:col + len(word)] == word and lines[i + 1].count("^") == len(word)
+    return False
+
+
+@pytest.mark.parametrize("args,says,under", [
+    (("gen", "matmul", "-m", "4", "--n", "2"), "-m is --machine; did you mean --m (matmul: rows of A and C)?", "-m"),
+    (("optimize", "matmul", "-m", "3", "--n", "2"), "-m is --machine; did you mean --m", "-m"),
+    (("sweep", "matmul", "-m", "2,4", "--n", "2"), "-m is --machine; did you mean --m", "-m"),
+    (("gen", "attention", "--n", "4", "-d", "2"), "-d is --data, which toym gen attention does not take; did you "
+                                                  "mean --d (head dimension)?", "-d"),
+    (("run", "programs/c00.asm", "--m", "toy3"), "toym run has no option --m; did you mean -m (--machine)?", "--m"),
+    (("run", "programs/c00.asm", "--regsters", "3"), "toym run has no option --regsters; did you mean --registers?",
+     "--regsters"),
+    (("systolic", "-m", "4"), "-m is --machine, which toym systolic does not take; did you mean --m", "-m"),
+    (("rnu",), "no such command 'rnu'; did you mean 'run'?", "rnu"),
+])
+def test_lookalikes_are_named(capsys, toym, args, says, under):
+    """Through the entry point and through the app itself (typer's standalone mode) alike."""
+    for code, out, err in (_main(capsys, *args), toym(*args)):
+        assert code == 2 and says in err and "Traceback" not in err and "No such option" not in err, err
+        assert err.startswith("error: ") and "  --> command line:1:" in err and "= hint: " in err
+        assert _caret_under(err, under), err
+        assert out == ""
+
+
+def test_a_lookalike_names_the_value_it_meant(capsys):
+    code, _, err = _main(capsys, "gen", "matmul", "--m", "toy3", "--n", "2")
+    assert code == 2 and "did you mean -m toy3?" in err and _caret_under(err, "toy3")
+    code, _, err = _main(capsys, "gen", "matmul", "-m", "4", "--n", "2")
+    assert "hint: write --m 4; -m is --machine" in err
+
+
+def test_a_file_named_like_a_number_is_still_a_machine(tmp_path, monkeypatch, toym):
+    """-m 4 is a look-alike only when no file 4 exists: a machine file may be named anything."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "4").write_text("registers: 6\n", encoding="utf-8")
+    code, out, err = toym("gen", "matmul", "--n", "2", "-m", "4", "-o", "mm.asm")
+    assert "did you mean --m" not in err and (code == 0 or "machine" in err)
+
+
+def test_unknown_options_name_the_commands_that_take_them(capsys):
+    code, _, err = _main(capsys, "gen", "softmax", "--n", "4", "--d", "2")
+    assert code == 2 and "toym gen softmax has no option --d" in err
+    assert "--d (head dimension) is an option of" in err and "gen attention" in err
+    code, _, err = _main(capsys, "gen", "softmax", "--n", "4", "-r", "2")
+    assert "-r is --registers (register count R), an option of run" in err
+
+
+def test_usage_errors_print_the_json_error_object(capsys, toym):
+    for code, out, err in (_main(capsys, "gen", "matmul", "-m", "4", "--n", "2", "-o", "x.asm", "-f", "json"),
+                           _main(capsys, "run", "programs/c00.asm", "--regsters", "3", "-f", "json")):
+        obj = json.loads(out)["error"]
+        assert code == 2 and obj["kind"] == "config" and obj["file"] == "command line" and obj["hint"]
+        assert obj["message"] in err
+
+
+def test_a_hostile_command_line_is_shown_bounded_and_escaped(capsys):
+    huge = "x" * 100_000
+    code, _, err = _main(capsys, "run", "programs/c00.asm", *(["--registers", "3"] * 50), "--bogus\n" + huge, "-f")
+    assert code == 2 and len(err) < 2000 and "\n" + huge[:50] not in err and "…" in err

@@ -23,10 +23,12 @@ from .optimize import analyze_command, optimize_app
 from .run import isa_command, run_command
 from .sweep import SWEEP_CONTEXT, sweep_command
 from .systolic import systolic_command
+from .usage import ToymGroup, ToymUsageError, wants_json
 from .verify import verify_gpu_command
 
 app = typer.Typer(
     name="toym",
+    cls=ToymGroup,  # usage errors in toym's style, look-alike flags named (cli/usage.py)
     help="toymachine: an instruction-set simulator and cost model for the toy machine that teaches "
          "FlashAttention. Run traces, count cycles and DRAM traffic, print the seed's tables.",
     no_args_is_help=True,
@@ -65,7 +67,8 @@ app.command("analyze")(analyze_command)
 
 def main(argv: list[str] | None = None) -> None:
     """The ``toym`` entry point. Usage errors (an unknown option, a value of the wrong type) exit 2
-    as click prints them; under ``-f json`` they also print the JSON error object on stdout."""
+    in toym's error style (``cli.usage``); under ``-f json`` they also print the JSON error object on
+    stdout."""
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         code = app(args, prog_name="toym", standalone_mode=False)
@@ -76,19 +79,13 @@ def main(argv: list[str] | None = None) -> None:
         if not (hasattr(exc, "show") and hasattr(exc, "exit_code")):
             raise
         exc.show()
-        if exc.exit_code == 2 and _wants_json(args):
+        if exc.exit_code == 2 and wants_json(args) and not isinstance(exc, ToymUsageError):
             from ..errors import ConfigError
             from ..render.jsonout import error_json
 
             sys.stdout.write(error_json(ConfigError(exc.format_message(), hint="see toym --help")))
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-def _wants_json(args: list[str]) -> bool:
-    pairs = zip(args, args[1:])
-    return any(a in ("-f", "--format") and b == "json" for a, b in pairs) or \
-        any(a in ("--format=json", "-fjson") for a in args)
 
 
 if __name__ == "__main__":  # pragma: no cover
