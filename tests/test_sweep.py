@@ -90,7 +90,7 @@ def test_cli_every_format(toym, fmt):
     if fmt == "json":
         rows = json.loads(out)["sweep"]
         outer6 = [r for r in rows if r["registers"] == 6 and r["schedule"] == "outer"][0]
-        assert (outer6["cycles"], outer6["LOADs"], outer6["registers used"]) == (22, 10, 6)
+        assert (outer6["cycles"], outer6["loads"], outer6["registers_used"]) == (22, 10, 6)
 
 
 def test_cli_param_forms_and_errors(toym):
@@ -173,9 +173,9 @@ def test_tile_sweep_rows_carry_sram_peak_flops_and_time():
         assert row.flops == sum(direct.extra["flops"].values()) == METRICS["flops"](row)
         assert row.time_s == direct.extra["time_s"] and row.time_s > 0
     keys = sweep_report(rows, "attention-tile").sections[0].json_keys()  # the stable JSON keys
-    assert {"SRAM peak", "FLOPs", "time (s)", "bound"} <= set(keys)
+    assert {"sram_peak", "flops", "time_s", "roofline_bound"} <= set(keys)
     scalar = sweep("softmax", {"n": "4", "algo": "online"})
-    assert scalar[0].sram_peak is None and "SRAM peak" not in sweep_report(scalar, "softmax").sections[0].json_keys()
+    assert scalar[0].sram_peak is None and "sram_peak" not in sweep_report(scalar, "softmax").sections[0].json_keys()
 
 
 def test_tile_sweep_over_every_algorithm_backward_and_the_new_parameters():

@@ -115,7 +115,7 @@ def test_tpu_sweep_has_unit_columns_and_metrics():
     rows = sweep("attention-tile", {"n": "128,256", "d": "64", "algo": "fa2,fused", "causal": "true",
                                     "block_m": "64,128"}, machine=tpu)
     keys = sweep_report(rows, "attention-tile").sections[0].json_keys()  # the stable keys (headers carry units)
-    assert {"MXU cycles", "MXU utilization", "VPU cycles", "HBM peak (B)", "on-chip peak (B)"} <= set(keys)
+    assert {"mxu_cycles", "mxu_utilization", "vpu_cycles", "memory_peak", "onchip_peak"} <= set(keys)
     for r in rows:
         assert r.matches is True and r.cycles == r.formula_cycles == r.mxu_cycles + r.vpu_cycles
         assert METRICS["mxu_cycles"](r) == r.extra["units"]["mxu"]["cycles"]

@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 
 from ..errors import ConfigError
+from ..experiments.columns import column_key, columns_report
 from ..experiments.parallel import EXECUTORS, default_jobs
 from ..experiments.sweep import check_plot, expand_grid, plot_sweep, sweep, sweep_report
 from ..gen.registry import generator_names, get_generator
@@ -108,17 +109,18 @@ def sweep_command(
     plot: Optional[str] = typer.Option(None, "--plot", help="Also draw the sweep to FILE.png or FILE.svg "
                                                             "(needs matplotlib: the 'plot' extra)."),
     x: Optional[str] = typer.Option(None, "--x", help="Parameter on the plot's x axis (default: the first that varies)."),
-    metric: str = typer.Option("cycles", "--y", help="Plotted metric: cycles, loads, stores, reads, writes, "
-                                                     "traffic (with its lower bound), registers, intensity (FLOPs "
-                                                     "per word; tile machine per byte); tile machine: sram_peak, "
-                                                     "flops, time_s "
-                                                     "(time_s needs a machine with a clock, e.g. --machine h100)."),
+    metric: str = typer.Option("cycles", "--y", help="Plotted metric, a column's name: cycles, loads, stores, "
+                                                     "dram_reads, dram_writes, traffic (with its lower bound), "
+                                                     "registers_used, intensity, gap …; tile machine: sram_peak, "
+                                                     "flops, time_s (a machine with a clock, e.g. --machine h100) "
+                                                     "— --columns help lists them all."),
     machine: Optional[str] = machine_option("Machine preset or YAML file: per-instruction cycles, unit rates, clock "
                                             "(each point's registers/SRAM come from its parameters)."),
     columns: Optional[str] = typer.Option(None, "--columns", help="Only these columns, in this order (e.g. "
-                                                                  "n,algo,cycles,gap); default: all, with the columns "
-                                                                  "that are the same in every row listed once above "
-                                                                  "the table."),
+                                                                  "n,algo,cycles,dram_reads,gap: the JSON keys; "
+                                                                  "headers and older names work too; 'help' lists "
+                                                                  "them); default: all, with the columns that are the "
+                                                                  "same in every row listed once above the table."),
     progress: Optional[bool] = progress_option(),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for the points (default: "
                                                                       "every core). The rows are the same, in the "
@@ -146,6 +148,11 @@ def sweep_command(
         if list_generators:
             write_output(render_report(_generators_report(), fmt.value, width=width), output)
             return
+        if columns is not None and columns.strip() == "help":  # the column vocabulary (of one generator)
+            spec = get_generator(generator) if generator else None
+            params = [(p.name, p.help) for p in spec.params] if spec else []
+            write_output(render_report(columns_report(params), fmt.value, width=width), output)
+            return
         if generator is None:
             raise ConfigError("which generator? e.g. toym sweep matmul --registers 3..6",
                               hint="toym sweep --list shows the generators and their parameters")
@@ -160,7 +167,7 @@ def sweep_command(
                          executor=executor.value, scheduler=scheduler)
         report = sweep_report(rows, spec)
         if columns is not None:
-            report = select_columns(report, columns.split(","))
+            report = select_columns(report, [column_key(c, [p.name for p in spec.params]) for c in columns.split(",")])
         write_output(render_report(report, fmt.value, width=width), output)
         if plot:
             plot_sweep(rows, spec, plot, x=x, metric=metric)

@@ -17,23 +17,13 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..gen.registry import GeneratorSpec, get_generator
+from .columns import COLUMNS, column_key, metric_key
 
-METRICS = {
-    "cycles": lambda r: r.cycles, "loads": lambda r: r.loads, "stores": lambda r: r.stores,
-    "reads": lambda r: r.reads, "writes": lambda r: r.writes, "traffic": lambda r: r.traffic,
-    "registers": lambda r: r.registers, "sram_peak": lambda r: r.sram_peak, "flops": lambda r: r.flops,
-    "time_s": lambda r: r.time_s, "intensity": lambda r: r.intensity,
-    "memory_peak": lambda r: r.memory_peak, "onchip_peak": lambda r: r.onchip_peak,
-    "mxu_cycles": lambda r: r.mxu_cycles, "vpu_cycles": lambda r: r.vpu_cycles,
-    "mxu_utilization": lambda r: r.mxu_utilization,
-}
+# the --y metrics and their axis units: the sweep's column vocabulary (experiments/columns.py)
+METRICS = {c.key: c.value for c in COLUMNS if c.value is not None}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _DASHES = ("-", "--", "-.", ":")
-UNITS = {"cycles": "cycles", "loads": "instructions", "stores": "instructions", "reads": "words",
-         "writes": "words", "traffic": "words (reads + writes)", "registers": "registers", "sram_peak": "words",
-         "flops": "FLOPs", "time_s": "seconds (roofline)", "intensity": "FLOPs per byte (tile) or word (scalar)",
-         "memory_peak": "bytes (HBM)", "onchip_peak": "bytes (SRAM/VMEM)", "mxu_cycles": "cycles (MXU)",
-         "vpu_cycles": "cycles (VPU)", "mxu_utilization": "MACs ÷ (cycles × array cells)"}
+UNITS = {c.key: c.unit for c in COLUMNS if c.value is not None}
 
 
 def _varying(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -42,12 +32,14 @@ def _varying(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]]) -> list[s
 
 def check_plot(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]], path: str, *, x: str | None = None,
                metric: str = "cycles") -> str:
-    """Check a plot request against the sweep's points before running it; return the x parameter."""
+    """Check a plot request against the sweep's points before running it; return the x parameter.
+    ``metric`` and ``x`` may be any name the column vocabulary accepts (``reads`` ≡ ``dram_reads``)."""
     if not path.lower().endswith((".png", ".svg")):
         raise ConfigError(f"--plot {path}: the file must end in .png or .svg")
-    if metric not in METRICS:
-        raise ConfigError(f"unknown metric '{metric}'", hint=f"metrics: {', '.join(METRICS)}")
+    metric_key(metric)
     varying = _varying(spec, points)
+    if x is not None:
+        x = column_key(x, [p.name for p in spec.params])
     if x is None:
         numeric = [n for n in varying if spec.param(n).kind is int]
         if not numeric:
@@ -103,6 +95,7 @@ def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None
     or SVG (by ``path``'s extension). Needs matplotlib."""
     spec = get_generator(generator) if isinstance(generator, str) else generator
     x = check_plot(spec, [r.params for r in rows], path, x=x, metric=metric)
+    metric = metric_key(metric)
     if any(METRICS[metric](r) is None for r in rows):
         raise ConfigError(f"--y {metric}: this sweep does not measure it",
                           hint="sram_peak, flops, memory_peak and onchip_peak need a tile generator; time_s a machine "

@@ -37,6 +37,7 @@ from ..machine import DEFAULT_MACHINE, Machine
 from ..render.report import Report, Section
 from ..sim import simulate
 from .parallel import run_points
+from .columns import column
 from .plot import METRICS, check_plot, plot_sweep
 
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)(?:([+*])(\d+))?$")
@@ -266,13 +267,9 @@ def _shown_params(spec: GeneratorSpec, rows: Sequence[SweepRow]) -> list[str]:
     return [p.name for p in spec.params if any(r.params[p.name] is not None for r in rows)]
 
 
-# tile columns: JSON key (stable) and header (with its unit)
-_TILE = {"sram_peak": ("SRAM peak", "SRAM peak (words)"), "flops": ("FLOPs", "FLOPs"),
-         "time_s": ("time (s)", "time (s, roofline)"), "bound": ("bound", "bound"),
-         "intensity": ("intensity", "intensity"), "mxu_cycles": ("MXU cycles", "MXU cycles"),
-         "mxu_utilization": ("MXU utilization", "MXU utilization"), "vpu_cycles": ("VPU cycles", "VPU cycles"),
-         "memory_peak": ("HBM peak (B)", "HBM peak (bytes)"), "onchip_peak": ("on-chip peak (B)", "on-chip peak (bytes)")}
 _MORE = ("intensity", "mxu_cycles", "mxu_utilization", "vpu_cycles", "memory_peak", "onchip_peak")
+_COUNTS = ("cycles", "loads", "stores", "dram_reads", "dram_writes", "registers_used")
+_FORMULA = ("formula_cycles", "sim_equals_formula", "lower_bound", "gap")
 
 
 def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Report:
@@ -285,13 +282,9 @@ def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Re
     if "time_s" in tile:
         tile.append("bound")
     tile += [key for key in _MORE if any(getattr(r, key) is not None for r in rows)]
-    per = "FLOPs/byte" if mem == "HBM" else "FLOPs/word"
-    keys = tuple(names) + ("cycles", "LOADs", "STOREs", "DRAM reads", "DRAM writes", "registers used") + \
-        tuple(_TILE[k][0] for k in tile) + ("formula cycles", "sim = formula", "lower bound", "gap")
-    headers = tuple(names) + ("cycles", "LOADs", "STOREs", f"{mem} reads (words)", f"{mem} writes (words)",
-                              "registers used") + tuple(per if k == "intensity" else _TILE[k][1]
-                                                        for k in tile) + \
-        ("formula cycles", "sim = formula", "lower bound (words)", "gap")
+    per = "byte" if mem == "HBM" else "word"
+    keys = tuple(names) + _COUNTS + tuple("roofline_bound" if k == "bound" else k for k in tile) + _FORMULA
+    headers = tuple(names) + tuple(column(k).header.format(mem=mem, per=per) for k in keys[len(names):])
     table = []
     for r in rows:
         match = {True: "yes", False: "NO", None: ""}[r.matches]
@@ -314,7 +307,7 @@ def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Re
         notes.append("bounds used: " + "; ".join(sources))
     align = tuple("r" if spec.param(n).kind is int else "l" for n in names) + ("r",) * (6 + len(tile)) + \
         ("r", "l", "r", "r")
-    align = tuple("l" if k == "bound" else a for k, a in zip(keys, align))
+    align = tuple("l" if k == "roofline_bound" else a for k, a in zip(keys, align))
     return Report(f"sweep {spec.name}", (Section("Sweep", headers, tuple(table), align=align, keys=keys,
                                                  key_columns=len(names), collapse=True),), tuple(notes))
 

@@ -52,9 +52,9 @@ def select_columns(report: Report, wanted: Sequence[str]) -> Report:
                 import difflib
 
                 close = difflib.get_close_matches(_norm(w), list(lookup), n=1, cutoff=0.6)
-                guess = next((h for h in s.headers if close and _norm(h) == close[0]), None)
+                guess = s.json_keys()[lookup[close[0]]] if close else None
                 raise ConfigError(f"--columns: no column '{w}'" + (f" (did you mean '{guess}'?)" if guess else ""),
-                                  hint="columns: " + ", ".join(s.headers))
+                                  hint="columns: " + ", ".join(s.json_keys()))
             if i not in idx:
                 idx.append(i)
         sections.append(_pick(s, idx, collapse=False))
