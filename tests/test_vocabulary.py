@@ -265,3 +265,102 @@ def test_a_hostile_command_line_is_shown_bounded_and_escaped(capsys):
     huge = "x" * 100_000
     code, _, err = _main(capsys, "run", "programs/c00.asm", *(["--registers", "3"] * 50), "--bogus\n" + huge, "-f")
     assert code == 2 and len(err) < 2000 and "\n" + huge[:50] not in err and "…" in err
+
+
+# -- hints name flags the command that prints them has ------------------------------------------------------
+def _flags_of(path: str) -> set[str]:
+    """Every spelling ``toym PATH`` takes (``sweep GEN``: the sweep's and the generator's)."""
+    head, _, gen = path.partition(" ")
+    cmd = COMMANDS["sweep" if head == "sweep" else path]
+    out = {o for p in cmd.params if getattr(p, "param_type_name", "") == "option"
+           for o in list(p.opts) + list(p.secondary_opts)}
+    if head == "sweep" and gen:
+        out |= {p.flag for p in get_generator(gen).params}
+    return out
+
+
+def _hints(text: str) -> list[str]:
+    """Every ``= hint: …`` in a command's output (its error, or a grade's run check), joined across the
+    grade table's wrapped lines."""
+    return [m.strip() for m in re.findall(r"= hint: (.*)", text)]
+
+
+def test_the_flags_a_hint_names():
+    from toymachine.errors import flags_named
+
+    assert flags_named("use --registers 6 or a machine file with more registers") == ["--registers"]
+    assert flags_named("e.g. toym sweep matmul --registers 3..6") == []
+    assert flags_named("use smaller blocks (toym gen attention-tile --block-m/--block-n, or --sram 5)") == []
+    assert flags_named("--m, --d and --no-causal; not a--b") == ["--m", "--d", "--no-causal"]
+
+
+@pytest.fixture
+def traces(tmp_path):
+    (tmp_path / "r5.asm").write_text("LOAD x[0], R5\nSTORE R5, out[0]\n", encoding="utf-8")
+    (tmp_path / "two.asm").write_text("LOAD x[0], R0\nLOAD x[1], R1\nADD R0, R1, R2\nSTORE R2, out[0]\n",
+                                      encoding="utf-8")
+    (tmp_path / "p.yaml").write_text("title: t\ninputs:\n  x: {shape: [1]}\nexpect:\n  out: x\nregisters: 4\n",
+                                     encoding="utf-8")
+    return tmp_path
+
+
+# (the command, its arguments, what its error says): each raises an error (or grades a run) whose hint
+# names flags
+_KNOWN = [
+    ("check", ["{t}/r5.asm", "-p", "{t}/p.yaml"], "machine has 4 registers"),  # check has no --registers
+    ("run", ["{t}/r5.asm", "-r", "4"], "machine has 4 registers"),
+    ("analyze", ["{t}/two.asm", "-r", "1"], "cannot hold them"),
+    ("run", [str(ROOT / "programs" / "fa1_n5_d3.asm"), "-m", "toysram"], "SRAM overflow"),  # gen's flags, as gen's
+    ("check", [str(ROOT / "programs" / "fa1_n5_d3.asm"), "-p", str(ROOT / "examples" / "problems" / "fa1_tile.yaml"),
+               "-m", "toysram"], "SRAM overflow"),
+    ("sweep softmax", ["--n"], "--n needs values"),
+    ("gen attention", ["--n", "4", "--d", "2", "--registers", "3"], "needs"),
+    ("sweep attention", ["--n", "4", "--d", "2", "--registers", "3"], "needs"),
+    ("optimize matmul", ["--n", "2", "--registers", "1"], "register"),
+]
+
+
+@pytest.mark.parametrize("path,args,says", _KNOWN, ids=[f"{p}:{i}" for i, (p, _, _) in enumerate(_KNOWN)])
+def test_known_hints_name_the_commands_own_flags(toym, traces, path, args, says):
+    code, out, err = toym(*path.split(), *(a.format(t=traces) for a in args))
+    hints = _hints(out + err)
+    assert code != 0 and hints and says in out + err, (out, err)
+    from toymachine.errors import flags_named
+
+    for hint in hints:
+        foreign = set(flags_named(hint)) - _flags_of(path)
+        assert not foreign, f"`toym {path}` prints a hint naming {sorted(foreign)}, which it does not take: {hint}"
+
+
+def test_check_says_what_fixes_the_trace(toym, traces):
+    code, out, _ = toym("check", traces / "r5.asm", "-p", traces / "p.yaml")
+    assert code == 1 and "the problem's machine has 4 registers (R0–R3): rewrite the trace" in " ".join(out.split())
+
+
+def test_command_modules_hints_name_their_commands_flags():
+    """Statically: every hint string written in a command's module names only flags of the commands that
+    module defines (a dynamic part, a flag computed from the generator, is not seen here)."""
+    import ast
+    import inspect
+
+    from toymachine.errors import flags_named
+
+    by_module: dict[str, set[str]] = {}
+    for path, cmd in COMMANDS.items():
+        callback = getattr(cmd, "callback", None)
+        if path and callback is not None and not getattr(cmd, "commands", None):
+            flags = _flags_of(path)
+            if path == "sweep":
+                flags |= {p.flag for g in generator_names() for p in get_generator(g).params}
+            by_module.setdefault(inspect.getmodule(callback).__file__, set()).update(flags)
+    assert len(by_module) >= 8
+    for file, flags in by_module.items():
+        tree = ast.parse(open(file, encoding="utf-8").read())
+        for node in ast.walk(tree):
+            for kw in getattr(node, "keywords", []) if isinstance(node, ast.Call) else []:
+                if kw.arg != "hint":
+                    continue
+                text = " ".join(n.value for n in ast.walk(kw.value) if isinstance(n, ast.Constant)
+                                and isinstance(n.value, str))
+                foreign = set(flags_named(text)) - flags
+                assert not foreign, f"{file}:{node.lineno}: a hint names {sorted(foreign)}: {text}"

@@ -23,8 +23,10 @@ __all__ = [
     "RuntimeFault",
     "NumericsError",
     "Location",
+    "flags_named",
 ]
 
+import re
 from dataclasses import dataclass
 
 
@@ -125,3 +127,16 @@ class NumericsError(RuntimeFault):
     """--strict-numerics turned a numerical alarm into an error."""
 
     kind = "numerics"
+
+
+_QUALIFIED = re.compile(r"`?toym [a-z][a-z-]*(?: [a-z][a-z-]*)?[^;()`]*`?")
+_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*[a-z]|(?<![\w-])--[a-z]\b")
+
+
+def flags_named(text: str | None) -> list[str]:
+    """The ``--flags`` a hint tells the user to give *to the command that printed it*: those not in
+    a ``toym COMMAND …`` of their own (``use --registers 6`` names one; ``toym gen matmul --n 4``
+    none). Each command's hints may name only its own (``tests/test_vocabulary.py``)."""
+    if not text:
+        return []
+    return _FLAG.findall(_QUALIFIED.sub(" ", text))

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..asm import parse
-from ..errors import ConfigError, Location, ToyMachineError
+from ..errors import ConfigError, Location, ToyMachineError, flags_named
 from ..machine import Machine
 from ..program import Mem, Program, Span
 from ..result import Result
@@ -199,11 +199,32 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
             results.append(simulate(program, problem.machine, draw_inputs(problem, seed, t), seed=seed + t,
                                     steps=False))
     except ToyMachineError as err:
-        checks.append(Check("run", "run", False, message=err.render()))
+        checks.append(Check("run", "run", False, message=_for_grading(err, problem).render()))
         return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes)
     checks += _value_checks(problem, results, seed)
     checks += _budget_checks(problem, results, program)
     return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes)
+
+
+# the options of `toym check`: a hint in a grade may name these, and no other command's
+CHECK_FLAGS = ("--problem", "--machine", "--seed", "--trials", "--format", "--output")
+
+
+def _for_grading(err: ToyMachineError, problem: Problem) -> ToyMachineError:
+    """A run's error as a grade shows it: a hint that names flags ``toym check`` lacks (``use
+    --registers 6``: the machine is the problem's) says what fixes the *trace* instead."""
+    if all(f in CHECK_FLAGS for f in flags_named(err.hint)):
+        return err
+    m = problem.machine
+    regs = f"{m.registers} registers (R0–R{m.registers - 1})" if m.registers else "its registers"
+    if "register" in err.message and "SRAM" not in err.message and "VMEM" not in err.message:
+        hint = f"the problem's machine has {regs}: rewrite the trace to use fewer (toym check --machine FILE " \
+               f"grades on another machine, with a note)"
+    else:
+        hint = f"the trace must fit the problem's machine ({m.name}); toym check --machine FILE grades on another " \
+               f"machine, with a note"
+    graded = type(err)(err.message, loc=err.loc, hint=hint)
+    return graded
 
 
 def _value_checks(problem: Problem, results: list[Result], seed: int) -> list[Check]:

@@ -43,10 +43,10 @@ def _grid_from_args(spec, args: list[str]) -> dict[str, str]:
             name, eq, value = token[2:].partition("=")
         else:
             raise ConfigError(f"unexpected argument '{token}'",
-                              hint=f"parameters are given as --name VALUES, e.g. {spec.params[0].flag} 2,4,8")
+                              hint=f"parameters are given as --NAME VALUES, e.g. {spec.params[0].flag} 2,4,8")
         if not eq:
             if i + 1 >= len(args):
-                raise ConfigError(f"--{name} needs values", hint="e.g. --n 2,4,8 or --registers 3..6")
+                raise ConfigError(f"--{name} needs values", hint=f"e.g. {spec.params[0].flag} 2,4,8 or 3..6")
             value = args[i + 1]
             i += 1
         param = _param(spec, name)

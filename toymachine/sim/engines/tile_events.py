@@ -162,12 +162,12 @@ def sram_full(run, line: int, code: tuple, d: int, occupied: int) -> None:
             f"VMEM overflow: {ins.op} writes a {shape_text(tile)} tile ({tile.size} words) to {run.names[d]}; "
             f"VMEM would hold {occupied * wb} bytes ({listing}{scalars}, words of {wb} bytes) but the machine has "
             f"vmem_bytes = {machine.vmem_bytes}", loc=run.loc(line, len(ins.args) - 1 if ins.op != "STORE" else 0),
-            hint=f"use smaller blocks (gen: --block-m/--block-n), a tiled algorithm (--algo fa2), or a machine "
-                 f"with `vmem_bytes: {occupied * wb}` or more")
+            hint=f"use smaller blocks or a tiled algorithm (toym gen attention-tile --block-m/--block-n, --algo fa2), "
+                 f"or a machine with `vmem_bytes: {occupied * wb}` or more")
     raise MachineLimitError(
         f"SRAM overflow: {ins.op} writes a {shape_text(tile)} tile ({tile.size} words) to {run.names[d]}; "
         f"SRAM would hold {occupied} words ({listing}{scalars}) but the machine has sram_words = {cap}"
         + ("" if run.sram_exact else " (sram_rule paper: only blocks of HBM matrices count)"),
         loc=run.loc(line, len(ins.args) - 1 if ins.op != "STORE" else 0),
-        hint=f"use smaller blocks (gen: --block-m/--block-n, or --sram {cap}), reuse registers you no longer need, "
-             f"or a machine with `sram_words: {occupied}` or more")
+        hint=f"use smaller blocks (toym gen attention-tile --block-m/--block-n, or --sram {cap}), reuse registers "
+             f"you no longer need, or a machine with `sram_words: {occupied}` or more")
