@@ -129,3 +129,15 @@ def test_no_name_means_two_columns():
     for c in COLUMNS:
         for name in {c.key, c.header.format(mem="DRAM", per="word"), c.header.format(mem="HBM", per="byte"), *c.aliases}:
             assert seen.setdefault(normalized(name), c.key) == c.key, f"{name!r} names {seen[normalized(name)]} and {c.key}"
+
+
+def test_docs_column_table_is_the_vocabulary():
+    from conftest import ROOT
+    from toymachine.experiments.columns import columns_report
+    from toymachine.render import render_report
+
+    page = (ROOT / "docs" / "reference" / "vocabulary.md").read_text(encoding="utf-8")
+    start = page.index("<!-- columns:begin -->") + len("<!-- columns:begin -->")
+    block = page[start:page.index("<!-- columns:end -->")].strip()
+    assert block == render_report(columns_report(), "markdown").strip(), \
+        "regenerate with `toym sweep --columns help -f markdown`"

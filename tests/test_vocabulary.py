@@ -364,3 +364,16 @@ def test_command_modules_hints_name_their_commands_flags():
                                 and isinstance(n.value, str))
                 foreign = set(flags_named(text)) - flags
                 assert not foreign, f"{file}:{node.lineno}: a hint names {sorted(foreign)}: {text}"
+
+
+def test_docs_error_examples_are_what_toym_prints(capsys, monkeypatch):
+    """docs/reference/vocabulary.md's `<!-- toym-error: ARGS -->` blocks are `toym ARGS`'s stderr (exit 2)."""
+    import shlex
+
+    monkeypatch.chdir(ROOT)
+    page = (ROOT / "docs" / "reference" / "vocabulary.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"<!-- toym-error: (.*?) -->\n```text\n(.*?)\n```", page, flags=re.S)
+    assert len(blocks) >= 3
+    for args, shown in blocks:
+        code, _, err = _main(capsys, *shlex.split(args))
+        assert code == 2 and err.rstrip() == shown.rstrip(), f"toym {args}"

@@ -1,5 +1,5 @@
 """``toym flags``: the one vocabulary of flags (``cli.vocabulary``) and the commands taking each —
-the README's "Flags" table is this command's ``-f markdown``."""
+docs/reference/vocabulary.md's flag table is this command's ``-f markdown``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,14 @@
 """One vocabulary of flags: the same name for the same thing on every command.
 
-``VOCABULARY`` is the table (README, "Flags"; ``toym flags -f markdown`` prints it): each flag's
-spelling, short form and meaning. ``tests/test_vocabulary.py`` walks every command of the typer
-app — new ones included, as they land — and fails on an option this table does not know, a short
-form used for two things, a command that prints a format without ``-o``, or a command that costs
-or sizes without ``--machine``. The sweep's generator parameters (``--n 2,4,8``) are checked
-against it too. Old spellings live on as hidden aliases for one release (``HIDDEN_ALIASES``).
+``VOCABULARY`` is the table (``toym flags``; docs/reference/vocabulary.md holds its ``-f markdown``):
+each flag's spelling, short form (and, in ``short_on``, the commands that have it when not every
+one does) and meaning. ``tests/test_vocabulary.py`` walks every command of the typer app — new
+ones included, as they land — both ways: it fails on an option this table does not know, a short
+form missing where the table lists it or present where it does not, a short form used for two
+things, a command that prints a format without ``-o``, or a command that costs or sizes without
+``--machine``. The sweep's generator parameters (``--n 2,4,8``, ``-r 3..6``) are checked against it
+too. ``cli.usage`` names look-alikes from it (``-m`` is ``--machine``; ``--m`` the rows of A). Old
+spellings live on as hidden aliases for one release (``HIDDEN_ALIASES``).
 """
 
 from __future__ import annotations
