@@ -123,6 +123,10 @@ def test_sweep_short_forms_of_other_things_are_refused_with_the_meant_flag(toym)
     code, _, err = toym("sweep", "softmax", "--n", "4", "-r", "3")
     assert code == 2 and "-r is --registers, which sweep softmax does not take" in err and "--algo" in err
     assert short_flag("-r").name == "--registers" and short_flag("-x") is None
+    code, _, err = toym("sweep", "matmul", "--n", "2", "--m", "toy3")
+    assert code == 2 and "did you mean -m (--machine)?" in err and "write -m toy3" in err
+    code, out, _ = toym("sweep", "matmul", "--n", "2", "--m", "none,3", "-f", "csv")
+    assert code == 0 and len(out.splitlines()) == 3
 
 
 def test_short_forms_mean_one_thing():

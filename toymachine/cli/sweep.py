@@ -50,6 +50,7 @@ def _grid_from_args(spec, args: list[str]) -> dict[str, str]:
             value = args[i + 1]
             i += 1
         param = _param(spec, name)
+        _lookalike_value(param, value)
         if param.name in grid:
             raise ConfigError(f"{param.flag} is given twice", hint="give one list: --n 2,4,8")
         if param.name == "order" and param.choices:  # inner ≡ row, outer ≡ col: one vocabulary
@@ -73,6 +74,22 @@ def _short_param(spec, token: str) -> tuple[str, str, str]:
         raise ConfigError(what + meant, hint=f"its parameters are {', '.join(p.flag for p in spec.params)} "
                                              "(toym sweep --list)")
     return flag.name.split("/")[0][2:], token[2:], "=" if len(token) > 2 else ""
+
+
+# the sweep's own short forms: a one-letter parameter (--m) given what its short look-alike takes
+_OWN_SHORTS = {"-m": "--machine", "-f": "--format", "-o": "--output", "-j": "--jobs"}
+
+
+def _lookalike_value(param, value: str) -> None:
+    """``--m toy3``: matmul's rows given a machine's name — ``-m`` (``--machine``) was meant."""
+    short = "-" + param.name
+    if short in _OWN_SHORTS and param.kind is int and value and not (value[0].isdigit() or value[0] == "-" or
+                                                                     value.split(",")[0].strip().lower() == "none"):
+        shown = value if len(value) <= 40 and value.isprintable() else ascii(value[:40])[1:-1] + "…"
+        raise ConfigError(f"{param.flag} is {flag_of(param.flag).meaning if flag_of(param.flag) else param.help}, "
+                          f"not '{shown}'; did you mean {short} ({_OWN_SHORTS[short]})?",
+                          hint=f"write {short} {shown} for the {_OWN_SHORTS[short][2:]}; {param.flag} takes whole "
+                               f"numbers: 2,4,8 or 3..6")
 
 
 def _param(spec, name: str):
