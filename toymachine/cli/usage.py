@@ -259,7 +259,7 @@ def lookalike_error(root, args: Sequence[str]) -> ConfigError | None:
     command that also has the long one-letter flag of that letter (a sweep: its generator's)."""
     args = list(args)
     cmd, path, rest = _subcommand(root, args)
-    if cmd is None:
+    if cmd is None or "-h" in rest or "--help" in rest:  # help first: it names every option
         return None
     options = _options(cmd)
     longs = set(options)
