@@ -127,6 +127,9 @@ def test_sweep_short_forms_of_other_things_are_refused_with_the_meant_flag(toym)
     assert code == 2 and "did you mean -m (--machine)?" in err and "write -m toy3" in err
     code, out, _ = toym("sweep", "matmul", "--n", "2", "--m", "none,3", "-f", "csv")
     assert code == 0 and len(out.splitlines()) == 3
+    code, _, err = toym("sweep", "matmul", "-f", "csv", "--n", "2", "--n", "3")  # located on the command line
+    assert code == 2 and "--n is given twice" in err and "toym sweep matmul -f csv --n 2 --n 3" in err
+    assert err.splitlines()[4].index("^") == err.splitlines()[3].rindex("--n")
 
 
 def test_short_forms_mean_one_thing():

@@ -23,6 +23,7 @@ from ..render.report import Report, Section
 from ..render.terminal import terminal_width
 from .common import (Format, format_option, guard, machine_option, output_option, progress_bar, progress_option,
                      show_progress, write_output)
+from .usage import command_line_location, raw_args
 from .vocabulary import ORDER_SYNONYMS, flag_of, short_flag
 
 
@@ -30,35 +31,47 @@ SWEEP_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
                  "help_option_names": ["-h", "--help"]}
 
 
-def _grid_from_args(spec, args: list[str]) -> dict[str, str]:
+def _grid_from_args(spec, args: list[str], locate=None) -> dict[str, str]:
     """``--name VALUES`` / ``--name=VALUES`` pairs from the command line, checked against ``spec``;
-    a parameter's short form from the vocabulary works too (``-r 3..6`` is ``--registers 3..6``)."""
+    a parameter's short form from the vocabulary works too (``-r 3..6`` is ``--registers 3..6``).
+    ``locate(i)``: the command-line location of ``args[i]``, for an error about it."""
     grid: dict[str, str] = {}
     i = 0
     while i < len(args):
-        token = args[i]
-        if token.startswith("-") and not token.startswith("--") and len(token) >= 2:
-            name, value, eq = _short_param(spec, token)
-        elif token.startswith("--") and len(token) > 2:
-            name, eq, value = token[2:].partition("=")
-        else:
-            raise ConfigError(f"unexpected argument '{token}'",
-                              hint=f"parameters are given as --NAME VALUES, e.g. {spec.params[0].flag} 2,4,8")
-        if not eq:
-            if i + 1 >= len(args):
-                raise ConfigError(f"--{name} needs values", hint=f"e.g. {spec.params[0].flag} 2,4,8 or 3..6")
-            value = args[i + 1]
-            i += 1
-        param = _param(spec, name)
-        _lookalike_value(param, value)
-        if param.name in grid:
-            raise ConfigError(f"{param.flag} is given twice", hint="give one list: --n 2,4,8")
-        if param.name == "order" and param.choices:  # inner ≡ row, outer ≡ col: one vocabulary
-            synonyms = ORDER_SYNONYMS["tile" if "row" in param.choices else "scalar"]
-            value = ",".join(synonyms.get(v.strip(), v.strip()) for v in value.split(","))
-        grid[param.name] = value
-        i += 1
+        at = i
+        try:
+            i = _grid_pair(spec, args, i, grid)
+        except ConfigError as err:
+            if locate is not None and err.loc is None:
+                err.loc = locate(at)
+            raise
     return grid
+
+
+def _grid_pair(spec, args: list[str], i: int, grid: dict[str, str]) -> int:
+    """Read the pair at ``args[i]`` into ``grid``; return the index after it."""
+    token = args[i]
+    if token.startswith("-") and not token.startswith("--") and len(token) >= 2:
+        name, value, eq = _short_param(spec, token)
+    elif token.startswith("--") and len(token) > 2:
+        name, eq, value = token[2:].partition("=")
+    else:
+        raise ConfigError(f"unexpected argument '{token}'",
+                          hint=f"parameters are given as --NAME VALUES, e.g. {spec.params[0].flag} 2,4,8")
+    if not eq:
+        if i + 1 >= len(args):
+            raise ConfigError(f"--{name} needs values", hint=f"e.g. --{name} 2,4,8 or 3..6")
+        value = args[i + 1]
+        i += 1
+    param = _param(spec, name)
+    _lookalike_value(param, value)
+    if param.name in grid:
+        raise ConfigError(f"{param.flag} is given twice", hint="give one list: --n 2,4,8")
+    if param.name == "order" and param.choices:  # inner ≡ row, outer ≡ col: one vocabulary
+        synonyms = ORDER_SYNONYMS["tile" if "row" in param.choices else "scalar"]
+        value = ",".join(synonyms.get(v.strip(), v.strip()) for v in value.split(","))
+    grid[param.name] = value
+    return i + 1
 
 
 def _short_param(spec, token: str) -> tuple[str, str, str]:
@@ -101,6 +114,14 @@ def _param(spec, name: str):
         if flag is not None:
             err.message += f" ({flag.name}: {flag.meaning})"
         raise
+
+
+def _location(ctx: typer.Context, k: int):
+    """Where ``ctx.args[k]`` (the sweep's k-th parameter word) is on the whole command line."""
+    full = raw_args(ctx)
+    token, before = ctx.args[k], ctx.args[:k].count(ctx.args[k])
+    hits = [j for j, a in enumerate(full) if a == token]
+    return command_line_location(full, hits[before] if before < len(hits) else None)
 
 
 def _generators_report():
@@ -174,7 +195,7 @@ def sweep_command(
             raise ConfigError("which generator? e.g. toym sweep matmul --registers 3..6",
                               hint="toym sweep --list shows the generators and their parameters")
         spec = get_generator(generator)
-        grid = _grid_from_args(spec, list(ctx.args))
+        grid = _grid_from_args(spec, list(ctx.args), locate=lambda k: _location(ctx, k))
         points = expand_grid(spec, grid)
         if plot:  # before the sweep runs: a bad --plot fails at once
             check_plot(spec, points, plot, x=x, metric=metric)

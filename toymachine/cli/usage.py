@@ -15,7 +15,8 @@ command runs, and turns click's ``UsageError``s (raised while any subcommand par
 
 from __future__ import annotations
 
-__all__ = ["ToymGroup", "ToymUsageError", "usage_error", "lookalike_error", "wants_json", "command_line_location"]
+__all__ = ["ToymGroup", "ToymUsageError", "usage_error", "lookalike_error", "wants_json", "command_line_location",
+           "raw_args"]
 
 import difflib
 import os
@@ -86,6 +87,11 @@ class ToymGroup(TyperGroup):
             raise
         except UsageError as exc:
             raise usage_error(args, exc, self) from None
+
+
+def raw_args(ctx) -> list[str]:
+    """The command line's words after ``toym`` (as the root group received them; [] outside it)."""
+    return list(ctx.find_root().meta.get(_ARGS, [])) if ctx is not None else []
 
 
 def wants_json(args: Sequence[str]) -> bool:
