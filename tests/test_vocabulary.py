@@ -220,8 +220,9 @@ def _caret_under(err: str, word: str) -> bool:
     (("gen", "matmul", "-m", "4", "--n", "2"), "-m is --machine; did you mean --m (matmul: rows of A and C)?", "-m"),
     (("optimize", "matmul", "-m", "3", "--n", "2"), "-m is --machine; did you mean --m", "-m"),
     (("sweep", "matmul", "-m", "2,4", "--n", "2"), "-m is --machine; did you mean --m", "-m"),
-    (("gen", "attention", "--n", "4", "-d", "2"), "-d is --data, which toym gen attention does not take; did you "
-                                                  "mean --d (head dimension)?", "-d"),
+    (("gen", "attention", "--n", "4", "-d", "2"), "-d is --data on run only; did you mean --d (head dimension)?",
+     "-d"),
+    (("gen", "softmax", "--n", "4", "-d"), "toym gen softmax has no option -d: -d is --data on run only", "-d"),
     (("run", "programs/c00.asm", "--m", "toy3"), "toym run has no option --m; did you mean -m (--machine)?", "--m"),
     (("run", "programs/c00.asm", "--regsters", "3"), "toym run has no option --regsters; did you mean --registers?",
      "--regsters"),
@@ -384,3 +385,42 @@ def test_docs_error_examples_are_what_toym_prints(capsys, monkeypatch):
     for args, shown in blocks:
         code, _, err = _main(capsys, *shlex.split(args))
         assert code == 2 and err.rstrip() == shown.rstrip(), f"toym {args}"
+
+
+def test_no_command_line_gets_clicks_raw_message():
+    """Any mix of look-alikes, unknown options and odd values: exit 0, 1 or 2, and an error is toym's —
+    never click's "Usage: … Try 'toym -h'", never a traceback."""
+    import contextlib
+    import io
+    import os
+    import tempfile
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from toymachine.cli import main
+
+    heads = st.sampled_from([["gen", "softmax", "--n", "3"], ["run", str(ROOT / "programs" / "c00.asm")],
+                             ["sweep", "softmax", "--n", "3"], ["gen", "matmul", "--n", "2"], ["flags"], []])
+    words = st.sampled_from(["-m", "-d", "-r", "-x", "-Z", "--d", "--m", "--bogus", "--regsters", "--n", "-f",
+                             "json", "4", "toy3", "x", "é", "a\nb", "--", "-", "-r3", "--n=2", "rnu"])
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(heads, st.lists(words, max_size=3))
+    def check(head, tail):
+        out, err = io.StringIO(), io.StringIO()
+        with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            cwd = os.getcwd()
+            os.chdir(d)
+            try:
+                with pytest.raises(SystemExit) as exc:
+                    main(head + tail)
+            finally:
+                os.chdir(cwd)
+        code, text = exc.value.code, err.getvalue()
+        assert code in (0, 1, 2), (head + tail, code, text)
+        assert "Traceback" not in text and "Try 'toym" not in text and "No such option" not in text, (head + tail, text)
+        if code == 2 and (head + tail):
+            assert "error: " in text, (head + tail, text)
+
+    check()

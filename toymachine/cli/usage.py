@@ -222,11 +222,17 @@ def _sentence(text: str) -> str:
 def _unknown_option(root, cmd, path: str, name: str) -> tuple[str, str | None]:
     options = _options(cmd)
     letter = name.lstrip("-")
+    short = short_flag(name) if not name.startswith("--") else None
+    long = short.name.split("/")[0] if short else ""
+    elsewhere = f"{name} is {long} on {', '.join(short.short_on)} only" if short and short.short_on and \
+        long in options else ""  # the command takes the flag, not its short form
     if not name.startswith("--") and "--" + letter in options:  # -d on a command with --d
-        taken = short_flag(name)
-        what = f"{name} is {taken.name.split('/')[0]}, which {path} does not take" if taken else \
-            f"{path} has no option {name}"
-        return f"{what}; did you mean --{letter}{_meaning('--' + letter)}?", None
+        what = elsewhere or (f"{name} is {long}, which {path} does not take" if short else
+                             f"{path} has no option {name}")
+        return f"{what}; did you mean --{letter}{_meaning('--' + letter)}?", \
+            f"{long} is spelled out here" if elsewhere else None
+    if elsewhere:
+        return f"{path} has no option {name}: {elsewhere}", f"write {long} here"
     if name.startswith("--") and len(letter) == 1 and "-" + letter in options:  # --m on a command with -m
         long = _long(options["-" + letter])
         return f"{path} has no option {name}; did you mean -{letter} ({long})?", f"-{letter} is {long}{_meaning(long)}"
