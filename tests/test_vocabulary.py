@@ -245,6 +245,14 @@ def test_a_lookalike_names_the_value_it_meant(capsys):
     assert "hint: write --m 4; -m is --machine" in err
 
 
+def test_a_bad_choice_gets_the_closest(capsys):
+    code, out, err = _main(capsys, "run", "programs/c00.asm", "-f", "jsn")
+    assert code == 2 and "'jsn' is not one of" in err and "hint: did you mean 'json'?" in err
+    assert "Value error" not in err and _caret_under(err, "jsn")
+    code, _, err = _main(capsys, "sweep", "matmul", "--executor=dsk")
+    assert code == 2 and "did you mean 'dask'?" in err
+
+
 def test_a_file_named_like_a_number_is_still_a_machine(tmp_path, monkeypatch, toym):
     """-m 4 is a look-alike only when no file 4 exists: a machine file may be named anything."""
     monkeypatch.chdir(tmp_path)

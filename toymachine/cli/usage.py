@@ -185,9 +185,14 @@ def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
         opts = list(getattr(param, "opts", ()) or ())
         at = _index(args, lambda a: a in opts or any(a.startswith(o + "=") for o in opts if o.startswith("--")))
         index = at + 1 if at is not None and args[at] in opts and at + 1 < len(args) else at
-        hint = _value_lookalike(cmd, param, args[index] if index is not None else None) or \
-            f"`{path} -h` says what {_long(param) if opts else 'it'} takes"
-        error = ConfigError(_sentence(text), hint=hint)
+        value = args[index] if index is not None else None
+        if value is not None and value.startswith("--") and "=" in value:
+            value = value.partition("=")[2]
+        choices = re.findall(r"'([^']*)'", text.partition("is not one of")[2])  # click's and typer's wording
+        close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5) if value is not None and choices else []
+        hint = _value_lookalike(cmd, param, value) or (f"did you mean '{close[0]}'?" if close else
+                                                       f"`{path} -h` says what {_long(param) if opts else 'it'} takes")
+        error = ConfigError(_sentence(text.replace("Value error, ", "")), hint=hint)
     else:
         option = getattr(exc, "option_name", None)
         extra = re.match(r"Got unexpected extra argument(?:s|\(s\))? \((\S+)", text, re.I)
