@@ -291,7 +291,7 @@ def lookalike_error(root, args: Sequence[str]) -> ConfigError | None:
             continue
         long = _long(options[short])
         error = ConfigError(f"{short} is {long}; did you mean --{letter}{_meaning('--' + letter)}?",
-                            hint=f"write --{letter} {value}; {short} is {long}{_meaning(long)}")
+                            hint=_bounded(f"write --{letter} {value}; {short} is {long}{_meaning(long)}"))
         error.loc = command_line_location(args, i)
         return error
     return None
