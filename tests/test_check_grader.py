@@ -113,11 +113,11 @@ def test_a_trace_that_cannot_run_fails_the_run_check():
 def test_json_contract():
     grade = check_trace(PROGRAMS / "matmul_inner_2x2.asm", problem("p3_matmul_outer.yaml"))
     d = json.loads(grade.render("json"))
-    assert set(d) == {"problem", "problem_file", "trace", "passed", "trials", "seed", "checks"}
-    assert d["passed"] is False and d["trials"] == 3
+    assert set(d) == {"problem", "problem_file", "trace", "passed", "score", "max_score", "trials", "seed", "checks"}
+    assert d["passed"] is False and d["trials"] == 3 and (d["score"], d["max_score"]) == (1, 3)
     cycles = next(c for c in d["checks"] if c["name"] == "cycles")
     assert cycles == {"name": "cycles", "kind": "budget", "passed": False, "figure": 25, "limit": 22,
-                      "message": "cycles: 25 > 22"}
+                      "message": "cycles: 25 > 22", "points": 0, "max_points": 1}
     again = check_trace(PROGRAMS / "matmul_inner_2x2.asm", problem("p3_matmul_outer.yaml"))
     assert again.render("json") == grade.render("json")  # deterministic
     for fmt in ("table", "markdown", "csv", "html", "latex"):
