@@ -13,6 +13,7 @@ __all__ = ["handout", "handout_rows", "problem_index", "HANDOUT_FORMATS"]
 
 import html
 import os
+import re
 from pathlib import Path
 
 from ..render.tex import PACKAGES_LINE, tex_escape
@@ -65,6 +66,19 @@ def handout_rows(problem: Problem) -> dict[str, list[tuple[str, str]]]:
     return {"Machine": machine, "Inputs": inputs, "Compute": expect, "Grading": grading}
 
 
+_INLINE = re.compile(r"\*\*(.+?)\*\*|`([^`]+)`")
+
+
+def _inline(text: str, escape, bold, code) -> str:
+    """The statement's **bold** and `code` spans in another format; the rest through ``escape``."""
+    out, pos = [], 0
+    for m in _INLINE.finditer(text):
+        out.append(escape(text[pos:m.start()]))
+        out.append(bold(escape(m.group(1))) if m.group(1) is not None else code(escape(m.group(2))))
+        pos = m.end()
+    return "".join(out) + escape(text[pos:])
+
+
 def _title(problem: Problem) -> str:
     return problem.title + (f" — {problem.variant_label}" if problem.variant_label else "")
 
@@ -89,7 +103,8 @@ def handout(problem: Problem | str | os.PathLike, fmt: str = "markdown", *, stud
                "<style>body{font-family:system-ui,sans-serif;max-width:50em;margin:2em auto;padding:0 1em}"
                "table{border-collapse:collapse}td{border:1px solid #ccc;padding:.2em .6em}</style></head>",
                "<body>", f"<h1>{e(_title(problem))}</h1>"]
-        out += [f"<p>{e(block.strip())}</p>" for block in problem.statement.split("\n\n") if block.strip()]
+        out += [f"<p>{_inline(block.strip(), e, lambda t: f'<strong>{t}</strong>', lambda t: f'<code>{t}</code>')}</p>"
+                for block in problem.statement.split("\n\n") if block.strip()]
         for section, items in rows.items():
             out += [f"<h2>{e(section)}</h2>", "<table>"]
             out += [f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in items] + ["</table>"]
@@ -97,7 +112,8 @@ def handout(problem: Problem | str | os.PathLike, fmt: str = "markdown", *, stud
         return "\n".join(out) + "\n"
     if fmt == "latex":
         out = [PACKAGES_LINE, f"\\section*{{{tex_escape(_title(problem))}}}"]
-        out += [tex_escape(block.strip()) + "\n" for block in problem.statement.split("\n\n") if block.strip()]
+        out += [_inline(block.strip(), tex_escape, lambda t: f"\\textbf{{{t}}}", lambda t: f"\\texttt{{{t}}}") + "\n"
+                for block in problem.statement.split("\n\n") if block.strip()]
         for section, items in rows.items():
             out += [f"\\subsection*{{{tex_escape(section)}}}", "\\begin{tabular}{ll}"]
             out += [f"{tex_escape(k)} & {tex_escape(v)} \\\\" for k, v in items] + ["\\end{tabular}", ""]
