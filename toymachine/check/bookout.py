@@ -52,17 +52,17 @@ def gradebook_csv(book: Gradebook) -> str:
     """One row per student: id, variant, score, max, status, reason, each check's points and figure."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    header = ["student", "variant", "score", "max_score", "status", "reason"]
+    header = ["student", "variant", "parameters", "score", "max_score", "status", "reason"]
     for name in book.columns:
         header += [f"{name}: points", f"{name}: figure"]
     w.writerow([csv_cell(h) for h in header])
     for e in book.entries:
-        by_name = {c.name: c for c in e.report.checks}
         reason = e.reason or next((_first_line(c.message) for c in e.report.checks if c.kind == "run"), "")
-        row = [e.student, "" if e.variant is None else e.variant + 1, e.report.score, e.report.max_score,
+        row = [e.student, "" if e.variant is None else e.variant + 1,
+               book.parameters[e.variant] if e.variant is not None and book.parameters else "",
+               e.report.score, e.report.max_score,
                status_of(e), reason]
-        for name in book.columns:
-            c = by_name.get(name)
+        for c in book.cells(e):
             row += [c.points if c else 0, c.figure if c else None]
         w.writerow([csv_cell(v) for v in row])
     return buf.getvalue()
@@ -114,11 +114,12 @@ def summary_markdown(book: Gradebook, plot: str | None = None) -> str:
         out.append(f"| {label} | {n} | {'█' * n} |")
     out += ["", "## Most-failed checks", "", "| check | failed | of | hidden |", "|---|---:|---:|---|"]
     fails = []
-    for name in book.columns + ("run",):
-        tried = [e for e in entries if any(c.name == name for c in e.report.checks)]
-        failed = sum(1 for e in tried if any(c.name == name and not c.passed for c in e.report.checks))
-        if name == "run" or failed:
-            fails.append((failed, name, len(tried)))
+    for k, name in enumerate(book.columns):
+        tried = [book.cells(e)[k] for e in entries]
+        tried = [c for c in tried if c is not None]
+        fails.append((sum(1 for c in tried if not c.passed), name, len(tried)))
+    runs = [c for e in entries for c in e.report.checks if c.kind == "run"]
+    fails.append((len(runs), "run (the trace ran)", len(entries)))
     fails = [f for f in fails if f[0]]
     for failed, name, tried in sorted(fails, key=lambda f: (-f[0], f[1])):
         out.append(f"| {md_escape(name)} | {failed} | {tried} | {'yes' if name in book.hidden else ''} |")

@@ -41,13 +41,21 @@ class Gradebook:
     title: str
     problem_file: str
     entries: tuple[Entry, ...]
-    columns: tuple[str, ...]  # every check's name, in the problem's order
-    hidden: frozenset  # names of hidden checks
+    columns: tuple[str, ...]  # every check, in the problem's order (c[?][?] where variants name it apart)
+    hidden: frozenset  # columns of hidden checks
     max_score: float
     variant_count: int = 0
+    names: tuple = ()  # per variant: the check name of each column in that variant
+    parameters: tuple = ()  # per variant: its parameters as text ("i = 0, j = 1")
 
     def entry(self, student: str) -> Entry:
         return next(e for e in self.entries if e.student == student)
+
+    def cells(self, entry: Entry) -> list:
+        """The entry's Check (or None: it did not run) in each column."""
+        by_name = {c.name: c for c in entry.report.checks}
+        names = self.names[entry.variant or 0] if self.names else self.columns
+        return [by_name.get(n) for n in names]
 
 
 def not_graded(problem: Problem, source: str, reason: str) -> CheckReport:
@@ -95,16 +103,35 @@ def grade_submissions(submissions: str | os.PathLike, problem: str | os.PathLike
     tasks = [(path, text, pick_variant(s.student, count, Path(path).stem) if count else None, s, limits)
              for s in subs]
     entries = run_points(grade_one, tasks, jobs=jobs, on_point=progress) if tasks else []
-    columns: list[str] = []
-    hidden: set[str] = set()
-    for v in variants:
-        for name, rule in v.rules.items():
-            if name not in columns:
-                columns.append(name)
-            if rule.hidden:
-                hidden.add(name)
-    return Gradebook(variants[0].title, path, tuple(entries), tuple(columns), frozenset(hidden),
-                     max(v.max_score for v in variants), count)
+    columns, names, hidden = _columns(variants)
+    title = _pattern({v.title for v in variants})
+    return Gradebook(title, path, tuple(entries), columns, hidden,
+                     max(v.max_score for v in variants), count, names,
+                     tuple(", ".join(f"{k} = {x}" for k, x in v.variant.items()) for v in variants))
+
+
+def _pattern(names: set[str]) -> str:
+    """One column name for a check the variants name apart: c[0][1], c[1][0] → c[?][?]."""
+    if len(names) == 1:
+        return next(iter(names))
+    if len({len(n) for n in names}) == 1:
+        return "".join(chars[0] if len(set(chars)) == 1 else "?" for chars in zip(*sorted(names)))
+    return " | ".join(sorted(names))
+
+
+def _columns(variants: list[Problem]) -> tuple[tuple[str, ...], tuple, frozenset]:
+    """Columns of the gradebook: the variants' checks position by position (the same problem with
+    other numbers has the same checks in the same order), else every name once."""
+    per_variant = [tuple(v.rules) for v in variants]
+    if len({len(n) for n in per_variant}) == 1:
+        columns = tuple(_pattern({n[k] for n in per_variant}) for k in range(len(per_variant[0])))
+        hidden = frozenset(columns[k] for v in variants for k, rule in enumerate(v.rules.values()) if rule.hidden)
+        return columns, tuple(per_variant), hidden
+    union: list[str] = []
+    for n in per_variant:
+        union += [name for name in n if name not in union]
+    hidden = frozenset(name for v in variants for name, rule in v.rules.items() if rule.hidden)
+    return tuple(union), tuple(tuple(union) for _ in variants), hidden
 
 
 def check_submission(path: str | os.PathLike, problem: Problem, *, limits: GradeLimits = DEFAULT_LIMITS,
