@@ -1,4 +1,4 @@
-; bob (variant 3: c10): right, but loads a10 twice: 9 cycles, 5 LOADs
+; bob (variant 3: c10): right, but loads a10 twice and stores twice: 9 cycles, 5 LOADs, 2 STOREs
 LOAD a[1][0], R0
 LOAD b[0][0], R1
 MAC_Z R0, R1, R2
