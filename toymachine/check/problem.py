@@ -199,12 +199,27 @@ def _expectation(src: Source, knode, vnode, inputs: dict) -> tuple[Expectation, 
                 raise ExprError(f"unknown name '{name.name}'", name.pos, len(name.name),
                                 hint=f"names are the problem's inputs: {', '.join(inputs) or '(none)'}")
         # evaluate once on stand-in values of the inputs' shapes: shape errors surface here
-        evaluate(node, {n: np.ones(spec.shape) for n, spec in inputs.items()})
+        shape = np.shape(evaluate(node, {n: np.ones(spec.shape) for n, spec in inputs.items()}))
     except ExprError as exc:
         one_line = vnode.start_mark.line == vnode.end_mark.line
         loc = src.loc(vnode, offset=quoted + exc.pos, length=exc.length) if one_line else src.loc(vnode)
         raise ConfigError(f"in the expected value of '{target}': {exc.message}", loc=loc, hint=exc.hint) from None
+    if address is not None and len(address.index) == len(shape) and not _inside(address, shape):
+        raise src.error(f"'{target}' lies outside {text}, of shape {shape}", knode,
+                        hint="name a cell or block inside the expected array")
     return Expectation(target, array, address, text, node, src.loc(knode)), rule
+
+
+def _inside(address: Mem, shape: tuple) -> bool:
+    from ..program import Span
+
+    for item, n in zip(address.index, shape):
+        if isinstance(item, Span):
+            if (item.stop is not None and item.stop > n) or (item.start or 0) >= (n if item.stop is None else item.stop):
+                return False
+        elif item >= n:
+            return False
+    return True
 
 
 def _machine(src: Source, spec: dict, base: str) -> Machine:
