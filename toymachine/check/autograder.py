@@ -15,6 +15,7 @@ __all__ = ["autograder_zip", "build_wheel", "SETUP_SH", "run_autograder_script"]
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,10 +72,19 @@ def build_wheel(project: str | os.PathLike | None = None) -> tuple[str, bytes]:
     if not (root / "pyproject.toml").is_file():
         raise ConfigError(f"no toymachine source tree at {root} to build a wheel from",
                           hint="give a wheel with --wheel FILE (pip wheel --no-deps toymachine)")
-    with tempfile.TemporaryDirectory(prefix="toym-wheel-") as out:
+    with tempfile.TemporaryDirectory(prefix="toym-wheel-") as tmp:
+        src, out = Path(tmp) / "src", Path(tmp) / "out"  # a copy: the build writes nothing into the tree
+        skip = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info")
+        src.mkdir()
+        for name in ("pyproject.toml", "README.md", "LICENSE", "setup.cfg", "setup.py"):
+            if (root / name).is_file():
+                shutil.copy2(root / name, src / name)
+        for package in ("toymachine", "kernels_gpu"):
+            if (root / package).is_dir():
+                shutil.copytree(root / package, src / package, ignore=skip)
         proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                               "-w", out, str(root)], capture_output=True, text=True)
-        wheels = sorted(Path(out).glob("toymachine-*.whl"))
+                               "-w", str(out), str(src)], capture_output=True, text=True)
+        wheels = sorted(out.glob("toymachine-*.whl"))
         if proc.returncode != 0 or not wheels:
             raise ConfigError("pip could not build the toymachine wheel: " + (proc.stderr.strip()[-500:] or "no wheel"),
                               hint="build one with `pip wheel --no-deps .` and pass it with --wheel FILE")
