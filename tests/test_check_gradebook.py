@@ -223,3 +223,12 @@ def test_a_bad_batch_is_an_error_not_a_row(tmp_path):
     (tmp_path / "notzip.zip").write_bytes(b"PK\x03\x04 broken")
     with pytest.raises(ConfigError, match="neither a folder nor a zip"):
         grade_submissions(tmp_path / "notzip.zip", P1)
+
+
+def test_two_submissions_for_one_id_are_both_rows(tmp_path):
+    subs = tmp_path / "subs"
+    (subs / "Alice").mkdir(parents=True)
+    (subs / "Alice" / "m.asm").write_text((PROGRAMS / "matmul_outer_2x2.asm").read_text())
+    (subs / "alice.asm").write_text((PROGRAMS / "matmul_outer_2x2.asm").read_text())
+    got = {s.student: s for s in collect_submissions(subs)}
+    assert set(got) == {"Alice", "alice~2"} and got["alice~2"].reason == "a second submission for alice"

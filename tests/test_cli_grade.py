@@ -116,3 +116,14 @@ def test_every_bundled_handout_compiles(tmp_path):
     log = (tmp_path / "all.log").read_text(errors="replace")
     assert proc.returncode == 0 and not [line for line in log.splitlines() if line.startswith("!")], log[-2000:]
     assert "Missing character" not in log
+
+
+def test_problem_errors_exit_2(toym, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("inputs:\n  a: [1, 2]\nexpect:\n  c: a\nmax_cycles: {5: 1, 9: 2}\n")
+    code, out, err = toym("problem", "show", bad)
+    assert code == 2 and out == "" and f"{bad}:5:20" in err and "earns more points" in err
+    code, _, err = toym("problem", "list", tmp_path / "missing")
+    assert code == 2 and "no such folder" in err
+    code, out, _ = toym("problem", "list", tmp_path, "-f", "csv")  # a broken file is listed, not fatal
+    assert code == 0 and "bad.yaml,error: 'max_cycles': the looser limit 9" in out

@@ -135,9 +135,10 @@ def _columns(variants: list[Problem]) -> tuple[tuple[str, ...], tuple, frozenset
 
 
 def check_submission(path: str | os.PathLike, problem: Problem, *, limits: GradeLimits = DEFAULT_LIMITS,
-                     student: str | None = None) -> CheckReport:
+                     student: str | None = None, **options) -> CheckReport:
     """One student's hand-in (a folder such as Gradescope's /autograder/submission, or a file)
-    graded within ``limits``: whatever is wrong with it is a failing report, never an error."""
+    graded within ``limits``: whatever is wrong with it is a failing report, never an error.
+    ``options`` go to ``check_trace`` (seed, trials, machine)."""
     from .submissions import read_file, read_student_folder
 
     path = os.fspath(path)
@@ -146,16 +147,16 @@ def check_submission(path: str | os.PathLike, problem: Problem, *, limits: Grade
     else:
         text, reason = read_file(path, limits)
         sub = Submission(student or "student", path, text, reason)
-    return _graded(problem, sub, limits)[0]
+    return _graded(problem, sub, limits, options)[0]
 
 
-def _graded(problem: Problem, sub: Submission, limits: GradeLimits) -> tuple[CheckReport, str]:
+def _graded(problem: Problem, sub: Submission, limits: GradeLimits, options: dict | None = None) -> tuple:
     if sub.text is None:
         return not_graded(problem, sub.source, sub.reason), sub.reason
     reason = ""
     try:
         with time_limit(limits.seconds):
-            report = check_trace(sub.text, problem, name=sub.source)
+            report = check_trace(sub.text, problem, name=sub.source, **(options or {}))
     except TimeLimitExceeded as exc:
         reason = f"{exc} (grading stopped)"
     except ToyMachineError as exc:

@@ -13,6 +13,11 @@
     tolerance: 1e-9         # |trace − expected| ≤ tolerance · (1 + |expected|)
     trials: 3               # random input draws (default 3 when an input is random)
 
+For a course (``check.rules``, ``check.variants``): ``points`` per check and budget tiers
+(``max_cycles: {22: 10, 25: 5}``), ``hidden: true`` checks, ``allowed_ops: [LOAD, STORE, MAC]``,
+``statement:`` (the handout's Markdown), ``variants:`` (parameter sets, used as ``{n}``) and
+``submission:`` (the file each student hands in, in a folder per student).
+
 Random inputs: ``{shape: [..], dist: normal}`` (default, standard normal),
 ``{shape, dist: uniform, low: 0, high: 1}`` or ``{shape, dist: integers, low: -5, high: 5}``
 (both ends included). Trial k of seed s draws from ``numpy.random.default_rng([s, k,

@@ -45,17 +45,19 @@ def check_command(
     every expected array and check every budget; print the score; exit 0 when all pass, 1 when one fails."""
     with guard(fmt):
         loaded = load_problem(problem, student=student or None)
+        override = resolve_machine(machine) if machine else None
         if os.path.isdir(trace):
             from ..check.gradebook import check_submission
 
-            grade = check_submission(trace, loaded, student=student or None)
+            grade = check_submission(trace, loaded, student=student or None, seed=seed, trials=trials,
+                                     machine=override)
         else:
             source = trace
             if trace == "-":
                 text = sys.stdin.read()
                 source = text if text.endswith("\n") else text + "\n"  # text, not a path
             grade = check_trace(source, loaded, seed=seed, trials=trials, name="<stdin>" if trace == "-" else None,
-                                machine=resolve_machine(machine) if machine else None)
+                                machine=override)
         if fmt.value == "gradescope":
             from ..check.gradescope import gradescope_json
 
