@@ -9,7 +9,7 @@ assemble, runs out of time or breaks the grader is one failing entry with the re
 
 from __future__ import annotations
 
-__all__ = ["Entry", "Gradebook", "grade_submissions", "grade_one", "not_graded", "check_submission"]
+__all__ = ["Entry", "Gradebook", "grade_submissions", "grade_one", "grade_batch", "not_graded", "check_submission"]
 
 import os
 import time
@@ -83,6 +83,11 @@ def grade_one(path: str, text: str, variant: int | None, sub: Submission, limits
     return Entry(sub.student, sub.source, report, reason, variant, time.perf_counter() - start)
 
 
+def grade_batch(path: str, text: str, items: list, limits: GradeLimits) -> list[Entry]:
+    """``grade_one`` for each (variant, submission) of ``items``: one call per worker round trip."""
+    return [grade_one(path, text, variant, sub, limits) for variant, sub in items]
+
+
 def grade_submissions(submissions: str | os.PathLike, problem: str | os.PathLike, *, jobs: int = 1,
                       limits: GradeLimits = DEFAULT_LIMITS,
                       progress: Callable[[int, int], None] | None = None) -> Gradebook:
@@ -100,9 +105,18 @@ def grade_submissions(submissions: str | os.PathLike, problem: str | os.PathLike
     variants = load_variants(path, text)  # every variant checked before a student is graded
     count = variants[0].variant_count
     subs = collect_submissions(submissions, variants[0].submission, limits)
-    tasks = [(path, text, pick_variant(s.student, count, Path(path).stem) if count else None, s, limits)
-             for s in subs]
-    entries = run_points(grade_one, tasks, jobs=jobs, on_point=progress) if tasks else []
+    items = [(pick_variant(s.student, count, Path(path).stem) if count else None, s) for s in subs]
+    # a worker grades a batch per call: one trace takes about a millisecond, a round trip to a worker as long
+    size = 1 if jobs <= 1 else max(1, min(32, len(items) // (4 * jobs)))
+    batches = [(path, text, items[k:k + size], limits) for k in range(0, len(items), size)]
+    done = [0]
+
+    def counted(finished: int, total: int) -> None:
+        done[0] = min(len(items), finished * size)
+        progress(done[0], len(items))
+
+    results = run_points(grade_batch, batches, jobs=jobs, on_point=counted if progress else None) if batches else []
+    entries = [e for batch in results for e in batch]
     columns, names, hidden = _columns(variants)
     title = _pattern({v.title for v in variants})
     return Gradebook(title, path, tuple(entries), columns, hidden,
