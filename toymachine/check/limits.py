@@ -29,8 +29,9 @@ class GradeLimits:
 DEFAULT_LIMITS = GradeLimits()
 
 
-class TimeLimitExceeded(Exception):
-    pass
+class TimeLimitExceeded(BaseException):
+    """Raised by the timer wherever the grader is: a BaseException (like KeyboardInterrupt), so
+    that no ``except Exception`` on the way turns it into another error."""
 
 
 @contextlib.contextmanager
