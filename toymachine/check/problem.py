@@ -29,7 +29,7 @@ bad shape, an unknown name in an expression, …).
 from __future__ import annotations
 
 __all__ = ["Problem", "InputSpec", "Expectation", "BUDGETS", "ARRAY_BUDGETS", "load_problem", "load_variants",
-           "KEYS"]
+           "KEYS", "KEY_DOCS"]
 
 import difflib
 import math
@@ -62,6 +62,11 @@ ARRAY_BUDGETS: dict[str, str] = {"max_reads": "words read from", "max_writes": "
 KEYS = ("title", "description", "statement", "inputs", "expect", "registers", "machine", "tolerance", "trials",
         "seed", "reference", "submission", "allowed_ops", "variants") + tuple(BUDGETS) + tuple(ARRAY_BUDGETS)
 _DISTS = ("normal", "uniform", "integers")
+# what the course keys mean (the generated reference reads this)
+KEY_DOCS = {"statement": "the handout's text, Markdown (`toym problem show`); default: description",
+            "submission": "the file each student hands in, in a folder per student (`toym grade`, Gradescope)",
+            "allowed_ops": "the only instructions the trace may use: a list, or `{ops: [...], points, hidden}`",
+            "variants": "parameter sets, one per variant, used as `{name}` anywhere in the file; `--student ID` picks one"}
 
 
 @dataclass(frozen=True)
