@@ -32,7 +32,7 @@ cd "$(dirname "$0")"
 if ! command -v pip3 >/dev/null 2>&1; then
     apt-get install -y python3 python3-pip
 fi
-pip3 install ./{wheel}
+pip3 install ./{wheel} || pip3 install --break-system-packages ./{wheel}   # Ubuntu 24.04: PEP 668
 """
 
 
