@@ -47,7 +47,8 @@ def grade_command(
     submissions: str = typer.Argument(..., help="A folder of id.asm files, a folder of student folders, or an LMS zip."),
     problem: str = typer.Option(..., "--problem", "-p", help="Problem file (YAML); with variants, each student gets theirs."),
     out: str = typer.Option(..., "--out", help="Folder for gradebook.csv, feedback/<id>.md|.html and summary.md."),
-    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Worker processes (the gradebook is the same for any number)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes (default: every core; the "
+                                       "gradebook is the same for any number)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", min=0.001, help="Seconds one submission may take "
                                                "to grade (default 10)."),
     max_instructions: Optional[int] = typer.Option(None, "--max-instructions", min=1, help="Lines one trace may have "
@@ -60,6 +61,7 @@ def grade_command(
 
     from ..check.gradebook import grade_submissions
     from ..check.limits import DEFAULT_LIMITS
+    from ..experiments.parallel import default_jobs
 
     limits = DEFAULT_LIMITS
     if time_limit is not None:
@@ -68,7 +70,8 @@ def grade_command(
         limits = dataclasses.replace(limits, max_instructions=max_instructions)
     with guard():
         with progress_bar("grade", show_progress(progress)) as update:
-            book = grade_submissions(submissions, problem, jobs=jobs, limits=limits, progress=update)
+            book = grade_submissions(submissions, problem, jobs=jobs or default_jobs(), limits=limits,
+                                     progress=update)
         write_gradebook(book, out)
         graded = sum(1 for e in book.entries if not e.reason)
         passed = sum(1 for e in book.entries if e.report.passed)
