@@ -4,7 +4,6 @@ Gradescope's layout, grades good and bad submissions into a valid results.json."
 
 import json
 import os
-import stat
 import subprocess
 import sys
 import zipfile

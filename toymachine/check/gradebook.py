@@ -70,7 +70,8 @@ _CACHE: dict = {}  # (file, text, variant) → Problem, per process
 def _problem(path: str, text: str, variant: int | None) -> Problem:
     key = (path, text, variant)
     if key not in _CACHE:
-        _CACHE.clear() if len(_CACHE) > 64 else None
+        if len(_CACHE) > 64:
+            _CACHE.clear()
         _CACHE[key] = load_problem(path, text, variant=variant)
     return _CACHE[key]
 

@@ -37,8 +37,10 @@ def write_gradebook(book, out: str) -> list[str]:
     write_output(gradebook_csv(book), os.path.join(out, "gradebook.csv"))
     png = summary_png(book)
     if png is not None:
-        with open(os.path.join(out, "summary.png"), "wb") as fh:
+        tmp = os.path.join(out, ".summary.png.part")  # written whole, then renamed into place
+        with open(tmp, "wb") as fh:
             fh.write(png)
+        os.replace(tmp, os.path.join(out, "summary.png"))
     write_output(summary_markdown(book, "summary.png" if png is not None else None), os.path.join(out, "summary.md"))
     return written
 
