@@ -59,7 +59,8 @@ def test_a_blown_budget_fails_with_the_figure_and_the_limit():
     by_name = {c.name: c for c in grade.checks}
     assert by_name["c"].passed
     assert not by_name["cycles"].passed and (by_name["cycles"].figure, by_name["cycles"].limit) == (25, 22)
-    assert by_name["cycles"].message == "cycles: 25 > 22"
+    assert by_name["cycles"].message == "cycles: 25 > 22 (≤ 25: 1 of 3 points)"  # the problem's tiers {22: 3, 25: 1}
+    assert (by_name["cycles"].points, by_name["loads"].points, grade.score, grade.max_score) == (1, 0, 7, 10)
     assert not by_name["loads"].passed and by_name["loads"].message == "LOAD instructions: 13 > 10"
     assert not grade.passed and "failed: 2 of 3 checks" in grade.render()
 
@@ -113,11 +114,11 @@ def test_a_trace_that_cannot_run_fails_the_run_check():
 def test_json_contract():
     grade = check_trace(PROGRAMS / "matmul_inner_2x2.asm", problem("p3_matmul_outer.yaml"))
     d = json.loads(grade.render("json"))
-    assert set(d) == {"problem", "problem_file", "trace", "passed", "trials", "seed", "checks"}
-    assert d["passed"] is False and d["trials"] == 3
+    assert set(d) == {"problem", "problem_file", "trace", "passed", "score", "max_score", "trials", "seed", "checks"}
+    assert d["passed"] is False and d["trials"] == 3 and (d["score"], d["max_score"]) == (7, 10)
     cycles = next(c for c in d["checks"] if c["name"] == "cycles")
     assert cycles == {"name": "cycles", "kind": "budget", "passed": False, "figure": 25, "limit": 22,
-                      "message": "cycles: 25 > 22"}
+                      "message": "cycles: 25 > 22 (≤ 25: 1 of 3 points)", "points": 1, "max_points": 3}
     again = check_trace(PROGRAMS / "matmul_inner_2x2.asm", problem("p3_matmul_outer.yaml"))
     assert again.render("json") == grade.render("json")  # deterministic
     for fmt in ("table", "markdown", "csv", "html", "latex"):

@@ -15,13 +15,14 @@ import sys
 from typing import Callable, Iterable, Iterator
 
 from .asm import Chunks, binary_chunks, decode_source, open_error, text_chunks
-from .machine import resolve_machine
+from .machine import Machine, resolve_machine
 from .sim.memory import load_data_file
 from .result import Result
 from .sim import simulate
 
 
-def run_file(path: str, *, machine: str | None = None, registers: int | None = None, data: str | None = None,
+def run_file(path: str, *, machine: str | Machine | None = None, registers: int | None = None,
+             data: str | dict | None = None,
              seed: int = 0, symbolic: bool = False, steps: bool | None = None, dtype: str | None = None,
              strict_numerics: bool = False, strict_inputs: bool = False,
              progress: Callable[[int, int], None] | None = None, step_limit: int | None = None) -> Result:
@@ -30,9 +31,10 @@ def run_file(path: str, *, machine: str | None = None, registers: int | None = N
     ``strict_inputs``: an array read but never given is an error (``DataError``), not a
     warning in ``Result.warnings``. ``progress(done, total)`` is called as the file is read
     (bytes of the file; for standard input characters, total 0). ``steps=None`` keeps the step
-    rows of runs of at most ``step_limit`` steps (default: the simulator's, 200)."""
-    mach = resolve_machine(machine)
-    arrays = load_data_file(data) if data else None
+    rows of runs of at most ``step_limit`` steps (default: the simulator's, 200). ``machine`` may
+    be a ``Machine`` and ``data`` the arrays themselves (``toym run --problem``: the exercise's)."""
+    mach = machine if isinstance(machine, Machine) else resolve_machine(machine)
+    arrays = data if isinstance(data, dict) else (load_data_file(data) if data else None)
     kwargs = dict(registers=registers, seed=seed, symbolic=symbolic, steps=steps, dtype=dtype,
                   strict_numerics=strict_numerics, strict_inputs=strict_inputs)
     if step_limit is not None:

@@ -34,6 +34,7 @@ from ..sim import simulate
 from .expr import evaluate
 from .problem import ARRAY_BUDGETS, BUDGETS, Expectation, Problem, load_problem
 from .report import Check, CheckReport
+from .rules import CHECK_NAMES
 
 
 def draw_inputs(problem: Problem, seed: int, trial: int) -> dict[str, np.ndarray]:
@@ -168,15 +169,16 @@ def _compare(exp: Expectation, result: Result, want: np.ndarray, tol: float) -> 
 
 def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike | Problem, *,
                 seed: int | None = None, trials: int | None = None, name: str | None = None,
-                machine: Machine | None = None) -> CheckReport:
+                machine: Machine | None = None, student: str | None = None) -> CheckReport:
     """Grade ``trace`` against ``problem`` (a path or a loaded ``Problem``): one check per
     expected array and per budget, plus a ``run`` check if the trace cannot run.
 
     ``trace`` is a path, assembly text (a string with a newline in it) or a ``Program``;
     ``name`` names text in messages (default ``<trace>``). ``seed``/``trials`` override the
-    problem's, and ``machine`` its machine (a note in the report says so)."""
+    problem's, and ``machine`` its machine (a note in the report says so); ``student`` picks
+    the student's variant of a problem given as a path."""
     if not isinstance(problem, Problem):
-        problem = load_problem(problem)
+        problem = load_problem(problem, student=student)
     seed = problem.seed if seed is None else seed
     trials = problem.trials if trials is None else trials
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
@@ -199,11 +201,73 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
             results.append(simulate(program, problem.machine, draw_inputs(problem, seed, t), seed=seed + t,
                                     steps=False))
     except ToyMachineError as err:
+        _exercise_hint(err, problem, machine is not None)
         checks.append(Check("run", "run", False, message=_for_grading(err, problem).render()))
-        return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes)
+        return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes,
+                           problem.max_score, problem.variant_label)
     checks += _value_checks(problem, results, seed)
     checks += _budget_checks(problem, results, program)
-    return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes)
+    if problem.allowed_ops is not None:
+        checks.append(_ops_check(problem, results))
+    return CheckReport(problem.title, problem.file, name, tuple(_scored(problem, checks)), trials, seed, notes,
+                       problem.max_score, problem.variant_label, _metrics(results))
+
+
+def _exercise_hint(err: ToyMachineError, problem: Problem, overridden: bool) -> None:
+    """A hint that names a flag of ``toym run`` (--registers) says what the exercise allows
+    instead: under ``toym check`` the problem fixes the machine."""
+    if err.hint and "--registers" in err.hint:
+        n = problem.machine.registers
+        err.hint = (f"the exercise's machine has {n} registers (R0–R{n - 1}): reuse a register once its value "
+                    f"is no longer needed" + ("" if overridden else "; toym check --machine tries a bigger machine"))
+
+
+def _metrics(results: list[Result]) -> dict:
+    """What the run cost (the largest figure over the trials): the summary's distributions."""
+    return {"cycles": max(r.cycles for r in results), "dram_reads": max(r.dram_reads for r in results),
+            "dram_writes": max(r.dram_writes for r in results), "registers": max(r.registers_used for r in results),
+            "instructions": max(sum(r.ops.values()) for r in results)}
+
+
+def _ops_check(problem: Problem, results: list[Result]) -> Check:
+    used: dict[str, int] = {}
+    for r in results[:1]:  # no branches: every trial runs the same instructions
+        for op, count in r.ops.items():
+            if count:
+                used[op] = count
+    extra = {op: n for op, n in used.items() if op not in problem.allowed_ops}
+    allowed = ", ".join(problem.allowed_ops)
+    if not extra:
+        return Check("instructions", "ops", True, 0, 0, f"only {allowed}")
+    listed = ", ".join(f"{op} ({n}×)" for op, n in sorted(extra.items()))
+    return Check("instructions", "ops", False, sum(extra.values()), 0, f"uses {listed}; allowed: {allowed}")
+
+
+def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
+    """Each check with its points (``check.rules``): a value check all or nothing; a budget
+    the points of the best tier it meets; budgets and instructions only when every value is right."""
+    values_right = all(c.passed for c in checks if c.kind == "value")
+    out = []
+    for c in checks:
+        rule = problem.rules.get(c.name)
+        if rule is None:
+            out.append(c)
+            continue
+        message = c.message
+        if c.kind == "value":
+            points = rule.points if c.passed else 0
+        elif c.kind == "ops":
+            points = rule.points if c.passed else 0
+        else:
+            points = rule.earned(c.figure)
+            tier = rule.tier_of(c.figure)
+            if len(rule.tiers) > 1 and 0 < points < rule.points:
+                message += f" (≤ {tier:g}: {points:g} of {rule.points:g} points)"
+        if points and not values_right:
+            points, message = 0, message + " (no points: an expected array is wrong)"
+        out.append(dataclasses.replace(c, message=message, points=points, max_points=rule.points,
+                                       hidden=rule.hidden))
+    return out
 
 
 # the options of `toym check`: a hint in a grade may name these, and no other command's
@@ -246,10 +310,6 @@ def _value_checks(problem: Problem, results: list[Result], seed: int) -> list[Ch
     return out
 
 
-_CHECK_NAMES = {"max_cycles": "cycles", "max_loads": "loads", "max_stores": "stores", "max_registers": "registers",
-                "max_dram_reads": "DRAM reads", "max_dram_writes": "DRAM writes", "max_sram": "SRAM peak"}
-
-
 def _figure(key: str, result: Result) -> Any:
     if key == "max_cycles":
         return result.cycles
@@ -273,7 +333,7 @@ def _budget_checks(problem: Problem, results: list[Result], program: Program) ->
         figure = int(figure) if float(figure).is_integer() else figure
         what = BUDGETS[key]
         passed = figure <= limit
-        out.append(Check(_CHECK_NAMES[key], "budget", passed, figure, limit,
+        out.append(Check(CHECK_NAMES[key], "budget", passed, figure, limit,
                          f"{what}: {figure:g} {'≤' if passed else '>'} {limit:g}"))
     shapes = {n: _nested_shape(results[0].memory[n]) for n in results[0].memory}
     for key, per_array in problem.array_budgets.items():

@@ -13,6 +13,11 @@
     tolerance: 1e-9         # |trace − expected| ≤ tolerance · (1 + |expected|)
     trials: 3               # random input draws (default 3 when an input is random)
 
+For a course (``check.rules``, ``check.variants``): ``points`` per check and budget tiers
+(``max_cycles: {22: 10, 25: 5}``), ``hidden: true`` checks, ``allowed_ops: [LOAD, STORE, MAC]``,
+``statement:`` (the handout's Markdown), ``variants:`` (parameter sets, used as ``{n}``) and
+``submission:`` (the file each student hands in, in a folder per student).
+
 Random inputs: ``{shape: [..], dist: normal}`` (default, standard normal),
 ``{shape, dist: uniform, low: 0, high: 1}`` or ``{shape, dist: integers, low: -5, high: 5}``
 (both ends included). Trial k of seed s draws from ``numpy.random.default_rng([s, k,
@@ -23,7 +28,8 @@ bad shape, an unknown name in an expression, …).
 
 from __future__ import annotations
 
-__all__ = ["Problem", "InputSpec", "Expectation", "BUDGETS", "ARRAY_BUDGETS", "load_problem", "KEYS"]
+__all__ = ["Problem", "InputSpec", "Expectation", "BUDGETS", "ARRAY_BUDGETS", "load_problem", "load_variants",
+           "KEYS", "KEY_DOCS"]
 
 import difflib
 import math
@@ -38,6 +44,9 @@ from ..errors import ConfigError, Location
 from ..machine import Machine
 from ..program import Mem
 from .expr import ExprError, Node, evaluate, names_in, parse_expr
+from .rules import CHECK_NAMES, Rule, limit_rule, ops_rule, value_rule
+from .variants import describe_variant, pick_variant, substitute, variant_params
+from .yamlsrc import Source, mapping, number, value_of
 
 # budget key → (what it limits, unit)
 BUDGETS: dict[str, str] = {
@@ -50,9 +59,14 @@ BUDGETS: dict[str, str] = {
     "max_sram": "SRAM peak (words)",
 }
 ARRAY_BUDGETS: dict[str, str] = {"max_reads": "words read from", "max_writes": "words written to"}
-KEYS = ("title", "description", "inputs", "expect", "registers", "machine", "tolerance", "trials", "seed",
-        "reference") + tuple(BUDGETS) + tuple(ARRAY_BUDGETS)
+KEYS = ("title", "description", "statement", "inputs", "expect", "registers", "machine", "tolerance", "trials",
+        "seed", "reference", "submission", "allowed_ops", "variants") + tuple(BUDGETS) + tuple(ARRAY_BUDGETS)
 _DISTS = ("normal", "uniform", "integers")
+# what the course keys mean (the generated reference reads this)
+KEY_DOCS = {"statement": "the handout's text, Markdown (`toym problem show`); default: description",
+            "submission": "the file each student hands in, in a folder per student (`toym grade`, Gradescope)",
+            "allowed_ops": "the only instructions the trace may use: a list, or `{ops: [...], points, hidden}`",
+            "variants": "parameter sets, one per variant, used as `{name}` anywhere in the file; `--student ID` picks one"}
 
 
 @dataclass(frozen=True)
@@ -100,52 +114,26 @@ class Problem:
     reference: str | None = None  # a solution trace, relative to the problem file
     file: str = "<problem>"
     locations: dict = field(default_factory=dict, compare=False)  # key → Location, for messages
+    rules: dict = field(default_factory=dict)  # check name → Rule (points), in the grader's order
+    allowed_ops: tuple[str, ...] | None = None  # the instructions a trace may use (None: any)
+    statement: str = ""  # the handout's text (markdown); description when not given
+    submission: str | None = None  # the file each student hands in, in a folder per student
+    variant: dict = field(default_factory=dict)  # this variant's parameters ({} without variants)
+    variant_index: int | None = None  # 0-based
+    variant_count: int = 0
+
+    @property
+    def max_score(self) -> float:
+        return sum(rule.points for rule in self.rules.values())
+
+    @property
+    def variant_label(self) -> str | None:
+        if self.variant_index is None:
+            return None
+        return describe_variant(self.variant_index, self.variant_count, self.variant)
 
 
-class _Source:
-    def __init__(self, path: str, text: str):
-        self.path, self.lines = path, text.splitlines()
-
-    def loc(self, node, offset: int = 0, length: int | None = None) -> Location:
-        line, col = node.start_mark.line + 1, node.start_mark.column + 1
-        src = self.lines[line - 1] if 0 < line <= len(self.lines) else None
-        if length is None:
-            same = node.start_mark.line == node.end_mark.line
-            length = max(1, node.end_mark.column - node.start_mark.column) if same else 1
-        return Location(self.path, line, col + offset, src, length)
-
-    def error(self, message: str, node, hint: str | None = None, **kw) -> ConfigError:
-        return ConfigError(message, loc=self.loc(node, **kw), hint=hint)
-
-
-def _value(node):
-    return yaml.safe_load(yaml.serialize(node))
-
-
-def _number(src: _Source, node, key: str, *, integer: bool = False, minimum: float = 0, strict: bool = False):
-    value = _value(node)
-    if isinstance(value, str):  # YAML 1.1 reads 1e-9 (no '.') as text
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-    if not bad and integer and float(value) != int(value):
-        bad = True
-    if bad or value < minimum or (strict and value == minimum):
-        kind = "a whole number" if integer else "a number"
-        bound = f" > {minimum:g}" if strict else f" ≥ {minimum:g}"
-        raise src.error(f"'{key}' must be {kind}{bound}, got {value!r}", node)
-    return int(value) if integer or isinstance(value, int) else float(value)
-
-
-def _mapping(src: _Source, node, what: str):
-    if not isinstance(node, yaml.MappingNode):
-        raise src.error(f"{what} must be a mapping (name: value lines)", node)
-    return node.value
-
-
-def _input(src: _Source, name: str, node) -> InputSpec:
+def _input(src: Source, name: str, node) -> InputSpec:
     import numpy as np
 
     if isinstance(node, yaml.MappingNode):
@@ -156,24 +144,24 @@ def _input(src: _Source, name: str, node) -> InputSpec:
                                 hint="a random input takes shape, dist (normal | uniform | integers), low, high")
         if "shape" not in opts:
             raise src.error(f"input '{name}' needs a shape, e.g. {{shape: [2, 2]}}", node)
-        shape = _value(opts["shape"])
+        shape = value_of(opts["shape"])
         if isinstance(shape, int) and not isinstance(shape, bool):
             shape = [shape]
         if (not isinstance(shape, list) or not shape
                 or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape)):
             raise src.error(f"the shape of '{name}' must be a list of positive whole numbers, got {shape!r}",
                             opts["shape"], hint="e.g. shape: [4, 3]")
-        dist = _value(opts["dist"]) if "dist" in opts else "normal"
+        dist = value_of(opts["dist"]) if "dist" in opts else "normal"
         if dist not in _DISTS:
             raise src.error(f"unknown distribution {dist!r} for input '{name}'", opts["dist"],
                             hint=f"choose one of {', '.join(_DISTS)}")
         default_low, default_high = (-5.0, 5.0) if dist == "integers" else (0.0, 1.0)
-        low = _number(src, opts["low"], "low", minimum=-math.inf) if "low" in opts else default_low
-        high = _number(src, opts["high"], "high", minimum=-math.inf) if "high" in opts else default_high
+        low = number(src, opts["low"], "low", minimum=-math.inf) if "low" in opts else default_low
+        high = number(src, opts["high"], "high", minimum=-math.inf) if "high" in opts else default_high
         if dist != "normal" and high < low:
             raise src.error(f"input '{name}': high ({high:g}) is below low ({low:g})", node)
         return InputSpec(name, None, tuple(shape), dist, low, high, src.loc(node))
-    value = _value(node)
+    value = value_of(node)
     if not isinstance(value, list):
         raise src.error(f"input '{name}' must be an array literal ([...]) or {{shape: [...]}}, got {value!r}",
                         node, hint="the trace addresses arrays by index: give x: [1, 2, 3], not x: 1")
@@ -187,13 +175,14 @@ def _input(src: _Source, name: str, node) -> InputSpec:
     return InputSpec(name, arr, tuple(arr.shape), loc=src.loc(node))
 
 
-def _expectation(src: _Source, knode, vnode, inputs: dict) -> Expectation:
+def _expectation(src: Source, knode, vnode, inputs: dict) -> tuple[Expectation, Rule]:
     import numpy as np
 
     from ..asm import parse
     from ..errors import AsmError
 
     target = str(knode.value).strip()
+    vnode, rule = value_rule(src, vnode, target)
     address = None
     if "[" in target:
         try:
@@ -206,7 +195,7 @@ def _expectation(src: _Source, knode, vnode, inputs: dict) -> Expectation:
         array = target
         if not array.isidentifier():
             raise src.error(f"'{target}' is not an array name", knode, hint="write c, c[0][1] or O[0:2, :]")
-    text = _value(vnode)
+    text = value_of(vnode)
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         text = repr(text)
     if not isinstance(text, str):
@@ -220,21 +209,36 @@ def _expectation(src: _Source, knode, vnode, inputs: dict) -> Expectation:
                 raise ExprError(f"unknown name '{name.name}'", name.pos, len(name.name),
                                 hint=f"names are the problem's inputs: {', '.join(inputs) or '(none)'}")
         # evaluate once on stand-in values of the inputs' shapes: shape errors surface here
-        evaluate(node, {n: np.ones(spec.shape) for n, spec in inputs.items()})
+        shape = np.shape(evaluate(node, {n: np.ones(spec.shape) for n, spec in inputs.items()}))
     except ExprError as exc:
         one_line = vnode.start_mark.line == vnode.end_mark.line
         loc = src.loc(vnode, offset=quoted + exc.pos, length=exc.length) if one_line else src.loc(vnode)
         raise ConfigError(f"in the expected value of '{target}': {exc.message}", loc=loc, hint=exc.hint) from None
-    return Expectation(target, array, address, text, node, src.loc(knode))
+    if address is not None and len(address.index) == len(shape) and not _inside(address, shape):
+        raise src.error(f"'{target}' lies outside {text}, of shape {shape}", knode,
+                        hint="name a cell or block inside the expected array")
+    return Expectation(target, array, address, text, node, src.loc(knode)), rule
 
 
-def _machine(src: _Source, spec: dict, base: str) -> Machine:
+def _inside(address: Mem, shape: tuple) -> bool:
+    from ..program import Span
+
+    for item, n in zip(address.index, shape):
+        if isinstance(item, Span):
+            if (item.stop is not None and item.stop > n) or (item.start or 0) >= (n if item.stop is None else item.stop):
+                return False
+        elif item >= n:
+            return False
+    return True
+
+
+def _machine(src: Source, spec: dict, base: str) -> Machine:
     from ..machine import DEFAULT_MACHINE, resolve_machine
 
     machine = DEFAULT_MACHINE
     if "machine" in spec:
         node = spec["machine"]
-        name = _value(node)
+        name = value_of(node)
         if not isinstance(name, str):
             raise src.error(f"'machine' must be a preset name or a machine file, got {name!r}", node)
         path = name if os.path.isabs(name) else os.path.join(base, name)
@@ -243,24 +247,24 @@ def _machine(src: _Source, spec: dict, base: str) -> Machine:
         except ConfigError as exc:
             raise src.error(exc.message, node, hint=exc.hint) from None
     if "registers" in spec:
-        machine = machine.with_(registers=_number(src, spec["registers"], "registers", integer=True, minimum=1))
+        machine = machine.with_(registers=number(src, spec["registers"], "registers", integer=True, minimum=1))
     return machine
 
 
-def load_problem(path: str | os.PathLike, text: str | None = None) -> Problem:
-    """Read and check a problem file (``text`` instead of reading ``path``, which then only
-    names it in messages and anchors relative machine/reference paths)."""
-    path = os.fspath(path)
-    if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"no such problem file: {path}", loc=Location(path),
-                              hint="problem sets live in examples/problems/") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read problem file {path}: {getattr(exc, 'strerror', None) or exc}",
-                              loc=Location(path)) from None
-    src = _Source(path, text)
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"no such problem file: {path}", loc=Location(path),
+                          hint="problem sets live in examples/problems/") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read problem file {path}: {getattr(exc, 'strerror', None) or exc}",
+                          loc=Location(path)) from None
+
+
+def _compose(path: str, text: str) -> tuple[Source, dict]:
+    """The file's top-level keys → their YAML nodes (unknown and repeated keys are errors)."""
+    src = Source(path, text)
     try:
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
@@ -273,7 +277,7 @@ def load_problem(path: str | os.PathLike, text: str | None = None) -> Problem:
     if root is None:
         raise ConfigError("problem file is empty", loc=Location(path), hint="see examples/problems/ for the format")
     spec: dict = {}
-    for knode, vnode in _mapping(src, root, "a problem file"):
+    for knode, vnode in mapping(src, root, "a problem file"):
         key = knode.value
         if key not in KEYS:
             close = difflib.get_close_matches(str(key), KEYS, n=1)
@@ -282,10 +286,50 @@ def load_problem(path: str | os.PathLike, text: str | None = None) -> Problem:
         if key in spec:
             raise src.error(f"'{key}' is given twice", knode)
         spec[key] = vnode
+    return src, spec
+
+
+def load_problem(path: str | os.PathLike, text: str | None = None, *, variant: int | None = None,
+                 student: str | None = None) -> Problem:
+    """Read and check a problem file (``text`` instead of reading ``path``, which then only
+    names it in messages and anchors relative machine/reference paths). A problem with
+    ``variants`` is read as the variant ``variant`` (0-based), else ``student``'s, else the first."""
+    path = os.fspath(path)
+    text = _read(path) if text is None else text
+    src, spec = _compose(path, text)
+    if "variants" not in spec:
+        if variant not in (None, 0):
+            raise ConfigError(f"{path} has no variants (asked for variant {variant + 1})", loc=Location(path))
+        return _build(path, src, spec)
+    params = variant_params(src, spec["variants"])
+    if variant is None:
+        variant = pick_variant(student, len(params), Path(path).stem) if student is not None else 0
+    if not 0 <= variant < len(params):
+        raise src.error(f"there is no variant {variant + 1}: the problem has {len(params)}", spec["variants"])
+    label = describe_variant(variant, len(params), params[variant])
+    try:
+        src, spec = _compose(path, substitute(text, params[variant]))
+        return _build(path, src, spec, params[variant], variant, len(params))
+    except ConfigError as exc:
+        exc.message = f"{exc.message} [{label}]"
+        exc.args = (exc.message,)
+        raise
+
+
+def load_variants(path: str | os.PathLike, text: str | None = None) -> list[Problem]:
+    """Every variant of a problem (one Problem when it has none): a lecturer's file is checked whole."""
+    first = load_problem(path, text, variant=0)
+    return [first] + [load_problem(path, text, variant=k) for k in range(1, max(1, first.variant_count))]
+
+
+def _build(path: str, src: Source, spec: dict, params: dict | None = None, index: int | None = None,
+           count: int = 0) -> Problem:
+    from ..isa import MNEMONICS
+
     locations = {k: src.loc(v) for k, v in spec.items()}
     inputs: dict[str, InputSpec] = {}
-    if "inputs" in spec and _value(spec["inputs"]) is not None:
-        for knode, vnode in _mapping(src, spec["inputs"], "'inputs'"):
+    if "inputs" in spec and value_of(spec["inputs"]) is not None:
+        for knode, vnode in mapping(src, spec["inputs"], "'inputs'"):
             name = str(knode.value)
             if not name.isidentifier():
                 raise src.error(f"'{name}' is not an array name", knode)
@@ -293,25 +337,47 @@ def load_problem(path: str | os.PathLike, text: str | None = None) -> Problem:
     if "expect" not in spec:
         raise ConfigError("a problem file needs 'expect': the arrays the trace must compute", loc=Location(path),
                           hint="e.g. expect: {c: a @ b}")
-    expect = tuple(_expectation(src, k, v, inputs) for k, v in _mapping(src, spec["expect"], "'expect'"))
-    if not expect:
+    pairs = [_expectation(src, k, v, inputs) for k, v in mapping(src, spec["expect"], "'expect'")]
+    if not pairs:
         raise src.error("'expect' is empty: name at least one array the trace must compute", spec["expect"])
-    budgets = {k: _number(src, spec[k], k, integer=k != "max_cycles") for k in BUDGETS if k in spec}
+    expect = tuple(e for e, _ in pairs)
+    rules: dict[str, Rule] = {e.target: r for e, r in pairs}
+    budgets = {}
+    for key in BUDGETS:
+        if key in spec:
+            rule = limit_rule(src, spec[key], key, integer=key != "max_cycles")
+            budgets[key], rules[CHECK_NAMES[key]] = rule.limit, rule
     array_budgets = {}
     for key in ARRAY_BUDGETS:
         if key in spec:
-            array_budgets[key] = {str(k.value): _number(src, v, f"{key}: {k.value}", integer=True)
-                                  for k, v in _mapping(src, spec[key], f"'{key}' (array: words)")}
-    title = _value(spec["title"]) if "title" in spec else Path(path).stem
+            array_budgets[key] = {}
+            for k, v in mapping(src, spec[key], f"'{key}' (array: words)"):
+                rule = limit_rule(src, v, f"{key}: {k.value}", integer=True)
+                array_budgets[key][str(k.value)] = rule.limit
+                rules[f"{key.removeprefix('max_')} {k.value}"] = rule
+    allowed = None
+    if "allowed_ops" in spec:
+        allowed, rules["instructions"] = ops_rule(src, spec["allowed_ops"], MNEMONICS)
+    title = value_of(spec["title"]) if "title" in spec else Path(path).stem
     any_random = any(i.random for i in inputs.values())
+    description = str(value_of(spec["description"]) or "") if "description" in spec else ""
+    submission = None
+    if "submission" in spec:
+        submission = value_of(spec["submission"])
+        if not isinstance(submission, str) or not submission or "/" in submission or "\\" in submission \
+                or submission.startswith("."):
+            raise src.error(f"'submission' must be a file name (no folders), got {submission!r}", spec["submission"],
+                            hint="e.g. submission: matmul.asm")
     return Problem(
         title=str(title), inputs=tuple(inputs.values()), expect=expect,
         machine=_machine(src, spec, os.path.dirname(os.path.abspath(path))),
         budgets=budgets, array_budgets=array_budgets,
-        tolerance=_number(src, spec["tolerance"], "tolerance") if "tolerance" in spec else 1e-9,
-        trials=_number(src, spec["trials"], "trials", integer=True, minimum=1) if "trials" in spec else (3 if any_random else 1),
-        seed=_number(src, spec["seed"], "seed", integer=True) if "seed" in spec else 0,
-        description=str(_value(spec["description"]) or "") if "description" in spec else "",
-        reference=str(_value(spec["reference"])) if "reference" in spec else None,
-        file=path, locations=locations,
+        tolerance=number(src, spec["tolerance"], "tolerance") if "tolerance" in spec else 1e-9,
+        trials=number(src, spec["trials"], "trials", integer=True, minimum=1) if "trials" in spec else (3 if any_random else 1),
+        seed=number(src, spec["seed"], "seed", integer=True) if "seed" in spec else 0,
+        description=description,
+        reference=str(value_of(spec["reference"])) if "reference" in spec else None,
+        file=path, locations=locations, rules=rules, allowed_ops=allowed,
+        statement=str(value_of(spec["statement"]) or "") if "statement" in spec else description,
+        submission=submission, variant=dict(params or {}), variant_index=index, variant_count=count,
     )

@@ -41,10 +41,16 @@ class Check:
     message: str = ""
     trial: int | None = None  # the first failing trial (0-based), for value checks
     first_difference: dict | None = None  # {"index": [...], "got": x, "expected": y}
+    points: float = 0  # earned (check.rules: budgets and instructions only when the values are right)
+    max_points: float = 0
+    hidden: bool = False  # details for the lecturer only
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "kind": self.kind, "passed": self.passed, "figure": _json_number(self.figure),
-             "limit": _json_number(self.limit), "message": self.message}
+             "limit": _json_number(self.limit), "message": self.message, "points": self.points,
+             "max_points": self.max_points}
+        if self.hidden:
+            d["hidden"] = True
         if self.trial is not None:
             d["trial"] = self.trial
         if self.first_difference is not None:
@@ -62,10 +68,17 @@ class CheckReport:
     trials: int
     seed: int
     notes: tuple[str, ...] = field(default=())
+    max_score: float = 0  # the problem's (every check's points), also when the trace did not run
+    variant: str | None = None  # "variant 2 of 3 (n = 8)"
+    metrics: dict = field(default_factory=dict)  # cycles, dram_reads, … of the run (largest over the trials)
 
     @property
     def passed(self) -> bool:
         return bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def score(self) -> float:
+        return sum(c.points for c in self.checks)
 
     @property
     def failed(self) -> tuple[Check, ...]:
@@ -73,17 +86,21 @@ class CheckReport:
 
     def to_dict(self) -> dict:
         return {"problem": self.problem, "problem_file": self.problem_file, "trace": self.trace,
-                "passed": self.passed, "trials": self.trials, "seed": self.seed,
-                "checks": [c.to_dict() for c in self.checks]}
+                "passed": self.passed, "score": _whole(self.score), "max_score": _whole(self.max_score),
+                **({"variant": self.variant} if self.variant else {}),
+                "trials": self.trials, "seed": self.seed, "checks": [c.to_dict() for c in self.checks]}
 
     def report(self) -> Report:
-        rows = tuple((c.name, "pass" if c.passed else "FAIL", _figure(c.figure), _figure(c.limit), c.message)
-                     for c in self.checks)
+        rows = tuple((c.name, "pass" if c.passed else "FAIL", f"{_figure(c.points)}/{_figure(c.max_points)}",
+                      _figure(c.figure), _figure(c.limit), c.message) for c in self.checks)
         verdict = (f"passed: all {len(self.checks)} checks" if self.passed
                    else f"failed: {len(self.failed)} of {len(self.checks)} checks")
-        notes = (f"{self.trace} against {self.problem_file}: {verdict} ({self.trials} trial(s), seed {self.seed})",)
-        section = Section(self.problem, ("check", "result", "figure", "limit", "detail"), rows,
-                          align=("l", "l", "r", "r", "l"))
+        notes = (f"{self.trace} against {self.problem_file}: {verdict} ({self.trials} trial(s), seed {self.seed})",
+                 f"score: {_figure(self.score)} / {_figure(self.max_score)}")
+        if self.variant:
+            notes += (self.variant,)
+        section = Section(self.problem, ("check", "result", "points", "figure", "limit", "detail"), rows,
+                          align=("l", "l", "r", "r", "r", "l"))
         return Report(self.problem, (section,), notes + self.notes)
 
     def render(self, fmt: str = "table") -> str:
@@ -97,6 +114,10 @@ class CheckReport:
 
     def _repr_markdown_(self) -> str:
         return self.render("markdown")
+
+
+def _whole(x):
+    return int(x) if isinstance(x, float) and x.is_integer() else x
 
 
 def _figure(x) -> str:

@@ -14,12 +14,15 @@ import sys
 import typer
 
 from .. import __version__
+from .autograder import autograder_command
 from .check import check_command
 from .flags import flags_command
 from .gen import gen_app
+from .grade import grade_command
 from .memory import memory_command
 from .numerics import numerics_command
 from .optimize import analyze_command, optimize_app
+from .problem import problem_app
 from .run import isa_command, run_command
 from .sweep import SWEEP_CONTEXT, sweep_command
 from .systolic import systolic_command
@@ -63,6 +66,9 @@ app.command("flags")(flags_command)
 app.command("check")(check_command)
 app.add_typer(optimize_app, name="optimize")
 app.command("analyze")(analyze_command)
+app.command("grade")(grade_command)
+app.add_typer(problem_app, name="problem")
+app.command("autograder")(autograder_command)
 
 
 def main(argv: list[str] | None = None) -> None:

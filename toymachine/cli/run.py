@@ -11,6 +11,7 @@ import typer
 
 from ..api import run_file
 from ..asm import parse_file
+from ..errors import ToyMachineError
 from ..render.stepview import MAX_STEPS
 from ..render import render, render_report
 from ..render.isa import isa_report
@@ -41,6 +42,9 @@ def run_command(
                                    "elements than this are summarised (shape, min, max, mean, NaN/inf counts)."),
     full_memory: bool = typer.Option(False, "--full-memory", help="JSON: every array whole, however big."),
     progress: Optional[bool] = progress_option(),
+    problem: Optional[str] = typer.Option(None, "--problem", "-p", help="Run on this problem's machine with its "
+                                          "inputs (the first random draw of --seed, default the problem's)."),
+    student: Optional[str] = typer.Option(None, "--student", help="With --problem: the student's variant."),
 ) -> None:
     """Run a trace and print its per-step register table and cost summary.
 
@@ -48,10 +52,20 @@ def run_command(
     up to 5,000 steps keep their steps by default; --steps for longer ones)."""
     page = fmt.value == "html"
     with guard(fmt):
+        mach, arrays = machine, data
+        if problem is not None:
+            mach, arrays = _exercise(problem, student, machine, data, seed)
         with progress_bar(f"run {file}", show_progress(progress)) as update:
-            result = run_file(file, machine=machine, registers=registers, data=data, seed=seed, symbolic=symbolic,
-                              steps=steps, dtype=dtype.value if dtype else None, strict_numerics=strict_numerics,
-                              strict_inputs=strict, progress=update, step_limit=MAX_STEPS if page else None)
+            try:
+                result = run_file(file, machine=mach, registers=registers, data=arrays, seed=seed, symbolic=symbolic,
+                                  steps=steps, dtype=dtype.value if dtype else None, strict_numerics=strict_numerics,
+                                  strict_inputs=strict, progress=update, step_limit=MAX_STEPS if page else None)
+            except ToyMachineError as err:
+                if problem is not None and err.hint and "--registers" in err.hint:
+                    n = mach.registers
+                    err.hint = (f"the exercise ({problem}) gives {n} registers (R0–R{n - 1}): reuse a register "
+                                f"once its value is no longer needed")
+                raise
         warn(result.warnings)
         fields = [f for f in json_fields.split(",") if f.strip()] if json_fields is not None else None
         program = parse_file(file) if page and file != "-" else None  # the page lists the source, comments too
@@ -59,6 +73,19 @@ def run_command(
                       memory_max=None if full_memory else memory_max,
                       width=terminal_width() if output in (None, "-") else None, program=program)
         write_output(text, output)
+
+
+def _exercise(problem: str, student: Optional[str], machine: Optional[str], data: Optional[str], seed: int):
+    """The problem's machine and its inputs (trial 0 of ``seed``, or of the problem's seed)."""
+    from ..check import load_problem
+    from ..check.grader import draw_inputs
+    from ..errors import ConfigError
+
+    if machine is not None or data is not None:
+        raise ConfigError("--problem sets the machine and the inputs; leave out --machine and --data",
+                          hint="toym check --machine grades on another machine")
+    loaded = load_problem(problem, student=student or None)
+    return loaded.machine, draw_inputs(loaded, seed or loaded.seed, 0)
 
 
 def isa_command(fmt: Format = format_option(), output: Optional[str] = output_option()) -> None:

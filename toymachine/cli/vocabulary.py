@@ -67,10 +67,11 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--dropout-seed", None, "tile attention: seed of the dropout mask"),
     Flag("--sram-rule", None, "what --sram bounds: exact (every tile) or paper (only blocks of HBM matrices)"),
     Flag("--max-instructions", None, "gen: refuse a program of more instructions (default 10⁹; the count is the "
-                                     "closed form, known before anything is written)"),
+                                     "closed form, known before anything is written); grade: lines one trace may have"),
     Flag("--mac-accumulator", None, "matmul: the MAC unit keeps its own accumulator ACC (R registers + ACC)"),
     Flag("--scale", None, "softmax scale τ (default 1/√d)"),
-    Flag("--time-limit", None, "optimize: seconds the search may take (then the best schedule found and the gap)"),
+    Flag("--time-limit", None, "optimize: seconds the search may take (then the best schedule found and the gap); "
+                               "grade: seconds one submission may take"),
     Flag("--emit", None, "optimize, analyze: also write the schedule found (the winning tile program; the trace "
                          "re-allocated) as assembly to FILE"),
     Flag("--spills/--no-spills", None, "optimize matmul: also search schedules that spill partial sums"),
@@ -100,7 +101,11 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--a", None, "systolic: matrix A (YAML, .npy, .npz)"),
     Flag("--b", None, "systolic: matrix B (YAML, .npy, .npz)"),
     Flag("--dataflow", None, "systolic array dataflow: weight (stationary B, the TPU's MXU) or output (stationary C)"),
-    Flag("--problem", "-p", "check: the problem file (YAML) a trace is graded against"),
+    Flag("--problem", "-p", "check, grade: the problem file (YAML) a trace is graded against; run: run on its "
+                            "machine with its inputs"),
+    Flag("--student", None, "check, run, problem show: the student's ID, which picks their variant of a problem"),
+    Flag("--out", None, "grade: the folder the gradebook, feedback pages and summary are written to"),
+    Flag("--wheel", None, "autograder: the toymachine wheel to bundle (default: built from this source tree)"),
     Flag("--trials", None, "check: random input draws (a trace that hard-codes its answer fails)"),
     Flag("--version", "-V", "print the version"),
     Flag("--help", "-h", "show a command's options"),

@@ -1,0 +1,5 @@
+; frank (variant 3: c10): does not assemble
+LAOD a[1][0], R0
+LOAD b[0][0], R1
+MAC_Z R0, R1, R2
+STORE R2, c[1][0]

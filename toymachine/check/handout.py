@@ -1,0 +1,141 @@
+"""The sheet a student gets, rendered from the problem file (their variant): the statement,
+the machine, the inputs, what to compute, the allowed instructions, the budgets and points.
+
+``handout(problem, fmt)`` with ``fmt`` markdown | html | latex. The statement is the
+lecturer's Markdown, passed through in Markdown, escaped in HTML (in a ``<pre>``-free
+paragraph per blank-line block) and in LaTeX through the project's one escaping function
+(``render.tex.tex_escape``). ``problem_index`` lists a folder of problems.
+"""
+
+from __future__ import annotations
+
+__all__ = ["handout", "handout_rows", "problem_index", "HANDOUT_FORMATS"]
+
+import html
+import os
+import re
+from pathlib import Path
+
+from ..render.tex import PACKAGES_LINE, tex_escape
+from .feedback import md_escape
+from .problem import BUDGETS, Problem, load_problem
+from .rules import CHECK_NAMES
+
+HANDOUT_FORMATS = ("markdown", "html", "latex")
+
+
+def _num(x) -> str:
+    if isinstance(x, float) and x.is_integer():
+        x = int(x)
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _input_text(spec) -> str:
+    shape = "×".join(str(n) for n in spec.shape)
+    if not spec.random:
+        return f"{shape}, given: {spec.value.tolist()}"
+    if spec.dist == "normal":
+        return f"{shape}, random (standard normal)"
+    return f"{shape}, random ({spec.dist} in [{_num(spec.low)}, {_num(spec.high)}])"
+
+
+def handout_rows(problem: Problem) -> dict[str, list[tuple[str, str]]]:
+    """The sheet's tables: section → (what, value) rows."""
+    m = problem.machine
+    machine = [("machine", m.name), ("registers", "unlimited" if m.registers is None else
+                                     f"{m.registers} (R0–R{m.registers - 1})")]
+    if m.sram_words is not None:
+        machine.append(("SRAM (words)", str(m.sram_words)))
+    inputs = [(s.name, _input_text(s)) for s in problem.inputs]
+    expect = [(e.target, e.text) for e in problem.expect]
+    names = {v: k for k, v in CHECK_NAMES.items()}
+    grading = []
+    for name, rule in problem.rules.items():
+        if rule.hidden:
+            grading.append((f"{name} (hidden)", f"{_num(rule.points)} points"))
+        elif rule.kind == "value":
+            grading.append((name, f"{_num(rule.points)} points: within {_num(problem.tolerance)} of the expected "
+                                  f"value on {problem.trials} random draw(s)"))
+        elif rule.kind == "ops":
+            grading.append((name, f"{_num(rule.points)} points: only {', '.join(problem.allowed_ops)}"))
+        else:
+            what = BUDGETS.get(names.get(name, ""), name)
+            tiers = ", ".join(f"≤ {_num(lim)}: {_num(pts)}" for lim, pts in rule.tiers)
+            grading.append((name, f"{what}: {tiers} points"))
+    grading.append(("total", f"{_num(problem.max_score)} points (budgets count once every value is right)"))
+    return {"Machine": machine, "Inputs": inputs, "Compute": expect, "Grading": grading}
+
+
+_INLINE = re.compile(r"\*\*(.+?)\*\*|`([^`]+)`")
+
+
+def _inline(text: str, escape, bold, code) -> str:
+    """The statement's **bold** and `code` spans in another format; the rest through ``escape``."""
+    out, pos = [], 0
+    for m in _INLINE.finditer(text):
+        out.append(escape(text[pos:m.start()]))
+        out.append(bold(escape(m.group(1))) if m.group(1) is not None else code(escape(m.group(2))))
+        pos = m.end()
+    return "".join(out) + escape(text[pos:])
+
+
+def _title(problem: Problem) -> str:
+    return problem.title + (f" — {problem.variant_label}" if problem.variant_label else "")
+
+
+def handout(problem: Problem | str | os.PathLike, fmt: str = "markdown", *, student: str | None = None) -> str:
+    if not isinstance(problem, Problem):
+        problem = load_problem(problem, student=student)
+    rows = handout_rows(problem)
+    if fmt == "markdown":
+        out = [f"# {md_escape(_title(problem))}", ""]
+        if problem.statement:
+            out += [problem.statement.strip(), ""]
+        for section, items in rows.items():
+            out += [f"## {section}", "", "| | |", "|---|---|"]
+            out += [f"| {md_escape(k)} | {md_escape(v)} |" for k, v in items] + [""]
+        if problem.allowed_ops:
+            out += [f"Allowed instructions: {', '.join(problem.allowed_ops)}.", ""]
+        return "\n".join(out)
+    if fmt == "html":
+        e = html.escape
+        out = ["<!DOCTYPE html>", '<html lang="en">', '<head><meta charset="utf-8">', f"<title>{e(problem.title)}</title>",
+               "<style>body{font-family:system-ui,sans-serif;max-width:50em;margin:2em auto;padding:0 1em}"
+               "table{border-collapse:collapse}td{border:1px solid #ccc;padding:.2em .6em}</style></head>",
+               "<body>", f"<h1>{e(_title(problem))}</h1>"]
+        out += [f"<p>{_inline(block.strip(), e, lambda t: f'<strong>{t}</strong>', lambda t: f'<code>{t}</code>')}</p>"
+                for block in problem.statement.split("\n\n") if block.strip()]
+        for section, items in rows.items():
+            out += [f"<h2>{e(section)}</h2>", "<table>"]
+            out += [f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in items] + ["</table>"]
+        out += ["</body>", "</html>"]
+        return "\n".join(out) + "\n"
+    if fmt == "latex":
+        out = [PACKAGES_LINE, f"\\section*{{{tex_escape(_title(problem))}}}"]
+        out += [_inline(block.strip(), tex_escape, lambda t: f"\\textbf{{{t}}}", lambda t: f"\\texttt{{{t}}}") + "\n"
+                for block in problem.statement.split("\n\n") if block.strip()]
+        for section, items in rows.items():
+            out += [f"\\subsection*{{{tex_escape(section)}}}", "\\begin{tabular}{ll}"]
+            out += [f"{tex_escape(k)} & {tex_escape(v)} \\\\" for k, v in items] + ["\\end{tabular}", ""]
+        return "\n".join(out) + "\n"
+    from ..errors import ConfigError
+
+    raise ConfigError(f"unknown handout format {fmt!r}", hint=f"choose one of {', '.join(HANDOUT_FORMATS)}")
+
+
+def problem_index(folder: str | os.PathLike) -> list[tuple[str, str, float, int, str]]:
+    """(file, title, points, variants, machine) of every problem file in ``folder``, by name;
+    a file that does not load is listed with its error's first line as the title."""
+    from ..errors import ConfigError, Location, ToyMachineError
+
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise ConfigError(f"no such folder: {folder}", loc=Location(folder), hint="e.g. toym problem list examples/problems")
+    rows = []
+    for path in sorted(Path(folder).glob("*.y*ml")):
+        try:
+            p = load_problem(path)
+            rows.append((path.name, p.title, p.max_score, p.variant_count, p.machine.name))
+        except ToyMachineError as exc:
+            rows.append((path.name, "error: " + exc.message.splitlines()[0], 0, 0, ""))
+    return rows
