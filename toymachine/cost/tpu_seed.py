@@ -32,8 +32,8 @@ their padding ``where``s, the (Br, d) zero-initialised accumulator and the final
 
 from __future__ import annotations
 
-__all__ = ["SEED_TABLE", "SeedOp", "SeedCycles", "seed_attention_cycles", "seed_vpu_ops", "vectors",
-           "mxu_matmul_cycles"]
+__all__ = ["SEED_TABLE", "SeedOp", "SeedCycles", "seed_attention_cycles", "seed_vpu_ops", "seed_by_op", "vectors",
+           "mxu_matmul_cycles", "SEED_OPS", "UNCHARGED", "CALL_VECTORS"]
 
 from dataclasses import dataclass, field
 
@@ -74,27 +74,60 @@ class SeedOp:
         return self.count * vectors(elements, lanes) * self.cycles_per_vector
 
 
+# The seed's op names: ``by_op`` of a run on a machine with ``accounting: seed-002`` (``SEED_OPS``
+# below says which toym instruction each is charged on) and the lists of ``seed_vpu_ops``.
+SCALE, WHERE_VALID, TRIU, WHERE_MASK = ("scores × τ", "where(valid, scores, −inf)",
+                                        "mask built: triu(ones((n, n)))", "where(mask, −inf, scores)")
+ROW_MAX, SUB_MAX, EXP_S, ROW_SUM, DIV_SUM = ("row max", "scores − max", "exp(scores − max)", "row sum",
+                                             "÷ row sum")
+NEW_MAX, SUB_M, RESCALE, RESCALE_L, ADD_L = ("new_max = maximum(running_max, row max)", "running_max − new_max",
+                                             "exp(running_max − new_max) = rescale", "rescale · running_sum",
+                                             "running_sum + row sum")
+RESCALE_ACC, ADD_PV, DIV_ACC = "rescale · acc", "acc + weights @ v_tile", "acc / running_sum"
+INIT_MAX, INIT_SUM, Q_IDX, Q_MASK = ("running_max = −inf", "running_sum = 0", "q_idx = q_start + q_offsets",
+                                     "q_mask = q_idx < n")
+CALL_VECTORS = ("q_offsets = arange(block_m)", "k_offsets = arange(block_n)", "q_starts = arange(num_q_blocks)",
+                "q_starts × block_m")
+UNCHARGED = ("τ: a host scalar (FILL 1×1)", "acc = zeros((Br, d)) (FILL)", "L = m + log l: not in the seed's code")
+
+# Which toym instruction carries each charge under ``accounting: seed-002`` (``sim.engines.seed_units``):
+SEED_OPS = {
+    SCALE: "MUL by the 1×1 τ tile", WHERE_VALID: "MAC_Z Q_i·K_jᵀ of a flash program (every computed tile)",
+    TRIU: "MASK of a standard program", WHERE_MASK: "MASK of a standard program", ROW_MAX: "ROWMAX",
+    SUB_MAX: "SUB on the scores", EXP_S: "EXP on the scores", ROW_SUM: "ROWSUM", DIV_SUM: "DIV of a standard program",
+    NEW_MAX: "MAX", SUB_M: "SUB on (Br, 1)", RESCALE: "EXP on (Br, 1)", RESCALE_L: "MUL on (Br, 1)",
+    ADD_L: "ADD on (Br, 1)", RESCALE_ACC: "MUL of the (Br, d) accumulator", ADD_PV: "MAC's + C",
+    DIV_ACC: "DIV of a flash program", INIT_MAX: "FILL −inf, (Br, 1)", INIT_SUM: "FILL 0, (Br, 1)",
+    Q_IDX: "FILL −inf, (Br, 1)", Q_MASK: "FILL −inf, (Br, 1)", **{v: "the program's first FILL −inf"
+                                                                  for v in CALL_VECTORS},
+}
+
+
 def _ops(charges, shape, count):
-    return [SeedOp(what, shape, count, EXP_CYCLES if what.startswith("exp") else 1) for what in charges]
+    return [SeedOp(what, shape, count, EXP_CYCLES if what.startswith("exp") else 1)
+            for what in charges]
 
 
 def seed_vpu_ops(*, algo: str, n: int, d: int, block: int | None = None) -> list[SeedOp]:
     """The VPU ops seed 002's table charges (module docstring), causal attention."""
     if algo == "standard":
-        return _ops(("scores × τ", "mask built: triu(ones((n, n)))", "where(mask, −inf, scores)", "row max",
-                     "scores − max", "exp", "row sum", "÷ row sum"), (n, n), 1)
+        return _ops((SCALE, TRIU, WHERE_MASK, ROW_MAX, SUB_MAX, EXP_S, ROW_SUM, DIV_SUM), (n, n), 1)
     nb = -(-n // block)
     tiles = nb * (nb + 1) // 2  # causal: query block i meets key blocks 0..i
-    return (_ops(("scores × τ", "where(valid, scores, −inf)", "row max", "scores − m_new", "exp(scores − m_new)",
-                  "row sum"), (block, block), tiles)
-            + _ops(("m_new = maximum(m, row max)", "m − m_new", "exp(m − m_new) = α", "α · l", "+ row sum"),
-                   (block,), tiles)
-            + _ops(("α · acc", "+ P̃ · V_j"), (block, d), tiles)
-            + _ops(("acc / l",), (block, d), nb)
-            + _ops(("q_idx = q_start + q_offsets", "q_mask = q_idx < n", "running_max = −inf",
-                    "running_sum = 0"), (block,), nb)
-            + _ops(("q_offsets = arange(Br)", "k_offsets = arange(Bc)", "q_starts = arange(Tr)", "q_starts × Br"),
-                   (1,), 1))
+    return (_ops((SCALE, WHERE_VALID, ROW_MAX, SUB_MAX, EXP_S, ROW_SUM), (block, block), tiles)
+            + _ops((NEW_MAX, SUB_M, RESCALE, RESCALE_L, ADD_L), (block,), tiles)
+            + _ops((RESCALE_ACC, ADD_PV), (block, d), tiles)
+            + _ops((DIV_ACC,), (block, d), nb)
+            + _ops((Q_IDX, Q_MASK, INIT_MAX, INIT_SUM), (block,), nb)
+            + _ops(CALL_VECTORS, (1,), 1))
+
+
+def seed_by_op(ops: list[SeedOp], lanes: int = 128) -> dict[str, int]:
+    """Cycles by op name (the ``by_op`` a run on ``tpu-v5e-seed`` reports), names sorted."""
+    out: dict[str, int] = {}
+    for o in ops:
+        out[o.what] = out.get(o.what, 0) + o.cycles(lanes)
+    return dict(sorted(out.items()))
 
 
 @dataclass(frozen=True)

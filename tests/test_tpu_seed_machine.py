@@ -1,0 +1,76 @@
+"""The preset ``tpu-v5e-seed`` (``accounting: seed-002``): seed 002's TPU table to the cycle through the
+CLI, and the simulated ``by_op`` equal to ``cost.tpu_seed``'s closed form (the seed's op list)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toymachine import resolve_machine
+from toymachine.cost.tpu_seed import SEED_TABLE, seed_attention_cycles, seed_by_op, seed_vpu_ops
+from toymachine.errors import ConfigError
+from toymachine.gen.tile import attention_program
+from toymachine.machine.loader import load_machine
+from toymachine.sim import simulate
+
+SEED = "tpu-v5e-seed"
+
+
+def _units(algo: str, n: int, d: int, block: int | None):
+    machine = resolve_machine(SEED)
+    kw = {} if block is None else dict(block_m=block, block_n=block)
+    prog = attention_program(n=n, d=d, algo=algo, causal=True, machine=machine, **kw)
+    return simulate(prog, machine).extra["units"]
+
+
+@pytest.mark.parametrize("args, key", [
+    (["--algo", "standard"], "standard"),
+    (["--algo", "fa2", "--block-m", "128", "--block-n", "128"], 128),
+    (["--algo", "fa2", "--block-m", "64", "--block-n", "64"], 64),
+])
+def test_readme_commands_give_the_seed_table(toym, args, key):
+    code, prog, _ = toym("gen", "attention", "--level", "tile", *args, "--n", 512, "--d", 64, "--causal",
+                         "--machine", SEED)
+    assert code == 0
+    code, out, _ = toym("run", "-", "--machine", SEED, "-f", "json", input=prog)
+    assert code == 0
+    units = json.loads(out)["units"]
+    want = SEED_TABLE[key]
+    assert units["mxu"]["cycles"] == want["mxu"]
+    assert units["vpu"]["cycles"] == want["vpu"]
+    assert units["total"] == want["total"]
+    assert round(units["mxu"]["utilization"], 3) == want["utilization"]
+    assert round(units["total"] / SEED_TABLE["standard"]["total"], 2) == want["vs_standard"]
+
+
+@pytest.mark.parametrize("algo, n, d, block", [
+    ("standard", 512, 64, None), ("standard", 1024, 64, None), ("standard", 256, 32, None),
+    ("flash", 512, 64, 64), ("flash", 512, 64, 128), ("flash", 1024, 64, 128), ("flash", 256, 80, 64),
+])
+def test_by_op_is_the_seed_op_list(algo, n, d, block):
+    """Simulated per-op cycles equal the closed form of the seed's accounting, op by op."""
+    units = _units("standard" if algo == "standard" else "fa2", n, d, block)
+    want = seed_attention_cycles(algo=algo, n=n, d=d, block=block)
+    got = {k: v for k, v in units["vpu"]["by_op"].items() if v}
+    assert got == seed_by_op(seed_vpu_ops(algo=algo, n=n, d=d, block=block))
+    assert (units["mxu"]["cycles"], units["mxu"]["macs"], units["vpu"]["cycles"]) == (want.mxu, want.macs, want.vpu)
+
+
+def test_seed_formula_beyond_the_arrays():
+    """The seed prices (1024, 64)·(64, 1024) as one pass: 1024 + 64 + 1024 − 2 (tpu-v5e splits it)."""
+    units = _units("standard", 1024, 64, None)
+    assert units["mxu"]["cycles"] == 2 * (1024 + 64 + 1024 - 2) == 4220
+    assert units["mxu"]["passes"] == 2
+    toym = simulate(attention_program(n=1024, d=64, algo="standard", causal=True,
+                                      machine=resolve_machine("tpu-v5e")), resolve_machine("tpu-v5e"))
+    assert toym.extra["units"]["mxu"]["cycles"] == 6392
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("accounting: seed-003\nmxu: {rows: 8, cols: 8}\nvpu: {lanes: 8}\n", "'accounting' must be one of"),
+    ("accounting: seed-002\n", "this machine has none"),
+])
+def test_accounting_errors(text, needle):
+    with pytest.raises(ConfigError, match=needle):
+        load_machine("m.yaml", text)

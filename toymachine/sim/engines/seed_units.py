@@ -1,0 +1,124 @@
+"""Seed 002's own cycle accounting as a machine's pricing (``accounting: seed-002``, preset
+``tpu-v5e-seed``): the tile engine asks ``units.pricer``, which hands machines with this accounting
+to ``seed_pricer`` here. The ops, their names and which instruction carries each are
+``toymachine.cost.tpu_seed``'s (its ``SEED_OPS``; ``seed_vpu_ops`` is their closed form).
+
+What differs from toym's own pricing (``units.pricer``), as the seed's ``TPUCycleSimulator`` counts:
+
+* MXU — every matmul is one pass of M + K + N − 2 cycles, whatever its K and N (no split into
+  weight blocks: the seed's formula), MACs M·K·N.
+* Masking — a flash program (one that FILLs a running max with −inf) pays ``where(valid)`` on every
+  computed Q_i·K_jᵀ tile (the seed's ``k_body`` is one traced body: every tile is masked); its MASK
+  instructions cost nothing more. A standard program's MASK is the seed's mask built
+  (``triu(ones)``) and applied (``where``), one cycle per vector each.
+* Not charged: the 1×1 τ tile (a host scalar in the seed's code), the accumulator's zero FILL, the
+  log-sum-exp L (a LOG and the ADD that follows it; the seed's code returns O only).
+* Charged without an instruction of their own: the (Br,) rows ``q_idx`` and ``q_mask`` with each
+  running max FILL (the seed's ``one_q_block`` setup), and the call's four index vectors with the
+  first one (toym's MASK takes the offsets as operands).
+Every op costs ⌈elements / lanes⌉ × the machine's cycles per vector of the instruction it runs as.
+"""
+
+from __future__ import annotations
+
+__all__ = ["seed_setup", "seed_pricer"]
+
+import math
+from typing import Callable
+
+from ...cost import tpu_seed as S
+
+MXU_CYCLES, MACS, PASSES, VPU_CYCLES = range(4)  # as units.py
+
+
+def seed_setup(run) -> None:
+    """Per-run state: ``flash`` (a running max has been filled), ``called`` (the call's index
+    vectors charged), ``after_log`` (the instruction just priced was a LOG)."""
+    run.seed_state = {"flash": False, "called": False, "after_log": False}
+
+
+def seed_pricer(run, op: str, srcs: tuple, ins) -> Callable:
+    """The closure that charges one execution of ``op`` under the seed's accounting."""
+    vpu, acc, by_op, st = run.machine.vpu, run.units, run.vpu_by_op, run.seed_state
+    lanes = vpu.lanes
+
+    def charge(name: str, elements: int, mnemonic: str) -> None:
+        c = -(-elements // lanes) * vpu.per_vector(mnemonic)
+        acc[VPU_CYCLES] += c
+        by_op[name] += c
+
+    def note(name: str) -> None:  # listed in by_op at 0 cycles: the seed does not charge it
+        by_op[name] += 0
+
+    if op in ("MAC_Z", "MAC"):
+        sa, ta, _ = srcs[0]
+        kt = srcs[1][1]  # Q_i·K_jᵀ: the second operand transposed
+
+        def price_matmul(regs, r):
+            st["after_log"] = False
+            m, n = r.shape
+            k = regs[sa].shape[0 if ta else 1]
+            acc[MXU_CYCLES] += S.mxu_matmul_cycles(m, k, n)
+            acc[MACS] += m * k * n
+            acc[PASSES] += 1
+            if op == "MAC":
+                charge(S.ADD_PV, r.size, "ADD")
+            if kt and st["flash"]:
+                charge(S.WHERE_VALID, r.size, "MASK")
+
+        return price_matmul
+    if op == "FILL":
+        value, rows, cols = float(ins.args[0]), int(ins.args[1]), int(ins.args[2])
+
+        def price_fill(regs, r):
+            st["after_log"] = False
+            if rows * cols == 1:
+                note(S.UNCHARGED[0])
+            elif cols > 1:
+                note(S.UNCHARGED[1])
+            elif value == -math.inf:
+                if not st["called"]:
+                    st["called"] = True
+                    for name in S.CALL_VECTORS:
+                        charge(name, 1, "FILL")
+                st["flash"] = True
+                for name in (S.Q_IDX, S.Q_MASK, S.INIT_MAX):
+                    charge(name, rows, "FILL")
+            elif value == 0:
+                charge(S.INIT_SUM, rows, "FILL")
+            else:
+                charge("FILL", r.size, "FILL")
+
+        return price_fill
+    reads = srcs[0][0] if op in ("ROWMAX", "ROWSUM") else None
+
+    def price_vector(regs, r):
+        after_log, st["after_log"] = st["after_log"], op == "LOG"
+        row = r.ndim == 2 and r.shape[1] == 1 and r.shape[0] > 0
+        if op == "LOG" or (op == "ADD" and after_log):
+            note(S.UNCHARGED[2])
+        elif op == "MASK":
+            if not st["flash"]:
+                charge(S.TRIU, r.size, "MASK")
+                charge(S.WHERE_MASK, r.size, "MASK")
+        elif op in ("ROWMAX", "ROWSUM"):
+            charge(S.ROW_MAX if op == "ROWMAX" else S.ROW_SUM, regs[reads].size, op)
+        elif op == "MUL":
+            if any(regs[s].size == 1 for s, _, _ in srcs):
+                charge(S.SCALE, r.size, op)
+            else:
+                charge(S.RESCALE_L if row else S.RESCALE_ACC, r.size, op)
+        elif op == "SUB":
+            charge(S.SUB_M if row else S.SUB_MAX, r.size, op)
+        elif op == "EXP":
+            charge(S.RESCALE if row else S.EXP_S, r.size, op)
+        elif op == "MAX":
+            charge(S.NEW_MAX, r.size, op)
+        elif op == "ADD" and row:
+            charge(S.ADD_L, r.size, op)
+        elif op == "DIV":
+            charge(S.DIV_ACC if st["flash"] else S.DIV_SUM, r.size, op)
+        else:  # an op the seed's attention code has no name for: its mnemonic
+            charge(op, r.size, op)
+
+    return price_vector
