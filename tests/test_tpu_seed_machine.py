@@ -74,3 +74,27 @@ def test_seed_formula_beyond_the_arrays():
 def test_accounting_errors(text, needle):
     with pytest.raises(ConfigError, match=needle):
         load_machine("m.yaml", text)
+
+
+@pytest.mark.parametrize("n, block", [(300, 128), (257, 64), (777, 128)])
+def test_partial_tiles_are_padded_as_the_seed_pads(n, block):
+    """The seed pads to whole blocks: n = 300, blocks 128 → 6 tiles of (128,64)·(64,128) and
+    (128,128)·(128,64): 6 × 2 × 318 = 3,816 MXU cycles (tpu-v5e, partial tiles: 3,144)."""
+    units = _units("fa2", n, 64, block)
+    want = seed_attention_cycles(algo="flash", n=n, d=64, block=block)
+    assert (units["mxu"]["cycles"], units["vpu"]["cycles"]) == (want.mxu, want.vpu)
+    if n == 300:
+        assert want.mxu == 6 * 2 * (128 + 64 + 128 - 2) == 3816
+        toym = simulate(attention_program(n=300, d=64, algo="fa2", causal=True, machine=resolve_machine("tpu-v5e")),
+                        resolve_machine("tpu-v5e"))
+        assert toym.extra["units"]["mxu"]["cycles"] == 3144
+
+
+def test_memory_table_offers_both_fit_criteria(toym):
+    """toym's criterion (fused attention's whole VMEM peak) and the seed's (the scores alone) part
+    at n = 5,792: 5792²·4 B ≤ 128 MiB < 5793²·4 B."""
+    code, out, _ = toym("memory", "--machine", "tpu-v5e", "--n", "5792,5793", "--d", 64, "-f", "json")
+    assert code == 0
+    assert 5792 ** 2 * 4 <= 128 * 2 ** 20 < 5793 ** 2 * 4
+    rows = json.loads(out)["memory scaling"]
+    assert [(r["fits on-chip?"], r["scores alone ≤ VMEM?"]) for r in rows] == [("NO", "yes"), ("NO", "NO")]
