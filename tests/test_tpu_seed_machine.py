@@ -98,3 +98,26 @@ def test_memory_table_offers_both_fit_criteria(toym):
     assert 5792 ** 2 * 4 <= 128 * 2 ** 20 < 5793 ** 2 * 4
     rows = json.loads(out)["memory scaling"]
     assert [(r["fits on-chip?"], r["scores alone ≤ VMEM?"]) for r in rows] == [("NO", "yes"), ("NO", "NO")]
+
+
+def test_tpu_table_command_is_the_seed_table(toym):
+    """`toym tpu-table` (tpu-v5e-seed): every figure equal to the seed's, "vs standard" included."""
+    code, out, _ = toym("tpu-table", "-f", "json")
+    assert code == 0
+    rows = next(iter(json.loads(out).values()))
+    assert [r["seed 002"] for r in rows] == ["equal"] * 5
+    by = {r[""]: r for r in rows}
+    assert by["Total cycles"]["block=64"] == "24,556" and by["vs standard"]["block=64"] == "1.19x"
+
+
+def test_tpu_table_on_toym_model_shows_the_differences(toym):
+    code, out, _ = toym("tpu-table", "--machine", "tpu-v5e", "-f", "json")
+    rows = {r[""]: r for r in next(iter(json.loads(out).values()))}
+    assert code == 0 and rows["VPU cycles"]["block=64"] == "10,497" and rows["MXU cycles"]["seed 002"] == "equal"
+
+
+@pytest.mark.parametrize("args, needle", [(["--machine", "toy"], "no compute units"),
+                                          (["--n", "9000"], "more than this table simulates")])
+def test_tpu_table_errors(toym, args, needle):
+    code, _, err = toym("tpu-table", *args)
+    assert code == 2 and needle in err

@@ -102,7 +102,7 @@ HIDDEN_ALIASES = {"--dtypes": "--dtype", "--variants": "--variant"}
 
 # commands that cost or size: each must take --machine (those that exist: others are checked on arrival)
 MACHINE_COMMANDS = ("run", "sweep", "gen matmul", "gen attention", "gen attention-tile", "optimize matmul",
-                    "optimize attention-tile", "analyze", "check", "memory")
+                    "optimize attention-tile", "analyze", "check", "memory", "tpu-table")
 
 # --order's values are one vocabulary: inner ≡ row (query loop outside), outer ≡ col (key/value loop outside)
 ORDER_SYNONYMS = {"tile": {"inner": "row", "outer": "col"}, "scalar": {"row": "inner", "col": "outer"}}
