@@ -100,7 +100,12 @@ def tpu_table(machine: Machine, cols: list[TpuColumn], *, n: int, d: int) -> Sec
                    align=("l",) + ("r",) * (len(headers) - 1))
 
 
+TPU_NOTE = ("toym tpu-table: n, d, causal, one head; FlashAttention-2 per block (Br = Bc) and standard attention "
+            "(fused: the scores kept in VMEM), each simulated on the machine; total = MXU + VPU in sequence, as "
+            "the seed adds them; vs standard = total ÷ standard's total")
+
+
 def tpu_report(machine: Machine, *, n: int = 512, d: int = 64, blocks: Sequence[int] = (64, 128),
                extra: Sequence[Section] = ()) -> Report:
     cols = tpu_columns(machine, n=n, d=d, blocks=blocks)
-    return Report(f"TPU table on {machine.name}", (tpu_table(machine, cols, n=n, d=d), *extra))
+    return Report(f"TPU table on {machine.name}", (tpu_table(machine, cols, n=n, d=d), *extra), (TPU_NOTE,))
