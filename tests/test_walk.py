@@ -109,3 +109,17 @@ def test_walk_refuses_long_runs(toym, tmp_path):
          "-o", prog)
     code, _, err = toym("walk", prog)
     assert code == 2 and "at most 5,000" in err
+
+
+def test_small_tiles_show_their_values_in_tables(toym):
+    """Step tables (markdown, LaTeX, HTML) show a tile of ≤ 16 elements as its values, rounded to 3
+    significant digits (seed 001's 3 × 4 blocks); bigger ones by shape."""
+    from toymachine.render.cells import text_of
+
+    t = np.array([[0.83741, -0.14351], [1.63489, 0.498]])
+    assert text_of(t) == "[[0.837, -0.144], [1.63, 0.498]]"
+    assert text_of(np.zeros((5, 4))) == "tile(5, 4)"
+    code, out, _ = toym("run", str(ROOT / "programs" / "fa1_n5_d3.asm"), "--machine", "toysram-paper", "-f", "markdown")
+    Q = simulate((ROOT / "programs" / "fa1_n5_d3.asm").read_text(), resolve_machine("toysram-paper")).memory["Q"]
+    first = "[" + ", ".join("[" + ", ".join(f"{x:.3g}" for x in row) + "]" for row in np.asarray(Q)[0:3]) + "]"
+    assert code == 0 and f"| LOAD Q[0:3, :], T0 | {first} |" in out
