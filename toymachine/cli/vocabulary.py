@@ -88,6 +88,8 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--check/--no-check", None, "memory: simulate the smaller points and compare with the formula"),
     Flag("--a", None, "systolic: matrix A (YAML, .npy, .npz)"),
     Flag("--b", None, "systolic: matrix B (YAML, .npy, .npz)"),
+    Flag("--table", None, "numerics: which table — break (seed 003's break-it) or bf16 (seed 002's bf16 errors)"),
+    Flag("--trials", None, "numerics --table bf16: how many input seeds (the spread over them)"),
     Flag("--watch", None, "walk: the array shown after every STORE to it (seed 001 prints O after each visit)"),
     Flag("--dataflow", None, "systolic array dataflow: weight (stationary B, the TPU's MXU) or output (stationary C)"),
     Flag("--problem", "-p", "check: the problem file (YAML) a trace is graded against"),
