@@ -16,6 +16,7 @@ __all__ = ["TpuColumn", "tpu_columns", "tpu_table", "tpu_report", "SEED_POINT"]
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..cost.tpu_schedule import MODELS, schedule_cycles
 from ..cost.tpu_seed import SEED_TABLE
 from ..errors import ConfigError
 from ..gen.tile import attention_program
@@ -105,7 +106,33 @@ TPU_NOTE = ("toym tpu-table: n, d, causal, one head; FlashAttention-2 per block 
             "the seed adds them; vs standard = total ÷ standard's total")
 
 
+def schedule_section(machine: Machine, cols: list[TpuColumn]) -> Section | None:
+    """Each column's program under the overlap models of ``cost.tpu_schedule``: cycles and the
+    ratio to the in-order, no-overlap model (MXU + VPU + DMA in sequence)."""
+    if not machine.hbm_bytes_per_cycle or machine.accounting != "toym":  # it prices as toym's units do
+        return None
+    rows = []
+    base = {}
+    for name, (oc, db, ind) in MODELS.items():
+        cells = []
+        for c in cols:
+            t = schedule_cycles(c.program, machine, overlap_compute=oc, double_buffer=db, independent_mxus=ind)
+            base.setdefault(c.label, t.cycles)
+            cells.append(f"{_c(round(t.cycles))} ({base[c.label] / t.cycles:.2f}x)")
+        rows.append((name, *cells))
+    return Section(f"Overlap on {machine.name}: {machine.mxu.count} MXUs, DMA double-buffering (a model)",
+                   ("",) + tuple(c.label for c in cols), tuple(rows), align=("l",) + ("r",) * len(cols))
+
+
+SCHEDULE_NOTE = ("Overlap (cost.tpu_schedule, a model): in order, no overlap = MXU + VPU + DMA in sequence (the "
+                 "arrays chained as one MXU, every LOAD/STORE waited for); 4 MXUs = the arrays independent, each "
+                 "matmul's passes on whichever is free, compute out of order as operands are ready; DMA "
+                 "double-buffered = loads run ahead into a second buffer per register; (×) = speed-up over in order")
+
+
 def tpu_report(machine: Machine, *, n: int = 512, d: int = 64, blocks: Sequence[int] = (64, 128),
                extra: Sequence[Section] = ()) -> Report:
     cols = tpu_columns(machine, n=n, d=d, blocks=blocks)
-    return Report(f"TPU table on {machine.name}", (tpu_table(machine, cols, n=n, d=d), *extra), (TPU_NOTE,))
+    sched = schedule_section(machine, cols)
+    sections = (tpu_table(machine, cols, n=n, d=d),) + ((sched,) if sched else ()) + tuple(extra)
+    return Report(f"TPU table on {machine.name}", sections, (TPU_NOTE,) + ((SCHEDULE_NOTE,) if sched else ()))
