@@ -68,3 +68,23 @@ def test_tpu_table_overlap_section(toym):
     assert all(r["block=64"].endswith("(1.00x)") for r in overlap[:1])
     code, out, _ = toym("tpu-table", "-f", "json")
     assert code == 0 and not any(k.startswith("overlap") for k in json.loads(out))
+
+
+def test_predicted_times_in_order_columns_are_the_simulated_cycles_over_the_clock():
+    from toymachine.experiments.tpu_time import SEED_MS, SEED_VMAP_MS, time_rows
+
+    (n, unfused, fused, fori, vmap), = time_rows(TPU, [512])
+    for ms, kw in ((unfused, dict(algo="standard", block_m=128, block_n=128)),
+                   (fori, dict(algo="fa2", block_m=128, block_n=128))):
+        u = simulate(attention_program(n=512, d=64, causal=True, machine=TPU, **kw), TPU, steps=False).extra["units"]
+        assert ms == pytest.approx(1e3 * (u["mxu"]["cycles"] + u["vpu"]["cycles"] + u["dma"]["cycles"]) / 1.503e9)
+    assert vmap < fori and fused < unfused
+    assert SEED_MS[4096] == (3.016, 1.038, 0.072, 2.509) and SEED_VMAP_MS[16384][:2] == (89.538, 1.997)
+
+
+@pytest.mark.parametrize("args, needle", [(["--n", "32768"], "past 16384"), (["--machine", "tpu-v5e-seed"], "toym's"),
+                                          (["--table", "x"], "--table must be")])
+def test_predicted_times_errors(toym, args, needle):
+    base = ["tpu-table", "--table", "times", "--machine", "tpu-v5e", "--n", "512"]
+    code, _, err = toym(*base, *args)
+    assert code == 2 and needle in err
