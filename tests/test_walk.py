@@ -123,3 +123,18 @@ def test_small_tiles_show_their_values_in_tables(toym):
     Q = simulate((ROOT / "programs" / "fa1_n5_d3.asm").read_text(), resolve_machine("toysram-paper")).memory["Q"]
     first = "[" + ", ".join("[" + ", ".join(f"{x:.3g}" for x in row) + "]" for row in np.asarray(Q)[0:3]) + "]"
     assert code == 0 and f"| LOAD Q[0:3, :], T0 | {first} |" in out
+
+
+def test_walk_page_is_the_slides(toym, tmp_path):
+    """`toym walk -f html`: one frame per slide, the words on chip against M = 59, O after each slide."""
+    page = tmp_path / "walk.html"
+    code, _, _ = toym("walk", str(ROOT / "programs" / "fa1_n5_d3.asm"), "--machine", "toysram-paper", "-f", "html",
+                      "-o", page)
+    data = json.loads(page.read_text().split('id="walk">', 1)[1].split("</script>", 1)[0])
+    result = simulate((ROOT / "programs" / "fa1_n5_d3.asm").read_text(), resolve_machine("toysram-paper"), steps=True)
+    slides = walk_slides(result)
+    assert code == 0 and data["cap"] == 59 and len(data["slides"]) == len(slides) == 14
+    assert [f["onchip"] for f in data["slides"]] == [s.onchip for s in slides]
+    final = np.asarray(result.memory["O"])
+    assert data["slides"][-1]["array"] == [[f"{x:.4f}" for x in row] for row in final.tolist()]
+    assert data["slides"][0]["array"] == [["0.0000"] * 3] * 5  # O starts at zero in HBM

@@ -31,8 +31,15 @@ def walk_command(
 
     toym walk programs/fa1_n5_d3.asm --machine toysram-paper is seed 001's walk (N = 5, d = 3,
     M = 59, Br = 3, Bc = 4); with --data, the arrays are yours (seed 001's second example:
-    examples/data/seed001_example2.yaml). Runs of at most 5,000 steps.
+    examples/data/seed001_example2.yaml); --format html draws the slides as an animation, the
+    words on chip against M. Runs of at most 5,000 steps.
     """
     with guard():
         result = run_file(file, machine=machine, data=data, seed=seed, steps=None, step_limit=WALK_MAX_STEPS)
+        if fmt.value == "html":  # the slides as an animation
+            from ..experiments.walk import walk_frames
+            from ..render.walk_page import walk_page
+
+            write_output(walk_page(walk_frames(result, array=watch), f"Walk of {result.file}"), output)
+            return
         write_output(render_report(walk_report(result, array=watch), fmt.value), output)

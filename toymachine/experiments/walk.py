@@ -18,7 +18,7 @@ before step 1).
 
 from __future__ import annotations
 
-__all__ = ["Slide", "Visit", "walk_slides", "store_visits", "walk_report", "WALK_MAX_STEPS"]
+__all__ = ["Slide", "Visit", "walk_slides", "store_visits", "walk_report", "walk_frames", "WALK_MAX_STEPS"]
 
 import math
 from dataclasses import dataclass
@@ -236,3 +236,28 @@ def walk_report(result: Result, *, array: str = "O", max_rows: int = 8) -> Repor
 
 def _cycles(c: float) -> str:
     return f"{c:g}" if not float(c).is_integer() else str(int(c))
+
+
+def walk_frames(result: Result, *, array: str = "O", max_rows: int = 16, max_cols: int = 8) -> dict:
+    """The slides as the page (``render.walk_page``) draws them: caption, blocks, steps, cycles,
+    words on chip, and ``array`` in HBM after each slide (4 decimals; rows/columns past the limits
+    left off)."""
+    slides = walk_slides(result)
+    visits = store_visits(result, array)
+    final = np.asarray(result.memory[array], dtype=float)
+    steps, instrs = _steps(result)
+    cur = _initial(final, steps, instrs, array, {n: i for i, n in enumerate(result.register_names)})
+    frames, v = [], 0
+    for s in slides:
+        while v < len(visits) and visits[v].step <= s.last:
+            cur = visits[v].value
+            v += 1
+        shown = np.atleast_2d(cur)[:max_rows, :max_cols]
+        i, j = s.pair
+        i = None if s.kind == "load K_j, V_j" else i
+        frames.append({"pair": f"({'·' if i is None else i}, {'·' if j is None else j})", "what": s.what,
+                       "blocks": list(s.blocks), "steps": f"{s.first}–{s.last}" if s.last > s.first else str(s.first),
+                       "cycles": _cycles(s.cycles), "onchip": s.onchip,
+                       "array": [["nan" if math.isnan(x) else f"{x:.4f}" for x in row] for row in shown.tolist()]})
+    return {"name": array, "cap": result.extra.get("sram_words"), "rule": result.machine.get("sram_rule") or "exact",
+            "slides": frames}
