@@ -138,3 +138,15 @@ def test_walk_page_is_the_slides(toym, tmp_path):
     final = np.asarray(result.memory["O"])
     assert data["slides"][-1]["array"] == [[f"{x:.4f}" for x in row] for row in final.tolist()]
     assert data["slides"][0]["array"] == [["0.0000"] * 3] * 5  # O starts at zero in HBM
+
+
+def test_half_cycle_is_explained_where_printed(toym, tmp_path):
+    code, out, _ = toym("run", str(ROOT / "programs" / "fa1_n5_d3.asm"), "--machine", "toysram-paper", "--no-steps")
+    line = next(x for x in out.splitlines() if x.lstrip().startswith("cycles"))
+    assert code == 0 and "666.5" in line and "2k − 1 FLOPs" in line  # 245 matmul FLOPs at 2 per cycle
+    prog = tmp_path / "ex2.asm"  # 4 pairs × (1 output of k = 4: 7 FLOPs + 4 of k = 1: 4) = 44 FLOPs: 22 cycles
+    toym("gen", "attention", "--level", "tile", "--algo", "fa1", "--n", 2, "--d", 4, "--block-m", 1, "--block-n", 1,
+         "--scale", 1, "-o", prog)
+    code, out, _ = toym("run", prog, "--machine", "toysram", "--no-steps")
+    line = next(x for x in out.splitlines() if x.lstrip().startswith("cycles"))
+    assert code == 0 and "tensor 22 " in line and "2k − 1" not in line
