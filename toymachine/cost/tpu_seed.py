@@ -1,6 +1,10 @@
 """Seed 002's TPU cycle model, reproduced: the MXU + VPU accounting behind its table
 ("What the emulator revealed": n = 512, d = 64, causal, one head — standard attention and
-flash attention with blocks 128 and 64).
+flash attention with blocks 128 and 64). It is the pricing of the preset ``tpu-v5e-seed``
+(``accounting: seed-002``): the op names below are what a run on it lists in ``units.vpu.by_op``,
+``SEED_OPS`` says which instruction carries each (``sim.engines.seed_units`` charges them), and
+``seed_attention_cycles``/``seed_vpu_ops`` are their closed form — the tests hold every simulated
+op equal to it (``toym tpu-table`` prints the table from the simulator).
 
 MXU (exact, the seed's ``TPUCycleSimulator.matmul``): every (M, K)·(K, N) matmul costs the
 systolic formula M + K + N − 2 cycles and M·K·N MACs; utilisation = MACs / (cycles × 128·128).
