@@ -121,3 +121,27 @@ def test_tpu_table_on_toym_model_shows_the_differences(toym):
 def test_tpu_table_errors(toym, args, needle):
     code, _, err = toym("tpu-table", *args)
     assert code == 2 and needle in err
+
+
+@pytest.mark.parametrize("algo, kw", [
+    ("fa2", dict(n=300, d=64, block_m=128, block_n=64, causal=False)),
+    ("fa2", dict(n=200, d=32, block_m=64, block_n=64, causal=True, heads=2, scale=1)),
+    ("standard", dict(n=200, d=32, causal=False)),
+    ("standard", dict(n=96, d=16, causal=True, heads=3, scale=1)),
+])
+def test_closed_form_beyond_the_seeds_point(algo, kw):
+    """cost.tpu_seed (the accounting in closed form) equals the simulated tpu-v5e-seed run off the seed's
+    point too: non-causal, Br ≠ Bc, several heads, no scale; and `toym sweep` says sim = formula."""
+    machine = resolve_machine(SEED)
+    prog = attention_program(algo=algo, machine=machine, **kw)
+    units = simulate(prog, machine, steps=False).extra["units"]
+    want = seed_attention_cycles(algo="standard" if algo == "standard" else "flash", n=kw["n"], d=kw["d"],
+                                 block=kw.get("block_m"), block_n=kw.get("block_n"), causal=kw["causal"],
+                                 scaled=kw.get("scale") != 1, heads=kw.get("heads", 1), prices=machine.vpu)
+    assert (units["mxu"]["cycles"], units["mxu"]["macs"], units["vpu"]["cycles"]) == (want.mxu, want.macs, want.vpu)
+
+
+def test_sweep_on_the_seed_machine_agrees_with_its_formula(toym):
+    code, out, _ = toym("sweep", "attention-tile", "--machine", SEED, "--algo", "fused,fa2", "--causal", "true,false",
+                        "--n", "128,200", "--d", 32, "--heads", "1,2")
+    assert code == 0 and "NO" not in out

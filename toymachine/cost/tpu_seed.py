@@ -37,7 +37,7 @@ their padding ``where``s, the (Br, d) zero-initialised accumulator and the final
 from __future__ import annotations
 
 __all__ = ["SEED_TABLE", "SeedOp", "SeedCycles", "seed_attention_cycles", "seed_vpu_ops", "seed_by_op", "vectors",
-           "mxu_matmul_cycles", "SEED_OPS", "UNCHARGED", "CALL_VECTORS"]
+           "mxu_matmul_cycles", "SEED_OPS", "UNCHARGED", "CALL_VECTORS", "MNEMONIC"]
 
 from dataclasses import dataclass, field
 
@@ -112,17 +112,39 @@ def _ops(charges, shape, count):
             for what in charges]
 
 
-def seed_vpu_ops(*, algo: str, n: int, d: int, block: int | None = None) -> list[SeedOp]:
-    """The VPU ops seed 002's table charges (module docstring), causal attention."""
+# the instruction each op runs as (its cycles per vector: the machine's price of that instruction)
+MNEMONIC = {SCALE: "MUL", WHERE_VALID: "MASK", TRIU: "MASK", WHERE_MASK: "MASK", ROW_MAX: "ROWMAX", SUB_MAX: "SUB",
+            EXP_S: "EXP", ROW_SUM: "ROWSUM", DIV_SUM: "DIV", NEW_MAX: "MAX", SUB_M: "SUB", RESCALE: "EXP",
+            RESCALE_L: "MUL", ADD_L: "ADD", RESCALE_ACC: "MUL", ADD_PV: "ADD", DIV_ACC: "DIV",
+            **{k: "FILL" for k in (INIT_MAX, INIT_SUM, Q_IDX, Q_MASK) + CALL_VECTORS}}
+
+
+def _flash_tiles(n: int, block_m: int, block_n: int, causal: bool) -> tuple[int, int]:
+    """(computed tiles, query blocks) of one head: the seed's table skips the tiles wholly above the
+    diagonal (nb(nb + 1)/2 of a square grid), as toym's programs do."""
+    from .tile.blocks import Blocks
+
+    g = Blocks(n, min(block_m, n), min(block_n, n), causal)
+    return g.sums()["P"], g.tr
+
+
+def seed_vpu_ops(*, algo: str, n: int, d: int, block: int | None = None, block_n: int | None = None,
+                 causal: bool = True, scaled: bool = True, heads: int = 1) -> list[SeedOp]:
+    """The VPU ops seed 002's table charges (module docstring): causal attention, one head and square
+    blocks by default; ``block_n`` (default ``block``), ``causal``, ``scaled`` and ``heads`` give
+    the same accounting for the other programs ``tpu-v5e-seed`` runs (tiles padded to whole blocks)."""
     if algo == "standard":
-        return _ops((SCALE, TRIU, WHERE_MASK, ROW_MAX, SUB_MAX, EXP_S, ROW_SUM, DIV_SUM), (n, n), 1)
-    nb = -(-n // block)
-    tiles = nb * (nb + 1) // 2  # causal: query block i meets key blocks 0..i
-    return (_ops((SCALE, WHERE_VALID, ROW_MAX, SUB_MAX, EXP_S, ROW_SUM), (block, block), tiles)
-            + _ops((NEW_MAX, SUB_M, RESCALE, RESCALE_L, ADD_L), (block,), tiles)
-            + _ops((RESCALE_ACC, ADD_PV), (block, d), tiles)
-            + _ops((DIV_ACC,), (block, d), nb)
-            + _ops((Q_IDX, Q_MASK, INIT_MAX, INIT_SUM), (block,), nb)
+        names = ((SCALE,) if scaled else ()) + ((TRIU, WHERE_MASK) if causal and n > 1 else ())
+        return _ops(names + (ROW_MAX, SUB_MAX, EXP_S, ROW_SUM, DIV_SUM), (n, n), heads)
+    bm = min(block, n)
+    bn = min(block if block_n is None else block_n, n)
+    tiles, nb = _flash_tiles(n, bm, bn, causal)
+    tiles, nb = tiles * heads, nb * heads
+    return (_ops(((SCALE,) if scaled else ()) + (WHERE_VALID, ROW_MAX, SUB_MAX, EXP_S, ROW_SUM), (bm, bn), tiles)
+            + _ops((NEW_MAX, SUB_M, RESCALE, RESCALE_L, ADD_L), (bm,), tiles)
+            + _ops((RESCALE_ACC, ADD_PV), (bm, d), tiles)
+            + _ops((DIV_ACC,), (bm, d), nb)
+            + _ops((Q_IDX, Q_MASK, INIT_MAX, INIT_SUM), (bm,), nb)
             + _ops(CALL_VECTORS, (1,), 1))
 
 
@@ -156,19 +178,34 @@ class SeedCycles:
 
 
 def seed_attention_cycles(*, algo: str, n: int = 512, d: int = 64, block: int | None = None,
-                          mxu_dim: int = 128, lanes: int = 128) -> SeedCycles:
-    """Seed 002's MXU and VPU cycles of causal attention (``algo`` standard or flash)."""
+                          block_n: int | None = None, causal: bool = True, scaled: bool = True, heads: int = 1,
+                          mxu_dim: int = 128, lanes: int = 128, prices=None) -> SeedCycles:
+    """Seed 002's MXU and VPU cycles of attention (``algo`` standard or flash; causal, one head by
+    default). ``prices``: a VPU (``machine.units.VPU``) whose cycles per vector price each op as the
+    instruction it runs as (``MNEMONIC``); default the seed's (EXP 2, every other op 1)."""
     check_choice("algo", algo, ("standard", "flash"))
     n, d = check_int("n", n, 1), check_int("d", d, 1)
     if algo == "standard":
-        mm = [(n, d, n), (n, n, d)]  # Q·Kᵀ, P·V: the whole problem, one matmul each
+        mm = [(n, d, n), (n, n, d)] * heads  # Q·Kᵀ, P·V: the whole problem, one matmul each
         label = "standard"
     else:
         block = check_int("block", block, 1)
-        nb = -(-n // block)
-        tiles = nb * (nb + 1) // 2
-        mm = [(block, d, block), (block, block, d)] * tiles  # Q_i·K_jᵀ, P̃·V_j per computed tile
-        label = f"block={block}"
-    ops = seed_vpu_ops(algo=algo, n=n, d=d, block=block)
+        bm, bn = min(block, n), min(block if block_n is None else check_int("block_n", block_n, 1), n)
+        tiles = _flash_tiles(n, bm, bn, causal)[0] * heads
+        mm = [(bm, d, bn), (bm, bn, d)] * tiles  # Q_i·K_jᵀ, P̃·V_j per computed tile, padded to whole blocks
+        label = f"block={block}" if block_n in (None, block) else f"blocks={bm}×{bn}"
+    ops = seed_vpu_ops(algo=algo, n=n, d=d, block=block, block_n=block_n, causal=causal, scaled=scaled, heads=heads)
+    if prices is None:
+        vpu = sum(o.cycles(lanes) for o in ops)
+    else:
+        vpu = sum(o.count * vectors(_elements(o.shape), prices.lanes) * prices.per_vector(MNEMONIC[o.what])
+                  for o in ops)
     return SeedCycles(label, mxu=sum(mxu_matmul_cycles(*s) for s in mm), macs=sum(a * b * c for a, b, c in mm),
-                      vpu=sum(o.cycles(lanes) for o in ops), array_cells=mxu_dim * mxu_dim, ops=tuple(ops))
+                      vpu=vpu, array_cells=mxu_dim * mxu_dim, ops=tuple(ops))
+
+
+def _elements(shape) -> int:
+    e = 1
+    for x in shape:
+        e *= x
+    return e
