@@ -217,7 +217,7 @@ def walk_report(result: Result, *, array: str = "O", max_rows: int = 8) -> Repor
         note += ("; a half cycle comes from the tensor unit's rate: a dot product of length k is k multiplies "
                  "and k − 1 adds (2k − 1 FLOPs) at 2 FLOPs (one MAC) per cycle, so an odd FLOP count ends "
                  "on half a MAC")
-    sections = [Section("Walk", ("slide", "(i, j)", "step", "blocks", "steps", "cycles", "on chip"), rows,
+    sections = [Section("Walk", ("slide", "(i, j)", "what", "blocks", "steps", "cycles", "on chip"), rows,
                         align=("r", "l", "l", "l", "r", "r", "l"))]
     notes = [note]
     visits = store_visits(result, array)
