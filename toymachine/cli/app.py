@@ -26,7 +26,9 @@ from .problem import problem_app
 from .run import isa_command, run_command
 from .sweep import SWEEP_CONTEXT, sweep_command
 from .systolic import systolic_command
+from .tpu import tpu_table_command
 from .usage import ToymGroup, ToymUsageError, wants_json
+from .walk import walk_command
 from .verify import verify_gpu_command
 
 app = typer.Typer(
@@ -62,6 +64,8 @@ app.command("sweep", context_settings=SWEEP_CONTEXT)(sweep_command)
 app.command("numerics")(numerics_command)
 app.command("memory")(memory_command)
 app.command("systolic")(systolic_command)
+app.command("tpu-table")(tpu_table_command)
+app.command("walk")(walk_command)
 app.command("flags")(flags_command)
 app.command("check")(check_command)
 app.add_typer(optimize_app, name="optimize")

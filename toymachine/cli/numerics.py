@@ -41,6 +41,9 @@ def numerics_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the inputs (the machine's deterministic random values)."),
     scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale τ on the scores (default 1/√d, as seed "
                                                                 "003; 1 = seed 000's scale folded into an unscaled Q)."),
+    table_kind: str = typer.Option("break", "--table", help="break: seed 003's break-it table (default); bf16: seed "
+                                                            "002's bf16 error table on its three shapes."),
+    trials: int = typer.Option(5, "--trials", help="--table bf16: input seeds --seed … --seed + trials − 1 (spread)."),
     fmt: Format = format_option(),
     output: Optional[str] = output_option(),
 ) -> None:
@@ -53,9 +56,13 @@ def numerics_command(
     overflow, NaN, division by zero, with step, line, instruction and the tile or query/key
     it fell in) and the count of underflows.
 
-    Example: toym numerics --scale 1 --dtype fp32,fp16
+    Example: toym numerics --scale 1 --dtype fp32,fp16. With --table bf16: seed 002's correctness
+    check (n = 257, 513, 777) as bf16 inputs with fp32 accumulation, its max_abs beside toym's.
     """
     with guard(fmt):
+        if table_kind != "break":
+            _bf16_table(table_kind, seed, trials, fmt, output)
+            return
         variants = alias("--variant", "--variants", variant, variants)
         dtypes = alias("--dtype", "--dtypes", dtype, dtypes)
         table = numerics_table(level=level.value, algo=algo.value, n=n, d=d, batch=batch, heads=heads, causal=causal,
@@ -67,3 +74,12 @@ def numerics_command(
             text = render_report(numerics_report(table), fmt.value,
                                  width=terminal_width() if output in (None, "-") else None)
         write_output(text, output)
+
+
+def _bf16_table(kind: str, seed: int, trials: int, fmt: Format, output: Optional[str]) -> None:
+    from ..errors import ConfigError
+    from ..experiments.bf16 import bf16_report, bf16_rows
+
+    if kind != "bf16":
+        raise ConfigError(f"--table must be break or bf16, got {kind!r}")
+    write_output(render_report(bf16_report(bf16_rows(seed=seed, trials=trials), seed=seed), fmt.value), output)

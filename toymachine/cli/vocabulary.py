@@ -100,6 +100,9 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--check/--no-check", None, "memory: simulate the smaller points and compare with the formula"),
     Flag("--a", None, "systolic: matrix A (YAML, .npy, .npz)"),
     Flag("--b", None, "systolic: matrix B (YAML, .npy, .npz)"),
+    Flag("--table", None, "numerics: which table — break (seed 003's break-it) or bf16 (seed 002's bf16 errors)"),
+    Flag("--trials", None, "numerics --table bf16: how many input seeds (the spread over them)"),
+    Flag("--watch", None, "walk: the array shown after every STORE to it (seed 001 prints O after each visit)"),
     Flag("--dataflow", None, "systolic array dataflow: weight (stationary B, the TPU's MXU) or output (stationary C)"),
     Flag("--problem", "-p", "check, grade: the problem file (YAML) a trace is graded against; run: run on its "
                             "machine with its inputs"),
@@ -118,7 +121,7 @@ HIDDEN_ALIASES = {"--dtypes": "--dtype", "--variants": "--variant"}
 
 # commands that cost or size: each must take --machine (those that exist: others are checked on arrival)
 MACHINE_COMMANDS = ("run", "sweep", "gen matmul", "gen attention", "gen attention-tile", "optimize matmul",
-                    "optimize attention-tile", "analyze", "check", "memory")
+                    "optimize attention-tile", "analyze", "check", "memory", "tpu-table", "walk")
 
 # --order's values are one vocabulary: inner ≡ row (query loop outside), outer ≡ col (key/value loop outside)
 ORDER_SYNONYMS = {"tile": {"inner": "row", "outer": "col"}, "scalar": {"row": "inner", "col": "outer"}}

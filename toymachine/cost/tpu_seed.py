@@ -1,6 +1,10 @@
 """Seed 002's TPU cycle model, reproduced: the MXU + VPU accounting behind its table
 ("What the emulator revealed": n = 512, d = 64, causal, one head — standard attention and
-flash attention with blocks 128 and 64).
+flash attention with blocks 128 and 64). It is the pricing of the preset ``tpu-v5e-seed``
+(``accounting: seed-002``): the op names below are what a run on it lists in ``units.vpu.by_op``,
+``SEED_OPS`` says which instruction carries each (``sim.engines.seed_units`` charges them), and
+``seed_attention_cycles``/``seed_vpu_ops`` are their closed form — the tests hold every simulated
+op equal to it (``toym tpu-table`` prints the table from the simulator).
 
 MXU (exact, the seed's ``TPUCycleSimulator.matmul``): every (M, K)·(K, N) matmul costs the
 systolic formula M + K + N − 2 cycles and M·K·N MACs; utilisation = MACs / (cycles × 128·128).
@@ -32,8 +36,8 @@ their padding ``where``s, the (Br, d) zero-initialised accumulator and the final
 
 from __future__ import annotations
 
-__all__ = ["SEED_TABLE", "SeedOp", "SeedCycles", "seed_attention_cycles", "seed_vpu_ops", "vectors",
-           "mxu_matmul_cycles"]
+__all__ = ["SEED_TABLE", "SeedOp", "SeedCycles", "seed_attention_cycles", "seed_vpu_ops", "seed_by_op", "vectors",
+           "mxu_matmul_cycles", "SEED_OPS", "UNCHARGED", "CALL_VECTORS", "MNEMONIC"]
 
 from dataclasses import dataclass, field
 
@@ -74,27 +78,82 @@ class SeedOp:
         return self.count * vectors(elements, lanes) * self.cycles_per_vector
 
 
+# The seed's op names: ``by_op`` of a run on a machine with ``accounting: seed-002`` (``SEED_OPS``
+# below says which toym instruction each is charged on) and the lists of ``seed_vpu_ops``.
+SCALE, WHERE_VALID, TRIU, WHERE_MASK = ("scores × τ", "where(valid, scores, −inf)",
+                                        "mask built: triu(ones((n, n)))", "where(mask, −inf, scores)")
+ROW_MAX, SUB_MAX, EXP_S, ROW_SUM, DIV_SUM = ("row max", "scores − max", "exp(scores − max)", "row sum",
+                                             "÷ row sum")
+NEW_MAX, SUB_M, RESCALE, RESCALE_L, ADD_L = ("new_max = maximum(running_max, row max)", "running_max − new_max",
+                                             "exp(running_max − new_max) = rescale", "rescale · running_sum",
+                                             "running_sum + row sum")
+RESCALE_ACC, ADD_PV, DIV_ACC = "rescale · acc", "acc + weights @ v_tile", "acc / running_sum"
+INIT_MAX, INIT_SUM, Q_IDX, Q_MASK = ("running_max = −inf", "running_sum = 0", "q_idx = q_start + q_offsets",
+                                     "q_mask = q_idx < n")
+CALL_VECTORS = ("q_offsets = arange(block_m)", "k_offsets = arange(block_n)", "q_starts = arange(num_q_blocks)",
+                "q_starts × block_m")
+UNCHARGED = ("τ: a host scalar (FILL 1×1)", "acc = zeros((Br, d)) (FILL)", "L = m + log l: not in the seed's code")
+
+# Which toym instruction carries each charge under ``accounting: seed-002`` (``sim.engines.seed_units``):
+SEED_OPS = {
+    SCALE: "MUL by the 1×1 τ tile", WHERE_VALID: "MAC_Z Q_i·K_jᵀ of a flash program (every computed tile)",
+    TRIU: "MASK of a standard program", WHERE_MASK: "MASK of a standard program", ROW_MAX: "ROWMAX",
+    SUB_MAX: "SUB on the scores", EXP_S: "EXP on the scores", ROW_SUM: "ROWSUM", DIV_SUM: "DIV of a standard program",
+    NEW_MAX: "MAX", SUB_M: "SUB on (Br, 1)", RESCALE: "EXP on (Br, 1)", RESCALE_L: "MUL on (Br, 1)",
+    ADD_L: "ADD on (Br, 1)", RESCALE_ACC: "MUL of the (Br, d) accumulator", ADD_PV: "MAC's + C",
+    DIV_ACC: "DIV of a flash program", INIT_MAX: "FILL −inf, (Br, 1)", INIT_SUM: "FILL 0, (Br, 1)",
+    Q_IDX: "FILL −inf, (Br, 1)", Q_MASK: "FILL −inf, (Br, 1)", **{v: "the program's first FILL −inf"
+                                                                  for v in CALL_VECTORS},
+}
+
+
 def _ops(charges, shape, count):
-    return [SeedOp(what, shape, count, EXP_CYCLES if what.startswith("exp") else 1) for what in charges]
+    return [SeedOp(what, shape, count, EXP_CYCLES if what.startswith("exp") else 1)
+            for what in charges]
 
 
-def seed_vpu_ops(*, algo: str, n: int, d: int, block: int | None = None) -> list[SeedOp]:
-    """The VPU ops seed 002's table charges (module docstring), causal attention."""
+# the instruction each op runs as (its cycles per vector: the machine's price of that instruction)
+MNEMONIC = {SCALE: "MUL", WHERE_VALID: "MASK", TRIU: "MASK", WHERE_MASK: "MASK", ROW_MAX: "ROWMAX", SUB_MAX: "SUB",
+            EXP_S: "EXP", ROW_SUM: "ROWSUM", DIV_SUM: "DIV", NEW_MAX: "MAX", SUB_M: "SUB", RESCALE: "EXP",
+            RESCALE_L: "MUL", ADD_L: "ADD", RESCALE_ACC: "MUL", ADD_PV: "ADD", DIV_ACC: "DIV",
+            **{k: "FILL" for k in (INIT_MAX, INIT_SUM, Q_IDX, Q_MASK) + CALL_VECTORS}}
+
+
+def _flash_tiles(n: int, block_m: int, block_n: int, causal: bool) -> tuple[int, int]:
+    """(computed tiles, query blocks) of one head: the seed's table skips the tiles wholly above the
+    diagonal (nb(nb + 1)/2 of a square grid), as toym's programs do."""
+    from .tile.blocks import Blocks
+
+    g = Blocks(n, min(block_m, n), min(block_n, n), causal)
+    return g.sums()["P"], g.tr
+
+
+def seed_vpu_ops(*, algo: str, n: int, d: int, block: int | None = None, block_n: int | None = None,
+                 causal: bool = True, scaled: bool = True, heads: int = 1) -> list[SeedOp]:
+    """The VPU ops seed 002's table charges (module docstring): causal attention, one head and square
+    blocks by default; ``block_n`` (default ``block``), ``causal``, ``scaled`` and ``heads`` give
+    the same accounting for the other programs ``tpu-v5e-seed`` runs (tiles padded to whole blocks)."""
     if algo == "standard":
-        return _ops(("scores × τ", "mask built: triu(ones((n, n)))", "where(mask, −inf, scores)", "row max",
-                     "scores − max", "exp", "row sum", "÷ row sum"), (n, n), 1)
-    nb = -(-n // block)
-    tiles = nb * (nb + 1) // 2  # causal: query block i meets key blocks 0..i
-    return (_ops(("scores × τ", "where(valid, scores, −inf)", "row max", "scores − m_new", "exp(scores − m_new)",
-                  "row sum"), (block, block), tiles)
-            + _ops(("m_new = maximum(m, row max)", "m − m_new", "exp(m − m_new) = α", "α · l", "+ row sum"),
-                   (block,), tiles)
-            + _ops(("α · acc", "+ P̃ · V_j"), (block, d), tiles)
-            + _ops(("acc / l",), (block, d), nb)
-            + _ops(("q_idx = q_start + q_offsets", "q_mask = q_idx < n", "running_max = −inf",
-                    "running_sum = 0"), (block,), nb)
-            + _ops(("q_offsets = arange(Br)", "k_offsets = arange(Bc)", "q_starts = arange(Tr)", "q_starts × Br"),
-                   (1,), 1))
+        names = ((SCALE,) if scaled else ()) + ((TRIU, WHERE_MASK) if causal and n > 1 else ())
+        return _ops(names + (ROW_MAX, SUB_MAX, EXP_S, ROW_SUM, DIV_SUM), (n, n), heads)
+    bm = min(block, n)
+    bn = min(block if block_n is None else block_n, n)
+    tiles, nb = _flash_tiles(n, bm, bn, causal)
+    tiles, nb = tiles * heads, nb * heads
+    return (_ops(((SCALE,) if scaled else ()) + (WHERE_VALID, ROW_MAX, SUB_MAX, EXP_S, ROW_SUM), (bm, bn), tiles)
+            + _ops((NEW_MAX, SUB_M, RESCALE, RESCALE_L, ADD_L), (bm,), tiles)
+            + _ops((RESCALE_ACC, ADD_PV), (bm, d), tiles)
+            + _ops((DIV_ACC,), (bm, d), nb)
+            + _ops((Q_IDX, Q_MASK, INIT_MAX, INIT_SUM), (bm,), nb)
+            + _ops(CALL_VECTORS, (1,), 1))
+
+
+def seed_by_op(ops: list[SeedOp], lanes: int = 128) -> dict[str, int]:
+    """Cycles by op name (the ``by_op`` a run on ``tpu-v5e-seed`` reports), names sorted."""
+    out: dict[str, int] = {}
+    for o in ops:
+        out[o.what] = out.get(o.what, 0) + o.cycles(lanes)
+    return dict(sorted(out.items()))
 
 
 @dataclass(frozen=True)
@@ -119,19 +178,34 @@ class SeedCycles:
 
 
 def seed_attention_cycles(*, algo: str, n: int = 512, d: int = 64, block: int | None = None,
-                          mxu_dim: int = 128, lanes: int = 128) -> SeedCycles:
-    """Seed 002's MXU and VPU cycles of causal attention (``algo`` standard or flash)."""
+                          block_n: int | None = None, causal: bool = True, scaled: bool = True, heads: int = 1,
+                          mxu_dim: int = 128, lanes: int = 128, prices=None) -> SeedCycles:
+    """Seed 002's MXU and VPU cycles of attention (``algo`` standard or flash; causal, one head by
+    default). ``prices``: a VPU (``machine.units.VPU``) whose cycles per vector price each op as the
+    instruction it runs as (``MNEMONIC``); default the seed's (EXP 2, every other op 1)."""
     check_choice("algo", algo, ("standard", "flash"))
     n, d = check_int("n", n, 1), check_int("d", d, 1)
     if algo == "standard":
-        mm = [(n, d, n), (n, n, d)]  # Q·Kᵀ, P·V: the whole problem, one matmul each
+        mm = [(n, d, n), (n, n, d)] * heads  # Q·Kᵀ, P·V: the whole problem, one matmul each
         label = "standard"
     else:
         block = check_int("block", block, 1)
-        nb = -(-n // block)
-        tiles = nb * (nb + 1) // 2
-        mm = [(block, d, block), (block, block, d)] * tiles  # Q_i·K_jᵀ, P̃·V_j per computed tile
-        label = f"block={block}"
-    ops = seed_vpu_ops(algo=algo, n=n, d=d, block=block)
+        bm, bn = min(block, n), min(block if block_n is None else check_int("block_n", block_n, 1), n)
+        tiles = _flash_tiles(n, bm, bn, causal)[0] * heads
+        mm = [(bm, d, bn), (bm, bn, d)] * tiles  # Q_i·K_jᵀ, P̃·V_j per computed tile, padded to whole blocks
+        label = f"block={block}" if block_n in (None, block) else f"blocks={bm}×{bn}"
+    ops = seed_vpu_ops(algo=algo, n=n, d=d, block=block, block_n=block_n, causal=causal, scaled=scaled, heads=heads)
+    if prices is None:
+        vpu = sum(o.cycles(lanes) for o in ops)
+    else:
+        vpu = sum(o.count * vectors(_elements(o.shape), prices.lanes) * prices.per_vector(MNEMONIC[o.what])
+                  for o in ops)
     return SeedCycles(label, mxu=sum(mxu_matmul_cycles(*s) for s in mm), macs=sum(a * b * c for a, b, c in mm),
-                      vpu=sum(o.cycles(lanes) for o in ops), array_cells=mxu_dim * mxu_dim, ops=tuple(ops))
+                      vpu=vpu, array_cells=mxu_dim * mxu_dim, ops=tuple(ops))
+
+
+def _elements(shape) -> int:
+    e = 1
+    for x in shape:
+        e *= x
+    return e

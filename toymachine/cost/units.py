@@ -80,6 +80,8 @@ def attention_unit_cycles(*, n: int, d: int, algo: str = "fa2", machine: Machine
     mxu, vpu = machine.mxu, machine.vpu
     h = batch * heads
     scaled = (d ** -0.5 if scale is None else scale) != 1.0
+    if machine.accounting == "seed-002":  # seed 002's own accounting (cost.tpu_seed), as tpu-v5e-seed prices
+        return _seed(n, d, algo, machine, h, causal, block_m, block_n, variant, scaled)
     exact, no_max = variant == "exact", variant == "no-max"
 
     def v(op: str, elements: int) -> float:
@@ -121,3 +123,16 @@ def attention_unit_cycles(*, n: int, d: int, algo: str = "fa2", machine: Machine
             block += count * pair
         vp += h * block
     return UnitCycles(mx, macs, passes, vp, mxu.cells)
+
+
+def _seed(n, d, algo, machine, h, causal, block_m, block_n, variant, scaled) -> UnitCycles:
+    from .tpu_seed import seed_attention_cycles
+
+    if variant != "exact":
+        raise ConfigError("seed 002's accounting is given in closed form for the exact online softmax",
+                          hint="use --variant exact, or a machine with accounting: toym")
+    br, bc = min(block_m or 64, n), min(block_n or 64, n)
+    s = seed_attention_cycles(algo="standard" if algo == "fused" else "flash", n=n, d=d, block=br, block_n=bc,
+                              causal=causal, scaled=scaled, heads=h, mxu_dim=machine.mxu.rows, prices=machine.vpu)
+    tiles = 1 if algo == "fused" else Blocks(n, br, bc, causal).sums()["P"]
+    return UnitCycles(s.mxu, s.macs, 2 * h * tiles, s.vpu, machine.mxu.cells)  # every matmul one pass

@@ -65,7 +65,7 @@ DMA engine's: their cycles overlap the compute units and are not added), and
 
 from __future__ import annotations
 
-__all__ = ["Machine", "DEFAULT_MACHINE", "TILE_FIELDS", "SRAM_RULES", "UNIT_FIELDS", "MXU", "VPU"]
+__all__ = ["Machine", "DEFAULT_MACHINE", "TILE_FIELDS", "SRAM_RULES", "ACCOUNTINGS", "UNIT_FIELDS", "MXU", "VPU"]
 
 import dataclasses
 from dataclasses import dataclass, field
@@ -103,6 +103,7 @@ class Machine:
     mxu: MXU | None = None  # systolic arrays: MAC_Z/MAC on tiles
     vpu: VPU | None = None  # vector unit: every other tile op
     vmem_bytes: int | None = None  # on-chip memory named VMEM, bytes (instead of sram_words)
+    accounting: str = "toym"  # how the units price a program: toym (per instruction) | seed-002 (the seed's ops)
 
     def __post_init__(self):
         if not isinstance(self.cycles, MappingProxyType):
@@ -177,6 +178,8 @@ class Machine:
             d["mac_accumulator"] = True
         if self.sram_rule != "exact":
             d["sram_rule"] = self.sram_rule
+        if self.accounting != "toym":
+            d["accounting"] = self.accounting
         for f in UNIT_FIELDS:  # only when declared: every other machine's JSON keeps its shape
             v = getattr(self, f)
             if v is not None:
@@ -186,6 +189,7 @@ class Machine:
 
 DEFAULT_MACHINE = Machine()
 SRAM_RULES = ("exact", "paper")
+ACCOUNTINGS = ("toym", "seed-002")  # seed-002: seed 002's TPUCycleSimulator (cost.tpu_seed, sim.engines.seed_units)
 
 TILE_FIELDS = ("sram_words", "hbm_bytes_per_cycle", "tensor_flops_per_cycle", "vector_flops_per_cycle",
                "sfu_ops_per_cycle", "clock_hz")

@@ -15,7 +15,7 @@ import yaml
 from ..dtypes import DTYPES
 from ..errors import ConfigError, Location
 from ..isa import ISA
-from .config import DEFAULT_MACHINE, FIELDS, RATE_FIELDS, ROOFLINE_NEEDS, SRAM_RULES, Machine
+from .config import ACCOUNTINGS, DEFAULT_MACHINE, FIELDS, RATE_FIELDS, ROOFLINE_NEEDS, SRAM_RULES, Machine
 from .units import MXU, VPU, VPU_OPS
 
 PRESET_DIR = Path(__file__).with_name("presets")
@@ -95,6 +95,12 @@ def _build(values: dict[str, tuple[Any, Location]]) -> Machine:
                 raise ConfigError(f"'sram_rule' must be one of {', '.join(SRAM_RULES)}, got {value!r}", loc=loc,
                                   hint="exact: every tile counts against sram_words; paper: only blocks of HBM "
                                        "matrices (the FlashAttention paper's Q_i, K_j, V_j, O_i)")
+            kwargs[key] = value
+        elif key == "accounting":
+            if value not in ACCOUNTINGS:
+                raise ConfigError(f"'accounting' must be one of {', '.join(ACCOUNTINGS)}, got {value!r}", loc=loc,
+                                  hint="toym: each tile instruction at its unit's price; seed-002: seed 002's "
+                                       "TPUCycleSimulator (its ops, its masking, M + K + N − 2 per matmul)")
             kwargs[key] = value
         elif key in ("mxu", "vpu"):
             kwargs[key] = _unit(key, value, loc)
@@ -183,6 +189,9 @@ def _check_units(kwargs: dict, values: dict) -> None:
         if rates:
             raise ConfigError(f"'{rates[0]}' is a rate of the unit-less tile machine; mxu and vpu price tile "
                               f"instructions here", loc=values[rates[0]][1], hint=f"drop {', '.join(rates)}")
+    if kwargs.get("accounting", "toym") != "toym" and not has:
+        raise ConfigError("'accounting' says how compute units price a program; this machine has none",
+                          loc=values["accounting"][1], hint=f"add {_UNIT_EXAMPLE['mxu']} and {_UNIT_EXAMPLE['vpu']}")
     if kwargs.get("sram_words") is not None and kwargs.get("vmem_bytes") is not None:
         raise ConfigError("give the on-chip capacity once: 'sram_words' or 'vmem_bytes'", loc=values["vmem_bytes"][1],
                           hint="vmem_bytes names the on-chip level VMEM (in bytes); sram_words names it SRAM "

@@ -76,6 +76,8 @@ class Sym:
 
 MAX_SHOWN = 64  # arrays with more elements are summarised in tables (JSON: see render.jsonout)
 EDGE = 3  # items shown at each end of a summarised dimension
+TILE_CELL_MAX = 16  # tiles with at most this many elements show their values in table cells
+TILE_DIGITS = 3  # …to this many significant digits
 
 
 @dataclass(frozen=True)
@@ -135,8 +137,18 @@ def text_of(cell: Any) -> str:
     if isinstance(cell, Arr):
         return array_text(cell.values)
     if hasattr(cell, "shape"):  # a tile (ndarray)
-        return f"tile{tuple(cell.shape)}"
+        return tile_text(cell)
     return str(cell)
+
+
+def tile_text(t) -> str:
+    """A tile in a table cell: its values, rounded (``[[0.837, -0.144], [1.63, 0.498]]``), when it
+    has at most ``TILE_CELL_MAX`` elements (seed 001's walk: 3 × 4 blocks); bigger ones by shape,
+    ``tile(64, 64)`` (the step viewer shows any tile's values on demand)."""
+    shape = tuple(int(x) for x in t.shape)
+    if 0 < t.size <= TILE_CELL_MAX and len(shape) == 2:
+        return _nested(t.tolist(), lambda x: sig(x, TILE_DIGITS), False)
+    return f"tile{shape}"
 
 
 def value_text(v: Any) -> str:
@@ -146,7 +158,7 @@ def value_text(v: Any) -> str:
     if isinstance(v, (int, float)):
         return sig(v)
     if hasattr(v, "shape"):
-        return f"tile{tuple(v.shape)}"
+        return tile_text(v)
     if hasattr(v, "op"):  # an Expr: memory shows it whole
         from .expr import expr_text
 

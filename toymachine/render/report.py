@@ -125,8 +125,10 @@ def _summary(result: Result) -> list[tuple[str, Any, str]]:
     rows: list[tuple[str, Any, str]] = []
     if rated:
         parts = " + ".join(f"{_UNIT_NAMES.get(k, k)} {sig(v)}" for k, v in breakdown.items() if v)
+        half = "" if float(breakdown.get("tensor", 0)).is_integer() else (
+            " (a half cycle: a dot product of length k is 2k − 1 FLOPs, at 2 FLOPs — one MAC — per cycle)")
         rows.append(("cycles", Qty(result.cycles, "cycles"),
-                     f"in order, units never overlap: {parts}"))
+                     f"in order, units never overlap: {parts}{half}"))
     else:
         rows.append(("cycles", Num(result.cycles), ""))
     roof = d.get("roofline")

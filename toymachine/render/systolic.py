@@ -53,6 +53,21 @@ def _cells(run: SystolicRun) -> Section:
     return Section("Cells, cycle by cycle", head, tuple(rows), note=what, align=("r", "r") + ("l",) * cols_n)
 
 
+def _sums(run: SystolicRun) -> Section:
+    """Every cell's partial sum at every tick (where the cell is at work): weight-stationary, the sum
+    it passes down, Σ_{k' ≤ row} A[m,k']·B[k',n] (the bottom row's is C[m,n]); output-stationary, its
+    accumulator C[i,j] so far."""
+    rows_n, cols_n = run.grid
+    head = ("cycle", "row") + tuple(f"col {c}" for c in range(cols_n))
+    rows = []
+    for t in range(run.ticks):
+        for r in range(rows_n):
+            cells = tuple("" if run.cells[t, r, c] < 0 else format_number(run.sums[t, r, c].item())
+                          for c in range(cols_n))
+            rows.append((str(t) if r == 0 else "", str(r)) + cells)
+    return Section("Partial sums, cycle by cycle", head, tuple(rows), align=("r", "r") + ("r",) * cols_n)
+
+
 def _at(v, text) -> str:
     return "" if v < 0 else text(int(v))
 
@@ -62,7 +77,7 @@ def systolic_report(run: SystolicRun) -> Report:
     rows_n, cols_n = run.grid
     sections = []
     if run.cells is not None:
-        sections += [_entering(run), _cells(run)]
+        sections += [_entering(run), _cells(run)] + ([_sums(run)] if run.sums is not None else [])
     stationary = "B stationary in the cells" if run.dataflow == "weight" else "C stationary in the cells"
     err = run.numpy_max_error
     summary = (
@@ -86,6 +101,10 @@ def systolic_report(run: SystolicRun) -> Report:
         sections.append(Section("Results", ("array", "contents"),
                                 (("C", Arr(run.c.tolist())),), align=("l", "l")))
     notes = (TICKS_NOTE,)
+    if run.sums is not None and run.cells is not None:
+        notes += ("partial sums: weight-stationary, the sum each working cell passes down, Σ over k' ≤ row of "
+                  "A[m,k']·B[k',n] (the bottom row's leaves as C[m,n]); output-stationary, the C[i,j] each cell "
+                  "has accumulated",)
     if run.cells is None:
         notes += ("cycle-by-cycle tables are shown when M, K and N are all at most 16",)
     title = f"systolic {run.dataflow}-stationary ({run.m}, {run.k}) · ({run.k}, {run.n})"
@@ -96,4 +115,8 @@ def render_systolic(run: SystolicRun, fmt: str = "table") -> str:
     """A systolic run in ``fmt``: ``json`` is ``SystolicRun.to_dict()``, the others draw ``systolic_report``."""
     if fmt == "json":
         return dump_json(run.to_dict())
+    if fmt == "html":  # the array as an animation above the tables
+        from .systolic_page import systolic_page
+
+        return systolic_page(run, render_report(systolic_report(run), fmt))
     return render_report(systolic_report(run), fmt)

@@ -71,6 +71,9 @@ class SystolicRun:
     exits: np.ndarray  # (M, N) int: the tick C[m, n] was complete (weight: left the bottom row)
     cells: np.ndarray | None  # (ticks, rows, cols) int, or None when the array is too big to record:
     # weight: m of the A[m, row] in each cell; output: k of the A[i, k]·B[k, j] pair; −1 idle
+    sums: np.ndarray | None = None  # (ticks, rows, cols), recorded with ``cells``: each cell's partial sum
+    # after the tick — weight: the sum it passes down (Σ_{k' ≤ row} A[m,k']·B[k',col]); output: its
+    # accumulator C[i,j] so far — meaningful where ``cells`` ≥ 0 (a cell at work)
 
     @property
     def m(self) -> int:
@@ -123,6 +126,9 @@ class SystolicRun:
         }
         if self.cells is not None:
             d["cells"] = [[[None if v < 0 else v for v in row] for row in tick] for tick in self.cells.tolist()]
+        if self.sums is not None and self.cells is not None:
+            d["sums"] = [[[None if w < 0 else json_value(v) for v, w in zip(vrow, wrow)] for vrow, wrow in zip(vt, wt)]
+                         for vt, wt in zip(self.sums.tolist(), self.cells.tolist())]
         return d
 
 
@@ -154,9 +160,10 @@ def systolic_matmul(a, b, *, dataflow: str = "weight", record: bool | None = Non
         record = max(m, k, n) <= TABLE_LIMIT
     run = _weight_stationary if dataflow == "weight" else _output_stationary
     with np.errstate(all="ignore"):  # idle cells multiply placeholders; their results are discarded
-        c, ticks, busy, macs, busy_cells, exits, cells = run(a, b, record)
+        c, ticks, busy, macs, busy_cells, exits, cells, sums = run(a, b, record)
     return SystolicRun(dataflow, a, b, c, ticks, busy, macs, tuple(busy_cells), exits,
-                       None if cells is None else np.asarray(cells, dtype=np.int64))
+                       None if cells is None else np.asarray(cells, dtype=np.int64),
+                       None if sums is None else np.asarray(sums, dtype=a.dtype))
 
 
 def _weight_stationary(a: np.ndarray, b: np.ndarray, record: bool):
@@ -174,7 +181,7 @@ def _weight_stationary(a: np.ndarray, b: np.ndarray, record: bool):
     exits = np.full((m, n), -1, np.int64)
     last_entry = m + k - 2  # A[M−1, K−1] enters row K−1 at this tick
     t = busy_ticks = macs = 0
-    busy_cells, cells = [], ([] if record else None)
+    busy_cells, cells, sums = [], ([] if record else None), ([] if record else None)
     while True:
         # 1. activations move one cell right; column 0 takes A[t − row, row] (the stagger)
         act[:, 1:] = act[:, :-1]
@@ -204,13 +211,14 @@ def _weight_stationary(a: np.ndarray, b: np.ndarray, record: bool):
         busy_cells.append(count)
         if record:
             cells.append(src.copy())
+            sums.append(psum.copy())
         t += 1
         if count:
             busy_ticks += 1
             macs += count
         elif t > last_entry:  # nothing left to enter and nothing in the array
             break
-    return c, t, busy_ticks, macs, busy_cells, exits, cells
+    return c, t, busy_ticks, macs, busy_cells, exits, cells, sums
 
 
 def _output_stationary(a: np.ndarray, b: np.ndarray, record: bool):
@@ -226,7 +234,7 @@ def _output_stationary(a: np.ndarray, b: np.ndarray, record: bool):
     exits = np.full((m, n), -1, np.int64)
     last_entry = max(m, n) + k - 2  # the last A/B element to enter
     t = busy_ticks = macs = 0
-    busy_cells, cells = [], ([] if record else None)
+    busy_cells, cells, sums = [], ([] if record else None), ([] if record else None)
     while True:
         a_val[:, 1:], a_k[:, 1:] = a_val[:, :-1], a_k[:, :-1]  # A moves right
         b_val[1:], b_k[1:] = b_val[:-1], b_k[:-1]  # B moves down
@@ -246,10 +254,11 @@ def _output_stationary(a: np.ndarray, b: np.ndarray, record: bool):
         busy_cells.append(count)
         if record:
             cells.append(np.where(busy, a_k, -1))
+            sums.append(acc.copy())
         t += 1
         if count:
             busy_ticks += 1
             macs += count
         elif t > last_entry:
             break
-    return acc, t, busy_ticks, macs, busy_cells, exits, cells
+    return acc, t, busy_ticks, macs, busy_cells, exits, cells, sums

@@ -151,7 +151,7 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
         if run.round is not None:
             with np.errstate(all="ignore"):
                 const = run.dt.round_array(const)
-        return _op(run, lambda regs: const, d, (), op, tag, units.pricer(run, ins.op, ()))
+        return _op(run, lambda regs: const, d, (), op, tag, units.pricer(run, ins.op, (), ins))
     srcs = []
     for pos, kind in enumerate(spec.signature[:-1]):
         if kind != "src":
@@ -192,7 +192,7 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
     else:
         fn = tile_ops.binary(UFUNC[ins.op], srcs[0], srcs[1], acc)
     tag = (ins, text, ins.op in ("MAC", "MAC_Z", "MUL", "DIV", "EXP"))
-    return _op(run, fn, d, tuple(srcs), op, tag, units.pricer(run, ins.op, tuple(srcs)))
+    return _op(run, fn, d, tuple(srcs), op, tag, units.pricer(run, ins.op, tuple(srcs), ins))
 
 
 def _dropout_operands(run, line: int, a: tuple) -> tuple:

@@ -21,20 +21,27 @@ import math
 from collections import Counter
 from typing import Callable
 
+from . import seed_units
+
 MXU_CYCLES, MACS, PASSES, VPU_CYCLES = range(4)
 
 
 def setup(run) -> None:
     run.units = [0, 0, 0, 0] if run.machine.has_units else None
     run.vpu_by_op = Counter()
+    if run.machine.accounting == "seed-002":
+        seed_units.seed_setup(run)
 
 
-def pricer(run, op: str, srcs: tuple) -> Callable | None:
+def pricer(run, op: str, srcs: tuple, ins=None) -> Callable | None:
     """The closure that charges one execution of ``op`` (None on a machine without units).
-    ``srcs``: the operands as ``(slot, transposed, position)``."""
+    ``srcs``: the operands as ``(slot, transposed, position)``; ``ins`` the instruction (a machine
+    with ``accounting: seed-002`` is priced by ``seed_units``, seed 002's own accounting)."""
     machine = run.machine
     if not machine.has_units:
         return None
+    if machine.accounting == "seed-002":
+        return seed_units.seed_pricer(run, op, srcs, ins)
     acc, by_op = run.units, run.vpu_by_op
     vpu = machine.vpu
     lanes = vpu.lanes
