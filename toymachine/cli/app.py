@@ -21,6 +21,7 @@ from .memory import memory_command
 from .numerics import numerics_command
 from .optimize import analyze_command, optimize_app
 from .run import isa_command, run_command
+from .serve import serve_command
 from .sweep import SWEEP_CONTEXT, sweep_command
 from .systolic import systolic_command
 from .verify import verify_gpu_command
@@ -61,6 +62,7 @@ app.command("flags")(flags_command)
 app.command("check")(check_command)
 app.add_typer(optimize_app, name="optimize")
 app.command("analyze")(analyze_command)
+app.command("serve")(serve_command)
 
 
 def main(argv: list[str] | None = None) -> None:

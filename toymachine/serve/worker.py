@@ -1,0 +1,163 @@
+"""Requests run in worker processes, each under a deadline: an overrunning one is killed and replaced.
+
+A thread cannot be stopped from outside, so a pasted trace that would simulate for minutes (or
+allocate gigabytes) would hold the server; a process can be. ``WorkerPool.call(kind, body)``
+hands the raw request body (bytes: the worker decodes the JSON too, so a hostile body costs the
+worker, not the server) to an idle worker and waits at most ``LIMITS.run_seconds``; past that
+the worker is killed, a fresh one started, and the caller gets the JSON error object (422).
+Each worker caps its address space (``LIMITS.worker_memory_bytes``) and runs one request at a
+time; the pool holds ``LIMITS.workers`` of them. Workers are fresh interpreters (``python -m
+toymachine.serve.worker``: nothing forked from the server's threads) that import the simulator
+once, at start, and talk over their stdin/stdout (length-prefixed JSON).
+"""
+
+from __future__ import annotations
+
+__all__ = ["WorkerPool"]
+
+import contextlib
+import json
+import os
+import queue
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+from .limits import LIMITS, Limits
+
+Reply = tuple[int, str, str]
+_HEADER = struct.Struct(">I")  # each message: its length, then JSON
+
+
+def _write(fh, obj) -> None:
+    data = json.dumps(obj, ensure_ascii=False).encode()
+    fh.write(_HEADER.pack(len(data)) + data)
+    fh.flush()
+
+
+def _read(fh):
+    head = fh.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise EOFError("worker pipe closed")
+    (n,) = _HEADER.unpack(head)
+    data = fh.read(n)
+    if len(data) < n:
+        raise EOFError("worker pipe closed")
+    return json.loads(data)
+
+
+def main() -> None:  # pragma: no cover - the worker process (python -m toymachine.serve.worker)
+    """Serve requests from stdin to stdout, one at a time, until stdin closes."""
+    memory_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else LIMITS.worker_memory_bytes
+    with contextlib.suppress(Exception):
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    from .handlers import handle
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing else may write into the reply pipe
+    handle("run", {"trace": "LOAD x[0], R0\n", "options": {"format": "html"}})  # warm the imports
+    _write(stdout, ["ready"])
+    while True:
+        try:
+            kind, body = _read(stdin)
+        except (EOFError, OSError):
+            return
+        try:
+            payload = json.loads(body) if isinstance(body, str) else body
+        except (ValueError, RecursionError) as exc:
+            from ..errors import ConfigError
+            from ..render.jsonout import error_json
+
+            _write(stdout, [400, error_json(ConfigError(f"the request body is not JSON: {exc}")), "application/json"])
+            continue
+        _write(stdout, list(handle(kind, payload)))
+
+
+class _Worker:
+    def __init__(self, limits: Limits):
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen([sys.executable, "-m", "toymachine.serve.worker", str(limits.worker_memory_bytes)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.ready = False
+
+    def poll(self, timeout: float) -> bool:
+        """Whether a reply is waiting (within ``timeout`` seconds)."""
+        got, _, _ = select.select([self.proc.stdout], [], [], max(0.0, timeout))
+        return bool(got)
+
+    def wait_ready(self, timeout: float) -> bool:
+        if not self.ready and self.poll(timeout):
+            self.ready = _read(self.proc.stdout) == ["ready"]
+        return self.ready
+
+    def kill(self) -> None:
+        with contextlib.suppress(Exception):
+            self.proc.kill()
+            self.proc.wait(5)
+        for fh in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(Exception):
+                fh.close()
+
+
+class WorkerPool:
+    """``LIMITS.workers`` worker processes; ``call`` blocks until one is idle, then for at most
+    the deadline."""
+
+    def __init__(self, limits: Limits = LIMITS):
+        self.limits = limits
+        self.idle: queue.Queue[_Worker] = queue.Queue()
+        self.all: list[_Worker] = []
+        self.lock = threading.Lock()
+        for _ in range(limits.workers):
+            self._add()
+
+    def _add(self) -> None:
+        w = _Worker(self.limits)
+        with self.lock:
+            self.all.append(w)
+        self.idle.put(w)
+
+    def call(self, kind: str, body: bytes | dict) -> Reply:
+        from ..errors import ConfigError
+        from ..render.jsonout import error_json
+
+        w = self.idle.get()
+        try:
+            w.wait_ready(60)  # a fresh worker is still importing: its start-up is not the request's time
+            text = body.decode("utf-8", "replace") if isinstance(body, bytes) else json.dumps(body)
+            _write(w.proc.stdin, [kind, text])
+            if w.poll(self.limits.run_seconds):
+                status, reply, media = _read(w.proc.stdout)
+                self.idle.put(w)
+                return status, reply, media
+        except (EOFError, OSError, ValueError):  # it died (out of memory, killed)
+            self._replace(w)
+            return 422, error_json(ConfigError("the run stopped: it needed more memory than the playground allows",
+                                               hint="run it with toym run FILE")), "application/json"
+        self._replace(w)
+        return 422, error_json(ConfigError(self.limits.refuse_time(), hint="the limits are in "
+                                           "toymachine/serve/limits.py")), "application/json"
+
+    def _replace(self, w: _Worker) -> None:
+        w.kill()
+        with self.lock:
+            if w in self.all:
+                self.all.remove(w)
+        self._add()
+
+    def close(self) -> None:
+        with self.lock:
+            workers, self.all = self.all, []
+        for w in workers:
+            w.kill()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
