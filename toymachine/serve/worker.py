@@ -16,6 +16,7 @@ from __future__ import annotations
 __all__ = ["WorkerPool"]
 
 import contextlib
+import dataclasses
 import json
 import os
 import queue
@@ -24,7 +25,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 
 from .limits import LIMITS, Limits
 
@@ -51,7 +51,11 @@ def _read(fh):
 
 def main() -> None:  # pragma: no cover - the worker process (python -m toymachine.serve.worker)
     """Serve requests from stdin to stdout, one at a time, until stdin closes."""
-    memory_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else LIMITS.worker_memory_bytes
+    from . import limits
+
+    if len(sys.argv) > 1:  # the server's limits (a test's smaller ones), before the handlers read them
+        limits.LIMITS = Limits(**json.loads(sys.argv[1]))
+    memory_bytes = limits.LIMITS.worker_memory_bytes
     with contextlib.suppress(Exception):
         import resource
 
@@ -83,7 +87,8 @@ class _Worker:
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen([sys.executable, "-m", "toymachine.serve.worker", str(limits.worker_memory_bytes)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "toymachine.serve.worker",
+                                      json.dumps(dataclasses.asdict(limits))],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.ready = False
 
