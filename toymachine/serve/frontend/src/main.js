@@ -11,7 +11,6 @@ import { toymLanguage } from "./language.js";
 import { encodeState, decodeState } from "./share.js";
 import { linePlot } from "./plot.js";
 
-const DEBOUNCE_MS = 30; // the last keystroke → the request; the rest of the 100 ms is the run and the redraw
 const $ = (id) => document.getElementById(id);
 const pg = (window.playground = { ready: false, refreshes: 0, latencyMs: null, result: null, error: null });
 
@@ -152,37 +151,64 @@ function showRun(r) {
   $("status").textContent = `${num(r.cycles)} cycles · ${num(r.dram && r.dram.reads)} reads · ${num(r.dram && r.dram.writes)} writes`;
 }
 
+// The viewer is the page `toym run -f html` writes. The first one loads as the iframe's srcdoc;
+// later ones are written into the same document (document.open/write: no navigation, about half
+// the time of a srcdoc reload), at the step the reader was on.
 function showPage(frame, html, done) {
-  let step = null;
-  try { step = frame.contentWindow.toym.step(); } catch (e) { step = null; }
-  frame.onload = () => {
-    try { if (step) frame.contentWindow.toym.goTo(Math.min(step, frame.contentWindow.toym.steps)); } catch (e) { /* a page without steps */ }
-    done();
-  };
-  frame.srcdoc = html;
+  let w = null, step = null;
+  try { w = frame.contentWindow; step = w.toym ? w.toym.step() : null; } catch (e) { w = null; }
+  if (!w || !w.toym) {
+    frame.onload = () => { frame.onload = null; done(); };
+    frame.srcdoc = html;
+    return;
+  }
+  const last = w.setInterval(() => {}, 1e9); // the old page's play timer must not outlive it
+  for (let i = 0; i <= last; i++) w.clearInterval(i);
+  const doc = frame.contentDocument;
+  doc.open();
+  doc.write(html);
+  doc.close();
+  try { if (step) w.toym.goTo(Math.min(step, w.toym.steps)); } catch (e) { /* a page without steps */ }
+  requestAnimationFrame(() => done());
 }
 
-// -- live: debounce, one request in flight, the newest answer wins ------------------------------
+// -- live: no fixed debounce — an edit starts a run at once when none is in flight; edits made
+// while one runs wait for it and then start one run with the newest text (at most one request in
+// flight and one waiting, however fast the typing), and only the newest answer is drawn.
 function liveRunner(getView, frame, onResult) {
-  let timer = null, seq = 0, lastEdit = 0;
+  let inflight = false, pending = false, lastEdit = 0, timer = null;
   async function refresh() {
-    const my = ++seq;
+    inflight = true;
+    pending = false;
     const view = getView();
-    const { ok, data } = await api("/api/live", runRequest(view.state.doc.toString()));
-    if (my !== seq) return;
+    const t0 = performance.now();
+    let reply;
+    try { reply = await api("/api/live", runRequest(view.state.doc.toString())); } catch (e) { reply = { ok: false, data: { error: { message: `the server did not answer: ${e.message}` } } }; }
+    const t1 = performance.now();
+    if (pending) return refresh(); // typed meanwhile: this answer is already old
+    const { ok, data } = reply;
     if (ok) {
       const r = JSON.parse(data.json);
       onResult(r, null, data.warnings);
-      showPage(frame, data.page, () => { if (my === seq) { pg.latencyMs = performance.now() - lastEdit; pg.refreshes++; } });
+      const t2 = performance.now();
+      await new Promise((resolve) => showPage(frame, data.page, resolve));
+      pg.timing = { waitMs: t0 - lastEdit, apiMs: t1 - t0, panelsMs: t2 - t1, viewerMs: performance.now() - t2 };
     } else {
       onResult(null, data.error || { message: String(data) }, []);
-      pg.latencyMs = performance.now() - lastEdit;
-      pg.refreshes++;
     }
+    pg.latencyMs = performance.now() - lastEdit;
+    pg.refreshes++;
+    inflight = false;
+    if (pending) refresh();
   }
   return {
-    schedule() { lastEdit = performance.now(); clearTimeout(timer); timer = setTimeout(refresh, DEBOUNCE_MS); },
-    now() { lastEdit = performance.now(); clearTimeout(timer); return refresh(); },
+    schedule() {
+      lastEdit = performance.now();
+      if (inflight) { pending = true; return; }
+      clearTimeout(timer);
+      timer = setTimeout(refresh, 0); // edits of one event loop turn (a paste, a replace) are one run
+    },
+    now() { lastEdit = performance.now(); clearTimeout(timer); return inflight ? (pending = true, null) : refresh(); },
   };
 }
 
