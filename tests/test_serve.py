@@ -202,3 +202,19 @@ def test_toym_help_does_not_import_the_web_stack():
     code = "import sys; from toymachine.cli.app import app; print(sorted(m for m in ('starlette', 'uvicorn') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_serve_binds_localhost_and_warns_for_any_other_host(toym, monkeypatch):
+    import uvicorn
+
+    seen = {}
+
+    def fake_run(self):  # no socket: what toym serve asked uvicorn for
+        seen.update(host=self.config.host, port=self.config.port)
+        self.should_exit = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", fake_run)
+    code, _, err = toym("serve", "--port", "8123")
+    assert code == 0 and seen == {"host": "127.0.0.1", "port": 8123} and "warning" not in err
+    code, _, err = toym("serve", "--host", "0.0.0.0")
+    assert code == 0 and seen["host"] == "0.0.0.0" and "warning: serving on 0.0.0.0" in err

@@ -148,6 +148,9 @@ def test_compare_check_export_and_share(page, server):
     page.eval("document.querySelector('#tabs [data-tab=compare]').click()")
     wait(page, "playground.resultB", what="trace B's run")
     assert page.eval("playground.resultB.cycles") == 22  # matmul_outer_2x2.asm: the seed's figure
+    wait(page, "document.getElementById('viewer-b').contentWindow.toym", what="B's step viewer")
+    wait(page, "document.getElementById('viewer-a2').contentWindow.toym", what="A's step viewer beside it")
+    assert page.eval("document.getElementById('viewer-a2').contentWindow.toym.steps") == 4
     page.eval("document.querySelector('#tabs [data-tab=check]').click()")
     page.eval("document.getElementById('ck-problem').value = 'p1_c00'")
     click(page, "#ck-run")

@@ -175,7 +175,7 @@ function showPage(frame, html, done) {
 // -- live: no fixed debounce — an edit starts a run at once when none is in flight; edits made
 // while one runs wait for it and then start one run with the newest text (at most one request in
 // flight and one waiting, however fast the typing), and only the newest answer is drawn.
-function liveRunner(getView, frame, onResult) {
+function liveRunner(getView, frame, onResult, onPage = () => {}) {
   let inflight = false, pending = false, lastEdit = 0, timer = null;
   async function refresh() {
     inflight = true;
@@ -191,6 +191,7 @@ function liveRunner(getView, frame, onResult) {
       const r = JSON.parse(data.json);
       onResult(r, null, data.warnings);
       const t2 = performance.now();
+      onPage(data.page);
       await new Promise((resolve) => showPage(frame, data.page, resolve));
       pg.timing = { waitMs: t0 - lastEdit, apiMs: t1 - t0, panelsMs: t2 - t1, viewerMs: performance.now() - t2 };
     } else {
@@ -333,6 +334,7 @@ function tabs() {
     b.addEventListener("click", () => {
       for (const o of document.querySelectorAll("#tabs button")) o.classList.toggle("on", o === b);
       for (const s of document.querySelectorAll(".tab")) s.hidden = s.id !== `tab-${b.dataset.tab}`;
+      if (b.dataset.tab === "compare" && pg.pageA) showPage($("viewer-a2"), pg.pageA, () => {});
     });
   }
 }
@@ -360,7 +362,7 @@ async function main() {
     if (r) showRun(r); else $("status").textContent = `error: ${err.message}`;
     $("panels").classList.toggle("stale", !r);
     compareTable();
-  });
+  }, (html) => { pg.pageA = html; if (!$("tab-compare").hidden) showPage($("viewer-a2"), html, () => {}); });
   const liveB = liveRunner(() => pg.editorB, $("viewer-b"), (r, err, warnings) => {
     pg.resultB = r;
     showProblems(pg.editorB, $("problems-b"), err ? [err] : [], warnings);
