@@ -218,3 +218,13 @@ def test_serve_binds_localhost_and_warns_for_any_other_host(toym, monkeypatch):
     assert code == 0 and seen == {"host": "127.0.0.1", "port": 8123} and "warning" not in err
     code, _, err = toym("serve", "--host", "0.0.0.0")
     assert code == 0 and seen["host"] == "0.0.0.0" and "warning: serving on 0.0.0.0" in err
+
+
+def test_a_port_in_use_is_a_located_error(toym):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        code, out, err = toym("serve", "--port", busy.getsockname()[1])
+    assert code == 2 and "cannot listen on 127.0.0.1:" in err and "--port 0" in err and "Traceback" not in err

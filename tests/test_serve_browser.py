@@ -181,6 +181,12 @@ def test_hostile_text_in_every_field_stays_text(page):
         click(page, f"#{field}")
         assert page.eval("document.activeElement.id") == field
         page.send("Input.insertText", text=HOSTILE)
+    page.eval("document.querySelector('#tabs [data-tab=compare]').click()")
+    click(page, "#editor-b .cm-content")
+    page.eval("playground.editorB.dispatch({selection: {anchor: 0, head: playground.editorB.state.doc.length}})")
+    page.send("Input.insertText", text=f"; {HOSTILE}\nLOAD {HOSTILE}\n")
+    wait(page, "document.getElementById('problems-b').textContent.includes('error')", what="B's error")
+    assert HOSTILE in page.eval("playground.editorB.state.doc.toString()")
     page.eval("document.querySelector('#tabs [data-tab=sweep]').click()")
     page.eval("document.querySelector('#sw-params input').focus(); document.querySelector('#sw-params input').value = ''")
     page.send("Input.insertText", text=HOSTILE)

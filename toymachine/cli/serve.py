@@ -36,11 +36,28 @@ def serve_command(
         if host is not None and host not in (LOCAL, "localhost", "::1"):
             typer.echo(f"warning: serving on {host}: anyone who can reach this address can run traces here "
                        "(the limits in toymachine/serve/limits.py still apply)", err=True)
+        _check_port(bind, port)
         app = create_app(local_only=host is None or host in (LOCAL, "localhost", "::1"))
         config = uvicorn.Config(app, host=bind, port=port, log_level="warning", access_log=False)
         server = uvicorn.Server(config)
         _announce(server, bind, open_browser)
         server.run()
+
+
+def _check_port(host: str, port: int) -> None:
+    """A port in use (or a host that is not this machine's) is an error (exit 2) before uvicorn starts."""
+    import socket
+
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                              hint="another program has that port? --port 0 takes any free one") from None
 
 
 def _announce(server, host: str, open_browser: bool) -> None:

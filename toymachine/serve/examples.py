@@ -23,7 +23,7 @@ FOLDERS = {"programs": (ROOT / "programs", ".asm"), "problems": (ROOT / "example
 @functools.lru_cache(maxsize=None)
 def _files(kind: str) -> dict[str, Path]:
     folder, suffix = FOLDERS[kind]
-    if not folder.is_dir():
+    if not (ROOT / "pyproject.toml").is_file() or not folder.is_dir():  # a checkout, not site-packages
         return {}
     return {p.stem: p for p in sorted(folder.iterdir()) if p.suffix == suffix and p.is_file()}
 
