@@ -228,3 +228,14 @@ def test_a_port_in_use_is_a_located_error(toym):
         busy.listen()
         code, out, err = toym("serve", "--port", busy.getsockname()[1])
     assert code == 2 and "cannot listen on 127.0.0.1:" in err and "--port 0" in err and "Traceback" not in err
+
+
+def test_odd_text_is_an_error_and_never_kills_the_server(client):
+    r = client.post("/api/run", content=b'{"trace": "LOAD x[0], R\\ud800\\n"}', headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "not JSON" in r.json()["error"]["message"]
+    r = client.post("/api/run", json={"trace": "LOAD x[0], R0\x00\n"})
+    assert r.status_code == 422 and r.json()["error"]["line"] == 1
+    r = client.post("/api/run", json={"trace": "\r\nLOAD x[0], R0\r\n", "options": {"json_fields": "cycles"}})
+    assert r.status_code == 200 and r.json() == {"cycles": 1}
+    r = client.post("/api/run", json={"trace": "LOAD x[0], R0\n"})
+    assert r.status_code == 200

@@ -288,3 +288,6 @@ def handle(kind: str, payload: Any) -> Reply:
     except MemoryError:
         return 422, error_json(ConfigError("the run needs more memory than the playground allows",
                                            hint="run it with toym run FILE")), JSON
+    except Exception as exc:  # a bug, not the input's fault: say so, and keep the worker serving
+        return 500, error_json(ConfigError(f"internal error: {type(exc).__name__}: {exc}",
+                                           hint="please report it with the trace that caused it")), JSON

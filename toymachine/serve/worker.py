@@ -73,7 +73,8 @@ def main() -> None:  # pragma: no cover - the worker process (python -m toymachi
             return
         try:
             payload = json.loads(body) if isinstance(body, str) else body
-        except (ValueError, RecursionError) as exc:
+            json.dumps(payload, ensure_ascii=False).encode("utf-8")  # "\ud800" escapes are not text
+        except (ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
             from ..errors import ConfigError
             from ..render.jsonout import error_json
 

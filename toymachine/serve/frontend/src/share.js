@@ -23,9 +23,26 @@ export async function encodeState(state) {
   return toBase64url(await pipe(json, new CompressionStream("deflate-raw")));
 }
 
+// inflated a chunk at a time, refused past maxBytes (a small link must not inflate to gigabytes)
+async function inflate(bytes, maxBytes) {
+  const reader = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw")).getReader();
+  const parts = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > maxBytes) { reader.cancel(); throw new Error("shared state too large"); }
+    parts.push(value);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) { out.set(p, at); at += p.length; }
+  return out;
+}
+
 export async function decodeState(text, maxBytes) {
-  const raw = await pipe(fromBase64url(text), new DecompressionStream("deflate-raw"));
-  if (raw.length > maxBytes) throw new Error("shared state too large");
+  const raw = await inflate(fromBase64url(text), maxBytes);
   const state = JSON.parse(new TextDecoder().decode(raw));
   if (typeof state !== "object" || state === null || Array.isArray(state)) throw new Error("not a playground link");
   return state;
