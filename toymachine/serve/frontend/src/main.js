@@ -107,16 +107,28 @@ function showProblems(view, list, errors, warnings) {
 }
 
 // -- the run's panels --------------------------------------------------------------------------
-function num(x) { return typeof x === "number" ? x.toLocaleString("en-US", { maximumFractionDigits: 6 }) : x === null || x === undefined ? "" : String(x); }
+function num(x) {
+  if (typeof x === "number") return x.toLocaleString("en-US", { maximumFractionDigits: 6 });
+  if (x === null || x === undefined) return "";
+  if (typeof x === "object" && !Array.isArray(x)) return Object.entries(x).map(([k, v]) => `${k} ${num(v)}`).join(", ");
+  return String(x);
+}
+
+function shapeOf(v) { // a register's value: a number, a tile (nested lists) or a summary
+  if (v && v.summary) return `${v.shape.join("×")} tile`;
+  if (!Array.isArray(v)) return v;
+  return `${v.length}×${Array.isArray(v[0]) ? v[0].length : 1} tile`;
+}
 
 function costRows(r) {
   const mem = r.tile_traffic || r.sram_peak !== undefined ? "HBM" : "DRAM";
   const rows = [["cycles", r.cycles], ["instructions", r.instructions], [`${mem} reads (words)`, r.dram && r.dram.reads],
     [`${mem} writes (words)`, r.dram && r.dram.writes], ["registers used", r.registers_used]];
   if (r.flops !== undefined) rows.push(["FLOPs", r.flops]);
-  if (r.sram_peak !== undefined) rows.push(["SRAM peak (words)", r.sram_peak]);
+  if (r.sram_peak !== undefined) rows.push(["SRAM peak (words)", r.sram_words ? `${num(r.sram_peak)} of ${num(r.sram_words)}` : r.sram_peak]);
+  if (r.cycle_breakdown) rows.push(["cycles by unit", r.cycle_breakdown]);
   if (r.intensity) rows.push(["FLOPs per word", r.intensity.flops_per_word]);
-  if (r.ops) rows.push(["instructions by opcode", Object.entries(r.ops).map(([k, v]) => `${k} ${v}`).join(", ")]);
+  if (r.ops) rows.push(["instructions by opcode", r.ops]);
   rows.push(["numerical alarms", (r.alarms || []).length]);
   return rows;
 }
@@ -141,7 +153,7 @@ function memoryTable(name, value) {
 function showRun(r) {
   $("costs").replaceChildren(table(costRows(r)));
   $("memory").replaceChildren(...Object.entries(r.memory || {}).map(([k, v]) => memoryTable(k, v)));
-  const regs = Object.entries(r.registers || {}).map(([k, v]) => [k, v && v.summary ? `${v.shape.join("×")} tile` : Array.isArray(v) ? `${v.length}-row tile` : v]);
+  const regs = Object.entries(r.registers || {}).map(([k, v]) => [k, shapeOf(v)]);
   $("regs").replaceChildren(table(regs.length ? regs : [["(none used)", ""]]));
   const m = r.machine || {};
   const mrows = [["machine", m.name], ["registers", m.registers === null ? "unbounded" : m.registers], ["word bytes", m.word_bytes], ["dtype", m.dtype]];
