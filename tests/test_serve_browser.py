@@ -192,9 +192,8 @@ def test_hostile_text_in_every_field_stays_text(page):
     page.send("Input.insertText", text=HOSTILE)
     click(page, "#sw-run")
     wait(page, "document.getElementById('sw-status').textContent.startsWith('error')", what="the sweep's error")
-    settled(page, n)
-    time.sleep(0.5)
-    assert "machine.yaml:1:1" in page.eval("document.getElementById('problems').textContent")
+    wait(page, "document.getElementById('problems').textContent.includes('machine.yaml:1:1')",
+         what="the machine YAML's error")
     assert HOSTILE in page.eval("document.getElementById('sw-status').textContent")  # the error quotes it, as text
     assert page.eval("document.querySelectorAll('script').length") == 1
     assert page.eval("document.querySelectorAll('img').length") == 0
@@ -205,8 +204,8 @@ def test_hostile_text_in_every_field_stays_text(page):
     page.eval("document.getElementById('machine-yaml').value = ''; document.getElementById('data').value = '';"
               " document.getElementById('preset').dispatchEvent(new Event('change'))")
     settled(page, n)
-    wait(page, frame("document.querySelector('h1')"), what="the step viewer")
-    assert page.eval(frame("document.querySelector('h1').textContent")) == HOSTILE
+    wait(page, frame(f"document.querySelector('h1').textContent === {json.dumps(HOSTILE)}"),
+         what="the step viewer titled with the file name, as text")
     assert HOSTILE in page.eval(frame("document.getElementById('listing').textContent"))
     assert page.eval(frame("document.querySelectorAll('script').length")) == 2  # its data and its code
     assert page.eval(frame("document.querySelectorAll('img').length")) == 0
