@@ -137,6 +137,7 @@ def test_the_registers_control_changes_the_dram_reads(page):
     assert page.eval("document.getElementById('sw-readout').textContent") == \
         f"registers = 3: {rows[0].cycles} cycles, {want[3]} DRAM reads"
     assert page.eval("document.querySelectorAll('#sw-plot polyline').length") == 2
+    assert page.eval("document.getElementById('sw-slider-label').textContent") == "registers"
     page.eval("document.getElementById('sw-slider').focus()")
     for _ in range(3):
         page.key("ArrowRight", 39)

@@ -253,6 +253,7 @@ async function runSweep() {
   const slider = $("sw-slider");
   slider.min = 0; slider.max = Math.max(0, xs.length - 1); slider.value = 0;
   pg.sweepXs = xs;
+  $("sw-slider-label").textContent = x;
   drawSweep();
 }
 
