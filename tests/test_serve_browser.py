@@ -145,6 +145,25 @@ def test_the_registers_control_changes_the_dram_reads(page):
     assert text.startswith("registers = 6:") and text.endswith(f"{want[6]} DRAM reads") and want[6] < want[3]
 
 
+def test_the_cost_controls_rerun_the_trace(page):
+    """LOAD/STORE cycles 100 on the trace the first test left (2 LOADs, MUL, STORE)."""
+    from toymachine.machine.loader import load_machine
+
+    page.eval("document.querySelector('#tabs [data-tab=run]').click()")
+    trace = page.eval("playground.editor.state.doc.toString()")
+    n = page.eval("playground.refreshes")
+    click(page, "#mem-cycles")
+    page.send("Input.insertText", text="100")
+    settled(page, n)
+    want = simulate(parse(trace), load_machine("m.yaml", text="name: custom\ncycles: {LOAD: 100, STORE: 100}\n"))
+    wait(page, f"playground.result.cycles === {want.cycles}", what="the new cycle count")
+    assert want.cycles == 301
+    n = page.eval("playground.refreshes")
+    page.eval("document.getElementById('mem-cycles').value = ''; document.getElementById('mem-cycles')"
+              ".dispatchEvent(new Event('input'))")
+    wait(page, "playground.result.cycles === 4", what="the machine's own costs again")
+
+
 def test_compare_check_export_and_share(page, server):
     page.eval("document.querySelector('#tabs [data-tab=compare]').click()")
     wait(page, "playground.resultB", what="trace B's run")

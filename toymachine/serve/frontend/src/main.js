@@ -58,10 +58,15 @@ function machineSpec() {
   const preset = $("preset").value;
   const yaml = $("machine-yaml").value;
   const sram = $("sram").value.trim();
+  const mem = $("mem-cycles").value.trim();
   const edited = yaml !== (pg.meta.presets[preset] || "");
-  if (!edited && !sram) return preset || null;
-  let text = yaml;
-  if (sram) text = /^sram_words:.*$/m.test(text) ? text.replace(/^sram_words:.*$/m, `sram_words: ${sram}`) : `${text.replace(/\s*$/, "")}\nsram_words: ${sram}\n`;
+  if (!edited && !sram && !mem) return preset || null;
+  // the controls become lines of the machine's YAML (a key already there is replaced)
+  const put = (text, key, value) => (new RegExp(`^${key}:.*$`, "m").test(text)
+    ? text.replace(new RegExp(`^${key}:.*$`, "m"), `${key}: ${value}`) : `${text.replace(/\s*$/, "")}\n${key}: ${value}\n`);
+  let text = yaml || "name: custom\n";
+  if (sram) text = put(text, "sram_words", sram);
+  if (mem) text = put(text, "cycles", `{LOAD: ${mem}, STORE: ${mem}}`);
   return { yaml: text, name: "machine.yaml" };
 }
 
@@ -304,7 +309,7 @@ async function runExport() {
 function state() {
   return { v: 1, trace: pg.editor.state.doc.toString(), traceB: pg.editorB.state.doc.toString(), preset: $("preset").value,
     machine: $("machine-yaml").value, registers: $("registers").value, sram: $("sram").value, dtype: $("dtype").value,
-    seed: $("seed").value, data: $("data").value, file: $("file").value };
+    seed: $("seed").value, data: $("data").value, file: $("file").value, memCycles: $("mem-cycles").value };
 }
 
 async function share() {
@@ -324,6 +329,7 @@ async function restore() {
   const str = (v) => (typeof v === "string" ? v : "");
   if (str(s.preset) in pg.meta.presets || s.preset === "") $("preset").value = str(s.preset);
   for (const id of ["registers", "sram", "dtype", "seed", "data", "file"]) $(id).value = str(s[id]);
+  $("mem-cycles").value = str(s.memCycles);
   $("machine-yaml").value = str(s.machine) || pg.meta.presets[$("preset").value] || "";
   setDoc(pg.editor, str(s.trace));
   setDoc(pg.editorB, str(s.traceB));
@@ -385,7 +391,7 @@ async function main() {
   pg.editorB = makeEditor($("editor-b"), "", () => liveB.schedule(), lang);
   pg.live = liveA;
   const rerun = () => { liveA.schedule(); liveB.schedule(); };
-  for (const id of ["registers", "sram", "seed", "data", "machine-yaml", "file"]) $(id).addEventListener("input", rerun);
+  for (const id of ["registers", "sram", "mem-cycles", "seed", "data", "machine-yaml", "file"]) $(id).addEventListener("input", rerun);
   for (const id of ["dtype"]) $(id).addEventListener("change", rerun);
   $("preset").addEventListener("change", () => { $("machine-yaml").value = pg.meta.presets[$("preset").value] || ""; rerun(); });
   $("examples").addEventListener("change", async () => {
