@@ -4,7 +4,9 @@ problem and a sweep; errors as the CLI's JSON error object; the limits; no path 
 Skipped where Starlette (the ``serve`` extra) is not installed."""
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -40,7 +42,7 @@ def header_machine(text: str):
 
 
 def cli_args(path, machine):
-    return [*(["-m", machine] if machine else [])]
+    return ["-m", machine] if machine else []
 
 
 @pytest.mark.parametrize("path", ALL_PROGRAMS, ids=lambda p: p.name)
@@ -239,3 +241,16 @@ def test_odd_text_is_an_error_and_never_kills_the_server(client):
     assert r.status_code == 200 and r.json() == {"cycles": 1}
     r = client.post("/api/run", json={"trace": "LOAD x[0], R0\n"})
     assert r.status_code == 200
+
+
+FRONTEND = ROOT / "toymachine" / "serve" / "frontend"
+
+
+@pytest.mark.skipif(not (FRONTEND / "node_modules").is_dir() or not shutil.which("node"),
+                    reason="the page's npm packages are not installed (cd toymachine/serve/frontend && npm ci)")
+def test_the_committed_bundle_is_built_from_its_sources(tmp_path):
+    env = dict(os.environ, TOYM_BUNDLE_OUT=str(tmp_path))
+    subprocess.run(["node", "build.mjs"], cwd=FRONTEND, env=env, check=True, capture_output=True, timeout=300)
+    static = ROOT / "toymachine" / "serve" / "static"
+    for name in ("playground.js", "THIRD_PARTY_LICENSES.txt"):
+        assert (tmp_path / name).read_bytes() == (static / name).read_bytes(), f"rebuild: node build.mjs ({name})"

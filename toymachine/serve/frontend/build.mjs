@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const out = join(here, "..", "static");
+const out = process.env.TOYM_BUNDLE_OUT || join(here, "..", "static"); // a test builds into a temp folder
 const result = await esbuild.build({
   entryPoints: [join(here, "src", "main.js")],
   bundle: true,
