@@ -71,7 +71,7 @@ function machineSpec() {
 }
 
 function runRequest(trace, extra = {}) {
-  const options = { file: $("file").value || "playground.asm", ...extra };
+  const options = { file: fileA(), ...extra };
   const r = $("registers").value.trim();
   if (r) options.registers = Number(r);
   if ($("dtype").value) options.dtype = $("dtype").value;
@@ -81,8 +81,11 @@ function runRequest(trace, extra = {}) {
 }
 
 // -- diagnostics: the CLI's file:line:col error as a squiggle and a row in the problems list ------
-function diagnosticFor(view, err, severity) {
-  if (!err.line || err.file !== ($("file").value || "playground.asm")) return null;
+const fileA = () => $("file").value || "playground.asm";
+const fileB = () => pg.fileB || "b.asm";
+
+function diagnosticFor(view, err, severity, file) {
+  if (!err.line || err.file !== file) return null;
   const doc = view.state.doc;
   if (err.line > doc.lines) return null;
   const line = doc.line(err.line);
@@ -93,12 +96,12 @@ function diagnosticFor(view, err, severity) {
   return { from, to, severity, message: err.message + (err.hint ? ` (${err.hint})` : ""), source: "toym" };
 }
 
-function showProblems(view, list, errors, warnings) {
+function showProblems(view, list, errors, warnings, file) {
   const diags = [];
   list.replaceChildren();
   for (const [items, severity] of [[errors, "error"], [warnings, "warning"]]) {
     for (const err of items) {
-      const d = diagnosticFor(view, err, severity);
+      const d = diagnosticFor(view, err, severity, file);
       if (d) diags.push(d);
       const where = [err.file, err.line, err.column].filter((x) => x !== null && x !== undefined).join(":");
       const row = h("li", { class: severity }, h("span", { class: "where" }, where), " ", h("span", { class: "msg" }, `${severity}: ${err.message}`));
@@ -192,7 +195,7 @@ function showPage(frame, html, done) {
 // -- live: no fixed debounce — an edit starts a run at once when none is in flight; edits made
 // while one runs wait for it and then start one run with the newest text (at most one request in
 // flight and one waiting, however fast the typing), and only the newest answer is drawn.
-function liveRunner(getView, frame, onResult, onPage = () => {}) {
+function liveRunner(getView, frame, onResult, onPage = () => {}, getFile = fileA) {
   let inflight = false, pending = false, lastEdit = 0, timer = null;
   async function refresh() {
     inflight = true;
@@ -200,7 +203,7 @@ function liveRunner(getView, frame, onResult, onPage = () => {}) {
     const view = getView();
     const t0 = performance.now();
     let reply;
-    try { reply = await api("/api/live", runRequest(view.state.doc.toString())); } catch (e) { reply = { ok: false, data: { error: { message: `the server did not answer: ${e.message}` } } }; }
+    try { reply = await api("/api/live", runRequest(view.state.doc.toString(), { file: getFile() })); } catch (e) { reply = { ok: false, data: { error: { message: `the server did not answer: ${e.message}` } } }; }
     const t1 = performance.now();
     if (pending) return refresh(); // typed meanwhile: this answer is already old
     const { ok, data } = reply;
@@ -308,7 +311,7 @@ async function runExport() {
 
 function state() {
   return { v: 1, trace: pg.editor.state.doc.toString(), traceB: pg.editorB.state.doc.toString(), preset: $("preset").value,
-    machine: $("machine-yaml").value, registers: $("registers").value, sram: $("sram").value, dtype: $("dtype").value,
+    fileB: fileB(), machine: $("machine-yaml").value, registers: $("registers").value, sram: $("sram").value, dtype: $("dtype").value,
     seed: $("seed").value, data: $("data").value, file: $("file").value, memCycles: $("mem-cycles").value };
 }
 
@@ -330,6 +333,7 @@ async function restore() {
   if (str(s.preset) in pg.meta.presets || s.preset === "") $("preset").value = str(s.preset);
   for (const id of ["registers", "sram", "dtype", "seed", "data", "file"]) $(id).value = str(s[id]);
   $("mem-cycles").value = str(s.memCycles);
+  pg.fileB = str(s.fileB) || null;
   $("machine-yaml").value = str(s.machine) || pg.meta.presets[$("preset").value] || "";
   setDoc(pg.editor, str(s.trace));
   setDoc(pg.editorB, str(s.traceB));
@@ -340,6 +344,7 @@ async function loadExample(view, name, file) {
   const { ok, data } = await api(`/api/examples/programs/${encodeURIComponent(name)}`);
   if (!ok) return;
   const machine = /^;\s*machine:\s*([\w-]+)/m.exec(data);
+  if (view === pg.editorB) pg.fileB = `${name}.asm`;
   if (view === pg.editor) {
     $("file").value = `${name}.asm`;
     $("preset").value = machine && machine[1] in pg.meta.presets ? machine[1] : "";
@@ -377,16 +382,16 @@ async function main() {
 
   const liveA = liveRunner(() => pg.editor, $("viewer"), (r, err, warnings) => {
     pg.result = r; pg.error = err;
-    showProblems(pg.editor, $("problems"), err ? [err] : [], warnings);
+    showProblems(pg.editor, $("problems"), err ? [err] : [], warnings, fileA());
     if (r) showRun(r); else $("status").textContent = `error: ${err.message}`;
     $("panels").classList.toggle("stale", !r);
     compareTable();
   }, (html) => { pg.pageA = html; if (!$("tab-compare").hidden) showPage($("viewer-a2"), html, () => {}); });
   const liveB = liveRunner(() => pg.editorB, $("viewer-b"), (r, err, warnings) => {
     pg.resultB = r;
-    showProblems(pg.editorB, $("problems-b"), err ? [err] : [], warnings);
+    showProblems(pg.editorB, $("problems-b"), err ? [err] : [], warnings, fileB());
     compareTable();
-  });
+  }, () => {}, fileB);
   pg.editor = makeEditor($("editor"), "", () => liveA.schedule(), lang);
   pg.editorB = makeEditor($("editor-b"), "", () => liveB.schedule(), lang);
   pg.live = liveA;
