@@ -28,7 +28,8 @@ async function api(path, body) {
   const init = body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
   const res = await fetch(path, init);
   const type = res.headers.get("content-type") || "";
-  const data = type.startsWith("application/json") ? await res.json() : await res.text();
+  let data = type.startsWith("application/json") ? await res.json() : await res.text();
+  if (!res.ok && !(data && data.error)) data = { error: { message: `${res.status}: ${String(data).slice(0, 200)}` } };
   return { ok: res.ok, status: res.status, data };
 }
 
