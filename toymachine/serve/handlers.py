@@ -68,7 +68,7 @@ def _trace(payload: dict, name: str) -> str:
     trace = _get(payload, "trace", str)
     if trace is None:
         raise RequestError("request: 'trace' is required (the assembly text)")
-    lines = trace.count("\n") + 1
+    lines = trace.count("\n") + (not trace.endswith("\n"))  # a final newline ends a line, it starts none
     if lines > LIMITS.trace_lines:
         raise ConfigError(LIMITS.refuse_lines(lines), loc=Location(name, LIMITS.trace_lines + 1),
                           hint="the limits are in toymachine/serve/limits.py")
