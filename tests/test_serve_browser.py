@@ -76,6 +76,8 @@ def settled(b: Browser, before: int):
 def type_into_editor(b: Browser, text: str, select=None) -> None:
     """Select (all, or the [from, to) range) in the main editor, then type ``text`` as the keyboard would."""
     click(b, "#editor .cm-content")
+    b.eval("playground.editor.focus()")
+    assert b.eval("document.getElementById('editor').contains(document.activeElement)")
     sel = "{anchor: 0, head: playground.editor.state.doc.length}" if select is None else \
         f"{{anchor: {select[0]}, head: {select[1]}}}"
     b.eval(f"playground.editor.dispatch({{selection: {sel}}})")
@@ -203,10 +205,12 @@ def test_hostile_text_in_every_field_stays_text(page):
         page.send("Input.insertText", text=HOSTILE)
     page.eval("document.querySelector('#tabs [data-tab=compare]').click()")
     click(page, "#editor-b .cm-content")
+    page.eval("playground.editorB.focus()")  # the click may land while the tab is still laying out
+    assert page.eval("document.getElementById('editor-b').contains(document.activeElement)")
     page.eval("playground.editorB.dispatch({selection: {anchor: 0, head: playground.editorB.state.doc.length}})")
     page.send("Input.insertText", text=f"; {HOSTILE}\nLOAD {HOSTILE}\n")
-    wait(page, "document.getElementById('problems-b').textContent.includes('error')", what="B's error")
     assert HOSTILE in page.eval("playground.editorB.state.doc.toString()")
+    wait(page, "document.getElementById('problems-b').textContent.includes('error')", what="B's error")
     page.eval("document.querySelector('#tabs [data-tab=sweep]').click()")
     page.eval("document.querySelector('#sw-params input').focus(); document.querySelector('#sw-params input').value = ''")
     page.send("Input.insertText", text=HOSTILE)

@@ -20,7 +20,6 @@ import dataclasses
 import json
 import os
 import queue
-import select
 import struct
 import subprocess
 import sys
@@ -92,15 +91,33 @@ class _Worker:
                                       json.dumps(dataclasses.asdict(limits))],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.ready = False
+        self.replies: queue.Queue = queue.Queue()  # a reader thread: no select() on pipes (Windows has none)
+        threading.Thread(target=self._reader, daemon=True, name="toym-serve-reader").start()
 
-    def poll(self, timeout: float) -> bool:
-        """Whether a reply is waiting (within ``timeout`` seconds)."""
-        got, _, _ = select.select([self.proc.stdout], [], [], max(0.0, timeout))
-        return bool(got)
+    def _reader(self) -> None:
+        try:
+            while True:
+                self.replies.put(_read(self.proc.stdout))
+        except Exception:  # EOF: the worker exited or was killed
+            self.replies.put(None)
+
+    def receive(self, timeout: float):
+        """The worker's next message; ``TimeoutError`` if none within ``timeout`` seconds,
+        ``EOFError`` if it died."""
+        try:
+            msg = self.replies.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            raise TimeoutError from None
+        if msg is None:
+            raise EOFError("the worker exited")
+        return msg
 
     def wait_ready(self, timeout: float) -> bool:
-        if not self.ready and self.poll(timeout):
-            self.ready = _read(self.proc.stdout) == ["ready"]
+        if not self.ready:
+            try:
+                self.ready = self.receive(timeout) == ["ready"]
+            except TimeoutError:
+                return False
         return self.ready
 
     def kill(self) -> None:
@@ -139,10 +156,11 @@ class WorkerPool:
             w.wait_ready(60)  # a fresh worker is still importing: its start-up is not the request's time
             text = body.decode("utf-8", "replace") if isinstance(body, bytes) else json.dumps(body)
             _write(w.proc.stdin, [kind, text])
-            if w.poll(self.limits.run_seconds):
-                status, reply, media = _read(w.proc.stdout)
-                self.idle.put(w)
-                return status, reply, media
+            status, reply, media = w.receive(self.limits.run_seconds)
+            self.idle.put(w)
+            return status, reply, media
+        except TimeoutError:
+            pass
         except (EOFError, OSError, ValueError):  # it died (out of memory, killed)
             self._replace(w)
             return 422, error_json(ConfigError("the run stopped: it needed more memory than the playground allows",
