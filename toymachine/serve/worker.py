@@ -163,7 +163,8 @@ class WorkerPool:
             pass
         except (EOFError, OSError, ValueError):  # it died (out of memory, killed)
             self._replace(w)
-            return 422, error_json(ConfigError("the run stopped: it needed more memory than the playground allows",
+            return 422, error_json(ConfigError("the run stopped: its worker process exited (more memory than the "
+                                               "playground allows, or it could not start: see the server's log)",
                                                hint="run it with toym run FILE")), "application/json"
         self._replace(w)
         return 422, error_json(ConfigError(self.limits.refuse_time(), hint="the limits are in "
