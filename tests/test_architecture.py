@@ -27,7 +27,7 @@ STAGES = [
     {"gen", "render", "api"},  # programs from parameters; Result → text; the Python API's file runner
     {"optimize", "experiments", "check", "notebook"},  # searches, sweeps, graders built on the above
     {"__init__"},  # the package's public face
-    {"cli", "__main__"},  # the command line
+    {"cli", "serve", "__main__"},  # the fronts, siblings: the command line, the web playground
 ]
 RANK = {name: i for i, stage in enumerate(STAGES) for name in stage}
 

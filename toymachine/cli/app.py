@@ -24,6 +24,7 @@ from .numerics import numerics_command
 from .optimize import analyze_command, optimize_app
 from .problem import problem_app
 from .run import isa_command, run_command
+from .serve import serve_command
 from .sweep import SWEEP_CONTEXT, sweep_command
 from .systolic import systolic_command
 from .tpu import tpu_table_command
@@ -73,6 +74,7 @@ app.command("analyze")(analyze_command)
 app.command("grade")(grade_command)
 app.add_typer(problem_app, name="problem")
 app.command("autograder")(autograder_command)
+app.command("serve")(serve_command)
 
 
 def main(argv: list[str] | None = None) -> None:

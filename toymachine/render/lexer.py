@@ -16,6 +16,7 @@ from __future__ import annotations
 
 __all__ = ["ToyAsmLexer", "highlight_line", "token_css"]
 
+import functools
 import re
 
 from pygments.lexer import RegexLexer, bygroups, words
@@ -67,12 +68,21 @@ class ToyAsmLexer(RegexLexer):
     }
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def highlight_line(text: str) -> str:
-    """One line as HTML spans with Pygments' short class names (``k``, ``nv``, ``mi`` …)."""
+    """One line as HTML spans with Pygments' short class names (``k``, ``nv``, ``mi`` …). Cached:
+    a trace repeats its lines, and ``toym serve`` redraws the same lines at every keystroke."""
     from pygments import highlight
+
+    return highlight(text, _LEXER, _formatter()).rstrip("\n")
+
+
+@functools.lru_cache(maxsize=1)
+def _formatter():
+    """One formatter for every line (building one computes its whole style sheet: ~1 ms)."""
     from pygments.formatters import HtmlFormatter
 
-    return highlight(text, _LEXER, HtmlFormatter(nowrap=True)).rstrip("\n")
+    return HtmlFormatter(nowrap=True)
 
 
 def token_css(scope: str) -> str:

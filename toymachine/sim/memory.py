@@ -314,8 +314,6 @@ def load_data_file(path: str) -> dict[str, np.ndarray]:
     """``--data FILE``: YAML mapping name → nested list, or .npy / .npz."""
     import os
 
-    import yaml
-
     from ..errors import Location
 
     if not os.path.exists(path):
@@ -333,10 +331,21 @@ def load_data_file(path: str) -> dict[str, np.ndarray]:
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
-        doc = yaml.safe_load(text)
     except UnicodeDecodeError:
         raise DataError(f"data file {path} is not UTF-8 text", loc=Location(path),
                         hint="use YAML (name: [values]) or .npy/.npz") from None
+    return load_data_text(text, path)
+
+
+def load_data_text(text: str, path: str) -> dict[str, np.ndarray]:
+    """YAML text (name → nested list) as arrays; ``path`` names it in messages (``toym serve``'s
+    data panel sends text, never a path)."""
+    import yaml
+
+    from ..errors import Location
+
+    try:
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         lines = text.splitlines()
@@ -356,4 +365,4 @@ def load_data_file(path: str) -> dict[str, np.ndarray]:
     return out
 
 
-__all__ += ["load_data_file"]
+__all__ += ["load_data_file", "load_data_text"]
