@@ -3,30 +3,65 @@
 Exit status: 0 success, 1 a requested check found a mismatch, 2 any error (usage,
 assembly, machine limit, runtime fault). Errors print as ``file:line:col`` with the
 offending line and a caret, never a traceback.
+
+Commands load lazily: ``COMMANDS`` names each one's module, function and one-line help, so
+``toym --help`` lists them all without importing any, and ``toym run`` imports only what a run
+needs (``cli.lazy``). To add a command, add one row to ``COMMANDS``.
 """
 
 from __future__ import annotations
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "COMMANDS"]
 
 import sys
 
 import typer
 
 from .. import __version__
-from .check import check_command
-from .flags import flags_command
-from .gen import gen_app
-from .memory import memory_command
-from .numerics import numerics_command
-from .optimize import analyze_command, optimize_app
-from .run import isa_command, run_command
-from .sweep import SWEEP_CONTEXT, sweep_command
-from .systolic import systolic_command
-from .verify import verify_gpu_command
+from .lazy import Lazy, LazyGroup
+
+# name → Lazy("module:attribute" under toymachine.cli, the command's one-line help[, context settings]).
+# A function becomes a command, a typer.Typer a group of them; help lists them in this order.
+COMMANDS: dict[str, Lazy] = {
+    "run": Lazy("run:run_command", "Run a trace and print its per-step register table and cost summary."),
+    "isa": Lazy("run:isa_command", "Print the instruction-set reference (generated from the ISA table)."),
+    "verify-gpu": Lazy("verify:verify_gpu_command", "Run the tile simulator and the bundled Triton kernel on the same "
+                       "inputs and compare O, the log-sum-exp (and dQ, dK, dV): exit 0 when they agree, 1 when they "
+                       "don't."),
+    "sweep": Lazy("sweep:sweep_command", "Run a generator over its parameters' ranges: one cost row per point.",
+                  context="SWEEP_CONTEXT"),
+    "numerics": Lazy("numerics:numerics_command", "Seed 003's break-it experiments: variant × dtype → max error, "
+                     "first alarm."),
+    "memory": Lazy("memory:memory_command", "Peak memory of attention against n: seed 002's memory-scaling table and "
+                   "seed 003's picture."),
+    "systolic": Lazy("systolic:systolic_command", "C = A·B on a tick-level systolic array (seed 002): the "
+                     "cycle-by-cycle table (M, K, N ≤ 16), cycles = M+K+N−2 against the emulator's ticks, MACs, "
+                     "utilisation; C equals numpy's A @ B."),
+    "flags": Lazy("flags:flags_command", "Print the flags every command shares: one name and one meaning each, and "
+                  "which commands take it."),
+    "check": Lazy("check:check_command", "Grade a trace: run it on the problem's machine with its inputs (several "
+                  "random draws), compare every expected array and check every budget; exit 0 when all pass, 1 when "
+                  "one fails."),
+    "analyze": Lazy("optimize:analyze_command", "How far a trace is from an optimal register allocation of its own "
+                    "order of computation: the fewest LOADs/STOREs any allocation of that order needs (Belady's MIN), "
+                    "the bound for its outputs in any order, and which LOADs are redundant (\"line 9 reloads a[0][1], "
+                    "which an optimal allocation would have kept in a register\")."),
+    "gen": Lazy("gen:gen_app", "Write a generated program (assembly with a header giving its cost formula) to stdout "
+                "or -o FILE. Pipe it into `toym run -`."),
+    "optimize": Lazy("optimize:optimize_app", "Provably optimal schedules and block sizes: the least-cycle matmul "
+                     "schedule on R registers (A* search, proven optimal or best found with the gap), "
+                     "FlashAttention's (Br, Bc) and loop order under an SRAM of M words beside the paper's rule."),
+}
+
+
+
+class ToymGroup(LazyGroup):
+    table = COMMANDS
+
 
 app = typer.Typer(
     name="toym",
+    cls=ToymGroup,
     help="toymachine: an instruction-set simulator and cost model for the toy machine that teaches "
          "FlashAttention. Run traces, count cycles and DRAM traffic, print the seed's tables.",
     no_args_is_help=True,
@@ -47,20 +82,6 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                        help="Show the version and exit.")) -> None:
     pass
-
-
-app.command("run")(run_command)
-app.command("isa")(isa_command)
-app.command("verify-gpu")(verify_gpu_command)
-app.add_typer(gen_app, name="gen")
-app.command("sweep", context_settings=SWEEP_CONTEXT)(sweep_command)
-app.command("numerics")(numerics_command)
-app.command("memory")(memory_command)
-app.command("systolic")(systolic_command)
-app.command("flags")(flags_command)
-app.command("check")(check_command)
-app.add_typer(optimize_app, name="optimize")
-app.command("analyze")(analyze_command)
 
 
 def main(argv: list[str] | None = None) -> None:
