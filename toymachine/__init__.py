@@ -6,6 +6,8 @@ nothing, so the ``toym`` command line starts fast and pays only for what a comma
 
 from __future__ import annotations
 
+import sys
+
 __version__ = "0.1.0"
 
 # name → the module (relative to this package) that defines it
@@ -31,12 +33,35 @@ __all__ = [
 ]
 
 
+def _display_hooks() -> None:
+    """Jupyter shows a Result as its tables (``notebook``), which loads when one is first shown."""
+    from . import result
+
+    def html(r):
+        from .notebook import result_html
+
+        return result_html(r)
+
+    def markdown(r):
+        from .notebook import result_markdown
+
+        return result_markdown(r)
+
+    result.DISPLAY.setdefault("text/html", html)
+    result.DISPLAY.setdefault("text/markdown", markdown)
+
+
+if "IPython" in sys.modules:  # in a notebook, whatever is imported first: hooks now
+    _display_hooks()
+
+
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'toymachine' has no attribute {name!r}")
     from importlib import import_module
 
+    _display_hooks()
     value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value  # the next lookup is a plain attribute
     return value

@@ -15,7 +15,6 @@ from __future__ import annotations
 __all__ = ["Lazy", "LazyGroup", "load", "fast_params"]
 
 import re
-from dataclasses import dataclass
 from enum import Enum
 from importlib import import_module
 from typing import Any, NamedTuple, Union, get_args, get_origin
@@ -35,6 +34,11 @@ class LazyGroup(TyperGroup):
     Commands registered the ordinary way (``app.command(...)``) still work and are listed after."""
 
     table: dict[str, Lazy] = {}
+
+    def get_params(self, ctx) -> list:
+        params = super().get_params(ctx)
+        _fast(params)
+        return params
 
     def list_commands(self, ctx) -> list[str]:
         return list(self.table) + [n for n in super().list_commands(ctx) if n not in self.table]
@@ -88,9 +92,14 @@ def load(name: str, entry: Lazy, rich_markup_mode: Any = None):
 
 
 # -- values without pydantic -----------------------------------------------------------------------
-_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})\Z")  # what int() and pydantic read alike
-_FLOAT = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?\Z")
+_FLOAT = r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?\Z"  # what float() and pydantic read alike
 _SLOW = object()
+
+
+def _int_text(s: str) -> bool:
+    """A plain decimal integer — no sign but "-", no leading zero, no "_", no spaces, ASCII digits."""
+    t = s[1:] if s[:1] == "-" else s
+    return t.isascii() and t.isdigit() and len(t) <= 18 and (t == "0" or t[0] != "0")
 
 
 def _leaf(annotation: Any) -> Any:
@@ -112,10 +121,12 @@ def _convert(annotation: Any, info: Any, value: Any, ctx: Any) -> Any:
         return _SLOW
     if annotation is str:
         return value if isinstance(value, str) else _SLOW
+    if annotation is bool:
+        return value if type(value) is bool else _SLOW
     if annotation is int:
         if type(value) is int:
             x = value
-        elif isinstance(value, str) and _INT.match(value):
+        elif isinstance(value, str) and _int_text(value):
             x = int(value)
         else:
             return _SLOW
@@ -123,7 +134,7 @@ def _convert(annotation: Any, info: Any, value: Any, ctx: Any) -> Any:
     if annotation is float:
         if type(value) in (int, float):
             x = float(value)
-        elif isinstance(value, str) and _FLOAT.match(value):
+        elif isinstance(value, str) and re.match(_FLOAT, value):
             x = float(value)
         else:
             return _SLOW
@@ -143,11 +154,7 @@ try:  # typer's private coercion classes (typer ≥ 0.25); without them every va
 except ImportError:  # pragma: no cover
     RuntimeParam = None
 else:
-    @dataclass(frozen=True)
-    class _Fast(RuntimeParam):
-        leaf: Any = None
-        descriptor: Any = None
-
+    class _Fast(RuntimeParam):  # RuntimeParam's fields, and leaf + descriptor set by _fast_runtime
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             out = _convert(self.leaf, self.parameter_info, value, ctx)
             if out is _SLOW:
@@ -159,21 +166,35 @@ def _fast_runtime(param: Any) -> Any:
     desc = param.type_descriptor
     leaf = _leaf(desc.annotation)
     if RuntimeParam is None or desc.file_annotation is not None or \
-            not (leaf in (str, int, float) or (isinstance(leaf, type) and issubclass(leaf, Enum))):
+            not (leaf in (str, int, float, bool) or (isinstance(leaf, type) and issubclass(leaf, Enum))):
         return None
-    return _Fast(parameter_info=desc.parameter_info, annotation=desc.annotation, leaf=leaf, descriptor=desc)
+    fast = _Fast(parameter_info=desc.parameter_info, annotation=desc.annotation)
+    object.__setattr__(fast, "leaf", leaf)  # (RuntimeParam is a frozen dataclass)
+    object.__setattr__(fast, "descriptor", desc)
+    return fast
+
+
+def _fast(params: Any) -> None:
+    for param in params:
+        if getattr(param, "_runtime_param", 0) is None and hasattr(param, "type_descriptor"):
+            fast = _fast_runtime(param)
+            if fast is not None:
+                param._runtime_param = fast
 
 
 def fast_params(cmd: Any) -> None:
-    """Give ``cmd``'s options and arguments (and its subcommands') the direct conversion. Typer's
-    internals are private: where they are not as expected this does nothing (slower, same result)."""
-    for param in getattr(cmd, "params", ()):
-        if getattr(param, "_runtime_param", 0) is None and hasattr(param, "type_descriptor"):
-            try:
-                fast = _fast_runtime(param)
-            except Exception:  # pragma: no cover - another typer: leave it its own coercion
-                return
-            if fast is not None:
-                param._runtime_param = fast
+    """Give ``cmd``'s parameters — its help option too, which click makes as it parses — and its
+    subcommands' the direct conversion. Typer's internals are private: where they are not as
+    expected this does nothing (slower, the same result)."""
+    if RuntimeParam is None:  # pragma: no cover
+        return
+    get_params = cmd.get_params
+
+    def params_fast(ctx: Any) -> list:
+        params = get_params(ctx)
+        _fast(params)
+        return params
+
+    cmd.get_params = params_fast
     for sub in (getattr(cmd, "commands", None) or {}).values():
         fast_params(sub)
