@@ -32,8 +32,8 @@ from itertools import chain, islice
 from ..isa import _mac, fmax
 from ..program import Reg
 from .engines import scalar
-from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
-from .loop import execute
+from .engines.kinds import BINARY, COPY, EXEC, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
+from .loop import execute, execute_engines
 
 BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
 MIN_REPEATS = 16  # a chunk takes the block path when its blocks come back this often on average
@@ -59,7 +59,7 @@ class BlockCache:
 
     def __init__(self, run):
         self.run = run
-        self.blocks: dict[str, _Block | None] = {}  # None: the block runs in the loop
+        self.blocks: dict[str, _Block] = {}  # a block without ``fn`` runs in the loop
 
     def get(self, key: str, templates: dict):
         if key in self.blocks:
@@ -70,15 +70,28 @@ class BlockCache:
         codes = [templates.get(k) for k in text.split("\n")]
         if None in codes:  # a line not compiled yet: the loop compiles it (not cached: it may be next time)
             return None
-        block = self.blocks[key] = _compile(self.run, codes)
+        block = self.blocks[key] = _compile(self.run, codes) or _Block(_in_loop, [0], codes, compiled=False)
         return block
 
 
-class _Block:
-    __slots__ = ("fn", "hits", "codes", "lines", "steps", "reads", "writes", "counts")
+class _InLoop(Bail):
+    """Raised by the stand-in function of a block the loop runs (it took no index)."""
 
-    def __init__(self, fn, hits: list, codes: list):
+
+_IN_LOOP = _InLoop(())
+
+
+def _in_loop(nxt):
+    raise _IN_LOOP
+
+
+class _Block:
+    __slots__ = ("fn", "hits", "codes", "lines", "steps", "reads", "writes", "counts", "compiled", "engines")
+
+    def __init__(self, fn, hits: list, codes: list, compiled: bool = True):
         self.fn = fn
+        self.compiled = compiled  # False: ``fn`` raises _InLoop and the loop runs the block's codes
+        self.engines = not compiled and all(c[0] == EXEC for c in codes)  # other engines' only: execute_engines
         self.codes = tuple(codes)
         self.hits = hits
         self.lines = len(codes)
@@ -93,9 +106,11 @@ class _Block:
 
 def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) -> bool:
     """Run a template chunk (``ktext``: its template text without the final newline; its lines
-    ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little
-    or one of them is not compiled (a template never seen, an instruction the blocks do not
-    take); the caller then runs the chunk in the loop."""
+    ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little,
+    one of them is not compiled (a template never seen) or most of them are blocks the loop runs
+    (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
+    often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
+    (a tile instruction now and then) run in the loop where they stand."""
     keys = ("\n" + ktext).split(_SEP)
     if keys[0] == "":
         del keys[0]
@@ -112,33 +127,36 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) 
         if block is None:
             return False
         uniq[key] = block
-    blocks = list(uniq.values())
-    fns = list(map(dict(zip(uniq, (b.fn for b in blocks))).__getitem__, keys))
+    looped = [key for key, b in uniq.items() if not b.compiled]
+    if looped and sum(map(dict.fromkeys(looped).__contains__, keys)) * 2 > len(keys):
+        return False  # mostly the loop's: no gain from blocks
+    blocks = [b for b in uniq.values() if b.compiled]
+    fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
     nxt = run.next_index
     stream = nxt.__self__  # the index stream's iterator: a bailing block's indices go back in front of it
     it = iter(fns)
-    done = bails = 0
+    done = p_done = bails = 0  # blocks done before the last slow path, and their lines
     while True:
         try:
             for fn in it:
                 fn(nxt)
             break
         except Bail as bail:
-            k = done + _flush(run, blocks)  # the block that bailed
-            p = sum(b.lines for b in map(uniq.__getitem__, islice(keys, k)))
+            k = done + _flush(run, blocks)  # the block that bailed (or that the loop runs)
+            p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
             block = uniq[keys[k]]
-            run.next_index = chain(bail.args[0], stream).__next__
+            if bail is not _IN_LOOP:
+                run.next_index = chain(bail.args[0], stream).__next__
+                bails += 1
             try:
-                execute(run, list(block.codes), first + p)
+                (execute_engines if block.engines else execute)(run, list(block.codes), first + p)
             finally:
                 run.next_index = nxt
-            done = k + 1
-            bails += 1
+            done, p_done = k + 1, p + block.lines
             if bails > MAX_BAILS:  # slow paths all along: the loop runs the rest, and this block from now on
-                cache.blocks[keys[k]] = None
-                p += block.lines
+                cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
                 rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
-                execute(run, rest, first + p)
+                execute(run, rest, first + p_done)
                 return True
     _flush(run, blocks)
     return True
