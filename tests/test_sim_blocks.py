@@ -222,3 +222,24 @@ def test_tile_blocks_run_in_the_loop_among_compiled_blocks(monkeypatch, force):
     got = _both(monkeypatch, force, text)
     assert any(force) and got["ops"]["ADD"] == 400 + 100
     assert len(looped) > 20
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(zeros=st.lists(st.integers(0, 299), max_size=6), nan_at=st.one_of(st.none(), st.integers(0, 299)),
+       dtype=st.sampled_from(["fp64", "bf16"]))
+def test_runs_of_one_block_bail_mid_run_as_the_loop_does(monkeypatch, force, zeros, nan_at, dtype):
+    """Long runs of one block are one call each (``multi``): a pass that bails anywhere in a run
+    leaves the registers the passes before it wrote, and the run goes on after it."""
+    runs = []
+    real = blocks._run_runs
+    monkeypatch.setattr(blocks, "_run_runs", lambda *a: runs.append(len(a[-1])) or real(*a))
+    x = [1.0 + i / 300 for i in range(300)]
+    for z in zeros:
+        x[z] = 0.0  # 1 / 0: an alarm from the loop
+    if nan_at is not None:
+        x[nan_at] = float("nan")
+    text = "LOAD s[0], R3\nLOAD s[1], R1\n" + "".join(f"LOAD x[{i}], R0\nDIV R1, R0, R2\nADD R3, R2, R3\n"
+                                                     f"STORE R3, z[{i}]\n" for i in range(300))
+    got = _both(monkeypatch, force, text, data={"x": x, "s": [0.5, 2.0]}, dtype=dtype)
+    assert runs, "the chunk ran as runs of one block"
+    assert isinstance(got, dict) and len(got["memory"]["z"]) == 300

@@ -27,7 +27,8 @@ __all__ = ["BlockCache", "run_blocks", "ProgramKeys", "run_program_blocks"]
 
 import math
 import operator
-from itertools import chain, islice
+from bisect import bisect_right
+from itertools import accumulate, chain, groupby, islice
 
 from ..isa import _mac, fmax
 from ..program import Reg
@@ -38,6 +39,7 @@ from .loop import execute, execute_engines
 BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
 MIN_REPEATS = 16  # a chunk takes the block path when its blocks come back this often on average
 MAX_BAILS = 64  # a block that bails more often in one chunk runs in the loop from then on
+MIN_RUN = 4  # blocks repeat in runs at least this long on average: one call per run (``multi``)
 CACHE_LIMIT = 4096  # distinct compiled blocks kept
 _SEP = "\nLOAD "
 
@@ -86,10 +88,12 @@ def _in_loop(nxt):
 
 
 class _Block:
-    __slots__ = ("fn", "hits", "codes", "lines", "steps", "reads", "writes", "counts", "compiled", "engines")
+    __slots__ = ("fn", "multi", "hits", "codes", "lines", "steps", "reads", "writes", "counts", "compiled",
+                 "engines")
 
-    def __init__(self, fn, hits: list, codes: list, compiled: bool = True):
+    def __init__(self, fn, hits: list, codes: list, compiled: bool = True, multi=None):
         self.fn = fn
+        self.multi = multi  # multi(nxt, count): the block count times in a row
         self.compiled = compiled  # False: ``fn`` raises _InLoop and the loop runs the block's codes
         self.engines = not compiled and all(c[0] == EXEC for c in codes)  # other engines' only: execute_engines
         self.codes = tuple(codes)
@@ -132,6 +136,10 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) 
         return False  # mostly the loop's: no gain from blocks
     blocks = [b for b in uniq.values() if b.compiled]
     fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
+    if not looped:
+        runs = [(fn, sum(1 for _ in same)) for fn, same in groupby(fns)]
+        if len(runs) * MIN_RUN <= len(fns):  # the same block many times in a row: one call per run
+            return _run_runs(run, keys, first, cache, uniq, blocks, runs)
     nxt = run.next_index
     stream = nxt.__self__  # the index stream's iterator: a bailing block's indices go back in front of it
     it = iter(fns)
@@ -158,6 +166,46 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) 
                 rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
                 execute(run, rest, first + p_done)
                 return True
+    _flush(run, blocks)
+    return True
+
+
+def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, runs: list) -> bool:
+    """``run_blocks`` for a chunk of long runs of one block: each run is one call of the block's
+    ``multi`` function; a bail is handled as there, and the chunk goes on after the block that bailed."""
+    multi = {b.fn: b.multi for b in blocks}
+    calls = [(multi[fn], count) for fn, count in runs]
+    starts = list(accumulate((count for _, count in runs), initial=0))  # the first block of each run
+    nxt = run.next_index
+    stream = nxt.__self__
+    g, skip, end = 0, 0, len(calls)
+    done = p_done = bails = 0
+    while True:
+        try:
+            while g < end:
+                fn, count = calls[g]
+                fn(nxt, count - skip)
+                skip = 0
+                g += 1
+            break
+        except Bail as bail:
+            k = done + _flush(run, blocks)  # the block that bailed
+            p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
+            block = uniq[keys[k]]
+            run.next_index = chain(bail.args[0], stream).__next__
+            bails += 1
+            try:
+                execute(run, list(block.codes), first + p)
+            finally:
+                run.next_index = nxt
+            done, p_done = k + 1, p + block.lines
+            if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest, and this block from now on
+                cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
+                rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
+                execute(run, rest, first + p_done)
+                return True
+            g = bisect_right(starts, done) - 1  # go on from block k + 1, inside its run
+            skip = done - starts[g]
     _flush(run, blocks)
     return True
 
@@ -263,15 +311,31 @@ def _compile(run, codes: list):
     tail = [f"regs[{s}] = r{s}" for s in sorted(written)] + ["H[0] += 1"]
     hits = [0]
     env["H"] = hits
+    ix = f"({', '.join(indices)}{',' if len(indices) == 1 else ''})" if indices else "()"
     lines = ["def block(nxt):"]
     lines += [f"    {i} = nxt()" for i in indices]
     lines.append("    try:")
     for stmt in top + body + tail:
         lines.extend("        " + s for s in stmt.split("\n"))
-    ix = f"({', '.join(indices)}{',' if len(indices) == 1 else ''})" if indices else "()"
     lines += ["    except Exception:", f"        raise Bail({ix}) from None"]
+    # the same block ``count`` times over (a run of it in the chunk): registers stay locals from one
+    # pass to the next; a pass that bails leaves the registers as the passes before it left them
+    done = sorted(written)
+    lines += ["def blocks(nxt, count):"]
+    lines += ["    " + s for s in top]
+    lines += [f"    c{s} = None" for s in done]
+    lines += ["    for n in range(count):"]
+    lines += [f"        {i} = nxt()" for i in indices]
+    lines.append("        try:")
+    for stmt in body or ["pass"]:
+        lines.extend("            " + s for s in stmt.split("\n"))
+    lines += ["        except Exception:", "            if n:"]
+    lines += [f"                regs[{s}] = c{s}" for s in done] + ["                H[0] += n"]
+    lines += [f"            raise Bail({ix}) from None"]
+    lines += [f"        c{s} = r{s}" for s in done]
+    lines += [f"    regs[{s}] = r{s}" for s in done] + ["    H[0] += count"]
     exec(compile("\n".join(lines), "<toym block>", "exec"), env)
-    return _Block(env["block"], hits, codes)
+    return _Block(env["block"], hits, codes, multi=env["blocks"])
 
 
 def _initial(run):
