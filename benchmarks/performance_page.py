@@ -8,6 +8,11 @@ Usage:
     python benchmarks/performance_page.py                       # measure (a few minutes), write the page
     python benchmarks/performance_page.py --save figures.json   # … and keep the figures
     python benchmarks/performance_page.py --load figures.json   # the page from saved figures
+    # in steps (each benchmark's --json into one folder, then the page from it):
+    python benchmarks/performance_page.py --env DIR/env.json
+    python benchmarks/bench_startup.py --json DIR/startup.json
+    python benchmarks/bench_run.py --json DIR/run.json
+    python benchmarks/performance_page.py --from DIR
 """
 
 from __future__ import annotations
@@ -28,20 +33,34 @@ import bench_startup  # noqa: E402
 PAGE = os.path.join(os.path.dirname(HERE), "docs", "explanation", "performance.md")
 
 
+def environment() -> dict:
+    """Where and when: the date, cores, load average, Python, numpy."""
+    import numpy
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(), "load": load,
+            "python": platform.python_version(), "numpy": numpy.__version__, "machine": platform.machine()}
+
+
 def measure(rounds: int, instructions: int) -> dict:
     import tempfile
 
-    import numpy
-
-    t = time.gmtime()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    figures = environment()
     startup = bench_startup.measure(rounds)
     print(bench_startup.report(startup), flush=True)
     with tempfile.TemporaryDirectory(prefix="toym-bench-") as tmp:
         run = bench_run.measure(instructions, tmp, log=lambda s: print(s, flush=True))
-    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", t), "cpus": os.cpu_count(), "load": load,
-            "python": platform.python_version(), "numpy": numpy.__version__, "machine": platform.machine(),
-            "startup": {"rounds": rounds, "commands": startup}, "run": run}
+    return dict(figures, startup={"rounds": rounds, "commands": startup}, run=run)
+
+
+def assemble(directory: str) -> dict:
+    """The figures from the three files a measurement in steps leaves in ``directory``:
+    env.json (``--env``), startup.json (``bench_startup.py --json``), run.json (``bench_run.py --json``)."""
+    def read(name: str) -> dict:
+        with open(os.path.join(directory, name)) as fh:
+            return json.load(fh)
+
+    return dict(read("env.json"), startup=read("startup.json"), run=read("run.json"))
 
 
 def _startup_table(s: dict) -> str:
@@ -139,11 +158,20 @@ def main() -> None:
     ap.add_argument("--instructions", type=int, default=3_000_000)
     ap.add_argument("--save", default=None, help="write the figures to FILE as well")
     ap.add_argument("--load", default=None, help="no measuring: the page from figures saved with --save")
+    ap.add_argument("--env", default=None, help="only write where and when (for --from) to FILE")
+    ap.add_argument("--from", dest="from_dir", default=None,
+                    help="no measuring: the page from DIR/env.json, DIR/startup.json, DIR/run.json")
     ap.add_argument("-o", "--output", default=PAGE)
     args = ap.parse_args()
+    if args.env:
+        with open(args.env, "w") as fh:
+            json.dump(environment(), fh, indent=1)
+        return
     if args.load:
         with open(args.load) as fh:
             figures = json.load(fh)
+    elif args.from_dir:
+        figures = assemble(args.from_dir)
     else:
         figures = measure(args.rounds, args.instructions)
     if args.save:
