@@ -169,3 +169,13 @@ def test_the_common_values_take_the_fast_path(annotation, info, value):
     desc = _descriptor(annotation, **info)
     fast = _convert(annotation, desc.parameter_info, value, None)
     assert fast is not _SLOW and _typer_value(desc, value) == ("ok", fast)
+
+
+def test_shell_completion_still_lists_commands_and_options():
+    def complete(words: str) -> str:
+        env = dict(os.environ, _TOYM_COMPLETE="complete_zsh", _TYPER_COMPLETE_ARGS=words)
+        return subprocess.run([sys.executable, "-c", "from toymachine.cli import main; main()"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120).stdout
+
+    assert '"gen":' in complete("toym g") and '"run":' not in complete("toym g")
+    assert '"--registers":' in complete("toym run --reg")
