@@ -75,20 +75,23 @@ def _startup_table(s: dict) -> str:
 
 def _verdicts(f: dict) -> list[str]:
     rows = f["startup"]["commands"]
-    base = rows["numpy"]["wall"]
+    base = rows["numpy"]
     out = []
     for key in ("run", "help"):
-        w = rows[key]["wall"]
-        ok = w <= bench_startup.TARGET_S and w <= bench_startup.TARGET_RATIO * base
-        out.append(f"`{rows[key]['command']}`: {w:.3f} s, {w / base:.2f}× numpy — "
-                   f"{'meets' if ok else 'misses'} the target (≤ {bench_startup.TARGET_S} s and "
-                   f"≤ {bench_startup.TARGET_RATIO}× numpy)")
+        r = rows[key]
+        ratio, cpu_ratio = r["wall"] / base["wall"], r["cpu"] / base["cpu"]
+        out.append(f"`{r['command']}`: {r['wall']:.3f} s wall ({ratio:.2f}× numpy), {r['cpu']:.3f} s CPU "
+                   f"({cpu_ratio:.2f}×) — the ratio {'meets' if ratio <= bench_startup.TARGET_RATIO else 'misses'} "
+                   f"the ≤ {bench_startup.TARGET_RATIO}× target; the wall time "
+                   f"{'meets' if r['wall'] <= bench_startup.TARGET_S else 'misses'} ≤ {bench_startup.TARGET_S} s "
+                   f"(CPU time {'meets' if r['cpu'] <= bench_startup.TARGET_S else 'misses'} it)")
     for r in f["run"]["rows"]:
         if r["size"] and r["wall"]:
             rate, cpu_rate = r["instructions"] / r["wall"] / 1e6, r["instructions"] / r["cpu"] / 1e6
-            out.append(f"{bench_run.SHAPES[r['shape']]}: {rate:.2f}M instructions/s end to end "
-                       f"({cpu_rate:.2f}M per CPU second) — {'meets' if rate >= bench_run.TARGET else 'misses'} "
-                       f"the {bench_run.TARGET:.0f}M target")
+            out.append(f"{bench_run.SHAPES[r['shape']]}: {rate:.2f}M instructions/s end to end, "
+                       f"{cpu_rate:.2f}M per CPU second — the {bench_run.TARGET:.0f}M target is "
+                       f"{'met' if rate >= bench_run.TARGET else 'missed'} in wall time, "
+                       f"{'met' if cpu_rate >= bench_run.TARGET else 'missed'} in CPU time")
     return out
 
 
