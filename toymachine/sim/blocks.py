@@ -147,23 +147,25 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) 
             for fn in it:
                 fn(nxt)
             break
-        except Bail as bail:
-            k = done + _flush(run, blocks)  # the block that bailed (or that the loop runs)
-            p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
-            block = uniq[keys[k]]
-            if bail is not _IN_LOOP:
-                run.next_index = chain(bail.args[0], stream).__next__
-                bails += 1
-            try:
-                (execute_engines if block.engines else execute)(run, list(block.codes), first + p)
-            finally:
-                run.next_index = nxt
-            done, p_done = k + 1, p + block.lines
-            if bails > MAX_BAILS:  # slow paths all along: the loop runs the rest, and this block from now on
-                cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
-                rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
-                execute(run, rest, first + p_done)
-                return True
+        except Bail as bail:  # handled below, outside the handler: no exception context, no kept frames
+            taken = None if bail is _IN_LOOP else bail.args[0]
+            bail.__traceback__ = None
+        k = done + _flush(run, blocks)  # the block that bailed (or that the loop runs)
+        p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
+        block = uniq[keys[k]]
+        if taken is not None:
+            run.next_index = chain(taken, stream).__next__
+            bails += 1
+        try:
+            (execute_engines if block.engines else execute)(run, list(block.codes), first + p)
+        finally:
+            run.next_index = nxt
+        done, p_done = k + 1, p + block.lines
+        if bails > MAX_BAILS:  # slow paths all along: the loop runs the rest, and this block from now on
+            cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
+            rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
+            execute(run, rest, first + p_done)
+            return True
     _flush(run, blocks)
     return True
 
@@ -186,24 +188,25 @@ def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks
                 skip = 0
                 g += 1
             break
-        except Bail as bail:
-            k = done + _flush(run, blocks)  # the block that bailed
-            p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
-            block = uniq[keys[k]]
-            run.next_index = chain(bail.args[0], stream).__next__
-            bails += 1
-            try:
-                execute(run, list(block.codes), first + p)
-            finally:
-                run.next_index = nxt
-            done, p_done = k + 1, p + block.lines
-            if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest, and this block from now on
-                cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
-                rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
-                execute(run, rest, first + p_done)
-                return True
-            g = bisect_right(starts, done) - 1  # go on from block k + 1, inside its run
-            skip = done - starts[g]
+        except Bail as bail:  # handled below, outside the handler (as in run_blocks)
+            taken = bail.args[0]
+        k = done + _flush(run, blocks)  # the block that bailed
+        p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
+        block = uniq[keys[k]]
+        run.next_index = chain(taken, stream).__next__
+        bails += 1
+        try:
+            execute(run, list(block.codes), first + p)
+        finally:
+            run.next_index = nxt
+        done, p_done = k + 1, p + block.lines
+        if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest, and this block from now on
+            cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
+            rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
+            execute(run, rest, first + p_done)
+            return True
+        g = bisect_right(starts, done) - 1  # go on from block k + 1, inside its run
+        skip = done - starts[g]
     _flush(run, blocks)
     return True
 
