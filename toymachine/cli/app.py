@@ -55,13 +55,13 @@ COMMANDS: dict[str, Lazy] = {
 
 
 
-class ToymGroup(LazyGroup):
+class ToymCommands(LazyGroup):  # (LazyCommands is a mixin: it goes in front of any other TyperGroup subclass)
     table = COMMANDS
 
 
 app = typer.Typer(
     name="toym",
-    cls=ToymGroup,
+    cls=ToymCommands,
     help="toymachine: an instruction-set simulator and cost model for the toy machine that teaches "
          "FlashAttention. Run traces, count cycles and DRAM traffic, print the seed's tables.",
     no_args_is_help=True,

@@ -12,7 +12,7 @@ that the error message is typer's own — to typer's adapter.
 
 from __future__ import annotations
 
-__all__ = ["Lazy", "LazyGroup", "load", "fast_params"]
+__all__ = ["Lazy", "LazyCommands", "LazyGroup", "load", "fast_params"]
 
 import re
 from enum import Enum
@@ -29,9 +29,10 @@ class Lazy(NamedTuple):
     context: str | None = None  # a module attribute holding the command's context settings
 
 
-class LazyGroup(TyperGroup):
-    """A typer group whose commands come from ``table`` (name → ``Lazy``), imported on demand.
-    Commands registered the ordinary way (``app.command(...)``) still work and are listed after."""
+class LazyCommands:
+    """Mixin for a typer group (``class G(LazyCommands, TyperGroup)``, or any subclass of it):
+    its commands come from ``table`` (name → ``Lazy``), imported on demand. Commands registered
+    the ordinary way (``app.command(...)``) still work and are listed after."""
 
     table: dict[str, Lazy] = {}
 
@@ -69,6 +70,10 @@ class LazyGroup(TyperGroup):
               for name, cmd, text in rows]
         with formatter.section("Commands"):
             formatter.write_dl(dl)
+
+
+class LazyGroup(LazyCommands, TyperGroup):
+    """A typer group with lazy commands."""
 
 
 def load(name: str, entry: Lazy, rich_markup_mode: Any = None):
