@@ -176,3 +176,70 @@ def test_generated_programs_run_as_blocks(monkeypatch, make, dtype):
     assert any(ran)
     assert got == _loop_only(monkeypatch, lambda: simulate(program, steps=False, dtype=dtype))
     assert got == _outcome(lambda: simulate(io.StringIO(program.to_text()), steps=False, dtype=dtype))
+
+
+@st.composite
+def mixed_traces(draw):
+    """Word instructions with a tile block now and then (LOAD, an op, STORE of 1..2-row tiles):
+    the loop runs the tile blocks where they stand, among compiled word blocks — sometimes a
+    tile block faults (a row past the declared shape) or reads an array the word lines use."""
+    body = ["LOAD x[{i}], R0", "MAX R1, R0, R1", "SUB R0, R1, R2", "EXP R2, R2", "ADD R3, R2, R3"]
+    rows = draw(st.integers(2, 6))
+    tile = [f"LOAD Q[{{r}}:{{r2}}, :], T0", draw(st.sampled_from(["ADD T0, T0, T1", "MUL T0, T0, T1", "EXP T0, T1"])),
+            f"STORE T1, O[{{r}}:{{r2}}, :]"]
+    every = draw(st.integers(1, 5))
+    fault_at = draw(st.one_of(st.none(), st.integers(0, 120)))
+    reps = draw(st.integers(30, 140))
+    out = [f".array Q[{rows}][3]\n.array O[{rows}][3]\nLOAD x[0], R1\nMOV R1, R3\n"]
+    for i in range(reps):
+        out.append("\n".join(body).format(i=i) + "\n")
+        if i % every == 0:
+            r = i % (rows - 1)
+            r2 = r + 1 if i != fault_at else rows + 1  # past the declared rows: the loop's error
+            out.append("\n".join(tile).format(r=r, r2=r2) + "\n")
+    return "".join(out)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=mixed_traces(), dtype=st.sampled_from(["fp64", "fp32"]))
+def test_tile_blocks_among_word_blocks_agree_with_the_loop(monkeypatch, force, text, dtype):
+    _both(monkeypatch, force, text, dtype=dtype)
+
+
+def test_tile_blocks_run_in_the_loop_among_compiled_blocks(monkeypatch, force):
+    """A mixed chunk takes the block path (the tile blocks run in the loop where they stand)."""
+    text = ".array Q[4][3]\n.array O[4][3]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
+        f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n"
+        + (f"LOAD Q[{i % 3}:{i % 3 + 1}, :], T0\nADD T0, T0, T1\nSTORE T1, O[{i % 3}:{i % 3 + 1}, :]\n" if i % 4 == 0 else "")
+        for i in range(400))
+    looped = []
+
+    def in_loop(nxt):
+        looped.append(1)
+        raise blocks._IN_LOOP
+
+    monkeypatch.setattr(blocks, "_in_loop", in_loop)
+    got = _both(monkeypatch, force, text)
+    assert any(force) and got["ops"]["ADD"] == 400 + 100
+    assert len(looped) > 20
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(zeros=st.lists(st.integers(0, 299), max_size=6), nan_at=st.one_of(st.none(), st.integers(0, 299)),
+       dtype=st.sampled_from(["fp64", "bf16"]))
+def test_runs_of_one_block_bail_mid_run_as_the_loop_does(monkeypatch, force, zeros, nan_at, dtype):
+    """Long runs of one block are one call each (``multi``): a pass that bails anywhere in a run
+    leaves the registers the passes before it wrote, and the run goes on after it."""
+    runs = []
+    real = blocks._run_runs
+    monkeypatch.setattr(blocks, "_run_runs", lambda *a: runs.append(len(a[-1])) or real(*a))
+    x = [1.0 + i / 300 for i in range(300)]
+    for z in zeros:
+        x[z] = 0.0  # 1 / 0: an alarm from the loop
+    if nan_at is not None:
+        x[nan_at] = float("nan")
+    text = "LOAD s[0], R3\nLOAD s[1], R1\n" + "".join(f"LOAD x[{i}], R0\nDIV R1, R0, R2\nADD R3, R2, R3\n"
+                                                     f"STORE R3, z[{i}]\n" for i in range(300))
+    got = _both(monkeypatch, force, text, data={"x": x, "s": [0.5, 2.0]}, dtype=dtype)
+    assert runs, "the chunk ran as runs of one block"
+    assert isinstance(got, dict) and len(got["memory"]["z"]) == 300

@@ -3,38 +3,79 @@
 Exit status: 0 success, 1 a requested check found a mismatch, 2 any error (usage,
 assembly, machine limit, runtime fault). Errors print as ``file:line:col`` with the
 offending line and a caret, never a traceback.
+
+Commands load lazily: ``COMMANDS`` names each one's module, function and one-line help, so
+``toym --help`` lists them all without importing any, and ``toym run`` imports only what a run
+needs (``cli.lazy``). To add a command, add one row to ``COMMANDS``.
 """
 
 from __future__ import annotations
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "COMMANDS"]
 
 import sys
 
 import typer
 
 from .. import __version__
-from .autograder import autograder_command
-from .check import check_command
-from .flags import flags_command
-from .gen import gen_app
-from .grade import grade_command
-from .memory import memory_command
-from .numerics import numerics_command
-from .optimize import analyze_command, optimize_app
-from .problem import problem_app
-from .run import isa_command, run_command
-from .serve import serve_command
-from .sweep import SWEEP_CONTEXT, sweep_command
-from .systolic import systolic_command
-from .tpu import tpu_table_command
+from .lazy import Lazy, LazyCommands
 from .usage import ToymGroup, ToymUsageError, wants_json
-from .walk import walk_command
-from .verify import verify_gpu_command
+
+# name → Lazy("module:attribute" under toymachine.cli, the command's one-line help[, context settings]).
+# A function becomes a command, a typer.Typer a group of them; help lists them in this order.
+COMMANDS: dict[str, Lazy] = {
+    "run": Lazy("run:run_command", "Run a trace and print its per-step register table and cost summary."),
+    "isa": Lazy("run:isa_command", "Print the instruction-set reference (generated from the ISA table)."),
+    "verify-gpu": Lazy("verify:verify_gpu_command", "Run the tile simulator and the bundled Triton kernel on the same "
+                       "inputs and compare O, the log-sum-exp (and dQ, dK, dV): exit 0 when they agree, 1 when they "
+                       "don't."),
+    "gen": Lazy("gen:gen_app", "Write a generated program (assembly with a header giving its cost formula) to stdout "
+                "or -o FILE. Pipe it into `toym run -`."),
+    "sweep": Lazy("sweep:sweep_command", "Run a generator over its parameters' ranges: one cost row per point.",
+                  context="SWEEP_CONTEXT"),
+    "numerics": Lazy("numerics:numerics_command", "Seed 003's break-it experiments: variant × dtype → max error, "
+                     "first alarm."),
+    "memory": Lazy("memory:memory_command", "Peak memory of attention against n: seed 002's memory-scaling table and "
+                   "seed 003's picture."),
+    "systolic": Lazy("systolic:systolic_command", "C = A·B on a tick-level systolic array (seed 002): the "
+                     "cycle-by-cycle table (M, K, N ≤ 16), cycles = M+K+N−2 against the emulator's ticks, MACs, "
+                     "utilisation; C equals numpy's A @ B."),
+    "tpu-table": Lazy("tpu:tpu_table_command", "Seed 002's TPU table (\"What the emulator revealed\") from simulated runs."),
+    "walk": Lazy("walk:walk_command", "A tiled run as seed 001's slides, and O after every (i, j) visit."),
+    "flags": Lazy("flags:flags_command", "Print the flags every command shares: one name and one meaning each, and "
+                  "which commands take it."),
+    "check": Lazy("check:check_command", "Grade a trace: run it on the problem's machine with its inputs (several "
+                  "random draws), compare every expected array and check every budget; print the score; exit 0 when all pass, 1 when "
+                  "one fails."),
+    "optimize": Lazy("optimize:optimize_app", "Provably optimal schedules and block sizes: the least-cycle matmul "
+                     "schedule on R registers (A* search, proven optimal or best found with the gap), "
+                     "FlashAttention's (Br, Bc) and loop order under an SRAM of M words beside the paper's rule."),
+    "analyze": Lazy("optimize:analyze_command", "How far a trace is from an optimal register allocation of its own "
+                    "order of computation: the fewest LOADs/STOREs any allocation of that order needs (Belady's MIN), "
+                    "the bound for its outputs in any order, and which LOADs are redundant (\"line 9 reloads a[0][1], "
+                    "which an optimal allocation would have kept in a register\")."),
+    "problem": Lazy("problem:problem_app", "Problem files: handouts and problem sets."),
+    "grade": Lazy("grade:grade_command", "Grade every submission in SUBMISSIONS against the problem: one row per "
+                  "student in DIR/gradebook.csv, what each student sees in DIR/feedback/, the class at a glance in "
+                  "DIR/summary.md."),
+    "autograder": Lazy("autograder:autograder_command", "Build the Gradescope autograder zip: upload it as a "
+                       "\"Zip file upload\" autograder."),
+    "serve": Lazy("serve:serve_command", "Serve the live playground: edit a trace in the browser and watch its "
+                  "registers, cycles and traffic change as you type (needs the 'serve' extra: pip install "
+                  "'toymachine[serve]')."),
+}
+
+
+class ToymCommands(LazyCommands, ToymGroup):
+    """The root group: commands from ``COMMANDS``, loaded on demand (``cli.lazy``); usage errors in
+    toym's style, look-alike flags named from the vocabulary (``cli.usage``)."""
+
+    table = COMMANDS
+
 
 app = typer.Typer(
     name="toym",
-    cls=ToymGroup,  # usage errors in toym's style, look-alike flags named (cli/usage.py)
+    cls=ToymCommands,
     help="toymachine: an instruction-set simulator and cost model for the toy machine that teaches "
          "FlashAttention. Run traces, count cycles and DRAM traffic, print the seed's tables.",
     no_args_is_help=True,
@@ -57,31 +98,12 @@ def _root(version: bool = typer.Option(False, "--version", "-V", callback=_versi
     pass
 
 
-app.command("run")(run_command)
-app.command("isa")(isa_command)
-app.command("verify-gpu")(verify_gpu_command)
-app.add_typer(gen_app, name="gen")
-app.command("sweep", context_settings=SWEEP_CONTEXT)(sweep_command)
-app.command("numerics")(numerics_command)
-app.command("memory")(memory_command)
-app.command("systolic")(systolic_command)
-app.command("tpu-table")(tpu_table_command)
-app.command("walk")(walk_command)
-app.command("flags")(flags_command)
-app.command("check")(check_command)
-app.add_typer(optimize_app, name="optimize")
-app.command("analyze")(analyze_command)
-app.command("grade")(grade_command)
-app.add_typer(problem_app, name="problem")
-app.command("autograder")(autograder_command)
-app.command("serve")(serve_command)
-
-
 def main(argv: list[str] | None = None) -> None:
     """The ``toym`` entry point. Usage errors (an unknown option, a value of the wrong type) exit 2
     in toym's error style (``cli.usage``); under ``-f json`` they also print the JSON error object on
     stdout."""
     args = sys.argv[1:] if argv is None else list(argv)
+    leave = sys.exit if argv is not None else _leave  # called in-process (tests): a plain SystemExit
     try:
         code = app(args, prog_name="toym", standalone_mode=False)
     except KeyboardInterrupt:
@@ -96,8 +118,25 @@ def main(argv: list[str] | None = None) -> None:
             from ..render.jsonout import error_json
 
             sys.stdout.write(error_json(ConfigError(exc.format_message(), hint="see toym --help")))
-        sys.exit(exc.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+        leave(exc.exit_code)
+    leave(code if isinstance(code, int) else 0)
+
+
+def _leave(code: int) -> None:
+    """Exit the ``toym`` process without tearing the interpreter down object by object: a long
+    run leaves millions of small objects (compiled lines, memory cells) whose freeing would cost
+    a tenth of the run. ``atexit`` handlers still run and both streams are flushed first; where
+    flushing fails (a closed pipe) the ordinary exit handles it."""
+    import atexit
+    import os
+
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - let the ordinary exit report it as it would
+        sys.exit(code)
+    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

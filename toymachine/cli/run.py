@@ -9,14 +9,7 @@ from typing import Optional
 
 import typer
 
-from ..api import run_file
-from ..asm import parse_file
-from ..errors import ToyMachineError
-from ..render.stepview import MAX_STEPS
-from ..render import render, render_report
-from ..render.isa import isa_report
 from ..render.jsonout import MEMORY_MAX
-from ..render.terminal import terminal_width
 from .common import (DType, Format, format_option, guard, machine_option, output_option, progress_bar,
                      progress_option, show_progress, warn, write_output)
 
@@ -50,7 +43,15 @@ def run_command(
 
     --format html writes the step viewer: one offline page that steps through the run (runs of
     up to 5,000 steps keep their steps by default; --steps for longer ones)."""
+    from ..api import run_file  # what a run needs, loaded as it runs (toym --help loads none of it)
+    from ..asm import parse_file
+    from ..errors import ToyMachineError
+    from ..render import render
+
     page = fmt.value == "html"
+    step_limit = None
+    if page:  # the step viewer keeps the steps it can replay
+        from ..render.stepview import MAX_STEPS as step_limit
     with guard(fmt):
         mach, arrays = machine, data
         if problem is not None:
@@ -59,7 +60,7 @@ def run_command(
             try:
                 result = run_file(file, machine=mach, registers=registers, data=arrays, seed=seed, symbolic=symbolic,
                                   steps=steps, dtype=dtype.value if dtype else None, strict_numerics=strict_numerics,
-                                  strict_inputs=strict, progress=update, step_limit=MAX_STEPS if page else None)
+                                  strict_inputs=strict, progress=update, step_limit=step_limit)
             except ToyMachineError as err:
                 if problem is not None and err.hint and "--registers" in err.hint:
                     n = mach.registers
@@ -71,7 +72,7 @@ def run_command(
         program = parse_file(file) if page and file != "-" else None  # the page lists the source, comments too
         text = render(result, fmt.value, steps=steps is not False, fields=fields, memory=not no_memory,
                       memory_max=None if full_memory else memory_max,
-                      width=terminal_width() if output in (None, "-") else None, program=program)
+                      width=_width(fmt, output), program=program)
         write_output(text, output)
 
 
@@ -88,8 +89,21 @@ def _exercise(problem: str, student: Optional[str], machine: Optional[str], data
     return loaded.machine, draw_inputs(loaded, seed or loaded.seed, 0)
 
 
+def _width(fmt: Format, output: Optional[str]) -> Optional[int]:
+    """The terminal's width for a table on standard output (only a table wraps)."""
+    if fmt.value != "table" or output not in (None, "-"):
+        return None
+    from ..render.terminal import terminal_width
+
+    return terminal_width()
+
+
 def isa_command(fmt: Format = format_option(), output: Optional[str] = output_option()) -> None:
     """Print the instruction-set reference (generated from the ISA table)."""
+    from ..render import render_report
+    from ..render.isa import isa_report
+    from ..render.terminal import terminal_width
+
     with guard(fmt):
         width = terminal_width() if output in (None, "-") else None
         write_output(render_report(isa_report(), fmt.value, width=width), output)

@@ -204,6 +204,11 @@ def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
         elif unknown:
             index = _index(args, lambda a: a == unknown.group(1))
             help_hint = f"`{path} -h` lists its commands"
+            group = ctx.command if ctx is not None else root
+            if "did you mean" not in text.lower() and _is_group(group):  # a lazy group: its names, not loaded
+                close = difflib.get_close_matches(unknown.group(1), group.list_commands(ctx), n=1, cutoff=0.6)
+                if close:
+                    text = f"No such command '{unknown.group(1)}'; did you mean '{close[0]}'?"
         error = ConfigError(_sentence(text.replace(". Did you mean", "; did you mean")), hint=help_hint)
     error.message, error.hint = _bounded(error.message), _bounded(error.hint)
     error.loc = command_line_location(args, index)
@@ -297,19 +302,23 @@ def lookalike_error(root, args: Sequence[str]) -> ConfigError | None:
     return None
 
 
+def _is_group(cmd) -> bool:
+    return hasattr(cmd, "list_commands")  # a click group, its commands loaded or not (cli.lazy)
+
+
 def _subcommand(root, args: list[str]):
     """The command ``args`` name (walking groups), its path, and the arguments after its name."""
     cmd, path, i = root, [], 0
-    while getattr(cmd, "commands", None) and i < len(args):
+    while _is_group(cmd) and i < len(args):
         token = args[i]
         i += 1
         if token.startswith("-"):
             continue  # the groups' own options (-V, -h) take no value
-        cmd = cmd.commands.get(token)
+        cmd = cmd.get_command(None, token)  # a lazy group loads the command's module here
         if cmd is None:
             return None, "", []
         path.append(token)
-    if getattr(cmd, "commands", None):
+    if _is_group(cmd):
         return None, "", []
     return cmd, " ".join(path), args[i:]
 

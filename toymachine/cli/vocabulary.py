@@ -151,8 +151,9 @@ def command_options(root) -> Iterator[tuple[str, object]]:
         for p in cmd.params:
             if getattr(p, "param_type_name", "") == "option":
                 yield path, p
-        for name, sub in (getattr(cmd, "commands", None) or {}).items():
-            yield from walk(sub, f"{path} {name}".strip())
+        names = cmd.list_commands(None) if hasattr(cmd, "list_commands") else ()
+        for name in names:  # a lazy group (cli.lazy) imports each command as it is asked for
+            yield from walk(cmd.get_command(None, name), f"{path} {name}".strip())
 
     yield from walk(root, "")
 

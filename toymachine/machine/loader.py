@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from ..dtypes import DTYPES
 from ..errors import ConfigError, Location
@@ -42,6 +41,8 @@ def load_machine(path: str | os.PathLike, text: str | None = None) -> Machine:
             raise ConfigError(f"machine file {path} is not UTF-8 text", loc=Location(path)) from None
         except OSError as exc:
             raise ConfigError(f"cannot read machine file {path}: {exc.strerror}", loc=Location(path)) from None
+    import yaml  # loaded with the first machine file (the default machine needs none)
+
     lines = text.splitlines()
     try:
         root = yaml.compose(text)

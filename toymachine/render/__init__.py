@@ -12,5 +12,12 @@ from __future__ import annotations
 
 __all__ = ["FORMATS", "render", "render_report", "Report", "Section", "report_of"]
 
-from .report import Report, Section, report_of
 from .formats import FORMATS, render, render_report
+
+
+def __getattr__(name: str):  # the tables' model loads on first use (a JSON run draws no table)
+    if name in ("Report", "Section", "report_of"):
+        from . import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,19 +7,16 @@ from __future__ import annotations
 __all__ = ["FORMATS", "render", "render_report", "dump_json", "summary_html"]
 
 import dataclasses
-import html
 import json
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from ..program import Program
-from ..result import Result
-from .cells import Code, json_cell, text_of
-from .columns import collapse_constant
-from .csvout import render_csv
+from .display import DISPLAY
 from .jsonout import MEMORY_MAX, dump_json, result_json, select_fields
-from .latex import render_latex
-from .report import DISPLAY, Report, report_of
-from .terminal import render_table
+
+if TYPE_CHECKING:  # the tables' modules load with the first table drawn: a JSON run needs none
+    from ..program import Program
+    from ..result import Result
+    from .report import Report
 
 FORMATS = ("table", "markdown", "csv", "json", "latex", "html", "html-fragment")
 
@@ -40,26 +37,39 @@ def render(result: Result, fmt: str = "table", *, steps: bool = True, width: int
         from .page import page_html
 
         return page_html(result, steps=steps, program=program, summary=summary_html(result))
+    from .report import report_of
+
     return render_report(report_of(result, steps=steps), fmt, width=width)
 
 
 def summary_html(result: Result) -> str:
     """A run's summary tables (no steps) as an HTML fragment: the step viewer's appendix."""
+    from .report import report_of
+
     return render_report(report_of(result, steps=False), "html-fragment")
 
 
 def render_report(report: Report, fmt: str, *, width: int | None = None) -> str:
     """Draw ``report`` in ``fmt``. Human formats (table, markdown, latex, html) list a section's
     constant columns above it (``Section.collapse``); CSV and JSON keep every column."""
+    from .cells import json_cell
+    from .columns import collapse_constant
+
     if fmt in ("table", "markdown", "latex", "html", "html-fragment"):
         report = dataclasses.replace(report, sections=tuple(collapse_constant(s) for s in report.sections))
     if fmt == "table":
+        from .terminal import render_table
+
         return render_table(report, width)
     if fmt == "markdown":
         return _markdown(report)
     if fmt == "csv":
+        from .csvout import render_csv
+
         return render_csv(report)
     if fmt == "latex":
+        from .latex import render_latex
+
         return render_latex(report)
     if fmt == "html":  # a whole page (doctype, inline style) around the tables
         from .page import document_html
@@ -78,6 +88,8 @@ def _md_escape(text: str) -> str:
 
 
 def _markdown(report: Report) -> str:
+    from .cells import Code, text_of
+
     out = []
     for s in report.sections:
         out.append(f"### {s.title}\n")
@@ -95,6 +107,10 @@ def _markdown(report: Report) -> str:
 
 
 def _html(report: Report) -> str:
+    import html
+
+    from .cells import Code, text_of
+
     out = ['<div class="toym-report">']
     for s in report.sections:
         for line in s.preface:

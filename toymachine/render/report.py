@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..result import Result
+from .display import DISPLAY
 from .units import UNITS_HEADERS, memory_peak_text, units_rows
 from .cells import Arr, Code, Num, Qty, Sym, sig, value_text
 
@@ -55,9 +56,6 @@ class Report:
         return show(self) if show else None
 
 
-# Jupyter display of a Report, MIME type → renderer: filled in by render/formats.py (which
-# imports this module, so this one cannot import it).
-DISPLAY: dict[str, Callable[[Report], str]] = {}
 
 
 SYMBOLIC_LIMIT = 60  # characters of a register's expression in the step table (whole terms)

@@ -23,21 +23,21 @@ bails.
 
 from __future__ import annotations
 
-__all__ = ["BlockCache", "run_blocks", "ProgramKeys", "run_program_blocks"]
+__all__ = ["BlockCache", "run_blocks"]
 
 import math
 import operator
-from itertools import chain, islice
+from bisect import bisect_right
+from itertools import accumulate, chain, groupby, islice
 
 from ..isa import _mac, fmax
-from ..program import Reg
-from .engines import scalar
-from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
-from .loop import execute
+from .engines.kinds import BINARY, COPY, EXEC, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
+from .loop import execute, execute_engines
 
 BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
 MIN_REPEATS = 16  # a chunk takes the block path when its blocks come back this often on average
 MAX_BAILS = 64  # a block that bails more often in one chunk runs in the loop from then on
+MIN_RUN = 4  # blocks repeat in runs at least this long on average: one call per run (``multi``)
 CACHE_LIMIT = 4096  # distinct compiled blocks kept
 _SEP = "\nLOAD "
 
@@ -59,7 +59,7 @@ class BlockCache:
 
     def __init__(self, run):
         self.run = run
-        self.blocks: dict[str, _Block | None] = {}  # None: the block runs in the loop
+        self.blocks: dict[str, _Block] = {}  # a block without ``fn`` runs in the loop
 
     def get(self, key: str, templates: dict):
         if key in self.blocks:
@@ -70,15 +70,30 @@ class BlockCache:
         codes = [templates.get(k) for k in text.split("\n")]
         if None in codes:  # a line not compiled yet: the loop compiles it (not cached: it may be next time)
             return None
-        block = self.blocks[key] = _compile(self.run, codes)
+        block = self.blocks[key] = _compile(self.run, codes) or _Block(_in_loop, [0], codes, compiled=False)
         return block
 
 
-class _Block:
-    __slots__ = ("fn", "hits", "codes", "lines", "steps", "reads", "writes", "counts")
+class _InLoop(Bail):
+    """Raised by the stand-in function of a block the loop runs (it took no index)."""
 
-    def __init__(self, fn, hits: list, codes: list):
+
+_IN_LOOP = _InLoop(())
+
+
+def _in_loop(nxt):
+    raise _IN_LOOP
+
+
+class _Block:
+    __slots__ = ("fn", "multi", "hits", "codes", "lines", "steps", "reads", "writes", "counts", "compiled",
+                 "engines")
+
+    def __init__(self, fn, hits: list, codes: list, compiled: bool = True, multi=None):
         self.fn = fn
+        self.multi = multi  # multi(nxt, count): the block count times in a row
+        self.compiled = compiled  # False: ``fn`` raises _InLoop and the loop runs the block's codes
+        self.engines = not compiled and all(c[0] == EXEC for c in codes)  # other engines' only: execute_engines
         self.codes = tuple(codes)
         self.hits = hits
         self.lines = len(codes)
@@ -93,9 +108,11 @@ class _Block:
 
 def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) -> bool:
     """Run a template chunk (``ktext``: its template text without the final newline; its lines
-    ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little
-    or one of them is not compiled (a template never seen, an instruction the blocks do not
-    take); the caller then runs the chunk in the loop."""
+    ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little,
+    one of them is not compiled (a template never seen) or most of them are blocks the loop runs
+    (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
+    often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
+    (a tile instruction now and then) run in the loop where they stand."""
     keys = ("\n" + ktext).split(_SEP)
     if keys[0] == "":
         del keys[0]
@@ -112,34 +129,84 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) 
         if block is None:
             return False
         uniq[key] = block
-    blocks = list(uniq.values())
-    fns = list(map(dict(zip(uniq, (b.fn for b in blocks))).__getitem__, keys))
+    looped = [key for key, b in uniq.items() if not b.compiled]
+    if looped and sum(map(dict.fromkeys(looped).__contains__, keys)) * 2 > len(keys):
+        return False  # mostly the loop's: no gain from blocks
+    blocks = [b for b in uniq.values() if b.compiled]
+    fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
+    if not looped:
+        runs = [(fn, sum(1 for _ in same)) for fn, same in groupby(fns)]
+        if len(runs) * MIN_RUN <= len(fns):  # the same block many times in a row: one call per run
+            return _run_runs(run, keys, first, cache, uniq, blocks, runs)
     nxt = run.next_index
     stream = nxt.__self__  # the index stream's iterator: a bailing block's indices go back in front of it
     it = iter(fns)
-    done = bails = 0
+    done = p_done = bails = 0  # blocks done before the last slow path, and their lines
     while True:
         try:
             for fn in it:
                 fn(nxt)
             break
-        except Bail as bail:
-            k = done + _flush(run, blocks)  # the block that bailed
-            p = sum(b.lines for b in map(uniq.__getitem__, islice(keys, k)))
-            block = uniq[keys[k]]
-            run.next_index = chain(bail.args[0], stream).__next__
-            try:
-                execute(run, list(block.codes), first + p)
-            finally:
-                run.next_index = nxt
-            done = k + 1
+        except Bail as bail:  # handled below, outside the handler: no exception context, no kept frames
+            taken = None if bail is _IN_LOOP else bail.args[0]
+            bail.__traceback__ = None
+        k = done + _flush(run, blocks)  # the block that bailed (or that the loop runs)
+        p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
+        block = uniq[keys[k]]
+        if taken is not None:
+            run.next_index = chain(taken, stream).__next__
             bails += 1
-            if bails > MAX_BAILS:  # slow paths all along: the loop runs the rest, and this block from now on
-                cache.blocks[keys[k]] = None
-                p += block.lines
-                rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
-                execute(run, rest, first + p)
-                return True
+        try:
+            (execute_engines if block.engines else execute)(run, list(block.codes), first + p)
+        finally:
+            run.next_index = nxt
+        done, p_done = k + 1, p + block.lines
+        if bails > MAX_BAILS:  # slow paths all along: the loop runs the rest, and this block from now on
+            cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
+            rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
+            execute(run, rest, first + p_done)
+            return True
+    _flush(run, blocks)
+    return True
+
+
+def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, runs: list) -> bool:
+    """``run_blocks`` for a chunk of long runs of one block: each run is one call of the block's
+    ``multi`` function; a bail is handled as there, and the chunk goes on after the block that bailed."""
+    multi = {b.fn: b.multi for b in blocks}
+    calls = [(multi[fn], count) for fn, count in runs]
+    starts = list(accumulate((count for _, count in runs), initial=0))  # the first block of each run
+    nxt = run.next_index
+    stream = nxt.__self__
+    g, skip, end = 0, 0, len(calls)
+    done = p_done = bails = 0
+    while True:
+        try:
+            while g < end:
+                fn, count = calls[g]
+                fn(nxt, count - skip)
+                skip = 0
+                g += 1
+            break
+        except Bail as bail:  # handled below, outside the handler (as in run_blocks)
+            taken = bail.args[0]
+        k = done + _flush(run, blocks)  # the block that bailed
+        p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
+        block = uniq[keys[k]]
+        run.next_index = chain(taken, stream).__next__
+        bails += 1
+        try:
+            execute(run, list(block.codes), first + p)
+        finally:
+            run.next_index = nxt
+        done, p_done = k + 1, p + block.lines
+        if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest, and this block from now on
+            cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
+            rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
+            execute(run, rest, first + p_done)
+            return True
+        g = bisect_right(starts, done) - 1  # go on from block k + 1, inside its run
+        skip = done - starts[g]
     _flush(run, blocks)
     return True
 
@@ -245,15 +312,31 @@ def _compile(run, codes: list):
     tail = [f"regs[{s}] = r{s}" for s in sorted(written)] + ["H[0] += 1"]
     hits = [0]
     env["H"] = hits
+    ix = f"({', '.join(indices)}{',' if len(indices) == 1 else ''})" if indices else "()"
     lines = ["def block(nxt):"]
     lines += [f"    {i} = nxt()" for i in indices]
     lines.append("    try:")
     for stmt in top + body + tail:
         lines.extend("        " + s for s in stmt.split("\n"))
-    ix = f"({', '.join(indices)}{',' if len(indices) == 1 else ''})" if indices else "()"
     lines += ["    except Exception:", f"        raise Bail({ix}) from None"]
+    # the same block ``count`` times over (a run of it in the chunk): registers stay locals from one
+    # pass to the next; a pass that bails leaves the registers as the passes before it left them
+    done = sorted(written)
+    lines += ["def blocks(nxt, count):"]
+    lines += ["    " + s for s in top]
+    lines += [f"    c{s} = None" for s in done]
+    lines += ["    for n in range(count):"]
+    lines += [f"        {i} = nxt()" for i in indices]
+    lines.append("        try:")
+    for stmt in body or ["pass"]:
+        lines.extend("            " + s for s in stmt.split("\n"))
+    lines += ["        except Exception:", "            if n:"]
+    lines += [f"                regs[{s}] = c{s}" for s in done] + ["                H[0] += n"]
+    lines += [f"            raise Bail({ix}) from None"]
+    lines += [f"        c{s} = r{s}" for s in done]
+    lines += [f"    regs[{s}] = r{s}" for s in done] + ["    H[0] += count"]
     exec(compile("\n".join(lines), "<toym block>", "exec"), env)
-    return _Block(env["block"], hits, codes)
+    return _Block(env["block"], hits, codes, multi=env["blocks"])
 
 
 def _initial(run):
@@ -271,85 +354,3 @@ def _initial(run):
         return v
 
     return init
-
-
-class ProgramKeys:
-    """A generated ``Program``'s chunks as text mode's template keys and index stream, made from
-    its ``Instr`` objects without writing the text (``run_program_blocks``)."""
-
-    def __init__(self, run):
-        self.run = run
-        self.by_id: dict[int, str] = {}  # id of a shared register Instr → its key (generators share them)
-        self.memory: dict[tuple, str] = {}  # (op, array, register) → template key
-        self.templates: dict[str, tuple] = {}  # key → code
-        self.cache = BlockCache(run)
-        self.off = False  # a tile program, ACC, a computed index: this program runs in the loop
-
-    def keys(self, chunk: list, first: int):
-        """(template text, indices) of ``chunk`` (lines ``first`` …), or None where an instruction
-        is not a word instruction on R registers."""
-        by_id, memory, templates, run = self.by_id, self.memory, self.templates, self.run
-        keys = list(map(by_id.get, map(id, chunk)))
-        indices: list[int] = []
-        k = -1
-        try:
-            while True:
-                k = keys.index(None, k + 1)
-                ins = chunk[k]
-                op, a = ins.op, ins.args
-                if op == "LOAD" or op == "STORE":
-                    mem, reg = (a[0], a[1]) if op == "LOAD" else (a[1], a[0])
-                    key = memory.get((op, mem.array, reg.name))
-                    idx = mem.index
-                    if key is None:
-                        if not (mem.is_scalar and reg.name[:1] == "R" and not reg.transpose):
-                            return None
-                        code = scalar.compile(run, ins, first + k)
-                        if code[0] != LOAD and code[0] != STORE:  # an array held dense (tile engine)
-                            return None
-                        n = len(idx)
-                        key = (f"LOAD {mem.array}{'[]' * n}, {reg.name}" if op == "LOAD"
-                               else f"STORE {reg.name}, {mem.array}{'[]' * n}")
-                        templates[key] = (LOAD_T if op == "LOAD" else STORE_T, code[1], code[2], n, code[4],
-                                          (None, key, False))
-                        memory[(op, mem.array, reg.name)] = key
-                    if len(idx) == 1:
-                        i = idx[0]
-                        if type(i) is not int:
-                            return None
-                        indices.append(i)
-                    else:
-                        if not all(type(i) is int for i in idx):
-                            return None
-                        indices.extend(idx)
-                else:
-                    key = by_id.get(id(ins))  # seen earlier in this chunk
-                    if key is not None:
-                        keys[k] = key
-                        continue
-                    if not all(type(x) is Reg and x.name[:1] == "R" and not x.transpose for x in a):
-                        return None
-                    key = str(ins)
-                    if key not in templates:
-                        templates[key] = scalar.compile(run, ins, first + k)
-                    if templates[key][0] not in (UNARY, BINARY, TERNARY, COPY):
-                        return None
-                    by_id[id(ins)] = key
-                keys[k] = key
-        except ValueError:  # no key left to find
-            pass
-        return "\n".join(keys), indices
-
-
-def run_program_blocks(run, state: ProgramKeys, chunk: list, first: int) -> bool:
-    """Run a chunk of a generated program (lines ``first`` …) block by block, as text mode runs
-    a template chunk; False — nothing ran — where it cannot (the caller runs the loop)."""
-    if state.off or run.record or run.symbolic:
-        return False
-    made = state.keys(chunk, first)
-    if made is None:
-        state.off = True
-        return False
-    ktext, indices = made
-    run.next_index = iter(indices).__next__
-    return run_blocks(run, ktext, first, state.cache, state.templates)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 __all__ = ["Array", "Memory", "random_value", "random_block", "random_run", "SCALAR", "TILE"]
 
+import math
 import zlib
+from operator import itemgetter
 from typing import Any, Iterable
 
 import numpy as np
@@ -272,7 +274,32 @@ class Array:
             if not self.pending:
                 return self.dense.copy()
             return np.where(self.written_mask(), self.dense, np.nan)
-        return np.array(self.to_nested(), dtype=np.float64)
+        fast = self._cells_array()
+        return fast if fast is not None else np.array(self.to_nested(), dtype=np.float64)
+
+    def _cells_array(self) -> np.ndarray | None:
+        """``to_array`` of a 1-D or 2-D word array without a Python step per cell that was read
+        or written (a long trace's summary); None where values are not numbers (symbolic)."""
+        shape, cells = self.shape, self.cells
+        if not shape or len(shape) > 2 or not cells:
+            return None
+        try:
+            vals = np.fromiter(cells.values(), dtype=np.float64, count=len(cells))
+        except (TypeError, ValueError):
+            return None
+        out = np.full(math.prod(shape), np.nan)
+        rows = np.fromiter(map(itemgetter(0), cells), dtype=np.intp, count=len(cells))
+        if len(shape) == 2:
+            rows = rows * shape[1] + np.fromiter(map(itemgetter(1), cells), dtype=np.intp, count=len(cells))
+        if rows.size and (rows.min() < 0 or rows.max() >= out.size):  # pragma: no cover - cells stay in shape
+            return None
+        out[rows] = vals
+        if (self.given or self.fill is not None or self.read) and len(cells) < out.size:
+            seen = np.zeros(out.size, dtype=bool)
+            seen[rows] = True
+            for i in np.flatnonzero(~seen).tolist():  # inputs never read: their initial values, as to_nested
+                out[i] = self.initial((i,) if len(shape) == 1 else divmod(i, shape[1]))
+        return out.reshape(shape)
 
 
 class Memory:

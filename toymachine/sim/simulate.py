@@ -33,7 +33,7 @@ from ..result import MemoryView, Result, Step, arithmetic_intensity
 from .engines import ENGINES, scalar, tile, units
 from .engines.kinds import MM, SFU, VEC
 from .engines.kinds import EXEC, LOAD, STORE
-from .blocks import ProgramKeys, run_program_blocks
+from .program_blocks import ProgramKeys, run_program_blocks
 from .inputs import empty_trace, unset_inputs
 from .loop import execute, execute_engines
 from .text import run_text

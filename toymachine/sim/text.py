@@ -38,6 +38,7 @@ from .loop import execute
 CACHE_LIMIT = 131_072  # distinct compiled lines kept; bounds memory on huge traces
 NEW_LINES_FOR_TEMPLATES = 0.05  # a chunk with more new lines than this moves the next ones to templates
 PROBE_EVERY = 8  # chunks in template mode before lines are tried again
+PROBE_CHARS = 65_536  # a probe counts the lines of the chunk's head (a matmul's rows come back within it)
 MIN_CHUNK_FOR_TEMPLATES = 256  # a shorter chunk says too little to switch
 REPEATING_FOR_LINES = 0.1  # new address lines that come back within their chunk: this share keeps lines
 _INDEX = re.compile(r"\[(\d+)\]")  # an integer index, as in x[3] or a[0][1]
@@ -52,7 +53,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
     or in symbolic mode) or *templates* (best when most addresses are new, as in a long softmax).
     A chunk in which over ``NEW_LINES_FOR_TEMPLATES`` of the lines were new, and whose new lines do
     not come back within it, moves the next ones to templates; every ``PROBE_EVERY``-th chunk in
-    template mode is then *probed* (its address lines counted, not run twice): where they come back
+    template mode is then *probed* (the address lines of its first ``PROBE_CHARS`` counted, not run twice): where they come back
     within the chunk, that chunk runs as lines and decides again."""
     exact: dict[str, tuple] = {}  # line → code
     templates: dict[str, tuple] = {}  # template line → code
@@ -66,8 +67,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
         lines = None
         if use_templates and since_probe >= PROBE_EVERY:
             since_probe = 0
-            lines = _split(text)
-            use_templates = not _repeating(lines)
+            use_templates = not _repeating(_split(text[:PROBE_CHARS]))
         if run.record or run.symbolic or not use_templates:
             if lines is None:
                 lines = _split(text)
@@ -161,8 +161,10 @@ def _run_exact(run, lines: list[str], first: int, cache: dict) -> tuple[int, int
     codes = list(map(cache.get, lines))
     new = repeating = 0
     counts: list = []
-    if None in codes:
-        missing = Counter(compress(lines, map(not_, codes)))
+    misses = codes.count(None)
+    if misses:
+        at = _misses(codes, misses)
+        missing = Counter(map(lines.__getitem__, at))
         new = len(missing)
         counts = [c for line, c in missing.items() if "[" in line]  # lines that name an address
         repeating = len(counts) - counts.count(1)
@@ -170,7 +172,8 @@ def _run_exact(run, lines: list[str], first: int, cache: dict) -> tuple[int, int
             code = scalar.compile_ahead(run, line)
             if code is not None:
                 cache[line] = code
-        codes = list(map(cache.get, lines))
+        for j in at:  # only the misses: look them up again
+            codes[j] = cache.get(lines[j])
 
     def compile_miss(j: int) -> tuple:
         code = cache.get(lines[j])
@@ -186,6 +189,19 @@ def _run_exact(run, lines: list[str], first: int, cache: dict) -> tuple[int, int
 
     _segments(run, codes, first, compile_miss)
     return new, len(counts), repeating
+
+
+def _misses(codes: list, count: int) -> list[int]:
+    """The positions of the ``count`` Nones in ``codes``: found by ``list.index`` when they are few
+    (a chunk of lines mostly seen before), by one pass when they are many."""
+    if count * 16 > len(codes):
+        return list(compress(range(len(codes)), map(not_, codes)))
+    at, j = [], -1
+    index = codes.index
+    for _ in range(count):
+        j = index(None, j + 1)
+        at.append(j)
+    return at
 
 
 def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exact: dict,

@@ -21,7 +21,6 @@ import math
 from collections import Counter
 from typing import Callable
 
-from . import seed_units
 
 MXU_CYCLES, MACS, PASSES, VPU_CYCLES = range(4)
 
@@ -30,6 +29,8 @@ def setup(run) -> None:
     run.units = [0, 0, 0, 0] if run.machine.has_units else None
     run.vpu_by_op = Counter()
     if run.machine.accounting == "seed-002":
+        from . import seed_units  # seed 002's accounting, loaded only for its machine (a fast start)
+
         seed_units.seed_setup(run)
 
 
@@ -41,6 +42,8 @@ def pricer(run, op: str, srcs: tuple, ins=None) -> Callable | None:
     if not machine.has_units:
         return None
     if machine.accounting == "seed-002":
+        from . import seed_units
+
         return seed_units.seed_pricer(run, op, srcs, ins)
     acc, by_op = run.units, run.vpu_by_op
     vpu = machine.vpu

@@ -1,0 +1,45 @@
+"""Fast paths of issue 25 against the plain code they replace (differential, on random inputs):
+an array's final contents without a Python step per cell (``Array.to_array``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toymachine.sim.memory import Array
+
+
+def _plain(arr: Array) -> np.ndarray:
+    return np.array(arr.to_nested(), dtype=np.float64)  # the per-cell path
+
+
+values = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5))
+
+
+@settings(max_examples=200, deadline=None)
+@given(shape=st.one_of(st.tuples(st.integers(1, 40)), st.tuples(st.integers(1, 7), st.integers(1, 7))),
+       data=st.data(), read=st.booleans(), fill=st.one_of(st.none(), st.floats(-3, 3)), seed=st.integers(0, 3))
+def test_cells_array_equals_the_nested_lists(shape, data, read, fill, seed):
+    arr = Array("x", None, fill=fill, seed=seed)
+    idx = st.tuples(*[st.integers(0, n - 1) for n in shape])
+    for key, v in data.draw(st.dictionaries(idx, values, max_size=30)).items():
+        arr.check_index(key)
+        arr.cells[key] = v
+    arr.read = read
+    if arr.shape is None:
+        return
+    twin = Array("x", None, fill=fill, seed=seed)
+    twin.shape, twin.cells, twin.read = list(arr.shape), dict(arr.cells), read
+    fast = arr.to_array()
+    plain = _plain(twin)
+    assert fast.shape == plain.shape and fast.dtype == plain.dtype
+    assert np.array_equal(fast, plain, equal_nan=True)
+    assert arr.randomised == twin.randomised
+
+
+def test_symbolic_cells_take_the_plain_path():
+    arr = Array("x", None)
+    arr.check_index((0,))
+    arr.cells[(0,)] = "a₀"
+    assert arr._cells_array() is None
