@@ -1,0 +1,52 @@
+"""MkDocs hook: the generated pages and live files, written into docs/ before MkDocs collects them.
+
+* ``reference/{cli,flags,isa,json,machine-yaml,problem-yaml,api}.md`` from ``docgen/reference.py`` (the
+  typer app, ``isa.py``, the schemas, the docstrings);
+* ``live/*.html`` (the step viewer) and ``live/*.png`` (plots) from ``docgen/live.py``;
+* ``images/fa1_page.png``, the step viewer's screenshot in ``examples/``.
+
+They are build outputs (listed in .gitignore), never edited or checked in. A file is rewritten only when
+its bytes change, so ``mkdocs serve`` does not rebuild in a loop. (Written into docs/ rather than through
+mkdocs-gen-files because mkdocs-static-i18n only serves pages that live in docs/ to every language.)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+GENERATED = ("reference/cli.md", "reference/flags.md", "reference/isa.md", "reference/json.md",
+             "reference/machine-yaml.md", "reference/problem-yaml.md", "reference/api.md")
+_done = False
+
+
+def _write(rel: str, data: bytes) -> None:
+    path = DOCS / rel
+    if path.exists() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def generate() -> None:
+    if str(DOCS) not in sys.path:
+        sys.path.insert(0, str(DOCS))
+    from docgen import live, reference
+
+    pages = reference.pages()
+    assert set(pages) == set(GENERATED), sorted(pages)
+    for rel, text in pages.items():
+        _write(rel, text.encode("utf-8"))
+    for rel, data in live.files().items():
+        _write(rel, data)
+    _write("images/fa1_page.png", (ROOT / "examples" / "fa1_page.png").read_bytes())
+
+
+def on_config(config, **kwargs):
+    global _done
+    if not _done:  # mkdocs-static-i18n builds each language from the same config: generate once
+        generate()
+        _done = True
+    return config
