@@ -1,4 +1,4 @@
-"""Rewrite every ``<!-- toym-output: ARGS -->`` block of the docs pages from a real run of ``toym ARGS``.
+"""Rewrite every ``<!-- toym-output: ARGS -->`` (and ``toym-error``) block of the docs pages from a real run of ``toym ARGS``.
 
     python docs/refresh_outputs.py              # every page (English and translations)
     python docs/refresh_outputs.py docs/seeds.md
@@ -22,9 +22,13 @@ def refresh(path: Path, toym) -> int:
     changed = 0
     edits = []
     for step, code, out, err in run_page(path, toym):
-        if code != 0:
+        if step.kind in ("output", "error") and code != step.exit_status:
+            raise SystemExit(f"{path}: toym {step.text} was to exit {step.exit_status}, exited {code}:\n{err}")
+        if step.kind == "error":
+            out = err
+        elif step.kind == "command" and code != 0:
             raise SystemExit(f"{path}: toym {step.text} exited {code}:\n{err}")
-        if step.kind == "output":
+        if step.kind in ("output", "error"):
             new = normalise(out) + "\n"
             if new != step.expected:
                 edits.append((step.span, new))

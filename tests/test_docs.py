@@ -2,8 +2,9 @@
 
 * Every ```` ```bash ```` ``toym …`` command of every page — English and translated — runs, in page order,
   in a folder holding copies of programs/ and examples/ (``docs/docgen/pages.py`` says how), and exits 0.
-* Every ``<!-- toym-output: ARGS -->`` block is exactly what ``toym ARGS`` prints (``python
-  docs/refresh_outputs.py`` rewrites them from real runs).
+* Every ``<!-- toym-output: ARGS -->`` block is exactly what ``toym ARGS`` prints (``toym-error``: what it
+  prints on stderr, exiting 2; ``python docs/refresh_outputs.py`` rewrites them from real runs), and a
+  ``<!-- toym-file: PATH -->`` block is written to PATH before the commands after it.
 * A translated page runs the same commands as its English page, and shows the same outputs.
 * The generated reference is complete: every command and option of the app, every opcode, every JSON key
   a run writes, every machine and problem-file key.
@@ -45,8 +46,12 @@ def test_the_docs_have_commands_and_outputs():
 def test_page_commands_run_and_outputs_are_real(page, toym):
     failures = []
     for step, code, out, err in run_page(page, toym):
-        if code != 0:
-            failures.append(f"toym {step.text} exited {code}: {err[-800:]}")
+        want = 0 if step.kind == "command" else step.exit_status
+        if code != want:
+            failures.append(f"toym {step.text} exited {code}, not {want}: {err[-800:]}")
+        elif step.kind == "error" and normalise(err) != normalise(step.expected):
+            failures.append(f"<!-- toym-error: {step.text} --> is not what the command prints on stderr "
+                            f"(python docs/refresh_outputs.py {_rel(page)}):\n--- page\n{step.expected}\n--- toym\n{err}")
         elif step.kind == "output" and normalise(out) != normalise(step.expected):
             failures.append(f"<!-- toym-output: {step.text} --> is not what the command prints "
                             f"(python docs/refresh_outputs.py {_rel(page)}):\n--- page\n{step.expected}\n--- toym\n{out}")

@@ -4,6 +4,11 @@
   comment); `` | `` between ``toym`` stages pipes one stage's stdout into the next.
 * ``<!-- toym-output: ARGS -->`` on the line directly above a ```` ```text ```` fence: the fence holds what
   ``toym ARGS`` prints on stdout (trailing whitespace stripped).
+* ``<!-- toym-error: ARGS -->`` above a ```` ```text ```` fence: ``toym ARGS`` must fail with exit status 2
+  and print the fence's text on stderr (an error a tutorial teaches to read). ``toym-output exit=1: ARGS``
+  expects that exit status and stdout (a check that fails); ``toym-error exit=N`` likewise.
+* ``<!-- toym-file: PATH -->`` above any fence: the fence's text is written to PATH in the page's folder
+  (the trace a tutorial asks the reader to type), before the commands that follow it.
 
 A page runs top to bottom in a folder of its own holding copies of ``programs/`` and ``examples/``, so a
 later command may read an earlier one's ``-o`` file. Commands that need what is not installed are skipped:
@@ -25,17 +30,19 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parents[1]
 ROOT = DOCS.parent
 LANGUAGES = ("zh", "ja")  # translations: page.zh.md, page.ja.md beside page.md
-OUTPUT = re.compile(r"^<!-- toym-output: (.+?) -->\n```text\n(.*?)^```$", re.S | re.M)
+OUTPUT = re.compile(r"^<!-- toym-(output|error)(?: exit=(\d+))?: (.+?) -->\n```text\n(.*?)^```$", re.S | re.M)
+FILE = re.compile(r"^<!-- toym-file: (.+?) -->\n```[a-z]*\n(.*?)^```$", re.S | re.M)
 FENCE = re.compile(r"^```bash\n(.*?)^```$", re.S | re.M)
 
 
 @dataclass(frozen=True)
 class Step:
-    kind: str  # "command" or "output"
+    kind: str  # "command", "output" (stdout, exit 0), "error" (stderr, exit 2) or "file" (text is its path)
     text: str  # the command line (after "toym ") or the output block's ARGS
     offset: int  # where in the page it starts (characters)
     expected: str | None = None  # an output block's text
     span: tuple[int, int] | None = None  # an output block's contents, as (start, end) in the page
+    exit_status: int = 0  # what an output or error block's command must exit with
 
 
 def generated_pages() -> set[Path]:
@@ -78,7 +85,10 @@ def steps(text: str) -> list[Step]:
                 found.append(Step("command", command[len("toym "):], pos))
             pos += len(line)
     for m in OUTPUT.finditer(text):
-        found.append(Step("output", m.group(1).strip(), m.start(), m.group(2), (m.start(2), m.end(2))))
+        exit_status = int(m.group(2)) if m.group(2) else (0 if m.group(1) == "output" else 2)
+        found.append(Step(m.group(1), m.group(3).strip(), m.start(), m.group(4), (m.start(4), m.end(4)), exit_status))
+    for m in FILE.finditer(text):
+        found.append(Step("file", m.group(1).strip(), m.start(), m.group(2)))
     return sorted(found, key=lambda s: s.offset)
 
 
@@ -99,6 +109,7 @@ def _importable(name: str) -> bool:
 
 
 def skip_reason(command: str) -> str | None:
+    """Why a command cannot run here (None: it can)."""
     flat = [w for stage in stages(command) for w in stage]
     if flat and flat[0] == "verify-gpu" and not (_importable("torch") and _importable("triton")):
         return "verify-gpu needs torch and triton (the gpu extra)"
@@ -157,6 +168,10 @@ def run_page(path: Path, toym) -> list[tuple[Step, int, str, str]]:
     results = []
     with workdir():
         for step in steps(path.read_text(encoding="utf-8")):
+            if step.kind == "file":
+                Path(step.text).parent.mkdir(parents=True, exist_ok=True)
+                Path(step.text).write_text(step.expected, encoding="utf-8")
+                continue
             if skip_reason(step.text):
                 continue
             results.append((step, *run_command(toym, step.text)))
