@@ -184,15 +184,18 @@ def all_command_paths() -> list[str]:
 
 # -- flags, ISA ---------------------------------------------------------------------------------------
 def flags_page() -> str:
-    from toymachine.cli.vocabulary import vocabulary_report
+    from toymachine.cli import vocabulary
     from toymachine.render import render_report
 
-    table = render_report(vocabulary_report(root_command()), "markdown").strip()
+    table = render_report(vocabulary.vocabulary_report(root_command()), "markdown").strip()
     table = table.split("\n", 1)[1].lstrip() if table.startswith("#") else table
+    aliases = getattr(vocabulary, "HIDDEN_ALIASES", {})
+    old = ("Old spellings still accepted, hidden, for one release: "
+           + ", ".join(f"{_code(a)} (now {_code(b)})" for a, b in aliases.items()) + ".") if aliases else ""
     return "\n".join(["# Flags: one vocabulary", "",
                       "The same name means the same thing on every command. This table is what `toym flags`",
                       "prints (`toymachine/cli/vocabulary.py`; `tests/test_vocabulary.py` walks every command's",
-                      "options against it). Shell completion: `toym --install-completion`.", "", table, ""])
+                      "options against it). Shell completion: `toym --install-completion`.", "", table, "", old, ""])
 
 
 def isa_page() -> str:
@@ -302,7 +305,9 @@ def json_page() -> str:
     for key, labels in keys.items():
         where = "every run" if len(labels) == len(JSON_RUNS) else "; ".join(labels)
         out.append(f"| {_code(key)} | {JSON_MEANINGS.get(key, '**undocumented**')} | {_md(where)} |")
-    out += ["", "**Narrowing it.** `--json-fields cycles,dram,ops` keeps only those keys, in that order (a",
+    out += ["", "The tile keys appear when a run executes a tile instruction or its machine describes SRAM or",
+            "throughputs; tile registers' values are nested lists.", "",
+            "**Narrowing it.** `--json-fields cycles,dram,ops` keeps only those keys, in that order (a",
             "dotted path reaches inside an object: `dram.reads`; an unknown key is an error listing the keys",
             "there are). `--no-memory` leaves `memory` out. An array with more than `--memory-max N` elements",
             "(default 1024) is summarised as `{\"summary\": true, \"shape\": …, \"elements\": …, \"min\": …,",
