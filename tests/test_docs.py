@@ -8,8 +8,9 @@
 * A translated page runs the same commands as its English page, and shows the same outputs.
 * The generated reference is complete: every command and option of the app, every opcode, every JSON key
   a run writes, every machine and problem-file key.
-* ``mkdocs build --strict`` passes (skipped only where mkdocs is not installed: the docs extra), and the
-  site it builds loads nothing from the network.
+* ``mkdocs build --strict`` passes (skipped only where mkdocs is not installed: the docs extra), the site
+  it builds loads nothing from the network, and in headless Chromium (where installed) the step viewer
+  embedded in a tutorial steps when its button is clicked.
 """
 
 import importlib.util
@@ -148,18 +149,74 @@ def test_step_viewers_are_offline_pages_embedded_in_the_docs():
 
 
 # -- the site ---------------------------------------------------------------------------------------------
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="mkdocs not installed (pip install -e '.[docs]')")
-def test_mkdocs_build_strict(tmp_path):
+HAVE_MKDOCS = importlib.util.find_spec("mkdocs") is not None
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built once with ``mkdocs build --strict`` (a warning fails the build)."""
+    if not HAVE_MKDOCS:
+        pytest.skip("mkdocs not installed (pip install -e '.[docs]')")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    site = tmp_path / "site"
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)], cwd=ROOT,
+    out = tmp_path_factory.mktemp("site") / "site"
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-6000:]
+    return out
+
+
+def test_mkdocs_build_strict(site):
     for lang in ("", "zh/", "ja/"):
         assert (site / lang / "tutorials" / "lecturer" / "index.html").exists()
+    assert "简体中文" in (site / "index.html").read_text(encoding="utf-8")  # the language switcher
     external = []
     for page in site.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         external += [f"{page.relative_to(site)}: {m}" for m in
                      re.findall(r"""<(?:script|link|img|iframe)[^>]*?(?:src|href)=["'](?:https?:)?//[^"']*""", text)]
     assert not external, external[:10]
+    for lang in ("", "zh/", "ja/"):  # every step viewer an English or translated page embeds is in the site
+        for page in (site / lang / "tutorials").rglob("index.html"):
+            for src in re.findall(r'<iframe[^>]*src="([^"]+)"', page.read_text(encoding="utf-8")):
+                assert (page.parent / src).resolve().is_file(), f"{page.relative_to(site)} embeds a missing {src}"
+
+
+def test_step_viewer_steps_inside_the_docs_page(site, tmp_path):
+    """Headless Chromium opens the lecturer tutorial from a local server, scrolls to the embedded step
+    viewer, clicks its → button: the viewer steps and its cycle counter follows; a screenshot is taken."""
+    import functools
+    import http.server
+    import threading
+    import time
+
+    from browser import Browser, find_chromium
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no chromium installed (apt-get install -y chromium)")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    frame = "document.querySelector('iframe.toym-live')"
+    viewer = f"{frame}.contentWindow"
+    try:
+        with Browser(chromium) as b:
+            b.send("Page.enable")
+            b.send("Page.navigate", url=f"http://127.0.0.1:{server.server_address[1]}/tutorials/lecturer/")
+            deadline = time.time() + 60
+            while not b.eval(f"!!({frame} && ({frame}.scrollIntoView(), {viewer}.toym))"):
+                assert time.time() < deadline, "the embedded step viewer did not load"
+                time.sleep(0.1)
+            assert b.eval(f"{viewer}.toym.step()") == 0
+            b.eval(f"{viewer}.document.getElementById('b-next').click()")
+            assert b.eval(f"{viewer}.toym.step()") == 1
+            assert b.eval(f"{viewer}.document.getElementById('c-cycles').textContent") == "1"
+            shot = b.send("Page.captureScreenshot", format="png")["data"]
+    finally:
+        server.shutdown()
+    import base64
+
+    png = base64.b64decode(shot)
+    (tmp_path / "lecturer.png").write_bytes(png)
+    assert png.startswith(b"\x89PNG") and len(png) > 20000  # a page drawn, not a blank one
