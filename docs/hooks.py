@@ -31,8 +31,10 @@ def _write(rel: str, data: bytes) -> None:
 
 
 def generate() -> None:
-    if str(DOCS) not in sys.path:
-        sys.path.insert(0, str(DOCS))
+    for path in (str(DOCS), str(ROOT)):  # docgen, and this tree's toymachine (not an installed copy elsewhere)
+        if path in sys.path:
+            sys.path.remove(path)
+        sys.path.insert(0, path)
     from docgen import live, reference
 
     pages = reference.pages()

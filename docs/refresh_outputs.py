@@ -12,7 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# this tree's toymachine (not an installed copy elsewhere), and docs/ for docgen
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 
 from docgen.pages import normalise, pages, run_page, toym_in_process  # noqa: E402
 

@@ -118,7 +118,9 @@ def cli_page() -> str:
     commands = list(walk_commands())
     out += ["| command | what it does |", "|---|---|"]
     for path, cmd, _ in commands[1:]:
-        short = (cmd.get_short_help_str(limit=150) if hasattr(cmd, "get_short_help_str") else "") or ""
+        short = " ".join(inspect.cleandoc(cmd.help or "").split("\n\n")[0].split())
+        if len(short) > 160:
+            short = short[:short.rindex(" ", 0, 160)] + " …"
         out.append(f"| [{_code(path)}](#{_anchor(path)}) | {_md(short)} |")
     out.append("")
     for path, cmd, ctx in commands:
