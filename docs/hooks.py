@@ -12,6 +12,7 @@ mkdocs-gen-files because mkdocs-static-i18n only serves pages that live in docs/
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ ROOT = DOCS.parent
 GENERATED = ("reference/cli.md", "reference/flags.md", "reference/isa.md", "reference/json.md",
              "reference/machine-yaml.md", "reference/problem-yaml.md", "reference/api.md")
 _done = False
+MISSING: set[str] = set()  # plots not made (no matplotlib)
 
 
 def _write(rel: str, data: bytes) -> None:
@@ -41,9 +43,16 @@ def generate() -> None:
     assert set(pages) == set(GENERATED), sorted(pages)
     for rel, text in pages.items():
         _write(rel, text.encode("utf-8"))
-    for rel, data in live.files().items():
+    made = live.files()
+    for rel, data in made.items():
         _write(rel, data)
     _write("images/fa1_page.png", (ROOT / "examples" / "fa1_page.png").read_bytes())
+    for rel in live.PLOTS:  # without matplotlib: no plot, and the pages say so (on_page_markdown)
+        if rel not in made:
+            MISSING.add(Path(rel).name)
+            stale = DOCS / rel
+            if stale.exists():
+                stale.unlink()
 
 
 def on_config(config, **kwargs):
@@ -52,3 +61,12 @@ def on_config(config, **kwargs):
         generate()
         _done = True
     return config
+
+
+def on_page_markdown(markdown, **kwargs):
+    """A plot that could not be made (matplotlib is not installed) becomes a note instead of a broken image."""
+    for name in MISSING:
+        markdown = re.sub(r"!\[([^\]]*)\]\([^)]*/live/" + re.escape(name) + r"\)",
+                          lambda m: f'!!! note "Plot not built"\n    {m.group(1)}: this plot is drawn when the site is '
+                                    "built with matplotlib installed (`pip install -e '.[plot]'`).", markdown)
+    return markdown
