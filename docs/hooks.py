@@ -70,3 +70,14 @@ def on_page_markdown(markdown, **kwargs):
                           lambda m: f'!!! note "Plot not built"\n    {m.group(1)}: this plot is drawn when the site is '
                                     "built with matplotlib installed (`pip install -e '.[plot]'`).", markdown)
     return markdown
+
+
+LANGUAGES = ("zh", "ja")  # mkdocs-static-i18n builds these under zh/ and ja/
+
+
+def on_page_content(html, page, **kwargs):
+    """An ``<iframe src>`` is raw HTML, which mkdocs-static-i18n does not rewrite: a page built under zh/ or
+    ja/ (a translation, or the English page it falls back to) reaches the site's live/ one level further up."""
+    if page.url.split("/", 1)[0] in LANGUAGES:
+        html = re.sub(r'(<iframe\b[^>]*\bsrc=")(?![a-z]+:|/)', r"\1../", html)
+    return html
