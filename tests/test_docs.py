@@ -60,6 +60,13 @@ def test_page_commands_run_and_outputs_are_real(page, toym):
     assert not [p for p in os.listdir(".") if p.startswith(".toym-")]
 
 
+def test_every_persona_tutorial_is_one_click_from_the_home_page():
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    tutorials = sorted(p.name for p in (DOCS / "tutorials").glob("*.md") if len(p.suffixes) == 1)
+    assert len(tutorials) >= 5
+    assert [t for t in tutorials if f"](tutorials/{t})" not in home] == []
+
+
 @pytest.mark.parametrize("rel", TRANSLATED)
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_translation_runs_what_the_english_page_runs(rel, lang):

@@ -4,6 +4,7 @@ and every `<!-- toym-output/toym-error: ARGS -->` block is what the command prin
 the docs pages (docs/docgen/pages.py; tests/test_docs.py runs those)."""
 
 import os
+import re
 import sys
 
 from conftest import ROOT
@@ -43,3 +44,11 @@ def test_readme_commands_run_in_order(toym):
             failures.append((step.text, "stdout differs", out))
     assert not failures, failures
     assert not [p for p in os.listdir(".") if p.startswith(".toym-")]
+
+
+def test_readme_links_lead_somewhere():
+    """Every relative link and image of the front page (into docs/, examples/) names a file that exists."""
+    text = README.read_text(encoding="utf-8")
+    targets = [t for t in re.findall(r"\]\(([^)\s#]+)", text) if "://" not in t]
+    assert len(targets) >= 10
+    assert [t for t in targets if not (ROOT / t).exists()] == []
