@@ -149,6 +149,8 @@ def test_step_viewers_are_offline_pages_embedded_in_the_docs():
         assert html.startswith("<!DOCTYPE html>") and "<script>" in html
         assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), f"{path} loads from the network"
         assert f'src="../../{path}"' in embedded or f'src="../{path}"' in embedded, f"no page embeds {path}"
+    for command in [*live.STEP_VIEWERS.values(), *live.PLOTS.values()]:  # a reader can make each one
+        assert "toym " + command.split(" OUT")[0] in embedded, f"no page shows the command behind {command}"
     if live.have_matplotlib():
         for path in live.PLOTS:
             assert files[path].startswith(b"\x89PNG")

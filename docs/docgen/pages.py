@@ -22,6 +22,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,11 +47,9 @@ class Step:
 
 
 def generated_pages() -> set[Path]:
-    sys_path = str(DOCS)
-    import sys
-
-    if sys_path not in sys.path:
-        sys.path.insert(0, sys_path)
+    """The pages docs/hooks.py writes at build time (not hand-written: no commands to run)."""
+    if str(DOCS) not in sys.path:
+        sys.path.insert(0, str(DOCS))
     from hooks import GENERATED
 
     return {DOCS / rel for rel in GENERATED}
@@ -71,7 +70,7 @@ def pages(languages: bool = True) -> list[Path]:
 
 
 def english_pages() -> list[Path]:
-    return [p for p in pages(languages=False)]
+    return pages(languages=False)
 
 
 def steps(text: str) -> list[Step]:

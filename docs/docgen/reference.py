@@ -21,7 +21,6 @@ import inspect
 import io
 import re
 import tokenize
-import typing
 
 import typer
 
