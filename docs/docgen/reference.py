@@ -411,6 +411,7 @@ def problem_page() -> str:
                "tolerance": "|trace − expected| ≤ tolerance · (1 + |expected|)",
                "trials": "random input draws (default 3 when an input is random)", "seed": "the draws' seed",
                "reference": "the reference solution's trace (relative to the problem file)"}
+    meaning.update(getattr(problem, "KEY_DOCS", {}))  # keys other modules document where they are parsed
     for key in problem.KEYS:
         if key in problem.BUDGETS:
             text = f"budget: at most this many {problem.BUDGETS[key]}"
