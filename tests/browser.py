@@ -121,7 +121,7 @@ class Browser:
 
     def __init__(self, chromium: str, timeout: float = 60):
         self.timeout = timeout
-        self.profile = tempfile.TemporaryDirectory()
+        self.profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)  # Chromium may still be writing
         self.proc = subprocess.Popen([chromium, *FLAGS, f"--user-data-dir={self.profile.name}",
                                       "--remote-debugging-port=0", "--window-size=1400,1000", "about:blank"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -205,9 +205,11 @@ def test_step_viewer_steps_inside_the_docs_page(site, tmp_path):
     chromium = find_chromium()
     if chromium is None:
         pytest.skip("no chromium installed (apt-get install -y chromium)")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *a, **k: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     frame = "document.querySelector('iframe.toym-live')"
     viewer = f"{frame}.contentWindow"
