@@ -342,8 +342,18 @@ def _type_name(t) -> str:
     return text.replace("typing.", "").replace("Mapping[str, float]", "{OP: cycles}")
 
 
+def _docstring_comments(obj) -> dict[str, str]:
+    """``key: value   # comment`` lines of a module's or class's docstring (its YAML examples)."""
+    found = {}
+    for line in (inspect.getdoc(obj) or "").splitlines():
+        m = re.match(r"\s*(\w+):[^#]*#\s*(.+)$", line)
+        if m:
+            found.setdefault(m.group(1), m.group(2).strip())
+    return found
+
+
 def _dataclass_rows(cls, skip=()) -> list[str]:
-    comments = _field_comments(cls)
+    comments = {**_docstring_comments(inspect.getmodule(cls)), **_field_comments(cls)}
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
     for f in dataclasses.fields(cls):
         if f.name in skip:
@@ -362,6 +372,7 @@ def machine_page() -> str:
     from toymachine.dtypes import DTYPES
     from toymachine.machine import loader
     from toymachine.machine.config import SRAM_RULES, Machine
+    from toymachine.machine import units
     from toymachine.machine.units import MXU, VPU
 
     presets = sorted(p.stem for p in loader.PRESET_DIR.glob("*.yaml"))
@@ -373,8 +384,11 @@ def machine_page() -> str:
            *_dataclass_rows(Machine), "",
            f"`dtype` is one of {', '.join(_code(d) for d in DTYPES)}; `sram_rule` one of "
            f"{', '.join(_code(r) for r in SRAM_RULES)}.", "",
-           "## `mxu`: systolic arrays", "", *_dataclass_rows(MXU), "",
-           "## `vpu`: the vector unit", "", *_dataclass_rows(VPU), "",
+           "## `mxu` and `vpu`: compute units", "",
+           "A machine with compute units (seed 002's TPU) declares them as the example in",
+           "`toymachine/machine/units.py` shows:", "", "```yaml", *_yaml_example(units), "```", "",
+           "### `mxu`: systolic arrays", "", *_dataclass_rows(MXU), "",
+           "### `vpu`: the vector unit", "", *_dataclass_rows(VPU), "",
            "## Presets", "",
            "`--machine NAME` takes one of these (`toymachine/machine/presets/NAME.yaml`, sources in their comments):", ""]
     out += ["| preset | description |", "|---|---|"]
@@ -384,6 +398,13 @@ def machine_page() -> str:
     out += ["", "An example file (`examples/machines/slow_exp.yaml`):", "", "```yaml",
             _read("examples/machines/slow_exp.yaml").rstrip(), "```"]
     return "\n".join(out) + "\n"
+
+
+def _yaml_example(module) -> list[str]:
+    """The indented ``key: …`` lines of the first ``::`` block of a module's docstring."""
+    doc = inspect.getdoc(module) or ""
+    block = doc.split("::", 1)[1].split("\n\n", 2)[1] if "::" in doc else ""
+    return [line.strip() for line in block.splitlines() if line.strip()]
 
 
 def _read(rel: str) -> str:
