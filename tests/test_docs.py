@@ -112,6 +112,9 @@ def test_every_json_key_a_run_writes_is_explained():
     keys = reference.json_keys()
     assert {"cycles", "dram", "ops", "memory", "steps", "warnings", "units", "sram_rule", "time_s"} <= set(keys)
     assert [k for k in keys if k not in reference.JSON_MEANINGS] == []
+    from toymachine.render.jsonout import JSON_KEYS  # the keys --json-fields always accepts
+
+    assert [k for k in JSON_KEYS if f"| `{k}` |" not in REFERENCE["reference/json.md"]] == []
     assert "**undocumented**" not in REFERENCE["reference/json.md"]
     assert '"error": {' in REFERENCE["reference/json.md"]
 
