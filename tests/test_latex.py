@@ -1,16 +1,20 @@
-"""LaTeX that compiles: every `--format latex` output of the README's commands and of the bundled
-programs goes through pdflatex (and lualatex where installed) in one document, and any TeX error
+"""LaTeX that compiles: every `--format latex` output of the commands of the README and the docs pages
+and of the bundled programs goes through pdflatex (and lualatex where installed) in one document, and any TeX error
 fails the test. Skipped where pdflatex is absent (CI installs texlive-latex-base: .ci/run)."""
 
 import re
 import shlex
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import PROGRAMS, ROOT, program_machine
-from test_readme import readme_commands
+
+sys.path.insert(0, str(ROOT / "docs"))
+from docgen.pages import english_pages, steps, workdir  # noqa: E402
 
 FORMATTED = ("run", "sweep", "numerics", "isa", "verify-gpu")
 
@@ -41,31 +45,36 @@ def _importable(name: str) -> bool:
 
 
 def _fragments(toym, tmp_path, monkeypatch) -> list[tuple[str, str]]:
-    """(what, LaTeX) for every README command that prints a report, and every bundled program."""
-    for folder in ("programs", "examples"):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    monkeypatch.chdir(tmp_path)
+    """(what, LaTeX) for every command of the README and the docs pages that prints a report, and every
+    bundled program. Each page runs in its own folder, as tests/test_readme.py and test_docs.py run it."""
     have_gpu = _importable("torch") and _importable("triton")
     found = []
-    for command in readme_commands():
-        stages = [shlex.split(s) for s in command.split(" | ")]
-        if stages[0][1] == "verify-gpu" and not have_gpu:
-            continue
-        if "--plot" in stages[-1]:  # the plot is not LaTeX (and needs matplotlib)
-            at = stages[-1].index("--plot")
-            stages[-1] = stages[-1][:at] + stages[-1][at + 2:]
-        data = None
-        for stage in stages:  # as written: later commands may read this one's -o file
-            code, data, err = toym(*stage[1:], input=data)
-            assert code == 0, (command, err)
-        variant = _latex_variant(stages)
-        if variant is None:
-            continue
-        data = None
-        for stage in variant:
-            code, data, err = toym(*stage[1:], input=data)
-            assert code == 0, (command, err)
-        found.append((command, data))
+    for page in [ROOT / "README.md", *english_pages()]:
+        with workdir():
+            for step in steps(page.read_text(encoding="utf-8")):
+                if step.kind == "file":
+                    Path(step.text).write_text(step.expected, encoding="utf-8")
+                if step.kind != "command":
+                    continue
+                command = "toym " + step.text
+                stages = [shlex.split(s) for s in command.split(" | ")]
+                if stages[0][1] == "verify-gpu" and not have_gpu:
+                    continue
+                if "--plot" in stages[-1]:  # the plot is not LaTeX (and needs matplotlib)
+                    at = stages[-1].index("--plot")
+                    stages[-1] = stages[-1][:at] + stages[-1][at + 2:]
+                data = None
+                for stage in stages:  # as written: later commands may read this one's -o file
+                    code, data, err = toym(*stage[1:], input=data)
+                    assert code == 0, (command, err)
+                variant = _latex_variant(stages)
+                if variant is None:
+                    continue
+                data = None
+                for stage in variant:
+                    code, data, err = toym(*stage[1:], input=data)
+                    assert code == 0, (command, err)
+                found.append((command, data))
     for program in sorted(PROGRAMS.glob("*.asm")):
         tile = re.search(r"\bT\d+\b", program.read_text(encoding="utf-8")) is not None
         for extra in ((),) if tile else ((), ("--symbolic",)):  # symbolic values are the scalar machine's

@@ -1,4 +1,6 @@
-"""The README cannot drift: every figure it quotes from a command is produced here by that command.
+"""The README and the docs pages cannot drift: every figure they quote from a command is produced here by
+that command. (The figures moved from the README into the docs pages — docs/how-to/numerics.md,
+docs/explanation/intensity.md, docs/how-to/generate.md … — and are checked wherever they are.)
 
 * **Figure tables**: a table after ``<!-- figure: toym … | columns: a, b, … -->`` is that
   command's output (``-f csv``) in those columns, row for row. One tolerance, for numbers below
@@ -17,6 +19,7 @@ import csv
 import io
 import re
 import shlex
+import sys
 
 import numpy as np
 import pytest
@@ -28,7 +31,11 @@ from toymachine.gen import matmul_program, variance_program
 from toymachine.gen.tile import attention_program
 from toymachine.machine import resolve_machine
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+sys.path.insert(0, str(ROOT / "docs"))
+from docgen.pages import english_pages  # noqa: E402
+
+# the README and every English docs page (translations quote the same commands, not these sentences)
+README = "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *english_pages()])
 FIGURE = re.compile(r"<!-- figure: (toym [^|]*?) \| columns: (.*?) -->\n((?:\|.*\n)+)")
 FIGURES = FIGURE.findall(README)
 ROUNDOFF = 1e-14
@@ -181,7 +188,7 @@ CLAIMS = [claims_programs, claims_gen_matmul, claims_variance, claims_numerics, 
 @pytest.mark.parametrize("claims", CLAIMS, ids=[c.__name__ for c in CLAIMS])
 def test_readme_says_what_the_commands_print(claims):
     missing = [text for text in claims() if text not in README]
-    assert not missing, "the README does not say (update it to what the command prints):\n" + "\n".join(missing)
+    assert not missing, "no docs page says (update it to what the command prints):\n" + "\n".join(missing)
 
 
 def test_seed001_example_matches_numpy():

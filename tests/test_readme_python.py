@@ -1,17 +1,23 @@
-"""The README's Python blocks run as written, in order within each block, and every value a line
-claims in its comment (``expr   # (7, 4, [[19.0]])``, ``expr   # 21, without simulating``) is
+"""The README's and the docs pages' Python blocks run as written, in order within each block, and every
+value a line claims in its comment (``expr   # (7, 4, [[19.0]])``, ``expr   # 21, without simulating``) is
 what the expression gives."""
 
 import ast
 import io
 import re
+import sys
 import tokenize
 
 import pytest
 
 from conftest import ROOT
 
-BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.S)
+sys.path.insert(0, str(ROOT / "docs"))
+from docgen.pages import english_pages  # noqa: E402
+
+# the README's and the English docs pages' Python blocks
+BLOCKS = [block for page in [ROOT / "README.md", *english_pages()]
+          for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)]
 
 
 def _comments(source: str) -> dict[int, str]:

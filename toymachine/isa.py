@@ -1,8 +1,8 @@
 """The instruction table: the single source of truth for the toy machine's ISA.
 
 The parser reads each entry's operand signature, the simulator its kind and value
-semantics, the cost model its cost class, and the README's instruction reference is
-generated from it (``toym isa --format markdown``; a test keeps the README in sync).
+semantics, the cost model its cost class, and the docs' instruction reference
+(docs/reference/isa.md) is generated from it at build time (``toym isa --format markdown``).
 
 Operand kinds in a signature:
 

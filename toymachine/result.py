@@ -1,7 +1,7 @@
 """The result of a run: counters, final registers and memory, optional step rows.
 
 ``Result.to_dict()`` is the JSON contract (``toym run --format json``); its keys are
-documented in the README and pinned by tests.
+documented in docs/reference/json.md (generated; tests/test_docs.py fails on an unexplained key).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Run a generator over a grid of parameters: the seed's cost tables, for any size.
 
->>> rows = sweep("matmul", {"n": [2], "registers": "3..6", "schedule": ["inner", "outer"]})
->>> [(r.params["registers"], r.params["schedule"], r.cycles) for r in rows][:4]
-[(3, 'inner', 25), (3, 'outer', 28), (4, 'inner', 23), (4, 'outer', 24)]
+    >>> rows = sweep("matmul", {"n": [2], "registers": "3..6", "schedule": ["inner", "outer"]})
+    >>> [(r.params["registers"], r.params["schedule"], r.cycles) for r in rows][:4]
+    [(3, 'inner', 25), (3, 'outer', 28), (4, 'inner', 23), (4, 'outer', 24)]
 
 Each point is generated, simulated (``simulate(program, machine)``: the generator's own
 machine for that point, e.g. with exactly R registers so the budget is enforced), and set

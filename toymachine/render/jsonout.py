@@ -27,7 +27,7 @@ from ..result import Result, _nested_json, json_value
 
 MEMORY_MAX = 1024  # elements; larger arrays are summarised unless a full dump is asked for
 
-# the documented top-level keys (README, "JSON output"): always valid in --json-fields
+# the documented top-level keys (docs/reference/json.md): always valid in --json-fields
 JSON_KEYS = ("file", "cycles", "instructions", "ops", "dram", "registers_used", "registers", "memory", "machine",
              "dtype", "symbolic", "alarms", "underflows", "first_underflow", "steps", "sram_peak", "sram_words",
              "flops", "sfu_ops", "cycle_breakdown", "tile_traffic", "hbm_footprint", "time_s", "roofline")

@@ -4,8 +4,8 @@ It compiles under pdflatex, xelatex and lualatex with LaTeX's own commands only 
 (the first line says so): text goes through ``tex.tex_escape``, numbers, names and symbolic
 values are math (``$a_{00} \\cdot b_{00}$``, ``$1.5\\times 10^{-7}$``), instructions are
 ``\\texttt``. Long expressions are abbreviated by whole terms (``render.expr``), never cut
-inside a math group. ``tests/test_latex.py`` compiles every LaTeX output of the README and of
-the bundled programs with pdflatex (and lualatex where installed).
+inside a math group. ``tests/test_latex.py`` compiles every LaTeX output of the README's and the docs'
+commands and of the bundled programs with pdflatex (and lualatex where installed).
 """
 
 from __future__ import annotations

@@ -170,8 +170,8 @@ def array_shapes(*, n: int, d: int, batch: int = 1, heads: int = 1, algo: str = 
                  pass_: str = "forward", nk: int | None = None,
                  kv_heads: int | None = None) -> dict[str, tuple[int, ...]]:
     """Name → shape of every array the program declares (inputs and outputs): Q, O, dO, dQ
-    [batch][heads][n][d]; K, V, dK, dV [batch][kv_heads][nk][d] (the leading axes when
-    batch·heads > 1); the statistics [batch][heads][n]; standard attention's S, P [n][nk]."""
+    ``[batch][heads][n][d]``; K, V, dK, dV ``[batch][kv_heads][nk][d]`` (the leading axes when
+    batch·heads > 1); the statistics ``[batch][heads][n]``; standard attention's S, P ``[n][nk]``."""
     keys = n if nk is None else nk
     kvh = heads if kv_heads is None else kv_heads
     many = batch * heads > 1
