@@ -13,10 +13,11 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton")
 
-from kernels_gpu import bench, bench_tables, memory, predict  # noqa: E402
-from kernels_gpu.configs import KernelConfig  # noqa: E402
+from kernels_gpu.bench import run as bench, tables as bench_tables  # noqa: E402
+from kernels_gpu.model import memory, predict  # noqa: E402
+from kernels_gpu.host.configs import KernelConfig  # noqa: E402
 
-RESULTS = os.path.join(os.path.dirname(bench.__file__), "results")
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(bench.__file__)), "results")
 
 
 @pytest.mark.parametrize("causal", [False, True])

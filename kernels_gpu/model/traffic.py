@@ -1,8 +1,8 @@
 """Global-memory traffic of the FlashAttention-2 kernels: the tile simulator's prediction vs ncu.
 
-    python -m kernels_gpu.traffic                                               # stored H200 run
-    python -m kernels_gpu.traffic --profile [--configs bench.json] [--out DIR]   # on the GPU
-    python -m kernels_gpu.traffic --parse ncu.csv --cases traffic_cases.json [--out DIR]
+    python -m kernels_gpu.model.traffic                                               # stored H200 run
+    python -m kernels_gpu.model.traffic --profile [--configs bench.json] [--out DIR]   # on the GPU
+    python -m kernels_gpu.model.traffic --parse ncu.csv --cases traffic_cases.json [--out DIR]
 
 The prediction, `simulated_traffic(...)`, runs the tile machine (toymachine.gen.tile) on the
 launch's own schedule: the forward is FlashAttention-2 (Q tile outer, K/V streamed) with the
@@ -44,7 +44,7 @@ from typing import Mapping
 from toymachine.gen.tile import attention_program
 from toymachine.sim import simulate
 
-from .configs import KernelConfig
+from ..host.configs import KernelConfig
 from .schedule import LSE_BYTES, PASS_NAMES, Traffic, launch_config, schedule
 
 __all__ = ["LaunchPrediction", "simulated_traffic", "TILE_PROGRAM", "parse_ncu_csv", "compare",
@@ -61,7 +61,7 @@ WANTED_METRICS = ("lts__t_sectors_srcunit_tex_op_read", "lts__t_sectors_srcunit_
                   "l1tex__t_sectors_pipe_lsu_mem_global_op_ld",
                   "dram__bytes_read", "dram__bytes_write", "gpu__time_duration")
 SECTOR_BYTES = 32
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
 
 # ---------------------------------------------------------------- the simulator's prediction
@@ -159,7 +159,7 @@ def run_target(out: str, configs_path: str | None, only: list | None = None,
     """The profiled program: four launches per case (one with fwd_only), nothing else _attn*."""
     import torch
 
-    from . import flash_attn as fa
+    from ..host import flash_attn as fa
 
     chosen = _configs_from_bench(configs_path)
     cases = []
@@ -204,7 +204,7 @@ def profile(out: str, configs_path: str | None, only: list[str] | None = None) -
     cmd = ["ncu", "--clock-control", "none", "--cache-control", "all", "--print-units", "base",
            "--csv", "--kernel-name", "regex:_attn", "--metrics",
            ",".join(m + ".sum" for m in metrics),
-           sys.executable, "-m", "kernels_gpu.traffic", "--target", "--out", out]
+           sys.executable, "-m", "kernels_gpu.model.traffic", "--target", "--out", out]
     if configs_path:
         cmd += ["--configs", configs_path]
     for case in only or ():

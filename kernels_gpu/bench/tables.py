@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import statistics
 
-from .configs import KernelConfig
-from .predict import machine_for, predict_backward, predict_forward
+from ..host.configs import KernelConfig
+from ..model.predict import machine_for, predict_backward, predict_forward
 
 __all__ = ["one_line", "render_all", "add_predictions", "render_predict", "ratio_spread",
            "normalise"]
@@ -150,7 +150,7 @@ def _ms(x: float) -> str:
 
 def render_predict(rows: list[dict], env: dict, calib: dict) -> str:
     lines = [f"Measured: {env['gpu']}, {env['date']}. Predicted: the tile machine "
-             f"(kernels_gpu.predict) on the preset of that GPU, calibrated "
+             f"(kernels_gpu.model.predict) on the preset of that GPU, calibrated "
              f"{calib.get('date', '?')} ({calib.get('gpu', '?')}). Times in ms; "
              "terms: tensor + vector + sfu = compute; HBM = compulsory bytes; L2 = the tile "
              "program's bytes; roofline = the tile machine with no cache.", ""]

@@ -67,7 +67,7 @@ def _c(bm, bn, w, s, tma=True) -> KernelConfig:
 # Candidates timed by the autotuner on CUDA, per pass and padded head dim (<=64 / 128 / 256):
 # for 64 and 128 the configs that won somewhere in a wider sweep on an H200 (see NOTES.md for
 # what else was tried); for 256 (head dims 129-256) the ones that compile for sm_90 without
-# register spills and with wgmma (`python -m kernels_gpu.compile_check --dims 256`, NOTES.md):
+# register spills and with wgmma (`python -m kernels_gpu.bench.compile_check --dims 256`, NOTES.md):
 # the fp32 accumulators are BLOCK x 256 (forward, dQ) or two of BLOCK_N x 256 (dK, dV).
 _CANDIDATES = {
     ("fwd", 64): [_c(64, 128, 4, 2), _c(64, 64, 4, 3), _c(128, 64, 4, 3, tma=False),

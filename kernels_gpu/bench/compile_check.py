@@ -1,6 +1,6 @@
 """Compile the kernels for a GPU that is not here, and read what the compiler made of them.
 
-    TRITON_INTERPRET=0 python -m kernels_gpu.compile_check [--arch 90] [--dims 64,128,256]
+    TRITON_INTERPRET=0 python -m kernels_gpu.bench.compile_check [--arch 90] [--dims 64,128,256]
 
 Triton's wheel carries ptxas and cuobjdump, so a kernel compiles to sm_90 machine code on a
 machine without a GPU. For every autotuning candidate (configs.candidates) of every pass and
@@ -23,9 +23,9 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from . import configs as cfgs  # noqa: E402
-from .configs import KernelConfig  # noqa: E402
-from .kernels import INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_fwd  # noqa: E402
+from ..host import configs as cfgs  # noqa: E402
+from ..host.configs import KernelConfig  # noqa: E402
+from ..kernels import INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_fwd  # noqa: E402
 
 __all__ = ["compile_kernel", "resources", "main"]
 

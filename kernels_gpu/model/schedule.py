@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from .configs import KernelConfig, choose_config, tma_allowed
+from ..host.configs import KernelConfig, choose_config, tma_allowed
 
 __all__ = ["Schedule", "TileRead", "Traffic", "schedule", "launch_config", "predict_traffic",
            "PASS_NAMES", "PREPROCESS_CONFIG", "LSE_BYTES"]

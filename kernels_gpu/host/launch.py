@@ -19,7 +19,7 @@ import torch
 import triton
 
 from .configs import KernelConfig, autotune_enabled, choose_config, tma_allowed
-from .kernels import (INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_bwd_preprocess,
+from ..kernels import (INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_bwd_preprocess,
                       _attn_fwd, padded_head_dim)
 
 try:  # host-side TMA descriptors (triton >= 3.4)

@@ -1,6 +1,6 @@
 """Where a call's host (CPU) time goes, at a shape small enough to be host bound.
 
-    python -m kernels_gpu.hostprobe [--d 64 --n 1024 --causal 1] [--out DIR]   # on a CUDA GPU
+    python -m kernels_gpu.bench.hostprobe [--d 64 --n 1024 --causal 1] [--out DIR]   # on a CUDA GPU
 
 For each way of running the forward and the backward (ours through autograd, ours called
 directly, ours with pointer-only configs, SDPA-flash and SDPA-cuDNN through autograd) it
@@ -23,8 +23,8 @@ from dataclasses import replace
 import torch
 import triton
 
-from . import flash_attn as fa
-from . import launch as L
+from ..host import flash_attn as fa
+from ..host import launch as L
 
 __all__ = ["probe", "main"]
 
@@ -138,7 +138,7 @@ def probe(d: int = 64, n: int = 1024, causal: bool = True, batch: int = 4,
     out["one_preprocess_launch"] = _cpu_wall(lambda: L.launch_preprocess(p, o, do, delta))
     out["one_descriptor"] = _cpu_wall(lambda: L._flat_desc(kd, 64))
     out["problem_of"] = _cpu_wall(lambda: L.problem_of(qd, kd, vd, causal))
-    from . import graphs
+    from ..host import graphs
     out["graph_stats"] = graphs.stats()
     return out
 
@@ -151,7 +151,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
-        print("kernels_gpu.hostprobe needs a CUDA GPU", file=sys.stderr)
+        print("kernels_gpu.bench.hostprobe needs a CUDA GPU", file=sys.stderr)
         return 2
     res = probe(args.d, args.n, bool(args.causal))
     os.makedirs(args.out, exist_ok=True)

@@ -31,12 +31,12 @@ from dataclasses import asdict, dataclass
 from toymachine import resolve_machine
 from toymachine.cost import attention_tile_cost
 
-from .kernels_common import padded_head_dim
+from ..kernels.common import padded_head_dim
 
 __all__ = ["Prediction", "predict_forward", "predict_backward", "sequence", "machine_for",
            "calibration", "CALIBRATION_FILE"]
 
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 CALIBRATION_FILE = os.path.join(RESULTS_DIR, "calibration_h200.json")
 PREPROCESS_BLOCK = 128  # launch.launch_preprocess's BLOCK_M on a GPU
 
@@ -78,7 +78,7 @@ def sequence(parts: list[Prediction]) -> Prediction:
 
 
 def calibration(path: str = CALIBRATION_FILE) -> dict:
-    """The measured rates (kernels_gpu.calibrate's output) the h200 preset was set from."""
+    """The measured rates (kernels_gpu.model.calibrate's output) the h200 preset was set from."""
     with open(path) as f:
         return json.load(f)
 

@@ -31,7 +31,7 @@ import torch
 
 from toymachine.cost import attention_tile_cost
 
-from . import flash_attn as fa
+from ..host import flash_attn as fa
 from .calibrate import events_ms
 
 __all__ = ["naive_attention", "tiled_attention", "probe", "render", "plot", "NS", "SHAPE"]

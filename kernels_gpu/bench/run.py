@@ -10,7 +10,7 @@
    SDPA-cuDNN in one run, fp16, batch 4 x 32 heads. Grids: `main` d 64/128 x causal x N 1k..16k
    (the tutorial's); `shapes` head dims 32..256, grouped-query heads, N_q != N_k; `fp8` the
    forward with float8_e5m2 / e4m3 inputs (seed 004's "Triton [FP8]") beside ours in fp16;
-3. --predict puts the tile machine's predicted time (kernels_gpu.predict, the GPU's preset)
+3. --predict puts the tile machine's predicted time (kernels_gpu.model.predict, the GPU's preset)
    beside every measured point, with the ratio predicted / measured and its spread; with
    --from it recomputes that from a stored bench.json on any machine (no GPU);
 4. writes bench.json and bench.md under --out (default $OUT, else ./bench_out).
@@ -31,10 +31,10 @@ import time
 
 import torch
 
-from . import bench_tables as tables
-from . import configs as cfgs
-from . import flash_attn as fa
-from .bench_check import DTYPES, check, compile_one, precompile, sdpa
+from . import tables
+from ..host import configs as cfgs
+from ..host import flash_attn as fa
+from .check import DTYPES, check, compile_one, precompile, sdpa
 
 __all__ = ["GRIDS", "attention_flops", "time_point", "main"]
 
@@ -184,7 +184,7 @@ def _write(out: str, env: dict, rows: list[dict], extra: dict | None = None) -> 
 
 def run_predict(args) -> int:
     """--predict: the time model beside stored or fresh measurements (writes predict.md)."""
-    from .predict import calibration
+    from ..model.predict import calibration
 
     src = args.from_ or os.path.join(args.out, "bench.json")
     with open(src) as f:
@@ -228,7 +228,7 @@ def main(argv=None) -> int:
     ap.add_argument("--compile-one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.calibration is None:
-        from .predict import CALIBRATION_FILE
+        from ..model.predict import CALIBRATION_FILE
         args.calibration = CALIBRATION_FILE
 
     if args.compile_one:
@@ -248,7 +248,7 @@ def main(argv=None) -> int:
     env = environment()
     print(json.dumps(env), flush=True)
     if args.memory:
-        from . import memory
+        from ..model import memory
         ns = [int(x) for x in args.ns.split(",")] if args.ns else memory.NS
         res = memory.probe(ns, tiled_max_n=args.tiled_max_n, log=lambda s: print(s, flush=True))
         memory.write(res, args.out, env)

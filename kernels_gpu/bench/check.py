@@ -3,7 +3,7 @@ and precompile + check every autotuning candidate in its own subprocess.
 
 check(): ours and SDPA (flash backend; the math backend where flash refuses the case) against
 a float64 reference computed on the GPU, relative Frobenius error, with the bounds of
-kernels_gpu.tolerance; every case of the shapes users run: head dims 64 .. 256 (padded ones
+kernels_gpu.host.tolerance; every case of the shapes users run: head dims 64 .. 256 (padded ones
 too), N a tile multiple or not, causal bottom-right/top-left, N_q != N_k, grouped-query heads,
 fp16/bf16/fp32, and the fp8 forward.
 
@@ -22,10 +22,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-from . import configs as cfgs
-from . import flash_attn as fa
-from .configs import KernelConfig
-from .tolerance import lse_tolerance, output_tolerance, rel_err
+from ..host import configs as cfgs
+from ..host import flash_attn as fa
+from ..host.configs import KernelConfig
+from ..host.tolerance import lse_tolerance, output_tolerance, rel_err
 
 __all__ = ["check", "compile_one", "precompile", "sdpa", "CHECK_CASES"]
 

@@ -1,6 +1,6 @@
 """Measure the GPU's sustained rates, the numbers the tile machine's preset is calibrated with.
 
-    python -m kernels_gpu.calibrate [--out DIR]        # on a CUDA GPU; writes calibration.json
+    python -m kernels_gpu.model.calibrate [--out DIR]        # on a CUDA GPU; writes calibration.json
 
 Each rate is measured the way METHOD.md asks (CUDA events, warm-up, median of repeats, random
 data, sizes far beyond L2 unless L2 is what is measured):
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
-        print("kernels_gpu.calibrate needs a CUDA GPU", file=sys.stderr)
+        print("kernels_gpu.model.calibrate needs a CUDA GPU", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
     res = measure()

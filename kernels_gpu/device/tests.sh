@@ -2,7 +2,7 @@
 # The whole GPU test suite on a CUDA machine (the lent GPU): every kernels_gpu test and
 # `toym verify-gpu`'s, on the GPU instead of Triton's interpreter. Prints the pass count last;
 # the log and a JUnit XML land under $OUT (default ./device_out).
-#   bash kernels_gpu/device_tests.sh            # PYTEST_ARGS="-x" etc. are passed on
+#   bash kernels_gpu/device/tests.sh            # PYTEST_ARGS="-x" etc. are passed on
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-device_out}

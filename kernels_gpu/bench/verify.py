@@ -31,7 +31,7 @@ from toymachine.sim.memory import random_block
 from toymachine.render import Report, Section
 from toymachine.render.cells import Num
 
-from .flash_attn import (INTERPRETER, MAX_HEAD_DIM, flash_attention_backward, flash_attention_forward,
+from ..host.flash_attn import (INTERPRETER, MAX_HEAD_DIM, flash_attention_backward, flash_attention_forward,
                          resolve_config)
 
 __all__ = ["Comparison", "Verification", "verify", "verification_report", "TOLERANCE"]

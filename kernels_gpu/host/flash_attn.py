@@ -39,7 +39,7 @@ import triton
 from . import graphs
 from . import launch as L
 from .configs import KernelConfig, autotune_enabled
-from .kernels import INTERPRETER
+from ..kernels import INTERPRETER
 from .launch import FP8_DTYPES, MAX_HEAD_DIM, Problem
 from .reference import attention_reference, softmax_scale
 
@@ -126,7 +126,7 @@ def flash_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c
 
 def _replayable(what: tuple, tensors: tuple, launch, p: Problem) -> None:
     """launch() now; a small problem seen before with the very same buffers replays it as a
-    CUDA graph instead (kernels_gpu.graphs: ~10 us of host time instead of ~30 per launch)."""
+    CUDA graph instead (kernels_gpu.host.graphs: ~10 us of host time instead of ~30 per launch)."""
     if not INTERPRETER and graphs.enabled(p.batch * p.heads * p.nq * p.nk * p.dp):
         key = (*what, torch.cuda.current_stream().cuda_stream,
                *(t.data_ptr() for t in tensors))

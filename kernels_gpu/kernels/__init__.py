@@ -7,9 +7,9 @@ the ones ncu reports (``traffic.KERNEL_NAMES``).
 """
 from __future__ import annotations
 
-from .kernels_bwd import _attn_bwd_dkdv, _attn_bwd_dq, _attn_bwd_preprocess
-from .kernels_common import INTERPRETER, LN2, LOG2E, padded_head_dim
-from .kernels_fwd import _attn_fwd
+from .bwd import _attn_bwd_dkdv, _attn_bwd_dq, _attn_bwd_preprocess
+from .common import INTERPRETER, LN2, LOG2E, padded_head_dim
+from .fwd import _attn_fwd
 
 __all__ = ["INTERPRETER", "LOG2E", "LN2", "padded_head_dim", "_attn_fwd", "_attn_bwd_preprocess",
            "_attn_bwd_dkdv", "_attn_bwd_dq"]
