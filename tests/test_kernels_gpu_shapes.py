@@ -79,6 +79,46 @@ def test_grouped_query_attention(h, h_kv, causal):
     check(*inputs(2, h, h_kv, 64, 80, 32, seed=h * h_kv), causal, block_m=32, block_n=32)
 
 
+@pytest.mark.parametrize("split", [1, 2, 4], ids=["group-loop", "half-groups", "one-head"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_dkdv_split_over_programs(split, causal):
+    """The grouped dK/dV with a head group of 4 split over 1 (the group loop in one program),
+    2 (two heads each, fp32 partials summed) or 4 programs (the MHA code per query head):
+    the same gradients, against float64; and against each other to fp32 rounding."""
+    from kernels_gpu import KernelConfig
+
+    q, k, v, do = inputs(1, 8, 2, 64, 80, 32, seed=11)
+    cfg = KernelConfig(32, 32, 4, 1, False, split=split)
+    o, lse = flash_attention_forward(q, k, v, causal, block_m=32, block_n=32)
+    dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=cfg,
+                                          dq_config=KernelConfig(32, 32, 4, 1, False))
+    qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
+    attention_reference(qr, kr, vr, causal)[0].backward(do.double())
+    tol = output_tolerance(F16, CUDA, backward=True)
+    assert rel_err(dk, kr.grad) < tol and rel_err(dv, vr.grad) < tol
+    loop = KernelConfig(32, 32, 4, 1, False, split=1)
+    _, dk1, dv1 = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=loop,
+                                           dq_config=KernelConfig(32, 32, 4, 1, False))
+    assert rel_err(dk, dk1) < 4e-3 and rel_err(dv, dv1) < 4e-3
+
+
+def test_split_is_a_divisor_of_the_group_and_named():
+    """A split that does not divide the head group is cut to one that does (gcd); MHA runs
+    unsplit; the config's name carries the split and reads back."""
+    from kernels_gpu import KernelConfig
+    from kernels_gpu.host import launch
+
+    p = launch.Problem(1, 6, 2, 64, 64, 32, F16, False, 0)  # group of 3
+    cfg = KernelConfig(32, 32, 4, 1, False, split=2)
+    assert launch.honour("bwd_dkdv", p, cfg).split == 1
+    assert launch.honour("bwd_dkdv", p, KernelConfig(32, 32, 4, 1, False, split=6)).split == 3
+    assert launch.honour("bwd_dq", p, KernelConfig(32, 32, 4, 1, False, split=3)).split == 1
+    assert KernelConfig.from_short("M64N128w4s3-tma-sp4") == KernelConfig(64, 128, 4, 3, True, 4)
+    assert KernelConfig(64, 128, 4, 3, False, 8).short() == "M64N128w4s3-sp8"
+    with pytest.raises(ValueError):
+        KernelConfig.from_short("M64N128w4s3-sp0")
+
+
 def test_causal_alignments_match_sdpa():
     """bottom-right = SDPA with torch.nn.attention.bias.causal_lower_right (flash-attn's
     convention); top-left = SDPA's is_causal=True; grouped heads = SDPA's enable_gqa."""

@@ -41,9 +41,9 @@ __all__ = ["GRIDS", "attention_flops", "time_point", "main"]
 BATCH, HEADS = 4, 32
 
 
-def _spec(grid, d, n, causal, nk=None, heads_kv=HEADS, dtype="fp16"):
+def _spec(grid, d, n, causal, nk=None, heads_kv=HEADS, dtype="fp16", batch=BATCH):
     return {"grid": grid, "d": d, "n": n, "nk": nk or n, "heads": HEADS, "heads_kv": heads_kv,
-            "causal": causal, "dtype": dtype, "batch": BATCH}
+            "causal": causal, "dtype": dtype, "batch": batch}
 
 
 GRIDS = {
@@ -56,6 +56,14 @@ GRIDS = {
                + [_spec("shapes", 128, nq, c, nk=nk) for nq, nk in ((1024, 16384), (4096, 8192),
                                                                    (16384, 2048))
                   for c in (False, True)]),
+    # issue 21: what users run, so that no cliff can hide. B*N = 16k tokens a head (each
+    # point quick), H 32; H_kv in H, H/4, H/8, 1; N_q != N_k both ways, causal bottom-right.
+    "frontier": ([_spec("frontier", d, n, c, heads_kv=kv, batch=max(1, 16384 // n))
+                  for d in (64, 128, 256) for c in (False, True) for kv in (32, 8, 4, 1)
+                  for n in (1024, 2048, 4096, 8192, 16384)]
+                 + [_spec("frontier", d, nq, c, nk=nk, heads_kv=kv, batch=2)
+                    for d in (64, 128) for c in (False, True) for kv in (32, 8)
+                    for nq, nk in ((1024, 8192), (8192, 2048))]),
     "fp8": [_spec("fp8", d, n, c, dtype=dt) for dt in ("e5m2", "e4m3") for d in (64, 128)
             for c in (False, True) for n in (1024, 4096, 16384)],
 }
@@ -78,9 +86,18 @@ def attention_flops(batch: int, heads: int, n: int, d: int, causal, pass_: str,
     return fwd if pass_ == "fwd" else 2.5 * fwd
 
 
+REPEATS = 1  # --repeats: each time is the median of this many do_bench medians
+
+
 def _bench_ms(fn) -> float:
+    import statistics
+
     import triton
-    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+    if REPEATS <= 1:
+        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+    return statistics.median(triton.testing.do_bench(fn, warmup=10, rep=40,
+                                                     return_mode="median")
+                             for _ in range(REPEATS))
 
 
 def _impls(spec: dict) -> dict:
@@ -111,12 +128,13 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
     torch.manual_seed(n + d)
     fp8 = spec["dtype"] in ("e5m2", "e4m3")
     dtype = torch.float16 if fp8 else DTYPES[spec["dtype"]]
-    q = torch.randn(BATCH, spec["heads"], n, d, device="cuda", dtype=dtype, requires_grad=True)
-    k, v = (torch.randn(BATCH, spec["heads_kv"], nk, d, device="cuda", dtype=dtype,
+    b = spec.get("batch", BATCH)
+    q = torch.randn(b, spec["heads"], n, d, device="cuda", dtype=dtype, requires_grad=True)
+    k, v = (torch.randn(b, spec["heads_kv"], nk, d, device="cuda", dtype=dtype,
                         requires_grad=True) for _ in range(2))
     do = torch.randn_like(q)
     row = dict(spec)
-    flops = {p: attention_flops(BATCH, spec["heads"], n, d, causal, p, nk) for p in ("fwd", "bwd")}
+    flops = {p: attention_flops(b, spec["heads"], n, d, causal, p, nk) for p in ("fwd", "bwd")}
     for name, fn in _impls(spec).items():
         args = (q, k, v)
         if name == "ours_fp8":  # V stored transposed, as seed 004's benchmark stores it
@@ -211,6 +229,10 @@ def main(argv=None) -> int:
     ap.add_argument("--ns", help="only these N (comma list); with --memory: the probe's N")
     ap.add_argument("--dims", help="only these head dims (comma list)")
     ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--kv", help="only these H_kv (comma list)")
+    ap.add_argument("--cross", action="store_true", help="only the N_q != N_k points")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="median of this many do_bench medians per time")
     ap.add_argument("--tune", action="store_true", help="autotune per shape before timing")
     ap.add_argument("--precompile", action="store_true")
     ap.add_argument("--skip-check", action="store_true")
@@ -259,6 +281,12 @@ def main(argv=None) -> int:
         specs = [s for s in specs if s["n"] in {int(x) for x in args.ns.split(",")}]
     if args.dims:
         specs = [s for s in specs if s["d"] in {int(x) for x in args.dims.split(",")}]
+    if args.cross:
+        specs = [s for s in specs if s["n"] != s["nk"]]
+    if args.kv:
+        specs = [s for s in specs if s["heads_kv"] in {int(x) for x in args.kv.split(",")}]
+    global REPEATS
+    REPEATS = args.repeats
     causals = {bool(int(x)) for x in args.causal.split(",")}
     specs = [s for s in specs if bool(s["causal"]) in causals]
     if args.precompile:

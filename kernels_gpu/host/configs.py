@@ -22,7 +22,8 @@ import re
 from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
-__all__ = ["KernelConfig", "PASSES", "TUNED", "candidates", "choose_config", "default_launch",
+__all__ = ["KernelConfig", "PASSES", "TUNED", "TUNED_SPLIT", "TUNED_CROSS", "dkdv_split",
+           "cross_config", "candidates", "choose_config", "default_launch",
            "tuned_config", "tma_allowed", "smem_estimate", "SMEM_BYTES",
            "autotune_cache", "autotune_log", "autotune_enabled", "exclude_candidate"]
 
@@ -36,13 +37,16 @@ class KernelConfig:
     num_warps: int = 4             # warps per program (4 = one Hopper warpgroup)
     num_stages: int = 2            # software-pipelining depth of the inner loop's loads
     use_tma: bool = False          # tiles via host TensorDescriptor (TMA on sm_90+)
+    split: int = 1                 # dK/dV of grouped-query attention: a head group's query
+                                   # heads over this many programs (fp32 partials, summed)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def short(self) -> str:
         s = f"M{self.block_m}N{self.block_n}w{self.num_warps}s{self.num_stages}"
-        return s + ("-tma" if self.use_tma else "")
+        s += "-tma" if self.use_tma else ""
+        return s + (f"-sp{self.split}" if self.split > 1 else "")
 
     @classmethod
     def from_dict(cls, d: dict) -> "KernelConfig":
@@ -51,13 +55,17 @@ class KernelConfig:
 
     @classmethod
     def from_short(cls, text: str) -> "KernelConfig":
-        """Inverse of short(): 'M128N64w4s3-tma' -> KernelConfig."""
+        """Inverse of short(): 'M128N64w4s3-tma' -> KernelConfig ('-sp4': split 4)."""
         head, *flags = text.split("-")
         m = re.fullmatch(r"M(\d+)N(\d+)w(\d+)s(\d+)", head)
-        if m is None or not set(flags) <= {"tma"}:
+        splits = [f for f in flags if re.fullmatch(r"sp\d+", f)]
+        if m is None or not set(flags) - set(splits) <= {"tma"} or len(splits) > 1:
             raise ValueError(f"not a config name: {text!r} (expected like 'M128N64w4s3-tma')")
         bm, bn, w, st = (int(g) for g in m.groups())
-        return cls(bm, bn, w, st, "tma" in flags)
+        split = int(splits[0][2:]) if splits else 1
+        if split < 1:
+            raise ValueError(f"not a config name: {text!r} (split must be >= 1)")
+        return cls(bm, bn, w, st, "tma" in flags, split)
 
 
 def _c(bm, bn, w, s, tma=True) -> KernelConfig:
@@ -107,6 +115,54 @@ TUNED: dict[tuple[str, int, bool], list[tuple[int, KernelConfig]]] = {
     ("bwd_dq", 128, False): [(_BIG, _c(128, 32, 8, 3))],
     ("bwd_dq", 128, True): [(_BIG, _c(64, 32, 4, 4))],
 }
+
+
+# Grouped-query dK/dV (H_kv < H): how many programs share one K/V head's group of query heads.
+# (head_dim_bucket, causal) -> [(largest N, smallest group split, query heads per program)]:
+# the first row whose N covers the shape applies; a group of at least `smallest group` query
+# heads is split into programs of `heads per program` heads each (1: the MHA code per query
+# head; fp32 partials summed on the host), a smaller group keeps its loop in one program.
+# Measured on the lent H100, 2026-11-25 (`python -m kernels_gpu.bench.gqa`, RESULTS.md): the
+# group loop with the d 64 causal N > 2k config (M64N128w4s3) spills registers and ran 3.7 -
+# 10 x slower than the split (the issue-21 cliff); without that config the loop wins by up to
+# 10 % for groups <= 8, the split for groups of 32 (multi-query).
+_NEVER = 1 << 30
+TUNED_SPLIT: dict[tuple[int, bool], list[tuple[int, int, int]]] = {
+    (64, True): [(_BIG, 2, 1)],
+    (64, False): [(4096, 16, 2), (_BIG, _NEVER, 1)],
+    (128, True): [(_BIG, 16, 2)],
+    (128, False): [(_BIG, _NEVER, 1)],
+    (256, True): [(_BIG, 2, 1)],  # not measured for GQA: the MHA code (as its MHA rows)
+    (256, False): [(_BIG, 2, 1)],
+}
+
+
+def dkdv_split(group: int, head_dim: int, causal: bool, n: int) -> int:
+    """The dK/dV split for a head group of `group` query heads (1: the group loop)."""
+    if group <= 1:
+        return 1
+    for n_max, min_group, per_program in TUNED_SPLIT.get((_d_bucket(head_dim), causal), ()):
+        if n <= n_max:
+            return max(1, group // per_program) if group >= min_group else 1
+    return 1
+
+
+# Causal cross-attention with N_k > N_q (bottom-right: the kernels compile the key-offset clamp,
+# OFF_POS, which costs registers): (pass, head_dim_bucket) -> config used instead of TUNED's.
+# Measured on the lent H100, 2026-11-25 (bench --grid frontier --cross --tune, RESULTS.md):
+# d 64, N_q 1k / N_k 8k backward 0.39 x flash with TUNED's M64N128w4s3 (spills with the clamp),
+# 1.35 x with M32N64w4s4.
+TUNED_CROSS: dict[tuple[str, int], KernelConfig] = {
+    ("bwd_dkdv", 64): _c(32, 64, 4, 4),
+}
+
+
+def cross_config(pass_: str, head_dim: int, causal: bool, nq: int, nk: int
+                 ) -> KernelConfig | None:
+    """The TUNED_CROSS entry for a causal shape with N_k > N_q, else None."""
+    if not causal or nk <= nq:
+        return None
+    return TUNED_CROSS.get((pass_, _d_bucket(head_dim)))
 
 
 def tuned_config(pass_: str, head_dim: int, causal: bool, n: int) -> KernelConfig | None:

@@ -13,12 +13,14 @@ through TMA descriptors (each costs ~10 us of host time per launch).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, replace
 
 import torch
 import triton
 
-from .configs import KernelConfig, autotune_enabled, choose_config, tma_allowed
+from .configs import (KernelConfig, autotune_enabled, choose_config, cross_config, dkdv_split,
+                      tma_allowed)
 from ..kernels import (INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_bwd_preprocess,
                       _attn_fwd, padded_head_dim)
 
@@ -138,8 +140,12 @@ def _check_blocks(cfg: KernelConfig) -> None:
 
 
 def honour(pass_: str, p: Problem, cfg: KernelConfig) -> KernelConfig:
-    """A config as it will run on this problem (TMA dropped where it cannot be used)."""
+    """A config as it will run on this problem (TMA dropped where it cannot be used; the
+    dK/dV split a divisor of the head group, 1 for the other passes)."""
     _check_blocks(cfg)
+    split = math.gcd(cfg.split, p.group) if pass_ == "bwd_dkdv" else 1
+    if split != cfg.split:
+        cfg = replace(cfg, split=split)
     if cfg.use_tma and not _tma_ok(pass_, p, cfg):
         return replace(cfg, use_tma=False)
     return cfg
@@ -161,6 +167,12 @@ def resolve_config(pass_: str, p: Problem, block_m: int | None = None,
         cfg = choose_config(pass_, p.dp, p.causal, p.elem_bytes, max(p.nq, p.nk),
                             block_m=block_m, block_n=block_n, interpreter=INTERPRETER,
                             autotune=autotune, timer=timer, shape_key=(p.nq, p.nk, p.group))
+        cross = cross_config(pass_, p.dp, p.causal and p.causal_off > 0, p.nq, p.nk)
+        if cross is not None and block_m is None and block_n is None and not INTERPRETER \
+                and not (autotune or autotune_enabled()):
+            cfg = cross
+        if pass_ == "bwd_dkdv" and cfg.split == 1:
+            cfg = replace(cfg, split=dkdv_split(p.group, p.dp, p.causal, max(p.nq, p.nk)))
         cfg = honour(pass_, p, cfg)
         if not autotune:
             _RESOLVED[key] = cfg
@@ -235,14 +247,26 @@ def launch_preprocess(p: Problem, o, do, delta) -> None:
 
 def launch_dkdv(p: Problem, q, k, v, do, dk, dv, lse, delta, sm_scale: float,
                 cfg: KernelConfig) -> None:
-    if cfg.use_tma:  # streamed: Q and dO
-        tiles = (_flat_desc(q, cfg.block_m), k, v, _flat_desc(do, cfg.block_m), dk, dv)
+    """dK, dV. With cfg.split > 1 (grouped-query heads split over programs) the programs write
+    fp32 partials (2, B, H_kv, split, N_k, d), summed here over the split."""
+    split = cfg.split
+    if split > 1:
+        part = new_empty((2, p.batch, p.heads_kv, split, p.nk, p.d), k, torch.float32)
+        out_k, out_v = part[0], part[1]
     else:
-        tiles = (q, k, v, do, dk, dv)
-    grid = (triton.cdiv(p.nk, cfg.block_n), p.batch * p.heads_kv)
+        out_k, out_v = dk, dv
+    if cfg.use_tma:  # streamed: Q and dO
+        tiles = (_flat_desc(q, cfg.block_m), k, v, _flat_desc(do, cfg.block_m), out_k, out_v)
+    else:
+        tiles = (q, k, v, do, out_k, out_v)
+    grid = (triton.cdiv(p.nk, cfg.block_n), p.batch * p.heads_kv * split)
     _launch(_attn_bwd_dkdv, grid, (*tiles, lse, delta, sm_scale, p.nq, p.nk, p.heads,
                                    p.causal_off),
-            dict(OFF_POS=p.causal and p.causal_off > 0, **_common(p, cfg)))
+            dict(OFF_POS=p.causal and p.causal_off > 0, SPLIT=split, **_common(p, cfg)))
+    if split > 1:
+        total = part.sum(dim=3)  # (2, B, H_kv, N_k, d) fp32
+        dk.copy_(total[0])
+        dv.copy_(total[1])
 
 
 def launch_dq(p: Problem, q, k, v, do, dq, lse, delta, sm_scale: float,

@@ -6,7 +6,9 @@
 
 with P = exp(s Q K^T - lse) recomputed from the forward's lse and dS = P * (dO V^T - D).
 Grouped-query attention: a dK/dV program loops over the GROUP query heads that share its K/V
-head and sums their contributions in registers (no atomics). Cost per tile pair: dkdv 8*BM*BN*d
+head and sums their contributions in registers (no atomics); or, with SPLIT > 1, over a share
+GROUP / SPLIT of them, writing fp32 partial sums that the host adds (SPLIT == GROUP runs the
+MHA code per query head: no group loop in registers). Cost per tile pair: dkdv 8*BM*BN*d
 FLOPs (QK^T, P^T dO, dO V^T, dS^T Q), dq 6*BM*BN*d (QK^T, dO V^T, dS K) on the tensor cores.
 flash_attn.py documents shapes and masking and launches these kernels.
 """
@@ -114,17 +116,22 @@ def _attn_bwd_dkdv(Q, K, V, DO, DK, DV, LSE, Delta, sm_scale, NQ, NK, H, CAUSAL_
                    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_P: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                    EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EMPTY_ROWS: tl.constexpr,
-                   OFF_POS: tl.constexpr, USE_TMA: tl.constexpr, DOT_F32: tl.constexpr):
-    """Grid (cdiv(NK, BLOCK_N), B*H_kv): program (j, kvh) writes dK, dV rows [j*BN, (j+1)*BN)
-    of K/V head kvh, summing over its GROUP query heads."""
+                   OFF_POS: tl.constexpr, USE_TMA: tl.constexpr, DOT_F32: tl.constexpr,
+                   SPLIT: tl.constexpr = 1):
+    """Grid (cdiv(NK, BLOCK_N), B*H_kv*SPLIT): program (j, kvh*SPLIT + s) writes dK, dV rows
+    [j*BN, (j+1)*BN) of K/V head kvh, summing over GROUP // SPLIT query heads of its group
+    (the s-th share). SPLIT == 1: DK, DV are dK, dV (B, H_kv, NK, d); SPLIT > 1: they are fp32
+    partial sums (B, H_kv, SPLIT, NK, d) that the host adds up over SPLIT."""
     pid_n = tl.program_id(0)  # causal: the first K/V tiles have the most work, and launch first
-    kv_bh = tl.program_id(1)
+    out_bh = tl.program_id(1)
+    kv_bh = out_bh // SPLIT
     start_n = pid_n * BLOCK_N
     kv_off = (kv_bh * NK).to(tl.int64) * HEAD_DIM
+    out_off = (out_bh * NK).to(tl.int64) * HEAD_DIM
     K += kv_off  # K, V, dK, dV are pointers always: one tile each per program
     V += kv_off
-    DK += kv_off
-    DV += kv_off
+    DK += out_off
+    DV += out_off
     offs_n = start_n + tl.arange(0, BLOCK_N)
     qk_scale = sm_scale * 1.4426950408889634
 
@@ -136,10 +143,15 @@ def _attn_bwd_dkdv(Q, K, V, DO, DK, DV, LSE, Delta, sm_scale, NQ, NK, H, CAUSAL_
         dk, dv = _dkdv_one_head(dk, dv, k, v, Q, DO, LSE, Delta, kv_bh, offs_n, start_n, NQ,
                                 CAUSAL_OFF, qk_scale, HEAD_DIM, HEAD_DIM_P, BLOCK_M, BLOCK_N,
                                 CAUSAL, EVEN_M, EMPTY_ROWS, OFF_POS, USE_TMA, DOT_F32)
+    elif GROUP == SPLIT:  # one query head per program: the GROUP == 1 code, head out_bh
+        dk, dv = _dkdv_one_head(dk, dv, k, v, Q, DO, LSE, Delta, out_bh, offs_n, start_n, NQ,
+                                CAUSAL_OFF, qk_scale, HEAD_DIM, HEAD_DIM_P, BLOCK_M, BLOCK_N,
+                                CAUSAL, EVEN_M, EMPTY_ROWS, OFF_POS, USE_TMA, DOT_F32)
     else:
         hkv = H // GROUP
-        for g in range(0, GROUP):  # the query heads that read this K/V head
-            bh = (kv_bh // hkv) * H + (kv_bh % hkv) * GROUP + g
+        first = (kv_bh // hkv) * H + (kv_bh % hkv) * GROUP + (out_bh % SPLIT) * (GROUP // SPLIT)
+        for g in range(0, GROUP // SPLIT):  # this program's share of the group's query heads
+            bh = first + g
             dk, dv = _dkdv_one_head(dk, dv, k, v, Q, DO, LSE, Delta, bh, offs_n, start_n, NQ,
                                     CAUSAL_OFF, qk_scale, HEAD_DIM, HEAD_DIM_P, BLOCK_M,
                                     BLOCK_N, CAUSAL, EVEN_M, EMPTY_ROWS, OFF_POS, USE_TMA,
