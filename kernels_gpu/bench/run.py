@@ -31,7 +31,7 @@ import time
 
 import torch
 
-from . import tables
+from . import alarm, tables
 from ..host import configs as cfgs
 from ..host import flash_attn as fa
 from .check import DTYPES, check, compile_one, precompile, sdpa
@@ -202,14 +202,18 @@ def _write(out: str, env: dict, rows: list[dict], extra: dict | None = None) -> 
 
 def run_predict(args) -> int:
     """--predict: the time model beside stored or fresh measurements (writes predict.md)."""
-    from ..model.predict import calibration
+    from ..model.predict import calibration, calibration_file
 
     src = args.from_ or os.path.join(args.out, "bench.json")
     with open(src) as f:
         stored = json.load(f)
-    calib = calibration(args.calibration)
-    rows = tables.add_predictions(stored["rows"], stored["env"]["gpu"], calib)
-    md = tables.render_predict(rows, stored["env"], calib)
+    gpu = stored["env"]["gpu"]
+    calib = calibration(args.calibration or calibration_file(gpu))
+    rows = tables.add_predictions(stored["rows"], gpu, calib)
+    found = alarm.alarms(rows, gpu, args.alarm)
+    unexplained, _ = alarm.explain(found)
+    md = tables.render_predict(rows, stored["env"], calib) + "\n" + \
+        alarm.render(found, slower=args.alarm)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "predict.md"), "w") as f:
         f.write(md)
@@ -219,6 +223,10 @@ def run_predict(args) -> int:
                                                "causal", "dtype", "predict") if k in r}
                             for r in rows if "predict" in r]}, f, indent=1, sort_keys=True)
     print(md, flush=True)
+    if unexplained:
+        print(f"bench --predict: {len(unexplained)} points slower than {args.alarm:g} x the "
+              "model and not listed in kernels_gpu/bench/alarm.py KNOWN", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -243,16 +251,16 @@ def main(argv=None) -> int:
                     help="time even if the check fails (the table is then marked)")
     ap.add_argument("--predict", action="store_true", help="the tile machine's time beside it")
     ap.add_argument("--from", dest="from_", help="--predict on a stored bench.json (no GPU)")
-    ap.add_argument("--calibration", default=None, help="calibration.json (default: results/)")
+    ap.add_argument("--calibration", default=None,
+                    help="calibration.json (default: results/calibration_<gpu>.json)")
+    ap.add_argument("--alarm", type=float, default=alarm.SLOWER,
+                    help="--predict: flag points measured > this x predicted; exit 1 if one is "
+                         "not listed in bench/alarm.py KNOWN")
     ap.add_argument("--memory", action="store_true", help="seed 003's memory probe")
     ap.add_argument("--tiled-max-n", type=int, default=32768,
                     help="--memory: the Python tiled loop only up to this N")
     ap.add_argument("--compile-one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.calibration is None:
-        from ..model.predict import CALIBRATION_FILE
-        args.calibration = CALIBRATION_FILE
-
     if args.compile_one:
         try:
             res = compile_one(json.loads(args.compile_one))

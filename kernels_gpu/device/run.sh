@@ -29,7 +29,7 @@ for stage in $STAGES; do
     bench) timeout "${BENCH_TIMEOUT:-420}" python3 -m kernels_gpu.bench \
              ${BENCH_ARGS:---precompile --tune --continue-on-fail --grid main} --out "$OUT" 2>&1 | tee -a "$LOG" ;;
     predict) python3 -m kernels_gpu.bench --predict --from "$OUT/bench.json" \
-               --calibration "${CALIBRATION:-kernels_gpu/results/calibration_h200.json}" --out "$OUT" 2>&1 | tail -60 | tee -a "$LOG" ;;
+               ${CALIBRATION:+--calibration "$CALIBRATION"} --out "$OUT" 2>&1 | tail -60 | tee -a "$LOG" ;;
     memory) timeout "${MEMORY_TIMEOUT:-240}" python3 -m kernels_gpu.bench --memory \
               ${MEMORY_ARGS:-} --out "$OUT" 2>&1 | tee -a "$LOG" ;;
     traffic) timeout "${TRAFFIC_TIMEOUT:-150}" python3 -m kernels_gpu.model.traffic --profile \

@@ -77,6 +77,15 @@ def sequence(parts: list[Prediction]) -> Prediction:
     return Prediction(**sums, bound="+".join(p.bound for p in parts))
 
 
+def calibration_file(gpu_name: str) -> str:
+    """results/calibration_h100.json for an H100 where that run exists, else the H200's."""
+    if "H100" in gpu_name.upper():
+        h100 = os.path.join(RESULTS_DIR, "calibration_h100.json")
+        if os.path.exists(h100):
+            return h100
+    return CALIBRATION_FILE
+
+
 def calibration(path: str = CALIBRATION_FILE) -> dict:
     """The measured rates (kernels_gpu.model.calibrate's output) the h200 preset was set from."""
     with open(path) as f:
