@@ -264,3 +264,18 @@ def test_the_stored_h200_run_raises_the_alarm_at_the_multi_query_backward():
     unexplained, _ = alarm.explain(alarm.alarms(rows, stored["env"]["gpu"]))
     assert any(a.d == 128 and a.heads_kv == 1 and a.n == 4096 and a.causal is True
                and a.pass_ == "bwd" for a in unexplained)
+
+
+def test_an_h100_calibration_replaces_the_datasheet_rates():
+    """The h100 preset holds datasheet rates (989 TFLOP/s); the model of an H100 run uses the
+    stored H100 calibration's measured ones; another card's calibration changes nothing."""
+    path = predict.calibration_file("NVIDIA H100 80GB HBM3")
+    assert path.endswith("calibration_h100.json")
+    calib = predict.calibration(path)
+    m = predict.machine_for("NVIDIA H100 80GB HBM3", 2, calib)
+    assert math.isclose(m.tensor_flops_per_cycle * m.clock_hz, calib["fp16_mm_flops"])
+    assert math.isclose(m.hbm_bytes_per_cycle * m.clock_hz, calib["dram_copy_Bps"])
+    plain = predict.machine_for("NVIDIA H100 80GB HBM3")
+    assert plain.tensor_flops_per_cycle * plain.clock_hz > 1.2 * calib["fp16_mm_flops"]
+    h200 = predict.calibration()
+    assert predict.machine_for("NVIDIA H100 80GB HBM3", 2, h200) == plain

@@ -102,6 +102,21 @@ def test_grouped_dkdv_split_over_programs(split, causal):
     assert rel_err(dk, dk1) < 4e-3 and rel_err(dv, dv1) < 4e-3
 
 
+@pytest.mark.parametrize("nq,nk", [(64, 64), (40, 100), (100, 40), (1, 7), (7, 1), (33, 33)])
+@pytest.mark.parametrize("causal", [False, True, "top_left"])
+def test_visible_pairs_count_the_mask(nq, nk, causal):
+    """Problem.visible_pairs (the work CUDA-graph replay is sized by) = the pairs the reference
+    mask keeps, counted element by element."""
+    from kernels_gpu.host import launch
+
+    is_causal, off = launch.causal_offset(causal, nq, nk)
+    p = launch.Problem(1, 1, 1, nq, nk, 16, F16, is_causal, off)
+    i = torch.arange(nq)[:, None]
+    j = torch.arange(nk)[None, :]
+    kept = (j <= i + off) if is_causal else torch.ones(nq, nk, dtype=torch.bool)
+    assert p.visible_pairs == int(kept.sum())
+
+
 def test_split_is_a_divisor_of_the_group_and_named():
     """A split that does not divide the head group is cut to one that does (gcd); MHA runs
     unsplit; the config's name carries the split and reads back."""

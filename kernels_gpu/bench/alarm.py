@@ -51,6 +51,11 @@ KNOWN: tuple[Known, ...] = (
           "of BLOCK_M x 256) and run 0.5 - 0.9 x SDPA-flash; the tile machine has no register "
           "file, so it predicts the unspilled kernel", d=256),
     Known("d 192 (padded to 256 on chip): as d 256", d=192),
+    Known("causal backward at N <= 2k: a program's loop is short (N / (2 BLOCK_M) tiles on "
+          "average), so its fixed cost (held K/V or Q tile in, dK/dV or dQ out) and the "
+          "pipeline's fill and drain are not amortised; the tile machine has no per-program "
+          "cost. H100, 2026-11-25: 1.30 - 1.50 x the model at d 64 and 128",
+          pass_="bwd", causal=True, max_n=2048),
 )
 
 

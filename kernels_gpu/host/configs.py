@@ -114,6 +114,16 @@ TUNED: dict[tuple[str, int, bool], list[tuple[int, KernelConfig]]] = {
     ("bwd_dq", 64, True): [(1024, _c(64, 32, 4, 4)), (_BIG, _c(128, 64, 4, 3))],
     ("bwd_dq", 128, False): [(_BIG, _c(128, 32, 8, 3))],
     ("bwd_dq", 128, True): [(_BIG, _c(64, 32, 4, 4))],
+    # d 129-256: the autotuner's picks on the lent H100, 2026-11-25 (bench --grid frontier
+    # --dims 256 --tune, N 1k and 4k, causal and not: the same three everywhere). Before this
+    # the table had no d 256 rows and the first candidate ran: 0.84-0.94 x flash forward,
+    # 0.49-0.70 x backward.
+    ("fwd", 256, False): [(_BIG, _c(128, 64, 8, 2))],
+    ("fwd", 256, True): [(_BIG, _c(128, 64, 8, 2))],
+    ("bwd_dkdv", 256, False): [(_BIG, _c(64, 64, 8, 2))],
+    ("bwd_dkdv", 256, True): [(_BIG, _c(64, 64, 8, 2))],
+    ("bwd_dq", 256, False): [(_BIG, _c(128, 32, 8, 2))],
+    ("bwd_dq", 256, True): [(_BIG, _c(128, 32, 8, 2))],
 }
 
 

@@ -125,9 +125,9 @@ def flash_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c
 
 
 def _replayable(what: tuple, tensors: tuple, launch, p: Problem) -> None:
-    """launch() now; a small problem seen before with the very same buffers replays it as a
-    CUDA graph instead (kernels_gpu.host.graphs: ~10 us of host time instead of ~30 per launch)."""
-    if not INTERPRETER and graphs.enabled(p.batch * p.heads * p.nq * p.nk * p.dp):
+    """launch() now; a small problem (its visible pairs: a causal mask's empty part is no
+    work) seen before with the very same buffers replays it as a CUDA graph instead (kernels_gpu.host.graphs: ~10 us of host time instead of ~30 per launch)."""
+    if not INTERPRETER and graphs.enabled(p.batch * p.heads * p.visible_pairs * p.dp):
         key = (*what, torch.cuda.current_stream().cuda_stream,
                *(t.data_ptr() for t in tensors))
         graphs.run(key, launch)

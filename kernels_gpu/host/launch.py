@@ -66,6 +66,18 @@ class Problem:
         return self.causal and self.causal_off < 0
 
     @property
+    def visible_pairs(self) -> int:
+        """(query, key) pairs of one head the mask keeps: N_q N_k, or causal the keys
+        j <= i + causal_off of each row i (rows before -causal_off see none)."""
+        if not self.causal:
+            return self.nq * self.nk
+        first = min(self.nq, max(0, -self.causal_off))  # rows that see no key end here
+        full = min(self.nq, max(first, self.nk - self.causal_off - 1))  # rows from here see all
+        # rows [first, full) see i + off + 1 keys: an arithmetic series
+        tri = (full - first) * (first + full - 1 + 2 * (self.causal_off + 1)) // 2
+        return tri + (self.nq - full) * self.nk
+
+    @property
     def elem_bytes(self) -> int:
         return self.dtype.itemsize
 
