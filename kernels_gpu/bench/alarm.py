@@ -47,10 +47,17 @@ class Known:
 # Measured on the lent H100 and H200 (RESULTS.md, issue 21). Each entry says why the model is
 # not the kernel's time there; remove an entry when the kernel (or the model) is fixed.
 KNOWN: tuple[Known, ...] = (
-    Known("d 256: the kernels spill registers (dK/dV 255 registers; forward fp32 accumulator "
-          "of BLOCK_M x 256) and run 0.5 - 0.9 x SDPA-flash; the tile machine has no register "
-          "file, so it predicts the unspilled kernel", d=256),
-    Known("d 192 (padded to 256 on chip): as d 256", d=192),
+    Known("d 256 backward: the dK/dV program holds K, V and two (BLOCK_N x 256) fp32 "
+          "accumulators, which leaves one config without spills (M64N64w8s2: small tiles, 2 "
+          "stages), and its seven matmuls per tile pair run at ~half the model's tensor rate; "
+          "H100, 2026-11-25: 1.7 - 2.6 x the model, 0.88 - 1.20 x SDPA-flash",
+          pass_="bwd", d=256),
+    Known("d 256 forward at N <= 2k: 16 - 8 programs of 128 rows a head, the fixed cost of each "
+          "(Q tile in, O out, the 256-wide rescale) is not amortised; 1.3 - 1.45 x the model "
+          "(1.4 - 1.9 x SDPA-flash)", pass_="fwd", d=256, max_n=2048),
+    Known("d 192 (padded to 256 on chip, bwd): as d 256", pass_="bwd", d=192),
+    Known("d 192 (padded to 256 on chip, fwd N <= 2k): as d 256", pass_="fwd", d=192,
+          max_n=2048),
     Known("causal backward at N <= 2k: a program's loop is short (N / (2 BLOCK_M) tiles on "
           "average), so its fixed cost (held K/V or Q tile in, dK/dV or dQ out) and the "
           "pipeline's fill and drain are not amortised; the tile machine has no per-program "
