@@ -279,3 +279,19 @@ def test_an_h100_calibration_replaces_the_datasheet_rates():
     assert plain.tensor_flops_per_cycle * plain.clock_hz > 1.2 * calib["fp16_mm_flops"]
     h200 = predict.calibration()
     assert predict.machine_for("NVIDIA H100 80GB HBM3", 2, h200) == plain
+
+
+def test_the_model_follows_the_split_dkdv():
+    """A grouped dK/dV split over the whole group is, per program, the MHA tile program: the
+    model's dK/dV launch equals the MHA one's, plus the host's sum of the fp32 partials
+    (HBM-bound: 2 B H_kv N_k d elements x (4 split + 8 + 2) bytes, 4 launches)."""
+    m = predict.machine_for("NVIDIA H200")
+    kw = dict(n=2048, d=64, batch=2, heads=8, causal=True, dkdv=(64, 128), dq=(128, 64))
+    split = predict.predict_backward(m, CALIB, kv_heads=2, dkdv_split=4, **kw)
+    loop = predict.predict_backward(m, CALIB, kv_heads=2, **kw)
+    mha = predict.predict_backward(m, CALIB, **kw)
+    elems = 2 * 2 * 2 * 2048 * 64
+    sum_s = elems * (4 * 4 + 4 + 4 + 2) / (m.hbm_bytes_per_cycle * m.clock_hz)
+    assert math.isclose(split.tensor_s, mha.tensor_s) and split.tensor_s == loop.tensor_s
+    assert math.isclose(split.total_s, mha.total_s + sum_s + 4 * CALIB["launch_s"])
+    assert split.bound.endswith("+hbm") and split.l2_s > loop.l2_s

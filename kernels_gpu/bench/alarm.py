@@ -50,7 +50,7 @@ KNOWN: tuple[Known, ...] = (
     Known("d 256 backward: the dK/dV program holds K, V and two (BLOCK_N x 256) fp32 "
           "accumulators, which leaves one config without spills (M64N64w8s2: small tiles, 2 "
           "stages), and its seven matmuls per tile pair run at ~half the model's tensor rate; "
-          "H100, 2026-11-25: 1.7 - 2.6 x the model, 0.88 - 1.20 x SDPA-flash",
+          "H100, 2026-11-25: 1.6 - 2.2 x the model, 0.88 - 1.20 x SDPA-flash",
           pass_="bwd", d=256),
     Known("d 256 forward at N <= 2k: 16 - 8 programs of 128 rows a head, the fixed cost of each "
           "(Q tile in, O out, the 256-wide rescale) is not amortised; 1.3 - 1.45 x the model "
@@ -61,7 +61,8 @@ KNOWN: tuple[Known, ...] = (
     Known("causal backward at N <= 2k: a program's loop is short (N / (2 BLOCK_M) tiles on "
           "average), so its fixed cost (held K/V or Q tile in, dK/dV or dQ out) and the "
           "pipeline's fill and drain are not amortised; the tile machine has no per-program "
-          "cost. H100, 2026-11-25: 1.30 - 1.50 x the model at d 64 and 128",
+          "cost. H100, 2026-11-25: 1.30 - 1.41 x the model at d 128 (d 64: within 1.3 x once "
+          "the model counts the split dK/dV)",
           pass_="bwd", causal=True, max_n=2048),
 )
 

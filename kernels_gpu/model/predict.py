@@ -171,14 +171,35 @@ def predict_forward(machine, calib: dict, *, n: int, d: int, batch: int, heads: 
 
 def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads: int,
                      causal: bool, dkdv: tuple[int, int], dq: tuple[int, int],
-                     nk: int | None = None, kv_heads: int | None = None) -> Prediction:
+                     nk: int | None = None, kv_heads: int | None = None,
+                     dkdv_split: int = 1) -> Prediction:
     """The three backward launches (preprocess, dK/dV, dQ) with their blocks (BM, BN), one
-    after another."""
+    after another. dkdv_split > 1 (a grouped-query head group split over programs): the dK/dV
+    launch is the tile program with H_kv * split K/V heads (each program streams its share of
+    the group past its own copy of the K/V tile), writing fp32 partials; then the host's sum
+    reads them and writes dK, dV (one more launch, HBM-bound)."""
+    kv = heads if kv_heads is None else kv_heads
     args = dict(n=n, nk=nk, d=d, batch=batch, heads=heads, causal=causal, pass_="backward",
                 kv_heads=kv_heads)
     l2, launch = l2_rate(calib), calib["launch_s"]
+    dkdv_args = dict(args, kv_heads=kv * dkdv_split) if dkdv_split > 1 else args
     parts = [_one(machine, l2, launch, block_m=PREPROCESS_BLOCK, block_n=PREPROCESS_BLOCK,
                   phase="preprocess", **args),
-             _one(machine, l2, launch, block_m=dkdv[0], block_n=dkdv[1], phase="dkdv", **args),
+             _one(machine, l2, launch, block_m=dkdv[0], block_n=dkdv[1], phase="dkdv",
+                  **dkdv_args),
              _one(machine, l2, launch, block_m=dq[0], block_n=dq[1], phase="dq", **args)]
+    if dkdv_split > 1:
+        parts.append(_split_sum(machine, launch, batch=batch, kv_heads=kv, split=dkdv_split,
+                                nk=n if nk is None else nk, d=d))
     return sequence(parts)
+
+
+def _split_sum(machine, launch_s: float, *, batch: int, kv_heads: int, split: int, nk: int,
+               d: int) -> Prediction:
+    """The host's sum of the split dK/dV partials: fp32 (2, B, H_kv, split, N_k, d) read,
+    (2, B, H_kv, N_k, d) fp32 written, then copied into dK, dV (read fp32, write the dtype):
+    HBM-bound, 4 torch launches."""
+    elems = 2 * batch * kv_heads * nk * d
+    bytes_ = elems * (4 * split + 4 + 4 + machine.word_bytes)
+    hbm = bytes_ / (machine.hbm_bytes_per_cycle * machine.clock_hz)
+    return _launch_prediction(0.0, 0.0, 0.0, hbm, 0.0, 4 * launch_s, hbm)
