@@ -97,6 +97,29 @@ def test_simulated_traffic_equals_the_hand_formula_for_cross_and_grouped(pass_, 
     assert sim.traffic == hand
 
 
+@pytest.mark.parametrize("split", [2, 4])
+@pytest.mark.parametrize("n,nk,causal", [(64, 64, True), (48, 80, True), (96, 40, False)])
+def test_split_dkdv_traffic_simulated_equals_hand_formula(split, n, nk, causal):
+    """The grouped dK/dV split over programs (issue 21): the tile simulator's bytes (a program
+    = the tile program of its group / split query heads) equal the hand formula, to the byte;
+    K/V are read once per program row (split x the group loop's), dK/dV written as fp32
+    partials (split x 2 x the loop's bytes at fp16); Q, dO, lse, D read as often as before."""
+    from kernels_gpu.model.traffic import simulated_traffic
+
+    kw = dict(pass_="bwd_dkdv", nk=nk, kv_heads=2)
+    cfg = KernelConfig(16, 32, split=split)
+    sim = simulated_traffic(n, 32, 2, 8, causal, config=cfg, **kw)
+    hand = predict_traffic(schedule(n, 32, 2, 8, causal, config=cfg, **kw))
+    assert sim.traffic == hand
+    loop = simulated_traffic(n, 32, 2, 8, causal, config=KernelConfig(16, 32), **kw)
+    for t in ("K", "V"):
+        assert sim.tensors[t] == (split * loop.tensors[t][0], 0)
+    for t in ("dK", "dV"):
+        assert sim.tensors[t] == (0, 2 * split * loop.tensors[t][1])
+    for t in ("Q", "dO"):
+        assert sim.tensors[t] == loop.tensors[t]
+
+
 def test_grouped_dkdv_reads_k_and_v_once_per_kv_head():
     """The dK/dV launch of grouped-query attention keeps a K/V tile on chip while every query
     head of its group streams past: K, V read and dK, dV written once per K/V head."""

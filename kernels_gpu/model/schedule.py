@@ -62,6 +62,12 @@ class Schedule:
             object.__setattr__(self, "kv_heads", self.heads)
 
     @property
+    def split(self) -> int:
+        """Programs a grouped dK/dV head group is split over (1: the group loop)."""
+        return self.config.split if self.pass_ == "bwd_dkdv" and self.heads > self.kv_heads \
+            else 1
+
+    @property
     def held_block(self) -> int:
         return self.config.block_n if self.pass_ == "bwd_dkdv" else self.config.block_m
 
@@ -191,12 +197,18 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
         for start_n in range(0, nk, bn):
             held_rows.append(start_n)
             streamed.append(tuple(_query_tiles(start_n, bm, bn, n, off, causal)))
+        split = config.split if heads > kv_heads else 1
         order = ("program_id(0) = K/V tile (fastest), program_id(1) = batch*kv_heads + kv head; "
                  "the heads / kv_heads query heads of the group stream past one after another")
         held = (kv_t("K"), kv_t("V"))
         stream = (q_t("Q"), q_t("dO"), stat("lse"), stat("D"))
         written = (kv_t("dK"), kv_t("dV"))
-        grid = (_cdiv(nk, bn), batch * kv_heads)
+        if split > 1:  # the group split over programs: fp32 partial dK, dV per program
+            order = ("program_id(0) = K/V tile (fastest), program_id(1) = (batch*kv_heads + kv "
+                     f"head)*{split} + share; each program streams (heads / kv_heads) / {split} "
+                     "query heads and writes fp32 partials")
+            written = (TileRead("dK", d * 4, "kv"), TileRead("dV", d * 4, "kv"))
+        grid = (_cdiv(nk, bn), batch * kv_heads * split)
     else:  # bwd_preprocess: D = rowsum(dO * O), one pass, no inner loop
         for start_m in range(0, n, bm):
             held_rows.append(start_m)
@@ -220,7 +232,8 @@ def predict_traffic(s: Schedule) -> Traffic:
     held_blk, str_blk = s.held_block, s.streamed_block
     dkdv = s.pass_ == "bwd_dkdv"
     held_len, str_len = (s.nk, s.n) if dkdv else (s.n, s.nk)
-    repeats = s.heads // s.kv_heads if dkdv else 1  # query heads streamed per dK/dV program
+    split = s.split if dkdv else 1
+    repeats = s.heads // s.kv_heads // split if dkdv else 1  # query heads per dK/dV program
     read = write = 0
     for start, starts in zip(s.held_rows, s.streamed_starts):
         rows_held = _rows_in(start, held_blk, held_len)
@@ -228,5 +241,5 @@ def predict_traffic(s: Schedule) -> Traffic:
         write += rows_held * sum(t.row_bytes for t in s.written)
         for st in starts:
             read += repeats * _rows_in(st, str_blk, str_len) * sum(t.row_bytes for t in s.streamed)
-    bh = s.batch * (s.kv_heads if dkdv else s.heads)
+    bh = s.batch * (s.kv_heads * split if dkdv else s.heads)
     return Traffic(read * bh, write * bh)

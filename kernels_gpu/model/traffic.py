@@ -124,18 +124,23 @@ def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bo
     kv_heads = heads if kv_heads is None else kv_heads
     group = heads // kv_heads
     cfg = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config, nk)
-    shape = {"nk": nk, "kv_heads": 1} if (nk, group) != (n, 1) else {}
+    # a grouped dK/dV split over `split` programs: each is the tile program of group / split
+    # query heads with its own copy of the K/V tile, writing fp32 partials
+    split = cfg.split if pass_ == "bwd_dkdv" and group > 1 else 1
+    shape = {"nk": nk, "kv_heads": 1} if (nk, group // split) != (n, 1) else {}
     program = attention_program(n=n, d=d, algo="fa2", causal=causal, block_m=cfg.block_m,
-                                block_n=cfg.block_n, heads=group, **shape, **TILE_PROGRAM[pass_])
+                                block_n=cfg.block_n, heads=group // split, **shape,
+                                **TILE_PROGRAM[pass_])
     result = simulate(program, dtype="fp64", steps=False)
     words = {a: (t["reads"], t["writes"]) for a, t in result.extra["tile_traffic"].items()}
-    copies = batch * kv_heads  # the simulated K/V head and its query heads, once per K/V head
+    copies = batch * kv_heads * split  # the simulated K/V head (or share), once per program row
     tensors, compulsory = {}, 0
     sizes = {a.name: math.prod(a.shape) for a in program.arrays}
     for array, (r, w) in words.items():
         tensor = TENSOR_OF_ARRAY.get(array, array)
         per = LSE_BYTES if tensor in STAT_TENSORS else elem_bytes
-        tensors[tensor] = (r * per * copies, w * per * copies)
+        w_per = 4 if split > 1 and tensor in ("dK", "dV") else per  # fp32 partials
+        tensors[tensor] = (r * per * copies, w * w_per * copies)
         if r:
             compulsory += sizes[array] * per * copies
     tma = schedule(n, d, batch, heads, causal, pass_=pass_, elem_bytes=elem_bytes,
