@@ -231,7 +231,8 @@ def run_predict(args) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--grid", default="main", help="comma list of main, shapes, fp8")
     ap.add_argument("--ns", help="only these N (comma list); with --memory: the probe's N")
