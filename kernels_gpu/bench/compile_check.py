@@ -93,13 +93,47 @@ def resources(kernel) -> dict:
             "smem": kernel.metadata.shared, "mma": dict(mma)}
 
 
+HOPPER_CONFIGS = ((64, 128, 128, 8), (64, 128, 64, 8), (128, 128, 128, 8), (128, 128, 64, 8))
+
+
+def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int = 90):
+    """The Gluon Hopper forward (kernels.hopper) compiled for sm_<arch>, fp16, offline."""
+    import torch
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    from triton.runtime.jit import mangle_type
+
+    from ..kernels.hopper import _attn_fwd_hopper
+
+    t = torch.empty(1024, d, dtype=torch.float16)
+    lay = {b: gl.NVMMASharedLayout.get_default_for([b, d], gl.float16) for b in (block_m, block_n)}
+    rows = {"q_desc": block_m, "k_desc": block_n, "v_desc": block_n, "o_desc": block_m}
+    sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
+           for k, b in rows.items()}
+    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "num_warps": num_warps}
+    sig.update(qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
+    return triton.compile(GluonASTSource(_attn_fwd_hopper, sig, consts),
+                          target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", type=int, default=90)
     ap.add_argument("--dims", default="64,128,256")
     ap.add_argument("--dtypes", default="fp16")
     ap.add_argument("--passes", default=",".join(cfgs.PASSES))
+    ap.add_argument("--hopper", action="store_true", help="the Gluon Hopper forward instead")
     args = ap.parse_args(argv)
+    if args.hopper:
+        print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
+        print("|---|---|---|---|---|---|---|---|")
+        for d, bm, bn, w in HOPPER_CONFIGS:
+            r = resources(compile_hopper(d, bm, bn, w, args.arch))
+            mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
+            print(f"| gluon fwd | {d} | M{bm}N{bn}w{w} | {r['regs']} | {r['local_bytes']} | "
+                  f"{r['spill_stores']} | {r['smem']} | {mma} |", flush=True)
+        return 0
     if INTERPRETER:
         print("run with TRITON_INTERPRET=0 in the environment (the kernels are interpreter "
               "functions now)", file=sys.stderr)
