@@ -27,7 +27,8 @@ def _sm90() -> bool:
 
 @GLUON
 def test_the_gluon_forward_compiles_to_wgmma_without_spills():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env = dict(os.environ, TRITON_INTERPRET="0")  # compile, not interpret (kernels_gpu's
+    # __init__ would set 1 on a machine without CUDA)
     r = subprocess.run([sys.executable, "-m", "kernels_gpu.bench.compile_check", "--hopper"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -52,3 +53,29 @@ def test_the_gluon_forward_computes_attention(dtype, d, bm, bn, w):
     o = attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w)
     ref, _ = attention_reference(q.double(), k.double(), v.double(), False)
     assert rel_err(o, ref) < output_tolerance(dtype, True)
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("d", [64, 128])
+def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d):
+    """Non-causal MHA at d 64/128 on sm_90: flash_attention_forward runs the Gluon kernel (its
+    O bit for bit), the lse it writes is right, and autograd's backward from it is right."""
+    from kernels_gpu import flash_attention, flash_attention_forward
+    from kernels_gpu.host import hopper, launch
+    from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
+
+    g = torch.Generator().manual_seed(d)
+    q, k, v, do = (torch.randn(1, 2, 256, d, generator=g).half().cuda() for _ in range(4))
+    bm, bn, w = hopper.dispatch_config(launch.problem_of(q, k, v, False), False)
+    o, lse = flash_attention_forward(q, k, v, False)
+    assert torch.equal(o, hopper.attention_forward_hopper(q, k, v, None, bm, bn, w))
+    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+    ref_o, ref_lse = attention_reference(qr, kr, vr, False)
+    assert rel_err(lse, ref_lse.detach()) < lse_tolerance(torch.float16, True)
+    ref_o.backward(do.double())
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    flash_attention(q, k, v, False).backward(do)
+    tol = output_tolerance(torch.float16, True, backward=True)
+    assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
+               rel_err(v.grad, vr.grad)) < tol

@@ -112,7 +112,7 @@ def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int
     sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
            for k, b in rows.items()}
     consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "num_warps": num_warps}
-    sig.update(qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
     return triton.compile(GluonASTSource(_attn_fwd_hopper, sig, consts),
                           target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
 
@@ -125,6 +125,10 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", default=",".join(cfgs.PASSES))
     ap.add_argument("--hopper", action="store_true", help="the Gluon Hopper forward instead")
     args = ap.parse_args(argv)
+    if INTERPRETER:
+        print("run with TRITON_INTERPRET=0 in the environment (the kernels are interpreter "
+              "functions now)", file=sys.stderr)
+        return 2
     if args.hopper:
         print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
         print("|---|---|---|---|---|---|---|---|")
@@ -134,10 +138,6 @@ def main(argv=None) -> int:
             print(f"| gluon fwd | {d} | M{bm}N{bn}w{w} | {r['regs']} | {r['local_bytes']} | "
                   f"{r['spill_stores']} | {r['smem']} | {mma} |", flush=True)
         return 0
-    if INTERPRETER:
-        print("run with TRITON_INTERPRET=0 in the environment (the kernels are interpreter "
-              "functions now)", file=sys.stderr)
-        return 2
     print("| pass | d | dtype | config | regs | local B | STL | smem B | matrix instr. |")
     print("|---|---|---|---|---|---|---|---|---|")
     for pass_ in args.passes.split(","):

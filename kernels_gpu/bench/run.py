@@ -167,6 +167,11 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
         qd, kd = (t.to(DTYPES[spec["dtype"]]) for t in (qd, kd))
     passes = ("fwd",) if fp8 else cfgs.PASSES
     row["configs"] = {p: fa.resolve_config(p, qd, causal, k=kd).to_dict() for p in passes}
+    from ..host import hopper, launch
+    gluon = None if fp8 else hopper.dispatch_config(launch.problem_of(qd, kd, kd, causal),
+                                                    False)
+    if gluon is not None:  # the forward ran on the Gluon Hopper kernel, not configs["fwd"]
+        row["fwd_kernel"] = "gluon M{}N{}w{}".format(*gluon)
     return row
 
 

@@ -115,8 +115,11 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict) -> list[dict]:
             c = {p: KernelConfig.from_dict(v) for p, v in r["configs"].items()}
             kw = dict(n=r["n"], d=r["d"], batch=r["batch"], heads=r["heads"],
                       causal=bool(r["causal"]), nk=r["nk"], kv_heads=r["heads_kv"])
-            pred = {"fwd": predict_forward(m, calib, block_m=c["fwd"].block_m,
-                                           block_n=c["fwd"].block_n, **kw).to_dict()}
+            fwd = c["fwd"]
+            if r.get("fwd_kernel", "").startswith("gluon "):  # e.g. "gluon M128N128w8"
+                fwd = KernelConfig.from_short(r["fwd_kernel"].split()[1] + "s2")
+            pred = {"fwd": predict_forward(m, calib, block_m=fwd.block_m,
+                                           block_n=fwd.block_n, **kw).to_dict()}
             meas = r.get("ours_fp8" if fp8 else "ours", {})
             if "fwd_ms" in meas:
                 pred["fwd_ratio"] = pred["fwd"]["total_s"] * 1e3 / meas["fwd_ms"]

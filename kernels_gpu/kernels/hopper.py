@@ -27,11 +27,11 @@ __all__ = ["HAVE_GLUON", "_attn_fwd_hopper"]
 
 if HAVE_GLUON:
     @gluon.jit
-    def _attn_fwd_hopper(q_desc, k_desc, v_desc, o_desc, qk_scale, N,
+    def _attn_fwd_hopper(q_desc, k_desc, v_desc, o_desc, LSE, qk_scale, N,
                          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
                          num_warps: gl.constexpr):
-        """O = softmax(Q K^T * scale) V for one (BLOCK_M rows, head) tile. qk_scale is
-        sm_scale * log2(e) (exp2 softmax)."""
+        """O = softmax(Q K^T * scale) V and its lse (natural log, fp32, one per row) for one
+        (BLOCK_M rows, head) tile. qk_scale is sm_scale * log2(e) (exp2 softmax)."""
         pid_m = gl.program_id(0)
         bh = gl.program_id(1)
         q_row = bh * N + pid_m * BLOCK_M
@@ -97,6 +97,8 @@ if HAVE_GLUON:
         mbarrier.invalidate(q_bar)
         mbarrier.invalidate(kv_bar.index(0))
         mbarrier.invalidate(kv_bar.index(1))
+        rows = q_row + gl.arange(0, BLOCK_M, layout=row_s)
+        gl.store(LSE + rows, (m_i + gl.log2(l_i)) * 0.6931471805599453)
         acc = acc / gl.expand_dims(gl.convert_layout(l_i, row_o), 1)
         o_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], o_desc.layout)
         o_smem.store(acc.to(dtype))
