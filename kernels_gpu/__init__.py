@@ -11,11 +11,11 @@ import torch
 if not torch.cuda.is_available():  # before anything imports triton: triton.language's own
     os.environ.setdefault("TRITON_INTERPRET", "1")  # @jit helpers read it when triton is imported
 
-from .configs import KernelConfig  # noqa: E402
-from .flash_attn import (FP8_DTYPES, INTERPRETER, MAX_HEAD_DIM, SUPPORTED_HEAD_DIMS,
+from .host.configs import KernelConfig  # noqa: E402
+from .host.flash_attn import (FP8_DTYPES, INTERPRETER, MAX_HEAD_DIM, SUPPORTED_HEAD_DIMS,
                          FlashAttentionFunction, attention_reference, flash_attention,
                          flash_attention_backward, flash_attention_forward, resolve_config)
-from .schedule import Schedule, Traffic, predict_traffic, schedule
+from .model.schedule import Schedule, Traffic, predict_traffic, schedule
 
 __all__ = ["FP8_DTYPES", "INTERPRETER", "MAX_HEAD_DIM", "SUPPORTED_HEAD_DIMS",
            "FlashAttentionFunction", "KernelConfig",

@@ -4,8 +4,8 @@ On a machine without CUDA the kernels run in Triton's interpreter on CPU tensors
 sets TRITON_INTERPRET=1 before kernels_gpu is imported (kernels_gpu does the same on its own;
 what matters is that the variable is set before any @triton.jit kernel is defined). Sizes are
 small (N <= 128, d <= 64) so the whole module runs in well under a minute on 2 CPU cores. On a
-CUDA machine the same tests run on the GPU (`bash kernels_gpu/device_tests.sh`), with the
-tolerances of kernels_gpu.tolerance for that device (fp32: TF32 dots there).
+CUDA machine the same tests run on the GPU (`bash kernels_gpu/device/tests.sh`), with the
+tolerances of kernels_gpu.host.tolerance for that device (fp32: TF32 dots there).
 Shapes beyond the square multi-head case (head dims to 256, N_q != N_k, grouped-query, fp8):
 tests/test_kernels_gpu_shapes.py.
 """
@@ -23,15 +23,15 @@ pytest.importorskip("triton")
 from kernels_gpu import (INTERPRETER, KernelConfig, attention_reference,  # noqa: E402
                          flash_attention, flash_attention_backward, flash_attention_forward,
                          resolve_config)
-from kernels_gpu import launch  # noqa: E402
-from kernels_gpu.tolerance import lse_tolerance, output_tolerance, rel_err  # noqa: E402
+from kernels_gpu.host import launch  # noqa: E402
+from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err  # noqa: E402
 
 DEVICE = "cpu" if INTERPRETER else "cuda"
 CUDA = DEVICE == "cuda"
 
 
 def tol(dtype, backward=False):
-    """Relative error allowed vs float64 for this device and dtype (kernels_gpu.tolerance says
+    """Relative error allowed vs float64 for this device and dtype (kernels_gpu.host.tolerance says
     why: fp32 runs TF32 dots on a GPU, exact fp32 in the interpreter)."""
     return output_tolerance(dtype, CUDA, backward)
 
@@ -173,10 +173,10 @@ def test_every_output_element_is_written(monkeypatch, nq, nk, h, h_kv, d, causal
 @pytest.mark.skipif(INTERPRETER, reason="CUDA graphs need a GPU")
 def test_repeated_backward_replays_a_graph_with_the_same_results():
     """The third backward with the same buffers replays the captured CUDA graph of the three
-    launches (kernels_gpu.graphs); it must give the eager call's bits, and new inputs in the
+    launches (kernels_gpu.host.graphs); it must give the eager call's bits, and new inputs in the
     same buffers must give new results (the graph reads the buffers, it does not replay
     values)."""
-    from kernels_gpu import graphs
+    from kernels_gpu.host import graphs
 
     graphs.clear()
     q, k, v = (t.requires_grad_() for t in make_qkv(2, 4, 256, 64, torch.float16, seed=12))

@@ -13,10 +13,11 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton")
 
-from kernels_gpu import bench, bench_tables, memory, predict  # noqa: E402
-from kernels_gpu.configs import KernelConfig  # noqa: E402
+from kernels_gpu.bench import run as bench, tables as bench_tables  # noqa: E402
+from kernels_gpu.model import memory, predict  # noqa: E402
+from kernels_gpu.host.configs import KernelConfig  # noqa: E402
 
-RESULTS = os.path.join(os.path.dirname(bench.__file__), "results")
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(bench.__file__)), "results")
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -138,7 +139,8 @@ def test_predict_table_from_the_stored_run(tmp_path):
     calib = tmp_path / "calib.json"
     calib.write_text(json.dumps(CALIB))
     out = tmp_path / "out"
-    args = ["--predict", "--from", src, "--calibration", str(calib), "--out", str(out)]
+    args = ["--predict", "--from", src, "--calibration", str(calib), "--out", str(out),
+            "--alarm", "1e9"]
     assert bench.main(args) == 0
     first = (out / "predict.md").read_text()
     assert bench.main(args) == 0
@@ -190,3 +192,106 @@ def test_h200_preset_holds_the_measured_calibration():
         runs = [r[key] for r in calib["runs"]]
         assert math.isclose(calib[key], sum(runs) / len(runs))
     assert m.tensor_flops_per_cycle * hz < 0.8 * 989.4e12  # sustained, below the datasheet
+
+
+# ------------------------------------------------------------------ the alarm (issue 21)
+def _predicted_rows(measured_over_predicted: dict[str, float]):
+    """One modelled row whose measured times are the model's times x the given factors."""
+    row = {"grid": "frontier", "d": 64, "n": 4096, "nk": 4096, "heads": 32, "heads_kv": 8,
+           "causal": True, "dtype": "fp16", "batch": 4,
+           "configs": {"fwd": KernelConfig(64, 128).to_dict(),
+                       "bwd_dkdv": KernelConfig(64, 128).to_dict(),
+                       "bwd_dq": KernelConfig(128, 64).to_dict()}}
+    [pred] = bench_tables.add_predictions([dict(row, ours={"fwd_ms": 1.0, "bwd_ms": 1.0})],
+                                          "NVIDIA H200", CALIB)
+    row["ours"] = {f"{p}_ms": pred["predict"][p]["total_s"] * 1e3 * measured_over_predicted[p]
+                   for p in ("fwd", "bwd")}
+    return row
+
+
+def test_the_alarm_flags_points_slower_than_the_model():
+    """measured > 1.3 x predicted raises the alarm, 1.2 x does not (the issue-21 cliff: the
+    grouped backward at 4.2 x its prediction)."""
+    from kernels_gpu.bench import alarm
+    rows = bench_tables.add_predictions([_predicted_rows({"fwd": 1.2, "bwd": 4.2})],
+                                        "NVIDIA H200", CALIB)
+    [a] = alarm.alarms(rows, "NVIDIA H200")
+    assert a.pass_ == "bwd" and math.isclose(a.slower, 4.2, rel_tol=1e-9)
+    assert alarm.alarms(rows, "NVIDIA H200", slower=5.0) == []
+    assert "bwd d 64 H 32/8 N 4096 causal" in alarm.render([a])
+
+
+def test_a_known_point_needs_a_reason_and_must_match():
+    from kernels_gpu.bench import alarm
+    with pytest.raises(ValueError):
+        alarm.Known(" ", d=64)
+    rows = bench_tables.add_predictions([_predicted_rows({"fwd": 2.0, "bwd": 2.0})],
+                                        "NVIDIA H200", CALIB)
+    found = alarm.alarms(rows, "NVIDIA H200")
+    assert len(found) == 2
+    known = (alarm.Known("forward of this shape", pass_="fwd", d=64, causal=True),
+             alarm.Known("another head dim", d=128))
+    unexplained, explained = alarm.explain(found, known)
+    assert [a.pass_ for a in unexplained] == ["bwd"]
+    assert [(a.pass_, k.reason) for a, k in explained] == [("fwd", "forward of this shape")]
+
+
+def test_bench_predict_fails_on_an_unexplained_point(tmp_path, capsys):
+    """`bench --predict --from` exits 1 when a point is slower than the model and not known,
+    0 when the threshold lets it pass; the table names the point either way."""
+    src = tmp_path / "bench.json"
+    env = {"gpu": "NVIDIA H200", "date": "2026-11-25 16:00 UTC"}
+    src.write_text(json.dumps({"env": env, "rows": [_predicted_rows({"fwd": 1.0,
+                                                                     "bwd": 3.0})]}))
+    calib = tmp_path / "calib.json"
+    calib.write_text(json.dumps(CALIB))
+    args = ["--predict", "--from", str(src), "--calibration", str(calib),
+            "--out", str(tmp_path / "out")]
+    assert bench.main(args) == 1
+    md = (tmp_path / "out" / "predict.md").read_text()
+    assert "Slower than the model: look here." in md and "| bwd d 64 H 32/8 N 4096" in md
+    assert bench.main(args + ["--alarm", "3.5"]) == 0
+    assert "0 unexplained" in (tmp_path / "out" / "predict.md").read_text()
+
+
+def test_the_stored_h200_run_raises_the_alarm_at_the_multi_query_backward():
+    """The run before issue 21's fix: the multi-query causal backward (d 128, H_kv 1, N 4k, the
+    group loop) is among the points the alarm names."""
+    from kernels_gpu.bench import alarm
+    stored = json.loads(open(os.path.join(RESULTS, "bench.json")).read())
+    rows = bench_tables.add_predictions(stored["rows"], stored["env"]["gpu"],
+                                        predict.calibration())
+    unexplained, _ = alarm.explain(alarm.alarms(rows, stored["env"]["gpu"]))
+    assert any(a.d == 128 and a.heads_kv == 1 and a.n == 4096 and a.causal is True
+               and a.pass_ == "bwd" for a in unexplained)
+
+
+def test_an_h100_calibration_replaces_the_datasheet_rates():
+    """The h100 preset holds datasheet rates (989 TFLOP/s); the model of an H100 run uses the
+    stored H100 calibration's measured ones; another card's calibration changes nothing."""
+    path = predict.calibration_file("NVIDIA H100 80GB HBM3")
+    assert path.endswith("calibration_h100.json")
+    calib = predict.calibration(path)
+    m = predict.machine_for("NVIDIA H100 80GB HBM3", 2, calib)
+    assert math.isclose(m.tensor_flops_per_cycle * m.clock_hz, calib["fp16_mm_flops"])
+    assert math.isclose(m.hbm_bytes_per_cycle * m.clock_hz, calib["dram_copy_Bps"])
+    plain = predict.machine_for("NVIDIA H100 80GB HBM3")
+    assert plain.tensor_flops_per_cycle * plain.clock_hz > 1.2 * calib["fp16_mm_flops"]
+    h200 = predict.calibration()
+    assert predict.machine_for("NVIDIA H100 80GB HBM3", 2, h200) == plain
+
+
+def test_the_model_follows_the_split_dkdv():
+    """A grouped dK/dV split over the whole group is, per program, the MHA tile program: the
+    model's dK/dV launch equals the MHA one's, plus the host's sum of the fp32 partials
+    (HBM-bound: 2 B H_kv N_k d elements x (4 split + 8 + 2) bytes, 4 launches)."""
+    m = predict.machine_for("NVIDIA H200")
+    kw = dict(n=2048, d=64, batch=2, heads=8, causal=True, dkdv=(64, 128), dq=(128, 64))
+    split = predict.predict_backward(m, CALIB, kv_heads=2, dkdv_split=4, **kw)
+    loop = predict.predict_backward(m, CALIB, kv_heads=2, **kw)
+    mha = predict.predict_backward(m, CALIB, **kw)
+    elems = 2 * 2 * 2 * 2048 * 64
+    sum_s = elems * (4 * 4 + 4 + 4 + 2) / (m.hbm_bytes_per_cycle * m.clock_hz)
+    assert math.isclose(split.tensor_s, mha.tensor_s) and split.tensor_s == loop.tensor_s
+    assert math.isclose(split.total_s, mha.total_s + sum_s + 4 * CALIB["launch_s"])
+    assert split.bound.endswith("+hbm") and split.l2_s > loop.l2_s

@@ -18,7 +18,7 @@ pytest.importorskip("triton")
 
 from kernels_gpu import (FP8_DTYPES, INTERPRETER, attention_reference,  # noqa: E402
                          flash_attention, flash_attention_backward, flash_attention_forward)
-from kernels_gpu.tolerance import lse_tolerance, output_tolerance, rel_err  # noqa: E402
+from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err  # noqa: E402
 
 DEVICE = "cpu" if INTERPRETER else "cuda"
 CUDA = DEVICE == "cuda"
@@ -77,6 +77,61 @@ def test_grouped_query_attention(h, h_kv, causal):
     """K/V with fewer heads than Q: query head h reads K/V head h // (H / H_kv); dK and dV sum
     the gradients of every query head of the group."""
     check(*inputs(2, h, h_kv, 64, 80, 32, seed=h * h_kv), causal, block_m=32, block_n=32)
+
+
+@pytest.mark.parametrize("split", [1, 2, 4], ids=["group-loop", "half-groups", "one-head"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_dkdv_split_over_programs(split, causal):
+    """The grouped dK/dV with a head group of 4 split over 1 (the group loop in one program),
+    2 (two heads each, fp32 partials summed) or 4 programs (the MHA code per query head):
+    the same gradients, against float64; and against each other to fp32 rounding."""
+    from kernels_gpu import KernelConfig
+
+    q, k, v, do = inputs(1, 8, 2, 64, 80, 32, seed=11)
+    cfg = KernelConfig(32, 32, 4, 1, False, split=split)
+    o, lse = flash_attention_forward(q, k, v, causal, block_m=32, block_n=32)
+    dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=cfg,
+                                          dq_config=KernelConfig(32, 32, 4, 1, False))
+    qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
+    attention_reference(qr, kr, vr, causal)[0].backward(do.double())
+    tol = output_tolerance(F16, CUDA, backward=True)
+    assert rel_err(dk, kr.grad) < tol and rel_err(dv, vr.grad) < tol
+    loop = KernelConfig(32, 32, 4, 1, False, split=1)
+    _, dk1, dv1 = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=loop,
+                                           dq_config=KernelConfig(32, 32, 4, 1, False))
+    assert rel_err(dk, dk1) < 4e-3 and rel_err(dv, dv1) < 4e-3
+
+
+@pytest.mark.parametrize("nq,nk", [(64, 64), (40, 100), (100, 40), (1, 7), (7, 1), (33, 33)])
+@pytest.mark.parametrize("causal", [False, True, "top_left"])
+def test_visible_pairs_count_the_mask(nq, nk, causal):
+    """Problem.visible_pairs (the work CUDA-graph replay is sized by) = the pairs the reference
+    mask keeps, counted element by element."""
+    from kernels_gpu.host import launch
+
+    is_causal, off = launch.causal_offset(causal, nq, nk)
+    p = launch.Problem(1, 1, 1, nq, nk, 16, F16, is_causal, off)
+    i = torch.arange(nq)[:, None]
+    j = torch.arange(nk)[None, :]
+    kept = (j <= i + off) if is_causal else torch.ones(nq, nk, dtype=torch.bool)
+    assert p.visible_pairs == int(kept.sum())
+
+
+def test_split_is_a_divisor_of_the_group_and_named():
+    """A split that does not divide the head group is cut to one that does (gcd); MHA runs
+    unsplit; the config's name carries the split and reads back."""
+    from kernels_gpu import KernelConfig
+    from kernels_gpu.host import launch
+
+    p = launch.Problem(1, 6, 2, 64, 64, 32, F16, False, 0)  # group of 3
+    cfg = KernelConfig(32, 32, 4, 1, False, split=2)
+    assert launch.honour("bwd_dkdv", p, cfg).split == 1
+    assert launch.honour("bwd_dkdv", p, KernelConfig(32, 32, 4, 1, False, split=6)).split == 3
+    assert launch.honour("bwd_dq", p, KernelConfig(32, 32, 4, 1, False, split=3)).split == 1
+    assert KernelConfig.from_short("M64N128w4s3-tma-sp4") == KernelConfig(64, 128, 4, 3, True, 4)
+    assert KernelConfig(64, 128, 4, 3, False, 8).short() == "M64N128w4s3-sp8"
+    with pytest.raises(ValueError):
+        KernelConfig.from_short("M64N128w4s3-sp0")
 
 
 def test_causal_alignments_match_sdpa():

@@ -70,7 +70,7 @@ LAUNCHES = ("fwd", "bwd_preprocess", "bwd_dkdv", "bwd_dq")
 def test_simulated_traffic_equals_the_hand_formula(pass_, n, bm, bn, causal, elem_bytes):
     """The tile simulator's bytes for the kernel's schedule (split backward, one program per
     launch) equal schedule.predict_traffic's hand formula, to the byte."""
-    from kernels_gpu.traffic import simulated_traffic
+    from kernels_gpu.model.traffic import simulated_traffic
 
     cfg = KernelConfig(bm, bn)
     sim = simulated_traffic(n, 32, 2, 3, causal, pass_=pass_, elem_bytes=elem_bytes, config=cfg)
@@ -88,7 +88,7 @@ def test_simulated_traffic_equals_the_hand_formula_for_cross_and_grouped(pass_, 
     """N_q != N_k (causal bottom-right) and grouped-query heads: the tile simulator's bytes for
     the kernel's launch equal the hand formula of the kernel's loops (kernels_common's causal
     ranges; a dK/dV program streams its group's query heads past one K/V tile), to the byte."""
-    from kernels_gpu.traffic import simulated_traffic
+    from kernels_gpu.model.traffic import simulated_traffic
 
     cfg = KernelConfig(bm, bn)
     kw = dict(pass_=pass_, config=cfg, nk=nk, kv_heads=kv_heads)
@@ -97,10 +97,33 @@ def test_simulated_traffic_equals_the_hand_formula_for_cross_and_grouped(pass_, 
     assert sim.traffic == hand
 
 
+@pytest.mark.parametrize("split", [2, 4])
+@pytest.mark.parametrize("n,nk,causal", [(64, 64, True), (48, 80, True), (96, 40, False)])
+def test_split_dkdv_traffic_simulated_equals_hand_formula(split, n, nk, causal):
+    """The grouped dK/dV split over programs (issue 21): the tile simulator's bytes (a program
+    = the tile program of its group / split query heads) equal the hand formula, to the byte;
+    K/V are read once per program row (split x the group loop's), dK/dV written as fp32
+    partials (split x 2 x the loop's bytes at fp16); Q, dO, lse, D read as often as before."""
+    from kernels_gpu.model.traffic import simulated_traffic
+
+    kw = dict(pass_="bwd_dkdv", nk=nk, kv_heads=2)
+    cfg = KernelConfig(16, 32, split=split)
+    sim = simulated_traffic(n, 32, 2, 8, causal, config=cfg, **kw)
+    hand = predict_traffic(schedule(n, 32, 2, 8, causal, config=cfg, **kw))
+    assert sim.traffic == hand
+    loop = simulated_traffic(n, 32, 2, 8, causal, config=KernelConfig(16, 32), **kw)
+    for t in ("K", "V"):
+        assert sim.tensors[t] == (split * loop.tensors[t][0], 0)
+    for t in ("dK", "dV"):
+        assert sim.tensors[t] == (0, 2 * split * loop.tensors[t][1])
+    for t in ("Q", "dO"):
+        assert sim.tensors[t] == loop.tensors[t]
+
+
 def test_grouped_dkdv_reads_k_and_v_once_per_kv_head():
     """The dK/dV launch of grouped-query attention keeps a K/V tile on chip while every query
     head of its group streams past: K, V read and dK, dV written once per K/V head."""
-    from kernels_gpu.traffic import simulated_traffic
+    from kernels_gpu.model.traffic import simulated_traffic
 
     n, d, b, h, hkv = 128, 32, 2, 8, 2
     p = simulated_traffic(n, d, b, h, False, pass_="bwd_dkdv", config=KernelConfig(32, 64),
@@ -113,7 +136,7 @@ def test_grouped_dkdv_reads_k_and_v_once_per_kv_head():
 def test_simulated_traffic_per_tensor_element_sizes():
     """fp16/bf16 tensors cost elem_bytes per element, the fp32 lse and D 4; TMA-loaded tensors
     are set apart from pointer loads; compulsory = every tensor read once."""
-    from kernels_gpu.traffic import simulated_traffic
+    from kernels_gpu.model.traffic import simulated_traffic
 
     n, d, bm, bn, bh = 256, 64, 64, 32, 6
     cfg = KernelConfig(bm, bn, use_tma=True)
@@ -138,7 +161,7 @@ def test_one_head_times_batch_heads_is_every_head(pass_):
     from toymachine import simulate
     from toymachine.gen.tile import attention_program
 
-    from kernels_gpu.traffic import TILE_PROGRAM
+    from kernels_gpu.model.traffic import TILE_PROGRAM
 
     kw = dict(n=40, d=8, algo="fa2", causal=True, block_m=16, block_n=8, **TILE_PROGRAM[pass_])
     one = simulate(attention_program(**kw), dtype="fp64", steps=False).extra["tile_traffic"]
@@ -149,7 +172,7 @@ def test_one_head_times_batch_heads_is_every_head(pass_):
 
 # the stored cases (d, N, causal) checked here (20 of the 32 launches, ~1 s of simulation): every
 # N = 1024 case, and the N = 4096 case holding the register-spill launch. All 32 launches:
-# python -m kernels_gpu.traffic (RESULTS.md), where the same statements hold.
+# python -m kernels_gpu.model.traffic (RESULTS.md), where the same statements hold.
 STORED = [(64, 1024, False), (64, 1024, True), (64, 4096, True), (128, 1024, False),
           (128, 1024, True)]
 SPILL = ("bwd_dkdv", 64, 4096, True)  # M64N128w4s3: 255 registers, spilled (RESULTS.md)
@@ -161,7 +184,7 @@ def stored_traffic():
     import json
     from pathlib import Path
 
-    from kernels_gpu import traffic
+    from kernels_gpu.model import traffic
 
     results = Path(traffic.RESULTS_DIR)
     launches = [ln for ln in traffic.parse_ncu_csv((results / "ncu_traffic.csv").read_text())
@@ -199,7 +222,7 @@ def test_results_md_holds_the_recomputed_table(stored_traffic):
     """RESULTS.md's traffic tables are render()'s output: the rows checked here are there."""
     from pathlib import Path
 
-    from kernels_gpu.traffic import render
+    from kernels_gpu.model.traffic import render
 
     results_md = Path(__file__).resolve().parent.parent / "kernels_gpu" / "RESULTS.md"
     text = results_md.read_text().splitlines()
@@ -210,11 +233,11 @@ def test_results_md_holds_the_recomputed_table(stored_traffic):
 
 
 def test_traffic_main_parses_a_run_and_prints_the_table(tmp_path, capsys):
-    """`python -m kernels_gpu.traffic --parse CSV --cases JSON --out DIR` on the first two cases."""
+    """`python -m kernels_gpu.model.traffic --parse CSV --cases JSON --out DIR` on the first two cases."""
     import json
     from pathlib import Path
 
-    from kernels_gpu import traffic
+    from kernels_gpu.model import traffic
 
     results = Path(traffic.RESULTS_DIR)
     lines = (results / "ncu_traffic.csv").read_text().splitlines()
@@ -239,7 +262,7 @@ def test_cross_and_grouped_launches_against_the_stored_h200_measurements():
     import json
     from pathlib import Path
 
-    from kernels_gpu import traffic
+    from kernels_gpu.model import traffic
 
     results = Path(traffic.RESULTS_DIR)
     launches = traffic.parse_ncu_csv((results / "ncu_traffic_shapes.csv").read_text())

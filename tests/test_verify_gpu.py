@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 import kernels_gpu  # noqa: E402,F401  (sets TRITON_INTERPRET=1 on a machine without CUDA)
-from kernels_gpu import verify as verify_mod  # noqa: E402
+from kernels_gpu.bench import verify as verify_mod  # noqa: E402
 
 
 @pytest.mark.parametrize("causal,dtype", [(False, "fp16"), (True, "bf16")])
@@ -56,7 +56,7 @@ def test_bad_options_exit_2(toym, args, needle):
 
 
 def test_missing_gpu_extra_is_a_clear_error(toym, monkeypatch):
-    monkeypatch.setitem(sys.modules, "kernels_gpu.verify", None)
+    monkeypatch.setitem(sys.modules, "kernels_gpu.bench.verify", None)
     code, _, err = toym("verify-gpu", "--n", "32", "--d", "16")
     assert code == 2 and "pip install -e '.[gpu]'" in err
 

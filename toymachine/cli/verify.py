@@ -1,5 +1,5 @@
 """``toym verify-gpu``: the tile simulator and the bundled Triton kernel on the same inputs
-(``kernels_gpu.verify``; needs the ``gpu`` extra). Exit 0 they agree, 1 they don't, 2 an error."""
+(``kernels_gpu.bench.verify``; needs the ``gpu`` extra). Exit 0 they agree, 1 they don't, 2 an error."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def verify_gpu_command(
     On CUDA when a GPU is present, else in Triton's interpreter on the CPU (needs the gpu extra)."""
     with guard(fmt):
         try:
-            from kernels_gpu.verify import verification_report, verify
+            from kernels_gpu.bench.verify import verification_report, verify
         except ImportError as exc:
             raise ConfigError(f"verify-gpu needs torch and triton ({exc.name or exc} is missing)",
                               hint="pip install -e '.[gpu]'  (torch >= 2.8 and triton >= 3.4)") from None

@@ -53,7 +53,7 @@ pass_ backward (fa1/fa2; fa1 reads m and l, fa2 reads L): dS_ij = P_ij∘(dP_ij 
     HBM per head (fa2): reads 4·n·d + (2d + 2)·(PR + n) + 2d·PC, writes 3·n·d + n, with
     ``cost.tile``'s pair sums PR = Σ r_i·J_i, PC = Σ W_i (non-causal n·Tc and n·Tr).
     ``phase`` builds one launch alone (``SPLIT_PHASES``), so each kernel launch has its own
-    program and counts (``kernels_gpu.traffic`` predicts the launches' bytes from them).
+    program and counts (``kernels_gpu.model.traffic`` predicts the launches' bytes from them).
 
 Dropout (``dropout`` p, ``dropout_seed``; seed 004, Algorithm 2 and its backward): the mask Z
 (Z_ij = 1/(1 − p) kept, 0 dropped) is made on chip by the DROPOUT instruction from a

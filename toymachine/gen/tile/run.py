@@ -1,5 +1,5 @@
 """Tiled attention as a function: arrays in, arrays out (``toymachine.gen.tile``) — what a GPU
-kernel's outputs are compared with (``kernels_gpu.verify``, ``toym verify-gpu``).
+kernel's outputs are compared with (``kernels_gpu.bench.verify``, ``toym verify-gpu``).
 
 ``run_attention`` builds the tile programs for the inputs' shapes (cross-attention when K, V
 are longer or shorter than Q, grouped-query attention when they have fewer heads), simulates

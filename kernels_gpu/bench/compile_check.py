@@ -1,0 +1,162 @@
+"""Compile the kernels for a GPU that is not here, and read what the compiler made of them.
+
+    TRITON_INTERPRET=0 python -m kernels_gpu.bench.compile_check [--arch 90] [--dims 64,128,256]
+
+Triton's wheel carries ptxas and cuobjdump, so a kernel compiles to sm_90 machine code on a
+machine without a GPU. For every autotuning candidate (configs.candidates) of every pass and
+head-dim bucket this prints registers per thread, spill stores (local memory), shared memory
+and the matrix instructions in the SASS (HGMMA/QGMMA = Hopper's wgmma; HMMA = the older
+mma.sync path). Costs no device time: candidates that spill or fail to compile can be
+dropped before a lent GPU is asked for (NOTES.md). Needs TRITON_INTERPRET=0 in the
+environment: kernels_gpu switches to the interpreter on a machine without CUDA otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+from ..host import configs as cfgs  # noqa: E402
+from ..host.configs import KernelConfig  # noqa: E402
+from ..kernels import INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_fwd  # noqa: E402
+
+__all__ = ["compile_kernel", "resources", "main"]
+
+BIN = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+KERNELS = {"fwd": _attn_fwd, "bwd_dkdv": _attn_bwd_dkdv, "bwd_dq": _attn_bwd_dq}
+SCALARS = {"sm_scale": "fp32", "out_scale": "fp32", "NQ": "i32", "NK": "i32", "H": "i32",
+           "CAUSAL_OFF": "i32"}
+TYPES = {"fp16": "fp16", "bf16": "bf16", "fp32": "fp32", "e5m2": "fp8e5", "e4m3": "fp8e4nv"}
+
+
+def _signature(pass_: str, dtype: str, cfg: KernelConfig, dp: int, consts: dict) -> dict:
+    fn = KERNELS[pass_]
+    t = TYPES[dtype]
+    streamed = {"fwd": ("K", "V"), "bwd_dq": ("K", "V"), "bwd_dkdv": ("Q", "DO")}[pass_]
+    rows = cfg.block_m if pass_ == "bwd_dkdv" else cfg.block_n
+    sig = {}
+    for name in fn.arg_names:
+        if name in consts:
+            sig[name] = "constexpr"
+        elif name in SCALARS:
+            sig[name] = SCALARS[name]
+        elif name in ("LSE", "Delta"):
+            sig[name] = "*fp32"
+        elif cfg.use_tma and name in streamed:
+            shape = [dp, rows] if (name == "V" and dtype in ("e5m2", "e4m3")) else [rows, dp]
+            sig[name] = f"tensordesc<{t}[{shape[0]},{shape[1]}]>"
+        elif name == "O" and dtype in ("e5m2", "e4m3"):
+            sig[name] = "*fp16"
+        else:
+            sig[name] = "*" + t
+    return sig
+
+
+def compile_kernel(pass_: str, cfg: KernelConfig, d: int = 128, dtype: str = "fp16",
+                   causal: bool = True, arch: int = 90):
+    """The compiled kernel (triton CompiledKernel) for sm_<arch>, even tiles, no padding."""
+    dp = max(16, 1 << (d - 1).bit_length())
+    consts = dict(GROUP=1, HEAD_DIM=d, HEAD_DIM_P=dp, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
+                  CAUSAL=causal, EVEN_M=True, EVEN_N=True, EMPTY_ROWS=False,
+                  USE_TMA=cfg.use_tma, DOT_F32=False)
+    if pass_ == "fwd":
+        consts["V_TRANS"] = dtype in ("e5m2", "e4m3")
+    if pass_ == "bwd_dkdv":
+        consts["OFF_POS"] = False
+    src = ASTSource(KERNELS[pass_], _signature(pass_, dtype, cfg, dp, consts), consts)
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+
+
+def resources(kernel) -> dict:
+    """Registers, spill bytes, shared memory and matrix instructions of a compiled kernel."""
+    path = "/tmp/_kernels_gpu_check.cubin"
+    with open(path, "wb") as f:
+        f.write(kernel.asm["cubin"])
+    usage = subprocess.run([os.path.join(BIN, "cuobjdump"), "--dump-resource-usage", path],
+                           capture_output=True, text=True).stdout
+    sass = subprocess.run([os.path.join(BIN, "cuobjdump"), "--dump-sass", path],
+                          capture_output=True, text=True).stdout
+    reg = re.search(r"REG:(\d+)", usage)
+    local = re.search(r"LOCAL:(\d+)", usage)
+    mma = Counter(m.split(".")[0] for m in re.findall(r"\b[HQ]G?MMA\.[\w.]+", sass))
+    return {"regs": int(reg.group(1)) if reg else None,
+            "local_bytes": int(local.group(1)) if local else None,
+            "spill_stores": len(re.findall(r"\bSTL\b", sass)),
+            "smem": kernel.metadata.shared, "mma": dict(mma)}
+
+
+HOPPER_CONFIGS = ((64, 128, 128, 8), (64, 128, 64, 8), (128, 128, 128, 8), (128, 128, 64, 8))
+
+
+def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int = 90):
+    """The Gluon Hopper forward (kernels.hopper) compiled for sm_<arch>, fp16, offline."""
+    import torch
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    from triton.runtime.jit import mangle_type
+
+    from ..kernels.hopper import _attn_fwd_hopper
+
+    t = torch.empty(1024, d, dtype=torch.float16)
+    lay = {b: gl.NVMMASharedLayout.get_default_for([b, d], gl.float16) for b in (block_m, block_n)}
+    rows = {"q_desc": block_m, "k_desc": block_n, "v_desc": block_n, "o_desc": block_m}
+    sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
+           for k, b in rows.items()}
+    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "num_warps": num_warps}
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
+    return triton.compile(GluonASTSource(_attn_fwd_hopper, sig, consts),
+                          target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--arch", type=int, default=90)
+    ap.add_argument("--dims", default="64,128,256")
+    ap.add_argument("--dtypes", default="fp16")
+    ap.add_argument("--passes", default=",".join(cfgs.PASSES))
+    ap.add_argument("--hopper", action="store_true", help="the Gluon Hopper forward instead")
+    args = ap.parse_args(argv)
+    if INTERPRETER:
+        print("run with TRITON_INTERPRET=0 in the environment (the kernels are interpreter "
+              "functions now)", file=sys.stderr)
+        return 2
+    if args.hopper:
+        print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
+        print("|---|---|---|---|---|---|---|---|")
+        for d, bm, bn, w in HOPPER_CONFIGS:
+            r = resources(compile_hopper(d, bm, bn, w, args.arch))
+            mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
+            print(f"| gluon fwd | {d} | M{bm}N{bn}w{w} | {r['regs']} | {r['local_bytes']} | "
+                  f"{r['spill_stores']} | {r['smem']} | {mma} |", flush=True)
+        return 0
+    print("| pass | d | dtype | config | regs | local B | STL | smem B | matrix instr. |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for pass_ in args.passes.split(","):
+        for d in (int(x) for x in args.dims.split(",")):
+            for dtype in args.dtypes.split(","):
+                if pass_ != "fwd" and dtype in ("e5m2", "e4m3"):
+                    continue
+                eb = {"fp32": 4, "e5m2": 1, "e4m3": 1}.get(dtype, 2)
+                for cfg in cfgs.candidates(pass_, d, eb):
+                    try:
+                        r = resources(compile_kernel(pass_, cfg, d, dtype, arch=args.arch))
+                        mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
+                        row = (f"{r['regs']} | {r['local_bytes']} | {r['spill_stores']} | "
+                               f"{r['smem']} | {mma}")
+                    except Exception as e:  # noqa: BLE001 - report and go on
+                        row = f"FAILED: {type(e).__name__}: {str(e).splitlines()[0][:120]} | | | |"
+                    print(f"| {pass_} | {d} | {dtype} | {cfg.short()} | {row} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""The grouped-query backward study (issue 21): dK/dV with the head-group loop in one program
+(split 1, each autotune candidate) against the group split over programs (split = group, the
+MHA code per query head, fp32 partials summed; and split = group / 2), beside SDPA-flash and
+cuDNN, in one run on the GPU.
+
+    python -m kernels_gpu.bench.gqa [--out DIR] [--dims 64,128] [--repeats 3]
+
+Each point: the whole backward (preprocess, dK/dV, dQ: `flash_attention_backward` with only the
+dK/dV config varied), median of `--repeats` do_bench medians; SDPA through autograd as in the
+bench. Writes gqa.json and gqa.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from dataclasses import replace
+
+import torch
+
+from ..host import configs as cfgs
+from ..host import flash_attn as fa
+from ..host import launch as L
+from .check import precompile, sdpa
+from .run import attention_flops, environment
+
+B, H = 4, 32
+
+
+def shapes(dims):
+    out = []
+    for d in dims:
+        ns = (2048, 4096, 8192) if d == 64 else (4096, 8192)
+        kvs = (8, 4, 1) if d == 64 else (8, 1)
+        out += [(d, n, c, kv) for c in (True, False) for n in ns for kv in kvs]
+    return out
+
+
+def variants(d: int, causal: bool, n: int, group: int) -> dict[str, cfgs.KernelConfig]:
+    base = cfgs.tuned_config("bwd_dkdv", d, causal, n)
+    out = {"loop (before)": replace(base, split=1)}
+    if d == 64:
+        for c in cfgs.candidates("bwd_dkdv", d, 2, causal):
+            if c != base:
+                out[f"loop {c.short()}"] = replace(c, split=1)
+    out["split group"] = replace(base, split=group)
+    if group >= 4:
+        out["split group/2"] = replace(base, split=group // 2)
+    return out
+
+
+def _ms(fn, repeats):
+    import triton
+    runs = [triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median")
+            for _ in range(repeats)]
+    return statistics.median(runs), runs
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
+    ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("kernels_gpu.bench.gqa needs a CUDA GPU", file=sys.stderr)
+        return 2
+    from torch.nn.attention import SDPBackend
+    os.makedirs(args.out, exist_ok=True)
+    pts = shapes([int(x) for x in args.dims.split(",")])
+    jobs = {}
+    for d, n, c, kv in pts:
+        for cfg in variants(d, c, n, H // kv).values():
+            jobs[(d, c, H // kv, cfg)] = {"pass": "bwd_dkdv", "d": d, "causal": c,
+                                          "group": H // kv, "dtype": "fp16",
+                                          "config": cfg.to_dict()}
+    precompile(list(jobs.values()), log=lambda s: print(s, flush=True))
+    rows = []
+    for d, n, causal, kv in pts:
+        torch.manual_seed(n + d + kv)
+        q = torch.randn(B, H, n, d, device="cuda", dtype=torch.float16, requires_grad=True)
+        k, v = (torch.randn(B, kv, n, d, device="cuda", dtype=torch.float16,
+                            requires_grad=True) for _ in range(2))
+        do = torch.randn_like(q)
+        flops = attention_flops(B, H, n, d, causal, "bwd")
+        row = {"d": d, "n": n, "causal": causal, "heads": H, "heads_kv": kv, "ms": {},
+               "runs": {}}
+        o, lse = fa.flash_attention_forward(q.detach(), k.detach(), v.detach(), causal)
+        p = L.problem_of(q, k, v, causal)
+        dq_cfg = L.resolve_config("bwd_dq", p)
+        for name, cfg in variants(d, causal, n, H // kv).items():
+            try:
+                ms, runs = _ms(lambda: fa.flash_attention_backward(
+                    q.detach(), k.detach(), v.detach(), o, lse, do, causal, dkdv_config=cfg,
+                    dq_config=dq_cfg), args.repeats)
+            except Exception as e:  # noqa: BLE001
+                ms, runs = float("nan"), [str(e)[:200]]
+            row["ms"][name], row["runs"][name] = ms, runs
+        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
+                              ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            try:
+                try:
+                    out = sdpa(q, k, v, causal, backend)
+                except RuntimeError:  # no grouped heads in this backend: expand K/V
+                    g = H // kv
+                    out = sdpa(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), causal,
+                               backend)
+                ms, runs = _ms(lambda: torch.autograd.grad(out, (q, k, v), do,
+                                                           retain_graph=True), args.repeats)
+                del out
+            except Exception as e:  # noqa: BLE001
+                ms, runs = float("nan"), [str(e)[:200]]
+            row["ms"][name], row["runs"][name] = ms, runs
+        row["tflops"] = {k_: flops / ms * 1e-9 for k_, ms in row["ms"].items()}
+        rows.append(row)
+        best = min((ms, nm) for nm, ms in row["ms"].items() if nm not in ("flash", "cudnn"))
+        print(f"d={d} N={n} causal={int(causal)} H_kv={kv}: " + ", ".join(
+            f"{nm} {ms:.3f}" for nm, ms in row["ms"].items()) + f" | best {best[1]} "
+            f"{row['ms']['flash'] / best[0]:.2f}x flash", flush=True)
+        with open(os.path.join(args.out, "gqa.json"), "w") as f:
+            json.dump({"env": environment(), "batch": B, "rows": rows}, f, indent=1)
+    with open(os.path.join(args.out, "gqa.md"), "w") as f:
+        f.write(render(rows))
+    return 0
+
+
+def render(rows) -> str:
+    """Backward ms of every variant, and the best of ours against SDPA-flash."""
+    lines = ["| d | N | causal | H/H_kv | variant | ms | TFLOP/s | x flash | x cuDNN |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for name, ms in r["ms"].items():
+            lines.append(f"| {r['d']} | {r['n']} | {'yes' if r['causal'] else 'no'} | "
+                         f"{r['heads']}/{r['heads_kv']} | {name} | {ms:.3f} | "
+                         f"{r['tflops'][name]:.0f} | {r['ms']['flash'] / ms:.2f} | "
+                         f"{r['ms']['cudnn'] / ms:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The Gluon Hopper forward (kernels.hopper, issue 21 item 3) beside the `tl` kernel, SDPA-flash
+and cuDNN, in one run on an sm_90 GPU: correctness against float32 SDPA-math, then forward time
+(median of --repeats do_bench medians), fp16, H 32, B·N = 16k, non-causal.
+
+    python -m kernels_gpu.bench.hopper [--out DIR] [--repeats 3]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import torch
+
+from ..host import flash_attn as fa
+from ..host.hopper import attention_forward_hopper
+from .check import sdpa
+from .run import attention_flops, environment
+
+VARIANTS = {64: [(128, 128, 8), (128, 64, 8), (64, 128, 4)],
+            128: [(128, 128, 8), (128, 64, 8), (64, 64, 4)]}
+
+
+def _ms(fn, repeats):
+    import triton
+    return statistics.median(triton.testing.do_bench(fn, warmup=10, rep=40,
+                                                     return_mode="median")
+                             for _ in range(repeats))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.hopper")
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--ns", default="1024,4096,16384")
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("kernels_gpu.bench.hopper needs a CUDA GPU", file=sys.stderr)
+        return 2
+    from torch.nn.attention import SDPBackend
+    os.makedirs(args.out, exist_ok=True)
+    rows = []
+    for d in (64, 128):
+        for n in (int(x) for x in args.ns.split(",")):
+            b, h = max(1, 16384 // n), 32
+            torch.manual_seed(n + d)
+            q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16)
+                       for _ in range(3))
+            flops = attention_flops(b, h, n, d, False, "fwd")
+            ref = sdpa(q.float(), k.float(), v.float(), False, SDPBackend.MATH) if n <= 4096 \
+                else None
+            row = {"d": d, "n": n, "batch": b, "heads": h, "ms": {}, "err": {}}
+            for bm, bn, w in VARIANTS[d]:
+                name = f"gluon M{bm}N{bn}w{w}"
+                try:
+                    o = attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w)
+                    if ref is not None:
+                        row["err"][name] = ((o.float() - ref).norm() / ref.norm()).item()
+                    row["ms"][name] = _ms(lambda: attention_forward_hopper(
+                        q, k, v, block_m=bm, block_n=bn, num_warps=w), args.repeats)
+                except Exception as e:  # noqa: BLE001 - a variant that fails is reported
+                    row["ms"][name] = float("nan")
+                    row["err"][name] = f"{type(e).__name__}: {str(e)[-300:]}"
+            with torch.no_grad():
+                row["ms"]["ours (tl)"] = _ms(lambda: fa.flash_attention_forward(q, k, v, False),
+                                             args.repeats)
+                for name, be in (("flash", SDPBackend.FLASH_ATTENTION),
+                                 ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                    row["ms"][name] = _ms(lambda: sdpa(q, k, v, False, be), args.repeats)
+            row["tflops"] = {k_: flops / ms * 1e-9 for k_, ms in row["ms"].items()}
+            rows.append(row)
+            print(f"d={d} N={n}: " + ", ".join(f"{k_} {t:.0f}" for k_, t in row["tflops"].items())
+                  + " TFLOP/s | err " + ", ".join(f"{k_} {e if isinstance(e, str) else f'{e:.1e}'}"
+                                                 for k_, e in row["err"].items()), flush=True)
+            with open(os.path.join(args.out, "hopper.json"), "w") as f:
+                json.dump({"env": environment(), "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""`toym verify-gpu`: the tile simulator and the Triton kernel, on the same inputs.
+
+The tile machine runs FlashAttention-2 with the kernel's own block sizes (BLOCK_M query
+rows, BLOCK_N key rows — the config the kernel resolves for this shape, or the ones given);
+the kernel runs on CUDA when there is a GPU, otherwise in Triton's interpreter on the CPU
+(small sizes only: the interpreter executes every program in Python). Both see the same
+inputs: deterministic values from ``toymachine.sim.memory.random_block`` (the simulator's own
+random inputs), rounded to the kernel's dtype before either side sees them.
+
+Compared: O and the log-sum-exp L (forward); dQ, dK, dV (backward, with a random dO).
+Tolerances are dtype-aware: ``TOLERANCE[dtype][quantity] × eps(dtype) × max|value|``.
+The kernel keeps fp16/bf16 operands for its matrix products and P, accumulating in fp32;
+the simulator runs at ``sim_dtype`` (default fp32: the kernel's accumulation format), so
+the difference between the two is of the order of the kernel dtype's rounding, which the
+constants allow for with a margin. Each side's error against a float64 reference is shown
+too, so a mismatch says which side is off.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from toymachine.cost import attention_tile_cost
+from toymachine.errors import ConfigError
+from toymachine.result import json_value
+from toymachine.gen.tile import run_attention
+from toymachine.sim.memory import random_block
+from toymachine.render import Report, Section
+from toymachine.render.cells import Num
+
+from ..host.flash_attn import (INTERPRETER, MAX_HEAD_DIM, flash_attention_backward, flash_attention_forward,
+                         resolve_config)
+
+__all__ = ["Comparison", "Verification", "verify", "verification_report", "TOLERANCE"]
+
+TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+EPS = {"fp16": 2.0 ** -10, "bf16": 2.0 ** -7, "fp32": 2.0 ** -10}  # fp32: tf32 dots on the GPU (10-bit mantissa)
+# multiples of eps × max|value| allowed between simulator and kernel
+TOLERANCE = {"O": 4.0, "L": 4.0, "dQ": 16.0, "dK": 16.0, "dV": 16.0}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    quantity: str
+    max_abs: float  # max |sim − kernel|
+    max_rel: float  # max_abs / max |sim|
+    tolerance: float  # allowed max_abs
+    sim_vs_ref: float  # max |sim − float64 reference|
+    gpu_vs_ref: float  # max |kernel − float64 reference|
+
+    @property
+    def ok(self) -> bool:
+        return bool(np.isfinite(self.max_abs)) and self.max_abs <= self.tolerance
+
+
+@dataclass(frozen=True)
+class Verification:
+    setup: dict  # display text (the report's Setup table)
+    comparisons: tuple[Comparison, ...]
+    params: dict = field(default_factory=dict)  # the same facts typed, snake_case keys (``to_dict``)
+
+    def to_dict(self) -> dict:
+        """``verify-gpu -f json``: numbers as numbers, booleans as booleans, stable snake_case keys."""
+        def num(x: float):  # non-finite as "nan"/"inf" strings, as in every toym JSON
+            return json_value(float(x))
+
+        return {"ok": self.ok, "setup": dict(self.params),
+                "comparisons": [{"quantity": c.quantity, "max_abs": num(c.max_abs), "max_rel": num(c.max_rel),
+                                 "tolerance": num(c.tolerance), "sim_vs_ref": num(c.sim_vs_ref),
+                                 "gpu_vs_ref": num(c.gpu_vs_ref), "ok": c.ok} for c in self.comparisons]}
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.comparisons)
+
+
+def _reference(q, k, v, do, causal: bool, scale: float):
+    """float64 numpy attention, its log-sum-exp, and (with do) the gradients. q (…, H, n, d);
+    k, v (…, H_kv, nk, d): query head h reads K/V head h // (H / H_kv); causal aligned
+    bottom-right (query i sees keys j <= i + nk - n), as the kernel and the tile machine."""
+    group = q.shape[-3] // k.shape[-3]
+    kr, vr = (np.repeat(x, group, axis=-3) for x in (k, v))
+    s = scale * q @ np.swapaxes(kr, -1, -2)
+    n, nk = q.shape[-2], k.shape[-2]
+    if causal:
+        visible = np.arange(nk)[None, :] <= np.arange(n)[:, None] + (nk - n)
+        s = np.where(visible, s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - m)
+    l_ = p.sum(-1, keepdims=True)
+    p /= l_
+    out = {"O": p @ vr, "L": (m + np.log(l_))[..., 0]}
+    if do is not None:
+        dv = np.swapaxes(p, -1, -2) @ do
+        dp = do @ np.swapaxes(vr, -1, -2)
+        ds = p * (dp - (do * out["O"]).sum(-1, keepdims=True))
+        dk = scale * np.swapaxes(ds, -1, -2) @ q
+        grouped = lambda x: x.reshape(*k.shape[:-3], k.shape[-3], group, nk, x.shape[-1]).sum(-3)  # noqa: E731
+        out.update(dQ=scale * ds @ kr, dK=grouped(dk), dV=grouped(dv))
+    return out
+
+
+def _closed_form(pass_: str, order: str, **shape) -> dict:
+    """The cost model's HBM words for the simulated program (toymachine.cost.tile)."""
+    kw = dict(pass_="backward", order=order) if pass_ == "backward" else {}
+    c = attention_tile_cost(algo="fa2", **shape, **kw)
+    return {"reads": c.reads, "writes": c.writes}
+
+
+def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal: bool = False,
+           dtype: str = "fp16", block_m: int | None = None, block_n: int | None = None, pass_: str = "forward",
+           seed: int = 0, scale: float | None = None, sim_dtype: str = "fp32", nk: int | None = None,
+           kv_heads: int | None = None) -> Verification:
+    """Run simulator and kernel on the same inputs; compare their outputs. ``nk``: keys (default
+    n; causal aligned bottom-right), ``kv_heads``: K/V heads (default ``heads``; grouped-query)."""
+    if dtype not in TORCH_DTYPES:
+        raise ConfigError(f"unknown kernel dtype '{dtype}'", hint=f"choose one of {', '.join(TORCH_DTYPES)}")
+    if not 1 <= d <= MAX_HEAD_DIM:
+        raise ConfigError(f"the kernel supports head dims 1 to {MAX_HEAD_DIM}, not d = {d}",
+                          hint="e.g. --d 64, 96 or 128 (a d that is not a power of two is padded on chip)")
+    if pass_ not in ("forward", "backward"):
+        raise ConfigError(f"unknown pass '{pass_}'", hint="use --pass forward or --pass backward")
+    nk = n if nk is None else nk
+    kv_heads = heads if kv_heads is None else kv_heads
+    for name, value in (("n", n), ("nk", nk), ("batch", batch), ("heads", heads), ("kv-heads", kv_heads)):
+        if value < 1:
+            raise ConfigError(f"--{name} must be at least 1, got {value}")
+    if heads % kv_heads:
+        raise ConfigError(f"--heads {heads} is not a multiple of --kv-heads {kv_heads}",
+                          hint="grouped-query attention: each K/V head serves heads / kv_heads query heads")
+    if causal and nk < n:
+        raise ConfigError(f"causal with --nk {nk} < --n {n}: the tile machine refuses it (aligned "
+                          f"bottom-right, the first {n - nk} query rows see no key)",
+                          hint="use --nk >= --n with --causal (the kernel itself returns O = 0 there)")
+    for name, value in (("block-m", block_m), ("block-n", block_n)):
+        if value is not None and (value < 16 or value & (value - 1)):
+            raise ConfigError(f"--{name} must be a power of two ≥ 16 (a tensor-core tile), got {value}")
+    device = "cpu" if INTERPRETER else "cuda"
+    tdtype = TORCH_DTYPES[dtype]
+    shapes = {"Q": (batch, heads, n, d), "dO": (batch, heads, n, d), "K": (batch, kv_heads, nk, d),
+              "V": (batch, kv_heads, nk, d)}
+
+    def inputs(name):  # the simulator's random inputs, rounded to the kernel's dtype
+        return torch.from_numpy(random_block(seed, name, shapes[name])).to(tdtype)
+
+    q, k, v, do = (inputs(x) for x in ("Q", "K", "V", "dO"))
+    q64, k64, v64, do64 = (t.double().numpy() for t in (q, k, v, do))
+    tau = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    qd, kd, vd, dod = (t.to(device) for t in (q, k, v, do))
+
+    cfg = resolve_config("fwd", qd, causal, block_m, block_n, k=kd)
+    bm, bn = cfg.block_m, cfg.block_n
+    o_gpu, lse_gpu = flash_attention_forward(qd, kd, vd, causal=causal, sm_scale=tau, block_m=bm, block_n=bn)
+    gpu = {"O": o_gpu.double().cpu().numpy(), "L": lse_gpu.double().cpu().numpy()}
+    order = "col"
+    if pass_ == "backward":
+        dq, dk, dv = flash_attention_backward(qd, kd, vd, o_gpu, lse_gpu, dod, causal=causal, sm_scale=tau,
+                                              block_m=bm, block_n=bn)
+        gpu.update(dQ=dq.double().cpu().numpy(), dK=dk.double().cpu().numpy(), dV=dv.double().cpu().numpy())
+        order = _kernel_order()
+    sim = run_attention(q64, k64, v64, do64 if pass_ == "backward" else None, algo="fa2", causal=causal,
+                        block_m=bm, block_n=bn, scale=tau, dtype=sim_dtype, order=order)
+    ref = _reference(q64, k64, v64, do64 if pass_ == "backward" else None, causal, tau)
+    comparisons = []
+    for name in ("O", "L") + (("dQ", "dK", "dV") if pass_ == "backward" else ()):
+        s, g, r = np.asarray(sim[name]).reshape(gpu[name].shape), gpu[name], ref[name].reshape(gpu[name].shape)
+        diff = float(np.max(np.abs(s - g)))
+        top = float(np.max(np.abs(s)))
+        comparisons.append(Comparison(name, diff, diff / top if top else diff,
+                                      TOLERANCE[name] * EPS[dtype] * max(top, 1.0),
+                                      float(np.max(np.abs(s - r))), float(np.max(np.abs(g - r)))))
+    fwd = sim["forward"]
+    cost_shape = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, block_m=bm, block_n=bn, scale=tau,
+                      **({"nk": nk, "kv_heads": kv_heads} if (nk, kv_heads) != (n, heads) else {}))
+    cost_fwd = _closed_form("forward", order, **cost_shape)
+    cost_bwd = _closed_form("backward", order, **cost_shape) if pass_ == "backward" else None
+    kv = "" if (nk, kv_heads) == (n, heads) else f" (K/V: heads {kv_heads} × N {nk})"
+    setup = {
+        "device": torch.cuda.get_device_name() if device == "cuda" else "CPU (Triton interpreter)",
+        "shape": f"batch {batch} × heads {heads} × N {n} × d {d}{kv}", "causal": causal, "kernel dtype": dtype,
+        "simulator dtype": sim_dtype, "blocks": f"BLOCK_M {bm} × BLOCK_N {bn}", "scale": tau, "seed": seed,
+        "pass": pass_ + (f" (simulator order: {order})" if pass_ == "backward" else ""),
+        "simulated HBM (forward)": f"{fwd.dram_reads} elements read, {fwd.dram_writes} written",
+        "closed-form HBM (forward)": f"{cost_fwd['reads']} read, {cost_fwd['writes']} written",
+    }
+    if pass_ == "backward":
+        bwd = sim["backward"]
+        setup["simulated HBM (backward)"] = f"{bwd.dram_reads} elements read, {bwd.dram_writes} written"
+        setup["closed-form HBM (backward)"] = f"{cost_bwd['reads']} read, {cost_bwd['writes']} written"
+    alarms = [f"{side}: {a.kind} at step {a.step} ({a.instruction})" for side in ("forward", "backward")
+              if side in sim for a in sim[side].alarms]
+    if alarms:
+        setup["simulator alarms"] = "; ".join(alarms)
+    params = {"device": setup["device"], "interpreter": device != "cuda", "batch": batch, "heads": heads, "n": n,
+              "nk": nk, "kv_heads": kv_heads, "d": d, "causal": causal, "dtype": dtype, "sim_dtype": sim_dtype, "block_m": bm, "block_n": bn,
+              "scale": tau, "seed": seed, "pass": pass_, "sim_order": order if pass_ == "backward" else None,
+              "sim_hbm_forward": {"reads": fwd.dram_reads, "writes": fwd.dram_writes},
+              "sim_hbm_backward": ({"reads": sim["backward"].dram_reads, "writes": sim["backward"].dram_writes}
+                                   if pass_ == "backward" else None),
+              "cost_hbm_forward": cost_fwd, "cost_hbm_backward": cost_bwd, "sim_alarms": alarms}
+    return Verification(setup, tuple(comparisons), params)
+
+
+def _kernel_order() -> str:
+    """The tile generator's order closest to the kernel's backward (split if it has it)."""
+    from toymachine.gen import tile
+
+    return "split" if "split" in getattr(tile, "ORDERS", ()) else "col"
+
+
+def verification_report(v: Verification) -> Report:
+    rows = tuple((c.quantity, Num(c.max_abs, 3), Num(c.max_rel, 3), Num(c.tolerance, 3), Num(c.sim_vs_ref, 3),
+                  Num(c.gpu_vs_ref, 3), "ok" if c.ok else "MISMATCH") for c in v.comparisons)
+    compare = Section("Simulator vs kernel", ("Quantity", "max |sim − gpu|", "max rel", "tolerance",
+                                              "sim vs fp64 ref", "gpu vs fp64 ref", "result"), rows,
+                      align=("l", "r", "r", "r", "r", "r", "l"))
+    setup = Section("Setup", ("Item", "Value"), tuple((k, val) for k, val in v.setup.items()))
+    verdict = "agree" if v.ok else "DO NOT agree"
+    return Report("verify-gpu", (compare, setup), (f"simulator and kernel {verdict}",))

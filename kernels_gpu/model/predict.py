@@ -1,0 +1,205 @@
+"""The tile machine's predicted time for each kernel launch, beside the measured one.
+
+The prediction is the tile machine's, on the preset of the GPU that ran (h200 for an H200,
+calibrated from measurement; h100 otherwise, datasheet rates). For one launch with the kernel's
+own BLOCK_M / BLOCK_N, the closed form `toymachine.cost.attention_tile_cost` (which the tests
+hold equal to the tile simulator, instruction for instruction) gives the FLOPs on the tensor
+cores, the other FLOPs, the exp/log elements and the HBM words, and the preset turns them into
+seconds by its one formula (`Machine.work_cycles`):
+
+    compute = matmul FLOPs / tensor rate + other FLOPs / vector rate + exp2s / SFU rate
+              (the units do not overlap: the seed's in-order tile machine)
+    hbm     = compulsory words (every array the launch touches, once) x bytes / HBM rate
+    l2      = the tile program's words (each tile load counted each time) x bytes / L2 rate
+    predicted = max(compute, hbm, l2) + one launch's latency (per kernel launched)
+
+Why two memory terms: the tile machine has no cache, so the words it moves are what the SMs
+request. On the GPU the re-reads of K and V (forward, dQ) and of Q and dO (dK/dV) are served by
+the L2 (ncu measured DRAM reads = the compulsory bytes in 31 of 32 launches, RESULTS.md), so
+HBM sees only the compulsory words and the rest costs L2 bandwidth (measured, calibration.json).
+`roofline_s` is the tile machine's own estimate, max(all tile words at the HBM rate, compute):
+what the model says with no L2, printed beside for comparison.
+
+FLOPs use the padded head dim (the tensor cores run d_p-wide tiles); bytes use the real one.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+
+from toymachine import resolve_machine
+from toymachine.cost import attention_tile_cost
+
+from ..kernels.common import padded_head_dim
+
+__all__ = ["Prediction", "predict_forward", "predict_backward", "sequence", "machine_for",
+           "calibration", "CALIBRATION_FILE"]
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+CALIBRATION_FILE = os.path.join(RESULTS_DIR, "calibration_h200.json")
+PREPROCESS_BLOCK = 128  # launch.launch_preprocess's BLOCK_M on a GPU
+
+
+@dataclass(frozen=True)
+class Prediction:
+    tensor_s: float
+    vector_s: float
+    sfu_s: float
+    hbm_s: float        # compulsory words at the HBM rate
+    l2_s: float         # the tile program's words at the L2 rate
+    launch_s: float     # launches x measured empty-launch time
+    roofline_s: float   # the tile machine as is: max(tile words at HBM rate, compute)
+    total_s: float      # max(compute, hbm, l2) + launch, summed over launches
+    bound: str          # the largest term ("compute", "hbm", "l2"; "+"-joined over launches)
+
+    @property
+    def compute_s(self) -> float:
+        return self.tensor_s + self.vector_s + self.sfu_s
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "compute_s": self.compute_s}
+
+
+def _launch_prediction(tensor_s, vector_s, sfu_s, hbm_s, l2_s, launch_s, roofline_s
+                       ) -> Prediction:
+    terms = {"compute": tensor_s + vector_s + sfu_s, "hbm": hbm_s, "l2": l2_s}
+    bound = max(terms, key=terms.get)
+    return Prediction(tensor_s, vector_s, sfu_s, hbm_s, l2_s, launch_s, roofline_s,
+                      terms[bound] + launch_s, bound)
+
+
+def sequence(parts: list[Prediction]) -> Prediction:
+    """Launches that run one after another (the backward's three): every term adds up."""
+    fields = ("tensor_s", "vector_s", "sfu_s", "hbm_s", "l2_s", "launch_s", "roofline_s",
+              "total_s")
+    sums = {f: sum(getattr(p, f) for p in parts) for f in fields}
+    return Prediction(**sums, bound="+".join(p.bound for p in parts))
+
+
+def calibration_file(gpu_name: str) -> str:
+    """results/calibration_h100.json for an H100 where that run exists, else the H200's."""
+    if "H100" in gpu_name.upper():
+        h100 = os.path.join(RESULTS_DIR, "calibration_h100.json")
+        if os.path.exists(h100):
+            return h100
+    return CALIBRATION_FILE
+
+
+def calibration(path: str = CALIBRATION_FILE) -> dict:
+    """The measured rates (kernels_gpu.model.calibrate's output) the h200 preset was set from."""
+    with open(path) as f:
+        return json.load(f)
+
+
+def l2_rate(calib: dict) -> float:
+    """Bytes per second the SMs read from L2: the tile-read measurement (calibrate's
+    l2_read_Bps), else the back-to-back copies (l2_copy_Bps, an underestimate)."""
+    return calib.get("l2_read_Bps") or calib["l2_copy_Bps"]
+
+
+def _same_gpu(a: str, b: str) -> bool:
+    """Both names of the same card (H100 or H200)."""
+    return any(k in a.upper() and k in b.upper() for k in ("H100", "H200"))
+
+
+def machine_for(gpu_name: str, elem_bytes: int = 2, calib: dict | None = None):
+    """The preset matching a GPU name, for inputs of elem_bytes (fp8: 1 byte per word and the
+    measured fp8 matrix rate, when the calibration has one); an H100 with a calibration of an
+    H100 gets that calibration's measured rates instead of the preset's datasheet ones."""
+    m = resolve_machine("h200" if "H200" in gpu_name.upper() else "h100")
+    if calib and _same_gpu(calib.get("gpu", ""), gpu_name) and "H200" not in gpu_name.upper():
+        # the h100 preset holds the datasheet's rates; a calibration of that GPU replaces them
+        # (the h200 preset holds its calibration's rates already: test_kernels_gpu_bench)
+        hz = m.clock_hz
+        m = m.with_(tensor_flops_per_cycle=calib["fp16_mm_flops"] / hz,
+                    hbm_bytes_per_cycle=calib["dram_copy_Bps"] / hz,
+                    vector_flops_per_cycle=calib["fma_flops"] / hz,
+                    sfu_ops_per_cycle=calib["exp2_per_s"] / hz)
+    if elem_bytes == 1 and calib and "fp8_mm_flops" in calib:
+        m = m.with_(word_bytes=1, tensor_flops_per_cycle=calib["fp8_mm_flops"] / m.clock_hz)
+    elif elem_bytes != m.word_bytes:
+        m = m.with_(word_bytes=elem_bytes)
+    return m
+
+
+_HEAD_ARRAYS = {"Q", "O", "dO", "dQ"}  # (B, H, n, d); K, V, dK, dV: (B, H_kv, nk, d); L, D: (B, H, n)
+
+
+def _compulsory_words(traffic, *, n, nk, d, batch, heads, kv_heads) -> int:
+    """Every array the program touches, read once and written once: what DRAM must move when
+    L2 serves every re-read (ncu: DRAM reads = this, RESULTS.md)."""
+    size = {"q": batch * heads * n * d, "kv": batch * kv_heads * nk * d, "row": batch * heads * n}
+    total = 0
+    for name, (reads, writes) in traffic.items():
+        kind = "q" if name in _HEAD_ARRAYS else "kv" if name in ("K", "V", "dK", "dV") else "row"
+        total += size[kind] * ((reads > 0) + (writes > 0))
+    return total
+
+
+def _one(machine, l2_Bps: float, launch_s: float, *, n: int, nk: int | None, d: int,
+         batch: int, heads: int, causal: bool, block_m: int, block_n: int, pass_: str,
+         phase: str | None = None, kv_heads: int | None = None) -> Prediction:
+    nk = n if nk is None else nk
+    kv_heads = heads if kv_heads is None else kv_heads
+    kw = dict(n=n, batch=batch, heads=heads, causal=causal, algo="fa2", pass_=pass_,
+              **({"order": "split", "phase": phase} if phase else {}),
+              **({"nk": nk, "kv_heads": kv_heads} if (nk, kv_heads) != (n, heads) else {}))
+    work = attention_tile_cost(d=padded_head_dim(d), block_m=block_m, block_n=block_n, **kw)
+    bytes_ = attention_tile_cost(d=d, block_m=block_m, block_n=block_n, **kw)
+    once = _compulsory_words(bytes_.traffic, n=n, nk=nk, d=d, batch=batch, heads=heads,
+                             kv_heads=kv_heads)
+    c = machine.work_cycles(words=0, matmul=work.flops_matmul,
+                            vector=work.flops_other - work.sfu_ops, sfu=work.sfu_ops)
+    wb, hz = machine.word_bytes, machine.clock_hz
+    tile_bytes = (bytes_.reads + bytes_.writes) * wb
+    hbm_Bps = machine.hbm_bytes_per_cycle * hz
+    compute = (c["tensor"] + c["vector"] + c["sfu"]) / hz
+    return _launch_prediction(c["tensor"] / hz, c["vector"] / hz, c["sfu"] / hz,
+                              once * wb / hbm_Bps, tile_bytes / l2_Bps,
+                              launch_s, max(tile_bytes / hbm_Bps, compute))
+
+
+def predict_forward(machine, calib: dict, *, n: int, d: int, batch: int, heads: int,
+                    causal: bool, block_m: int, block_n: int, nk: int | None = None,
+                    kv_heads: int | None = None) -> Prediction:
+    """One forward launch with the kernel's blocks (nk: keys, kv_heads: K/V heads)."""
+    return _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
+                heads=heads, causal=causal, block_m=block_m, block_n=block_n, pass_="forward",
+                kv_heads=kv_heads)
+
+
+def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads: int,
+                     causal: bool, dkdv: tuple[int, int], dq: tuple[int, int],
+                     nk: int | None = None, kv_heads: int | None = None,
+                     dkdv_split: int = 1) -> Prediction:
+    """The three backward launches (preprocess, dK/dV, dQ) with their blocks (BM, BN), one
+    after another. dkdv_split > 1 (a grouped-query head group split over programs): the dK/dV
+    launch is the tile program with H_kv * split K/V heads (each program streams its share of
+    the group past its own copy of the K/V tile), writing fp32 partials; then the host's sum
+    reads them and writes dK, dV (one more launch, HBM-bound)."""
+    kv = heads if kv_heads is None else kv_heads
+    args = dict(n=n, nk=nk, d=d, batch=batch, heads=heads, causal=causal, pass_="backward",
+                kv_heads=kv_heads)
+    l2, launch = l2_rate(calib), calib["launch_s"]
+    dkdv_args = dict(args, kv_heads=kv * dkdv_split) if dkdv_split > 1 else args
+    parts = [_one(machine, l2, launch, block_m=PREPROCESS_BLOCK, block_n=PREPROCESS_BLOCK,
+                  phase="preprocess", **args),
+             _one(machine, l2, launch, block_m=dkdv[0], block_n=dkdv[1], phase="dkdv",
+                  **dkdv_args),
+             _one(machine, l2, launch, block_m=dq[0], block_n=dq[1], phase="dq", **args)]
+    if dkdv_split > 1:
+        parts.append(_split_sum(machine, launch, batch=batch, kv_heads=kv, split=dkdv_split,
+                                nk=n if nk is None else nk, d=d))
+    return sequence(parts)
+
+
+def _split_sum(machine, launch_s: float, *, batch: int, kv_heads: int, split: int, nk: int,
+               d: int) -> Prediction:
+    """The host's sum of the split dK/dV partials: fp32 (2, B, H_kv, split, N_k, d) read,
+    (2, B, H_kv, N_k, d) fp32 written, then copied into dK, dV (read fp32, write the dtype):
+    HBM-bound, 4 torch launches."""
+    elems = 2 * batch * kv_heads * nk * d
+    bytes_ = elems * (4 * split + 4 + 4 + machine.word_bytes)
+    hbm = bytes_ / (machine.hbm_bytes_per_cycle * machine.clock_hz)
+    return _launch_prediction(0.0, 0.0, 0.0, hbm, 0.0, 4 * launch_s, hbm)

@@ -1,0 +1,394 @@
+"""Global-memory traffic of the FlashAttention-2 kernels: the tile simulator's prediction vs ncu.
+
+    python -m kernels_gpu.model.traffic                                               # stored H200 run
+    python -m kernels_gpu.model.traffic --profile [--configs bench.json] [--out DIR]   # on the GPU
+    python -m kernels_gpu.model.traffic --parse ncu.csv --cases traffic_cases.json [--out DIR]
+
+The prediction, `simulated_traffic(...)`, runs the tile machine (toymachine.gen.tile) on the
+launch's own schedule: the forward is FlashAttention-2 (Q tile outer, K/V streamed) with the
+kernel's BLOCK_M/BLOCK_N; the backward is the split order, one program per launch
+(preprocess, dK/dV with K/V outer, dQ with Q outer). The simulator counts words per array;
+they become bytes with the kernel's element sizes (fp16/bf16 tensors `elem_bytes`, the fp32
+lse and D 4 bytes). Every head runs the same loops, so one head is simulated and its bytes are
+multiplied by batch x heads (a test holds that equal to simulating all heads). The simulator
+has no cache: a tile load is a global-memory read each time a program issues it.
+
+Without arguments the stored measurements (results/ncu_traffic.csv, results/traffic_cases.json:
+the H200 run of RESULTS.md) are put beside the prediction and printed; nothing is written
+unless --out is given. --profile runs this module's --target under Nsight Compute: for each
+case (d 64/128, N 1k/4k, causal or not; fp16, batch 4 x 32 heads) one forward and one
+backward, i.e. exactly four kernel launches (_attn_fwd, _attn_bwd_preprocess, _attn_bwd_dkdv,
+_attn_bwd_dq), and reads per launch:
+  l1tex__t_sectors_pipe_lsu_mem_global_op_ld  sectors (32 B) the SMs' pointer loads request
+                                              (TMA copies bypass this pipe)
+  lts__t_sectors_srcunit_tex_op_{read,write}  L2 sectors requested by the SMs (L1/TEX and TMA)
+  lts__t_sectors_op_{read,write}              L2 sectors from every unit (the far L2 partition
+                                              counts a line again: srcunit_ltcfabric)
+  dram__bytes_{read,write}                    what reached HBM (after L2 reuse)
+ncu flushes the caches before each kernel (--cache-control all), with --clock-control none.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from toymachine.gen.tile import attention_program
+from toymachine.sim import simulate
+
+from ..host.configs import KernelConfig
+from .schedule import LSE_BYTES, PASS_NAMES, Traffic, launch_config, schedule
+
+__all__ = ["LaunchPrediction", "simulated_traffic", "TILE_PROGRAM", "parse_ncu_csv", "compare",
+           "render", "stored_rows", "profile", "run_target", "main"]
+
+BATCH, HEADS = 4, 32
+CASES = [(d, n, c) for d in (64, 128) for n in (1024, 4096) for c in (False, True)]
+KERNELS = PASS_NAMES  # launch order per case: fwd, bwd_preprocess, bwd_dkdv, bwd_dq
+KERNEL_NAMES = {"_attn_fwd": "fwd", "_attn_bwd_preprocess": "bwd_preprocess",
+                "_attn_bwd_dkdv": "bwd_dkdv", "_attn_bwd_dq": "bwd_dq"}
+WANTED_METRICS = ("lts__t_sectors_srcunit_tex_op_read", "lts__t_sectors_srcunit_tex_op_write",
+                  "lts__t_sectors_op_read", "lts__t_sectors_op_write",
+                  "lts__t_sectors_srcunit_ltcfabric_op_read",
+                  "l1tex__t_sectors_pipe_lsu_mem_global_op_ld",
+                  "dram__bytes_read", "dram__bytes_write", "gpu__time_duration")
+SECTOR_BYTES = 32
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+
+
+# ---------------------------------------------------------------- the simulator's prediction
+# the tile program of each launch (toymachine.gen.tile.attention_program keywords)
+TILE_PROGRAM = {
+    "fwd": dict(pass_="forward"),
+    "bwd_preprocess": dict(pass_="backward", order="split", phase="preprocess"),
+    "bwd_dkdv": dict(pass_="backward", order="split", phase="dkdv"),
+    "bwd_dq": dict(pass_="backward", order="split", phase="dq"),
+}
+TENSOR_OF_ARRAY = {"L": "lse"}  # tile-machine array -> kernel tensor, where the names differ
+STAT_TENSORS = ("lse", "D")  # fp32, LSE_BYTES per row whatever the input dtype
+
+
+@dataclass(frozen=True)
+class LaunchPrediction:
+    """Bytes one launch moves between the SMs and global memory, as the tile simulator counts
+    them for the kernel's schedule (all programs, all heads; no cache)."""
+
+    pass_: str
+    config: KernelConfig
+    tensors: Mapping[str, tuple[int, int]]  # kernel tensor -> (bytes read, bytes written)
+    tma_tensors: tuple[str, ...]  # tensors the launch loads through TMA descriptors
+    compulsory_read_bytes: int  # every tensor the launch reads, once (what DRAM must supply)
+    sim_words: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # one head, words
+
+    def __post_init__(self):
+        object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
+        object.__setattr__(self, "sim_words", MappingProxyType(dict(self.sim_words)))
+
+    @property
+    def read_bytes(self) -> int:
+        return sum(r for r, _ in self.tensors.values())
+
+    @property
+    def write_bytes(self) -> int:
+        return sum(w for _, w in self.tensors.values())
+
+    @property
+    def pointer_read_bytes(self) -> int:
+        """Read bytes that come through pointer loads (ncu's l1tex ..._global_op_ld)."""
+        return sum(r for t, (r, _) in self.tensors.items() if t not in self.tma_tensors)
+
+    @property
+    def traffic(self) -> Traffic:
+        return Traffic(self.read_bytes, self.write_bytes)
+
+
+def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
+                      block_m: int | None = None, block_n: int | None = None, pass_: str = "fwd",
+                      elem_bytes: int = 2, config: KernelConfig | None = None,
+                      nk: int | None = None, kv_heads: int | None = None) -> LaunchPrediction:
+    """The tile simulator's bytes for one kernel launch (`pass_` in PASS_NAMES) with the
+    launch's config (`schedule.launch_config`: `config`, or the blocks the wrapper would
+    choose). Builds the tile program for that schedule, simulates one K/V head with the
+    heads / kv_heads query heads that read it (one head when not grouped), and converts each
+    array's words to bytes (elem_bytes per element; lse and D 4) times batch * kv_heads.
+    nk: keys (default n; causal aligned bottom-right), kv_heads: K/V heads (default heads)."""
+    nk = n if nk is None else nk
+    kv_heads = heads if kv_heads is None else kv_heads
+    group = heads // kv_heads
+    cfg = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config, nk)
+    # a grouped dK/dV split over `split` programs: each is the tile program of group / split
+    # query heads with its own copy of the K/V tile, writing fp32 partials
+    split = cfg.split if pass_ == "bwd_dkdv" and group > 1 else 1
+    shape = {"nk": nk, "kv_heads": 1} if (nk, group // split) != (n, 1) else {}
+    program = attention_program(n=n, d=d, algo="fa2", causal=causal, block_m=cfg.block_m,
+                                block_n=cfg.block_n, heads=group // split, **shape,
+                                **TILE_PROGRAM[pass_])
+    result = simulate(program, dtype="fp64", steps=False)
+    words = {a: (t["reads"], t["writes"]) for a, t in result.extra["tile_traffic"].items()}
+    copies = batch * kv_heads * split  # the simulated K/V head (or share), once per program row
+    tensors, compulsory = {}, 0
+    sizes = {a.name: math.prod(a.shape) for a in program.arrays}
+    for array, (r, w) in words.items():
+        tensor = TENSOR_OF_ARRAY.get(array, array)
+        per = LSE_BYTES if tensor in STAT_TENSORS else elem_bytes
+        w_per = 4 if split > 1 and tensor in ("dK", "dV") else per  # fp32 partials
+        tensors[tensor] = (r * per * copies, w * w_per * copies)
+        if r:
+            compulsory += sizes[array] * per * copies
+    tma = schedule(n, d, batch, heads, causal, pass_=pass_, elem_bytes=elem_bytes,
+                   config=cfg, nk=nk, kv_heads=kv_heads).tma_tensors
+    return LaunchPrediction(pass_, cfg, tensors, tma, compulsory, words)
+
+
+def _configs_from_bench(path: str | None) -> dict:
+    """(d, n, causal) -> {pass: KernelConfig} as chosen in a bench run (bench.json)."""
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    return {(r["d"], r["n"], r["causal"]):
+            {p: KernelConfig.from_dict(c) for p, c in r["configs"].items()}
+            for r in rows if "configs" in r and r.get("grid", "main") == "main"}
+
+
+def run_target(out: str, configs_path: str | None, only: list | None = None,
+               fwd_config: str | None = None, fwd_only: bool = False) -> None:
+    """The profiled program: four launches per case (one with fwd_only), nothing else _attn*."""
+    import torch
+
+    from ..host import flash_attn as fa
+
+    chosen = _configs_from_bench(configs_path)
+    cases = []
+    for d, n, causal, *kv in (only or CASES):
+        nk = kv[0] if kv else n
+        kv_heads = kv[1] if len(kv) > 1 else HEADS
+        torch.manual_seed(0)
+        q, do = (torch.randn(BATCH, HEADS, n, d, device="cuda", dtype=torch.float16)
+                 for _ in range(2))
+        k, v = (torch.randn(BATCH, kv_heads, nk, d, device="cuda", dtype=torch.float16)
+                for _ in range(2))
+        square = (nk, kv_heads) == (n, HEADS)
+        cfg = (chosen.get((d, n, causal)) if square else None) or {
+            p: fa.resolve_config(p, q, causal, k=k) for p in ("fwd", "bwd_dkdv", "bwd_dq")}
+        if fwd_config:
+            cfg = {**cfg, "fwd": KernelConfig.from_short(fwd_config)}
+        o, lse = fa.flash_attention_forward(q, k, v, causal, config=cfg["fwd"])
+        if not fwd_only:
+            fa.flash_attention_backward(q, k, v, o, lse, do, causal,
+                                        dkdv_config=cfg["bwd_dkdv"], dq_config=cfg["bwd_dq"])
+        torch.cuda.synchronize()
+        cases.append({"d": d, "n": n, "causal": causal,
+                      **({} if square else {"nk": nk, "kv_heads": kv_heads}),
+                      "configs": {p: fa.honour_config(p, q, c, causal, k=k).to_dict()
+                                  for p, c in cfg.items()}})
+    with open(os.path.join(out, "traffic_cases.json"), "w") as f:
+        json.dump(cases, f, indent=1)
+
+
+def available_metrics() -> list[str]:
+    txt = subprocess.run(["ncu", "--query-metrics", "--chip", "gh100"], capture_output=True,
+                         text=True).stdout
+    have = {line.split()[0] for line in txt.splitlines() if line.strip()}
+    return [m for m in WANTED_METRICS if m in have]
+
+
+def profile(out: str, configs_path: str | None, only: list[str] | None = None) -> str:
+    metrics = available_metrics() or ["lts__t_sectors_srcunit_tex_op_read",
+                                      "lts__t_sectors_srcunit_tex_op_write",
+                                      "dram__bytes_read", "dram__bytes_write"]
+    print("ncu metrics:", metrics, flush=True)
+    cmd = ["ncu", "--clock-control", "none", "--cache-control", "all", "--print-units", "base",
+           "--csv", "--kernel-name", "regex:_attn", "--metrics",
+           ",".join(m + ".sum" for m in metrics),
+           sys.executable, "-m", "kernels_gpu.model.traffic", "--target", "--out", out]
+    if configs_path:
+        cmd += ["--configs", configs_path]
+    for case in only or ():
+        cmd += ["--only", case]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    csv_path = os.path.join(out, "ncu_traffic.csv")
+    with open(csv_path, "w") as f:
+        f.write(r.stdout)
+    if r.returncode != 0:
+        print(r.stderr[-3000:], flush=True)
+    return csv_path
+
+
+def parse_ncu_csv(text: str) -> list[dict]:
+    """ncu --csv (details page): one row per (launch, metric) -> one dict per launch."""
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]  # drop ncu's ==PROF== lines
+    launches: dict[str, dict] = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        lid = row["ID"]
+        entry = launches.setdefault(lid, {"id": int(lid), "kernel": row["Kernel Name"],
+                                          "metrics": {}})
+        value = row["Metric Value"].replace(",", "")
+        try:
+            entry["metrics"][row["Metric Name"]] = float(value)
+        except ValueError:
+            pass
+    return sorted(launches.values(), key=lambda e: e["id"])
+
+
+def _kernel_pass(name: str) -> str | None:
+    for prefix, p in KERNEL_NAMES.items():
+        if name.startswith(prefix) or f" {prefix}" in name or name.split("(")[0] == prefix:
+            return p
+    return None
+
+
+def compare(launches: list[dict], cases: list[dict]) -> list[dict]:
+    """Pair launches with cases (4 per case, in order) and put the simulator's prediction for
+    the config that ran beside each (bytes, whole launch)."""
+    rows = []
+    launches = [ln for ln in launches if _kernel_pass(ln["kernel"])]
+    for i, case in enumerate(cases):
+        for j, pass_ in enumerate(KERNELS):
+            if 4 * i + j >= len(launches):
+                break
+            ln = launches[4 * i + j]
+            if _kernel_pass(ln["kernel"]) != pass_:
+                raise ValueError(f"launch {ln['id']} is {ln['kernel']}, expected {pass_}: the "
+                                 f"ncu csv and the cases file do not belong together")
+            cfgs = case["configs"]
+            cfg = KernelConfig.from_dict(cfgs[pass_]) if pass_ in cfgs else None
+            pred = simulated_traffic(case["n"], case["d"], BATCH, HEADS, case["causal"],
+                                     pass_=pass_, config=cfg, nk=case.get("nk"),
+                                     kv_heads=case.get("kv_heads"))
+            m = ln["metrics"]
+
+            def get(name, scale=1.0):
+                v = m.get(name + ".sum")
+                return None if v is None else v * scale
+            rows.append({
+                "d": case["d"], "n": case["n"], "causal": case["causal"], "pass": pass_,
+                **{key: case[key] for key in ("nk", "kv_heads") if key in case},
+                "config": pred.config.short(),
+                "pred_read": pred.read_bytes, "pred_write": pred.write_bytes,
+                "pred_pointer_read": pred.pointer_read_bytes,
+                "pred_compulsory_read": pred.compulsory_read_bytes,
+                "pred_tensors": {t: list(rw) for t, rw in pred.tensors.items()},
+                "tma_tensors": list(pred.tma_tensors),
+                "l2_tex_read": get("lts__t_sectors_srcunit_tex_op_read", SECTOR_BYTES),
+                "l2_tex_write": get("lts__t_sectors_srcunit_tex_op_write", SECTOR_BYTES),
+                "l2_all_read": get("lts__t_sectors_op_read", SECTOR_BYTES),
+                "l2_all_write": get("lts__t_sectors_op_write", SECTOR_BYTES),
+                "l2_fabric_read": get("lts__t_sectors_srcunit_ltcfabric_op_read", SECTOR_BYTES),
+                "l1_ld_read": get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld", SECTOR_BYTES),
+                "dram_read": get("dram__bytes_read"), "dram_write": get("dram__bytes_write"),
+                "time_ns": get("gpu__time_duration")})
+    return rows
+
+
+def _mb(x):
+    return "-" if x is None else f"{x / 1e6:.1f}"
+
+
+def _ratio(a, b):
+    if a is None or b in (None, 0):
+        return "-"
+    return "exact" if a == b else f"{a / b:.2f}"
+
+
+def _launch(r: dict) -> str:
+    causal = "yes" if r["causal"] else "no"
+    n = str(r["n"]) + (f"/{r['nk']}" if r.get("nk", r["n"]) != r["n"] else "")
+    n += f" H {HEADS}/{r['kv_heads']}" if r.get("kv_heads", HEADS) != HEADS else ""
+    return f"| {r['pass']} | {r['d']} | {n} | {causal} | {r['config']} |"
+
+
+def render(rows: list[dict]) -> str:
+    """Markdown, MB (1e6 B) per launch: a reads table and a writes table, the simulator's
+    prediction beside ncu's counters."""
+    reads = ["Reads:", "",
+             "| launch | d | N | causal | config | predicted | L2 read (tex) | pred / L2 | "
+             "pred. pointer loads | SM ld (L1) | pred / L1 | DRAM read | pred. compulsory | "
+             "DRAM / compulsory | time us |", "|" + "---|" * 15]
+    writes = ["Writes:", "",
+              "| launch | d | N | causal | config | predicted | L2 write (tex) | pred / L2 | "
+              "L2 write (all) | DRAM write |", "|" + "---|" * 10]
+    for r in rows:
+        t = r.get("time_ns")
+        reads.append(
+            f"{_launch(r)} {_mb(r['pred_read'])} | {_mb(r['l2_tex_read'])} | "
+            f"{_ratio(r['pred_read'], r['l2_tex_read'])} | {_mb(r['pred_pointer_read'])} | "
+            f"{_mb(r.get('l1_ld_read'))} | {_ratio(r['pred_pointer_read'], r.get('l1_ld_read'))} | "
+            f"{_mb(r['dram_read'])} | {_mb(r['pred_compulsory_read'])} | "
+            f"{_ratio(r['dram_read'], r['pred_compulsory_read'])} | "
+            f"{'-' if t is None else f'{t / 1e3:.0f}'} |")
+        writes.append(
+            f"{_launch(r)} {_mb(r['pred_write'])} | {_mb(r['l2_tex_write'])} | "
+            f"{_ratio(r['pred_write'], r['l2_tex_write'])} | {_mb(r['l2_all_write'])} | "
+            f"{_mb(r['dram_write'])} |")
+    return "\n".join(reads + [""] + writes)
+
+
+def stored_rows(results_dir: str = RESULTS_DIR) -> list[dict]:
+    """The stored H200 measurements (ncu_traffic.csv, traffic_cases.json) beside the prediction."""
+    with open(os.path.join(results_dir, "ncu_traffic.csv")) as f:
+        launches = parse_ncu_csv(f.read())
+    with open(os.path.join(results_dir, "traffic_cases.json")) as f:
+        cases = json.load(f)
+    return compare(launches, cases)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="directory for traffic.json / traffic.md (--profile: default "
+                                  "$OUT or ./traffic_out; otherwise nothing is written without it)")
+    ap.add_argument("--target", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--profile", action="store_true", help="measure on the GPU under ncu")
+    ap.add_argument("--configs", help="bench.json whose chosen configs to profile")
+    ap.add_argument("--parse", help="an ncu --csv output to compare with the prediction")
+    ap.add_argument("--cases", help="traffic_cases.json written by the profiled run")
+    ap.add_argument("--only", action="append",
+                    help="d,n,causal[,nk,kv_heads] (repeatable): cases to run (32 query heads)")
+    ap.add_argument("--fwd-config", help="force the forward config, e.g. M64N64w4s3-tma")
+    ap.add_argument("--fwd-only", action="store_true")
+    args = ap.parse_args(argv)
+    out = args.out
+    if args.target or args.profile:
+        out = out or os.environ.get("OUT", "traffic_out")
+        os.makedirs(out, exist_ok=True)
+    if args.target:
+        only = [tuple(int(x) for x in o.split(",")) for o in args.only] if args.only else None
+        only = [(d, n, bool(c), *kv) for d, n, c, *kv in only] if only else None
+        run_target(out, args.configs, only, args.fwd_config, args.fwd_only)
+        return 0
+    if args.profile:
+        csv_path = profile(out, args.configs, args.only)
+        cases_path = os.path.join(out, "traffic_cases.json")
+    elif args.parse:
+        if not args.cases:
+            ap.error("--parse needs --cases (the traffic_cases.json of the same run)")
+        csv_path, cases_path = args.parse, args.cases
+    else:
+        csv_path = os.path.join(RESULTS_DIR, "ncu_traffic.csv")
+        cases_path = os.path.join(RESULTS_DIR, "traffic_cases.json")
+    with open(csv_path) as f:
+        launches = parse_ncu_csv(f.read())
+    with open(cases_path) as f:
+        cases = json.load(f)
+    rows = compare(launches, cases)
+    table = render(rows)
+    if out:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "traffic.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+        with open(os.path.join(out, "traffic.md"), "w") as f:
+            f.write(table + "\n")
+    print(table, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
