@@ -36,3 +36,37 @@ def test_an_unsafe_zip_member_does_not_knock_out_the_real_submission(tmp_path):
     assert [s.student for s in subs] == ["alice", "alice~2"]
     assert subs[0].text == ALICE and subs[0].reason == ""
     assert subs[1].text is None and "unsafe path" in subs[1].reason and "second submission" in subs[1].reason
+
+
+HOSTILE = """title: "hostile"
+statement: |
+  Hello <img src=x onerror=alert(1)> **bold <b>x</b>** and `a < b && c`; {tag} &amp;
+
+  > a quote stays a quote
+variants:
+  - {tag: "<script>alert(2)</script>"}
+inputs:
+  a: {shape: [2, 2]}
+  b: {shape: [2, 2]}
+expect:
+  c[0][0]: a @ b
+"""
+
+
+def test_the_markdown_handout_shows_raw_html_of_the_statement_as_text(tmp_path):
+    """The statement (and a variant's values in it) never reach a Markdown renderer as tags: the
+    HTML and LaTeX sheets escape them, and so does the Markdown sheet; **bold**, `code` and a
+    blockquote stay Markdown."""
+    import markdown  # mkdocs' renderer (the docs extra)
+
+    from toymachine.check.handout import handout
+
+    path = tmp_path / "hostile.yaml"
+    path.write_text(HOSTILE, encoding="utf-8")
+    md = handout(path, "markdown")
+    assert "`a < b && c`" in md and "**bold &lt;b>x&lt;/b>**" in md
+    html = markdown.markdown(md, extensions=["tables"])
+    for tag in ("<img", "<script", "<b>"):
+        assert tag not in html, tag
+    assert "<code>a &lt; b &amp;&amp; c</code>" in html and "<blockquote>" in html
+    assert "&amp;amp;" in html  # the text '&amp;' shows as written, as in the HTML sheet
