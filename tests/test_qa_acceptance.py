@@ -70,3 +70,45 @@ def test_the_markdown_handout_shows_raw_html_of_the_statement_as_text(tmp_path):
         assert tag not in html, tag
     assert "<code>a &lt; b &amp;&amp; c</code>" in html and "<blockquote>" in html
     assert "&amp;amp;" in html  # the text '&amp;' shows as written, as in the HTML sheet
+
+
+HIDDEN_VALUE = """title: "c00, value hidden"
+inputs:
+  a: {shape: [2, 2]}
+  b: {shape: [2, 2]}
+expect:
+  c[0][0]: {value: a @ b, points: 6, hidden: true}
+registers: 3
+max_cycles: {7: 2, 9: 1}
+max_loads: 4
+"""
+
+
+def test_a_hidden_value_check_is_not_told_by_the_budgets_points(tmp_path):
+    """Budgets earn points only when every value is right; with the value check hidden, a visible
+    budget's points (or its 'no points: an expected array is wrong') would tell the hidden result.
+    A right and a wrong trace of the same cost must look the same to the student."""
+    import json
+
+    from toymachine.check import check_trace
+    from toymachine.check.feedback import feedback_html, feedback_markdown
+    from toymachine.check.gradescope import gradescope_results
+
+    path = tmp_path / "hidden.yaml"
+    path.write_text(HIDDEN_VALUE, encoding="utf-8")
+    problem = load_problem(path)
+    right = (ROOT / "programs" / "c00.asm").read_text(encoding="utf-8")
+    wrong = right.replace("b[1][0]", "b[1][1]")
+    assert wrong != right
+    reports = [check_trace(t, problem, name="s.asm") for t in (right, wrong)]
+    assert [r.score for r in reports] == [6 + 2 + 1, 0]  # the lecturer's grade differs
+    for render in (feedback_markdown, feedback_html):
+        assert render(reports[0], "s") == render(reports[1], "s")
+
+    def seen(report):
+        d = gradescope_results(report)
+        return d["output"], [t for t in d["tests"] if t["visibility"] == "visible"]
+
+    assert seen(reports[0]) == seen(reports[1])
+    assert all(t["visibility"] in ("hidden", "after_published") for t in gradescope_results(reports[1])["tests"])
+    json.dumps(gradescope_results(reports[1]), allow_nan=False)

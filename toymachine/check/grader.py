@@ -33,7 +33,7 @@ from ..result import Result
 from ..sim import simulate
 from .expr import evaluate
 from .problem import ARRAY_BUDGETS, BUDGETS, Expectation, Problem, load_problem
-from .report import Check, CheckReport
+from .report import NO_POINTS, Check, CheckReport
 from .rules import CHECK_NAMES
 
 
@@ -264,7 +264,7 @@ def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
             if len(rule.tiers) > 1 and 0 < points < rule.points:
                 message += f" (≤ {tier:g}: {points:g} of {rule.points:g} points)"
         if points and not values_right:
-            points, message = 0, message + " (no points: an expected array is wrong)"
+            points, message = 0, message + NO_POINTS
         out.append(dataclasses.replace(c, message=message, points=points, max_points=rule.points,
                                        hidden=rule.hidden))
     return out
