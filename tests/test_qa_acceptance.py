@@ -112,3 +112,31 @@ def test_a_hidden_value_check_is_not_told_by_the_budgets_points(tmp_path):
     assert seen(reports[0]) == seen(reports[1])
     assert all(t["visibility"] in ("hidden", "after_published") for t in gradescope_results(reports[1])["tests"])
     json.dumps(gradescope_results(reports[1]), allow_nan=False)
+
+
+def _problem_error(tmp_path, text):
+    import pytest
+
+    from toymachine.errors import ConfigError
+
+    path = tmp_path / "p.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as exc:
+        load_problem(path)
+    return exc.value
+
+
+def test_a_problem_file_cannot_ask_for_unbounded_work(tmp_path):
+    """A problem file is input too: a 10¹⁰-element input, an expression that broadcasts to 10¹²
+    elements, or 10⁹ trials is an error at its line, before any allocation or run (they were a
+    MemoryError traceback and a `toym check` that never ended)."""
+    inputs = "inputs:\n  a: {shape: [%s]}\n  b: {shape: [%s]}\nexpect:\n  c: %s\n"
+    err = _problem_error(tmp_path, "title: t\n" + inputs % ("100000, 100000", "2", "a"))
+    assert "10,000,000,000 elements" in err.message and err.loc.line == 3
+    err = _problem_error(tmp_path, "title: t\n" + inputs % ("1000000, 1", "1, 1000000", "a + b"))
+    assert "too big to evaluate" in err.message and err.loc.line == 6
+    err = _problem_error(tmp_path, "title: t\n" + inputs % ("2", "2", "a") + "trials: 1000000000\n")
+    assert "'trials' must be at most 1,000" in err.message and err.loc.line == 7
+    ok = tmp_path / "ok.yaml"  # the bounds leave real problems alone: a matmul within them loads
+    ok.write_text("title: t\n" + inputs % ("64, 64", "64, 64", "a @ b") + "trials: 1000\n", encoding="utf-8")
+    assert load_problem(ok).trials == 1000

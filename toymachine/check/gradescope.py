@@ -4,8 +4,9 @@
 
 Every check is one test; a hidden check is a test of visibility ``hidden`` (instructors see
 it, students never do); a budget whose points hang on a hidden value check is shown when the
-grades are published (``after_published``), since its score would tell the hidden result. A trace that did not run is one failing test worth the whole score,
-whose output is the located error, so the student sees why.
+grades are published (``after_published``), since its score would tell the hidden result. A
+trace that did not run is one failing test worth the whole score, whose output is the located
+error, so the student sees why.
 """
 
 from __future__ import annotations
