@@ -335,7 +335,9 @@ def _budget_checks(problem: Problem, results: list[Result], program: Program) ->
         passed = figure <= limit
         out.append(Check(CHECK_NAMES[key], "budget", passed, figure, limit,
                          f"{what}: {figure:g} {'≤' if passed else '>'} {limit:g}"))
-    shapes = {n: _nested_shape(results[0].memory[n]) for n in results[0].memory}
+    memory = results[0].memory  # shapes of the arrays budgets name only: never every array's cells
+    named = {a for per_array in problem.array_budgets.values() for a in per_array if a in memory}
+    shapes = {n: memory.shape(n) if hasattr(memory, "shape") else _nested_shape(memory[n]) for n in named}
     for key, per_array in problem.array_budgets.items():
         kind = "load" if key == "max_reads" else "store"
         pos = 0 if kind == "load" else 1
