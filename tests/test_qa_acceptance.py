@@ -163,3 +163,18 @@ def test_grading_never_builds_every_cell_of_a_huge_array(monkeypatch, tmp_path):
     report = check_trace(trace, load_problem(path), name="huge.asm")
     reads = next(c for c in report.checks if c.name == "reads a")
     assert reads.figure == 2 and reads.passed and not report.passed
+
+
+def test_a_trace_that_does_not_run_shows_the_points_it_lost():
+    """`toym check` printed 'run FAIL 0/0' above 'score: 0 / 11': the run check is worth the
+    whole score, as on Gradescope (one failing test worth everything) — in the table and the JSON."""
+    from toymachine.check import check_trace
+
+    frank = (ROOT / "examples" / "submissions" / "p1_c00" / "frank.asm").read_text(encoding="utf-8")
+    report = check_trace(frank, load_problem(P1, student="frank"), name="frank.asm")
+    (run,) = report.checks
+    assert run.kind == "run" and (run.points, run.max_points) == (0, 11) == (report.score, report.max_score)
+    assert " 0/11 " in report.render("table")
+    grades = grade_submissions(ROOT / "examples" / "submissions" / "p1_c00", P1)
+    ivan = grades.entry("ivan").report  # empty: not graded
+    assert [(c.kind, c.points, c.max_points) for c in ivan.checks] == [("run", 0, 11)]

@@ -202,7 +202,8 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
                                     steps=False))
     except ToyMachineError as err:
         _exercise_hint(err, problem, machine is not None)
-        checks.append(Check("run", "run", False, message=_for_grading(err, problem).render()))
+        checks.append(Check("run", "run", False, message=_for_grading(err, problem).render(),
+                            max_points=problem.max_score))  # worth the whole score, as on Gradescope
         return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes,
                            problem.max_score, problem.variant_label)
     checks += _value_checks(problem, results, seed)
