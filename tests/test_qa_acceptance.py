@@ -178,3 +178,23 @@ def test_a_trace_that_does_not_run_shows_the_points_it_lost():
     grades = grade_submissions(ROOT / "examples" / "submissions" / "p1_c00", P1)
     ivan = grades.entry("ivan").report  # empty: not graded
     assert [(c.kind, c.points, c.max_points) for c in ivan.checks] == [("run", 0, 11)]
+
+
+def test_markdown_reports_show_a_traces_tags_as_text(tmp_path):
+    """`toym check -f markdown` quotes the student's faulty line in the error; a line holding
+    <script> reached the Markdown as a tag (and so the lecturer's rendered page). The same for a
+    problem's title in `toym problem list -f markdown`."""
+    import markdown
+
+    from toymachine.check import check_trace
+    from toymachine.render import render_report
+    from toymachine.render.report import Report, Section
+
+    trace = "LAOD a[0][0], R0 ; <script>alert(1)</script>\n"
+    md = check_trace(trace, load_problem(P1), name="<img src=x onerror=alert(2)>.asm").render("markdown")
+    html = markdown.markdown(md, extensions=["tables"])
+    assert "<script" not in html and "<img" not in html and "&lt;script&gt;" in html
+    section = Section("<b>title</b>", ("file", "title"), (("p.yaml", "<i>x</i> | y"),))
+    html = markdown.markdown(render_report(Report("t", (section,), ("<u>note</u>",)), "markdown"),
+                             extensions=["tables"])
+    assert "<b>" not in html and "<i>" not in html and "<u>" not in html and "| y" in html
