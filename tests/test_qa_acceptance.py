@@ -198,3 +198,13 @@ def test_markdown_reports_show_a_traces_tags_as_text(tmp_path):
     html = markdown.markdown(render_report(Report("t", (section,), ("<u>note</u>",)), "markdown"),
                              extensions=["tables"])
     assert "<b>" not in html and "<i>" not in html and "<u>" not in html and "| y" in html
+
+
+def test_run_refuses_a_student_without_a_problem(toym):
+    """`toym run TRACE --student bob` ran the trace on the default machine, as if bob's variant had
+    been applied; --student means a variant of --problem."""
+    code, out, err = toym("run", ROOT / "programs" / "c00.asm", "--student", "bob")
+    assert code == 2 and "no --problem is given" in err and "Traceback" not in err and out == ""
+    code, out, _ = toym("run", ROOT / "examples" / "submissions" / "p1_c00" / "alice.asm", "--problem", P1,
+                        "--student", "alice")
+    assert code == 0 and "STORE R2, c[1][1]" in out  # with --problem, --student still picks the variant
