@@ -208,3 +208,14 @@ def test_run_refuses_a_student_without_a_problem(toym):
     code, out, _ = toym("run", ROOT / "examples" / "submissions" / "p1_c00" / "alice.asm", "--problem", P1,
                         "--student", "alice")
     assert code == 0 and "STORE R2, c[1][1]" in out  # with --problem, --student still picks the variant
+
+
+def test_systolic_bounds_the_emulators_work(toym):
+    """`toym systolic --m 100000 --k 100000 --n 100000` was a MemoryError traceback (numpy asked
+    for 74.5 GiB of inputs); the emulator's work is bounded before anything is drawn."""
+    code, _, err = toym("systolic", "--m", 100000, "--k", 100000, "--n", 100000)
+    assert code == 2 and "10,000,000,000 elements" in err and "Traceback" not in err
+    code, _, err = toym("systolic", "--m", 4000, "--k", 1000, "--n", 1000)  # 6·10⁹ cell-ticks
+    assert code == 2 and "cell-ticks" in err
+    code, out, _ = toym("systolic", "--m", 3, "--k", 2, "--n", 2, "-f", "json")
+    assert code == 0 and '"cycles": 5' in out  # M + K + N − 2
