@@ -219,3 +219,17 @@ def test_systolic_bounds_the_emulators_work(toym):
     assert code == 2 and "cell-ticks" in err
     code, out, _ = toym("systolic", "--m", 3, "--k", 2, "--n", 2, "-f", "json")
     assert code == 0 and '"cycles": 5' in out  # M + K + N − 2
+
+
+def test_tpu_table_bounds_the_program_before_generating_it(toym):
+    """`toym tpu-table --d 100000` and `--n 8192 --block-m 1` (33 million tiles) ran for minutes;
+    they are errors that say what the table simulates, and the hint's block size is accepted."""
+    code, _, err = toym("tpu-table", "--d", 100000)
+    assert code == 2 and "--d 100000 is more than this table simulates (1024)" in err
+    code, _, err = toym("tpu-table", "--n", 2048, "--block-m", 8)
+    assert code == 2 and "32,896 tiles" in err and "use --block-m ≥ 15" in err
+    from toymachine.experiments.tpu import MAX_TILES, _blocks_for
+
+    for tiles in (1, 2, 3, 36, 9999, MAX_TILES):
+        t = _blocks_for(tiles)
+        assert t * (t + 1) // 2 <= tiles < (t + 1) * (t + 2) // 2
