@@ -233,3 +233,10 @@ def test_tpu_table_bounds_the_program_before_generating_it(toym):
     for tiles in (1, 2, 3, 36, 9999, MAX_TILES):
         t = _blocks_for(tiles)
         assert t * (t + 1) // 2 <= tiles < (t + 1) * (t + 2) // 2
+
+
+def test_the_times_table_does_not_drop_d_or_block_m(toym):
+    """`toym tpu-table --table times --d 100000` printed the d = 64 table as if --d had been used."""
+    for flag, value in (("--d", 128), ("--block-m", 64)):
+        code, out, err = toym("tpu-table", "--table", "times", "--machine", "tpu-v5e", flag, value)
+        assert code == 2 and out == "" and "it takes no --d or --block-m" in err
