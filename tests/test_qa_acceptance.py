@@ -240,3 +240,9 @@ def test_the_times_table_does_not_drop_d_or_block_m(toym):
     for flag, value in (("--d", 128), ("--block-m", 64)):
         code, out, err = toym("tpu-table", "--table", "times", "--machine", "tpu-v5e", flag, value)
         assert code == 2 and out == "" and "it takes no --d or --block-m" in err
+
+
+def test_the_bf16_table_does_not_drop_break_it_flags(toym):
+    """`toym numerics --table bf16 --n 100000000` printed seed 002's three shapes as if --n applied."""
+    code, out, err = toym("numerics", "--table", "bf16", "--n", 100, "--d", 32)
+    assert code == 2 and out == "" and "it takes no --n, --d" in err
