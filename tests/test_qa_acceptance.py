@@ -246,3 +246,17 @@ def test_the_bf16_table_does_not_drop_break_it_flags(toym):
     """`toym numerics --table bf16 --n 100000000` printed seed 002's three shapes as if --n applied."""
     code, out, err = toym("numerics", "--table", "bf16", "--n", 100, "--d", 32)
     assert code == 2 and out == "" and "it takes no --n, --d" in err
+
+
+def test_the_autograder_zip_is_the_same_bytes_each_build():
+    """Generated files are deterministic: the wheel inside autograder.zip carried the build's
+    clock in its dist-info dates, so two builds of one problem differed."""
+    import time
+
+    from toymachine.check.autograder import autograder_zip, build_wheel
+
+    first = build_wheel()
+    time.sleep(2.1)  # zip dates have a 2-second resolution: a later build would show in them
+    second = build_wheel()
+    assert first == second
+    assert autograder_zip(P1, first) == autograder_zip(P1, second)
