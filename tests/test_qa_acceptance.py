@@ -260,3 +260,17 @@ def test_the_autograder_zip_is_the_same_bytes_each_build():
     second = build_wheel()
     assert first == second
     assert autograder_zip(P1, first) == autograder_zip(P1, second)
+
+
+def test_a_zip_of_one_students_folder_keeps_the_students_id(tmp_path):
+    """A zip holding only alice/matmul.asm (the problem's submission file) is alice's folder, not a
+    wrapper folder around a student called 'matmul'; a wrapper around folders is still unwrapped."""
+    one = tmp_path / "one.zip"
+    with zipfile.ZipFile(one, "w") as zf:
+        zf.writestr("alice/matmul.asm", ALICE)
+    assert [(s.student, s.reason) for s in collect_submissions(one, "matmul.asm")] == [("alice", "")]
+    wrapped = tmp_path / "wrapped.zip"
+    with zipfile.ZipFile(wrapped, "w") as zf:
+        zf.writestr("export/alice/matmul.asm", ALICE)
+        zf.writestr("export/bob/matmul.asm", ALICE)
+    assert [s.student for s in collect_submissions(wrapped, "matmul.asm")] == ["alice", "bob"]

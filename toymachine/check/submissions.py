@@ -193,7 +193,8 @@ def _from_zip(path: str, wanted: str | None, limits: GradeLimits) -> list[Submis
             elif parts and not any(p.startswith(".") or p == "__MACOSX" for p in parts):
                 members.append((parts, info))
         tops = {parts[0] for parts, _ in members}
-        if len(tops) == 1 and all(len(parts) > 1 for parts, _ in members):  # one folder around everything
+        one_student = wanted is not None and any(parts[1:] == [wanted] for parts, _ in members)
+        if len(tops) == 1 and all(len(parts) > 1 for parts, _ in members) and not one_student:  # a wrapper folder
             members = [(parts[1:], info) for parts, info in members]
         budget = [limits.max_total_bytes]
         folders: dict[str, list] = {}
