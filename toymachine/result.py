@@ -60,6 +60,10 @@ class MemoryView(Mapping):
     def __repr__(self) -> str:
         return f"MemoryView({', '.join(self._arrays)})"
 
+    def shape(self, name: str) -> tuple[int, ...]:
+        """One array's shape, without making its nested lists (which may be billions of cells)."""
+        return tuple(self._arrays[name].shape or ())
+
     def array(self, name: str) -> np.ndarray:
         """One array's final contents as float64 (cells never written: NaN)."""
         if name not in self._arrays:

@@ -65,6 +65,9 @@ exit 0
 """
 
 
+WHEEL_EPOCH = 1767225600  # 2026-01-01 00:00 UTC, the date of the zip's other entries
+
+
 def build_wheel(project: str | os.PathLike | None = None) -> tuple[str, bytes]:
     """(file name, bytes) of toymachine's wheel, built from its source tree with
     ``pip wheel --no-deps --no-build-isolation`` (no network)."""
@@ -82,8 +85,9 @@ def build_wheel(project: str | os.PathLike | None = None) -> tuple[str, bytes]:
         for package in ("toymachine", "kernels_gpu"):
             if (root / package).is_dir():
                 shutil.copytree(root / package, src / package, ignore=skip)
+        env = dict(os.environ, SOURCE_DATE_EPOCH=str(WHEEL_EPOCH))  # the wheel's dates fixed: the same bytes
         proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                               "-w", str(out), str(src)], capture_output=True, text=True)
+                               "-w", str(out), str(src)], capture_output=True, text=True, env=env)
         wheels = sorted(out.glob("toymachine-*.whl"))
         if proc.returncode != 0 or not wheels:
             raise ConfigError("pip could not build the toymachine wheel: " + (proc.stderr.strip()[-500:] or "no wheel"),

@@ -38,6 +38,7 @@ from __future__ import annotations
 __all__ = ["Node", "Num", "Name", "Unary", "Binary", "Transpose", "Call", "FUNCTIONS", "parse_expr",
            "evaluate", "names_in", "ExprError"]
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -300,6 +301,26 @@ _ELEMENTWISE: dict[str, Callable] = {"exp": np.exp, "log": np.log, "sqrt": np.sq
 _BINARY: dict[str, Callable] = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "@": np.matmul}
 
 
+MAX_ELEMENTS = 1_000_000  # an input, or any value an expression computes (a problem file is hostile input too)
+MAX_MATMUL_WORK = 1_000_000_000  # multiply-adds of one @
+
+
+def _bounded(node: Binary, a, b) -> None:
+    """Refuse, before numpy allocates it, a result too big (a [n, 1] + b [1, n] is n² elements)."""
+    sa, sb = np.shape(a), np.shape(b)
+    if node.op == "@":
+        if not sa or not sb:
+            raise ValueError("@ needs arrays on both sides, not a scalar (use * to scale)")
+        out = np.broadcast_shapes(sa[:-2], sb[:-2]) + sa[-2:-1] + sb[-1:] if len(sb) > 1 else sa[:-1]
+        work = math.prod(out) * sa[-1]
+    else:
+        out = np.broadcast_shapes(sa, sb)
+        work = 0
+    if math.prod(out) > MAX_ELEMENTS or work > MAX_MATMUL_WORK:
+        raise ExprError(f"'{node.op}' of shapes {sa} and {sb} is too big to evaluate (at most {MAX_ELEMENTS:,} "
+                        f"elements and {MAX_MATMUL_WORK:,} multiply-adds)", node.pos)
+
+
 def _int_arg(node: Node, value, what: str) -> int:
     if np.ndim(value) != 0 or float(value) != int(value):
         raise ExprError(f"{what} must be a whole number", node.pos)
@@ -328,8 +349,7 @@ def _eval(node: Node, env: Mapping[str, np.ndarray]):
     if isinstance(node, Binary):
         a, b = _eval(node.left, env), _eval(node.right, env)
         try:
-            if node.op == "@" and (np.ndim(a) == 0 or np.ndim(b) == 0):
-                raise ValueError("@ needs arrays on both sides, not a scalar (use * to scale)")
+            _bounded(node, a, b)
             return _BINARY[node.op](a, b)
         except ValueError as exc:
             raise ExprError(f"'{node.op}' cannot combine shapes {np.shape(a)} and {np.shape(b)}: {exc}", node.pos) from None

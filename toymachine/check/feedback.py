@@ -9,12 +9,13 @@ them, HTML through ``html.escape``.
 
 from __future__ import annotations
 
-__all__ = ["student_rows", "feedback_markdown", "feedback_html", "md_escape", "visible_score"]
+__all__ = ["student_rows", "feedback_markdown", "feedback_html", "md_escape", "visible_score", "withheld",
+           "student_message"]
 
 import html
 import re
 
-from .report import CheckReport
+from .report import NO_POINTS, Check, CheckReport
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|&#!{}])")
 
@@ -32,10 +33,26 @@ def _num(x) -> str:
     return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
+def withheld(report: CheckReport, check: Check) -> bool:
+    """A visible budget or instruction check whose points depend on a hidden value check (budgets
+    count only once every value is right): its points would tell the hidden result, so a student
+    sees its figure and gets its points with the hidden checks."""
+    return (not check.hidden and check.kind in ("budget", "ops")
+            and any(c.hidden and c.kind == "value" for c in report.checks))
+
+
+def student_message(report: CheckReport, check: Check) -> str:
+    """A check's message as a student sees it: no word of a hidden result."""
+    if withheld(report, check):
+        return check.message.replace(NO_POINTS, "") + " (points released with the hidden checks)"
+    return check.message
+
+
 def visible_score(report: CheckReport) -> tuple[float, float, float]:
-    """(score on the visible checks, their max, points of the hidden checks)."""
-    seen = [c for c in report.checks if not c.hidden]
-    hidden = sum(c.max_points for c in report.checks if c.hidden)
+    """(score on the visible checks, their max, points of the hidden checks and of those that
+    depend on them)."""
+    seen = [c for c in report.checks if not c.hidden and not withheld(report, c)]
+    hidden = sum(c.max_points for c in report.checks if c.hidden or withheld(report, c))
     ran = any(c.kind != "run" for c in report.checks)
     visible_max = sum(c.max_points for c in seen) if ran else report.max_score
     return sum(c.points for c in seen), visible_max, hidden
@@ -47,6 +64,8 @@ def student_rows(report: CheckReport) -> list[tuple[str, str, str, str]]:
     for c in report.checks:
         if c.hidden:
             rows.append((c.name, "hidden", f"?/{_num(c.max_points)}", "graded; the result is released later"))
+        elif withheld(report, c):
+            rows.append((c.name, "pass" if c.passed else "FAIL", f"?/{_num(c.max_points)}", student_message(report, c)))
         elif c.kind == "run":
             rows.append(("run", "FAIL", "", c.message.splitlines()[0] if c.message else ""))
         else:

@@ -60,7 +60,8 @@ class Gradebook:
 
 def not_graded(problem: Problem, source: str, reason: str) -> CheckReport:
     """The report of a submission that never ran: one failing ``run`` check saying why."""
-    return CheckReport(problem.title, problem.file, source, (Check("run", "run", False, message=reason),),
+    return CheckReport(problem.title, problem.file, source,
+                       (Check("run", "run", False, message=reason, max_points=problem.max_score),),
                        problem.trials, problem.seed, (), problem.max_score, problem.variant_label)
 
 

@@ -33,7 +33,7 @@ from ..result import Result
 from ..sim import simulate
 from .expr import evaluate
 from .problem import ARRAY_BUDGETS, BUDGETS, Expectation, Problem, load_problem
-from .report import Check, CheckReport
+from .report import NO_POINTS, Check, CheckReport
 from .rules import CHECK_NAMES
 
 
@@ -202,7 +202,8 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
                                     steps=False))
     except ToyMachineError as err:
         _exercise_hint(err, problem, machine is not None)
-        checks.append(Check("run", "run", False, message=_for_grading(err, problem).render()))
+        checks.append(Check("run", "run", False, message=_for_grading(err, problem).render(),
+                            max_points=problem.max_score))  # worth the whole score, as on Gradescope
         return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes,
                            problem.max_score, problem.variant_label)
     checks += _value_checks(problem, results, seed)
@@ -264,7 +265,7 @@ def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
             if len(rule.tiers) > 1 and 0 < points < rule.points:
                 message += f" (≤ {tier:g}: {points:g} of {rule.points:g} points)"
         if points and not values_right:
-            points, message = 0, message + " (no points: an expected array is wrong)"
+            points, message = 0, message + NO_POINTS
         out.append(dataclasses.replace(c, message=message, points=points, max_points=rule.points,
                                        hidden=rule.hidden))
     return out
@@ -335,7 +336,9 @@ def _budget_checks(problem: Problem, results: list[Result], program: Program) ->
         passed = figure <= limit
         out.append(Check(CHECK_NAMES[key], "budget", passed, figure, limit,
                          f"{what}: {figure:g} {'≤' if passed else '>'} {limit:g}"))
-    shapes = {n: _nested_shape(results[0].memory[n]) for n in results[0].memory}
+    memory = results[0].memory  # shapes of the arrays budgets name only: never every array's cells
+    named = {a for per_array in problem.array_budgets.values() for a in per_array if a in memory}
+    shapes = {n: memory.shape(n) if hasattr(memory, "shape") else _nested_shape(memory[n]) for n in named}
     for key, per_array in problem.array_budgets.items():
         kind = "load" if key == "max_reads" else "store"
         pos = 0 if kind == "load" else 1

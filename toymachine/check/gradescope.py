@@ -3,8 +3,10 @@
 ``output`` and ``visibility``).
 
 Every check is one test; a hidden check is a test of visibility ``hidden`` (instructors see
-it, students never do). A trace that did not run is one failing test worth the whole score,
-whose output is the located error, so the student sees why.
+it, students never do); a budget whose points hang on a hidden value check is shown when the
+grades are published (``after_published``), since its score would tell the hidden result. A
+trace that did not run is one failing test worth the whole score, whose output is the located
+error, so the student sees why.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ __all__ = ["gradescope_results", "gradescope_json"]
 import json
 import math
 
-from .feedback import visible_score
+from .feedback import student_message, visible_score, withheld
 from .report import CheckReport
 
 
@@ -30,8 +32,9 @@ def gradescope_results(report: CheckReport) -> dict:
     for c in report.checks:
         max_points = c.max_points if ran else report.max_score
         tests.append({"name": c.name, "score": _number(c.points), "max_score": _number(max_points),
-                      "status": "passed" if c.passed else "failed", "output": c.message or ("passed" if c.passed else ""),
-                      "visibility": "hidden" if c.hidden else "visible"})
+                      "status": "passed" if c.passed else "failed",
+                      "output": student_message(report, c) or ("passed" if c.passed else ""),
+                      "visibility": "hidden" if c.hidden else "after_published" if withheld(report, c) else "visible"})
     score, most, hidden = visible_score(report)
     lines = [f"{report.problem}: {_number(score)} / {_number(most)} on the visible checks"
              + (f" ({_number(hidden)} points of hidden checks are released later)" if hidden else "")]

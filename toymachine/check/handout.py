@@ -79,6 +79,21 @@ def _inline(text: str, escape, bold, code) -> str:
     return "".join(out) + escape(text[pos:])
 
 
+def _md_text(text: str) -> str:
+    """``<`` and ``&`` as entities: no tag or entity of the text reaches a Markdown renderer's HTML."""
+    return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def _md_statement(text: str) -> str:
+    """The statement in Markdown: its **bold** and `code` kept, raw HTML (``<script>``, a variant's
+    ``<i>``) shown as text, as the HTML and LaTeX sheets show it — never run by a Markdown renderer."""
+    out, pos = [], 0
+    for m in _INLINE.finditer(text):  # a code span is literal in Markdown: it stays as written
+        out += [_md_text(text[pos:m.start()]), m.group(0) if m.group(2) is not None else f"**{_md_text(m.group(1))}**"]
+        pos = m.end()
+    return "".join(out) + _md_text(text[pos:])
+
+
 def _title(problem: Problem) -> str:
     return problem.title + (f" — {problem.variant_label}" if problem.variant_label else "")
 
@@ -90,7 +105,7 @@ def handout(problem: Problem | str | os.PathLike, fmt: str = "markdown", *, stud
     if fmt == "markdown":
         out = [f"# {md_escape(_title(problem))}", ""]
         if problem.statement:
-            out += [problem.statement.strip(), ""]
+            out += [_md_statement(problem.statement.strip()), ""]
         for section, items in rows.items():
             out += [f"## {section}", "", "| | |", "|---|---|"]
             out += [f"| {md_escape(k)} | {md_escape(v)} |" for k, v in items] + [""]

@@ -43,7 +43,7 @@ import yaml
 from ..errors import ConfigError, Location
 from ..machine import Machine
 from ..program import Mem
-from .expr import ExprError, Node, evaluate, names_in, parse_expr
+from .expr import MAX_ELEMENTS, ExprError, Node, evaluate, names_in, parse_expr
 from .rules import CHECK_NAMES, Rule, limit_rule, ops_rule, value_rule
 from .variants import describe_variant, pick_variant, substitute, variant_params
 from .yamlsrc import Source, mapping, number, value_of
@@ -59,6 +59,7 @@ BUDGETS: dict[str, str] = {
     "max_sram": "SRAM peak (words)",
 }
 ARRAY_BUDGETS: dict[str, str] = {"max_reads": "words read from", "max_writes": "words written to"}
+MAX_TRIALS = 1000  # random draws of a problem; each runs the whole trace
 KEYS = ("title", "description", "statement", "inputs", "expect", "registers", "machine", "tolerance", "trials",
         "seed", "reference", "submission", "allowed_ops", "variants") + tuple(BUDGETS) + tuple(ARRAY_BUDGETS)
 _DISTS = ("normal", "uniform", "integers")
@@ -151,6 +152,8 @@ def _input(src: Source, name: str, node) -> InputSpec:
                 or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape)):
             raise src.error(f"the shape of '{name}' must be a list of positive whole numbers, got {shape!r}",
                             opts["shape"], hint="e.g. shape: [4, 3]")
+        if math.prod(shape) > MAX_ELEMENTS:  # every trial draws it and every expression holds it
+            raise src.error(f"input '{name}' has {math.prod(shape):,} elements; at most {MAX_ELEMENTS:,}", opts["shape"])
         dist = value_of(opts["dist"]) if "dist" in opts else "normal"
         if dist not in _DISTS:
             raise src.error(f"unknown distribution {dist!r} for input '{name}'", opts["dist"],
@@ -289,6 +292,13 @@ def _compose(path: str, text: str) -> tuple[Source, dict]:
     return src, spec
 
 
+def _trials(src: Source, node) -> int:
+    trials = number(src, node, "trials", integer=True, minimum=1)
+    if trials > MAX_TRIALS:  # each trial runs the whole trace: the cost of one grade is bounded
+        raise src.error(f"'trials' must be at most {MAX_TRIALS:,}, got {trials:,}", node)
+    return trials
+
+
 def load_problem(path: str | os.PathLike, text: str | None = None, *, variant: int | None = None,
                  student: str | None = None) -> Problem:
     """Read and check a problem file (``text`` instead of reading ``path``, which then only
@@ -373,7 +383,7 @@ def _build(path: str, src: Source, spec: dict, params: dict | None = None, index
         machine=_machine(src, spec, os.path.dirname(os.path.abspath(path))),
         budgets=budgets, array_budgets=array_budgets,
         tolerance=number(src, spec["tolerance"], "tolerance") if "tolerance" in spec else 1e-9,
-        trials=number(src, spec["trials"], "trials", integer=True, minimum=1) if "trials" in spec else (3 if any_random else 1),
+        trials=_trials(src, spec["trials"]) if "trials" in spec else (3 if any_random else 1),
         seed=number(src, spec["seed"], "seed", integer=True) if "seed" in spec else 0,
         description=description,
         reference=str(value_of(spec["reference"])) if "reference" in spec else None,

@@ -15,7 +15,7 @@ largest |trace − expected| over the trials, limit = the tolerance) or ``budget
 
 from __future__ import annotations
 
-__all__ = ["Check", "CheckReport"]
+__all__ = ["Check", "CheckReport", "NO_POINTS"]
 
 import json
 import math
@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 
 from ..render import Report, Section, render_report
 from ..render.report import format_number
+
+
+NO_POINTS = " (no points: an expected array is wrong)"  # a budget's message when a value check failed
 
 
 def _json_number(x):

@@ -33,8 +33,10 @@ class Submission:
 
 
 def safe_id(name: str) -> str:
-    """An ID that is a safe file name everywhere: letters, digits and ``._@+-``; no leading dot or dash."""
-    out = re.sub(r"[^A-Za-z0-9._@+-]", "_", name)[:100].lstrip(".-") or "student"
+    """An ID that is a safe file name everywhere: letters, digits and ``._@+-``; no leading dot or dash
+    (surrounding blanks dropped). ``pick_variant`` hashes this form, so ``toym grade``'s ID of a file
+    ``Jean Dupont.asm`` and ``--student "Jean Dupont"`` get the same variant."""
+    out = re.sub(r"[^A-Za-z0-9._@+-]", "_", name.strip())[:100].lstrip(".-") or "student"
     return out
 
 
@@ -119,7 +121,8 @@ def _unique(subs: list[Submission]) -> list[Submission]:
         key = s.student.lower()
         seen[key] = seen.get(key, 0) + 1
         if seen[key] > 1:
-            s = Submission(f"{s.student}~{seen[key]}", s.source, None, f"a second submission for {s.student}")
+            why = f"a second submission for {s.student}" + (f" ({s.reason})" if s.reason else "")
+            s = Submission(f"{s.student}~{seen[key]}", s.source, None, why)
         out.append(s)
     return out
 
@@ -137,7 +140,8 @@ def collect_submissions(path: str | os.PathLike, wanted: str | None = None,
                           hint="give a folder of id.asm files, a folder of folders, or an LMS zip export")
     else:
         raise ConfigError(f"no such folder or zip: {path}", loc=Location(path))
-    return _unique(sorted(subs, key=lambda s: (s.student.lower(), s.student)))
+    # for one ID, a readable submission first: a junk or unsafe member (../alice.asm) never displaces it
+    return _unique(sorted(subs, key=lambda s: (s.student.lower(), s.text is None, s.student)))
 
 
 def _from_folder(path: str, wanted: str | None, limits: GradeLimits) -> list[Submission]:
@@ -189,7 +193,8 @@ def _from_zip(path: str, wanted: str | None, limits: GradeLimits) -> list[Submis
             elif parts and not any(p.startswith(".") or p == "__MACOSX" for p in parts):
                 members.append((parts, info))
         tops = {parts[0] for parts, _ in members}
-        if len(tops) == 1 and all(len(parts) > 1 for parts, _ in members):  # one folder around everything
+        one_student = wanted is not None and any(parts[1:] == [wanted] for parts, _ in members)
+        if len(tops) == 1 and all(len(parts) > 1 for parts, _ in members) and not one_student:  # a wrapper folder
             members = [(parts[1:], info) for parts, info in members]
         budget = [limits.max_total_bytes]
         folders: dict[str, list] = {}

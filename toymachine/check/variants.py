@@ -13,7 +13,8 @@
 Every ``{name}`` of a variant's parameters is replaced in the file's text before it is read
 (numbers as written, text as is), so a placeholder may stand anywhere — a size, a register
 count, a budget, an input seed, a word of the statement. A student's variant is
-``sha256(problem stem, student id) mod count`` (the ID trimmed and case-folded): the same ID
+``sha256(problem stem, student id) mod count`` (the ID as ``toym grade`` names it —
+``submissions.safe_id`` — and case-folded): the same ID
 always gets the same variant on
 every machine, and IDs spread evenly over the variants.
 """
@@ -67,7 +68,9 @@ def variant_params(src: Source, node) -> list[dict]:
 
 def pick_variant(student: str, count: int, salt: str) -> int:
     """The variant (0-based) of ``student``: stable across runs, Python versions and machines."""
-    key = student.strip().casefold()  # Alice@Uni.edu on Gradescope is alice@uni.edu in the folder
+    from .submissions import safe_id  # the ID as toym grade names a file: the same variant everywhere
+
+    key = safe_id(student).casefold()  # Alice@Uni.edu on Gradescope is alice@uni.edu in the folder
     digest = hashlib.sha256(f"{salt}\0{key}".encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big") % count
 

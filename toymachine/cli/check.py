@@ -35,7 +35,7 @@ def check_command(
     problem: str = typer.Option(..., "--problem", "-p", help="Problem file (YAML): inputs, expected arrays, machine, budgets."),
     machine: Optional[str] = machine_option("Run on this machine (preset or YAML file) instead of the problem's."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed of the random inputs (default: the problem's, else 0)."),
-    trials: Optional[int] = typer.Option(None, "--trials", min=1, help="Random input draws (default: the problem's, else 3)."),
+    trials: Optional[int] = typer.Option(None, "--trials", min=1, max=1000, help="Random input draws (default: the problem's, else 3)."),
     student: Optional[str] = student_option(),
     fmt: CheckFormat = typer.Option("table", "--format", "-f", help="Output format: table, markdown, csv, json, "
                                     "latex, html, html-fragment, gradescope (results.json)."),

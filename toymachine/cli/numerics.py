@@ -61,6 +61,16 @@ def numerics_command(
     """
     with guard(fmt):
         if table_kind != "break":
+            given = [flag for flag, value, default in (
+                ("--level", level.value, "tile"), ("--algo", algo.value, "fa2"), ("--n", n, None), ("--d", d, 64),
+                ("--batch", batch, 1), ("--heads", heads, 1), ("--causal", causal, False), ("--block-m", block_m, None),
+                ("--block-n", block_n, None), ("--variant", variant or variants, None),
+                ("--dtype", dtype or dtypes, None), ("--scale", scale, None)) if value != default]
+            if given and table_kind == "bf16":  # seed 002's three shapes: a break-it flag would be silently dropped
+                from ..errors import ConfigError
+
+                raise ConfigError(f"--table {table_kind} is seed 002's three shapes; it takes no {', '.join(given)}",
+                                  hint="its options are --seed, --trials, --format, --output")
             _bf16_table(table_kind, seed, trials, fmt, output)
             return
         variants = alias("--variant", "--variants", variant, variants)

@@ -54,6 +54,11 @@ def run_command(
         from ..render.stepview import MAX_STEPS as step_limit
     with guard(fmt):
         mach, arrays = machine, data
+        if student is not None and problem is None:  # a variant of no problem: say so, do not run another
+            from ..errors import ConfigError
+
+            raise ConfigError("--student picks the student's variant of a problem, and no --problem is given",
+                              hint="add --problem FILE: the exercise whose variant --student picks")
         if problem is not None:
             mach, arrays = _exercise(problem, student, machine, data, seed)
         with progress_bar(f"run {file}", show_progress(progress)) as update:

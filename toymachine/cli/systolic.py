@@ -39,6 +39,10 @@ def _matrix(path: str, name: str) -> np.ndarray:
     return a
 
 
+MAX_WORK = 1_000_000_000  # cell-ticks: 512 × 512 × 512 takes a few seconds
+MAX_ELEMENTS = 4_000_000  # of A, B and C each
+
+
 def systolic_command(
     m: Optional[int] = typer.Option(None, "--m", help="Rows of A and C (default 4; from --a when given)."),
     k: Optional[int] = typer.Option(None, "--k", help="Columns of A, rows of B (default 3)."),
@@ -63,6 +67,15 @@ def systolic_command(
         mm = m or (a.shape[0] if a is not None else 4)
         kk = k or (a.shape[1] if a is not None else b.shape[0] if b is not None else 3)
         nn = n or (b.shape[1] if b is not None else 2)
+        work = (mm + kk + nn) * kk * nn  # the emulator steps every cell of the K × N array every tick
+        for name, rows, cols in (("A", mm, kk), ("B", kk, nn), ("C", mm, nn)):
+            if rows * cols > MAX_ELEMENTS:
+                raise ConfigError(f"{name} would be {rows}×{cols} = {rows * cols:,} elements; at most {MAX_ELEMENTS:,}",
+                                  hint="the tick-level emulator is for arrays you can watch; cycles = M+K+N−2 needs none")
+        if work > MAX_WORK:
+            raise ConfigError(f"a {mm}×{kk} by {kk}×{nn} matmul is {work:,} cell-ticks on the emulator; at most "
+                              f"{MAX_WORK:,}", hint="the formula needs no emulator: cycles = M+K+N−2 (toym "
+                              "tpu-table prices whole programs); tick-level runs stay near 512 × 512 × 512")
         for name, x, want in (("A", a, (mm, kk)), ("B", b, (kk, nn))):
             if x is not None and x.shape != want:
                 raise ConfigError(f"{name} from its file is {x.shape[0]}×{x.shape[1]} but --m/--k/--n ask for "

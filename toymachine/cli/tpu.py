@@ -44,6 +44,10 @@ def tpu_table_command(
         if table_kind == "times":
             from ..experiments.tpu_time import time_report, time_rows
 
+            if d != 64 or block_m != "64,128":  # the times table is at the seed's point: say so, never drop a flag
+                raise ConfigError("--table times is at the seed's point (d = 64, FlashAttention-2 blocks of 128); "
+                                  "it takes no --d or --block-m", hint="leave them out, or use --table cycles")
+
             write_output(render_report(time_report(mach, time_rows(mach, ns)), fmt.value), output)
             return
         if table_kind != "cycles":

@@ -28,6 +28,8 @@ from ..sim import simulate
 
 SEED_POINT = (512, 64, (64, 128))  # n, d, blocks of the seed's table
 MAX_N = 8192  # simulated points: the standard program's n × n scores (2²⁶ elements) bound the cost
+MAX_D = 1024  # head dimension: Q, K, V, O are n × d each
+MAX_TILES = 10_000  # (query block, key block) pairs a causal FlashAttention-2 program visits: its length
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,15 @@ def tpu_columns(machine: Machine, *, n: int = 512, d: int = 64, blocks: Sequence
     if n > MAX_N:
         raise ConfigError(f"--n {n} is more than this table simulates ({MAX_N}: standard attention's n × n scores)",
                           hint=f"use --n ≤ {MAX_N}")
+    if d > MAX_D:
+        raise ConfigError(f"--d {d} is more than this table simulates ({MAX_D})", hint=f"use --d ≤ {MAX_D}")
     if not blocks:
         raise ConfigError("--block-m needs at least one block size", hint="e.g. --block-m 64,128")
+    for b in blocks:
+        t = -(-n // max(1, int(b)))
+        if t * (t + 1) // 2 > MAX_TILES:  # the program's length, bounded before it is generated
+            raise ConfigError(f"--block-m {b} at n = {n} visits {t * (t + 1) // 2:,} tiles; this table simulates at "
+                              f"most {MAX_TILES:,}", hint=f"use --block-m ≥ {-(-n // _blocks_for(MAX_TILES))}")
     cols = []
     for b in list(dict.fromkeys(check_int("block_m", b, 1) for b in blocks)) + [None]:
         kw = {} if b is None else dict(block_m=b, block_n=b)
@@ -65,6 +74,12 @@ def tpu_columns(machine: Machine, *, n: int = 512, d: int = 64, blocks: Sequence
                               u["mxu"]["cycles"], u["vpu"]["cycles"], u["total"], u["mxu"]["utilization"],
                               u["vpu"]["by_op"]))
     return cols
+
+
+def _blocks_for(tiles: int) -> int:
+    """The most query blocks T with T(T+1)/2 ≤ tiles."""
+    t = int(((8 * tiles + 1) ** 0.5 - 1) / 2)
+    return t if t * (t + 1) // 2 <= tiles else t - 1
 
 
 def _c(v) -> str:

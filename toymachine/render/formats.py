@@ -84,7 +84,9 @@ def render_report(report: Report, fmt: str, *, width: int | None = None) -> str:
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A cell or line: '|' kept in its cell, and '<' as an entity, so that no tag from the data (a
+    trace's line quoted in an error, a problem's title) reaches a Markdown renderer's HTML."""
+    return text.replace("<", "&lt;").replace("|", "\\|").replace("\n", " ")
 
 
 def _markdown(report: Report) -> str:
@@ -92,7 +94,7 @@ def _markdown(report: Report) -> str:
 
     out = []
     for s in report.sections:
-        out.append(f"### {s.title}\n")
+        out.append(f"### {s.title.replace('<', '&lt;')}\n")
         for line in s.preface:
             out.append(_md_escape(line) + "\n")
         out.append("| " + " | ".join(_md_escape(h) for h in s.headers) + " |")
@@ -102,7 +104,7 @@ def _markdown(report: Report) -> str:
                                          _md_escape(text_of(c)) for c in row) + " |")
         out.append("")
     for n in report.notes:
-        out.append(f"_{n}_\n")
+        out.append(f"_{n.replace('<', '&lt;')}_\n")
     return "\n".join(out).rstrip("\n") + "\n"
 
 
