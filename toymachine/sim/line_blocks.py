@@ -25,7 +25,7 @@ __all__ = ["LineBlocks"]
 import math
 from itertools import repeat
 
-from .blocks import _INLINE, Bail, _BAIL, _flush, _initial
+from .blocks import _INLINE, Bail, _BAIL, _flush
 from .engines.kinds import BINARY, COPY, LOAD, SKIP, STORE, TERNARY, UNARY
 from .loop import execute
 
@@ -141,7 +141,7 @@ def _compile(run, codes: list):
     not a scalar word instruction or a STORE to an array comes before a LOAD from it."""
     if None in codes:
         return None
-    env: dict = {"_exp": math.exp, "_B": _BAIL, "regs": run.regs, "_init": _initial(run)}
+    env: dict = {"_exp": math.exp, "_B": _BAIL, "regs": run.regs}
     names: dict[int, str] = {}
 
     def bind(obj, prefix: str) -> str:
@@ -164,7 +164,7 @@ def _compile(run, codes: list):
 
     for k, code in enumerate(codes):
         kind = code[0]
-        at = f"c[p + {k}][3]" if k else "c[p][3]"
+        at = f"c{k}[3]"
         if kind == SKIP:
             continue
         if kind == LOAD:
@@ -173,7 +173,7 @@ def _compile(run, codes: list):
                 return None
             a = bind(arr, "A")
             arrays.setdefault(a, "C" + a[1:])
-            body.append(f"i = {at}\nv = C{a[1:]}.get(i)\nif v is None: v = _init({a}, i)\nr{code[4]} = v")
+            body.append(f"r{code[4]} = C{a[1:]}.get({at})\nif r{code[4]} is None: raise _B")  # a first read: the loop's
             written.add(code[4])
         elif kind == STORE:
             arr = code[2]
@@ -199,7 +199,8 @@ def _compile(run, codes: list):
     tail = [f"regs[{s}] = r{s}" for s in sorted(written)] + ["H[0] += 1"]
     hits = [0]
     env["H"] = hits
-    src = ["def piece(c, p):", "    try:"]
+    used = [f"c{k}" if codes[k][0] in (LOAD, STORE) else "_" for k in range(len(codes))]
+    src = ["def piece(c, p):", "    try:", f"        {', '.join(used)}, = c[p:p + {len(codes)}]"]
     for stmt in top + body + tail:
         src.extend("        " + s for s in stmt.split("\n"))
     src += ["    except Exception:", "        raise _B from None"]

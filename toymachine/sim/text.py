@@ -69,7 +69,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
         lines = None
         if use_templates and since_probe >= PROBE_EVERY:
             since_probe = 0
-            use_templates = not _repeating(_split(text[:PROBE_CHARS]))
+            use_templates = not _repeating(_split(text[:PROBE_CHARS]), exact)
         if run.record or run.symbolic or not use_templates:
             if lines is None:
                 lines = _split(text)
@@ -107,12 +107,13 @@ def _split(text: str) -> list[str]:
     return lines
 
 
-def _repeating(lines: list[str]) -> bool:
-    """A probe of a template chunk: do its lines that name an address come back within it (as a
-    matmul's do, which lines mode runs from its cache)?"""
+def _repeating(lines: list[str], cache: dict) -> bool:
+    """A probe of a template chunk: do its lines that name an address, and that are not in the line
+    cache, come back within it (as a matmul's do, which lines mode runs from its cache)? (As the
+    decision after a chunk in lines mode counts them: a tile block that comes back is cached.)"""
     addressed = repeating = 0
     for line, c in Counter(lines).items():
-        if "[" in line:
+        if "[" in line and line not in cache:
             addressed += 1
             repeating += c > 1
     return addressed > 0 and repeating >= REPEATING_FOR_LINES * addressed
