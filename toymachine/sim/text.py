@@ -94,7 +94,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
             if text.endswith("\n"):
                 ktext = ktext[:-1]
             run.next_index = iter(list(map(int, parts[1::2]))).__next__
-            _run_templates(run, text, ktext, first, templates, exact, blocks)
+            _run_templates(run, text, ktext, first, templates, exact, blocks, pieces)
             since_probe += 1
             first += ktext.count("\n") + 1
 
@@ -216,7 +216,7 @@ def _misses(codes: list, count: int) -> list[int]:
 
 
 def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exact: dict,
-                   blocks: BlockCache) -> None:
+                   blocks: BlockCache, pieces: LineBlocks) -> None:
     """Compile template lines: LOAD/STORE lines that differ only in their indices share one code.
     Templates new to the cache are compiled ahead where that has no effect (as in ``_run_exact``).
     A chunk whose every line is compiled runs block by block (``sim.blocks``) where it can."""
@@ -255,6 +255,7 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
             templates.clear()
             exact.clear()
             blocks.blocks.clear()
+            pieces.clear()
         for _ in range(count):  # a line that is no template takes its indices now
             run.next_index()
         if code is None:
