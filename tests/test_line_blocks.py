@@ -157,3 +157,31 @@ def test_random_traces_mostly_take_pieces(monkeypatch, pieces):
         _both(monkeypatch, _HEAD + ("\n".join(body) + "\n") * 50)
         taken.append(bool(pieces))
     assert sum(taken) * 2 > len(taken), taken
+
+
+def test_a_probe_does_not_count_cached_tile_lines(monkeypatch):
+    """A softmax over new addresses with a tile block that comes back (the benchmark's mixed trace):
+    once in template mode, its probe chunks stay there — the tile lines are in the line cache, and
+    only new addressed lines that come back speak for lines mode (as after a lines chunk)."""
+    monkeypatch.setattr(source, "CHUNK_CHARS", 20_000)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", 20_000)
+    monkeypatch.setattr(text_mode, "PROBE_EVERY", 1)
+    out = [".array Q[32][4]\n.array O[32][4]\nLOAD x[0], R1\nMOV R1, R3\n"]
+    for i in range(1, 6000):
+        out.append(f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n")
+        if i % 3 == 0:
+            r = i // 3 % 16 * 2
+            out.append(f"LOAD Q[{r}:{r + 2}, :], T0\nMUL T0, T0, T1\nSTORE T1, O[{r}:{r + 2}, :]\n")
+    text = "".join(out)
+    lines_chunks = []
+    real = text_mode._run_exact
+
+    def counted(run, lines, *a):
+        lines_chunks.append(len(lines))
+        return real(run, lines, *a)
+
+    monkeypatch.setattr(text_mode, "_run_exact", counted)
+    got = _outcome(text)
+    assert got["instructions"] == 2 + 5 * 5999 + 3 * 1999
+    chunks = len(text) // 20_000
+    assert chunks > 10 and len(lines_chunks) <= 3, lines_chunks
