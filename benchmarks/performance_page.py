@@ -135,6 +135,19 @@ def page(f: dict) -> str:
         "",
         bench_run.table(f["run"]),
         "",
+        "How a long trace avoids a Python step per line: a chunk whose lines mostly name new addresses "
+        "runs as *templates* (`LOAD x[], R0`, its indices cut out of the chunk in one pass), cut into "
+        "*blocks* at its LOAD lines, each distinct block one generated Python function "
+        "(`sim/blocks.py`); a chunk whose lines repeat (a matmul's) runs as *lines*, each line its own "
+        "cache key, and long stretches of it as *pieces* of 24 lines, each distinct sequence of line "
+        "shapes (the line without its index) one generated function that reads each line's index from "
+        "its compiled code (`sim/line_blocks.py`). Tile instructions among scalar blocks run in the "
+        "interpreter loop where they stand. Anything unusual — an empty register, a non-finite or "
+        "underflowing result, a division by zero, a first read, a NaN input — makes the block or piece "
+        "hand its lines back to the loop, which raises the alarm or the error with its line: the "
+        "outputs are those of the plain loop, byte for byte (`tests/test_sim_blocks.py`, "
+        "`tests/test_line_blocks.py` hold them equal on random and mutated traces).",
+        "",
         f"Memory follows the DRAM a trace touches, not its length: about {mem['mb_per_million_cells']:.0f} MB "
         f"per million cells (softmax: {mem['cells'][0]:,} → {mem['cells'][1]:,} cells, {mem['rss'][0]:.0f} → "
         f"{mem['rss'][1]:.0f} MiB peak).",

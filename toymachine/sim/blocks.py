@@ -133,41 +133,58 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) 
     if looped and sum(map(dict.fromkeys(looped).__contains__, keys)) * 2 > len(keys):
         return False  # mostly the loop's: no gain from blocks
     blocks = [b for b in uniq.values() if b.compiled]
-    fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
     if not looped:
+        fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
         runs = [(fn, sum(1 for _ in same)) for fn, same in groupby(fns)]
         if len(runs) * MIN_RUN <= len(fns):  # the same block many times in a row: one call per run
             return _run_runs(run, keys, first, cache, uniq, blocks, runs)
+    offsets = list(accumulate(map({k: b.lines for k, b in uniq.items()}.__getitem__, keys), initial=0))
+    state = [0]  # the blocks done before the last slow path or looped block
+    if looped:  # a block the loop runs is called where it stands (no Bail raised for it)
+        stand_ins = {key: _looped(run, uniq[key], blocks, offsets, first, state) for key in looped}
+        fns = list(map({k: stand_ins.get(k) or b.fn for k, b in uniq.items()}.__getitem__, keys))
     nxt = run.next_index
     stream = nxt.__self__  # the index stream's iterator: a bailing block's indices go back in front of it
     it = iter(fns)
-    done = p_done = bails = 0  # blocks done before the last slow path, and their lines
+    bails = 0
     while True:
         try:
             for fn in it:
                 fn(nxt)
             break
         except Bail as bail:  # handled below, outside the handler: no exception context, no kept frames
-            taken = None if bail is _IN_LOOP else bail.args[0]
+            taken = bail.args[0]
             bail.__traceback__ = None
-        k = done + _flush(run, blocks)  # the block that bailed (or that the loop runs)
-        p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
+        k = state[0] + _flush(run, blocks)  # the block that bailed
         block = uniq[keys[k]]
-        if taken is not None:
-            run.next_index = chain(taken, stream).__next__
-            bails += 1
+        run.next_index = chain(taken, stream).__next__
+        bails += 1
         try:
-            (execute_engines if block.engines else execute)(run, list(block.codes), first + p)
+            execute(run, list(block.codes), first + offsets[k])
         finally:
             run.next_index = nxt
-        done, p_done = k + 1, p + block.lines
+        state[0] = k + 1
         if bails > MAX_BAILS:  # slow paths all along: the loop runs the rest, and this block from now on
             cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
-            execute(run, rest, first + p_done)
+            execute(run, rest, first + offsets[k + 1])
             return True
     _flush(run, blocks)
     return True
+
+
+def _looped(run, block, blocks: list, offsets: list, first: int, state: list):
+    """The stand-in of a block the loop runs, in ``run_blocks``: the counters of the blocks before it
+    added, its codes run by the loop (its indices from the stream, in order) at its own lines."""
+    codes = block.codes
+    ex = execute_engines if block.engines else execute
+
+    def stand_in(nxt):
+        k = state[0] + _flush(run, blocks)
+        ex(run, list(codes), first + offsets[k])
+        state[0] = k + 1
+
+    return stand_in
 
 
 def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, runs: list) -> bool:

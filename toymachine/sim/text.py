@@ -31,6 +31,7 @@ from typing import Iterable
 from ..asm import parse_line, strip_comment
 from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
+from .line_blocks import LineBlocks
 from .engines import scalar
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
@@ -58,6 +59,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
     exact: dict[str, tuple] = {}  # line → code
     templates: dict[str, tuple] = {}  # template line → code
     blocks = BlockCache(run)  # template blocks → compiled functions (sim.blocks)
+    pieces = LineBlocks(run)  # lines mode's segments → compiled pieces (sim.line_blocks)
     first = 1
     use_templates = False
     since_probe = 0
@@ -67,13 +69,13 @@ def run_text(run, chunks: Iterable[str]) -> None:
         lines = None
         if use_templates and since_probe >= PROBE_EVERY:
             since_probe = 0
-            use_templates = not _repeating(_split(text[:PROBE_CHARS]))
+            use_templates = not _repeating(_split(text[:PROBE_CHARS]), exact)
         if run.record or run.symbolic or not use_templates:
             if lines is None:
                 lines = _split(text)
             run.source = _chunk_source(first, text, lines)
             run.next_index = _NO_INDICES
-            new, addressed, repeating = _run_exact(run, lines, first, exact)
+            new, addressed, repeating = _run_exact(run, lines, first, exact, pieces)
             # Templates take over when many of the chunk's lines were never seen and few of the new
             # lines that name an address come back within the chunk (a matmul's first rows are new,
             # but its LOAD a[i][k] lines come back; a softmax's LOAD x[i] lines come once).
@@ -92,7 +94,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
             if text.endswith("\n"):
                 ktext = ktext[:-1]
             run.next_index = iter(list(map(int, parts[1::2]))).__next__
-            _run_templates(run, text, ktext, first, templates, exact, blocks)
+            _run_templates(run, text, ktext, first, templates, exact, blocks, pieces)
             since_probe += 1
             first += ktext.count("\n") + 1
 
@@ -105,12 +107,13 @@ def _split(text: str) -> list[str]:
     return lines
 
 
-def _repeating(lines: list[str]) -> bool:
-    """A probe of a template chunk: do its lines that name an address come back within it (as a
-    matmul's do, which lines mode runs from its cache)?"""
+def _repeating(lines: list[str], cache: dict) -> bool:
+    """A probe of a template chunk: do its lines that name an address, and that are not in the line
+    cache, come back within it (as a matmul's do, which lines mode runs from its cache)? (As the
+    decision after a chunk in lines mode counts them: a tile block that comes back is cached.)"""
     addressed = repeating = 0
     for line, c in Counter(lines).items():
-        if "[" in line:
+        if "[" in line and line not in cache:
             addressed += 1
             repeating += c > 1
     return addressed > 0 and repeating >= REPEATING_FOR_LINES * addressed
@@ -130,9 +133,10 @@ def _chunk_source(first: int, text: str, lines: list[str] | None = None):
     return source
 
 
-def _segments(run, codes: list, first: int, compile_miss) -> None:
+def _segments(run, codes: list, first: int, compile_miss, pieces=None, lines=None) -> None:
     """Execute ``codes`` (lines ``first`` …), compiling each ``None`` entry (a miss) when the
-    instructions before it have run."""
+    instructions before it have run; long segments of lines as compiled pieces where ``pieces``
+    (``sim.line_blocks``) is given."""
     pos, end = 0, len(codes)
     while pos < end:
         try:
@@ -140,7 +144,10 @@ def _segments(run, codes: list, first: int, compile_miss) -> None:
         except ValueError:
             j = end
         if j > pos:
-            execute(run, codes[pos:j], first + pos)
+            if pieces is None:
+                execute(run, codes[pos:j], first + pos)
+            else:
+                pieces.execute(run, codes, lines, pos, j, first)
         if j == end:
             return
         codes[j] = compile_miss(j)
@@ -150,7 +157,7 @@ def _segments(run, codes: list, first: int, compile_miss) -> None:
         pos = j
 
 
-def _run_exact(run, lines: list[str], first: int, cache: dict) -> tuple[int, int, int]:
+def _run_exact(run, lines: list[str], first: int, cache: dict, pieces: LineBlocks) -> tuple[int, int, int]:
     """Compile whole lines: a line is its own cache key. The lines new to the cache are compiled
     ahead, in bulk, where that has no effect a later line could see (registers and arrays that
     exist already); the others in trace order, after the instructions before them ran. Returns
@@ -158,6 +165,7 @@ def _run_exact(run, lines: list[str], first: int, cache: dict) -> tuple[int, int
     the cache name an address, and how many of those stand more than once in the chunk."""
     if len(cache) > CACHE_LIMIT:
         cache.clear()
+        pieces.clear()
     codes = list(map(cache.get, lines))
     new = repeating = 0
     counts: list = []
@@ -172,6 +180,7 @@ def _run_exact(run, lines: list[str], first: int, cache: dict) -> tuple[int, int
             code = scalar.compile_ahead(run, line)
             if code is not None:
                 cache[line] = code
+                pieces.note(line, code)
         for j in at:  # only the misses: look them up again
             codes[j] = cache.get(lines[j])
 
@@ -182,12 +191,14 @@ def _run_exact(run, lines: list[str], first: int, cache: dict) -> tuple[int, int
         code = _compile_line(run, first + j, lines[j])
         if run.flush:
             cache.clear()
+            pieces.clear()
         if code is not None:
             cache[lines[j]] = code
+            pieces.note(lines[j], code)
             return code
         return _SKIP0  # a directive ran: nothing to execute, never cached (it runs where it stands)
 
-    _segments(run, codes, first, compile_miss)
+    _segments(run, codes, first, compile_miss, pieces, lines)
     return new, len(counts), repeating
 
 
@@ -205,7 +216,7 @@ def _misses(codes: list, count: int) -> list[int]:
 
 
 def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exact: dict,
-                   blocks: BlockCache) -> None:
+                   blocks: BlockCache, pieces: LineBlocks) -> None:
     """Compile template lines: LOAD/STORE lines that differ only in their indices share one code.
     Templates new to the cache are compiled ahead where that has no effect (as in ``_run_exact``).
     A chunk whose every line is compiled runs block by block (``sim.blocks``) where it can."""
@@ -244,6 +255,7 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
             templates.clear()
             exact.clear()
             blocks.blocks.clear()
+            pieces.clear()
         for _ in range(count):  # a line that is no template takes its indices now
             run.next_index()
         if code is None:

@@ -1,0 +1,208 @@
+"""Line blocks: lines mode's long segments run as compiled Python functions, as ``sim.blocks`` runs
+template chunks.
+
+In lines mode (``sim.text``) a line is its own cache key and its code holds a constant index
+(``LOAD a[3][7], R0`` → the tuple (3, 7), checked against the array's shape when the line was
+compiled). A matmul's lines repeat, but no two of its blocks of lines are the same text. What
+repeats is their *shape*: the code without its index (``LOAD a[], R0``: the kind, the opcode, the
+array, the register; an arithmetic line whole). Each compiled line gets a one-character shape,
+so a segment's shapes are one string, cut into pieces of ``PIECE`` lines; each distinct piece is
+compiled once into a function ``fn(codes, p)`` that runs ``codes[p:p + PIECE]`` with registers as
+locals, operations inline and each LOAD/STORE's index read from its own code.
+
+Exact, as ``sim.blocks`` is: where the loop would take a slow path (an empty register, a result
+that is non-finite or zero where an underflow is possible, a division by zero, a NaN input) the
+piece *bails* before it wrote any register, and ``sim.loop.execute`` runs the piece's codes again,
+raising the alarm or the error with its line. A piece with another engine's instruction, or a STORE
+to an array it later LOADs from, always runs in the loop. Not used while step rows are recorded or
+in symbolic mode.
+"""
+
+from __future__ import annotations
+
+__all__ = ["LineBlocks"]
+
+import math
+from itertools import repeat
+
+from .blocks import _INLINE, Bail, _BAIL, _flush
+from .engines.kinds import BINARY, COPY, LOAD, SKIP, STORE, TERNARY, UNARY
+from .loop import execute
+
+PIECE = 24  # lines per piece (a multiple of 1, 2, 3, 4, 6 and 8: short periods give few distinct pieces)
+MIN_SEGMENT = 4 * 1024  # shorter segments run in the loop
+MIN_REPEATS = 16  # pieces must come back this often on average
+MAX_SHAPES = 40_000  # distinct shapes (one character each; past this, new lines get none)
+CACHE_LIMIT = 4096  # distinct compiled pieces kept
+_NONE = "\x01"  # the shape of a line no piece compiles (another engine's, or past MAX_SHAPES)
+_ARITY = {UNARY: 1, COPY: 1, BINARY: 2, TERNARY: 3}
+
+
+class LineBlocks:
+    """The shapes of one run's compiled lines and its compiled pieces."""
+
+    def __init__(self, run):
+        self.run = run
+        self.shapes: dict[str, str] = {}  # line → its shape's character
+        self.kinds: dict[tuple, str] = {}  # shape → character
+        self.protos: dict[str, tuple] = {}  # character → a code of that shape
+        self.pieces: dict[str, object] = {}  # piece (shape string) → _Piece, or None: the loop runs it
+
+    def clear(self) -> None:
+        """Forget everything (the line cache was cleared: an array went dense, or the cache was full)."""
+        self.shapes.clear()
+        self.kinds.clear()
+        self.protos.clear()
+        self.pieces.clear()
+
+    def note(self, line: str, code: tuple) -> None:
+        """``line`` compiled to ``code``: give it its shape."""
+        kind = code[0]
+        if kind == LOAD or kind == STORE:
+            shape = (kind, code[1], id(code[2]), code[4])
+        elif kind in _ARITY:
+            shape = (kind,) + code[1:-1] + (code[-1][2],)
+        elif kind == SKIP and not code[2]:
+            shape = (SKIP,)
+        else:
+            self.shapes[line] = _NONE
+            return
+        ch = self.kinds.get(shape)
+        if ch is None:
+            if len(self.kinds) >= MAX_SHAPES:
+                self.shapes[line] = _NONE
+                return
+            ch = self.kinds[shape] = chr(0x100 + len(self.kinds))
+            self.protos[ch] = code
+        self.shapes[line] = ch
+
+    def execute(self, run, codes: list, lines: list, pos: int, end: int, first: int) -> None:
+        """Run ``codes[pos:end]`` (every one compiled; line ``first + i`` is ``codes[i]``)."""
+        n = end - pos
+        if n < MIN_SEGMENT or run.record or run.symbolic:
+            execute(run, codes[pos:end], first + pos)
+            return
+        sig = "".join(map(self.shapes.get, lines[pos:end], repeat(_NONE, n)))
+        keys = [sig[i:i + PIECE] for i in range(0, n, PIECE)]
+        uniq = dict.fromkeys(keys)
+        if len(uniq) * MIN_REPEATS > len(keys):
+            execute(run, codes[pos:end], first + pos)
+            return
+        if len(self.pieces) > CACHE_LIMIT:
+            self.pieces.clear()
+        looped = 0
+        for key in uniq:
+            piece = self.pieces.get(key, False)
+            if piece is False:
+                piece = self.pieces[key] = _compile(run, list(map(self.protos.get, key)))
+            uniq[key] = piece
+            looped += piece is None
+        if looped * 4 > len(uniq):
+            execute(run, codes[pos:end], first + pos)
+            return
+        compiled = [p for p in uniq.values() if p is not None]
+        fns = [_in_loop if p is None else p.fn for p in map(uniq.__getitem__, keys)]
+        it = zip(fns, range(pos, end, PIECE))
+        p = pos
+        while True:
+            try:
+                for fn, p in it:
+                    fn(codes, p)
+                break
+            except Bail as bail:  # handled below, outside the handler: no exception context kept
+                bail.__traceback__ = None
+            _flush(run, compiled)
+            stop = min(p + PIECE, end)
+            execute(run, codes[p:stop], first + p)
+        _flush(run, compiled)
+
+
+def _in_loop(codes, p):
+    raise _BAIL
+
+
+class _Piece:
+    __slots__ = ("fn", "hits", "steps", "reads", "writes", "counts")
+
+    def __init__(self, fn, hits: list, codes: list):
+        self.fn = fn
+        self.hits = hits
+        self.steps = sum(1 for c in codes if c[0] != SKIP)
+        self.reads = sum(1 for c in codes if c[0] == LOAD)
+        self.writes = sum(1 for c in codes if c[0] == STORE)
+        counts: dict[int, int] = {}
+        for c in codes:
+            counts[c[1]] = counts.get(c[1], 0) + 1
+        self.counts = tuple(counts.items())
+
+
+def _compile(run, codes: list):
+    """The piece function of ``codes`` (one code of each line's shape), or None where a line is
+    not a scalar word instruction or a STORE to an array comes before a LOAD from it."""
+    if None in codes:
+        return None
+    env: dict = {"_exp": math.exp, "_B": _BAIL, "regs": run.regs}
+    names: dict[int, str] = {}
+
+    def bind(obj, prefix: str) -> str:
+        name = names.get(id(obj))
+        if name is None:
+            name = names[id(obj)] = f"{prefix}{len(names)}"
+            env[name] = obj
+        return name
+
+    loaded: set[int] = set()
+    written: set[int] = set()
+    stored: set[int] = set()
+    arrays: dict[str, str] = {}
+    body: list[str] = []
+
+    def reg(slot: int) -> str:
+        if slot not in written:
+            loaded.add(slot)
+        return f"r{slot}"
+
+    for k, code in enumerate(codes):
+        kind = code[0]
+        at = f"c{k}[3]"
+        if kind == SKIP:
+            continue
+        if kind == LOAD:
+            arr = code[2]
+            if id(arr) in stored:
+                return None
+            a = bind(arr, "A")
+            arrays.setdefault(a, "C" + a[1:])
+            body.append(f"r{code[4]} = C{a[1:]}.get({at})\nif r{code[4]} is None: raise _B")  # a first read: the loop's
+            written.add(code[4])
+        elif kind == STORE:
+            arr = code[2]
+            a = bind(arr, "A")
+            arrays.setdefault(a, "C" + a[1:])
+            stored.add(id(arr))
+            v = reg(code[4])
+            body.append(f"if {v} is None: raise _B\nC{a[1:]}[{at}] = {v}")
+        elif kind in _ARITY:
+            srcs = [reg(s) for s in code[4:4 + _ARITY[kind]]]
+            d = f"r{code[3]}"
+            if kind == COPY:
+                body.append(f"if {srcs[0]} is None: raise _B\n{d} = {srcs[0]}")
+            else:
+                form = _INLINE.get(code[2])
+                expr = form.format(*srcs) if form else f"{bind(code[2], 'F')}({', '.join(srcs)})"
+                zero = f" or {d} == 0.0" if code[-1][2] else ""
+                body.append(f"{d} = {expr}\nif {d} - {d} != 0.0{zero}: raise _B")
+            written.add(code[3])
+        else:
+            return None
+    top = [f"r{s} = regs[{s}]" for s in sorted(loaded)] + [f"C{a[1:]} = {a}.cells" for a in arrays]
+    tail = [f"regs[{s}] = r{s}" for s in sorted(written)] + ["H[0] += 1"]
+    hits = [0]
+    env["H"] = hits
+    used = [f"c{k}" if codes[k][0] in (LOAD, STORE) else "_" for k in range(len(codes))]
+    src = ["def piece(c, p):", "    try:", f"        {', '.join(used)}, = c[p:p + {len(codes)}]"]
+    for stmt in top + body + tail:
+        src.extend("        " + s for s in stmt.split("\n"))
+    src += ["    except Exception:", "        raise _B from None"]
+    exec(compile("\n".join(src), "<toym line block>", "exec"), env)
+    return _Piece(env["piece"], hits, codes)
