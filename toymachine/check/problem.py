@@ -34,7 +34,9 @@ from typing import Any
 
 import yaml
 
+from .. import yamlsafe
 from ..errors import ConfigError, Location
+from ..limits import LIMITS
 from ..machine import Machine
 from ..program import Mem
 from .expr import ExprError, Node, evaluate, names_in, parse_expr
@@ -119,7 +121,7 @@ class _Source:
 
 
 def _value(node):
-    return yaml.safe_load(yaml.serialize(node))
+    return yamlsafe.construct(node, what="problem file")
 
 
 def _number(src: _Source, node, key: str, *, integer: bool = False, minimum: float = 0, strict: bool = False):
@@ -228,8 +230,14 @@ def _expectation(src: _Source, knode, vnode, inputs: dict) -> Expectation:
     return Expectation(target, array, address, text, node, src.loc(knode))
 
 
-def _machine(src: _Source, spec: dict, base: str) -> Machine:
-    from ..machine import DEFAULT_MACHINE, resolve_machine
+def _trials(src: _Source, node) -> int:
+    trials = _number(src, node, "trials", integer=True, minimum=1)
+    LIMITS["trials"].check(trials, f"'trials: {trials}'", loc=src.loc(node))
+    return int(trials)
+
+
+def _machine(src: _Source, spec: dict, base: str, allow_outside: bool = False) -> Machine:
+    from ..machine import DEFAULT_MACHINE, preset_names, resolve_machine
 
     machine = DEFAULT_MACHINE
     if "machine" in spec:
@@ -238,6 +246,11 @@ def _machine(src: _Source, spec: dict, base: str) -> Machine:
         if not isinstance(name, str):
             raise src.error(f"'machine' must be a preset name or a machine file, got {name!r}", node)
         path = name if os.path.isabs(name) else os.path.join(base, name)
+        if os.path.exists(path) and not allow_outside and name not in preset_names():
+            inside = os.path.realpath(path)
+            if os.path.commonpath([inside, os.path.realpath(base)]) != os.path.realpath(base):
+                raise src.error("the machine file lies outside the problem's folder", node,
+                                hint="copy it next to the problem file, or pass --allow-outside if you trust it")
         try:
             machine = resolve_machine(path if os.path.exists(path) else name)
         except ConfigError as exc:
@@ -247,9 +260,10 @@ def _machine(src: _Source, spec: dict, base: str) -> Machine:
     return machine
 
 
-def load_problem(path: str | os.PathLike, text: str | None = None) -> Problem:
+def load_problem(path: str | os.PathLike, text: str | None = None, *, allow_outside: bool = False) -> Problem:
     """Read and check a problem file (``text`` instead of reading ``path``, which then only
-    names it in messages and anchors relative machine/reference paths)."""
+    names it in messages and anchors relative machine/reference paths). A ``machine:`` file must
+    lie under the problem's folder unless ``allow_outside``."""
     path = os.fspath(path)
     if text is None:
         try:
@@ -262,14 +276,11 @@ def load_problem(path: str | os.PathLike, text: str | None = None) -> Problem:
                               loc=Location(path)) from None
     src = _Source(path, text)
     try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 0
-        loc = Location(path, line, mark.column + 1 if mark else 0,
-                       src.lines[line - 1] if 0 < line <= len(src.lines) else None)
-        raise ConfigError(f"problem file is not valid YAML: {getattr(exc, 'problem', exc)}", loc=loc,
-                          hint="quote an expression that contains ': ' or starts with a special character") from None
+        root = yamlsafe.compose(text, path, "problem file")
+    except ConfigError as exc:
+        if "not valid YAML" in exc.message:
+            exc.hint = "quote an expression that contains ': ' or starts with a special character"
+        raise
     if root is None:
         raise ConfigError("problem file is empty", loc=Location(path), hint="see examples/problems/ for the format")
     spec: dict = {}
@@ -306,10 +317,10 @@ def load_problem(path: str | os.PathLike, text: str | None = None) -> Problem:
     any_random = any(i.random for i in inputs.values())
     return Problem(
         title=str(title), inputs=tuple(inputs.values()), expect=expect,
-        machine=_machine(src, spec, os.path.dirname(os.path.abspath(path))),
+        machine=_machine(src, spec, os.path.dirname(os.path.abspath(path)), allow_outside),
         budgets=budgets, array_budgets=array_budgets,
         tolerance=_number(src, spec["tolerance"], "tolerance") if "tolerance" in spec else 1e-9,
-        trials=_number(src, spec["trials"], "trials", integer=True, minimum=1) if "trials" in spec else (3 if any_random else 1),
+        trials=_trials(src, spec["trials"]) if "trials" in spec else (3 if any_random else 1),
         seed=_number(src, spec["seed"], "seed", integer=True) if "seed" in spec else 0,
         description=str(_value(spec["description"]) or "") if "description" in spec else "",
         reference=str(_value(spec["reference"])) if "reference" in spec else None,

@@ -26,6 +26,8 @@ def check_command(
     trials: Optional[int] = typer.Option(None, "--trials", min=1, help="Random input draws (default: the problem's, else 3)."),
     fmt: Format = format_option(),
     output: Optional[str] = output_option(),
+    allow_outside: bool = typer.Option(False, "--allow-outside", help="Let the problem's machine: file lie outside "
+                                                                       "the problem's folder."),
 ) -> None:
     """Grade a trace: run it on the problem's machine with its inputs (several random draws), compare
     every expected array and check every budget; exit 0 when all pass, 1 when one fails."""
@@ -35,7 +37,7 @@ def check_command(
             text = sys.stdin.read()
             source = text if text.endswith("\n") else text + "\n"  # text, not a path
         grade = check_trace(source, problem, seed=seed, trials=trials, name="<stdin>" if trace == "-" else None,
-                            machine=resolve_machine(machine) if machine else None)
+                            machine=resolve_machine(machine) if machine else None, allow_outside=allow_outside)
         write_output(grade.render(fmt.value), output)
     if not grade.passed:
         raise typer.Exit(1)

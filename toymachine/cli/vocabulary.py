@@ -92,6 +92,8 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--problem", "-p", "check: the problem file (YAML) a trace is graded against"),
     Flag("--trials", None, "check: random input draws (a trace that hard-codes its answer fails)"),
     Flag("--version", "-V", "print the version"),
+    Flag("--debug", None, "an internal error (exit 3) prints its Python traceback (root option: toym --debug run …)"),
+    Flag("--allow-outside", None, "check: a problem's machine: file may lie outside the problem's folder"),
     Flag("--help", "-h", "show a command's options"),
     Flag("--install-completion", None, "install shell completion (bash, zsh, fish, PowerShell)"),
     Flag("--show-completion", None, "print the shell completion script"),

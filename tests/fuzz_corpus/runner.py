@@ -1,0 +1,70 @@
+"""Run ``toym`` in a subprocess under a memory cap and a time budget, and judge the outcome the
+way issue 26 asks: an exit status in the documented set, no traceback, bounded stderr."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MEMORY_CAP_BYTES = 1 << 30      # 1 GiB of address space
+STDERR_MAX_CHARS = 4000         # an error message is a few lines, never the input echoed
+DOCUMENTED_EXIT = {0, 1, 2, 3}  # 3: internal error (a bug report, never a traceback without --debug)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cap() -> None:  # runs in the child before exec
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
+
+
+@dataclass
+class Outcome:
+    rc: int
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+    def problems(self, allowed=DOCUMENTED_EXIT) -> list[str]:
+        out = []
+        if self.timed_out:
+            out.append(f"did not finish in its budget ({self.seconds:.1f} s)")
+        if self.rc not in allowed:
+            out.append(f"exit {self.rc} not in {sorted(allowed)}")
+        if "Traceback" in self.stderr or "Traceback" in self.stdout:
+            out.append("traceback in output")
+        if len(self.stderr) > STDERR_MAX_CHARS:
+            out.append(f"stderr of {len(self.stderr)} characters")
+        return out
+
+
+def run_toym(args, cwd, stdin: str | None = None, timeout: float = 20.0, env_extra: dict | None = None) -> Outcome:
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="100", NO_COLOR="1", PYTHONHASHSEED="0")
+    env.update(env_extra or {})
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "toymachine", *args], cwd=cwd, input=stdin,
+                              capture_output=True, text=True, errors="replace", timeout=timeout,
+                              preexec_fn=_cap, env=env)
+    except subprocess.TimeoutExpired as exc:
+        def s(b):
+            return b.decode("utf-8", "replace") if isinstance(b, bytes) else (b or "")
+        return Outcome(-9, s(exc.stdout), s(exc.stderr), time.perf_counter() - t0, timed_out=True)
+    return Outcome(proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - t0)
+
+
+def write_files(files: dict, folder: Path) -> None:
+    for name, content in files.items():
+        if callable(content):
+            content = content()
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
