@@ -44,6 +44,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ..limits import LIMITS
+
 
 class ExprError(Exception):
     """A bad expression: ``pos`` (0-based offset) and ``length`` locate the token."""
@@ -159,6 +161,14 @@ class _Parser:
         self.text = text
         self.toks = _tokens(text)
         self.i = 0
+        self.depth = 0  # open parentheses, calls and unary minuses (each costs Python frames)
+        self.max_depth = int(LIMITS["expr_depth"].value())
+
+    def nest(self, t: _Tok) -> None:
+        self.depth += 1
+        if self.depth > self.max_depth:
+            raise ExprError(f"the expression nests deeper than {self.max_depth} levels", t.pos, len(t.text),
+                            hint=LIMITS["expr_depth"].lift_hint())
 
     @property
     def tok(self) -> _Tok:
@@ -207,7 +217,9 @@ class _Parser:
     def unary(self) -> Node:
         if self.tok.text == "-":
             op = self.take()
-            return Unary("-", self.unary(), op.pos)
+            self.nest(op)
+            node, self.depth = Unary("-", self.unary(), op.pos), self.depth - 1
+            return node
         return self.postfix()
 
     def postfix(self) -> Node:
@@ -223,13 +235,16 @@ class _Parser:
             return Num(float(t.text), t.pos)
         if t.text == "(":
             self.take()
+            self.nest(t)
             node = self.expr()
             self.expect(")", "')'")
+            self.depth -= 1
             return node
         if t.kind == "name":
             self.take()
             if self.tok.text == "(":
-                return self.call(t)
+                self.nest(t)
+                return self.call(t)  # call() closes the level
             if t.text in FUNCTIONS:
                 raise ExprError(f"'{t.text}' is a function: call it, e.g. {t.text}(x)", t.pos, len(t.text))
             return Name(t.text, t.pos)
@@ -261,6 +276,7 @@ class _Parser:
                 continue
             end = self.expect(")", "',' or ')'")
             break
+        self.depth -= 1
         if not lo <= len(args) <= hi:
             want = str(lo) if lo == hi else f"{lo} or {hi}"
             raise ExprError(f"{name.text}() takes {want} argument{'s' if hi > 1 else ''}, got {len(args)}",
@@ -271,24 +287,45 @@ class _Parser:
 
 
 def parse_expr(text: str) -> Node:
-    """Parse an expression (raises ``ExprError`` with the offending token's position)."""
-    return _Parser(text).parse()
+    """Parse an expression (raises ``ExprError`` with the offending token's position). Its length
+    and depth are bounded (``limits.expr_chars``, ``limits.expr_depth``): a 1,000-term sum is a tree
+    1,000 levels deep, which evaluation would walk recursively."""
+    chars = LIMITS["expr_chars"]
+    if len(text) > chars.value():
+        raise ExprError(f"the expression is {len(text):,} characters long; the limit is {int(chars.value()):,}",
+                        0, 1, hint=chars.lift_hint(len(text)))
+    node = _Parser(text).parse()
+    _check_depth(node)
+    return node
+
+
+def _children(node: Node) -> tuple:
+    if isinstance(node, (Unary, Transpose)):
+        return (node.operand,)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    if isinstance(node, Call):
+        return node.args + tuple(v for _, v in node.keywords)
+    return ()
+
+
+def _check_depth(root: Node) -> None:
+    """Refuse a tree deeper than ``limits.expr_depth`` (walked without recursion)."""
+    cap = int(LIMITS["expr_depth"].value())
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > cap:
+            raise ExprError(f"the expression is more than {cap} operations deep (split a long sum with sum() "
+                            f"or parentheses)", node.pos, 1, hint=LIMITS["expr_depth"].lift_hint())
+        stack.extend((kid, depth + 1) for kid in _children(node))
 
 
 def names_in(node: Node) -> list[Name]:
     """Every name the expression reads, in order."""
     if isinstance(node, Name):
         return [node]
-    if isinstance(node, (Unary, Transpose)):
-        return names_in(node.operand)
-    if isinstance(node, Binary):
-        return names_in(node.left) + names_in(node.right)
-    if isinstance(node, Call):
-        out: list[Name] = []
-        for a in node.args + tuple(v for _, v in node.keywords):
-            out += names_in(a)
-        return out
-    return []
+    return [n for kid in _children(node) for n in names_in(kid)]
 
 
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
@@ -300,9 +337,11 @@ _ELEMENTWISE: dict[str, Callable] = {"exp": np.exp, "log": np.log, "sqrt": np.sq
 _BINARY: dict[str, Callable] = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "@": np.matmul}
 
 
-def _int_arg(node: Node, value, what: str) -> int:
-    if np.ndim(value) != 0 or float(value) != int(value):
+def _int_arg(node: Node, value, what: str, low: int = -64, high: int = 64) -> int:
+    if np.ndim(value) != 0 or not np.isfinite(value) or float(value) != int(value):
         raise ExprError(f"{what} must be a whole number", node.pos)
+    if not low <= int(value) <= high:
+        raise ExprError(f"{what}={int(value)} is out of range ({low}..{high})", node.pos)
     return int(value)
 
 
@@ -348,11 +387,14 @@ def _eval(node: Node, env: Mapping[str, np.ndarray]):
             if node.function == "mean":
                 return np.mean(x, axis=axis)
             if node.function == "var":
-                ddof = _int_arg(kw["ddof"][0], kw["ddof"][1], "ddof") if "ddof" in kw else 1
+                ddof = _int_arg(kw["ddof"][0], kw["ddof"][1], "ddof", 0, 1 << 31) if "ddof" in kw else 1
+                n = np.size(x) if axis is None else np.shape(x)[axis] if -np.ndim(x) <= axis < np.ndim(x) else 1
+                if ddof >= n:
+                    raise ValueError(f"ddof={ddof} leaves no degrees of freedom ({n} element{'s' if n != 1 else ''})")
                 return np.var(x, axis=axis, ddof=ddof)
             if np.ndim(x) == 0:
                 raise ValueError("softmax needs an array (a scalar has no axis)")
             return _softmax(x, -1 if axis is None else axis)
-        except ValueError as exc:  # numpy's AxisError is a ValueError
+        except (ValueError, OverflowError, IndexError) as exc:  # numpy's AxisError is a ValueError
             raise ExprError(f"{node.function}(): {exc}", node.pos, node.length) from None
     raise TypeError(node)  # pragma: no cover - the parser makes only the nodes above

@@ -150,13 +150,16 @@ def data_warnings(arrays: dict[str, np.ndarray], path: str) -> list[DataError]:
     found = []
     for name, a in arrays.items():
         if a.dtype.kind in "iu":
-            big = np.argwhere(np.abs(a.astype(np.float64)) > _EXACT)
-            if big.size:
-                idx = "".join(f"[{i}]" for i in big[0])
-                found.append(DataError(f"{name}{idx} = {a[tuple(big[0])]} loses precision as a float64 "
-                                       f"(integers are exact up to 2^53)", loc=Location(path),
-                                       hint="--strict makes this an error"))
-                a = a.astype(np.float64)
+            flat = a.ravel()
+            for k in np.flatnonzero(np.abs(flat.astype(np.float64)) >= _EXACT)[:10_000]:  # candidates; exact below
+                v = int(flat[k])
+                if int(float(v)) != v:
+                    idx = "".join(f"[{i}]" for i in np.unravel_index(k, a.shape))
+                    found.append(DataError(f"{name}{idx} = {v} loses precision as a float64 (it becomes "
+                                           f"{float(v):.17g}; integers are exact up to 2^53)", loc=Location(path),
+                                           hint="--strict makes this an error"))
+                    break
+            a = a.astype(np.float64)
         elif a.dtype != np.float64:
             a = a.astype(np.float64)
         arrays[name] = a
