@@ -85,20 +85,20 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
     Limit("array_elements", 1 << 24, "elements", "one array's elements: an implied shape grown by the trace's indices, "
           "a .array or .data shape, a data file's array, a tile (16 Mi float64 = 128 MiB)"),
     Limit("arrays", 4096, "arrays", "distinct array names in one run (each costs about 32 KiB of bookkeeping)"),
-    Limit("memory_elements", 1 << 26, "elements", "all arrays of one run together (64 Mi float64 = 512 MiB)"),
     Limit("yaml_nodes", 100_000, "nodes", "YAML nodes of one file, aliases expanded (an alias bomb is refused, never built)"),
     Limit("yaml_depth", 64, "levels", "nesting of YAML collections, of a .data literal"),
     Limit("literal_digits", 400, "digits", "digits of one number in a trace, a .data literal or YAML"),
     Limit("expr_chars", 10_000, "characters", "one expression of a problem file"),
     Limit("expr_depth", 100, "levels", "nesting of an expression (parentheses, calls, operators)"),
     Limit("trials", 1000, "trials", "random input draws of toym check", flag="--trials"),
-    Limit("sweep_points", 100_000, "points", "points of one toym sweep"),
-    Limit("sweep_work", 10 ** 9, "instructions", "estimated simulated instructions of one toym sweep (points x the "
-          "largest point's closed-form count)"),
-    Limit("search_states", 10 ** 7, "states", "the size a toym optimize search may reach (its closed-form estimate)"),
-    Limit("size", 10 ** 9, "elements", "a dense matrix or vector an experiment builds (toym systolic, numerics, "
-          "memory --check, optimize attention-tile)"),
-    Limit("instructions", 10 ** 8, "instructions", "a generated program (toym gen writes it streaming)",
+    Limit("sweep_points", 10_000, "points", "points of one toym sweep (the product of its ranges' lengths)"),
+    Limit("sweep_work", 10 ** 9, "instructions", "simulated instructions of one toym sweep: the sum of its points' "
+          "closed-form counts, added up before any point runs"),
+    Limit("search_size", 10 ** 5, "candidates", "a toym optimize search's size, estimated before it starts: matmul's "
+          "products m·n·k (its state has a bit per operand and product), attention-tile's (Br, Bc) pairs"),
+    Limit("size", 1 << 26, "elements", "what an experiment builds before it simulates: toym systolic's matrices and "
+          "its ticks × cells, toym numerics' inputs (batch · heads · n · d)"),
+    Limit("instructions", 10 ** 9, "instructions", "a generated program (toym gen writes it streaming)",
           flag="--max-instructions"),
 ]}
 

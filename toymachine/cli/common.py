@@ -135,6 +135,8 @@ def write_output(text: str, path: Optional[str]) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    if not path.strip() or "\0" in path:
+        raise ConfigError(f"-o {path!r} is not a file name", hint="give a file path, or leave -o out for standard output")
     if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, /dev/stdout, a FIFO: write into it
         try:  # (replacing it would put a regular file where the device was)
             with open(path, "w", encoding="utf-8", newline="") as fh:
@@ -152,7 +154,8 @@ def write_output(text: str, path: Optional[str]) -> None:
     except OSError as exc:
         from ..errors import Location
 
-        raise ConfigError(f"cannot write {path}: {exc.strerror}", loc=Location(path),
+        why = exc.strerror if not os.path.isdir(directory) else f"cannot create a file in {directory} ({exc.strerror})"
+        raise ConfigError(f"cannot write {path}: {why}", loc=Location(path),
                           hint="check that the directory exists and is writable") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:

@@ -36,6 +36,7 @@ from ..gen.registry import GeneratorSpec, Param, get_generator
 from ..machine import DEFAULT_MACHINE, Machine
 from ..render.report import Report, Section
 from ..sim import simulate
+from ..limits import LIMITS
 from .parallel import run_points
 from .plot import METRICS, check_plot, plot_sweep
 
@@ -113,7 +114,26 @@ def expand_grid(spec: GeneratorSpec, grid: Mapping[str, Any]) -> list[dict[str, 
     for name in grid:
         spec.param(name)  # unknown names are errors
     names = [p.name for p in spec.params]
+    count = 1
+    for axis in axes:
+        count *= len(axis)
+    LIMITS["sweep_points"].check(count, f"the sweep's grid ({' × '.join(str(len(a)) for a in axes)} values)")
     return [dict(zip(names, combo)) for combo in itertools.product(*axes)]
+
+
+def _check_work(spec: GeneratorSpec, points: list[dict]) -> None:
+    """Refuse, before any point runs, a sweep whose closed-form instruction counts add up past
+    ``limits.sweep_work`` (a point the formula cannot cost is left to the simulator's error)."""
+    if spec.cost is None:
+        return
+    cap, total = LIMITS["sweep_work"].value(), 0
+    for params in points:
+        try:
+            total += spec.cost(**params).instructions
+        except Exception:  # noqa: BLE001 - the point's own run reports its error
+            continue
+        if total > cap:
+            LIMITS["sweep_work"].check(total, f"the sweep (at least; {len(points):,} points)")
 
 
 @dataclass(frozen=True)
@@ -218,6 +238,7 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
     spec = get_generator(generator) if isinstance(generator, str) else generator
     base = machine or DEFAULT_MACHINE
     points = expand_grid(spec, grid)
+    _check_work(spec, points)
     machines = [spec.machine(params, base) if spec.machine else base for params in points]
     remote = jobs > 1 or executor != "local"
     if remote and _registered(spec) is not spec:  # workers find generators by name: one made here runs here

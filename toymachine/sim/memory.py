@@ -329,6 +329,11 @@ class Memory:
     def declare(self, name: str, shape: tuple[int, ...], fill: float | None = None, line: int = 0) -> Array:
         if name not in self.arrays:
             self._count_new(name)
+        count = 1
+        for n in shape:
+            count *= n
+        if count > LIMITS["array_elements"].value():  # a generated program's arrays (text is bounded by the parser)
+            LIMITS["array_elements"].check(count, f"array {name}{''.join(f'[{n}]' for n in shape)}")
         arr = Array(name, shape, fill=fill, seed=self.seed, line=line)
         self.arrays[name] = arr
         return arr
