@@ -14,6 +14,7 @@ from pathlib import Path
 MEMORY_CAP_BYTES = 1 << 30      # 1 GiB of address space
 STDERR_MAX_CHARS = 4000         # an error message is a few lines, never the input echoed
 DOCUMENTED_EXIT = {0, 1, 2, 3}  # 3: internal error (a bug report, never a traceback without --debug)
+TRACEBACK = "Traceback (most recent call last)"
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,7 +37,7 @@ class Outcome:
             out.append(f"did not finish in its budget ({self.seconds:.1f} s)")
         if self.rc not in allowed:
             out.append(f"exit {self.rc} not in {sorted(allowed)}")
-        if "Traceback" in self.stderr or "Traceback" in self.stdout:
+        if TRACEBACK in self.stderr or TRACEBACK in self.stdout:
             out.append("traceback in output")
         if len(self.stderr) > STDERR_MAX_CHARS:
             out.append(f"stderr of {len(self.stderr)} characters")
