@@ -69,3 +69,43 @@ def write_files(files: dict, folder: Path) -> None:
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8")
+
+
+# -- hostile text stays inert: one check per output format -------------------------------------------
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert_problems(fmt: str, text: str) -> list[str]:
+    """What in ``text`` (output of ``--format fmt``) a reader would run: raw markup from an input
+    in HTML or markdown, a TeX command outside a comment, a CSV cell a spreadsheet evaluates."""
+    out = []
+    if fmt in ("html", "html-fragment", "markdown"):
+        for marker in ("<!--", "<script>alert", "<img", "<svg", "<iframe"):
+            if marker in text:
+                out.append(f"{fmt}: raw {marker!r}")
+    elif fmt == "latex":
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.startswith("%"):
+                continue
+            for command in ("\\input", "\\write18", "\\include", "\\openout", "\\immediate", "\\catcode", "\\def"):
+                if command in line:
+                    out.append(f"latex line {n}: {command} outside a comment")
+    elif fmt == "csv":
+        import csv
+        import io
+
+        for row in csv.reader(io.StringIO(text)):
+            for cell in row:
+                if cell.startswith(_FORMULA):
+                    try:
+                        float(cell)
+                    except ValueError:
+                        out.append(f"csv: formula cell {cell[:40]!r}")
+    elif fmt == "json":
+        import json
+
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            out.append(f"json: not valid ({exc})")
+    return out
