@@ -92,8 +92,8 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
     Limit("expr_depth", 100, "levels", "nesting of an expression (parentheses, calls, operators)"),
     Limit("trials", 1000, "trials", "random input draws of toym check", flag="--trials"),
     Limit("sweep_points", 10_000, "points", "points of one toym sweep (the product of its ranges' lengths)"),
-    Limit("sweep_work", 10 ** 9, "instructions", "simulated instructions of one toym sweep: the sum of its points' "
-          "closed-form counts, added up before any point runs"),
+    Limit("sweep_work", 10 ** 8, "instructions", "simulated instructions of one toym sweep (the sum of its points' "
+          "closed-form counts, added up before any point runs) or of toym memory --check"),
     Limit("search_size", 10 ** 5, "candidates", "a toym optimize search's size, estimated before it starts: matmul's "
           "products m·n·k (its state has a bit per operand and product), attention-tile's (Br, Bc) pairs"),
     Limit("size", 1 << 26, "elements", "what an experiment builds before it simulates: toym systolic's matrices and "

@@ -3,6 +3,7 @@ way issue 26 asks: an exit status in the documented set, no traceback, bounded s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import subprocess
@@ -109,3 +110,54 @@ def inert_problems(fmt: str, text: str) -> list[str]:
         except ValueError as exc:
             out.append(f"json: not valid ({exc})")
     return out
+
+
+class Worker:
+    """One ``fuzz_corpus.worker`` process under the memory cap, running requests in turn; if the
+    process dies (the cap, a segfault) the request reports rc -11 ("crash") and a fresh one starts."""
+
+    def __init__(self):
+        self.proc = None
+
+    def _start(self) -> None:
+        env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + str(REPO / "tests"), COLUMNS="100",
+                   NO_COLOR="1", PYTHONHASHSEED="0")
+        self.proc = subprocess.Popen([sys.executable, "-m", "fuzz_corpus.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     encoding="utf-8", errors="surrogatepass", preexec_fn=_cap, env=env,
+                                     cwd=str(REPO))
+
+    def run(self, args, files: dict | None = None, stdin: str = "", seconds: float = 10.0) -> Outcome:
+        import base64
+        import json
+
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        body = {k: ({"b64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v)
+                for k, v in (files or {}).items()}
+        request = json.dumps({"args": list(args), "files": body, "stdin": stdin, "seconds": seconds})
+        import select
+
+        try:
+            self.proc.stdin.write(request + "\n")
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], seconds + 30)  # the worker's own alarm failed
+            line = self.proc.stdout.readline() if ready else None
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            self.close()
+            if line is None:
+                return Outcome(-9, "", "worker stopped answering (a hang its alarm did not end)", seconds + 30, True)
+            return Outcome(-11, "", "worker crashed (memory cap or signal)", 0.0)
+        answer = json.loads(line)
+        return Outcome(answer["rc"], answer["stdout"], answer["stderr"], answer["seconds"], answer["hang"])
+
+    def close(self) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(Exception):
+                self.proc.stdin.close()
+            with contextlib.suppress(Exception):
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None

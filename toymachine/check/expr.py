@@ -1,9 +1,8 @@
 """The expected-value language of problem files: parsed and evaluated here, never by Python.
 
-An ``expect:`` entry is a small expression over the problem's input arrays::
-
-    a @ b                      softmax(x)                 var(x)
-    softmax(Q @ K.T) @ V       mean(x)                    max(x, axis=0)
+An ``expect:`` entry is a small expression over the problem's input arrays (``a @ b``,
+``softmax(x)``, ``var(x)``, ``softmax(Q @ K.T) @ V``, ``max(x, axis=0)``), of bounded size
+(``toymachine.limits``: its characters, its depth, the arrays it builds).
 
 Grammar (precedence low → high; left-associative)::
 
@@ -175,9 +174,8 @@ class _Parser:
         return self.toks[self.i]
 
     def take(self) -> _Tok:
-        t = self.toks[self.i]
         self.i += 1
-        return t
+        return self.toks[self.i - 1]
 
     def expect(self, text: str, what: str) -> _Tok:
         if self.tok.text != text:
@@ -302,11 +300,8 @@ def parse_expr(text: str) -> Node:
 def _children(node: Node) -> tuple:
     if isinstance(node, (Unary, Transpose)):
         return (node.operand,)
-    if isinstance(node, Binary):
-        return (node.left, node.right)
-    if isinstance(node, Call):
-        return node.args + tuple(v for _, v in node.keywords)
-    return ()
+    return (node.left, node.right) if isinstance(node, Binary) else \
+        node.args + tuple(v for _, v in node.keywords) if isinstance(node, Call) else ()
 
 
 def _check_depth(root: Node) -> None:
@@ -369,6 +364,11 @@ def _eval(node: Node, env: Mapping[str, np.ndarray]):
         try:
             if node.op == "@" and (np.ndim(a) == 0 or np.ndim(b) == 0):
                 raise ValueError("@ needs arrays on both sides, not a scalar (use * to scale)")
+            shape = np.broadcast_shapes(np.shape(a), np.shape(b)) if node.op != "@" else \
+                np.shape(a)[:-1] + np.shape(b)[-1:]  # (≥ the product's elements: refused before it is built)
+            if np.prod(shape, dtype=float) > LIMITS["array_elements"].value():
+                raise ExprError(f"'{node.op}' would build an array of shape {shape}", node.pos,
+                                hint=LIMITS["array_elements"].lift_hint())
             return _BINARY[node.op](a, b)
         except ValueError as exc:
             raise ExprError(f"'{node.op}' cannot combine shapes {np.shape(a)} and {np.shape(b)}: {exc}", node.pos) from None

@@ -165,6 +165,8 @@ def _input(src: _Source, name: str, node) -> InputSpec:
                 or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape)):
             raise src.error(f"the shape of '{name}' must be a list of positive whole numbers, got {shape!r}",
                             opts["shape"], hint="e.g. shape: [4, 3]")
+        LIMITS["array_elements"].check(math.prod(shape), f"input '{name}' of shape {tuple(shape)}",
+                                       loc=src.loc(opts["shape"]))
         dist = _value(opts["dist"]) if "dist" in opts else "normal"
         if dist not in _DISTS:
             raise src.error(f"unknown distribution {dist!r} for input '{name}'", opts["dist"],

@@ -66,13 +66,13 @@ def _parse_item(item: str, param: Param, text: str) -> list:
             if (how == "+" and step < 1) or (how == "*" and (step < 2 or lo < 1)):
                 raise ConfigError(f"{param.flag}: bad step in {item}",
                                   hint="a+step needs step ≥ 1; a*factor needs factor ≥ 2 and a ≥ 1")
+            count = (hi - lo) // step + 1 if how != "*" else math.floor(math.log(hi / lo, step)) + 1
+            LIMITS["sweep_points"].check(count, f"{param.flag} {item} ({count:,} values)")  # before listing them
             out = []
             v = lo
             while v <= hi:
                 out.append(v)
                 v = v * step if how == "*" else v + step
-                if len(out) > MAX_POINTS_PER_RANGE:
-                    raise ConfigError(f"{param.flag}: {item} has more than {MAX_POINTS_PER_RANGE} values")
             return [_checked(v, param) for v in out]
         try:
             return [_checked(int(item), param)]
