@@ -79,7 +79,8 @@ def _fmt(x: float) -> str:
 
 
 LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
-    Limit("file_bytes", 64 << 20, "bytes", "a machine, problem or YAML data file (read whole); traces stream and use trace_bytes"),
+    Limit("file_bytes", 64 << 20, "bytes", "a machine, problem or YAML data file (read at most this much: "
+          "/dev/zero is refused too); traces stream and use trace_bytes"),
     Limit("trace_bytes", 4 << 30, "bytes", "a trace file (streamed in chunks of about a million characters)"),
     Limit("npy_bytes", 1 << 30, "bytes", "the array data an .npy/.npz header declares (checked before allocating)"),
     Limit("array_elements", 1 << 24, "elements", "one array's elements: an implied shape grown by the trace's indices, "
@@ -90,7 +91,7 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
     Limit("literal_digits", 400, "digits", "digits of one number in a trace, a .data literal or YAML"),
     Limit("expr_chars", 10_000, "characters", "one expression of a problem file"),
     Limit("expr_depth", 100, "levels", "nesting of an expression (parentheses, calls, operators)"),
-    Limit("trials", 1000, "trials", "random input draws of toym check", flag="--trials"),
+    Limit("trials", 1000, "trials", "random input draws of toym check (the problem's trials: or --trials)"),
     Limit("sweep_points", 10_000, "points", "points of one toym sweep (the product of its ranges' lengths)"),
     Limit("sweep_work", 10 ** 8, "instructions", "simulated instructions of one toym sweep (the sum of its points' "
           "closed-form counts, added up before any point runs) or of toym memory --check"),
@@ -98,8 +99,8 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
           "products m·n·k (its state has a bit per operand and product), attention-tile's (Br, Bc) pairs"),
     Limit("size", 1 << 26, "elements", "what an experiment builds before it simulates: toym systolic's matrices and "
           "its ticks × cells, toym numerics' inputs (batch · heads · n · d)"),
-    Limit("instructions", 10 ** 9, "instructions", "a generated program (toym gen writes it streaming)",
-          flag="--max-instructions"),
+    Limit("instructions", 10 ** 9, "instructions", "a generated program, counted by its closed form before it is "
+          "built", flag="--max-instructions"),
 ]}
 
 

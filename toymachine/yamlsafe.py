@@ -15,7 +15,7 @@ Stricter than ``yaml.safe_load``, each refusal an error naming the file, line an
 
 from __future__ import annotations
 
-__all__ = ["SafeYamlLoader", "compose", "construct", "load", "node_location", "CORE_TAGS"]
+__all__ = ["SafeYamlLoader", "compose", "construct", "load", "node_location", "read_text", "CORE_TAGS"]
 
 from typing import Any, Callable
 
@@ -113,6 +113,17 @@ def _children(node) -> list:
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]
     return []
+
+
+def read_text(path: str, what: str = "YAML file") -> str:
+    """A YAML file's text, read no further than ``limits.file_bytes`` (a device or a FIFO too): raises
+    ``OSError``/``UnicodeDecodeError`` as ``open`` does, a ``LimitError`` past the limit."""
+    cap = int(LIMITS["file_bytes"].value())
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read(cap + 1)
+    if len(text) > cap:
+        LIMITS["file_bytes"].check(cap + 1, f"{what} {path} (at least)", loc=Location(path))
+    return text
 
 
 def compose(text: str, path: str, what: str = "YAML file",

@@ -16,7 +16,10 @@ from typing import Iterable
 from ..errors import AsmError, Location
 from ..limits import LIMITS
 
-MAX_DIGITS = int(LIMITS["literal_digits"].default)
+try:
+    MAX_DIGITS = int(LIMITS["literal_digits"].value())  # read once: parse_number is on the literal path
+except Exception:  # noqa: BLE001 - a malformed TOYM_MAX_LITERAL_DIGITS is reported where YAML reads it
+    MAX_DIGITS = int(LIMITS["literal_digits"].default)
 
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -269,7 +269,7 @@ def load_problem(path: str | os.PathLike, text: str | None = None, *, allow_outs
     path = os.fspath(path)
     if text is None:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = yamlsafe.read_text(path, "problem file")
         except FileNotFoundError:
             raise ConfigError(f"no such problem file: {path}", loc=Location(path),
                               hint="problem sets live in examples/problems/") from None

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..sim.memory import random_block
 from ..errors import ConfigError
+from ..limits import LIMITS
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg
 
 
@@ -82,7 +83,7 @@ def cli_line(generator: str, **params) -> str:
     return " ".join(parts)
 
 
-MAX_INSTRUCTIONS = 10 ** 9  # a generator refuses to emit more (``max_instructions``; --max-instructions)
+MAX_INSTRUCTIONS = int(LIMITS["instructions"].default)  # a generator refuses to emit more (``max_instructions``; --max-instructions)
 _BYTES_PER_LINE = 16  # about: "LOAD x[123456], R0\n"
 
 
@@ -92,6 +93,8 @@ def check_size(instructions: int, what: str, max_instructions: int | None = MAX_
     the count its closed form gives (the CLI announces big ones), and refuse more than
     ``max_instructions`` (None: no limit)."""
     size = instructions * _BYTES_PER_LINE
+    if max_instructions == MAX_INSTRUCTIONS:  # not given: the limits table's (TOYM_MAX_INSTRUCTIONS lifts it)
+        max_instructions = LIMITS["instructions"].value()
     if max_instructions is not None and instructions > max_instructions:
         raise ConfigError(f"{what} would be {instructions:,} instructions (about {_human(size)} of text), more than "
                           f"--max-instructions {max_instructions:,}",

@@ -35,7 +35,7 @@ def load_machine(path: str | os.PathLike, text: str | None = None) -> Machine:
     path = str(path)
     if text is None:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = yamlsafe.read_text(path, "machine file")
         except FileNotFoundError:
             raise ConfigError(f"no such machine file: {path}", loc=Location(path),
                               hint=f"built-in machines: {', '.join(preset_names())}") from None

@@ -18,6 +18,7 @@ import zipfile
 
 import numpy as np
 
+from .. import yamlsafe
 from ..errors import DataError, Location
 from ..limits import LIMITS
 
@@ -100,15 +101,13 @@ def _read_npy(fh, size: int, path: str, name: str) -> np.ndarray:
 
 
 def _load_yaml(path: str, size: int) -> dict[str, np.ndarray]:
-    from .. import yamlsafe
-
-    LIMITS["file_bytes"].check(size, f"data file {path}", loc=Location(path))
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = yamlsafe.read_text(path, "data file")
     except UnicodeDecodeError:
         raise DataError(f"data file {path} is not UTF-8 text", loc=Location(path),
                         hint="use YAML (name: [values]) or .npy/.npz") from None
+    except OSError as exc:
+        raise DataError(f"cannot read data file {path}: {exc.strerror}", loc=Location(path)) from None
     doc = yamlsafe.load(text, path, "data file", DataError)
     if not isinstance(doc, dict):
         raise DataError("a YAML data file must map array names to nested lists", loc=Location(path),
