@@ -151,3 +151,33 @@ def test_an_unexpected_exception_is_an_internal_error(tmp_path, debug):
     assert proc.returncode == 3
     assert "internal error: RuntimeError: simulated bug" in proc.stderr and "bug in toym" in proc.stderr
     assert ("Traceback (most recent call last)" in proc.stderr) == debug
+
+
+# -- generators stream ---------------------------------------------------------------------------------
+def test_gen_softmax_streams_the_same_bytes():
+    import io
+
+    from toymachine.gen.scalar.softmax import softmax_program
+
+    for algo in ("naive", "safe", "online"):
+        for n, data in ((1, True), (7, False), (70_000, True)):
+            buf = io.StringIO()
+            assert softmax_program(n=n, algo=algo, with_data=data, seed=3, stream=buf.write) is None
+            assert buf.getvalue() == softmax_program(n=n, algo=algo, with_data=data, seed=3).to_text()
+
+
+def test_gen_softmax_writes_more_than_its_memory_holds(tmp_path):
+    """4.2 million instructions (63 MB of text) under a 400 MB address-space cap: as a Program they
+    would need about a gigabyte."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))
+
+    proc = subprocess.run([sys.executable, "-m", "toymachine", "gen", "softmax", "--n", "300000", "--no-data",
+                           "-o", "big.asm"], cwd=tmp_path, capture_output=True, text=True, preexec_fn=cap,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with open(tmp_path / "big.asm", "rb") as fh:
+        fh.seek(-40, os.SEEK_END)
+        assert fh.read().endswith(b"STORE R0, out[299999]\n")

@@ -100,7 +100,7 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
     Limit("size", 1 << 26, "elements", "what an experiment builds before it simulates: toym systolic's matrices and "
           "its ticks × cells, toym numerics' inputs (batch · heads · n · d)"),
     Limit("instructions", 10 ** 9, "instructions", "a generated program, counted by its closed form before it is "
-          "built", flag="--max-instructions"),
+          "built (gen softmax streams its text as it generates)", flag="--max-instructions"),
 ]}
 
 
