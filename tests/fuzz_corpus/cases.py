@@ -192,6 +192,8 @@ CASES: list[Case] = [
     Case("data-nested-100", ("run", "t.asm"), {"t.asm": _nested_data}),
     Case("tile-unchecked-shape", ("run", "t.asm", "-m", "toysram"),
          {"t.asm": ".array Q[100000000][100000000]\nLOAD Q[0:100000000, :], T0\n"}),
+    Case("tile-fill-unchecked", ("run", "t.asm", "-m", "toysram"), {"t.asm": "FILL 0, 18446744073709551616, 1, T5\n"}),
+    Case("tile-fill-huge", ("run", "t.asm", "-m", "toysram"), {"t.asm": "FILL 0, 100000, 100000, T5\n"}),
     # -- silent acceptance ------------------------------------------------------------------------------
     Case("yaml-duplicate-key", ("run", "t.asm", "-m", "m.yaml"),
          {"t.asm": "LOAD x[0], R0\n", "m.yaml": "registers: 4\nregisters: 1000000000000\n"}),
