@@ -21,7 +21,7 @@ MAX_LINES = 400
 
 # Stages, lowest first: a module may import its own stage or a lower one, never a higher one.
 STAGES = [
-    {"isa", "program", "errors", "dtypes", "params", "result"},  # declarations everything reads
+    {"isa", "program", "errors", "dtypes", "params", "result", "limits", "yamlsafe"},  # declarations everything reads
     {"asm", "machine"},  # text → Program; the machine description
     {"sim", "cost"},  # simulate(Program, Machine) → Result; closed forms beside it
     {"gen", "render", "api"},  # programs from parameters; Result → text; the Python API's file runner

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toymachine.check.expr import ExprError, evaluate, names_in, parse_expr
+from toymachine.check.expr import ExprError, names_in, parse_expr
+from toymachine.check.expr_eval import evaluate
 
 RNG = np.random.default_rng(7)
 ENV = {"a": RNG.standard_normal((3, 3)), "b": RNG.standard_normal((3, 3)), "x": RNG.standard_normal(6),

@@ -112,9 +112,13 @@ def test_tolerance_written_without_a_point_is_a_number():
 
 
 def test_machine_file_relative_to_the_problem():
-    p = load_problem(ROOT / "examples" / "problems" / "x.yaml",
-                     "inputs:\n  a: [1]\nexpect:\n  c: a\nmachine: ../machines/slow_exp.yaml\n")
+    text = "inputs:\n  a: [1]\nexpect:\n  c: a\nmachine: ../machines/slow_exp.yaml\n"
+    p = load_problem(ROOT / "examples" / "problems" / "x.yaml", text, allow_outside=True)
     assert p.machine.name == "slow-exp" and p.machine.registers == 4
+    # outside the problem's folder only when allowed (issue 26: `machine: /etc/passwd`)
+    with pytest.raises(ConfigError, match="outside the problem's folder") as err:
+        load_problem(ROOT / "examples" / "problems" / "x.yaml", text)
+    assert err.value.loc.line == 5
 
 
 def test_missing_problem_file():

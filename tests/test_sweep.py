@@ -105,7 +105,8 @@ def test_cli_param_forms_and_errors(toym):
 
 def test_cli_list(toym):
     code, out, _ = toym("sweep", "--list", "-f", "csv")
-    assert code == 0 and "matmul,--registers,3" in out and "attention,--output-slots" in out
+    # a text cell starting with "-" gets OWASP's leading quote (a spreadsheet would run "--registers" as a formula)
+    assert code == 0 and "matmul,'--registers,3" in out and "attention,'--output-slots" in out
 
 
 def test_cli_exits_1_when_simulation_and_formula_disagree(toym, monkeypatch):

@@ -15,8 +15,10 @@ import sys
 from typing import Callable, Iterable, Iterator
 
 from .asm import Chunks, binary_chunks, decode_source, open_error, text_chunks
+from .errors import Location
+from .limits import LIMITS
 from .machine import Machine, resolve_machine
-from .sim.memory import load_data_file
+from .sim.datafile import load_data
 from .result import Result
 from .sim import simulate
 
@@ -34,15 +36,20 @@ def run_file(path: str, *, machine: str | Machine | None = None, registers: int 
     rows of runs of at most ``step_limit`` steps (default: the simulator's, 200). ``machine`` may
     be a ``Machine`` and ``data`` the arrays themselves (``toym run --problem``: the exercise's)."""
     mach = machine if isinstance(machine, Machine) else resolve_machine(machine)
-    arrays = data if isinstance(data, dict) else (load_data_file(data) if data else None)
+    if isinstance(data, dict):
+        arrays, data_warns = data, []
+    else:
+        arrays, data_warns = load_data(data) if data else (None, [])
+    if data_warns and strict_inputs:
+        raise data_warns[0]
     kwargs = dict(registers=registers, seed=seed, symbolic=symbolic, steps=steps, dtype=dtype,
                   strict_numerics=strict_numerics, strict_inputs=strict_inputs)
     if step_limit is not None:
         kwargs["step_limit"] = step_limit
     if path == "-":
         chunks = binary_chunks(sys.stdin.buffer, "<stdin>")
-        return simulate(Chunks(_counted(chunks, None, 0, progress) if progress else chunks), mach, arrays,
-                        file="<stdin>", **kwargs)
+        return _with(simulate(Chunks(_counted(chunks, None, 0, progress) if progress else chunks), mach, arrays,
+                              file="<stdin>", **kwargs), data_warns)
     try:
         with open(path, "rb") as probe:
             head = probe.read(8192)
@@ -53,14 +60,25 @@ def run_file(path: str, *, machine: str | Machine | None = None, registers: int 
         raise open_error(path, exc) from None
     with fh:
         try:
+            size = os.path.getsize(path)
+            LIMITS["trace_bytes"].check(size, f"trace {path}", loc=Location(path))
             chunks = text_chunks(fh)
             if progress:
-                chunks = _counted(chunks, getattr(fh, "buffer", None), os.path.getsize(path), progress)
-            return simulate(Chunks(chunks), mach, arrays, file=path, **kwargs)
+                chunks = _counted(chunks, getattr(fh, "buffer", None), size, progress)
+            return _with(simulate(Chunks(chunks), mach, arrays, file=path, **kwargs), data_warns)
         except UnicodeDecodeError:
             with open(path, "rb") as raw:
                 decode_source(raw.read(), path)  # raises with the line and column
             raise
+
+
+def _with(result: Result, warnings: list) -> Result:
+    """``result`` with the data file's warnings first."""
+    if not warnings:
+        return result
+    import dataclasses
+
+    return dataclasses.replace(result, warnings=tuple(warnings) + tuple(result.warnings))
 
 
 def _counted(chunks: Iterable[str], raw, total: int, progress: Callable[[int, int], None]) -> Iterator[str]:

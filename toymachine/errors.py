@@ -24,10 +24,14 @@ __all__ = [
     "NumericsError",
     "Location",
     "flags_named",
+    "excerpt",
+    "EXCERPT_CHARS",
 ]
 
 import re
 from dataclasses import dataclass
+
+EXCERPT_CHARS = 200  # an error quotes at most this much of an offending line (or of a message)
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,22 @@ class Location:
     col: int = 0
     source_line: str | None = None
     length: int = 1
+
+
+def excerpt(text: str, col: int = 1, width: int = EXCERPT_CHARS) -> tuple[str, int]:
+    """A window of at most ``width`` characters of ``text`` around column ``col`` (1-based), with
+    ``…`` where it was cut, and the column of ``col`` inside it: a 5 MB line quotes 200 characters."""
+    if len(text) <= width:
+        return text, col
+    start = max(0, min(col - 1 - width // 2, len(text) - width))
+    piece = text[start:start + width]
+    new_col = col - start
+    if start > 0:
+        piece = "…" + piece
+        new_col += 1
+    if start + width < len(text):
+        piece += "…"
+    return piece, new_col
 
 
 class ToyMachineError(Exception):
@@ -59,7 +79,9 @@ class ToyMachineError(Exception):
         return self
 
     def render(self) -> str:
-        out = [f"error: {self.message}"]
+        message = self.message if len(self.message) <= 4 * EXCERPT_CHARS else \
+            self.message[:4 * EXCERPT_CHARS] + f"… ({len(self.message):,} characters)"
+        out = [f"error: {message}"]
         loc = self.loc
         if loc is not None:
             where = loc.file
@@ -71,18 +93,18 @@ class ToyMachineError(Exception):
             if loc.line and loc.source_line is not None:
                 num = str(loc.line)
                 pad = " " * len(num)
-                text = loc.source_line.rstrip("\r\n").expandtabs(1)
+                text, col = excerpt(loc.source_line.rstrip("\r\n").expandtabs(1), max(1, loc.col))
                 out.append(f" {pad} |")
                 out.append(f" {num} | {text}")
                 if loc.col:
-                    caret = " " * (loc.col - 1) + "^" * max(1, loc.length)
+                    caret = " " * (col - 1) + "^" * max(1, min(loc.length, EXCERPT_CHARS))
                     out.append(f" {pad} | {caret}")
         if self.hint:
             out.append(f"  = hint: {self.hint}")
         return "\n".join(out)
 
     def to_dict(self) -> dict:
-        d: dict = {"kind": self.kind, "message": self.message}
+        d: dict = {"kind": self.kind, "message": self.message[:4 * EXCERPT_CHARS]}
         if self.loc is not None:
             d.update(file=self.loc.file, line=self.loc.line, col=self.loc.col)
         if self.hint:

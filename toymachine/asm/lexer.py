@@ -14,18 +14,24 @@ import re
 from typing import Iterable
 
 from ..errors import AsmError, Location
+from ..limits import LIMITS
+
+try:
+    MAX_DIGITS = int(LIMITS["literal_digits"].value())  # read once: parse_number is on the literal path
+except Exception:  # noqa: BLE001 - a malformed TOYM_MAX_LITERAL_DIGITS is reported where YAML reads it
+    MAX_DIGITS = int(LIMITS["literal_digits"].default)
 
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-REG = re.compile(r"(?:([RrTt])(\d+)|([Aa][Cc][Cc]))(\.[Tt])?$")  # R<n>, T<n>, or ACC (the MAC unit's accumulator)
+REG = re.compile(r"(?:([RrTt])([0-9]{1,9})|([Aa][Cc][Cc]))(\.[Tt])?$")  # R<n>, T<n>, or ACC (the MAC unit's accumulator)
 
 
-INT = re.compile(r"\d+$")
+INT = re.compile(r"[0-9]+$")  # ASCII digits only: '²' and '٣' are not numbers here
 
 
-NUMBER = re.compile(r"[+-]?(?:inf(?:inity)?|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)$", re.IGNORECASE)
+NUMBER = re.compile(r"[+-]?(?:inf(?:inity)?|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)$", re.IGNORECASE | re.ASCII)
 
 
 def strip_comment(text: str) -> str:
@@ -92,6 +98,8 @@ def operand_spans(source_line: str) -> list[tuple[int, int]]:
 
 
 def parse_number(text: str):
+    if len(text) > MAX_DIGITS:  # Python refuses 4,300-digit ints; nobody means a 400-digit number
+        raise ValueError(f"a number of {len(text):,} characters (at most {MAX_DIGITS})")
     low = text.lower().lstrip("+")
     if low in ("inf", "infinity"):
         return math.inf

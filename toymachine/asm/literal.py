@@ -27,7 +27,8 @@ def shape_of(values, file, line, text, col) -> tuple[int, ...]:
 
 
 _LIT_TOKEN = re.compile(r"\s*(?:(\[)|(\])|(,)|([+-]?(?:inf(?:inity)?|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?))|(null))",
-                        re.IGNORECASE)
+                        re.IGNORECASE | re.ASCII)
+_MAX_DEPTH = 64  # numpy's most dimensions (limits.yaml_depth)
 
 
 def parse_literal(text: str, *, file: str = "<input>", line: int = 0, source: str | None = None, col0: int = 1):
@@ -50,10 +51,13 @@ def parse_literal(text: str, *, file: str = "<input>", line: int = 0, source: st
         pos = m.end()
         return m
 
-    def value():
+    def value(depth=1):
         start = pos
         m = token()
         if m.group(1):
+            if depth > _MAX_DEPTH:
+                raise err(f".data nested deeper than {_MAX_DEPTH} levels", m.start(1),
+                          hint="a .data literal holds arrays of up to 64 dimensions")
             items = []
             # empty list?
             m2 = _LIT_TOKEN.match(text, pos)
@@ -61,14 +65,17 @@ def parse_literal(text: str, *, file: str = "<input>", line: int = 0, source: st
                 token()
                 return items
             while True:
-                items.append(value())
+                items.append(value(depth + 1))
                 m3 = token()
                 if m3.group(2):
                     return items
                 if not m3.group(3):
                     raise err("expected ',' or ']'", m3.start() + (len(m3.group(0)) - len(m3.group(0).lstrip())))
         if m.group(4):
-            return float(parse_number(m.group(4)))
+            try:
+                return float(parse_number(m.group(4)))
+            except ValueError as exc:
+                raise err(str(exc), m.start(4), hint="write a shorter number (numbers are float64)") from None
         at = m.start() + (len(m.group(0)) - len(m.group(0).lstrip()))
         raise err(f"unexpected '{m.group(0).strip()}' in .data literal", at if start >= 0 else 0)
 

@@ -7,6 +7,7 @@ __all__ = ["parse", "parse_file", "parse_line"]
 import re
 
 from ..errors import AsmError
+from ..limits import LIMITS, LimitError
 from ..isa import ISA, MNEMONICS
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg, Span
 from .lexer import INT, NUMBER, REG, IDENT, check_brackets, closest, make_loc, parse_number, split_operands, strip_comment
@@ -20,6 +21,24 @@ def _parse_reg(text: str) -> Reg | None:
         return None
     name = ACCUMULATOR if m.group(3) else m.group(1).upper() + str(int(m.group(2)))
     return Reg(name, transpose=m.group(4) is not None)
+
+
+def _number(otext: str, file: str, line: int, src: str, col: int):
+    try:
+        return parse_number(otext)
+    except ValueError as exc:
+        raise AsmError(f"{exc}", loc=make_loc(file, line, src, col, len(otext)),
+                       hint="write a shorter number (1e400 is inf; numbers are float64)") from None
+
+
+def _index(p: str, file: str, line: int, src: str, col: int) -> int:
+    """One literal index, bounded before int() sees it: at most ``limits.array_elements`` − 1."""
+    cap = LIMITS["array_elements"].value()
+    if len(p) > 19 or int(p) >= cap:
+        raise LimitError(f"index {p[:40]}{'…' if len(p) > 40 else ''} is beyond the largest array toym holds "
+                         f"({int(cap):,} elements)", loc=make_loc(file, line, src, col, len(p)),
+                         hint=LIMITS["array_elements"].lift_hint(int(p) + 1 if len(p) <= 19 else None))
+    return int(p)
 
 
 def _parse_mem(text: str, file: str, line: int, src: str, col: int) -> Mem:
@@ -57,9 +76,10 @@ def _parse_mem(text: str, file: str, line: int, src: str, col: int) -> Mem:
                     raise AsmError(f"malformed slice '{p}' in address '{text}'",
                                    loc=make_loc(file, line, src, pcol, len(p)),
                                    hint="a slice is start:stop with non-negative integers, e.g. Q[0:64, :]")
-                items.append(Span(int(a) if a else None, int(b) if b else None))
+                items.append(Span(_index(a, file, line, src, pcol) if a else None,
+                                  _index(b, file, line, src, pcol + len(p) - len(b)) if b else None))
             elif INT.match(p):
-                items.append(int(p))
+                items.append(_index(p, file, line, src, pcol))
             else:
                 what = "an empty index" if not p else f"index '{p}'"
                 raise AsmError(f"malformed address '{text}': {what} is not a non-negative integer",
@@ -130,7 +150,7 @@ def parse_line(text: str, line: int = 1, file: str = "<input>"):
             if not NUMBER.match(otext):
                 raise AsmError(f"expected a number, found '{otext}'", loc=make_loc(file, line, text, ocol, len(otext)),
                                hint=f"write it as `{spec.syntax}`")
-            args.append(parse_number(otext))
+            args.append(_number(otext, file, line, text, ocol))
         else:  # pragma: no cover - the ISA table only uses the kinds above
             raise AssertionError(kind)
     return Instr(spec.mnemonic, tuple(args), line)
@@ -163,17 +183,26 @@ def _parse_directive(code: str, line: int, file: str, text: str) -> ArrayDecl:
         if not isinstance(values, list):
             values = [values]
         shape = shape_of(values, file, line, text, eq.end() + 1)
+        count = 1
+        for n in shape:
+            count *= n
+        LIMITS["array_elements"].check(count, f".data {arr}", loc=make_loc(file, line, text, lead + 1, len(arr) + 6))
         return ArrayDecl(arr, shape, values=values, line=line)
     # .array NAME[d0][d1] [= fill]
     dims = []
+    count = 1
     while True:
-        dm = re.compile(r"\[\s*(\d+)\s*\]").match(code, pos)
+        dm = re.compile(r"\[\s*([0-9]+)\s*\]").match(code, pos)
         if not dm:
             break
-        if int(dm.group(1)) == 0:
+        dim = _index(dm.group(1), file, line, text, dm.start(1) + 1)
+        if dim == 0:
             raise AsmError("array dimensions must be positive", loc=make_loc(file, line, text, dm.start(1) + 1),
                            hint="use a size of at least 1")
-        dims.append(int(dm.group(1)))
+        dims.append(dim)
+        count *= dim
+        LIMITS["array_elements"].check(count, f".array {arr}{''.join(f'[{d}]' for d in dims)}",
+                                       loc=make_loc(file, line, text, lead + 1, dm.end() - lead))
         pos = dm.end()
     if not dims:
         raise AsmError(f".array {arr} needs a shape", loc=make_loc(file, line, text, pos + 1),
@@ -185,7 +214,7 @@ def _parse_directive(code: str, line: int, file: str, text: str) -> ArrayDecl:
         if not fm or not NUMBER.match(fm.group(1)):
             raise AsmError(f"unexpected '{tail}' after the shape", loc=make_loc(file, line, text, pos + 1 + (len(code[pos:]) - len(code[pos:].lstrip())), len(tail)),
                            hint=f"write `.array {arr}{''.join(f'[{d}]' for d in dims)} = 0` to fill it")
-        fill = float(parse_number(fm.group(1)))
+        fill = float(_number(fm.group(1), file, line, text, fm.start(1) + 1))
     return ArrayDecl(arr, tuple(dims), fill=fill, line=line)
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 __all__ = ["check_trace", "draw_inputs", "load_problem", "load_variants", "Problem", "CheckReport", "Check",
            "parse_expr", "evaluate", "ExprError", "Rule", "GradeLimits", "DEFAULT_LIMITS", "pick_variant"]
 
-from .expr import ExprError, evaluate, parse_expr
+from .expr import ExprError, parse_expr
+from .expr_eval import evaluate
 from .grader import check_trace, draw_inputs
 from .limits import DEFAULT_LIMITS, GradeLimits
 from .problem import Problem, load_problem, load_variants

@@ -1,9 +1,8 @@
 """The expected-value language of problem files: parsed and evaluated here, never by Python.
 
-An ``expect:`` entry is a small expression over the problem's input arrays::
-
-    a @ b                      softmax(x)                 var(x)
-    softmax(Q @ K.T) @ V       mean(x)                    max(x, axis=0)
+An ``expect:`` entry is a small expression over the problem's input arrays (``a @ b``,
+``softmax(x)``, ``var(x)``, ``softmax(Q @ K.T) @ V``, ``max(x, axis=0)``), of bounded size
+(``toymachine.limits``: its characters, its depth, the arrays it builds).
 
 Grammar (precedence low → high; left-associative)::
 
@@ -36,14 +35,12 @@ tokenised and parsed here, so no Python code ever runs.
 from __future__ import annotations
 
 __all__ = ["Node", "Num", "Name", "Unary", "Binary", "Transpose", "Call", "FUNCTIONS", "parse_expr",
-           "evaluate", "names_in", "ExprError"]
+           "names_in", "ExprError"]
 
-import math
 import re
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
-import numpy as np
+from ..limits import LIMITS
 
 
 class ExprError(Exception):
@@ -160,15 +157,22 @@ class _Parser:
         self.text = text
         self.toks = _tokens(text)
         self.i = 0
+        self.depth = 0  # open parentheses, calls and unary minuses (each costs Python frames)
+        self.max_depth = int(LIMITS["expr_depth"].value())
+
+    def nest(self, t: _Tok) -> None:
+        self.depth += 1
+        if self.depth > self.max_depth:
+            raise ExprError(f"the expression nests deeper than {self.max_depth} levels", t.pos, len(t.text),
+                            hint=LIMITS["expr_depth"].lift_hint())
 
     @property
     def tok(self) -> _Tok:
         return self.toks[self.i]
 
     def take(self) -> _Tok:
-        t = self.toks[self.i]
         self.i += 1
-        return t
+        return self.toks[self.i - 1]
 
     def expect(self, text: str, what: str) -> _Tok:
         if self.tok.text != text:
@@ -208,7 +212,9 @@ class _Parser:
     def unary(self) -> Node:
         if self.tok.text == "-":
             op = self.take()
-            return Unary("-", self.unary(), op.pos)
+            self.nest(op)
+            node, self.depth = Unary("-", self.unary(), op.pos), self.depth - 1
+            return node
         return self.postfix()
 
     def postfix(self) -> Node:
@@ -224,13 +230,16 @@ class _Parser:
             return Num(float(t.text), t.pos)
         if t.text == "(":
             self.take()
+            self.nest(t)
             node = self.expr()
             self.expect(")", "')'")
+            self.depth -= 1
             return node
         if t.kind == "name":
             self.take()
             if self.tok.text == "(":
-                return self.call(t)
+                self.nest(t)
+                return self.call(t)  # call() closes the level
             if t.text in FUNCTIONS:
                 raise ExprError(f"'{t.text}' is a function: call it, e.g. {t.text}(x)", t.pos, len(t.text))
             return Name(t.text, t.pos)
@@ -262,6 +271,7 @@ class _Parser:
                 continue
             end = self.expect(")", "',' or ')'")
             break
+        self.depth -= 1
         if not lo <= len(args) <= hi:
             want = str(lo) if lo == hi else f"{lo} or {hi}"
             raise ExprError(f"{name.text}() takes {want} argument{'s' if hi > 1 else ''}, got {len(args)}",
@@ -272,107 +282,39 @@ class _Parser:
 
 
 def parse_expr(text: str) -> Node:
-    """Parse an expression (raises ``ExprError`` with the offending token's position)."""
-    return _Parser(text).parse()
+    """Parse an expression (raises ``ExprError`` with the offending token's position). Its length
+    and depth are bounded (``limits.expr_chars``, ``limits.expr_depth``): a 1,000-term sum is a tree
+    1,000 levels deep, which evaluation would walk recursively."""
+    chars = LIMITS["expr_chars"]
+    if len(text) > chars.value():
+        raise ExprError(f"the expression is {len(text):,} characters long; the limit is {int(chars.value()):,}",
+                        0, 1, hint=chars.lift_hint(len(text)))
+    node = _Parser(text).parse()
+    _check_depth(node)
+    return node
+
+
+def _children(node: Node) -> tuple:
+    if isinstance(node, (Unary, Transpose)):
+        return (node.operand,)
+    return (node.left, node.right) if isinstance(node, Binary) else \
+        node.args + tuple(v for _, v in node.keywords) if isinstance(node, Call) else ()
+
+
+def _check_depth(root: Node) -> None:
+    """Refuse a tree deeper than ``limits.expr_depth`` (walked without recursion)."""
+    cap = int(LIMITS["expr_depth"].value())
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > cap:
+            raise ExprError(f"the expression is more than {cap} operations deep (split a long sum with sum() "
+                            f"or parentheses)", node.pos, 1, hint=LIMITS["expr_depth"].lift_hint())
+        stack.extend((kid, depth + 1) for kid in _children(node))
 
 
 def names_in(node: Node) -> list[Name]:
     """Every name the expression reads, in order."""
     if isinstance(node, Name):
         return [node]
-    if isinstance(node, (Unary, Transpose)):
-        return names_in(node.operand)
-    if isinstance(node, Binary):
-        return names_in(node.left) + names_in(node.right)
-    if isinstance(node, Call):
-        out: list[Name] = []
-        for a in node.args + tuple(v for _, v in node.keywords):
-            out += names_in(a)
-        return out
-    return []
-
-
-def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
-
-
-_ELEMENTWISE: dict[str, Callable] = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt}
-_BINARY: dict[str, Callable] = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "@": np.matmul}
-
-
-MAX_ELEMENTS = 1_000_000  # an input, or any value an expression computes (a problem file is hostile input too)
-MAX_MATMUL_WORK = 1_000_000_000  # multiply-adds of one @
-
-
-def _bounded(node: Binary, a, b) -> None:
-    """Refuse, before numpy allocates it, a result too big (a [n, 1] + b [1, n] is n² elements)."""
-    sa, sb = np.shape(a), np.shape(b)
-    if node.op == "@":
-        if not sa or not sb:
-            raise ValueError("@ needs arrays on both sides, not a scalar (use * to scale)")
-        out = np.broadcast_shapes(sa[:-2], sb[:-2]) + sa[-2:-1] + sb[-1:] if len(sb) > 1 else sa[:-1]
-        work = math.prod(out) * sa[-1]
-    else:
-        out = np.broadcast_shapes(sa, sb)
-        work = 0
-    if math.prod(out) > MAX_ELEMENTS or work > MAX_MATMUL_WORK:
-        raise ExprError(f"'{node.op}' of shapes {sa} and {sb} is too big to evaluate (at most {MAX_ELEMENTS:,} "
-                        f"elements and {MAX_MATMUL_WORK:,} multiply-adds)", node.pos)
-
-
-def _int_arg(node: Node, value, what: str) -> int:
-    if np.ndim(value) != 0 or float(value) != int(value):
-        raise ExprError(f"{what} must be a whole number", node.pos)
-    return int(value)
-
-
-def evaluate(node: Node, env: Mapping[str, np.ndarray]) -> np.ndarray:
-    """The expression's value (float64 ndarray; 0-d for a scalar). Shape errors raise
-    ``ExprError`` at the operator or call that failed."""
-    with np.errstate(all="ignore"):
-        return np.asarray(_eval(node, env), dtype=np.float64)
-
-
-def _eval(node: Node, env: Mapping[str, np.ndarray]):
-    if isinstance(node, Num):
-        return np.float64(node.value)
-    if isinstance(node, Name):
-        if node.name not in env:
-            raise ExprError(f"unknown name '{node.name}'", node.pos, len(node.name),
-                            hint=f"names are the problem's inputs: {', '.join(env) or '(none)'}")
-        return np.asarray(env[node.name], dtype=np.float64)
-    if isinstance(node, Unary):
-        return -_eval(node.operand, env)
-    if isinstance(node, Transpose):
-        return np.transpose(_eval(node.operand, env))
-    if isinstance(node, Binary):
-        a, b = _eval(node.left, env), _eval(node.right, env)
-        try:
-            _bounded(node, a, b)
-            return _BINARY[node.op](a, b)
-        except ValueError as exc:
-            raise ExprError(f"'{node.op}' cannot combine shapes {np.shape(a)} and {np.shape(b)}: {exc}", node.pos) from None
-    if isinstance(node, Call):
-        args = [_eval(a, env) for a in node.args]
-        kw = {k: (v, _eval(v, env)) for k, v in node.keywords}
-        axis = _int_arg(kw["axis"][0], kw["axis"][1], "axis") if "axis" in kw else None
-        x = args[0]
-        try:
-            if node.function in _ELEMENTWISE:
-                return _ELEMENTWISE[node.function](x)
-            if node.function == "max":
-                return np.maximum(x, args[1]) if len(args) == 2 else np.max(x, axis=axis)
-            if node.function == "sum":
-                return np.sum(x, axis=axis)
-            if node.function == "mean":
-                return np.mean(x, axis=axis)
-            if node.function == "var":
-                ddof = _int_arg(kw["ddof"][0], kw["ddof"][1], "ddof") if "ddof" in kw else 1
-                return np.var(x, axis=axis, ddof=ddof)
-            if np.ndim(x) == 0:
-                raise ValueError("softmax needs an array (a scalar has no axis)")
-            return _softmax(x, -1 if axis is None else axis)
-        except ValueError as exc:  # numpy's AxisError is a ValueError
-            raise ExprError(f"{node.function}(): {exc}", node.pos, node.length) from None
-    raise TypeError(node)  # pragma: no cover - the parser makes only the nodes above
+    return [n for kid in _children(node) for n in names_in(kid)]

@@ -27,11 +27,12 @@ import numpy as np
 
 from ..asm import parse
 from ..errors import ConfigError, Location, ToyMachineError, flags_named
+from ..limits import LIMITS
 from ..machine import Machine
 from ..program import Mem, Program, Span
 from ..result import Result
 from ..sim import simulate
-from .expr import evaluate
+from .expr_eval import evaluate
 from .problem import ARRAY_BUDGETS, BUDGETS, Expectation, Problem, load_problem
 from .report import NO_POINTS, Check, CheckReport
 from .rules import CHECK_NAMES
@@ -169,20 +170,23 @@ def _compare(exp: Expectation, result: Result, want: np.ndarray, tol: float) -> 
 
 def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike | Problem, *,
                 seed: int | None = None, trials: int | None = None, name: str | None = None,
-                machine: Machine | None = None, student: str | None = None) -> CheckReport:
+                machine: Machine | None = None, student: str | None = None,
+                allow_outside: bool = False) -> CheckReport:
     """Grade ``trace`` against ``problem`` (a path or a loaded ``Problem``): one check per
     expected array and per budget, plus a ``run`` check if the trace cannot run.
 
     ``trace`` is a path, assembly text (a string with a newline in it) or a ``Program``;
     ``name`` names text in messages (default ``<trace>``). ``seed``/``trials`` override the
     problem's, and ``machine`` its machine (a note in the report says so); ``student`` picks
-    the student's variant of a problem given as a path."""
+    the student's variant of a problem given as a path; ``allow_outside`` lets the problem's
+    ``machine:`` file lie outside its folder."""
     if not isinstance(problem, Problem):
-        problem = load_problem(problem, student=student)
+        problem = load_problem(problem, student=student, allow_outside=allow_outside)
     seed = problem.seed if seed is None else seed
     trials = problem.trials if trials is None else trials
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ConfigError(f"trials must be a whole number ≥ 1, got {trials!r}", loc=Location(problem.file))
+    LIMITS["trials"].check(trials, f"{trials:,} trials")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"seed must be a whole number ≥ 0, got {seed!r}", loc=Location(problem.file))
     label, source = _read_trace(trace)

@@ -40,10 +40,12 @@ from typing import Any
 
 import yaml
 
+from .. import yamlsafe
 from ..errors import ConfigError, Location
 from ..machine import Machine
 from ..program import Mem
-from .expr import MAX_ELEMENTS, ExprError, Node, evaluate, names_in, parse_expr
+from .expr import ExprError, Node, names_in, parse_expr
+from .expr_eval import MAX_ELEMENTS, evaluate
 from .rules import CHECK_NAMES, Rule, limit_rule, ops_rule, value_rule
 from .variants import describe_variant, pick_variant, substitute, variant_params
 from .yamlsrc import Source, mapping, number, value_of
@@ -235,8 +237,8 @@ def _inside(address: Mem, shape: tuple) -> bool:
     return True
 
 
-def _machine(src: Source, spec: dict, base: str) -> Machine:
-    from ..machine import DEFAULT_MACHINE, resolve_machine
+def _machine(src: Source, spec: dict, base: str, allow_outside: bool = False) -> Machine:
+    from ..machine import DEFAULT_MACHINE, preset_names, resolve_machine
 
     machine = DEFAULT_MACHINE
     if "machine" in spec:
@@ -245,6 +247,11 @@ def _machine(src: Source, spec: dict, base: str) -> Machine:
         if not isinstance(name, str):
             raise src.error(f"'machine' must be a preset name or a machine file, got {name!r}", node)
         path = name if os.path.isabs(name) else os.path.join(base, name)
+        if os.path.exists(path) and not allow_outside and name not in preset_names():
+            inside = os.path.realpath(path)
+            if os.path.commonpath([inside, os.path.realpath(base)]) != os.path.realpath(base):
+                raise src.error("the machine file lies outside the problem's folder", node,
+                                hint="copy it next to the problem file, or pass --allow-outside if you trust it")
         try:
             machine = resolve_machine(path if os.path.exists(path) else name)
         except ConfigError as exc:
@@ -256,7 +263,7 @@ def _machine(src: Source, spec: dict, base: str) -> Machine:
 
 def _read(path: str) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return yamlsafe.read_text(path, "problem file")
     except FileNotFoundError:
         raise ConfigError(f"no such problem file: {path}", loc=Location(path),
                           hint="problem sets live in examples/problems/") from None
@@ -269,14 +276,11 @@ def _compose(path: str, text: str) -> tuple[Source, dict]:
     """The file's top-level keys → their YAML nodes (unknown and repeated keys are errors)."""
     src = Source(path, text)
     try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 0
-        loc = Location(path, line, mark.column + 1 if mark else 0,
-                       src.lines[line - 1] if 0 < line <= len(src.lines) else None)
-        raise ConfigError(f"problem file is not valid YAML: {getattr(exc, 'problem', exc)}", loc=loc,
-                          hint="quote an expression that contains ': ' or starts with a special character") from None
+        root = yamlsafe.compose(text, path, "problem file")
+    except ConfigError as exc:
+        if "not valid YAML" in exc.message:
+            exc.hint = "quote an expression that contains ': ' or starts with a special character"
+        raise
     if root is None:
         raise ConfigError("problem file is empty", loc=Location(path), hint="see examples/problems/ for the format")
     spec: dict = {}
@@ -300,17 +304,18 @@ def _trials(src: Source, node) -> int:
 
 
 def load_problem(path: str | os.PathLike, text: str | None = None, *, variant: int | None = None,
-                 student: str | None = None) -> Problem:
+                 student: str | None = None, allow_outside: bool = False) -> Problem:
     """Read and check a problem file (``text`` instead of reading ``path``, which then only
     names it in messages and anchors relative machine/reference paths). A problem with
-    ``variants`` is read as the variant ``variant`` (0-based), else ``student``'s, else the first."""
+    ``variants`` is read as the variant ``variant`` (0-based), else ``student``'s, else the first. A
+    ``machine:`` file must lie under the problem's folder unless ``allow_outside``."""
     path = os.fspath(path)
     text = _read(path) if text is None else text
     src, spec = _compose(path, text)
     if "variants" not in spec:
         if variant not in (None, 0):
             raise ConfigError(f"{path} has no variants (asked for variant {variant + 1})", loc=Location(path))
-        return _build(path, src, spec)
+        return _build(path, src, spec, allow_outside=allow_outside)
     params = variant_params(src, spec["variants"])
     if variant is None:
         variant = pick_variant(student, len(params), Path(path).stem) if student is not None else 0
@@ -319,7 +324,7 @@ def load_problem(path: str | os.PathLike, text: str | None = None, *, variant: i
     label = describe_variant(variant, len(params), params[variant])
     try:
         src, spec = _compose(path, substitute(text, params[variant]))
-        return _build(path, src, spec, params[variant], variant, len(params))
+        return _build(path, src, spec, params[variant], variant, len(params), allow_outside=allow_outside)
     except ConfigError as exc:
         exc.message = f"{exc.message} [{label}]"
         exc.args = (exc.message,)
@@ -333,7 +338,7 @@ def load_variants(path: str | os.PathLike, text: str | None = None) -> list[Prob
 
 
 def _build(path: str, src: Source, spec: dict, params: dict | None = None, index: int | None = None,
-           count: int = 0) -> Problem:
+           count: int = 0, allow_outside: bool = False) -> Problem:
     from ..isa import MNEMONICS
 
     locations = {k: src.loc(v) for k, v in spec.items()}
@@ -380,7 +385,7 @@ def _build(path: str, src: Source, spec: dict, params: dict | None = None, index
                             hint="e.g. submission: matmul.asm")
     return Problem(
         title=str(title), inputs=tuple(inputs.values()), expect=expect,
-        machine=_machine(src, spec, os.path.dirname(os.path.abspath(path))),
+        machine=_machine(src, spec, os.path.dirname(os.path.abspath(path)), allow_outside),
         budgets=budgets, array_budgets=array_budgets,
         tolerance=number(src, spec["tolerance"], "tolerance") if "tolerance" in spec else 1e-9,
         trials=_trials(src, spec["trials"]) if "trials" in spec else (3 if any_random else 1),

@@ -29,7 +29,9 @@ class Source:
 
 
 def value_of(node):
-    return yaml.safe_load(yaml.serialize(node))
+    from .. import yamlsafe
+
+    return yamlsafe.construct(node, what="problem file")
 
 
 def number(src: Source, node, key: str, *, integer: bool = False, minimum: float = 0, strict: bool = False):

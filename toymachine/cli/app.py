@@ -1,8 +1,10 @@
 """The ``toym`` command line: options → one library call → render.
 
 Exit status: 0 success, 1 a requested check found a mismatch, 2 any error (usage,
-assembly, machine limit, runtime fault). Errors print as ``file:line:col`` with the
-offending line and a caret, never a traceback.
+assembly, machine limit, runtime fault, a resource limit), 3 an internal error (a bug in toym:
+a one-line report and a bug-report hint; the traceback only under ``toym --debug``), 130
+interrupted. Errors print as ``file:line:col`` with the offending line and a caret, never a
+traceback.
 
 Commands load lazily: ``COMMANDS`` names each one's module, function and one-line help, so
 ``toym --help`` lists them all without importing any, and ``toym run`` imports only what a run
@@ -94,8 +96,15 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
-                                       help="Show the version and exit.")) -> None:
+                                       help="Show the version and exit."),
+          debug: bool = typer.Option(False, "--debug", help="On an internal error (exit 3), print the Python "
+                                                            "traceback too.")) -> None:
     pass
+
+
+INTERNAL_ERROR = 3  # a bug in toym, not in the input: reported in one line, the traceback under --debug
+BUG_HINT = "this is a bug in toym: please report it with the command and its input files (toym --debug … shows the traceback)"
+
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -111,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except Exception as exc:  # click's usage errors (its exception classes are typer's private copy)
         if not (hasattr(exc, "show") and hasattr(exc, "exit_code")):
-            raise
+            _internal_error(exc, args)
         exc.show()
         if exc.exit_code == 2 and wants_json(args) and not isinstance(exc, ToymUsageError):
             from ..errors import ConfigError
@@ -137,6 +146,24 @@ def _leave(code: int) -> None:
     except Exception:  # noqa: BLE001 - let the ordinary exit report it as it would
         sys.exit(code)
     os._exit(code)
+
+
+def _internal_error(exc: BaseException, args: list[str]) -> None:
+    """An exception no guard mapped: one line and the bug-report hint (exit 3), never a traceback
+    unless ``--debug`` (or ``TOYM_DEBUG=1``) asks for it."""
+    import os
+
+    if "--debug" in args[:args.index("--") if "--" in args else len(args)] or os.environ.get("TOYM_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    what = "out of memory" if isinstance(exc, MemoryError) else f"{type(exc).__name__}: {exc}"
+    from ..errors import EXCERPT_CHARS
+
+    typer.echo(f"internal error: {what[:EXCERPT_CHARS]}", err=True)
+    typer.echo(f"  = hint: {BUG_HINT}", err=True)
+    sys.exit(INTERNAL_ERROR)
+
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -40,11 +40,13 @@ def check_command(
     fmt: CheckFormat = typer.Option("table", "--format", "-f", help="Output format: table, markdown, csv, json, "
                                     "latex, html, html-fragment, gradescope (results.json)."),
     output: Optional[str] = output_option(),
+    allow_outside: bool = typer.Option(False, "--allow-outside", help="Let the problem's machine: file lie outside "
+                                                                       "the problem's folder."),
 ) -> None:
     """Grade a trace: run it on the problem's machine with its inputs (several random draws), compare
     every expected array and check every budget; print the score; exit 0 when all pass, 1 when one fails."""
     with guard(fmt):
-        loaded = load_problem(problem, student=student or None)
+        loaded = load_problem(problem, student=student or None, allow_outside=allow_outside)
         override = resolve_machine(machine) if machine else None
         if os.path.isdir(trace):
             from ..check.gradebook import check_submission

@@ -128,17 +128,21 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_output(text: str, path: Optional[str]) -> None:
+def write_output(text: str | Callable[[Callable[[str], None]], None], path: Optional[str]) -> None:
     """Print, or write ``path`` atomically (no half-written file on error) with the mode a
-    plain ``open`` would give it (an existing file keeps its mode)."""
+    plain ``open`` would give it (an existing file keeps its mode). ``text`` may be a function
+    that streams: it is called with the ``write`` to hand each block of text to."""
+    produce = text if callable(text) else (lambda write: write(text))
     if path is None or path == "-":
-        sys.stdout.write(text)
+        produce(sys.stdout.write)
         sys.stdout.flush()
         return
+    if not path.strip() or "\0" in path:
+        raise ConfigError(f"-o {path!r} is not a file name", hint="give a file path, or leave -o out for standard output")
     if os.path.exists(path) and not os.path.isfile(path):  # /dev/null, /dev/stdout, a FIFO: write into it
         try:  # (replacing it would put a regular file where the device was)
             with open(path, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
+                produce(fh.write)
         except OSError as exc:
             raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="give a file path, or leave -o out") from None
         return
@@ -152,11 +156,12 @@ def write_output(text: str, path: Optional[str]) -> None:
     except OSError as exc:
         from ..errors import Location
 
-        raise ConfigError(f"cannot write {path}: {exc.strerror}", loc=Location(path),
+        why = exc.strerror if not os.path.isdir(directory) else f"cannot create a file in {directory} ({exc.strerror})"
+        raise ConfigError(f"cannot write {path}: {why}", loc=Location(path),
                           hint="check that the directory exists and is writable") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+            produce(fh.write)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

@@ -104,8 +104,9 @@ def gen_softmax(
     output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED, max_instructions: int = _MAX,
 ) -> None:
     """Softmax of x[0..n−1] (seed 000, Problems 4 and 5)."""
-    _emit(lambda: (softmax_program(n=n, algo=algo.value, with_data=data, seed=seed, **_limits(max_instructions)),
-                   output))
+    with guard():  # the program streams to its output as it is generated (a block of text in memory)
+        write_output(lambda write: softmax_program(n=n, algo=algo.value, with_data=data, seed=seed,
+                                                   **_limits(max_instructions), stream=write), output)
 
 
 @gen_app.command("variance")

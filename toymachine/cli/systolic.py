@@ -14,6 +14,7 @@ import typer
 
 from ..errors import ConfigError, DataError, Location
 from ..render.systolic import render_systolic
+from ..limits import LIMITS
 from ..sim.memory import load_data_file
 from ..sim.systolic import DATAFLOWS, systolic_matmul
 from .common import Format, guard, write_output
@@ -80,6 +81,8 @@ def systolic_command(
             if x is not None and x.shape != want:
                 raise ConfigError(f"{name} from its file is {x.shape[0]}×{x.shape[1]} but --m/--k/--n ask for "
                                   f"{want[0]}×{want[1]}", hint="leave --m/--k/--n out to take the files' shapes")
+        LIMITS["size"].check(mm * kk + kk * nn + mm * nn, f"A, B and C of {mm}×{kk}·{kk}×{nn}")
+        LIMITS["size"].check((mm + kk + nn) * kk * nn, f"the systolic run of {mm}×{kk}·{kk}×{nn} (ticks × cells)")
         a = rng.integers(-9, 10, size=(mm, kk)) if a is None else a
         b = rng.integers(-9, 10, size=(kk, nn)) if b is None else b
         run = systolic_matmul(a, b, dataflow=dataflow.value)

@@ -114,6 +114,8 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--host", None, "serve: the address to bind (default 127.0.0.1; any other serves the network, with a warning)"),
     Flag("--open", None, "serve: open the page in the default web browser"),
     Flag("--version", "-V", "print the version"),
+    Flag("--debug", None, "an internal error (exit 3) prints its Python traceback (root option: toym --debug run …)"),
+    Flag("--allow-outside", None, "check: a problem's machine: file may lie outside the problem's folder"),
     Flag("--help", "-h", "show a command's options"),
     Flag("--install-completion", None, "install shell completion (bash, zsh, fish, PowerShell)"),
     Flag("--show-completion", None, "print the shell completion script"),

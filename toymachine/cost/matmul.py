@@ -153,12 +153,12 @@ def matmul_plan_cost(plan: "MatmulPlan") -> Cost:
     else:
         p, q, s = plan.block_rows, plan.block_cols, plan.row_slots
         col_blocks = -(-N // q)
-        row_block_sizes = [p] * (M // p) + ([M % p] if M % p else [])
         p_loads = q_loads = 0
-        for size in row_block_sizes:
-            groups = -(-size // min(s, size))
-            p_loads += K * size * col_blocks
-            q_loads += K * (groups * N - (groups - 1) * col_blocks)
+        for size, count in ((p, M // p), (M % p, 1 if M % p else 0)):  # full row blocks, the short last one
+            if count:  # (two sizes, in closed form: no list of M/p blocks)
+                groups = -(-size // min(s, size))
+                p_loads += count * K * size * col_blocks
+                q_loads += count * K * (groups * N - (groups - 1) * col_blocks)
         registers = p * q + min(s, p) + 1
     if plan.mac_accumulator:
         registers -= 1  # the first accumulator is ACC, in the MAC unit

@@ -70,7 +70,8 @@ def best_known(m: int, n: int, k: int, registers: int, constructive_cycles: floa
                mac_accumulator: bool = False) -> KnownSchedule | None:
     """The cheapest tabulated schedule for R' ≤ ``registers``, if it beats the constructive one."""
     best = None
-    for r in range(1, registers + 1):
+    tabulated = sorted(r for (mm, nn, kk, r) in table(mac_accumulator) if (mm, nn, kk) == (m, n, k) and r <= registers)
+    for r in tabulated:  # (the table's register counts, not 1 … R: R may be 10⁹)
         e = _entry(m, n, k, r, mac_accumulator)
         if e is not None and e.cycles < constructive_cycles and (best is None or e.cycles < best.cycles):
             best = e

@@ -29,6 +29,7 @@ from typing import Sequence
 
 from ..cost.tile import attention_tile_cost
 from ..errors import ConfigError
+from ..limits import LIMITS
 from ..gen.tile import attention_program, resolve_blocks
 from ..gen.tile.fused import machine_blocks
 from ..machine import Machine
@@ -79,7 +80,7 @@ def memory_rows(*, ns: Sequence[int], d: int, machine: Machine, algos: Sequence[
         raise ConfigError("give at least one --n and one --algo")
     wb = machine.word_bytes
     cap = None if machine.onchip_words is None else machine.onchip_words * wb
-    rows = []
+    rows, work = [], 0
     for n in ns:
         n = check_int("n", n, 1)
         for algo in algos:
@@ -90,6 +91,8 @@ def memory_rows(*, ns: Sequence[int], d: int, machine: Machine, algos: Sequence[
             hbm, onchip = cost.hbm_footprint * wb, cost.sram_peak * wb
             checked = None
             if check and batch * heads * n * n <= CHECK_ELEMENTS:
+                work += cost.instructions  # the simulations' instructions, added up before each runs
+                LIMITS["sweep_work"].check(work, "the --check simulations (so far)")
                 prog = attention_program(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=br,
                                          block_n=bc)
                 peak = simulate(prog, machine.with_(sram_words=None, vmem_bytes=None), steps=False).extra[

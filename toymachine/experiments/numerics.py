@@ -180,6 +180,9 @@ def numerics_table(*, level: str = "tile", algo: str = "fa2", n: int | None = No
     d = _whole("--d", d, 1)
     seed = _whole("--seed", seed, 0)
     batch, heads = _whole("--batch", batch, 1), _whole("--heads", heads, 1)
+    from ..limits import LIMITS
+
+    LIMITS["size"].check(3 * batch * heads * n * d, f"the inputs Q, K, V ({batch}·{heads}·{n:,}·{d} each)")
     asked_variants = parse_list("--variant", variants, VARIANTS)
     dtype_list = parse_list("--dtype", dtypes, DTYPES) or DTYPES
     if scale is not None:

@@ -36,6 +36,7 @@ from ..gen.registry import GeneratorSpec, Param, get_generator
 from ..machine import DEFAULT_MACHINE, Machine
 from ..render.report import Report, Section
 from ..sim import simulate
+from ..limits import LIMITS
 from .parallel import run_points
 from .columns import column
 from .plot import METRICS, check_plot, plot_sweep
@@ -66,13 +67,13 @@ def _parse_item(item: str, param: Param, text: str) -> list:
             if (how == "+" and step < 1) or (how == "*" and (step < 2 or lo < 1)):
                 raise ConfigError(f"{param.flag}: bad step in {item}",
                                   hint="a+step needs step ≥ 1; a*factor needs factor ≥ 2 and a ≥ 1")
+            count = (hi - lo) // step + 1 if how != "*" else math.floor(math.log(hi / lo, step)) + 1
+            LIMITS["sweep_points"].check(count, f"{param.flag} {item} ({count:,} values)")  # before listing them
             out = []
             v = lo
             while v <= hi:
                 out.append(v)
                 v = v * step if how == "*" else v + step
-                if len(out) > MAX_POINTS_PER_RANGE:
-                    raise ConfigError(f"{param.flag}: {item} has more than {MAX_POINTS_PER_RANGE} values")
             return [_checked(v, param) for v in out]
         try:
             return [_checked(int(item), param)]
@@ -114,7 +115,26 @@ def expand_grid(spec: GeneratorSpec, grid: Mapping[str, Any]) -> list[dict[str, 
     for name in grid:
         spec.param(name)  # unknown names are errors
     names = [p.name for p in spec.params]
+    count = 1
+    for axis in axes:
+        count *= len(axis)
+    LIMITS["sweep_points"].check(count, f"the sweep's grid ({' × '.join(str(len(a)) for a in axes)} values)")
     return [dict(zip(names, combo)) for combo in itertools.product(*axes)]
+
+
+def _check_work(spec: GeneratorSpec, points: list[dict]) -> None:
+    """Refuse, before any point runs, a sweep whose closed-form instruction counts add up past
+    ``limits.sweep_work`` (a point the formula cannot cost is left to the simulator's error)."""
+    if spec.cost is None:
+        return
+    cap, total = LIMITS["sweep_work"].value(), 0
+    for params in points:
+        try:
+            total += spec.cost(**params).instructions
+        except Exception:  # noqa: BLE001 - the point's own run reports its error
+            continue
+        if total > cap:
+            LIMITS["sweep_work"].check(total, f"the sweep (at least; {len(points):,} points)")
 
 
 @dataclass(frozen=True)
@@ -219,6 +239,7 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
     spec = get_generator(generator) if isinstance(generator, str) else generator
     base = machine or DEFAULT_MACHINE
     points = expand_grid(spec, grid)
+    _check_work(spec, points)
     machines = [spec.machine(params, base) if spec.machine else base for params in points]
     remote = jobs > 1 or executor != "local"
     if remote and _registered(spec) is not spec:  # workers find generators by name: one made here runs here

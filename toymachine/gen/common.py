@@ -6,7 +6,7 @@ return a ``Program`` whose header says what it computes, its parameters and its 
 
 from __future__ import annotations
 
-__all__ = ["ProgramBuilder", "input_values", "cli_line", "check_size", "MAX_INSTRUCTIONS"]
+__all__ = ["ProgramBuilder", "LineSink", "input_values", "cli_line", "check_size", "MAX_INSTRUCTIONS"]
 
 from typing import Callable, Iterable, Sequence
 
@@ -14,6 +14,7 @@ import numpy as np
 
 from ..sim.memory import random_block
 from ..errors import ConfigError
+from ..limits import LIMITS
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg
 
 
@@ -58,8 +59,50 @@ class ProgramBuilder:
             instr = self._ops[key] = Instr(mnemonic, tuple(self.reg(r) for r in registers))
         self.instrs.append(instr)
 
-    def program(self, header: Sequence[str], arrays: Iterable[ArrayDecl] = ()) -> Program:
+    def program(self, header: Sequence[str], arrays: Iterable[ArrayDecl] = ()) -> Program | None:
+        """The Program built — or, for a builder streaming to a ``LineSink``, None (the text is written)."""
+        if isinstance(self.instrs, LineSink):
+            self.instrs.close()
+            return None
+        return self._program(header, arrays)
+
+    def _program(self, header: Sequence[str], arrays: Iterable[ArrayDecl] = ()) -> Program:
         return Program(tuple(self.instrs), tuple(arrays), header=tuple(header))
+
+
+class LineSink:
+    """Stands in for a builder's instruction list and writes each instruction's line instead (in
+    blocks of 64 Ki lines), so a generated program streams: ``gen softmax --n 100000000`` holds a
+    block of text, never the program. ``start(header, arrays)`` writes what ``Program.to_text``
+    writes before the code; the bytes are the same as ``to_text``'s."""
+
+    __slots__ = ("write", "lines", "texts")
+
+    def __init__(self, write: Callable[[str], None]):
+        self.write, self.lines, self.texts = write, [], {}
+
+    def start(self, header: Sequence[str], arrays: Iterable[ArrayDecl]) -> None:
+        head = [f"; {h}".rstrip() if h else ";" for h in header] + [a.to_text() for a in arrays]
+        if head:
+            self.write("\n".join(head) + "\n")
+
+    def append(self, ins: Instr) -> None:
+        text = self.texts.get(id(ins)) if ins.op != "LOAD" and ins.op != "STORE" else None
+        if text is None:
+            text = str(ins)
+            if ins.op != "LOAD" and ins.op != "STORE":
+                self.texts[id(ins)] = text  # register-only instructions are shared objects (ProgramBuilder.op)
+        self.lines.append(text)
+        if len(self.lines) >= 1 << 16:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.lines:
+            self.write("\n".join(self.lines) + "\n")
+            self.lines = []
+
+    def close(self) -> None:
+        self.flush()
 
 
 def input_values(seed: int, name: str, shape: tuple[int, ...], *, integers: bool = False) -> list:
@@ -82,7 +125,7 @@ def cli_line(generator: str, **params) -> str:
     return " ".join(parts)
 
 
-MAX_INSTRUCTIONS = 10 ** 9  # a generator refuses to emit more (``max_instructions``; --max-instructions)
+MAX_INSTRUCTIONS = int(LIMITS["instructions"].default)  # a generator refuses to emit more (``max_instructions``; --max-instructions)
 _BYTES_PER_LINE = 16  # about: "LOAD x[123456], R0\n"
 
 
@@ -92,6 +135,8 @@ def check_size(instructions: int, what: str, max_instructions: int | None = MAX_
     the count its closed form gives (the CLI announces big ones), and refuse more than
     ``max_instructions`` (None: no limit)."""
     size = instructions * _BYTES_PER_LINE
+    if max_instructions == MAX_INSTRUCTIONS:  # not given: the limits table's (TOYM_MAX_INSTRUCTIONS lifts it)
+        max_instructions = LIMITS["instructions"].value()
     if max_instructions is not None and instructions > max_instructions:
         raise ConfigError(f"{what} would be {instructions:,} instructions (about {_human(size)} of text), more than "
                           f"--max-instructions {max_instructions:,}",

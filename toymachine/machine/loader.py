@@ -30,10 +30,12 @@ def _node_loc(path: str, node, text_lines) -> Location:
 
 def load_machine(path: str | os.PathLike, text: str | None = None) -> Machine:
     """Load a machine YAML file. Errors name the file, line and key."""
+    from .. import yamlsafe  # yaml loads with the first file that needs it (a fast start)
+
     path = str(path)
     if text is None:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = yamlsafe.read_text(path, "machine file")
         except FileNotFoundError:
             raise ConfigError(f"no such machine file: {path}", loc=Location(path),
                               hint=f"built-in machines: {', '.join(preset_names())}") from None
@@ -44,26 +46,26 @@ def load_machine(path: str | os.PathLike, text: str | None = None) -> Machine:
     import yaml  # loaded with the first machine file (the default machine needs none)
 
     lines = text.splitlines()
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        loc = Location(path, mark.line + 1, mark.column + 1, lines[mark.line] if mark and mark.line < len(lines) else None) if mark else Location(path)
-        raise ConfigError(f"machine file is not valid YAML: {getattr(exc, 'problem', exc)}", loc=loc) from None
+    root = yamlsafe.compose(text, path, "machine file")
     if root is None:
         raise ConfigError("machine file is empty", loc=Location(path), hint="see examples/machines/ for the format")
     if not isinstance(root, yaml.MappingNode):
         raise ConfigError("a machine file must be a mapping of keys to values", loc=_node_loc(path, root, lines))
     values: dict[str, Any] = {}
     for knode, vnode in root.value:
+        if not isinstance(knode, yaml.ScalarNode):
+            raise ConfigError("a machine file's keys are names, not lists or mappings", loc=_node_loc(path, knode, lines))
         key = knode.value
+        if key in values:
+            raise ConfigError(f"machine file: duplicate key '{key}' (first on line {values[key][1].line})",
+                              loc=_node_loc(path, knode, lines), hint="give each key once")
         if key not in FIELDS:
             import difflib
 
             close = difflib.get_close_matches(key, sorted(FIELDS), n=1)
             raise ConfigError(f"unknown key '{key}' in machine file", loc=_node_loc(path, knode, lines),
                               hint=(f"did you mean '{close[0]}'? " if close else "") + f"keys are: {', '.join(sorted(FIELDS))}")
-        value = yaml.safe_load(yaml.serialize(vnode)) if vnode is not None else None
+        value = yamlsafe.construct(vnode, path, lines, "machine file") if vnode is not None else None
         values[key] = (value, _node_loc(path, vnode, lines))
     return _build(values)
 
@@ -83,7 +85,7 @@ def _build(values: dict[str, tuple[Any, Location]]) -> Machine:
                 if str(op).upper() not in ISA:
                     raise ConfigError(f"unknown instruction '{op}' in cycles", loc=loc,
                                       hint=f"instructions are: {', '.join(ISA)}")
-                if isinstance(c, bool) or not isinstance(c, (int, float)) or c < 0:
+                if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 <= c < float("inf"):
                     raise ConfigError(f"cycles for {op} must be a non-negative number, got {c!r}", loc=loc)
                 out[str(op).upper()] = c
             kwargs[key] = out
@@ -166,7 +168,7 @@ def _unit(key: str, value, loc: Location):
                 if str(op).upper() not in VPU_OPS:
                     raise ConfigError(f"'{op}' in vpu.cycles_per_vector is not a vector-unit instruction", loc=loc,
                                       hint=f"the VPU runs {', '.join(VPU_OPS)} on tiles")
-                if isinstance(c, bool) or not isinstance(c, (int, float)) or c < 0:
+                if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 <= c < float("inf"):
                     raise ConfigError(f"vpu.cycles_per_vector for {op} must be a non-negative number, got {c!r}",
                                       loc=loc)
                 per[str(op).upper()] = c

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 __all__ = ["BlockChoice", "BlockSearch", "optimize_blocks", "block_table", "paper_choice"]
 
+import math
 from dataclasses import dataclass, field
 
 from ..cost import attention_tile_cost, paper_blocks
 from ..cost.tile import fit_blocks
 from ..errors import ConfigError
+from ..limits import LIMITS
 from ..machine import DEFAULT_MACHINE, Machine
 
 EXHAUSTIVE_CAUSAL_N = 64
@@ -127,9 +129,24 @@ def _cost(n, d, heads, causal, pass_, algo, order, br, bc, machine) -> BlockChoi
                        c.cycles(machine), c.time_s(machine))
 
 
-def _sizes(n: int) -> list[int]:
-    """The smallest block of each trip count: ⌈n/T⌉ for T = 1 … n."""
-    return sorted({-(-n // t) for t in range(1, n + 1)})
+def _sizes(n: int, cap: int | None = None) -> list[int]:
+    """The smallest block of each trip count: ⌈n/T⌉ for T = 1 … n, those ≤ ``cap`` — in O(√n): a
+    value above √n comes from a T ≤ √n + 1; a value v below it from T = ⌈n/v⌉ or from no T."""
+    cap = n if cap is None else min(cap, n)
+    root = math.isqrt(n)
+    out = {v for t in range(max(1, n // max(cap, 1)), root + 2) if (v := -(-n // t)) <= cap}
+    out.update(v for v in range(1, min(cap, root + 1) + 1) if -(-n // -(-n // v)) == v)
+    return sorted(out)
+
+
+def _check_search(n: int, d: int, sram_words: int, exhaustive: bool) -> int:
+    """The largest block a Q or K tile (rows × d words) leaves room for, after refusing up front a
+    search of more (Br, Bc) pairs than ``limits.search_size``."""
+    cap = max(1, sram_words // d)
+    count = min(cap, n) if exhaustive else min(cap, n, 2 * math.isqrt(n) + 2)
+    LIMITS["search_size"].check(count * count, f"the block search (n = {n:,}, d = {d}, --sram {sram_words:,}: up to "
+                                               f"{count:,} block sizes, {count * count:,} (Br, Bc) pairs)")
+    return cap
 
 
 def paper_choice(n, d, sram_words, heads, causal, pass_, algo, order, machine) -> tuple[BlockChoice | None, str]:
@@ -164,7 +181,8 @@ def optimize_blocks(*, n: int, d: int, sram_words: int, pass_: str = "forward", 
     machine = machine or DEFAULT_MACHINE
     objective = _objective(machine)
     exhaustive_pairs = causal and n <= EXHAUSTIVE_CAUSAL_N
-    sizes = list(range(1, n + 1)) if exhaustive_pairs else _sizes(n)
+    cap = _check_search(n, d, sram_words, exhaustive_pairs)
+    sizes = list(range(1, min(n, cap) + 1)) if exhaustive_pairs else _sizes(n, cap)
     per_loop, paper, count = [], [], 0
     for a, o in _loops(pass_, algo, order):
         best = None

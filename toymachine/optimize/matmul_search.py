@@ -110,6 +110,9 @@ def _check(n, registers, m, k, time_limit, accumulator: bool) -> tuple[int, int,
                                "keeps its own accumulator (--mac-accumulator, --machine toy2acc)")
     if time_limit is not None and not time_limit > 0:
         raise ConfigError(f"--time-limit must be a positive number of seconds, got {time_limit!r}")
+    from ..limits import LIMITS
+
+    LIMITS["search_size"].check(m * n * k, f"the schedule search for {m}×{k}·{k}×{n} ({m * n * k:,} products)")
     return m, n, k
 
 

@@ -6,12 +6,14 @@ the sections' headers in order of first appearance, each row filling its own sec
 and leaving the rest empty — so ``csv.DictReader`` (or pandas: ``df[df.table == "Summary"]``)
 reads any of them. Numeric cells are bare numbers to significant digits; a quantity with units
 (``147456 words (294912 B)``) gives one row per unit, with the unit in a ``Unit`` column beside
-its value (``Value``, ``Unit``).
+its value (``Value``, ``Unit``). A text cell that a spreadsheet would run as a formula (it starts
+with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return: OWASP's rule) gets a leading ``'``;
+numbers (``-1.5``) are left as they are.
 """
 
 from __future__ import annotations
 
-__all__ = ["render_csv"]
+__all__ = ["render_csv", "inert"]
 
 import csv
 import io
@@ -44,6 +46,20 @@ def _section_rows(s: Section) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(value) -> str:
+    """A CSV cell no spreadsheet runs: text starting with = + - @ tab CR is prefixed with ``'``."""
+    text = value if isinstance(value, str) else str(value)
+    if text.startswith(_FORMULA):
+        try:
+            float(text)
+        except ValueError:
+            return "'" + text
+    return text
+
+
 def render_csv(report: Report) -> str:
     parts = [_section_rows(s) for s in report.sections]
     columns: list[str] = []
@@ -54,11 +70,11 @@ def render_csv(report: Report) -> str:
     index = {h: i for i, h in enumerate(columns)}
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["table"] + columns)
+    w.writerow([inert(c) for c in ["table"] + columns])
     for s, (headers, rows) in zip(report.sections, parts):
         for row in rows:
             out = [""] * len(columns)
             for h, v in zip(headers, row):
                 out[index[h]] = v
-            w.writerow([s.title] + out)
+            w.writerow([inert(c) for c in [s.title] + out])
     return buf.getvalue()

@@ -8,6 +8,7 @@ __all__ = ["FORMATS", "render", "render_report", "dump_json", "summary_html"]
 
 import dataclasses
 import json
+import html
 from typing import TYPE_CHECKING, Iterable
 
 from .display import DISPLAY
@@ -84,9 +85,17 @@ def render_report(report: Report, fmt: str, *, width: int | None = None) -> str:
 
 
 def _md_escape(text: str) -> str:
-    """A cell or line: '|' kept in its cell, and '<' as an entity, so that no tag from the data (a
-    trace's line quoted in an error, a problem's title) reaches a Markdown renderer's HTML."""
-    return text.replace("<", "&lt;").replace("|", "\\|").replace("\n", " ")
+    """Markdown text from any input: HTML is shown, never rendered (& < > as entities), a cell
+    stays in its column (\\|) and on its line."""
+    return html.escape(" ".join(text.splitlines()), quote=False).replace("|", "\\|")
+
+
+def _md_code(text: str) -> str:
+    """An instruction as a code span (its text is literal there); one holding a backtick, which
+    would end the span, is escaped text instead."""
+    if "`" in text:
+        return _md_escape(text)
+    return "`" + " ".join(text.splitlines()).replace("|", "\\|") + "`"
 
 
 def _markdown(report: Report) -> str:
@@ -94,17 +103,17 @@ def _markdown(report: Report) -> str:
 
     out = []
     for s in report.sections:
-        out.append(f"### {s.title.replace('<', '&lt;')}\n")
+        out.append(f"### {_md_escape(s.title)}\n")
         for line in s.preface:
             out.append(_md_escape(line) + "\n")
         out.append("| " + " | ".join(_md_escape(h) for h in s.headers) + " |")
         out.append("|" + "|".join("---:" if a == "r" else "---" for a in s.aligns()) + "|")
         for row in s.rows:
-            out.append("| " + " | ".join(f"`{c.text}`" if isinstance(c, Code) and c.md and c.text else
+            out.append("| " + " | ".join(_md_code(c.text) if isinstance(c, Code) and c.md and c.text else
                                          _md_escape(text_of(c)) for c in row) + " |")
         out.append("")
     for n in report.notes:
-        out.append(f"_{n.replace('<', '&lt;')}_\n")
+        out.append(f"_{_md_escape(n)}_\n")
     return "\n".join(out).rstrip("\n") + "\n"
 
 

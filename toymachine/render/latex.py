@@ -17,7 +17,7 @@ from typing import Any
 from .cells import Arr, Code, Num, Qty, Sym, nested_items, sig, text_of, unit_for
 from .expr import expr_tex
 from .report import Report, Section
-from .tex import PACKAGES_LINE, tex_escape, tex_number, tex_number_math
+from .tex import PACKAGES_LINE, tex_comment, tex_escape, tex_number, tex_number_math
 
 
 def tex_cell(cell: Any) -> str:
@@ -57,7 +57,7 @@ def _tex_leaf(v) -> str:
 
 def _section(s: Section, cells: list) -> list[str]:
     cols = "".join("r" if a == "r" else "l" for a in s.aligns())
-    out = [f"% {s.title}"]
+    out = [tex_comment(s.title)]
     for line in s.preface:
         out.append(r"\noindent " + tex_escape(line) + r"\par")
     out += [f"\\begin{{tabular}}{{{cols}}}", "\\hline", " & ".join(tex_escape(h) for h in s.headers) + r" \\",
@@ -72,5 +72,5 @@ def render_latex(report: Report) -> str:
     for s in report.sections:
         out += _section(s, [[tex_cell(c) for c in row] for row in s.rows])
     for n in report.notes:
-        out.append("% " + " ".join(n.splitlines()))
+        out.append(tex_comment(n))
     return "\n".join(out).rstrip("\n") + "\n"

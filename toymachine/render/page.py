@@ -36,10 +36,10 @@ def _asset(name: str) -> str:
 
 def _json_script(data: dict) -> str:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    # inside <script>, "</" could end the element early and "<!--<script>" would keep the next
-    # "</script>" from ending it (HTML's "script data double escaped" state): no "<" at all —
-    # "\u003c" is the same JSON string
-    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    # inside <script>, "</" ends the element and "<!--" changes how the rest is parsed: <, > and & as
+    # \u escapes (the same JSON strings) leave no markup at all in the block
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
 def _head(title: str, css: str) -> str:

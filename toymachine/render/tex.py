@@ -11,7 +11,7 @@ would reject for a character its fonts do not cover.
 
 from __future__ import annotations
 
-__all__ = ["tex_escape", "tex_number", "tex_name", "SUBSCRIPTS", "PACKAGES_LINE"]
+__all__ = ["tex_escape", "tex_comment", "tex_number", "tex_name", "SUBSCRIPTS", "PACKAGES_LINE"]
 
 import re
 import unicodedata
@@ -46,6 +46,12 @@ _UNICODE = {
 _ACCENTS = {"\u0301": "'", "\u0300": "`", "\u0302": "^", "\u0308": '"', "\u0303": "~", "\u0327": "c"}
 
 
+def tex_comment(text: str) -> str:
+    """A ``%`` comment line holding ``text``: every line break and control character folded to a
+    space, so nothing after a newline in a title (``\\input{…}``, ``\\write18{…}``) leaves the comment."""
+    return "% " + "".join(c if c >= " " and c not in "\x7f\x85\u2028\u2029" else " " for c in text)
+
+
 def tex_escape(text: str) -> str:
     """Text → LaTeX text mode (the one escaping function of every LaTeX output)."""
     out: list[str] = []
@@ -54,8 +60,8 @@ def tex_escape(text: str) -> str:
         c = text[i]
         if c in _SPECIAL:
             out.append(_SPECIAL[c])
-        elif c < "\x80":
-            out.append(c if c >= " " or c == "\n" else " ")
+        elif c < "\x80":  # control characters and line breaks fold to a space: a cell, a title stays one line
+            out.append(c if " " <= c < "\x7f" else " ")
         elif c in SUBSCRIPTS or c in SUPERSCRIPTS:  # a run of them is one math group: x₁₀ → x$_{10}$
             table, mark = (SUBSCRIPTS, "_") if c in SUBSCRIPTS else (SUPERSCRIPTS, "^")
             j = i

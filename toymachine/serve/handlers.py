@@ -96,7 +96,7 @@ def _machine(spec: Any):
 
 
 def _data(text: Any):
-    from ..sim.memory import load_data_text
+    from ..sim.datafile import load_data_text
 
     if text is None or (isinstance(text, str) and not text.strip()):
         return None

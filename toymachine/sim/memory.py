@@ -25,6 +25,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..errors import DataError
+from ..limits import LIMITS
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -207,16 +208,32 @@ class Array:
             elif len(index) == 2 and index[0] < shape[0] and index[1] < shape[1]:
                 return None
         if self.shape is None:
-            self.shape = [i + 1 for i in index]
-            return None
+            return self._grown([i + 1 for i in index])
         if len(index) != len(self.shape):
             return (f"'{self.name}' has {len(self.shape)} dimension{'s' if len(self.shape) != 1 else ''} "
                     f"but the address gives {len(index)} ind{'ices' if len(index) != 1 else 'ex'}")
+        grown = list(self.shape)
         for axis, (i, n) in enumerate(zip(index, self.shape)):
             if i >= n:
                 if self.fixed:
                     return f"index {i} is outside '{self.name}' (dimension {axis} has size {n}, valid 0..{n - 1})"
-                self.shape[axis] = i + 1
+                grown[axis] = i + 1
+        return self._grown(grown) if grown != self.shape else None
+
+    def _grown(self, shape: list) -> str | None:
+        """An implied shape grows to ``shape`` unless that passes ``limits.array_elements`` (then a message)."""
+        count = 1
+        for n in shape:
+            count *= n
+        cap = LIMITS["array_elements"].value()
+        if count > cap:
+            dims = "".join(f"[{n}]" for n in shape)
+            return (f"this address makes '{self.name}' an array of {count:,} elements ({self.name}{dims}); toym holds "
+                    f"at most {int(cap):,} per array ({LIMITS['array_elements'].lift_hint(count)})")
+        if self.shape is None:
+            self.shape = shape
+        else:
+            self.shape[:] = shape
         return None
 
     def initial(self, index: tuple[int, ...]) -> float:
@@ -312,8 +329,14 @@ class Memory:
     def get(self, name: str) -> Array:
         arr = self.arrays.get(name)
         if arr is None:
+            self._count_new(name)
             arr = self.arrays[name] = Array(name, seed=self.seed)
         return arr
+
+    def _count_new(self, name: str) -> None:
+        """A new array name: refused past ``limits.arrays`` (each costs bookkeeping, however small)."""
+        if len(self.arrays) >= LIMITS["arrays"].value():
+            LIMITS["arrays"].check(len(self.arrays) + 1, f"array '{name[:40]}', the run's {len(self.arrays) + 1:,}th,")
 
     def give(self, name: str, values, *, round_fn=None, line: int = 0) -> Array:
         """Install given values (nested lists or an ndarray) for array ``name``."""
@@ -323,12 +346,21 @@ class Memory:
         if round_fn is not None:
             with np.errstate(all="ignore"):
                 a = round_fn(a)
+        if name not in self.arrays:
+            self._count_new(name)
         arr = Array(name, tuple(a.shape), given=True, seed=self.seed, line=line)
         arr.dense = a  # cells are built on the first element access (``use_scalar``)
         self.arrays[name] = arr
         return arr
 
     def declare(self, name: str, shape: tuple[int, ...], fill: float | None = None, line: int = 0) -> Array:
+        if name not in self.arrays:
+            self._count_new(name)
+        count = 1
+        for n in shape:
+            count *= n
+        if count > LIMITS["array_elements"].value():  # a generated program's arrays (text is bounded by the parser)
+            LIMITS["array_elements"].check(count, f"array {name}{''.join(f'[{n}]' for n in shape)}")
         arr = Array(name, shape, fill=fill, seed=self.seed, line=line)
         self.arrays[name] = arr
         return arr
@@ -337,59 +369,6 @@ class Memory:
         return self.arrays.keys()
 
 
-def load_data_file(path: str) -> dict[str, np.ndarray]:
-    """``--data FILE``: YAML mapping name → nested list, or .npy / .npz."""
-    import os
+from .datafile import load_data_file  # noqa: E402 (kept importable from here)
 
-    from ..errors import Location
-
-    if not os.path.exists(path):
-        raise DataError(f"no such data file: {path}", loc=Location(path), hint="check the path")
-    try:
-        if path.endswith(".npz"):
-            with np.load(path, allow_pickle=False) as z:
-                return {k: np.asarray(z[k], dtype=np.float64) for k in z.files}
-        if path.endswith(".npy"):
-            name = os.path.splitext(os.path.basename(path))[0]
-            return {name: np.asarray(np.load(path, allow_pickle=False), dtype=np.float64)}
-    except (ValueError, OSError) as exc:
-        raise DataError(f"cannot read {path}: {exc}", loc=Location(path),
-                        hint="a .npy holds one numeric array (named after the file); a .npz holds several") from None
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except UnicodeDecodeError:
-        raise DataError(f"data file {path} is not UTF-8 text", loc=Location(path),
-                        hint="use YAML (name: [values]) or .npy/.npz") from None
-    return load_data_text(text, path)
-
-
-def load_data_text(text: str, path: str) -> dict[str, np.ndarray]:
-    """YAML text (name → nested list) as arrays; ``path`` names it in messages (``toym serve``'s
-    data panel sends text, never a path)."""
-    import yaml
-
-    from ..errors import Location
-
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        lines = text.splitlines()
-        loc = Location(path, mark.line + 1, mark.column + 1, lines[mark.line] if mark.line < len(lines) else None) if mark else Location(path)
-        raise DataError(f"data file is not valid YAML: {getattr(exc, 'problem', exc)}", loc=loc) from None
-    if not isinstance(doc, dict):
-        raise DataError("a YAML data file must map array names to nested lists", loc=Location(path),
-                        hint="e.g.  x: [1, 2, 3]")
-    out = {}
-    for k, v in doc.items():
-        try:
-            a = np.asarray(v, dtype=np.float64)
-        except (ValueError, TypeError):
-            raise DataError(f"array '{k}' in {path} is not a rectangular list of numbers", loc=Location(path),
-                            hint="every row must have the same length; values must be numbers") from None
-        out[str(k)] = a
-    return out
-
-
-__all__ += ["load_data_file", "load_data_text"]
+__all__ += ["load_data_file"]

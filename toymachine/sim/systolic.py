@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DataError
+from ..limits import LIMITS
 from ..result import json_value
 
 DATAFLOWS = ("weight", "output")
@@ -143,6 +144,8 @@ def _operands(a, b) -> tuple[np.ndarray, np.ndarray]:
     if a.shape[1] != b.shape[0]:
         raise DataError(f"inner dimensions differ: A is {a.shape[0]}×{a.shape[1]}, B is {b.shape[0]}×{b.shape[1]}",
                         hint="A (M, K) · B (K, N) needs A's columns = B's rows")
+    (m, k), n = a.shape, b.shape[1]
+    LIMITS["size"].check((m + k + n) * k * n, f"the systolic run of {m}×{k}·{k}×{n} (ticks × cells)")
     exact = a.dtype.kind in "biu" and b.dtype.kind in "biu"
     dtype = np.int64 if exact else np.float64
     return a.astype(dtype), b.astype(dtype)

@@ -29,6 +29,8 @@ from operator import not_
 from typing import Iterable
 
 from ..asm import parse_line, strip_comment
+from ..errors import Location
+from ..limits import LIMITS, LimitError
 from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
 from .line_blocks import LineBlocks
@@ -42,7 +44,7 @@ PROBE_EVERY = 8  # chunks in template mode before lines are tried again
 PROBE_CHARS = 65_536  # a probe counts the lines of the chunk's head (a matmul's rows come back within it)
 MIN_CHUNK_FOR_TEMPLATES = 256  # a shorter chunk says too little to switch
 REPEATING_FOR_LINES = 0.1  # new address lines that come back within their chunk: this share keeps lines
-_INDEX = re.compile(r"\[(\d+)\]")  # an integer index, as in x[3] or a[0][1]
+_INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
 _NO_INDICES = iter(()).__next__
 
 
@@ -93,10 +95,29 @@ def run_text(run, chunks: Iterable[str]) -> None:
             ktext = "[]".join(parts[0::2])
             if text.endswith("\n"):
                 ktext = ktext[:-1]
+            if max(map(len, parts[1::2]), default=0) > 7:  # a long index: the parser's bound, at its line
+                _check_indices(run, text, first)
             run.next_index = iter(list(map(int, parts[1::2]))).__next__
             _run_templates(run, text, ktext, first, templates, exact, blocks, pieces)
             since_probe += 1
             first += ktext.count("\n") + 1
+
+
+def _check_indices(run, text: str, first: int) -> None:
+    """A chunk with an index of 8 digits or more: the first at or past ``limits.array_elements``
+    is refused at its line and column, as the parser refuses it (before ``int`` sees 5,000 digits)."""
+    cap = LIMITS["array_elements"].value()
+    for m in re.finditer(r"\[([0-9]{8,})\]", text):
+        digits = m.group(1)
+        if len(digits) > 19 or int(digits) >= cap:
+            start = text.rfind("\n", 0, m.start()) + 1
+            end = text.find("\n", m.start())
+            line = text[start:end if end >= 0 else len(text)]
+            raise LimitError(f"index {digits[:40]}{'…' if len(digits) > 40 else ''} is beyond the largest array toym "
+                             f"holds ({int(cap):,} elements)",
+                             loc=Location(run.file, first + text.count("\n", 0, m.start()), m.start(1) - start + 1,
+                                          line, len(digits)),
+                             hint=LIMITS["array_elements"].lift_hint(int(digits) + 1 if len(digits) <= 19 else None))
 
 
 def _split(text: str) -> list[str]:

@@ -26,7 +26,7 @@ fit; ``SPLIT_PHASES`` and ``check_split`` name the split backward's launches.
 
 from __future__ import annotations
 
-__all__ = ["SPLIT_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks"]
+__all__ = ["SPLIT_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks", "floor_sum"]
 
 from dataclasses import dataclass
 
@@ -106,7 +106,45 @@ class Blocks:
         return self.tc if edge >= self.keys else edge // self.bc
 
     def sums(self) -> dict[str, int]:
-        """P, PR, PC, PRC and MP (pairs needing MASK) over the computed pairs of one head."""
+        """P, PR, PC, PRC and MP (pairs needing MASK) over the computed pairs of one head — in closed
+        form (floor sums, O(log n)): the size guard of ``toym gen`` reads them before anything is built,
+        so ``--n 10000000000`` costs no more than ``--n 64`` to refuse (``sums_by_rows`` walks the rows)."""
+        tr, tc, br, bc, n, keys, shift = self.tr, self.tc, self.br, self.bc, self.n, self.keys, self.shift
+        r_last = n - (tr - 1) * br
+        if not self.causal:
+            return {"P": tr * tc, "PR": n * tc, "PC": tr * min(keys, tc * bc), "PRC": n * min(keys, tc * bc), "MP": 0}
+        full = tr - 1  # query blocks of Br rows; the last has r_last
+        s1 = floor_sum(full, bc, br, br + shift + bc - 1)  # Σ J_i over the full blocks, J = ⌈(i1 + δ)/Bc⌉
+        j_last = -(-(n + shift) // bc)
+        excess = tc * bc - keys  # the last key block's missing columns
+        t0 = min(full, max(0, ((tc - 1) * bc - shift - br) // br + 1))  # first full block meeting every key block
+        w_full = bc * s1 - excess * (full - t0)  # Σ min(Nk, J·Bc) over the full blocks
+        w_last = min(keys, j_last * bc)
+        return {"P": s1 + j_last, "PR": br * s1 + r_last * j_last, "PC": w_full + w_last,
+                "PRC": br * w_full + r_last * w_last, "MP": self._meets_under(self._edge_rows()) - self._unmasked_sum()}
+
+    def _edge_rows(self) -> int:
+        """Query blocks whose first row i0 has i0 + 1 + δ < Nk (only they can need the mask)."""
+        return 0 if self.n < 2 else min(self.tr, (self.n - 2) // self.br + 1)
+
+    def _meets_under(self, count: int) -> int:
+        """Σ J_t over the first ``count`` query blocks."""
+        full = min(count, self.tr - 1)
+        total = floor_sum(full, self.bc, self.br, self.br + self.shift + self.bc - 1)
+        return total + (-(-(self.n + self.shift) // self.bc) if count == self.tr else 0)
+
+    def _unmasked_sum(self) -> int:
+        """Σ ⌊(i0 + 1 + δ)/Bc⌋ over the query blocks that can need the mask."""
+        return floor_sum(self._edge_rows(), self.bc, self.br, 1 + self.shift)
+
+    def masked_key_blocks(self) -> int:
+        """Σ over query blocks of (Tc − key blocks it computes without the mask), in closed form."""
+        if not self.causal:
+            return 0
+        return self._edge_rows() * self.tc - self._unmasked_sum()
+
+    def sums_by_rows(self) -> dict[str, int]:
+        """``sums`` by walking every query block (the definition the closed form is tested against)."""
         p = pr = pc = prc = mp = 0
         for i0, i1 in self.rows():
             r = i1 - i0
@@ -119,6 +157,29 @@ class Blocks:
             if self.causal:  # blocks whose end j1 ≤ i0 + 1 + δ need no mask
                 mp += jn - min(jn, self.unmasked(i0))
         return {"P": p, "PR": pr, "PC": pc, "PRC": prc, "MP": mp}
+
+
+def floor_sum(n: int, m: int, a: int, b: int) -> int:
+    """Σ_{i=0}^{n−1} ⌊(a·i + b)/m⌋ in O(log m) (the AtCoder Library's algorithm; any integers a, b)."""
+    if n <= 0:
+        return 0
+    total = 0
+    q, a = divmod(a, m)
+    total += q * n * (n - 1) // 2
+    q, b = divmod(b, m)
+    total += q * n
+    while True:
+        if a >= m:
+            total += n * (n - 1) // 2 * (a // m)
+            a %= m
+        if b >= m:
+            total += n * (b // m)
+            b %= m
+        y_max = a * n + b
+        if y_max < m:
+            return total
+        n, b = divmod(y_max, m)
+        m, a = a, m
 
 
 def paper_blocks(d: int, sram_words: int) -> tuple[int, int]:

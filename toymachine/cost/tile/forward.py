@@ -126,7 +126,7 @@ def _standard_scores(t: Tally, g: Blocks, s: dict, d: int, h: int, scaled: bool)
     t.op("MAC_Z", h * pairs, elems=h * n * nk * (2 * d - 1), unit="mm")
     if scaled:
         t.op("MUL", h * pairs, elems=h * n * nk)
-    t.op("MASK", h * (sum(tc - min(tc, g.unmasked(i0)) for i0, _ in g.rows()) if g.causal else 0))
+    t.op("MASK", h * g.masked_key_blocks())
     t.store("S", h * n * nk, h * pairs)
 
 

@@ -15,12 +15,14 @@ Cost formulas: ``toymachine.cost.softmax_cost``.
 
 from __future__ import annotations
 
+from typing import Callable
+
 __all__ = ["ALGOS", "softmax_program"]
 
 from ...cost import SOFTMAX_REGISTERS, softmax_bound, softmax_cost
 from ...program import ArrayDecl, Program
 from ...params import check_choice, check_int
-from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
+from ..common import MAX_INSTRUCTIONS, LineSink, ProgramBuilder, check_size, cli_line, input_values
 
 ALGOS = ("naive", "safe", "online")
 _FORMULA = {"naive": "7n", "safe": "11n − 1", "online": "14n − 4"}
@@ -89,14 +91,15 @@ def _online(b: ProgramBuilder, n: int) -> None:
 
 
 def softmax_program(n: int = 6, algo: str = "online", *, with_data: bool = True, seed: int = 0,
-                    max_instructions: int | None = MAX_INSTRUCTIONS, on_size=None) -> Program:
-    """``toym gen softmax``: softmax of x[0..n−1] into out[0..n−1]."""
+                    max_instructions: int | None = MAX_INSTRUCTIONS, on_size=None,
+                    stream: Callable[[str], None] | None = None) -> Program | None:
+    """``toym gen softmax``: softmax of x[0..n−1] into out[0..n−1]. With ``stream``, the program's
+    text (``Program.to_text()``'s bytes) goes to ``stream`` in blocks as it is generated, and the
+    result is None: ``--n 100000000 --no-data`` costs a block of text in memory, not the program."""
     n = check_int("n", n, 1)
     check_choice("algo", algo, ALGOS)
     cost, bound = softmax_cost(n, algo), softmax_bound(n)
     check_size(cost.instructions, f"softmax of {n:,} elements", max_instructions, on_size)
-    b = ProgramBuilder()
-    {"naive": _naive, "safe": _safe, "online": _online}[algo](b, n)
     header = [
         f"softmax of x[0..{n - 1}] into out[0..{n - 1}]: {_TITLE[algo]}, "
         f"{SOFTMAX_REGISTERS[algo]} registers (seed 000, 'Softmax')",
@@ -107,4 +110,9 @@ def softmax_program(n: int = 6, algo: str = "online", *, with_data: bool = True,
         f"lower bound: {bound.traffic} words ({bound.source})",
     ]
     arrays = [ArrayDecl("x", (n,), values=input_values(seed, "x", (n,)) if with_data else None)]  # else .array x[n]
+    b = ProgramBuilder()
+    if stream is not None:
+        b.instrs = LineSink(stream)
+        b.instrs.start(header, arrays)
+    {"naive": _naive, "safe": _safe, "online": _online}[algo](b, n)
     return b.program(header, arrays)

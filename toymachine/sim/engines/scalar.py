@@ -211,13 +211,16 @@ def _memory_parts(text: str):
         store = True
     else:
         return None
-    if not (reg[:1] in ("R", "r") and reg[1:].isdigit() and name.isidentifier() and name.isascii()):
+    if not (reg[:1] in ("R", "r") and reg[1:].isdigit() and name.isidentifier() and name.isascii()
+            and inner.isascii() and reg.isascii() and len(reg) < 10):
         return None
     if inner.isdigit():
+        if len(inner) > 7:  # the parser bounds long indices (limits.array_elements)
+            return None
         idx = (int(inner),)
     else:
         parts = inner.split("][")
-        if not all(p.isdigit() for p in parts):
+        if not all(p.isdigit() and len(p) <= 7 for p in parts):
             return None
         idx = tuple(map(int, parts))
     return store, name, "R" + str(int(reg[1:])), idx

@@ -9,7 +9,6 @@ is compiled here into an ``EXEC`` code tuple whose closure does the whole instru
 (``tile_ops`` computes, this module accounts SRAM and traffic, ``tile_events`` is the slow path).
 
 Semantics (``toym isa`` prints them from ``isa.ISA``)
-
 * ``LOAD X[block], Td`` / ``STORE Ts, X[block]`` move a block between HBM and SRAM. A block
   spans one or two axes of the array (``Q[0, 1, 0:64, :]``); a block spanning one axis is a
   column ``(r, 1)`` — vectors on this machine are per-row statistics. STORE needs the
@@ -32,7 +31,6 @@ or a transposed view can share arrays safely. A LOAD hands out a view of HBM; a 
 that array first gives every register holding such a view its own copy (``Array.detach``).
 
 SRAM occupancy (what ``sram_words`` bounds and ``sram_peak`` reports)
-
 * every T register holding a tile occupies rows × cols words, from the instruction that
   writes it until it is overwritten; overwriting frees the old tile at that moment (the
   check is "old occupancy − old tile + new tile ≤ sram_words");
@@ -70,6 +68,7 @@ import math
 import numpy as np
 
 from ...errors import AsmError, RuntimeFault
+from ...limits import LIMITS
 from ...isa import ISA
 from ...program import Instr, Mem, Reg, Span
 from ..memory import SCALAR
@@ -147,6 +146,7 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
                 raise AsmError(f"FILL needs a positive whole number of {'rows' if pos == 1 else 'columns'}, got {n}",
                                loc=run.loc(line, pos),
                                hint="write it as `FILL value, rows, cols, Td`, e.g. FILL 0, 64, 1, T3")
+        LIMITS["array_elements"].check(rows * cols, f"FILL's {rows:,}×{cols:,} tile", loc=run.loc(line, 1))
         const = np.full((int(rows), int(cols)), float(value))
         if run.round is not None:
             with np.errstate(all="ignore"):

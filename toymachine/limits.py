@@ -1,0 +1,123 @@
+"""What each input channel may cost, declared once: every loader, generator, search and front
+(the CLI, the web server, the grader) consults this table, so a refusal reads the same everywhere.
+
+A ``Limit`` has a default no real use meets, the ``TOYM_…`` environment variable that lifts it
+(and, where there is one, the command-line flag), and the check that refuses an input *up front*,
+from a closed-form estimate, with the estimate and the way to lift it in the message::
+
+    error: the trace's array 'junk' would hold 100,000,000,000,000 elements; the limit is 16,777,216
+      = hint: set TOYM_MAX_ARRAY_ELEMENTS=100000000000000 if you mean it
+
+``render_markdown()`` writes the reference table of ``docs/reference/limits.md``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Limit", "LimitError", "LIMITS", "limit", "check", "render_markdown", "excerpt", "EXCERPT_CHARS"]
+
+import math
+import os
+from dataclasses import dataclass
+
+from .errors import EXCERPT_CHARS, Location, ToyMachineError, excerpt
+
+
+class LimitError(ToyMachineError):
+    """An input would cost more than its channel's limit (refused before the work starts)."""
+
+    kind = "limit"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One channel's bound: ``name`` (the key), ``default``, ``unit`` (what is counted), ``what``
+    (one line for the reference page), ``flag`` (the option that lifts it, if any)."""
+
+    name: str
+    default: float
+    unit: str
+    what: str
+    flag: str | None = None
+    integer: bool = True
+
+    @property
+    def env(self) -> str:
+        return "TOYM_MAX_" + self.name.upper()
+
+    def value(self) -> float:
+        """The limit in force: ``TOYM_MAX_<NAME>`` when set to a positive number, else the default."""
+        raw = os.environ.get(self.env)
+        if raw is None or not raw.strip():
+            return self.default
+        try:
+            got = float(raw.strip().replace("_", ""))
+        except ValueError:
+            raise LimitError(f"{self.env}={raw[:40]!r} is not a number", hint=f"e.g. {self.env}={_fmt(self.default)}") from None
+        if not got > 0 or math.isnan(got):
+            raise LimitError(f"{self.env} must be positive, got {raw[:40]!r}", hint=f"e.g. {self.env}={_fmt(self.default)}")
+        return int(got) if self.integer and got != math.inf else got
+
+    def lift_hint(self, needed: float | None = None) -> str:
+        amount = _fmt(needed) if needed is not None and needed != math.inf else "N"
+        how = f"{self.flag} {amount} or " if self.flag else ""
+        return f"{how}set {self.env}={amount} if you mean it"
+
+    def check(self, amount: float, what: str, *, loc: Location | None = None, limit: float | None = None) -> None:
+        """Refuse ``amount`` (of ``self.unit``) when it is over the limit (``limit``: a value a flag gave)."""
+        cap = self.value() if limit is None else limit
+        if amount > cap:
+            raise LimitError(f"{what} would need {_fmt(amount)} {self.unit}; the limit is {_fmt(cap)}",
+                             loc=loc, hint=self.lift_hint(amount))
+
+
+def _fmt(x: float) -> str:
+    if isinstance(x, float) and not x.is_integer():
+        return f"{x:g}"
+    if x >= 10 ** 15:
+        return f"{x:.3g}".replace("e+", "e")
+    return f"{int(x):,}".replace(",", "_") if x >= 10 ** 4 else str(int(x))
+
+
+LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
+    Limit("file_bytes", 64 << 20, "bytes", "a machine, problem or YAML data file (read at most this much: "
+          "/dev/zero is refused too); traces stream and use trace_bytes"),
+    Limit("trace_bytes", 4 << 30, "bytes", "a trace file (streamed in chunks of about a million characters)"),
+    Limit("npy_bytes", 1 << 30, "bytes", "the array data an .npy/.npz header declares (checked before allocating)"),
+    Limit("array_elements", 1 << 24, "elements", "one array's elements: an implied shape grown by the trace's indices, "
+          "a .array or .data shape, a data file's array, a tile (16 Mi float64 = 128 MiB)"),
+    Limit("arrays", 4096, "arrays", "distinct array names in one run (each costs about 32 KiB of bookkeeping)"),
+    Limit("yaml_nodes", 100_000, "nodes", "YAML nodes of one file, aliases expanded (an alias bomb is refused, never built)"),
+    Limit("yaml_depth", 64, "levels", "nesting of YAML collections, of a .data literal"),
+    Limit("literal_digits", 400, "digits", "digits of one number in a trace, a .data literal or YAML"),
+    Limit("expr_chars", 10_000, "characters", "one expression of a problem file"),
+    Limit("expr_depth", 100, "levels", "nesting of an expression (parentheses, calls, operators)"),
+    Limit("trials", 1000, "trials", "random input draws of toym check (the problem's trials: or --trials)"),
+    Limit("sweep_points", 10_000, "points", "points of one toym sweep (the product of its ranges' lengths)"),
+    Limit("sweep_work", 10 ** 8, "instructions", "simulated instructions of one toym sweep (the sum of its points' "
+          "closed-form counts, added up before any point runs) or of toym memory --check"),
+    Limit("search_size", 10 ** 5, "candidates", "a toym optimize search's size, estimated before it starts: matmul's "
+          "products m·n·k (its state has a bit per operand and product), attention-tile's (Br, Bc) pairs"),
+    Limit("size", 1 << 26, "elements", "what an experiment builds before it simulates: toym systolic's matrices and "
+          "its ticks × cells, toym numerics' inputs (batch · heads · n · d)"),
+    Limit("instructions", 10 ** 9, "instructions", "a generated program, counted by its closed form before it is "
+          "built (gen softmax streams its text as it generates)", flag="--max-instructions"),
+]}
+
+
+def limit(name: str) -> Limit:
+    return LIMITS[name]
+
+
+def check(name: str, amount: float, what: str, *, loc: Location | None = None) -> None:
+    """``LIMITS[name].check(amount, what)``: refuse ``amount`` up front when over the limit."""
+    LIMITS[name].check(amount, what, loc=loc)
+
+
+def render_markdown() -> str:
+    """The reference table of every limit (``docs/reference/limits.md`` holds it verbatim)."""
+    rows = ["| limit | default | unit | environment variable | flag | what it bounds |",
+            "| --- | ---: | --- | --- | --- | --- |"]
+    for lim in LIMITS.values():
+        rows.append(f"| `{lim.name}` | {_fmt(lim.default)} | {lim.unit} | `{lim.env}` | "
+                    f"{f'`{lim.flag}`' if lim.flag else '—'} | {lim.what} |")
+    return "\n".join(rows) + "\n"
