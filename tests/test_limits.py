@@ -181,3 +181,80 @@ def test_gen_softmax_writes_more_than_its_memory_holds(tmp_path):
     with open(tmp_path / "big.asm", "rb") as fh:
         fh.seek(-40, os.SEEK_END)
         assert fh.read().endswith(b"STORE R0, out[299999]\n")
+
+
+# -- one table for every front: serve's and the grader's limits are rows of it ---------------------------
+def test_serve_and_grade_limits_are_typed_views_of_the_central_table(monkeypatch):
+    from dataclasses import fields
+
+    from toymachine.check.limits import DEFAULT_LIMITS, ROWS, GradeLimits
+    from toymachine.serve.limits import Limits
+
+    assert Limits.from_table() == Limits() and GradeLimits.from_table() == GradeLimits() == DEFAULT_LIMITS
+    serve = [f.name for f in fields(Limits) if f.name != "workers"]
+    for name in serve:
+        lim = LIMITS["serve_" + name]
+        assert lim.front != "all" and getattr(Limits(), name) == lim.default
+        monkeypatch.setenv(lim.env, "7")
+        assert getattr(Limits.from_table(), name) == 7  # the variable moves the front's limit
+        monkeypatch.delenv(lim.env)
+    assert set(ROWS) == {f.name for f in fields(GradeLimits)}
+    for name, row in ROWS.items():
+        lim = LIMITS[row]
+        assert lim.front != "all" and getattr(GradeLimits(), name) == lim.default
+        monkeypatch.setenv(lim.env, "9")
+        assert getattr(GradeLimits.from_table(), name) == 9
+        monkeypatch.delenv(lim.env)
+    assert {n for n, lim in LIMITS.items() if lim.front != "all"} == {"serve_" + n for n in serve} | set(ROWS.values())
+
+
+def test_toym_grade_reads_its_limits_from_the_table(toym, tmp_path, monkeypatch):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "ann.asm").write_text("\n".join(["LOAD a[0][0], R0"] * 3), encoding="utf-8")  # 3 lines
+    problem = ROOT / "examples" / "problems" / "p1_c00.yaml"
+    monkeypatch.setenv("TOYM_MAX_GRADE_INSTRUCTIONS", "2")
+    code, _, err = toym("grade", subs, "-p", problem, "--out", tmp_path / "o")
+    assert code == 0, err
+    book = (tmp_path / "o" / "gradebook.csv").read_text(encoding="utf-8")
+    assert "too long: 3 lines; the limit is 2 instructions" in book
+    code, _, _ = toym("grade", subs, "-p", problem, "--out", tmp_path / "o2", "--max-instructions", "5")
+    assert "too long" not in (tmp_path / "o2" / "gradebook.csv").read_text(encoding="utf-8")  # the flag wins
+    monkeypatch.setenv("TOYM_MAX_GRADE_INSTRUCTIONS", "-1")
+    code, _, err = toym("grade", subs, "-p", problem, "--out", tmp_path / "o3")
+    assert code == 2 and "TOYM_MAX_GRADE_INSTRUCTIONS must be positive" in err and "Traceback" not in err
+
+
+def test_toym_serve_reads_its_limits_from_the_table(monkeypatch):
+    pytest.importorskip("starlette")
+    pytest.importorskip("httpx")
+    from starlette.testclient import TestClient
+
+    from toymachine.serve.app import create_app
+    from toymachine.serve.limits import Limits
+
+    monkeypatch.setenv("TOYM_MAX_SERVE_BODY_BYTES", "1000")
+    monkeypatch.setenv("TOYM_MAX_SERVE_TRACE_LINES", "5")
+    c = TestClient(create_app(), base_url="http://127.0.0.1")  # no lifespan: the body is refused before any worker
+    r = c.post("/api/run", json={"trace": "LOAD x[0], R0\n" * 100})
+    assert r.status_code == 413 and "limit of 1,000 bytes" in r.json()["error"]["message"]
+    with TestClient(create_app(Limits.from_table(workers=1)), base_url="http://127.0.0.1") as c:  # the workers' view
+        assert c.get("/api/meta").json()["limits"]["trace_lines"] == 5
+        r = c.post("/api/run", json={"trace": "LOAD x[0], R0\n" * 6})
+        assert r.status_code == 422 and "6 lines" in r.json()["error"]["message"] and r.json()["error"]["line"] == 6
+
+
+def test_a_problem_reads_trials_and_input_size_from_the_table(tmp_path, monkeypatch):
+    from toymachine.check import load_problem
+
+    path = tmp_path / "p.yaml"
+    path.write_text("title: t\ninputs:\n  a: {shape: [4, 4]}\nexpect:\n  out: a\ntrials: 20\n", encoding="utf-8")
+    load_problem(path)
+    monkeypatch.setenv("TOYM_MAX_TRIALS", "10")
+    with pytest.raises(ConfigError, match="'trials' must be at most 10, got 20") as err:
+        load_problem(path)
+    assert "TOYM_MAX_TRIALS=20" in err.value.render()
+    monkeypatch.delenv("TOYM_MAX_TRIALS")
+    monkeypatch.setenv("TOYM_MAX_EXPR_ELEMENTS", "15")
+    with pytest.raises(ConfigError, match="input 'a' has 16 elements; at most 15"):
+        load_problem(path)

@@ -31,7 +31,8 @@ class LimitError(ToyMachineError):
 @dataclass(frozen=True)
 class Limit:
     """One channel's bound: ``name`` (the key), ``default``, ``unit`` (what is counted), ``what``
-    (one line for the reference page), ``flag`` (the option that lifts it, if any)."""
+    (one line for the reference page), ``flag`` (the option that lifts it, if any), ``front``
+    (where it applies: every front, or only ``toym serve``'s requests or ``toym grade``'s submissions)."""
 
     name: str
     default: float
@@ -39,6 +40,7 @@ class Limit:
     what: str
     flag: str | None = None
     integer: bool = True
+    front: str = "all"
 
     @property
     def env(self) -> str:
@@ -78,6 +80,9 @@ def _fmt(x: float) -> str:
     return f"{int(x):,}".replace(",", "_") if x >= 10 ** 4 else str(int(x))
 
 
+_SERVE, _GRADE = "`toym serve` (each request)", "the grader (`toym grade`, Gradescope; each submission)"
+FRONTS = {"all": "every front", _SERVE: _SERVE, _GRADE: _GRADE}
+
 LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
     Limit("file_bytes", 64 << 20, "bytes", "a machine, problem or YAML data file (read at most this much: "
           "/dev/zero is refused too); traces stream and use trace_bytes"),
@@ -101,6 +106,30 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
           "its ticks × cells, toym numerics' inputs (batch · heads · n · d)"),
     Limit("instructions", 10 ** 9, "instructions", "a generated program, counted by its closed form before it is "
           "built (gen softmax streams its text as it generates)", flag="--max-instructions"),
+    Limit("expr_elements", 1_000_000, "elements", "one input of a problem, or any value its expressions compute "
+          "(every trial draws and evaluates them: tighter than array_elements)"),
+    Limit("expr_work", 10 ** 9, "multiply-adds", "one @ of a problem's expression"),
+    # toym serve: what one request may cost (serve.limits.Limits is the typed view of these rows)
+    Limit("serve_body_bytes", 2_000_000, "bytes", "a request body (JSON); a 200-line trace is about 5 KB", front=_SERVE),
+    Limit("serve_trace_lines", 20_000, "lines", "a trace sent to the playground (a 5,000-step viewer stays "
+          "responsive)", front=_SERVE),
+    Limit("serve_data_bytes", 200_000, "bytes", "the data panel's YAML", front=_SERVE),
+    Limit("serve_machine_bytes", 20_000, "bytes", "a machine YAML typed into the machine panel", front=_SERVE),
+    Limit("serve_run_seconds", 5.0, "seconds", "wall time of one request in its worker process, which is then killed "
+          "and replaced", integer=False, front=_SERVE),
+    Limit("serve_sweep_points", 64, "points", "points of one /api/sweep", front=_SERVE),
+    Limit("serve_worker_memory_bytes", 3 << 30, "bytes", "a worker process's address space (RLIMIT_AS)", front=_SERVE),
+    # toym grade: what one submission may cost (check.limits.GradeLimits is the typed view of these rows)
+    Limit("grade_bytes", 1_000_000, "bytes", "one submitted trace file", front=_GRADE),
+    Limit("grade_instructions", 200_000, "lines", "lines of one submitted trace (each at most one instruction)",
+          flag="--max-instructions", front=_GRADE),
+    Limit("grade_seconds", 10.0, "seconds", "wall time to grade one submission, every trial", flag="--time-limit",
+          integer=False, front=_GRADE),
+    Limit("grade_files", 10_000, "files", "entries of a submissions folder or zip", front=_GRADE),
+    Limit("grade_archive_bytes", 200_000_000, "bytes", "uncompressed bytes read from a submissions zip, all members",
+          front=_GRADE),
+    Limit("grade_zip_ratio", 200, "ratio", "how much one zip member may inflate (more is a zip bomb: a failing row)",
+          front=_GRADE),
 ]}
 
 
@@ -115,9 +144,9 @@ def check(name: str, amount: float, what: str, *, loc: Location | None = None) -
 
 def render_markdown() -> str:
     """The reference table of every limit (``docs/reference/limits.md`` holds it verbatim)."""
-    rows = ["| limit | default | unit | environment variable | flag | what it bounds |",
-            "| --- | ---: | --- | --- | --- | --- |"]
+    rows = ["| limit | default | unit | environment variable | flag | applies to | what it bounds |",
+            "| --- | ---: | --- | --- | --- | --- | --- |"]
     for lim in LIMITS.values():
         rows.append(f"| `{lim.name}` | {_fmt(lim.default)} | {lim.unit} | `{lim.env}` | "
-                    f"{f'`{lim.flag}`' if lim.flag else '—'} | {lim.what} |")
+                    f"{f'`{lim.flag}`' if lim.flag else '—'} | {FRONTS[lim.front]} | {lim.what} |")
     return "\n".join(rows) + "\n"

@@ -3,13 +3,14 @@ every result's size bounded before numpy allocates it (a problem file is hostile
 
 from __future__ import annotations
 
-__all__ = ["evaluate", "MAX_ELEMENTS", "MAX_MATMUL_WORK"]
+__all__ = ["evaluate"]
 
 import math
 from typing import Callable, Mapping
 
 import numpy as np
 
+from ..limits import LIMITS
 from .expr import Binary, Call, ExprError, Name, Node, Num, Transpose, Unary
 
 
@@ -20,10 +21,6 @@ def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
 
 _ELEMENTWISE: dict[str, Callable] = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt}
 _BINARY: dict[str, Callable] = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "@": np.matmul}
-
-
-MAX_ELEMENTS = 1_000_000  # an input, or any value an expression computes (a problem file is hostile input too)
-MAX_MATMUL_WORK = 1_000_000_000  # multiply-adds of one @
 
 
 def _bounded(node: Binary, a, b) -> None:
@@ -37,9 +34,12 @@ def _bounded(node: Binary, a, b) -> None:
     else:
         out = np.broadcast_shapes(sa, sb)
         work = 0
-    if math.prod(out) > MAX_ELEMENTS or work > MAX_MATMUL_WORK:
-        raise ExprError(f"'{node.op}' of shapes {sa} and {sb} is too big to evaluate (at most {MAX_ELEMENTS:,} "
-                        f"elements and {MAX_MATMUL_WORK:,} multiply-adds)", node.pos)
+    elements, multiply_adds = LIMITS["expr_elements"], LIMITS["expr_work"]  # limits.py: one value everywhere
+    cap, work_cap = elements.value(), multiply_adds.value()
+    if math.prod(out) > cap or work > work_cap:
+        over = elements.lift_hint(math.prod(out)) if math.prod(out) > cap else multiply_adds.lift_hint(work)
+        raise ExprError(f"'{node.op}' of shapes {sa} and {sb} is too big to evaluate (at most {int(cap):,} "
+                        f"elements and {int(work_cap):,} multiply-adds)", node.pos, hint=over)
 
 
 def _int_arg(node: Node, value, what: str, low: int = -64, high: int = 64) -> int:

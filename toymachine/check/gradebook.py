@@ -19,7 +19,7 @@ from typing import Callable
 
 from ..errors import ConfigError, Location, ToyMachineError
 from .grader import check_trace
-from .limits import DEFAULT_LIMITS, GradeLimits, TimeLimitExceeded, time_limit
+from .limits import GradeLimits, TimeLimitExceeded, time_limit
 from .problem import Problem, load_problem, load_variants
 from .report import Check, CheckReport
 from .submissions import Submission, collect_submissions
@@ -91,9 +91,11 @@ def grade_batch(path: str, text: str, items: list, limits: GradeLimits) -> list[
 
 
 def grade_submissions(submissions: str | os.PathLike, problem: str | os.PathLike, *, jobs: int = 1,
-                      limits: GradeLimits = DEFAULT_LIMITS,
+                      limits: GradeLimits | None = None,
                       progress: Callable[[int, int], None] | None = None) -> Gradebook:
-    """Grade every submission under ``submissions`` (folder or zip) against ``problem``."""
+    """Grade every submission under ``submissions`` (folder or zip) against ``problem``, within
+    ``limits`` (by default the central table's values in force: ``GradeLimits.from_table()``)."""
+    limits = GradeLimits.from_table() if limits is None else limits
     from ..experiments.parallel import run_points
 
     path = os.fspath(problem)
@@ -150,13 +152,14 @@ def _columns(variants: list[Problem]) -> tuple[tuple[str, ...], tuple, frozenset
     return tuple(union), tuple(tuple(union) for _ in variants), hidden
 
 
-def check_submission(path: str | os.PathLike, problem: Problem, *, limits: GradeLimits = DEFAULT_LIMITS,
+def check_submission(path: str | os.PathLike, problem: Problem, *, limits: GradeLimits | None = None,
                      student: str | None = None, **options) -> CheckReport:
     """One student's hand-in (a folder such as Gradescope's /autograder/submission, or a file)
     graded within ``limits``: whatever is wrong with it is a failing report, never an error.
     ``options`` go to ``check_trace`` (seed, trials, machine)."""
     from .submissions import read_file, read_student_folder
 
+    limits = GradeLimits.from_table() if limits is None else limits
     path = os.fspath(path)
     if os.path.isdir(path):
         sub = read_student_folder(path, problem.submission, limits, student)

@@ -2,7 +2,9 @@
 
 A batch never aborts for one student: a submission past a limit is a failing row that says
 which limit and by how much. The defaults fit every seed-size trace a hundred times over.
-(When the project's central limits module lands, these defaults move there.)
+Each field is a ``grade_*`` row of the project-wide table (``toymachine/limits.py``: default,
+the ``TOYM_MAX_GRADE_…`` variable that lifts it, its line on the reference page); ``GradeLimits``
+is their typed view and ``GradeLimits.from_table()`` reads the values in force.
 """
 
 from __future__ import annotations
@@ -12,18 +14,31 @@ __all__ = ["GradeLimits", "DEFAULT_LIMITS", "time_limit", "TimeLimitExceeded"]
 import contextlib
 import signal
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Iterator
+
+from ..limits import LIMITS as TABLE
+
+ROWS = {"max_bytes": "grade_bytes", "max_instructions": "grade_instructions", "seconds": "grade_seconds",
+        "max_files": "grade_files", "max_total_bytes": "grade_archive_bytes", "max_ratio": "grade_zip_ratio"}
+"""Each field of ``GradeLimits`` → its row of the central table."""
 
 
 @dataclass(frozen=True)
 class GradeLimits:
-    max_bytes: int = 1_000_000  # one submitted trace file
-    max_instructions: int = 200_000  # lines of a trace (each line at most one instruction)
-    seconds: float = 10.0  # wall time to grade one submission (every trial)
-    max_files: int = 10_000  # entries of a submissions folder or zip
-    max_total_bytes: int = 200_000_000  # uncompressed bytes read from a zip, all members
-    max_ratio: int = 200  # a zip member that inflates more than this is a bomb
+    """The rows' defaults; ``from_table()`` for the values in force."""
+
+    max_bytes: int = TABLE[ROWS["max_bytes"]].default  # one submitted trace file
+    max_instructions: int = TABLE[ROWS["max_instructions"]].default  # lines of a trace (at most one instruction each)
+    seconds: float = TABLE[ROWS["seconds"]].default  # wall time to grade one submission (every trial)
+    max_files: int = TABLE[ROWS["max_files"]].default  # entries of a submissions folder or zip
+    max_total_bytes: int = TABLE[ROWS["max_total_bytes"]].default  # uncompressed bytes read from a zip, all members
+    max_ratio: int = TABLE[ROWS["max_ratio"]].default  # a zip member that inflates more than this is a bomb
+
+    @classmethod
+    def from_table(cls, **overrides) -> "GradeLimits":
+        """The limits in force: each row's ``TOYM_MAX_GRADE_…`` value, else its default; then ``overrides``."""
+        return cls(**{**{f.name: TABLE[ROWS[f.name]].value() for f in fields(cls)}, **overrides})
 
 
 DEFAULT_LIMITS = GradeLimits()

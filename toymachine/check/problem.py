@@ -45,7 +45,8 @@ from ..errors import ConfigError, Location
 from ..machine import Machine
 from ..program import Mem
 from .expr import ExprError, Node, names_in, parse_expr
-from .expr_eval import MAX_ELEMENTS, evaluate
+from ..limits import LIMITS
+from .expr_eval import evaluate
 from .rules import CHECK_NAMES, Rule, limit_rule, ops_rule, value_rule
 from .variants import describe_variant, pick_variant, substitute, variant_params
 from .yamlsrc import Source, mapping, number, value_of
@@ -61,7 +62,6 @@ BUDGETS: dict[str, str] = {
     "max_sram": "SRAM peak (words)",
 }
 ARRAY_BUDGETS: dict[str, str] = {"max_reads": "words read from", "max_writes": "words written to"}
-MAX_TRIALS = 1000  # random draws of a problem; each runs the whole trace
 KEYS = ("title", "description", "statement", "inputs", "expect", "registers", "machine", "tolerance", "trials",
         "seed", "reference", "submission", "allowed_ops", "variants") + tuple(BUDGETS) + tuple(ARRAY_BUDGETS)
 _DISTS = ("normal", "uniform", "integers")
@@ -154,8 +154,9 @@ def _input(src: Source, name: str, node) -> InputSpec:
                 or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape)):
             raise src.error(f"the shape of '{name}' must be a list of positive whole numbers, got {shape!r}",
                             opts["shape"], hint="e.g. shape: [4, 3]")
-        if math.prod(shape) > MAX_ELEMENTS:  # every trial draws it and every expression holds it
-            raise src.error(f"input '{name}' has {math.prod(shape):,} elements; at most {MAX_ELEMENTS:,}", opts["shape"])
+        if math.prod(shape) > (cap := LIMITS["expr_elements"].value()):  # every trial draws it, every expression holds it
+            raise src.error(f"input '{name}' has {math.prod(shape):,} elements; at most {int(cap):,}", opts["shape"],
+                            hint=LIMITS["expr_elements"].lift_hint(math.prod(shape)))
         dist = value_of(opts["dist"]) if "dist" in opts else "normal"
         if dist not in _DISTS:
             raise src.error(f"unknown distribution {dist!r} for input '{name}'", opts["dist"],
@@ -298,8 +299,9 @@ def _compose(path: str, text: str) -> tuple[Source, dict]:
 
 def _trials(src: Source, node) -> int:
     trials = number(src, node, "trials", integer=True, minimum=1)
-    if trials > MAX_TRIALS:  # each trial runs the whole trace: the cost of one grade is bounded
-        raise src.error(f"'trials' must be at most {MAX_TRIALS:,}, got {trials:,}", node)
+    cap = LIMITS["trials"].value()  # each trial runs the whole trace: the cost of one grade is bounded
+    if trials > cap:
+        raise src.error(f"'trials' must be at most {int(cap):,}, got {trials:,}", node, hint=LIMITS["trials"].lift_hint(trials))
     return trials
 
 

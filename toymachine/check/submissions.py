@@ -128,8 +128,9 @@ def _unique(subs: list[Submission]) -> list[Submission]:
 
 
 def collect_submissions(path: str | os.PathLike, wanted: str | None = None,
-                        limits: GradeLimits = DEFAULT_LIMITS) -> list[Submission]:
+                        limits: GradeLimits | None = None) -> list[Submission]:
     """Every student's submission under ``path`` (a folder or a zip), sorted by ID."""
+    limits = GradeLimits.from_table() if limits is None else limits
     path = os.fspath(path)
     if os.path.isdir(path):
         subs = _from_folder(path, wanted, limits)

@@ -62,15 +62,15 @@ def grade_command(
     import dataclasses
 
     from ..check.gradebook import grade_submissions
-    from ..check.limits import DEFAULT_LIMITS
+    from ..check.limits import GradeLimits
     from ..experiments.parallel import default_jobs
 
-    limits = DEFAULT_LIMITS
-    if time_limit is not None:
-        limits = dataclasses.replace(limits, seconds=time_limit)
-    if max_instructions is not None:
-        limits = dataclasses.replace(limits, max_instructions=max_instructions)
     with guard():
+        limits = GradeLimits.from_table()  # TOYM_MAX_GRADE_… lift a row; a flag wins over its variable
+        if time_limit is not None:
+            limits = dataclasses.replace(limits, seconds=time_limit)
+        if max_instructions is not None:
+            limits = dataclasses.replace(limits, max_instructions=max_instructions)
         with progress_bar("grade", show_progress(progress)) as update:
             book = grade_submissions(submissions, problem, jobs=jobs or default_jobs(), limits=limits,
                                      progress=update)

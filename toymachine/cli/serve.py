@@ -35,7 +35,7 @@ def serve_command(
         bind = host or LOCAL
         if host is not None and host not in (LOCAL, "localhost", "::1"):
             typer.echo(f"warning: serving on {host}: anyone who can reach this address can run traces here "
-                       "(the limits in toymachine/serve/limits.py still apply)", err=True)
+                       "(the limits in toymachine/limits.py still apply)", err=True)
         _check_port(bind, port)
         app = create_app(local_only=host is None or host in (LOCAL, "localhost", "::1"))
         config = uvicorn.Config(app, host=bind, port=port, log_level="warning", access_log=False)

@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from ..errors import ConfigError
 from ..render.jsonout import error_json
-from .limits import LIMITS, Limits
+from .limits import Limits
 from .worker import WorkerPool
 
 JSON = "application/json"
@@ -57,8 +57,10 @@ def _static(name: str) -> bytes:
     return resources.files(__package__).joinpath("static", name).read_bytes()
 
 
-def create_app(limits: Limits = LIMITS, *, local_only: bool = True) -> Starlette:
-    """The app. ``local_only``: refuse requests whose Host is not localhost/127.0.0.1."""
+def create_app(limits: Limits | None = None, *, local_only: bool = True) -> Starlette:
+    """The app. ``local_only``: refuse requests whose Host is not localhost/127.0.0.1. ``limits``: by
+    default the central table's values in force (``Limits.from_table()``)."""
+    limits = Limits.from_table() if limits is None else limits
     pool: list[WorkerPool] = []
 
     @asynccontextmanager

@@ -71,7 +71,7 @@ def _trace(payload: dict, name: str) -> str:
     lines = trace.count("\n") + (not trace.endswith("\n"))  # a final newline ends a line, it starts none
     if lines > LIMITS.trace_lines:
         raise ConfigError(LIMITS.refuse_lines(lines), loc=Location(name, LIMITS.trace_lines + 1),
-                          hint="the limits are in toymachine/serve/limits.py")
+                          hint="the limits are in toymachine/limits.py (TOYM_MAX_SERVE_TRACE_LINES)")
     return trace
 
 

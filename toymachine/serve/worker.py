@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 
-from .limits import LIMITS, Limits
+from .limits import Limits
 
 Reply = tuple[int, str, str]
 _HEADER = struct.Struct(">I")  # each message: its length, then JSON
@@ -133,8 +133,8 @@ class WorkerPool:
     """``LIMITS.workers`` worker processes; ``call`` blocks until one is idle, then for at most
     the deadline."""
 
-    def __init__(self, limits: Limits = LIMITS):
-        self.limits = limits
+    def __init__(self, limits: Limits | None = None):
+        self.limits = Limits.from_table() if limits is None else limits
         self.idle: queue.Queue[_Worker] = queue.Queue()
         self.all: list[_Worker] = []
         self.lock = threading.Lock()
@@ -168,7 +168,7 @@ class WorkerPool:
                                                hint="run it with toym run FILE")), "application/json"
         self._replace(w)
         return 422, error_json(ConfigError(self.limits.refuse_time(), hint="the limits are in "
-                                           "toymachine/serve/limits.py")), "application/json"
+                                           "toymachine/limits.py (TOYM_MAX_SERVE_RUN_SECONDS)")), "application/json"
 
     def _replace(self, w: _Worker) -> None:
         w.kill()
