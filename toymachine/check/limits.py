@@ -62,7 +62,9 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         raise TimeLimitExceeded(f"time limit of {seconds:g} s exceeded")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # then again every 50 ms: an exception raised while Python runs a finalizer (a generator being
+    # closed, a __del__) is swallowed there as 'unraisable', so one shot may be lost
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     try:
         yield
     finally:
