@@ -124,7 +124,9 @@ def page(f: dict) -> str:
         "and one-line help from a table and imports its module when it runs; a JSON run loads no table "
         "renderer, no YAML parser (until a machine file is named), no optimizer, plotting or GPU code; "
         "option values are converted without pydantic where typer would build a pydantic adapter per "
-        "option; the process ends without tearing down its objects one by one.",
+        "option; the process ends without tearing down its objects one by one, and asks numpy's BLAS for one thread "
+        "(`OPENBLAS_NUM_THREADS=1` unless set: toym's tiles are small, and an idle pool thread spins on a second "
+        "core).",
         "",
         "## Long traces",
         "",

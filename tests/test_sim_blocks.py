@@ -248,3 +248,29 @@ def test_runs_of_one_block_bail_mid_run_as_the_loop_does(monkeypatch, force, zer
     got = _both(monkeypatch, force, text, data={"x": x, "s": [0.5, 2.0]}, dtype=dtype)
     assert runs, "the chunk ran as runs of one block"
     assert isinstance(got, dict) and len(got["memory"]["z"]) == 300
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(hot=st.integers(0, 15), zeros=st.lists(st.integers(0, 199), max_size=4),
+       op=st.sampled_from(["EXP T0, T1", "MUL T0, T0, T1"]), dtype=st.sampled_from(["fp64", "fp16"]))
+def test_an_alarm_in_a_stand_in_quotes_the_step_the_loop_quotes(monkeypatch, force, hot, zeros, op, dtype):
+    """A tile block the loop runs among compiled blocks counts only the steps before it (its
+    alarm quotes the step); the other counters wait for the chunk's end. A tile op that overflows
+    at one row, and word blocks that bail (1 / 0), give the loop's alarms, steps and counters."""
+    rows = 8
+    q = [[1.0, 2.0] for _ in range(rows)]
+    q[hot % rows][hot // rows] = 1e3 if dtype == "fp16" else 1e200  # exp, square: overflow, an alarm with its step
+    x = [1.0 + i / 200 for i in range(200)]
+    for z in zeros:
+        x[z] = 0.0
+    text = [f"LOAD s[0], R3\n.array O[{rows}][2]\nLOAD s[0], R1\n"]
+    for i in range(200):
+        text.append(f"LOAD x[{i}], R0\nDIV R1, R0, R2\nMAX R2, R0, R0\nSUB R0, R1, R0\nADD R3, R2, R3\n")
+        if i % 4 == 0:  # a tile block on row i / 4 (mod rows): the few templates come back
+            r = i // 4 % rows
+            text.append(f"LOAD Q[{r}:{r + 1}, :], T0\n{op}\nSTORE T1, O[{r}:{r + 1}, :]\n")
+    text = "".join(text)
+    got = _both(monkeypatch, force, text, data={"x": x, "s": [1.0], "Q": q}, dtype=dtype)
+    assert any(force)
+    if isinstance(got, dict):
+        assert any(a["kind"] == "overflow" for a in got["alarms"])

@@ -183,3 +183,26 @@ def test_shell_completion_still_lists_commands_and_options():
 
     assert '"gen":' in complete("toym g") and '"run":' not in complete("toym g")
     assert '"--registers":' in complete("toym run --reg")
+
+
+@pytest.mark.parametrize("given_env, want", [(None, "1"), ("3", "3")])
+def test_the_toym_process_runs_one_blas_thread_unless_told(given_env, want):
+    """numpy's BLAS pool threads spin and burn a core on every ``toym`` run: the command (not the
+    library, not ``main(args)`` called in a user's process) asks for one, unless the user chose."""
+    probe = ("import importlib, os, sys\na = importlib.import_module('toymachine.cli.app')\n"
+             "a._leave = lambda code: (print('BLAS', os.environ.get('OPENBLAS_NUM_THREADS')), sys.exit(code))\n"
+             f"sys.argv = ['toym', 'run', {os.path.join(PROGRAMS, 'c00.asm')!r}, '--no-steps', '-f', 'json']\n"
+             "a.main()\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given_env is not None:
+        env["OPENBLAS_NUM_THREADS"] = given_env
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().splitlines()[-1] == f"BLAS {want}"
+    inproc = ("import os, sys\nfrom toymachine.cli import main\n"
+              f"try:\n    main(['run', {os.path.join(PROGRAMS, 'c00.asm')!r}, '--no-steps', '-f', 'json'])\n"
+              "except SystemExit:\n    pass\nprint('BLAS', os.environ.get('OPENBLAS_NUM_THREADS'))\n")
+    proc = subprocess.run([sys.executable, "-c", inproc], cwd=ROOT, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.stdout.rstrip().splitlines()[-1] == f"BLAS {given_env}"  # main(args): the caller's process, untouched

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 __all__ = ["app", "main", "COMMANDS"]
 
+import os
 import sys
 
 import typer
@@ -112,6 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     in toym's error style (``cli.usage``); under ``-f json`` they also print the JSON error object on
     stdout."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if argv is None and "numpy" not in sys.modules:  # the toym process: one BLAS thread (toym's tiles are
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small; idle pool threads spin and burn a core)
     leave = sys.exit if argv is not None else _leave  # called in-process (tests): a plain SystemExit
     try:
         code = app(args, prog_name="toym", standalone_mode=False)

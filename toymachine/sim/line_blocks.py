@@ -122,11 +122,12 @@ def _in_loop(codes, p):
 
 
 class _Piece:
-    __slots__ = ("fn", "hits", "steps", "reads", "writes", "counts")
+    __slots__ = ("fn", "hits", "steps", "reads", "writes", "counts", "pending")
 
     def __init__(self, fn, hits: list, codes: list):
         self.fn = fn
         self.hits = hits
+        self.pending = 0  # as sim.blocks._Block's (never set here: line pieces have no stand-ins)
         self.steps = sum(1 for c in codes if c[0] != SKIP)
         self.reads = sum(1 for c in codes if c[0] == LOAD)
         self.writes = sum(1 for c in codes if c[0] == STORE)
