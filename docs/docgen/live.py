@@ -9,12 +9,8 @@ exactly what the command writes.
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
 
 # docs path → the toym command that writes it (its output file is the last argument)
 STEP_VIEWERS = {
@@ -49,16 +45,10 @@ def files() -> dict[str, bytes]:
     wanted = dict(STEP_VIEWERS)
     if have_matplotlib():
         wanted.update(PLOTS)
+    from .pages import workdir
+
     made = {}
-    folder = Path(tempfile.mkdtemp(prefix="toym-docs-"))
-    cwd = os.getcwd()
-    try:
-        for sub in ("programs", "examples"):
-            shutil.copytree(ROOT / sub, folder / sub)
-        os.chdir(folder)
+    with workdir() as folder:
         for path, command in wanted.items():
             made[path] = _toym(command, folder / Path(path).name)
-    finally:
-        os.chdir(cwd)
-        shutil.rmtree(folder, ignore_errors=True)
     return made

@@ -26,12 +26,11 @@ from __future__ import annotations
 __all__ = ["BlockCache", "run_blocks"]
 
 import math
-import operator
 from bisect import bisect_right
 from itertools import accumulate, chain, groupby, islice
 
-from ..isa import _mac, fmax
-from .engines.kinds import BINARY, COPY, EXEC, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
+from .block_ops import ARITY, op_statement
+from .engines.kinds import EXEC, LOAD, LOAD_T, SKIP, STORE, STORE_T
 from .loop import execute, execute_engines
 
 BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
@@ -40,12 +39,6 @@ MAX_BAILS = 64  # a block that bails more often in one chunk runs in the loop fr
 MIN_RUN = 4  # blocks repeat in runs at least this long on average: one call per run (``multi``)
 CACHE_LIMIT = 4096  # distinct compiled blocks kept
 _SEP = "\nLOAD "
-
-# operations written inline (exact float semantics of isa's functions); others are called
-_INLINE = {operator.add: "{0} + {1}", operator.sub: "{0} - {1}", operator.mul: "{0} * {1}",
-           operator.truediv: "{0} / {1}", fmax: "({0} if ({0} >= {1} or {0} != {0}) else {1})",
-           math.exp: "_exp({0})", _mac: "{0} * {1} + {2}"}
-
 
 class Bail(Exception):
     """A block met a slow path: ``args[0]`` are the indices it took from the stream."""
@@ -330,18 +323,8 @@ def _compile(run, codes: list):
             idx = index(arr, code[3], a) if kind == STORE_T else bind(code[3], "K")
             v = reg(code[4])
             body.append(f"if {v} is None: raise _B\nC{a[1:]}[{idx}] = {v}")
-        elif kind in (UNARY, BINARY, TERNARY, COPY):
-            fn = code[2]
-            n = {UNARY: 1, COPY: 1, BINARY: 2, TERNARY: 3}[kind]
-            srcs = [reg(s) for s in code[4:4 + n]]
-            d = f"r{code[3]}"
-            if kind == COPY:
-                body.append(f"if {srcs[0]} is None: raise _B\n{d} = {srcs[0]}")
-            else:
-                form = _INLINE.get(fn)
-                expr = form.format(*srcs) if form else f"{bind(fn, 'F')}({', '.join(srcs)})"
-                zero = f" or {d} == 0.0" if code[-1][2] else ""
-                body.append(f"{d} = {expr}\nif {d} - {d} != 0.0{zero}: raise _B")
+        elif kind in ARITY:
+            body.append(op_statement(kind, code, reg, bind))
             written.add(code[3])
         else:
             return None

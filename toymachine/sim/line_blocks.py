@@ -25,8 +25,9 @@ __all__ = ["LineBlocks"]
 import math
 from itertools import repeat
 
-from .blocks import _INLINE, Bail, _BAIL, _flush
-from .engines.kinds import BINARY, COPY, LOAD, SKIP, STORE, TERNARY, UNARY
+from .block_ops import ARITY as _ARITY, op_statement
+from .blocks import Bail, _BAIL, _flush
+from .engines.kinds import LOAD, SKIP, STORE
 from .loop import execute
 
 PIECE = 24  # lines per piece (a multiple of 1, 2, 3, 4, 6 and 8: short periods give few distinct pieces)
@@ -35,7 +36,6 @@ MIN_REPEATS = 16  # pieces must come back this often on average
 MAX_SHAPES = 40_000  # distinct shapes (one character each; past this, new lines get none)
 CACHE_LIMIT = 4096  # distinct compiled pieces kept
 _NONE = "\x01"  # the shape of a line no piece compiles (another engine's, or past MAX_SHAPES)
-_ARITY = {UNARY: 1, COPY: 1, BINARY: 2, TERNARY: 3}
 
 
 class LineBlocks:
@@ -184,15 +184,7 @@ def _compile(run, codes: list):
             v = reg(code[4])
             body.append(f"if {v} is None: raise _B\nC{a[1:]}[{at}] = {v}")
         elif kind in _ARITY:
-            srcs = [reg(s) for s in code[4:4 + _ARITY[kind]]]
-            d = f"r{code[3]}"
-            if kind == COPY:
-                body.append(f"if {srcs[0]} is None: raise _B\n{d} = {srcs[0]}")
-            else:
-                form = _INLINE.get(code[2])
-                expr = form.format(*srcs) if form else f"{bind(code[2], 'F')}({', '.join(srcs)})"
-                zero = f" or {d} == 0.0" if code[-1][2] else ""
-                body.append(f"{d} = {expr}\nif {d} - {d} != 0.0{zero}: raise _B")
+            body.append(op_statement(kind, code, reg, bind))
             written.add(code[3])
         else:
             return None
