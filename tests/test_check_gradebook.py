@@ -232,3 +232,22 @@ def test_two_submissions_for_one_id_are_both_rows(tmp_path):
     (subs / "alice.asm").write_text((PROGRAMS / "matmul_outer_2x2.asm").read_text())
     got = {s.student: s for s in collect_submissions(subs)}
     assert set(got) == {"Alice", "alice~2"} and got["alice~2"].reason == "a second submission for alice"
+
+
+def test_time_limit_interrupts_only_toyms_own_code():
+    """The alarm raises where toym's code (or a block it generated) runs, never inside other code —
+    the interpreter formatting an unraisable exception, a library's finalizer — where it would be
+    swallowed or escape; it fires again every 50 ms until it lands in toym's code."""
+    import time
+
+    from toymachine.check.limits import TimeLimitExceeded, time_limit
+    from toymachine.sim import simulate
+
+    with time_limit(0.05):
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.3:  # this test's own frames: not interrupted
+            pass
+    trace = "".join(f"LOAD x[{i}], R0\nEXP R0, R0\nSTORE R0, y[{i}]\n" for i in range(200_000))
+    with pytest.raises(TimeLimitExceeded):
+        with time_limit(0.05):
+            simulate(trace)

@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = ["GradeLimits", "DEFAULT_LIMITS", "time_limit", "TimeLimitExceeded"]
 
 import contextlib
+import os
 import signal
 import threading
 from dataclasses import dataclass, fields
@@ -44,6 +45,9 @@ class GradeLimits:
 DEFAULT_LIMITS = GradeLimits()
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # toymachine/
+
+
 class TimeLimitExceeded(BaseException):
     """Raised by the timer wherever the grader is: a BaseException (like KeyboardInterrupt), so
     that no ``except Exception`` on the way turns it into another error."""
@@ -59,11 +63,14 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         return
 
     def expire(signum, frame):
-        raise TimeLimitExceeded(f"time limit of {seconds:g} s exceeded")
+        # only where toym's own code (or a block it generated) was interrupted: raised inside the
+        # interpreter's own work — a finalizer, the hook that formats an unraisable exception — it
+        # would be swallowed, or escape from there; the timer fires again 50 ms later
+        where = frame.f_code.co_filename if frame is not None else ""
+        if where.startswith(_PACKAGE) or where.startswith("<toym"):
+            raise TimeLimitExceeded(f"time limit of {seconds:g} s exceeded")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    # then again every 50 ms: an exception raised while Python runs a finalizer (a generator being
-    # closed, a __del__) is swallowed there as 'unraisable', so one shot may be lost
     signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     try:
         yield
