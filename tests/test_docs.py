@@ -130,6 +130,9 @@ def test_every_machine_and_problem_key_is_in_the_schemas():
 
     machine = REFERENCE["reference/machine-yaml.md"]
     assert [f.name for f in dataclasses.fields(Machine) if f"| `{f.name}` |" not in machine] == []
+    blank = [line.split("|")[1].strip() for line in machine.splitlines()
+             if line.startswith("| `") and line.rstrip().endswith("|  |")]
+    assert blank == [], f"machine keys without a meaning: {blank}"
     assert [p for p in preset_names() if f"| `{p}` |" not in machine] == []
     assert resolve_machine("h100").description in machine
     problem = REFERENCE["reference/problem-yaml.md"]

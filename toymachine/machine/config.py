@@ -84,8 +84,8 @@ def _frozen(d: Mapping[str, float] | None) -> Mapping[str, float]:
 class Machine:
     """What the simulator runs on. All costs are in cycles; sizes in words or bytes."""
 
-    name: str = "toy"
-    description: str = "the seed's toy machine: every instruction 1 cycle, 4-byte words"
+    name: str = "toy"  # the machine's name, shown in reports and JSON (`machine`)
+    description: str = "the seed's toy machine: every instruction 1 cycle, 4-byte words"  # a line under the name
     registers: int | None = None  # None: as many as the program names
     mac_accumulator: bool = False  # the MAC unit holds its own accumulator ACC (not a register-file register)
     word_bytes: int = 4  # bytes per DRAM word (element)

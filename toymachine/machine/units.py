@@ -59,9 +59,9 @@ def _rebuild(cls, fields: dict):
 class MXU:
     """``count`` systolic arrays of ``rows`` × ``cols`` cells (weight-stationary)."""
 
-    rows: int = 128
-    cols: int = 128
-    count: int = 1
+    rows: int = 128  # multiply-accumulate cells down one array (the K a pass takes)
+    cols: int = 128  # cells across one array (the N a pass takes)
+    count: int = 1  # arrays on the chip, chainable into one a × b arrangement (a·b ≤ count)
 
     @property
     def cells(self) -> int:
@@ -101,8 +101,8 @@ def _matmul(rows: int, cols: int, count: int, m: int, k: int, n: int) -> tuple[i
 class VPU:
     """A vector unit of ``lanes`` lanes; ``cycles_per_vector`` by mnemonic (unlisted: 1)."""
 
-    lanes: int = 128
-    cycles_per_vector: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    lanes: int = 128  # elements per vector: an op on e elements is ⌈e / lanes⌉ vectors
+    cycles_per_vector: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # by op; unlisted: 1
 
     def __post_init__(self):
         if not isinstance(self.cycles_per_vector, MappingProxyType):
