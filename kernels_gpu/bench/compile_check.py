@@ -47,7 +47,7 @@ def _signature(pass_: str, dtype: str, cfg: KernelConfig, dp: int, consts: dict)
             sig[name] = "constexpr"
         elif name in SCALARS:
             sig[name] = SCALARS[name]
-        elif name in ("LSE", "Delta"):
+        elif name in ("LSE", "Delta") or (name == "DQ" and pass_ == "bwd_dkdv"):
             sig[name] = "*fp32"
         elif cfg.use_tma and name in streamed:
             shape = [dp, rows] if (name == "V" and dtype in ("e5m2", "e4m3")) else [rows, dp]
@@ -70,6 +70,9 @@ def compile_kernel(pass_: str, cfg: KernelConfig, d: int = 128, dtype: str = "fp
         consts["V_TRANS"] = dtype in ("e5m2", "e4m3")
     if pass_ == "bwd_dkdv":
         consts["OFF_POS"] = False
+        consts["FUSED_DQ"] = cfg.fused_dq
+        consts["SPLIT"] = 1
+        consts["PART"] = 2 if cfg.dv_apart else 0
     src = ASTSource(KERNELS[pass_], _signature(pass_, dtype, cfg, dp, consts), consts)
     return triton.compile(src, target=GPUTarget("cuda", arch, 32),
                           options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})

@@ -193,7 +193,7 @@ def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
     def dkdv(c):
         b = buffers()
         L.launch_dkdv(p, q, k, v, do, b["dk"], b["dv"], lse, b["delta"], scale,
-                      L.honour("bwd_dkdv", p, c))
+                      L.honour("bwd_dkdv", p, c), b["dq"])
 
     def dq(c):
         b = buffers()
@@ -211,8 +211,9 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
 
     def launch():
         L.launch_preprocess(p, o, do, delta)
-        L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg)
-        L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
+        L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg, dq)
+        if not dkdv_cfg.fused_dq:  # else the dK/dV launch wrote dQ too
+            L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
 
     _replayable(("bwd", p, scale, dkdv_cfg, dq_cfg), (q, k, v, o, lse, do, delta, dq, dk, dv),
                 launch, p)

@@ -258,10 +258,17 @@ def launch_preprocess(p: Problem, o, do, delta) -> None:
 
 
 def launch_dkdv(p: Problem, q, k, v, do, dk, dv, lse, delta, sm_scale: float,
-                cfg: KernelConfig) -> None:
+                cfg: KernelConfig, dq=None) -> None:
     """dK, dV. With cfg.split > 1 (grouped-query heads split over programs) the programs write
-    fp32 partials (2, B, H_kv, split, N_k, d), summed here over the split."""
+    fp32 partials (2, B, H_kv, split, N_k, d), summed here over the split. With cfg.fused_dq
+    dQ too (into `dq`): the programs add dS K to a zeroed fp32 buffer with atomics, scaled and
+    cast here."""
     split = cfg.split
+    acc = None
+    if cfg.fused_dq:
+        if dq is None:
+            raise ValueError("a fused-dQ dK/dV launch needs the dq buffer")
+        acc = torch.zeros((p.batch, p.heads, p.nq, p.d), device=q.device, dtype=torch.float32)
     if split > 1:
         part = new_empty((2, p.batch, p.heads_kv, split, p.nk, p.d), k, torch.float32)
         out_k, out_v = part[0], part[1]
@@ -272,9 +279,13 @@ def launch_dkdv(p: Problem, q, k, v, do, dk, dv, lse, delta, sm_scale: float,
     else:
         tiles = (q, k, v, do, out_k, out_v)
     grid = (triton.cdiv(p.nk, cfg.block_n), p.batch * p.heads_kv * split)
-    _launch(_attn_bwd_dkdv, grid, (*tiles, lse, delta, sm_scale, p.nq, p.nk, p.heads,
-                                   p.causal_off),
-            dict(OFF_POS=p.causal and p.causal_off > 0, SPLIT=split, **_common(p, cfg)))
+    for which in ((1, 2) if cfg.dv_apart else (0,)):  # dV, then dK: one accumulator a launch
+        _launch(_attn_bwd_dkdv, grid, (*tiles, out_k if acc is None else acc, lse, delta,
+                                       sm_scale, p.nq, p.nk, p.heads, p.causal_off),
+                dict(OFF_POS=p.causal and p.causal_off > 0, SPLIT=split,
+                     FUSED_DQ=cfg.fused_dq and which != 1, PART=which, **_common(p, cfg)))
+    if acc is not None:
+        dq.copy_(acc.mul_(sm_scale))
     if split > 1:
         total = part.sum(dim=3)  # (2, B, H_kv, N_k, d) fp32
         dk.copy_(total[0])
