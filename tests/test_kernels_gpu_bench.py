@@ -295,3 +295,36 @@ def test_the_model_follows_the_split_dkdv():
     assert math.isclose(split.tensor_s, mha.tensor_s) and split.tensor_s == loop.tensor_s
     assert math.isclose(split.total_s, mha.total_s + sum_s + 4 * CALIB["launch_s"])
     assert split.bound.endswith("+hbm") and split.l2_s > loop.l2_s
+
+
+def test_the_d256_backward_configs_compile_to_wgmma_without_spills():
+    """The TUNED d 256 backward (dV apart from dK: two launches of one fp32 accumulator each,
+    BLOCK_N 128; dQ 3 stages) compiles for sm_90 to wgmma without local-memory spills and
+    within the shared memory of one block, where the two-accumulator dK/dV it replaced
+    (M64N64w8s2) took 255 registers and spilled (offline: Triton's own ptxas, no GPU)."""
+    import subprocess
+    import sys
+
+    code = """
+import json
+from kernels_gpu.bench.compile_check import compile_kernel, resources
+from kernels_gpu.host import configs as cfgs
+kv = cfgs.tuned_config("bwd_dkdv", 256, True, 8192)
+dq = cfgs.tuned_config("bwd_dq", 256, True, 8192)
+out = {"dkdv": kv.short(), "dq": dq.short()}
+for name, pass_, cfg, part in (("dv", "bwd_dkdv", kv, 1), ("dk", "bwd_dkdv", kv, 2),
+                               ("dq", "bwd_dq", dq, None)):
+    out[name] = resources(compile_kernel(pass_, cfg, 256, part=part))
+print("RESULT " + json.dumps(out))
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TRITON_INTERPRET="0", PYTHONPATH=root)
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")][-1][7:])
+    assert res["dkdv"].endswith("-dv")
+    for name in ("dv", "dk", "dq"):
+        assert res[name]["spill_stores"] == 0, res
+        assert "HGMMA" in res[name]["mma"], res
+        assert res[name]["smem"] <= 232448, res  # sm_90: 227 KB a block

@@ -102,6 +102,32 @@ def test_grouped_dkdv_split_over_programs(split, causal):
     assert rel_err(dk, dk1) < 4e-3 and rel_err(dv, dv1) < 4e-3
 
 
+@pytest.mark.parametrize("variant", ["dv", "fq", "sp2-dv"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_dkdv_variants_match_the_two_accumulator_kernel(variant, causal):
+    """dV apart from dK (`-dv`: two launches, one accumulator each, the d 256 TUNED choice) and
+    the fused dQ (`-fq`: dS K added to an fp32 dQ with atomics, no dQ launch) give the
+    gradients of the plain dK/dV + dQ launches, against float64; ragged N_q (72), N_k != N_q,
+    a padded head dim (24) and grouped heads (4 / 2, split over programs in `sp2-dv`)."""
+    from kernels_gpu import KernelConfig
+
+    q, k, v, do = inputs(1, 4, 2, 72, 56, 24, seed=5)
+    plain = KernelConfig(32, 32, 4, 1, False)
+    cfg = KernelConfig.from_short(f"M32N32w4s1-{variant}")
+    assert cfg.short() == f"M32N32w4s1-{variant}"
+    o, lse = flash_attention_forward(q, k, v, causal, block_m=32, block_n=32)
+    got = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=cfg,
+                                   dq_config=plain)
+    want = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=plain,
+                                    dq_config=plain)
+    qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
+    attention_reference(qr, kr, vr, causal)[0].backward(do.double())
+    tol = output_tolerance(F16, CUDA, backward=True)
+    for g, w, r in zip(got, want, (qr.grad, kr.grad, vr.grad)):
+        assert rel_err(g, r) < tol
+        assert rel_err(g, w) < 4e-3
+
+
 @pytest.mark.parametrize("nq,nk", [(64, 64), (40, 100), (100, 40), (1, 7), (7, 1), (33, 33)])
 @pytest.mark.parametrize("causal", [False, True, "top_left"])
 def test_visible_pairs_count_the_mask(nq, nk, causal):

@@ -60,8 +60,9 @@ def _signature(pass_: str, dtype: str, cfg: KernelConfig, dp: int, consts: dict)
 
 
 def compile_kernel(pass_: str, cfg: KernelConfig, d: int = 128, dtype: str = "fp16",
-                   causal: bool = True, arch: int = 90):
-    """The compiled kernel (triton CompiledKernel) for sm_<arch>, even tiles, no padding."""
+                   causal: bool = True, arch: int = 90, part: int | None = None):
+    """The compiled kernel (triton CompiledKernel) for sm_<arch>, even tiles, no padding.
+    `part` (dK/dV with dv_apart): 1 the dV launch, 2 the dK launch (default)."""
     dp = max(16, 1 << (d - 1).bit_length())
     consts = dict(GROUP=1, HEAD_DIM=d, HEAD_DIM_P=dp, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
                   CAUSAL=causal, EVEN_M=True, EVEN_N=True, EMPTY_ROWS=False,
@@ -72,7 +73,7 @@ def compile_kernel(pass_: str, cfg: KernelConfig, d: int = 128, dtype: str = "fp
         consts["OFF_POS"] = False
         consts["FUSED_DQ"] = cfg.fused_dq
         consts["SPLIT"] = 1
-        consts["PART"] = 2 if cfg.dv_apart else 0
+        consts["PART"] = (part or 2) if cfg.dv_apart else 0
     src = ASTSource(KERNELS[pass_], _signature(pass_, dtype, cfg, dp, consts), consts)
     return triton.compile(src, target=GPUTarget("cuda", arch, 32),
                           options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
