@@ -3,7 +3,7 @@
 # (the Gluon and `tl` forwards at d 128, the d 256 backward's dV / dK launches, causal or not).
 # Per launch: duration, SM throughput, tensor-pipe activity, warps active and the warp stall
 # reasons (cycles per issued instruction), as ncu's raw metrics in $OUT/ncu/<case>.csv.
-#   bash kernels_gpu/device/profile.sh        # on a CUDA machine with ncu
+#   bash kernels_gpu/device/profile.sh        # on a CUDA machine with ncu (PROFILE_CASES: a subset)
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-device_out}
@@ -24,7 +24,13 @@ prof() {  # case, kernel regex, launches to skip, launches to profile
     python3 -m kernels_gpu.bench.profile_target "$1" > "$OUT/ncu/$1.csv" 2> "$OUT/ncu/$1.err"
   echo "$1: exit $?, $(grep -c '^"' "$OUT/ncu/$1.csv") csv lines"
 }
-prof gluon_fwd_d128 '_attn_fwd_hopper' 2 1
-prof tl_fwd_d128 '^_attn_fwd$' 2 1
-prof bwd_d256_causal '_attn_bwd_dkdv' 4 2   # 2 warm-up backwards x (dV, dK), then the pair
-prof bwd_d256_full '_attn_bwd_dkdv' 4 2
+for case in ${PROFILE_CASES:-gluon_fwd_d128 tl_fwd_d128 bwd_d256_causal bwd_d256_full}; do
+  case $case in
+    gluon_fwd_d128) prof "$case" '_attn_fwd_hopper' 2 1 ;;
+    tl_fwd_d128) prof "$case" '^_attn_fwd$' 2 1 ;;
+    bwd_d256_*) prof "$case" '_attn_bwd_dkdv' 4 2 ;;  # 2 warm-up backwards x (dV, dK), then the pair
+    *) echo "unknown case $case" ;;
+  esac
+done
+rm -f "$OUT/ncu/metrics.txt"
+tar czf "$OUT/ncu.tgz" -C "$OUT" ncu && rm -rf "$OUT/ncu"  # the lent machine returns few files
