@@ -33,7 +33,7 @@ def test_the_gluon_forward_compiles_to_wgmma_without_spills():
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| gluon fwd")]
-    assert len(rows) == 4
+    assert len(rows) == 8  # 4 configs, non-causal and causal
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[5] == "0" and cells[7].startswith("HGMMA"), row  # no STL; wgmma
@@ -41,17 +41,24 @@ def test_the_gluon_forward_compiles_to_wgmma_without_spills():
 
 @GLUON
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("d,bm,bn,w", [(64, 128, 128, 8), (64, 64, 128, 4),
                                        (128, 128, 64, 8), (128, 128, 128, 8)])
-def test_the_gluon_forward_computes_attention(dtype, d, bm, bn, w):
+def test_the_gluon_forward_computes_attention(dtype, d, bm, bn, w, causal):
+    """Against float64; causal skips the key tiles past the diagonal, which needs BLOCK_M a
+    multiple of BLOCK_N (refused otherwise)."""
     from kernels_gpu.host.hopper import attention_forward_hopper
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
 
     g = torch.Generator().manual_seed(d + bn)
     q, k, v = (torch.randn(2, 3, 512, d, generator=g).to(dtype).cuda() for _ in range(3))
-    o = attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w)
-    ref, _ = attention_reference(q.double(), k.double(), v.double(), False)
+    if causal and bm % bn:
+        with pytest.raises(ValueError):
+            attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w, causal=True)
+        return
+    o = attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w, causal=causal)
+    ref, _ = attention_reference(q.double(), k.double(), v.double(), causal)
     assert rel_err(o, ref) < output_tolerance(dtype, True)
 
 

@@ -100,7 +100,8 @@ def resources(kernel) -> dict:
 HOPPER_CONFIGS = ((64, 128, 128, 8), (64, 128, 64, 8), (128, 128, 128, 8), (128, 128, 64, 8))
 
 
-def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int = 90):
+def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int = 90,
+                   causal: bool = False):
     """The Gluon Hopper forward (kernels.hopper) compiled for sm_<arch>, fp16, offline."""
     import torch
     from triton.experimental.gluon import language as gl
@@ -115,7 +116,8 @@ def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int
     rows = {"q_desc": block_m, "k_desc": block_n, "v_desc": block_n, "o_desc": block_m}
     sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
            for k, b in rows.items()}
-    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "num_warps": num_warps}
+    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "num_warps": num_warps,
+              "CAUSAL": causal}
     sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
     return triton.compile(GluonASTSource(_attn_fwd_hopper, sig, consts),
                           target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
@@ -136,11 +138,13 @@ def main(argv=None) -> int:
     if args.hopper:
         print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
         print("|---|---|---|---|---|---|---|---|")
-        for d, bm, bn, w in HOPPER_CONFIGS:
-            r = resources(compile_hopper(d, bm, bn, w, args.arch))
-            mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
-            print(f"| gluon fwd | {d} | M{bm}N{bn}w{w} | {r['regs']} | {r['local_bytes']} | "
-                  f"{r['spill_stores']} | {r['smem']} | {mma} |", flush=True)
+        for causal in (False, True):
+            for d, bm, bn, w in HOPPER_CONFIGS:
+                r = resources(compile_hopper(d, bm, bn, w, args.arch, causal))
+                mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
+                name = "gluon fwd causal" if causal else "gluon fwd"
+                print(f"| {name} | {d} | M{bm}N{bn}w{w} | {r['regs']} | {r['local_bytes']} | "
+                      f"{r['spill_stores']} | {r['smem']} | {mma} |", flush=True)
         return 0
     print("| pass | d | dtype | config | regs | local B | STL | smem B | matrix instr. |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -122,7 +122,7 @@ def flash_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c
         bm, bn, w = gluon
         _replayable(("fwd-gluon", p, scale, gluon), (q, k, v, o, lse),
                     lambda: hopper.attention_forward_hopper(q, k, v, scale, bm, bn, w,
-                                                            out=(o, lse)), p)
+                                                            out=(o, lse), causal=p.causal), p)
         return o, lse
     timer = _timer(lambda c: L.launch_fwd(p, q, k, v, o, lse, scale, out_scale,
                                           L.honour("fwd", p, c)))
