@@ -64,25 +64,27 @@ def test_the_gluon_forward_computes_attention(dtype, d, bm, bn, w, causal):
 
 @GLUON
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("d", [64, 128])
-def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d):
-    """Non-causal MHA at d 64/128 on sm_90: flash_attention_forward runs the Gluon kernel (its
-    O bit for bit), the lse it writes is right, and autograd's backward from it is right."""
+def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d, causal):
+    """MHA at d 64/128 on sm_90, causal or not: flash_attention_forward runs the Gluon kernel
+    (its O bit for bit), the lse it writes is right, and autograd's backward from it is right."""
     from kernels_gpu import flash_attention, flash_attention_forward
     from kernels_gpu.host import hopper, launch
     from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
 
     g = torch.Generator().manual_seed(d)
     q, k, v, do = (torch.randn(1, 2, 256, d, generator=g).half().cuda() for _ in range(4))
-    bm, bn, w = hopper.dispatch_config(launch.problem_of(q, k, v, False), False)
-    o, lse = flash_attention_forward(q, k, v, False)
-    assert torch.equal(o, hopper.attention_forward_hopper(q, k, v, None, bm, bn, w))
+    bm, bn, w = hopper.dispatch_config(launch.problem_of(q, k, v, causal), False)
+    o, lse = flash_attention_forward(q, k, v, causal)
+    assert torch.equal(o, hopper.attention_forward_hopper(q, k, v, None, bm, bn, w,
+                                                          causal=causal))
     qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
-    ref_o, ref_lse = attention_reference(qr, kr, vr, False)
+    ref_o, ref_lse = attention_reference(qr, kr, vr, causal)
     assert rel_err(lse, ref_lse.detach()) < lse_tolerance(torch.float16, True)
     ref_o.backward(do.double())
     q, k, v = (t.requires_grad_() for t in (q, k, v))
-    flash_attention(q, k, v, False).backward(do)
+    flash_attention(q, k, v, causal).backward(do)
     tol = output_tolerance(torch.float16, True, backward=True)
     assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
                rel_err(v.grad, vr.grad)) < tol

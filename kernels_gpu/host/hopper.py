@@ -2,7 +2,7 @@
 
 Issue 21, item 3: `flash_attention_forward` dispatches to it where it measured faster
 (`DISPATCH`, `dispatch_config`); `bench.hopper` times it beside the `tl` kernel, SDPA-flash and
-cuDNN. Non-causal, H_kv = H, fp16/bf16, d 64/128,
+cuDNN. Causal (N_q = N_k) or not, H_kv = H, fp16/bf16, d 64/128,
 N a multiple of the blocks, sm_90.
 """
 from __future__ import annotations
@@ -34,8 +34,10 @@ def hopper_supported(q: torch.Tensor, k: torch.Tensor, block_m: int = 128,
 # the Gluon kernel 1.05 - 1.15 x the `tl` forward at d 64 and 1.06 - 1.24 x at d 128.
 DISPATCH = {64: (128, 128, 8), 128: (128, 64, 8)}
 # Causal (N_q = N_k), head dim -> config: where the Gluon kernel's causal loop measured faster
-# than the `tl` forward (`python -m kernels_gpu.bench.hopper --causal`, RESULTS.md).
-DISPATCH_CAUSAL: dict[int, tuple[int, int, int]] = {}
+# than the `tl` forward (`python -m kernels_gpu.bench.hopper --causal`, lent H100, 2026-11-25,
+# results/hopper_causal_h100.json: N 1k / 4k / 16k, 1.04 - 1.13 x the `tl` forward at d 64,
+# 1.09 - 1.21 x at d 128).
+DISPATCH_CAUSAL: dict[int, tuple[int, int, int]] = {64: (128, 128, 8), 128: (128, 64, 8)}
 
 
 def dispatch_config(p, interpreter: bool) -> tuple[int, int, int] | None:
