@@ -295,3 +295,60 @@ def test_the_model_follows_the_split_dkdv():
     assert math.isclose(split.tensor_s, mha.tensor_s) and split.tensor_s == loop.tensor_s
     assert math.isclose(split.total_s, mha.total_s + sum_s + 4 * CALIB["launch_s"])
     assert split.bound.endswith("+hbm") and split.l2_s > loop.l2_s
+
+
+def test_the_model_follows_dv_apart_from_dk():
+    """dV apart from dK (the d 256 TUNED backward): the model runs the tile machine's dv and dk
+    launches instead of dkdv — one more Q K^T per tile pair on the tensor cores (5 products
+    instead of 4), Q, dO and the statistics streamed twice, V and D not read by the dV launch —
+    and one more launch latency."""
+    from toymachine.cost import attention_tile_cost
+
+    m = predict.machine_for("NVIDIA H100", calib=CALIB)
+    kw = dict(n=4096, d=256, batch=4, heads=32, causal=True, dkdv=(32, 128), dq=(128, 32))
+    apart = predict.predict_backward(m, CALIB, dkdv_apart=True, **kw)
+    both = predict.predict_backward(m, CALIB, **kw)
+    cost = {ph: attention_tile_cost(n=4096, d=256, batch=4, heads=32, causal=True, algo="fa2",
+                                    pass_="backward", order="split", phase=ph, block_m=32,
+                                    block_n=128) for ph in ("dkdv", "dv", "dk")}
+    qk = 4 * 32 * cost["dkdv"].breakdown["PRC"] * (2 * 256 - 1)  # one Q K^T over every pair
+    assert cost["dv"].flops_matmul + cost["dk"].flops_matmul == cost["dkdv"].flops_matmul + qk
+    assert "V" not in cost["dv"].traffic and "D" not in cost["dv"].traffic
+    assert cost["dv"].traffic["Q"] == cost["dk"].traffic["Q"] == cost["dkdv"].traffic["Q"]
+    assert math.isclose(apart.tensor_s - both.tensor_s,
+                        qk / (m.tensor_flops_per_cycle * m.clock_hz))
+    assert math.isclose(apart.launch_s, both.launch_s + CALIB["launch_s"])
+    assert apart.bound.count("+") == both.bound.count("+") + 1
+
+
+def test_the_d256_backward_configs_compile_to_wgmma_without_spills():
+    """The TUNED d 256 backward (dV apart from dK: two launches of one fp32 accumulator each,
+    BLOCK_N 128; dQ 3 stages) compiles for sm_90 to wgmma without local-memory spills and
+    within the shared memory of one block, where the two-accumulator dK/dV it replaced
+    (M64N64w8s2) took 255 registers and spilled (offline: Triton's own ptxas, no GPU)."""
+    import subprocess
+    import sys
+
+    code = """
+import json
+from kernels_gpu.bench.compile_check import compile_kernel, resources
+from kernels_gpu.host import configs as cfgs
+kv = cfgs.tuned_config("bwd_dkdv", 256, True, 8192)
+dq = cfgs.tuned_config("bwd_dq", 256, True, 8192)
+out = {"dkdv": kv.short(), "dq": dq.short()}
+for name, pass_, cfg, part in (("dv", "bwd_dkdv", kv, 1), ("dk", "bwd_dkdv", kv, 2),
+                               ("dq", "bwd_dq", dq, None)):
+    out[name] = resources(compile_kernel(pass_, cfg, 256, part=part))
+print("RESULT " + json.dumps(out))
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TRITON_INTERPRET="0", PYTHONPATH=root)
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")][-1][7:])
+    assert res["dkdv"].endswith("-dv")
+    for name in ("dv", "dk", "dq"):
+        assert res[name]["spill_stores"] == 0, res
+        assert "HGMMA" in res[name]["mma"], res
+        assert res[name]["smem"] <= 232448, res  # sm_90: 227 KB a block

@@ -33,7 +33,7 @@ def test_the_gluon_forward_compiles_to_wgmma_without_spills():
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| gluon fwd")]
-    assert len(rows) == 4
+    assert len(rows) == 8  # 4 configs, non-causal and causal
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[5] == "0" and cells[7].startswith("HGMMA"), row  # no STL; wgmma
@@ -41,41 +41,50 @@ def test_the_gluon_forward_compiles_to_wgmma_without_spills():
 
 @GLUON
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("d,bm,bn,w", [(64, 128, 128, 8), (64, 64, 128, 4),
                                        (128, 128, 64, 8), (128, 128, 128, 8)])
-def test_the_gluon_forward_computes_attention(dtype, d, bm, bn, w):
+def test_the_gluon_forward_computes_attention(dtype, d, bm, bn, w, causal):
+    """Against float64; causal skips the key tiles past the diagonal, which needs BLOCK_M a
+    multiple of BLOCK_N (refused otherwise)."""
     from kernels_gpu.host.hopper import attention_forward_hopper
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
 
     g = torch.Generator().manual_seed(d + bn)
     q, k, v = (torch.randn(2, 3, 512, d, generator=g).to(dtype).cuda() for _ in range(3))
-    o = attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w)
-    ref, _ = attention_reference(q.double(), k.double(), v.double(), False)
+    if causal and bm % bn:
+        with pytest.raises(ValueError):
+            attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w, causal=True)
+        return
+    o = attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w, causal=causal)
+    ref, _ = attention_reference(q.double(), k.double(), v.double(), causal)
     assert rel_err(o, ref) < output_tolerance(dtype, True)
 
 
 @GLUON
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("d", [64, 128])
-def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d):
-    """Non-causal MHA at d 64/128 on sm_90: flash_attention_forward runs the Gluon kernel (its
-    O bit for bit), the lse it writes is right, and autograd's backward from it is right."""
+def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d, causal):
+    """MHA at d 64/128 on sm_90, causal or not: flash_attention_forward runs the Gluon kernel
+    (its O bit for bit), the lse it writes is right, and autograd's backward from it is right."""
     from kernels_gpu import flash_attention, flash_attention_forward
     from kernels_gpu.host import hopper, launch
     from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
 
     g = torch.Generator().manual_seed(d)
     q, k, v, do = (torch.randn(1, 2, 256, d, generator=g).half().cuda() for _ in range(4))
-    bm, bn, w = hopper.dispatch_config(launch.problem_of(q, k, v, False), False)
-    o, lse = flash_attention_forward(q, k, v, False)
-    assert torch.equal(o, hopper.attention_forward_hopper(q, k, v, None, bm, bn, w))
+    bm, bn, w = hopper.dispatch_config(launch.problem_of(q, k, v, causal), False)
+    o, lse = flash_attention_forward(q, k, v, causal)
+    assert torch.equal(o, hopper.attention_forward_hopper(q, k, v, None, bm, bn, w,
+                                                          causal=causal))
     qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
-    ref_o, ref_lse = attention_reference(qr, kr, vr, False)
+    ref_o, ref_lse = attention_reference(qr, kr, vr, causal)
     assert rel_err(lse, ref_lse.detach()) < lse_tolerance(torch.float16, True)
     ref_o.backward(do.double())
     q, k, v = (t.requires_grad_() for t in (q, k, v))
-    flash_attention(q, k, v, False).backward(do)
+    flash_attention(q, k, v, causal).backward(do)
     tol = output_tolerance(torch.float16, True, backward=True)
     assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
                rel_err(v.grad, vr.grad)) < tol

@@ -120,6 +120,31 @@ def test_split_dkdv_traffic_simulated_equals_hand_formula(split, n, nk, causal):
         assert sim.tensors[t] == loop.tensors[t]
 
 
+@pytest.mark.parametrize("split", [1, 2])
+@pytest.mark.parametrize("n,nk,causal", [(64, 64, True), (48, 80, True), (96, 40, False)])
+def test_dv_apart_traffic_simulated_equals_hand_formula(split, n, nk, causal):
+    """dV apart from dK (the d 256 backward): two launches, each the tile machine's phase (dv,
+    dk) and the hand formula of its schedule, equal to the byte. Against the one dK/dV launch:
+    Q, dO and lse are streamed twice, K read twice, V and D once (by the dK launch), dK and dV
+    each written once."""
+    from kernels_gpu.model.traffic import simulated_traffic
+
+    kw = dict(pass_="bwd_dkdv", nk=nk, kv_heads=2)
+    apart = KernelConfig(16, 32, split=split, dv_apart=True)
+    sims = [simulated_traffic(n, 32, 2, 4, causal, config=apart, part=p, **kw) for p in (1, 2)]
+    for p, sim in zip((1, 2), sims):
+        assert sim.traffic == predict_traffic(schedule(n, 32, 2, 4, causal, config=apart, part=p,
+                                                       **kw))
+    one = simulated_traffic(n, 32, 2, 4, causal, config=KernelConfig(16, 32, split=split), **kw)
+    dv, dk = (s.tensors for s in sims)
+    for t in ("Q", "dO", "lse", "K"):
+        assert dv[t][0] + dk[t][0] == 2 * one.tensors[t][0]
+    assert "V" not in dv and "D" not in dv and dk["V"] == one.tensors["V"]
+    assert dv["dV"] == one.tensors["dV"] and dk["dK"] == one.tensors["dK"]
+    with pytest.raises(ValueError):
+        schedule(n, 32, 2, 4, causal, config=apart, **kw)  # which of the two launches?
+
+
 def test_grouped_dkdv_reads_k_and_v_once_per_kv_head():
     """The dK/dV launch of grouped-query attention keeps a K/V tile on chip while every query
     head of its group streams past: K, V read and dK, dV written once per K/V head."""

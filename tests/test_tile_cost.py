@@ -42,7 +42,8 @@ def split_points(draw):
         n=draw(st.integers(1, 13)), d=draw(st.integers(1, 4)), algo=draw(st.sampled_from(["fa1", "fa2"])),
         pass_="backward", order="split", batch=draw(st.integers(1, 2)), heads=draw(st.integers(1, 2)),
         causal=draw(st.booleans()), block_m=draw(st.integers(1, 6)), block_n=draw(st.integers(1, 6)),
-        scale=draw(st.sampled_from([None, 1.0])), phase=draw(st.sampled_from([None, "preprocess", "dkdv", "dq"])))
+        scale=draw(st.sampled_from([None, 1.0])),
+        phase=draw(st.sampled_from([None, "preprocess", "dkdv", "dq", "dv", "dk"])))
 
 
 @settings(max_examples=50, deadline=None)

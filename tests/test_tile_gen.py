@@ -136,7 +136,8 @@ def test_split_backward_matches_numpy(algo, n, d, bm, bn, causal, bh):
         np.testing.assert_allclose(r.array(name), ref[name], rtol=0, atol=EXACT, err_msg=name)
     assert not r.alarms
     # each launch alone (the phase reads D from the data where its preprocess would have written it)
-    for phase, outputs in (("preprocess", ("D",)), ("dkdv", ("dK", "dV")), ("dq", ("dQ",))):
+    for phase, outputs in (("preprocess", ("D",)), ("dkdv", ("dK", "dV")), ("dq", ("dQ",)), ("dv", ("dV",)),
+                           ("dk", ("dK",))):
         alone = simulate(attention_program(phase=phase, **kw), steps=False)
         for name in outputs:
             np.testing.assert_allclose(alone.array(name), ref[name], rtol=0, atol=EXACT, err_msg=f"{phase} {name}")
@@ -163,7 +164,7 @@ def test_split_order_reads_and_writes_like_the_kernels():
     (dict(pass_="backward", order="split", precompute_d=False), "preprocess launch"),
     (dict(pass_="backward", order="col", phase="dq"), "one launch of the split"),
     (dict(pass_="forward", phase="dkdv"), "one launch of the split"),
-    (dict(pass_="backward", order="split", phase="dv"), "phase must be one of"),
+    (dict(pass_="backward", order="split", phase="dx"), "phase must be one of"),
     (dict(pass_="backward", order="diagonal"), "--order"),
 ])
 def test_split_parameters_are_config_errors(kw, needle):

@@ -47,7 +47,7 @@ def _signature(pass_: str, dtype: str, cfg: KernelConfig, dp: int, consts: dict)
             sig[name] = "constexpr"
         elif name in SCALARS:
             sig[name] = SCALARS[name]
-        elif name in ("LSE", "Delta"):
+        elif name in ("LSE", "Delta") or (name == "DQ" and pass_ == "bwd_dkdv"):
             sig[name] = "*fp32"
         elif cfg.use_tma and name in streamed:
             shape = [dp, rows] if (name == "V" and dtype in ("e5m2", "e4m3")) else [rows, dp]
@@ -60,8 +60,9 @@ def _signature(pass_: str, dtype: str, cfg: KernelConfig, dp: int, consts: dict)
 
 
 def compile_kernel(pass_: str, cfg: KernelConfig, d: int = 128, dtype: str = "fp16",
-                   causal: bool = True, arch: int = 90):
-    """The compiled kernel (triton CompiledKernel) for sm_<arch>, even tiles, no padding."""
+                   causal: bool = True, arch: int = 90, part: int | None = None):
+    """The compiled kernel (triton CompiledKernel) for sm_<arch>, even tiles, no padding.
+    `part` (dK/dV with dv_apart): 1 the dV launch, 2 the dK launch (default)."""
     dp = max(16, 1 << (d - 1).bit_length())
     consts = dict(GROUP=1, HEAD_DIM=d, HEAD_DIM_P=dp, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
                   CAUSAL=causal, EVEN_M=True, EVEN_N=True, EMPTY_ROWS=False,
@@ -70,6 +71,9 @@ def compile_kernel(pass_: str, cfg: KernelConfig, d: int = 128, dtype: str = "fp
         consts["V_TRANS"] = dtype in ("e5m2", "e4m3")
     if pass_ == "bwd_dkdv":
         consts["OFF_POS"] = False
+        consts["FUSED_DQ"] = cfg.fused_dq
+        consts["SPLIT"] = 1
+        consts["PART"] = (part or 2) if cfg.dv_apart else 0
     src = ASTSource(KERNELS[pass_], _signature(pass_, dtype, cfg, dp, consts), consts)
     return triton.compile(src, target=GPUTarget("cuda", arch, 32),
                           options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
@@ -96,7 +100,8 @@ def resources(kernel) -> dict:
 HOPPER_CONFIGS = ((64, 128, 128, 8), (64, 128, 64, 8), (128, 128, 128, 8), (128, 128, 64, 8))
 
 
-def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int = 90):
+def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int = 90,
+                   causal: bool = False):
     """The Gluon Hopper forward (kernels.hopper) compiled for sm_<arch>, fp16, offline."""
     import torch
     from triton.experimental.gluon import language as gl
@@ -111,7 +116,8 @@ def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int
     rows = {"q_desc": block_m, "k_desc": block_n, "v_desc": block_n, "o_desc": block_m}
     sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
            for k, b in rows.items()}
-    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "num_warps": num_warps}
+    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "num_warps": num_warps,
+              "CAUSAL": causal}
     sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
     return triton.compile(GluonASTSource(_attn_fwd_hopper, sig, consts),
                           target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
@@ -132,11 +138,13 @@ def main(argv=None) -> int:
     if args.hopper:
         print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
         print("|---|---|---|---|---|---|---|---|")
-        for d, bm, bn, w in HOPPER_CONFIGS:
-            r = resources(compile_hopper(d, bm, bn, w, args.arch))
-            mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
-            print(f"| gluon fwd | {d} | M{bm}N{bn}w{w} | {r['regs']} | {r['local_bytes']} | "
-                  f"{r['spill_stores']} | {r['smem']} | {mma} |", flush=True)
+        for causal in (False, True):
+            for d, bm, bn, w in HOPPER_CONFIGS:
+                r = resources(compile_hopper(d, bm, bn, w, args.arch, causal))
+                mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
+                name = "gluon fwd causal" if causal else "gluon fwd"
+                print(f"| {name} | {d} | M{bm}N{bn}w{w} | {r['regs']} | {r['local_bytes']} | "
+                      f"{r['spill_stores']} | {r['smem']} | {mma} |", flush=True)
         return 0
     print("| pass | d | dtype | config | regs | local B | STL | smem B | matrix instr. |")
     print("|---|---|---|---|---|---|---|---|---|")

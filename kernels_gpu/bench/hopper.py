@@ -35,6 +35,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ns", default="1024,4096,16384")
+    ap.add_argument("--causal", action="store_true", help="causal (square N) instead")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("kernels_gpu.bench.hopper needs a CUDA GPU", file=sys.stderr)
@@ -48,27 +49,29 @@ def main(argv=None) -> int:
             torch.manual_seed(n + d)
             q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16)
                        for _ in range(3))
-            flops = attention_flops(b, h, n, d, False, "fwd")
-            ref = sdpa(q.float(), k.float(), v.float(), False, SDPBackend.MATH) if n <= 4096 \
+            c = args.causal
+            flops = attention_flops(b, h, n, d, c, "fwd")
+            ref = sdpa(q.float(), k.float(), v.float(), c, SDPBackend.MATH) if n <= 4096 \
                 else None
-            row = {"d": d, "n": n, "batch": b, "heads": h, "ms": {}, "err": {}}
+            row = {"d": d, "n": n, "batch": b, "heads": h, "causal": c, "ms": {}, "err": {}}
             for bm, bn, w in VARIANTS[d]:
                 name = f"gluon M{bm}N{bn}w{w}"
                 try:
-                    o = attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w)
+                    o = attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w,
+                                                 causal=c)
                     if ref is not None:
                         row["err"][name] = ((o.float() - ref).norm() / ref.norm()).item()
                     row["ms"][name] = _ms(lambda: attention_forward_hopper(
-                        q, k, v, block_m=bm, block_n=bn, num_warps=w), args.repeats)
+                        q, k, v, block_m=bm, block_n=bn, num_warps=w, causal=c), args.repeats)
                 except Exception as e:  # noqa: BLE001 - a variant that fails is reported
                     row["ms"][name] = float("nan")
                     row["err"][name] = f"{type(e).__name__}: {str(e)[-300:]}"
             with torch.no_grad():
-                row["ms"]["ours (tl)"] = _ms(lambda: fa.flash_attention_forward(q, k, v, False),
-                                             args.repeats)
+                row["ms"]["ours (tl)"] = _ms(lambda: fa.flash_attention_forward(
+                    q, k, v, c, config=fa.resolve_config("fwd", q, c)), args.repeats)
                 for name, be in (("flash", SDPBackend.FLASH_ATTENTION),
                                  ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-                    row["ms"][name] = _ms(lambda: sdpa(q, k, v, False, be), args.repeats)
+                    row["ms"][name] = _ms(lambda: sdpa(q, k, v, c, be), args.repeats)
             row["tflops"] = {k_: flops / ms * 1e-9 for k_, ms in row["ms"].items()}
             rows.append(row)
             print(f"d={d} N={n}: " + ", ".join(f"{k_} {t:.0f}" for k_, t in row["tflops"].items())
@@ -76,6 +79,8 @@ def main(argv=None) -> int:
                                                  for k_, e in row["err"].items()), flush=True)
             with open(os.path.join(args.out, "hopper.json"), "w") as f:
                 json.dump({"env": environment(), "rows": rows}, f, indent=1)
+            os.replace(os.path.join(args.out, "hopper.json"),
+                       os.path.join(args.out, "hopper_causal.json" if c else "hopper.json"))
     return 0
 
 

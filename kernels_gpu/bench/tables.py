@@ -127,7 +127,8 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict) -> list[dict]:
                 pred["bwd"] = predict_backward(
                     m, calib, dkdv=(c["bwd_dkdv"].block_m, c["bwd_dkdv"].block_n),
                     dq=(c["bwd_dq"].block_m, c["bwd_dq"].block_n),
-                    dkdv_split=c["bwd_dkdv"].split, **kw).to_dict()
+                    dkdv_split=c["bwd_dkdv"].split, dkdv_apart=c["bwd_dkdv"].dv_apart,
+                    **kw).to_dict()
                 if meas.get("bwd_ms", float("nan")) == meas.get("bwd_ms"):
                     pred["bwd_ratio"] = pred["bwd"]["total_s"] * 1e3 / meas["bwd_ms"]
             r["predict"] = pred

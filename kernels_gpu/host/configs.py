@@ -39,6 +39,12 @@ class KernelConfig:
     use_tma: bool = False          # tiles via host TensorDescriptor (TMA on sm_90+)
     split: int = 1                 # dK/dV of grouped-query attention: a head group's query
                                    # heads over this many programs (fp32 partials, summed)
+    fused_dq: bool = False         # dK/dV only: dQ too, added with fp32 atomics (FA2's way;
+                                   # then no dQ launch)
+    dv_apart: bool = False         # dK/dV only: dV and dK in two launches (one accumulator
+                                   # each; large head dims)
+    split_d: bool = False          # backward: d as two power-of-two chunks (192 = 128 + 64)
+                                   # instead of padding it (kernels/bwd_d2.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -46,7 +52,9 @@ class KernelConfig:
     def short(self) -> str:
         s = f"M{self.block_m}N{self.block_n}w{self.num_warps}s{self.num_stages}"
         s += "-tma" if self.use_tma else ""
-        return s + (f"-sp{self.split}" if self.split > 1 else "")
+        s += f"-sp{self.split}" if self.split > 1 else ""
+        return (s + ("-fq" if self.fused_dq else "") + ("-dv" if self.dv_apart else "")
+                + ("-sd" if self.split_d else ""))
 
     @classmethod
     def from_dict(cls, d: dict) -> "KernelConfig":
@@ -55,21 +63,23 @@ class KernelConfig:
 
     @classmethod
     def from_short(cls, text: str) -> "KernelConfig":
-        """Inverse of short(): 'M128N64w4s3-tma' -> KernelConfig ('-sp4': split 4)."""
+        """Inverse of short(): 'M128N64w4s3-tma' -> KernelConfig ('-sp4': split 4; '-fq':
+        dK/dV with the fused dQ; '-dv': dV apart from dK; '-sd': d in two chunks)."""
         head, *flags = text.split("-")
         m = re.fullmatch(r"M(\d+)N(\d+)w(\d+)s(\d+)", head)
         splits = [f for f in flags if re.fullmatch(r"sp\d+", f)]
-        if m is None or not set(flags) - set(splits) <= {"tma"} or len(splits) > 1:
+        if m is None or not set(flags) - set(splits) <= {"tma", "fq", "dv", "sd"} or len(splits) > 1:
             raise ValueError(f"not a config name: {text!r} (expected like 'M128N64w4s3-tma')")
         bm, bn, w, st = (int(g) for g in m.groups())
         split = int(splits[0][2:]) if splits else 1
         if split < 1:
             raise ValueError(f"not a config name: {text!r} (split must be >= 1)")
-        return cls(bm, bn, w, st, "tma" in flags, split)
+        return cls(bm, bn, w, st, "tma" in flags, split, "fq" in flags, "dv" in flags,
+                   "sd" in flags)
 
 
-def _c(bm, bn, w, s, tma=True) -> KernelConfig:
-    return KernelConfig(bm, bn, w, s, tma)
+def _c(bm, bn, w, s, tma=True, dv_apart=False) -> KernelConfig:
+    return KernelConfig(bm, bn, w, s, tma, dv_apart=dv_apart)
 
 
 # Candidates timed by the autotuner on CUDA, per pass and padded head dim (<=64 / 128 / 256):
@@ -87,8 +97,10 @@ _CANDIDATES = {
     ("bwd_dq", 64): [_c(128, 64, 4, 3), _c(128, 64, 8, 3), _c(64, 32, 4, 4), _c(128, 32, 4, 4)],
     ("bwd_dq", 128): [_c(128, 32, 8, 3), _c(64, 32, 4, 4), _c(64, 64, 4, 3), _c(128, 64, 8, 2)],
     ("fwd", 256): [_c(64, 64, 8, 2), _c(128, 64, 8, 2), _c(64, 32, 4, 2), _c(128, 32, 8, 2)],
-    ("bwd_dkdv", 256): [_c(32, 64, 8, 2), _c(16, 64, 8, 2), _c(16, 64, 8, 3), _c(64, 64, 8, 2)],
-    ("bwd_dq", 256): [_c(64, 32, 8, 2), _c(64, 64, 8, 2), _c(128, 32, 8, 2), _c(64, 16, 4, 2)],
+    ("bwd_dkdv", 256): [_c(32, 64, 8, 2), _c(16, 64, 8, 2), _c(16, 64, 8, 3), _c(64, 64, 8, 2),
+                        _c(32, 128, 8, 3, dv_apart=True), _c(32, 128, 8, 2, dv_apart=True)],
+    ("bwd_dq", 256): [_c(64, 32, 8, 2), _c(64, 64, 8, 2), _c(128, 32, 8, 2), _c(64, 16, 4, 2),
+                      _c(128, 32, 8, 3)],
 }
 # fp8 forward (1-byte tiles: twice the rows in the same shared memory), seed 004's tutorial
 # candidates beside the fp16 ones
@@ -114,16 +126,18 @@ TUNED: dict[tuple[str, int, bool], list[tuple[int, KernelConfig]]] = {
     ("bwd_dq", 64, True): [(1024, _c(64, 32, 4, 4)), (_BIG, _c(128, 64, 4, 3))],
     ("bwd_dq", 128, False): [(_BIG, _c(128, 32, 8, 3))],
     ("bwd_dq", 128, True): [(_BIG, _c(64, 32, 4, 4))],
-    # d 129-256: the autotuner's picks on the lent H100, 2026-11-25 (bench --grid frontier
-    # --dims 256 --tune, N 1k and 4k, causal and not: the same three everywhere). Before this
-    # the table had no d 256 rows and the first candidate ran: 0.84-0.94 x flash forward,
-    # 0.49-0.70 x backward.
+    # d 129-256: the forward is the autotuner's pick on the lent H100, 2026-11-25 (bench --grid
+    # frontier --dims 256 --tune, N 1k and 4k, causal and not). The backward is the winner of
+    # the d 256 study of 2026-11-25 (`python -m kernels_gpu.bench.d256`, RESULTS.md): dV apart
+    # from dK (two launches, one fp32 accumulator each: no spills at 237 registers) with
+    # BLOCK_N 128, and 3 stages for dQ; 1.10-1.41 x flash where the autotuner's M64N64w8s2
+    # (two accumulators, 255 registers) gave 0.89-1.16 x.
     ("fwd", 256, False): [(_BIG, _c(128, 64, 8, 2))],
     ("fwd", 256, True): [(_BIG, _c(128, 64, 8, 2))],
-    ("bwd_dkdv", 256, False): [(_BIG, _c(64, 64, 8, 2))],
-    ("bwd_dkdv", 256, True): [(_BIG, _c(64, 64, 8, 2))],
-    ("bwd_dq", 256, False): [(_BIG, _c(128, 32, 8, 2))],
-    ("bwd_dq", 256, True): [(_BIG, _c(128, 32, 8, 2))],
+    ("bwd_dkdv", 256, False): [(_BIG, _c(32, 128, 8, 3, dv_apart=True))],
+    ("bwd_dkdv", 256, True): [(_BIG, _c(32, 128, 8, 3, dv_apart=True))],
+    ("bwd_dq", 256, False): [(_BIG, _c(128, 32, 8, 3))],
+    ("bwd_dq", 256, True): [(_BIG, _c(128, 32, 8, 3))],
 }
 
 

@@ -122,7 +122,7 @@ def flash_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c
         bm, bn, w = gluon
         _replayable(("fwd-gluon", p, scale, gluon), (q, k, v, o, lse),
                     lambda: hopper.attention_forward_hopper(q, k, v, scale, bm, bn, w,
-                                                            out=(o, lse)), p)
+                                                            out=(o, lse), causal=p.causal), p)
         return o, lse
     timer = _timer(lambda c: L.launch_fwd(p, q, k, v, o, lse, scale, out_scale,
                                           L.honour("fwd", p, c)))
@@ -193,7 +193,7 @@ def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
     def dkdv(c):
         b = buffers()
         L.launch_dkdv(p, q, k, v, do, b["dk"], b["dv"], lse, b["delta"], scale,
-                      L.honour("bwd_dkdv", p, c))
+                      L.honour("bwd_dkdv", p, c), b["dq"])
 
     def dq(c):
         b = buffers()
@@ -211,8 +211,9 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
 
     def launch():
         L.launch_preprocess(p, o, do, delta)
-        L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg)
-        L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
+        L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg, dq)
+        if not dkdv_cfg.fused_dq:  # else the dK/dV launch wrote dQ too
+            L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
 
     _replayable(("bwd", p, scale, dkdv_cfg, dq_cfg), (q, k, v, o, lse, do, delta, dq, dk, dv),
                 launch, p)

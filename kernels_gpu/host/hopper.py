@@ -2,7 +2,7 @@
 
 Issue 21, item 3: `flash_attention_forward` dispatches to it where it measured faster
 (`DISPATCH`, `dispatch_config`); `bench.hopper` times it beside the `tl` kernel, SDPA-flash and
-cuDNN. Non-causal, H_kv = H, fp16/bf16, d 64/128,
+cuDNN. Causal (N_q = N_k) or not, H_kv = H, fp16/bf16, d 64/128,
 N a multiple of the blocks, sm_90.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 from ..kernels.hopper import HAVE_GLUON, _attn_fwd_hopper
 from .launch import _capability
 
-__all__ = ["DISPATCH", "dispatch_config", "hopper_supported", "attention_forward_hopper"]
+__all__ = ["DISPATCH", "DISPATCH_CAUSAL", "dispatch_config", "hopper_supported", "attention_forward_hopper"]
 
 LOG2E = 1.4426950408889634
 
@@ -33,14 +33,19 @@ def hopper_supported(q: torch.Tensor, k: torch.Tensor, block_m: int = 128,
 # kernels_gpu.bench.hopper`, results/hopper_h100.json): non-causal MHA fp16, N 1k / 4k / 16k,
 # the Gluon kernel 1.05 - 1.15 x the `tl` forward at d 64 and 1.06 - 1.24 x at d 128.
 DISPATCH = {64: (128, 128, 8), 128: (128, 64, 8)}
+# Causal (N_q = N_k), head dim -> config: where the Gluon kernel's causal loop measured faster
+# than the `tl` forward (`python -m kernels_gpu.bench.hopper --causal`, lent H100, 2026-11-25,
+# results/hopper_causal_h100.json: N 1k / 4k / 16k, 1.04 - 1.13 x the `tl` forward at d 64,
+# 1.09 - 1.21 x at d 128).
+DISPATCH_CAUSAL: dict[int, tuple[int, int, int]] = {64: (128, 128, 8), 128: (128, 64, 8)}
 
 
 def dispatch_config(p, interpreter: bool) -> tuple[int, int, int] | None:
     """The Gluon config for a launch.Problem where the Gluon forward measured faster (non-causal,
     H_kv = H, N_q = N_k a multiple of the blocks, d 64/128, fp16/bf16, sm_90), else None.
     KERNELS_GPU_HOPPER=0 turns it off."""
-    cfg = DISPATCH.get(p.d)
-    if (cfg is None or interpreter or not HAVE_GLUON or p.causal or p.group != 1
+    cfg = (DISPATCH_CAUSAL if p.causal else DISPATCH).get(p.d)
+    if (cfg is None or interpreter or not HAVE_GLUON or p.group != 1
             or p.nq != p.nk or p.nq % max(cfg[0], cfg[1])
             or p.dtype not in (torch.float16, torch.bfloat16)
             or os.environ.get("KERNELS_GPU_HOPPER", "1") == "0"
@@ -52,8 +57,8 @@ def dispatch_config(p, interpreter: bool) -> tuple[int, int, int] | None:
 def attention_forward_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              sm_scale: float | None = None, block_m: int = 128,
                              block_n: int = 128, num_warps: int = 8,
-                             out: tuple[torch.Tensor, torch.Tensor] | None = None
-                             ) -> torch.Tensor:
+                             out: tuple[torch.Tensor, torch.Tensor] | None = None,
+                             causal: bool = False) -> torch.Tensor:
     """O (B, H, N, d) = softmax(sm_scale q k^T) v, on the Gluon kernel; `out` = (o, lse)
     buffers to write (lse (B, H, N) fp32, natural log), else o is new and lse dropped."""
     from triton.experimental.gluon import language as gl
@@ -62,6 +67,8 @@ def attention_forward_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     if not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape:
         raise ValueError("the Gluon Hopper forward takes q, k, v of one shape (B, H, N, d), "
                          "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
+    if causal and block_m % block_n:
+        raise ValueError("the causal Gluon forward needs block_m a multiple of block_n")
     b, h, n, d = q.shape
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
     gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
@@ -79,5 +86,6 @@ def attention_forward_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     v_desc = TensorDescriptor(v2, shape, strides, [block_n, d], lay_n)
     o_desc = TensorDescriptor(o, shape, strides, [block_m, d], lay_m)
     _attn_fwd_hopper[(n // block_m, b * h)](q_desc, k_desc, v_desc, o_desc, lse, scale * LOG2E, n,
-                                            block_m, block_n, d, num_warps=num_warps)
+                                            block_m, block_n, d, num_warps=num_warps,
+                                            CAUSAL=bool(causal))
     return o.view(b, h, n, d)

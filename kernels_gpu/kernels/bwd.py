@@ -48,17 +48,25 @@ def _lse2(LSE, start_m, NQ, BLOCK_M: tl.constexpr, EVEN_M: tl.constexpr,
 
 
 @triton.jit
-def _attn_bwd_dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, q_row, offs_n, lo, hi, NQ, CAUSAL_OFF,
-                         qk_scale, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
+def _attn_bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, Delta, q_row, offs_n, lo, hi, NQ,
+                         CAUSAL_OFF, qk_scale, rot, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
                          HEAD_DIM_P: tl.constexpr, MASKED: tl.constexpr, EVEN_M: tl.constexpr,
-                         EMPTY_ROWS: tl.constexpr, USE_TMA: tl.constexpr, DOT_F32: tl.constexpr):
+                         EMPTY_ROWS: tl.constexpr, USE_TMA: tl.constexpr, DOT_F32: tl.constexpr,
+                         FUSED_DQ: tl.constexpr, PART: tl.constexpr):
     """Stream the Q/dO tiles with first row in [lo, hi) past one K/V tile.
 
     k, v (BLOCK_N, d): on chip for the whole loop. dk, dv (BLOCK_N, d) fp32: registers.
     Everything is computed transposed, (BLOCK_N, BLOCK_M), so the sums over Q rows that dK and
-    dV need are plain matrix products with the streamed tiles.
+    dV need are plain matrix products with the streamed tiles. FUSED_DQ (FA2's way): also
+    dQ_tile += dS K, added to the fp32 rows DQ with atomics (no dQ launch: 5 matmuls per tile
+    pair instead of 7); the loop then starts `rot` tiles in and wraps, so that the programs of
+    a head do not add to the same dQ rows at the same time. PART 1: dV only (QK^T, P^T dO),
+    PART 2: dK only (QK^T, dO V^T, dS^T Q), 0: both.
     """
     for start_m in tl.range(lo, hi, BLOCK_M):
+        if FUSED_DQ:
+            start_m = start_m + rot
+            start_m = tl.where(start_m >= hi, start_m - (hi - lo), start_m)
         start_m = tl.multiple_of(start_m, BLOCK_M)
         q = _load_tile(Q, q_row, start_m, NQ, BLOCK_M, HEAD_DIM, HEAD_DIM_P, USE_TMA, EVEN_M)
         do = _load_tile(DO, q_row, start_m, NQ, BLOCK_M, HEAD_DIM, HEAD_DIM_P, USE_TMA, EVEN_M)
@@ -72,25 +80,39 @@ def _attn_bwd_dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, q_row, offs_n, lo, hi,
             if MASKED:
                 keep = keep & (offs_m[None, :] + CAUSAL_OFF >= offs_n[:, None])
             pT = tl.where(keep, pT, 0.0)
-        dv = _dot(pT.to(do.dtype), do, dv, DOT_F32)                  # (BN, d) += P^T dO
-        dpT = _dot(v, tl.trans(do), None, DOT_F32)                   # (BN, BM) (dO V^T)^T
-        dsT = pT * (dpT - delta[None, :])                            # (BN, BM) dS^T
-        dk = _dot(dsT.to(q.dtype), q, dk, DOT_F32)                   # (BN, d) += dS^T Q
+        if PART != 2:
+            dv = _dot(pT.to(do.dtype), do, dv, DOT_F32)              # (BN, d) += P^T dO
+        if PART != 1:
+            dpT = _dot(v, tl.trans(do), None, DOT_F32)               # (BN, BM) (dO V^T)^T
+            dsT = pT * (dpT - delta[None, :])                        # (BN, BM) dS^T
+            dk = _dot(dsT.to(q.dtype), q, dk, DOT_F32)               # (BN, d) += dS^T Q
+        if FUSED_DQ:
+            dq = _dot(tl.trans(dsT.to(k.dtype)), k, None, DOT_F32)   # (BM, d) dS K
+            cols = tl.arange(0, HEAD_DIM_P)
+            ptrs = DQ + offs_m[:, None] * HEAD_DIM + cols[None, :]
+            if EVEN_M and HEAD_DIM == HEAD_DIM_P:
+                tl.atomic_add(ptrs, dq, sem="relaxed")
+            else:
+                tl.atomic_add(ptrs, dq, mask=(offs_m[:, None] < NQ) & (cols[None, :] < HEAD_DIM),
+                              sem="relaxed")
     return dk, dv
 
 
 @triton.jit
-def _dkdv_one_head(dk, dv, k, v, Q, DO, LSE, Delta, bh, offs_n, start_n, NQ, CAUSAL_OFF,
+def _dkdv_one_head(dk, dv, k, v, Q, DO, DQ, LSE, Delta, bh, offs_n, start_n, NQ, CAUSAL_OFF,
                    qk_scale, HEAD_DIM: tl.constexpr, HEAD_DIM_P: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                    EVEN_M: tl.constexpr, EMPTY_ROWS: tl.constexpr, OFF_POS: tl.constexpr,
-                   USE_TMA: tl.constexpr, DOT_F32: tl.constexpr):
+                   USE_TMA: tl.constexpr, DOT_F32: tl.constexpr, FUSED_DQ: tl.constexpr,
+                   PART: tl.constexpr):
     """Add query head bh's contribution to one K/V tile's dK, dV (all its Q tiles)."""
     q_row = bh * NQ
     q_off = q_row.to(tl.int64) * HEAD_DIM
     if not USE_TMA:
         Q += q_off
         DO += q_off
+    if FUSED_DQ:
+        DQ += q_off
     LSE += q_row.to(tl.int64)
     Delta += q_row.to(tl.int64)
     if CAUSAL:
@@ -98,30 +120,39 @@ def _dkdv_one_head(dk, dv, k, v, Q, DO, LSE, Delta, bh, offs_n, start_n, NQ, CAU
         # the diagonal (mask); later ones see all BN keys.
         diag_lo, diag_hi = _causal_query_range(start_n, NQ, CAUSAL_OFF, BLOCK_M, BLOCK_N,
                                                 OFF_POS)
-        dk, dv = _attn_bwd_dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, q_row, offs_n, diag_lo,
-                                      diag_hi, NQ, CAUSAL_OFF, qk_scale, BLOCK_M, HEAD_DIM,
-                                      HEAD_DIM_P, True, EVEN_M, EMPTY_ROWS, USE_TMA, DOT_F32)
-        dk, dv = _attn_bwd_dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, q_row, offs_n, diag_hi,
-                                      NQ, NQ, CAUSAL_OFF, qk_scale, BLOCK_M, HEAD_DIM,
-                                      HEAD_DIM_P, False, EVEN_M, EMPTY_ROWS, USE_TMA, DOT_F32)
-    else:
-        dk, dv = _attn_bwd_dkdv_inner(dk, dv, k, v, Q, DO, LSE, Delta, q_row, offs_n, 0, NQ, NQ,
-                                      CAUSAL_OFF, qk_scale, BLOCK_M, HEAD_DIM, HEAD_DIM_P, False,
-                                      EVEN_M, EMPTY_ROWS, USE_TMA, DOT_F32)
+        dk, dv = _attn_bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, Delta, q_row, offs_n,
+                                      diag_lo, diag_hi, NQ, CAUSAL_OFF, qk_scale, 0, BLOCK_M,
+                                      HEAD_DIM, HEAD_DIM_P, True, EVEN_M, EMPTY_ROWS, USE_TMA,
+                                      DOT_F32, FUSED_DQ, PART)
+        dk, dv = _attn_bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, Delta, q_row, offs_n,
+                                      diag_hi, NQ, NQ, CAUSAL_OFF, qk_scale, 0, BLOCK_M,
+                                      HEAD_DIM, HEAD_DIM_P, False, EVEN_M, EMPTY_ROWS, USE_TMA,
+                                      DOT_F32, FUSED_DQ, PART)
+    else:  # fused dQ: program j starts at Q tile j (mod the tiles) and wraps
+        n_m = tl.cdiv(NQ, BLOCK_M) * BLOCK_M
+        rot = (start_n // BLOCK_N * BLOCK_M) % n_m
+        dk, dv = _attn_bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, Delta, q_row, offs_n, 0,
+                                      n_m, NQ, CAUSAL_OFF, qk_scale, rot, BLOCK_M, HEAD_DIM,
+                                      HEAD_DIM_P, False, EVEN_M, EMPTY_ROWS, USE_TMA, DOT_F32,
+                                      FUSED_DQ, PART)
     return dk, dv
 
 
 @triton.jit
-def _attn_bwd_dkdv(Q, K, V, DO, DK, DV, LSE, Delta, sm_scale, NQ, NK, H, CAUSAL_OFF,
+def _attn_bwd_dkdv(Q, K, V, DO, DK, DV, DQ, LSE, Delta, sm_scale, NQ, NK, H, CAUSAL_OFF,
                    GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_DIM_P: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
                    EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EMPTY_ROWS: tl.constexpr,
                    OFF_POS: tl.constexpr, USE_TMA: tl.constexpr, DOT_F32: tl.constexpr,
-                   SPLIT: tl.constexpr = 1):
+                   SPLIT: tl.constexpr = 1, FUSED_DQ: tl.constexpr = False,
+                   PART: tl.constexpr = 0):
     """Grid (cdiv(NK, BLOCK_N), B*H_kv*SPLIT): program (j, kvh*SPLIT + s) writes dK, dV rows
     [j*BN, (j+1)*BN) of K/V head kvh, summing over GROUP // SPLIT query heads of its group
     (the s-th share). SPLIT == 1: DK, DV are dK, dV (B, H_kv, NK, d); SPLIT > 1: they are fp32
-    partial sums (B, H_kv, SPLIT, NK, d) that the host adds up over SPLIT."""
+    partial sums (B, H_kv, SPLIT, NK, d) that the host adds up over SPLIT. FUSED_DQ: DQ is
+    fp32 (B, H, NQ, d), zeroed; the programs add dS K to it (the host scales it by sm_scale).
+    PART 1 / 2: this launch writes dV / dK only (two launches, one fp32 accumulator each:
+    5 matmuls per tile pair instead of 4, but half the registers a program holds)."""
     pid_n = tl.program_id(0)  # causal: the first K/V tiles have the most work, and launch first
     out_bh = tl.program_id(1)
     kv_bh = out_bh // SPLIT
@@ -136,32 +167,39 @@ def _attn_bwd_dkdv(Q, K, V, DO, DK, DV, LSE, Delta, sm_scale, NQ, NK, H, CAUSAL_
     qk_scale = sm_scale * 1.4426950408889634
 
     k = _load_tile(K, 0, start_n, NK, BLOCK_N, HEAD_DIM, HEAD_DIM_P, False, EVEN_N)  # on chip
-    v = _load_tile(V, 0, start_n, NK, BLOCK_N, HEAD_DIM, HEAD_DIM_P, False, EVEN_N)  # on chip
+    if PART == 1:  # dV only: V is not needed
+        v = k
+    else:
+        v = _load_tile(V, 0, start_n, NK, BLOCK_N, HEAD_DIM, HEAD_DIM_P, False, EVEN_N)
     dk = tl.zeros([BLOCK_N, HEAD_DIM_P], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM_P], tl.float32)
     if GROUP == 1:
-        dk, dv = _dkdv_one_head(dk, dv, k, v, Q, DO, LSE, Delta, kv_bh, offs_n, start_n, NQ,
+        dk, dv = _dkdv_one_head(dk, dv, k, v, Q, DO, DQ, LSE, Delta, kv_bh, offs_n, start_n, NQ,
                                 CAUSAL_OFF, qk_scale, HEAD_DIM, HEAD_DIM_P, BLOCK_M, BLOCK_N,
-                                CAUSAL, EVEN_M, EMPTY_ROWS, OFF_POS, USE_TMA, DOT_F32)
+                                CAUSAL, EVEN_M, EMPTY_ROWS, OFF_POS, USE_TMA, DOT_F32, FUSED_DQ,
+                                PART)
     elif GROUP == SPLIT:  # one query head per program: the GROUP == 1 code, head out_bh
-        dk, dv = _dkdv_one_head(dk, dv, k, v, Q, DO, LSE, Delta, out_bh, offs_n, start_n, NQ,
+        dk, dv = _dkdv_one_head(dk, dv, k, v, Q, DO, DQ, LSE, Delta, out_bh, offs_n, start_n, NQ,
                                 CAUSAL_OFF, qk_scale, HEAD_DIM, HEAD_DIM_P, BLOCK_M, BLOCK_N,
-                                CAUSAL, EVEN_M, EMPTY_ROWS, OFF_POS, USE_TMA, DOT_F32)
+                                CAUSAL, EVEN_M, EMPTY_ROWS, OFF_POS, USE_TMA, DOT_F32, FUSED_DQ,
+                                PART)
     else:
         hkv = H // GROUP
         first = (kv_bh // hkv) * H + (kv_bh % hkv) * GROUP + (out_bh % SPLIT) * (GROUP // SPLIT)
         for g in range(0, GROUP // SPLIT):  # this program's share of the group's query heads
             bh = first + g
-            dk, dv = _dkdv_one_head(dk, dv, k, v, Q, DO, LSE, Delta, bh, offs_n, start_n, NQ,
+            dk, dv = _dkdv_one_head(dk, dv, k, v, Q, DO, DQ, LSE, Delta, bh, offs_n, start_n, NQ,
                                     CAUSAL_OFF, qk_scale, HEAD_DIM, HEAD_DIM_P, BLOCK_M,
                                     BLOCK_N, CAUSAL, EVEN_M, EMPTY_ROWS, OFF_POS, USE_TMA,
-                                    DOT_F32)
+                                    DOT_F32, FUSED_DQ, PART)
 
-    dk = dk * sm_scale  # dK = sm_scale * dS^T Q
-    _store_tile(DK, start_n, NK, dk.to(DK.dtype.element_ty), BLOCK_N, HEAD_DIM, HEAD_DIM_P,
-                EVEN_N)
-    _store_tile(DV, start_n, NK, dv.to(DV.dtype.element_ty), BLOCK_N, HEAD_DIM, HEAD_DIM_P,
-                EVEN_N)
+    if PART != 1:
+        dk = dk * sm_scale  # dK = sm_scale * dS^T Q
+        _store_tile(DK, start_n, NK, dk.to(DK.dtype.element_ty), BLOCK_N, HEAD_DIM, HEAD_DIM_P,
+                    EVEN_N)
+    if PART != 2:
+        _store_tile(DV, start_n, NK, dv.to(DV.dtype.element_ty), BLOCK_N, HEAD_DIM, HEAD_DIM_P,
+                    EVEN_N)
 
 
 @triton.jit

@@ -7,7 +7,7 @@ computed), both matmuls on `warpgroup_mma` (wgmma; P from registers as the A ope
 online softmax in registers, O written through shared memory and a TMA store.
 What it does not have yet (FA3): a producer warp (warp specialisation), two consumer
 warpgroups in ping-pong, `setmaxnreg`, the overlap of one tile's softmax with the next tile's
-QK^T inside a warpgroup. Non-causal, H_kv = H, N a multiple of the blocks, d 64 or 128, fp16 /
+QK^T inside a warpgroup. Causal (square, second session) or not, H_kv = H, N a multiple of the blocks, d 64 or 128, fp16 /
 bf16. The `tl` kernels stay the reference path (and the only one under the interpreter).
 
 Grid (N / BLOCK_M, B * H); 8 warps = two warpgroups, each owning BLOCK_M / 2 rows.
@@ -29,10 +29,14 @@ if HAVE_GLUON:
     @gluon.jit
     def _attn_fwd_hopper(q_desc, k_desc, v_desc, o_desc, LSE, qk_scale, N,
                          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-                         num_warps: gl.constexpr):
+                         num_warps: gl.constexpr, CAUSAL: gl.constexpr = False):
         """O = softmax(Q K^T * scale) V and its lse (natural log, fp32, one per row) for one
-        (BLOCK_M rows, head) tile. qk_scale is sm_scale * log2(e) (exp2 softmax)."""
+        (BLOCK_M rows, head) tile. qk_scale is sm_scale * log2(e) (exp2 softmax). CAUSAL (N_q =
+        N_k): row i sees keys j <= i; the key tiles past the diagonal are skipped, the ones
+        crossing it masked; the heaviest (last) query tiles start first."""
         pid_m = gl.program_id(0)
+        if CAUSAL:
+            pid_m = gl.num_programs(0) - 1 - pid_m
         bh = gl.program_id(1)
         q_row = bh * N + pid_m * BLOCK_M
         kv_row = bh * N
@@ -69,7 +73,12 @@ if HAVE_GLUON:
         s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
         mbarrier.wait(q_bar, phase=0)
 
-        n_tiles = N // BLOCK_N
+        if CAUSAL:
+            n_tiles = (pid_m + 1) * BLOCK_M // BLOCK_N  # BLOCK_M is a multiple of BLOCK_N
+            q_pos = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_s)
+            k_off = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        else:
+            n_tiles = N // BLOCK_N
         for j in range(n_tiles):
             stage = j % 2
             # every warpgroup is done with the buffer the next load overwrites (tile j - 1)
@@ -85,6 +94,11 @@ if HAVE_GLUON:
 
             s = warpgroup_mma(q_smem, k_smem.index(stage).permute((1, 0)), s_zero,
                               use_acc=False)
+            if CAUSAL:
+                if (j + 1) * BLOCK_N > pid_m * BLOCK_M:  # the tile crosses the diagonal
+                    k_pos = j * BLOCK_N + k_off
+                    s = gl.where(gl.expand_dims(k_pos, 0) <= gl.expand_dims(q_pos, 1), s,
+                                 float("-inf"))
             m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
             p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
             alpha = gl.exp2(m_i - m_new)

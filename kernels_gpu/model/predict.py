@@ -172,22 +172,24 @@ def predict_forward(machine, calib: dict, *, n: int, d: int, batch: int, heads: 
 def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads: int,
                      causal: bool, dkdv: tuple[int, int], dq: tuple[int, int],
                      nk: int | None = None, kv_heads: int | None = None,
-                     dkdv_split: int = 1) -> Prediction:
+                     dkdv_split: int = 1, dkdv_apart: bool = False) -> Prediction:
     """The three backward launches (preprocess, dK/dV, dQ) with their blocks (BM, BN), one
     after another. dkdv_split > 1 (a grouped-query head group split over programs): the dK/dV
     launch is the tile program with H_kv * split K/V heads (each program streams its share of
     the group past its own copy of the K/V tile), writing fp32 partials; then the host's sum
-    reads them and writes dK, dV (one more launch, HBM-bound)."""
+    reads them and writes dK, dV (one more launch, HBM-bound). dkdv_apart (the d 256 kernel,
+    KernelConfig.dv_apart): the dK/dV launch is two, the tile machine's dv and dk phases (dV:
+    Q K^T and P^T dO; dK: Q K^T, dO V^T, dS^T Q), one accumulator each."""
     kv = heads if kv_heads is None else kv_heads
     args = dict(n=n, nk=nk, d=d, batch=batch, heads=heads, causal=causal, pass_="backward",
                 kv_heads=kv_heads)
     l2, launch = l2_rate(calib), calib["launch_s"]
     dkdv_args = dict(args, kv_heads=kv * dkdv_split) if dkdv_split > 1 else args
     parts = [_one(machine, l2, launch, block_m=PREPROCESS_BLOCK, block_n=PREPROCESS_BLOCK,
-                  phase="preprocess", **args),
-             _one(machine, l2, launch, block_m=dkdv[0], block_n=dkdv[1], phase="dkdv",
-                  **dkdv_args),
-             _one(machine, l2, launch, block_m=dq[0], block_n=dq[1], phase="dq", **args)]
+                  phase="preprocess", **args)]
+    parts += [_one(machine, l2, launch, block_m=dkdv[0], block_n=dkdv[1], phase=ph, **dkdv_args)
+              for ph in (("dv", "dk") if dkdv_apart else ("dkdv",))]
+    parts.append(_one(machine, l2, launch, block_m=dq[0], block_n=dq[1], phase="dq", **args))
     if dkdv_split > 1:
         parts.append(_split_sum(machine, launch, batch=batch, kv_heads=kv, split=dkdv_split,
                                 nk=n if nk is None else nk, d=d))

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from ..host.configs import KernelConfig, choose_config, tma_allowed
 
 __all__ = ["Schedule", "TileRead", "Traffic", "schedule", "launch_config", "predict_traffic",
+           "dkdv_part",
            "PASS_NAMES", "PREPROCESS_CONFIG", "LSE_BYTES"]
 
 PASS_NAMES = ("fwd", "bwd_preprocess", "bwd_dkdv", "bwd_dq")
@@ -139,6 +140,18 @@ def launch_config(n: int, d: int, causal: bool = False, block_m: int | None = No
     return config
 
 
+def dkdv_part(pass_: str, config: KernelConfig, part: int | None) -> int:
+    """0 for a launch that is not one of a dV-apart pair; else the part (1 dV, 2 dK), which
+    must be given."""
+    if pass_ != "bwd_dkdv" or not config.dv_apart:
+        if part:
+            raise ValueError("part is for the two launches of a dK/dV config with dv_apart")
+        return 0
+    if part not in (1, 2):
+        raise ValueError("a dV-apart dK/dV is two launches: part=1 (dV) or part=2 (dK)")
+    return part
+
+
 def _key_tiles(start_m: int, bm: int, bn: int, nk: int, off: int, causal: bool) -> list[int]:
     """Key tiles a Q tile's program streams (kernels_common._causal_key_range): the tiles every
     row sees whole, then the ones crossing the diagonal (key j visible to row i iff
@@ -164,13 +177,16 @@ def _query_tiles(start_n: int, bm: int, bn: int, n: int, off: int, causal: bool)
 def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
              block_m: int | None = None, block_n: int | None = None, pass_: str = "fwd",
              elem_bytes: int = 2, config: KernelConfig | None = None, nk: int | None = None,
-             kv_heads: int | None = None) -> Schedule:
+             kv_heads: int | None = None, part: int | None = None) -> Schedule:
     """The schedule of one launch (`launch_config` chooses the config when none is given).
-    nk: keys (default n; causal aligned bottom-right), kv_heads: K/V heads (default heads)."""
+    nk: keys (default n; causal aligned bottom-right), kv_heads: K/V heads (default heads).
+    part: a dK/dV config with dv_apart is two launches, 1 (dV: K held; Q, dO, lse streamed)
+    and 2 (dK: K, V held; Q, dO, lse, D streamed)."""
     nk = n if nk is None else nk
     kv_heads = heads if kv_heads is None else kv_heads
     off = nk - n
     config = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config, nk)
+    part = dkdv_part(pass_, config, part)
     bm, bn = config.block_m, config.block_n
     row = d * elem_bytes
     q_t = lambda name: TileRead(name, row, "q")          # noqa: E731
@@ -200,14 +216,15 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
         split = config.split if heads > kv_heads else 1
         order = ("program_id(0) = K/V tile (fastest), program_id(1) = batch*kv_heads + kv head; "
                  "the heads / kv_heads query heads of the group stream past one after another")
-        held = (kv_t("K"), kv_t("V"))
-        stream = (q_t("Q"), q_t("dO"), stat("lse"), stat("D"))
-        written = (kv_t("dK"), kv_t("dV"))
+        held = (kv_t("K"),) if part == 1 else (kv_t("K"), kv_t("V"))
+        stream = (q_t("Q"), q_t("dO"), stat("lse")) + ((stat("D"),) if part != 1 else ())
+        outs = {0: ("dK", "dV"), 1: ("dV",), 2: ("dK",)}[part]
+        written = tuple(kv_t(t) for t in outs)
         if split > 1:  # the group split over programs: fp32 partial dK, dV per program
             order = ("program_id(0) = K/V tile (fastest), program_id(1) = (batch*kv_heads + kv "
                      f"head)*{split} + share; each program streams (heads / kv_heads) / {split} "
                      "query heads and writes fp32 partials")
-            written = (TileRead("dK", d * 4, "kv"), TileRead("dV", d * 4, "kv"))
+            written = tuple(TileRead(t, d * 4, "kv") for t in outs)
         grid = (_cdiv(nk, bn), batch * kv_heads * split)
     else:  # bwd_preprocess: D = rowsum(dO * O), one pass, no inner loop
         for start_m in range(0, n, bm):

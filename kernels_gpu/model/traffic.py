@@ -45,7 +45,7 @@ from toymachine.gen.tile import attention_program
 from toymachine.sim import simulate
 
 from ..host.configs import KernelConfig
-from .schedule import LSE_BYTES, PASS_NAMES, Traffic, launch_config, schedule
+from .schedule import LSE_BYTES, PASS_NAMES, Traffic, dkdv_part, launch_config, schedule
 
 __all__ = ["LaunchPrediction", "simulated_traffic", "TILE_PROGRAM", "parse_ncu_csv", "compare",
            "render", "stored_rows", "profile", "run_target", "main"]
@@ -113,24 +113,29 @@ class LaunchPrediction:
 def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
                       block_m: int | None = None, block_n: int | None = None, pass_: str = "fwd",
                       elem_bytes: int = 2, config: KernelConfig | None = None,
-                      nk: int | None = None, kv_heads: int | None = None) -> LaunchPrediction:
+                      nk: int | None = None, kv_heads: int | None = None,
+                      part: int | None = None) -> LaunchPrediction:
     """The tile simulator's bytes for one kernel launch (`pass_` in PASS_NAMES) with the
     launch's config (`schedule.launch_config`: `config`, or the blocks the wrapper would
     choose). Builds the tile program for that schedule, simulates one K/V head with the
     heads / kv_heads query heads that read it (one head when not grouped), and converts each
     array's words to bytes (elem_bytes per element; lse and D 4) times batch * kv_heads.
-    nk: keys (default n; causal aligned bottom-right), kv_heads: K/V heads (default heads)."""
+    nk: keys (default n; causal aligned bottom-right), kv_heads: K/V heads (default heads).
+    part (dK/dV with dv_apart): 1 the dV launch, 2 the dK launch (the tile machine's phases dv,
+    dk)."""
     nk = n if nk is None else nk
     kv_heads = heads if kv_heads is None else kv_heads
     group = heads // kv_heads
     cfg = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config, nk)
+    part = dkdv_part(pass_, cfg, part)
     # a grouped dK/dV split over `split` programs: each is the tile program of group / split
     # query heads with its own copy of the K/V tile, writing fp32 partials
     split = cfg.split if pass_ == "bwd_dkdv" and group > 1 else 1
     shape = {"nk": nk, "kv_heads": 1} if (nk, group // split) != (n, 1) else {}
     program = attention_program(n=n, d=d, algo="fa2", causal=causal, block_m=cfg.block_m,
                                 block_n=cfg.block_n, heads=group // split, **shape,
-                                **TILE_PROGRAM[pass_])
+                                **dict(TILE_PROGRAM[pass_], **({"phase": ("dv", "dk")[part - 1]}
+                                                                 if part else {})))
     result = simulate(program, dtype="fp64", steps=False)
     words = {a: (t["reads"], t["writes"]) for a, t in result.extra["tile_traffic"].items()}
     copies = batch * kv_heads * split  # the simulated K/V head (or share), once per program row
@@ -144,7 +149,7 @@ def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bo
         if r:
             compulsory += sizes[array] * per * copies
     tma = schedule(n, d, batch, heads, causal, pass_=pass_, elem_bytes=elem_bytes,
-                   config=cfg, nk=nk, kv_heads=kv_heads).tma_tensors
+                   config=cfg, nk=nk, kv_heads=kv_heads, part=part or None).tma_tensors
     return LaunchPrediction(pass_, cfg, tensors, tma, compulsory, words)
 
 

@@ -64,12 +64,12 @@ functions ``gen.tile`` uses) and assembles a program's cost; the parts: ``blocks
 
 from __future__ import annotations
 
-__all__ = ["Blocks", "TileCost", "SPLIT_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
+__all__ = ["Blocks", "TileCost", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
            "check_split"]
 
 from .backward import (backward_words, split_words, standard_backward_words, tally_backward, tally_split,
                        tally_standard_backward)
-from .blocks import SPLIT_PHASES, Blocks, check_split, fit_blocks, paper_blocks, sram_peak
+from .blocks import APART_PHASES, KV_PHASES, SPLIT_PHASES, Blocks, check_split, fit_blocks, paper_blocks, sram_peak
 from .counts import Tally, TileCost
 from .forward import forward_words, tally_forward
 from .fused import fused_cost
@@ -152,7 +152,8 @@ def _tally_dropout(t: Tally, s: dict, h: int, algo: str, pass_: str, precompute_
     if pass_ == "forward":
         per = 1
     elif order == "split":
-        per = sum({"preprocess": 0, "dkdv": 2, "dq": 1}[ph] for ph in ((phase,) if phase else SPLIT_PHASES))
+        per = sum({"preprocess": 0, "dkdv": 2, "dq": 1, "dv": 1, "dk": 1}[ph]
+                  for ph in ((phase,) if phase else SPLIT_PHASES))
     else:
         per = 2 if precompute_d else 3
     if per:
@@ -161,7 +162,7 @@ def _tally_dropout(t: Tally, s: dict, h: int, algo: str, pass_: str, precompute_
 
 def _holds_dropped_p(algo: str, pass_: str, order: str, phase: str | None) -> bool:
     """Does the program keep P∘Z in a register of its own (T13, for dV)?"""
-    return pass_ == "backward" and algo in ("fa1", "fa2") and phase not in ("preprocess", "dq")
+    return pass_ == "backward" and algo in ("fa1", "fa2") and phase not in ("preprocess", "dq", "dk")
 
 
 def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: bool, one_key_block: bool,
@@ -178,8 +179,9 @@ def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: 
     if algo == "standard":  # T0 T1 T3 T4 T8
         return 5 + s
     stats = 2 if algo == "fa1" else 1
-    if order == "split":  # T0 T5 T8 (preprocess); + T1 T2 T3 T4 T6 T10 (+T7) (dq); + T11 (dkdv, all)
-        return {"preprocess": 3, "dq": 8 + stats}.get(phase, 9 + stats) + s
+    if order == "split":  # T0 T5 T8 (preprocess); + T1 T2 T3 T4 T6 T10 (+T7) (dq, dk); + T11 (dkdv, all);
+        # dv: T0 T5 T6 (T7) T1 T3 T11
+        return {"preprocess": 3, "dq": 8 + stats, "dk": 8 + stats, "dv": 5 + stats}.get(phase, 9 + stats) + s
     return 10 + stats + (0 if precompute_d else 1) + s
 
 
@@ -192,6 +194,6 @@ def _formula(algo, pass_, variant, precompute_d, order, phase=None, cross=False,
         words = split_words(algo, phase, cross)
     else:
         words = backward_words(algo, precompute_d, order, cross)
-    if grouped and pass_ == "backward" and (order == "col" or (order == "split" and phase in (None, "dkdv"))):
+    if grouped and pass_ == "backward" and (order == "col" or (order == "split" and phase in (None, "dkdv", "dv", "dk"))):
         words += " (K, V, dK, dV terms per key/value head: a group of query heads shares them)"
     return words

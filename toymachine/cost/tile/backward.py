@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = ["tally_backward", "tally_split", "tally_standard_backward", "backward_words", "split_words",
            "standard_backward_words"]
 
-from .blocks import SPLIT_PHASES, Blocks
+from .blocks import KV_PHASES, SPLIT_PHASES, Blocks
 from .counts import Tally
 
 
@@ -106,7 +106,8 @@ def tally_backward(t: Tally, g: Blocks, s: dict, d: int, h: int, algo: str, scal
 def tally_split(t: Tally, s: dict, d: int, h: int, algo: str, scaled: bool, phase: str,
                 hk: int | None = None) -> None:
     """One launch of the split backward (``gen.tile.backward.emit_split_phase``), all heads (dkdv:
-    once per key/value head, its group of query heads inside)."""
+    once per key/value head, its group of query heads inside). dv / dk: the dkdv launch as two,
+    one accumulator each (dv: Q·Kᵀ and Pᵀ·dO, no V, no D; dk: without Pᵀ·dO)."""
     hk = h if hk is None else hk
     n, nk, tr, tc, p, pr, pc, prc = s["N"], s["NK"], s["Tr"], s["Tc"], s["P"], s["PR"], s["PC"], s["PRC"]
     stats = ("m", "l") if algo == "fa1" else ("L",)
@@ -117,17 +118,19 @@ def tally_split(t: Tally, s: dict, d: int, h: int, algo: str, scaled: bool, phas
         t.op("ROWSUM", h * tr, elems=h * n * (d - 1))
         t.store("D", h * n, h * tr)
         return
-    held, held_blocks = (("K", "V"), tc) if phase == "dkdv" else (("Q", "dO"), tr)
-    hh, held_rows = (hk, nk) if phase == "dkdv" else (h, n)  # the heads and rows of the held blocks
+    kv = phase in KV_PHASES
+    held, held_blocks = ((("K",) if phase == "dv" else ("K", "V")), tc) if kv else (("Q", "dO"), tr)
+    hh, held_rows = (hk, nk) if kv else (h, n)  # the heads and rows of the held blocks
     for a in held:  # once per program: Nk·d (K, V) or Nq·d (Q, dO) words each
         t.load(a, hh * held_rows * d, hh * held_blocks)
-    if phase == "dkdv":  # Q_i, dO_i, the statistics and D_i once per pair
-        t.op("FILL", 2 * hk * tc)
+    if kv:  # Q_i, dO_i, the statistics and D_i once per pair
+        t.op("FILL", (2 if phase == "dkdv" else 1) * hk * tc)
         t.load("Q", h * pr * d, h * p)
         t.load("dO", h * pr * d, h * p)
         for st in stats:
             t.load(st, h * pr, h * p)
-        t.load("D", h * pr, h * p)
+        if phase != "dv":
+            t.load("D", h * pr, h * p)
     else:  # the statistics and D once per query block; K_j, V_j once per pair
         for st in stats:
             t.load(st, h * n, h * tr)
@@ -136,22 +139,26 @@ def tally_split(t: Tally, s: dict, d: int, h: int, algo: str, scaled: bool, phas
         t.load("K", h * pc * d, h * p)
         t.load("V", h * pc * d, h * p)
     # P = e^(τ·Q·Kᵀ − L) (fa1: e^(S − m)/l), masked; dS/τ = P∘(dO·Vᵀ − D)
-    t.op("MAC_Z", 2 * h * p, elems=2 * h * prc * (2 * d - 1), unit="mm")  # Q·Kᵀ, dO·Vᵀ
+    k = 1 if phase == "dv" else 2  # Q·Kᵀ (and dO·Vᵀ)
+    t.op("MAC_Z", k * h * p, elems=k * h * prc * (2 * d - 1), unit="mm")
     if scaled:
         t.op("MUL", h * p, elems=h * prc)
     t.op("MASK", h * s["MP"])
-    t.op("SUB", 2 * h * p, elems=2 * h * prc)
+    t.op("SUB", k * h * p, elems=k * h * prc)
     t.op("EXP", h * p, elems=h * prc, unit="sfu")
     if algo == "fa1":
         t.op("DIV", h * p, elems=h * prc)
-    t.op("MUL", h * p, elems=h * prc)
-    products = 2 if phase == "dkdv" else 1  # dV += Pᵀ·dO and dK += dSᵀ·Q, or dQ += dS·K
+    if phase != "dv":
+        t.op("MUL", h * p, elems=h * prc)
+    products = 2 if phase == "dkdv" else 1  # dV += Pᵀ·dO and dK += dSᵀ·Q, or one of them, or dQ += dS·K
     t.op("MAC", products * h * p, elems=products * h * 2 * prc * d, unit="mm")
-    if scaled:  # τ on the accumulator, once per program
+    if scaled and phase != "dv":  # τ on the accumulator (dK, dQ), once per program
         t.op("MUL", hh * held_blocks, elems=hh * held_rows * d)
-    if phase == "dkdv":
-        t.store("dK", hk * nk * d, hk * tc)
-        t.store("dV", hk * nk * d, hk * tc)
+    if kv:
+        if phase != "dv":
+            t.store("dK", hk * nk * d, hk * tc)
+        if phase != "dk":
+            t.store("dV", hk * nk * d, hk * tc)
     else:
         t.store("dQ", h * n * d, h * tr)
 
@@ -165,7 +172,12 @@ def split_words(algo: str, phase: str | None, cross: bool = False) -> str:
              "dkdv": f"dkdv reads 2·{nk}·d + ({k})·PR (K, V once per key block; Q, dO, {st}, D per pair), "
                      f"writes 2·{nk}·d (dK, dV once)",
              "dq": f"dq reads ({k})·n + 2d·PC (Q, dO, {st}, D once per query block; K, V per pair), writes n·d "
-                   f"(dQ once)"}
+                   f"(dQ once)",
+             "dv": f"dv reads {nk}·d + ({'2d + 2' if algo == 'fa1' else '2d + 1'})·PR (K once per key block; "
+                   f"Q, dO, {st} per pair), writes {nk}·d "
+                   f"(dV once)",
+             "dk": f"dk reads 2·{nk}·d + ({k})·PR (K, V once per key block; Q, dO, {st}, D per pair), writes "
+                   f"{nk}·d (dK once)"}
     if phase:
         return words[phase]
     return "; ".join(words[p] for p in SPLIT_PHASES) + " — nothing read-modify-written"

@@ -26,7 +26,7 @@ fit; ``SPLIT_PHASES`` and ``check_split`` name the split backward's launches.
 
 from __future__ import annotations
 
-__all__ = ["SPLIT_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks", "floor_sum"]
+__all__ = ["SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks", "floor_sum"]
 
 from dataclasses import dataclass
 
@@ -34,13 +34,15 @@ from ...errors import ConfigError
 
 
 SPLIT_PHASES = ("preprocess", "dkdv", "dq")  # order split: the FlashAttention-2 kernels' three backward launches
+APART_PHASES = ("dv", "dk")  # dkdv as two launches, one accumulator each (kernels_gpu's d 256 backward, dv_apart)
+KV_PHASES = ("dkdv",) + APART_PHASES  # the launches that hold K_j (and V_j) while Q_i, dO_i stream past
 
 
 def check_split(pass_: str, order: str, precompute_d: bool, phase: str | None) -> None:
     """``phase`` names one launch of the split backward; split needs the Dᵢ precomputation."""
     if phase is not None:
-        if phase not in SPLIT_PHASES:
-            raise ConfigError(f"phase must be one of {', '.join(SPLIT_PHASES)}; got {phase!r}")
+        if phase not in SPLIT_PHASES + APART_PHASES:
+            raise ConfigError(f"phase must be one of {', '.join(SPLIT_PHASES + APART_PHASES)}; got {phase!r}")
         if pass_ != "backward" or order != "split":
             raise ConfigError(f"phase {phase!r} is one launch of the split backward (pass backward, order split)",
                               hint="use pass_='backward', order='split' with phase, or leave phase out")
@@ -247,8 +249,10 @@ def sram_peak(*, algo: str, pass_: str, d: int, br: int, bc: int, variant: str =
         both = 2 * br * bc + 2 * br * d + (stats + 1) * br + s  # P, dS; Q_i, dO_i; L_i (m_i, l_i), D_i
         dkdv = both + 4 * bc * d + drop  # K_j, V_j, dK_j, dV_j
         dq = both + br * d + 2 * bc * d  # dQ_i; K_j, V_j
+        dv = br * bc + 2 * br * d + stats * br + s + 2 * bc * d + drop  # P; Q_i, dO_i; L_i; K_j, dV_j
+        dk = both + 3 * bc * d  # K_j, V_j, dK_j
         if phase is not None:
-            return {"preprocess": pre, "dkdv": dkdv, "dq": dq}[phase]
+            return {"preprocess": pre, "dkdv": dkdv, "dq": dq, "dv": dv, "dk": dk}[phase]
         return max(dkdv, dq + c_last * d + drop_last)
     base = 2 * br * bc + 3 * br * d + 4 * bc * d + (stats + 1) * br + s  # S/P, dP/dS; Q dO dQ; K V dK dV; L (m,l), D
     if precompute_d:
@@ -281,7 +285,8 @@ def _paper_peak(algo: str, pass_: str, d: int, br: int, bc: int, nk: int, r_last
     if order == "split":
         pre, dkdv, dq = 2 * br * d, 2 * br * d + 4 * bc * d, 3 * br * d + 2 * bc * d
         if phase is not None:
-            return {"preprocess": pre, "dkdv": dkdv, "dq": dq}[phase]
+            return {"preprocess": pre, "dkdv": dkdv, "dq": dq, "dv": 2 * br * d + 2 * bc * d,
+                    "dk": 2 * br * d + 3 * bc * d}[phase]
         return max(dkdv, dq + c_last * d)  # through dq the last dV_j is still held
     return 3 * br * d + 4 * bc * d  # Q_i, dO_i, dQ_i (and O_i); K_j, V_j, dK_j, dV_j
 

@@ -93,7 +93,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ...cost.tile import SPLIT_PHASES, Blocks, attention_tile_cost, check_split, fit_blocks, sram_peak
+from ...cost.tile import KV_PHASES, SPLIT_PHASES, Blocks, attention_tile_cost, check_split, fit_blocks, sram_peak
 from ...errors import ConfigError
 from ...machine.config import SRAM_RULES
 from ...program import Program
@@ -204,7 +204,8 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                       on_size=None) -> Program:
     """A tiled attention program for the tile machine (module docstring: what each
     ``algo``/``pass_``/``order`` does; ``cost.tile.attention_tile_cost``: what it costs).
-    ``phase`` (backward, order split only): one of ``SPLIT_PHASES`` alone — one kernel launch.
+    ``phase`` (backward, order split only): one of ``SPLIT_PHASES`` alone — one kernel launch — or
+    ``dv`` / ``dk`` (``APART_PHASES``: the dkdv launch as two, one accumulator each).
     ``nk``: keys/values of length Nk (default ``n``; causal aligned bottom-right, needs Nk ≥ n);
     ``kv_heads``: K/V heads (default ``heads``; grouped-query attention, ``heads % kv_heads == 0``).
     ``dropout``: drop probability p (Algorithm 2; 0 = none), its mask drawn from ``dropout_seed``.
@@ -282,7 +283,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     if pass_ == "backward" and order == "split":  # launch by launch, each over every head (the kernel's grid)
         for ph in (phase,) if phase else SPLIT_PHASES:
             for kpre, pres in groups:
-                if ph == "dkdv":  # one program per key/value head: its query heads stream past K_j, V_j
+                if ph in KV_PHASES:  # one program per key/value head: its query heads stream past K_j, V_j
                     emit_split_phase(e, g, d, pres, ph, algo=algo, scaled=scaled, kpre=kpre, dropout=dr)
                 else:
                     for pre in pres:

@@ -188,30 +188,37 @@ def emit_split_phase(e: Emitter, g: Blocks, d: int, pres: list, phase: str, *, a
         e.op("EXP", t(3), t(3))
         if fa1:
             e.op("DIV", t(3), t(7), t(3))
-        if phase == "dkdv":
+        if phase in ("dkdv", "dv"):
             dropped = 13 if dropout is not None and dropout.p else 3
             drop(e, dropout, 3, dropped, pre, i0, j0)
             e.op("MAC", t(dropped, True), t(5), t(11), t(11))  # dV_j += P_ijᵀ·dO_i (Bc, d)
+        if phase == "dv":
+            return
         e.op("MAC_Z", t(5), t(2, True), t(4))  # dP_ij = dO_i·V_jᵀ (Br, Bc)
         drop(e, dropout, 4, 4, pre, i0, j0)
         e.op("SUB", t(4), t(8), t(4))
         e.op("MUL", t(3), t(4), t(4))  # dS_ij without τ
 
-    if phase == "dkdv":  # K_j outer: K_j, V_j, dK_j (T10), dV_j (T11) stay in SRAM
-        for j0, j1 in cols:
+    if phase in ("dkdv", "dv", "dk"):  # K_j outer: K_j, V_j, dK_j (T10), dV_j (T11) stay in SRAM
+        for j0, j1 in cols:  # (dv: dV_j only, no V_j, no D_i; dk: dK_j only — two launches, one accumulator each)
             e.op("LOAD", e.block("K", kpre, j0, j1, True), t(1))  # (Bc, d), once per launch
-            e.op("LOAD", e.block("V", kpre, j0, j1, True), t(2))
-            e.op("FILL", 0, j1 - j0, d, t(10))
-            e.op("FILL", 0, j1 - j0, d, t(11))
+            if phase != "dv":
+                e.op("LOAD", e.block("V", kpre, j0, j1, True), t(2))
+                e.op("FILL", 0, j1 - j0, d, t(10))
+            if phase != "dk":
+                e.op("FILL", 0, j1 - j0, d, t(11))
             for pre in pres:
                 for i0, i1 in rows[g.met_by(j0):]:
-                    _load_row(e, pre, i0, i1, fa1=fa1, with_d=True)  # streamed: once per pair
+                    _load_row(e, pre, i0, i1, fa1=fa1, with_d=phase != "dv")  # streamed: once per pair
                     probabilities_and_ds(pre, i0, j0, j1)
-                    e.op("MAC", t(4, True), t(0), t(10), t(10))  # dK_j += dS_ijᵀ·Q_i
-            if scaled:
-                e.op("MUL", t(10), t(TAU), t(10))  # dK_j = τ·Σ dSᵀQ
-            e.op("STORE", t(10), e.block("dK", kpre, j0, j1, True))
-            e.op("STORE", t(11), e.block("dV", kpre, j0, j1, True))
+                    if phase != "dv":
+                        e.op("MAC", t(4, True), t(0), t(10), t(10))  # dK_j += dS_ijᵀ·Q_i
+            if phase != "dv":
+                if scaled:
+                    e.op("MUL", t(10), t(TAU), t(10))  # dK_j = τ·Σ dSᵀQ
+                e.op("STORE", t(10), e.block("dK", kpre, j0, j1, True))
+            if phase != "dk":
+                e.op("STORE", t(11), e.block("dV", kpre, j0, j1, True))
         return
     for pre, i0, i1 in ((p, i0, i1) for p in pres for i0, i1 in rows):  # dq, Q_i outer: Q_i, dO_i, L_i, D_i
         _load_row(e, pre, i0, i1, fa1=fa1, with_d=True)  # and dQ_i (T10) stay in SRAM

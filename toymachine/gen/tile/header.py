@@ -47,7 +47,7 @@ def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, 
             for name in ("O", "L", "m", "l", "P"):
                 if name in shapes:
                     values[name] = ref[name]
-            if phase in ("dkdv", "dq"):  # a launch alone reads D that its preprocess would have written
+            if phase in ("dkdv", "dq", "dk"):  # a launch alone reads D that its preprocess would have written
                 values["D"] = (values["dO"] * ref["O"]).sum(axis=-1)
     decls = []
     for name, shape in shapes.items():
@@ -137,7 +137,7 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
                  f"({how}).")
     regs = ({**FORWARD_REGS, "fused": FUSED_REGS}[algo] if pass_ == "forward" else STANDARD_REGS if algo == "standard"
             else SPLIT_REGS if order == "split" else BACKWARD_REGS)
-    if dropout and pass_ == "backward" and algo != "standard" and phase not in ("preprocess", "dq"):
+    if dropout and pass_ == "backward" and algo != "standard" and phase not in ("preprocess", "dq", "dk"):
         regs += " · T13 P_ij∘Z (Br×Bc, for dV)"
     lines.append("Registers (SRAM): " + regs
                  + (f" · T{TAU} τ (1×1)" if tau != 1.0 else "") + ".")

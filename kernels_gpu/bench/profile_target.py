@@ -1,0 +1,52 @@
+"""The launches `device/profile.sh` profiles with ncu (where the time goes, issue 21 item 3):
+one case per call, warmed up, then run once more for ncu to catch (`--launch-skip` skips the
+warm-up launches).
+
+    python -m kernels_gpu.bench.profile_target CASE      # CASE in CASES
+
+fp16, H 32, B 4, N 4096: the Gluon Hopper forward and the `tl` forward at d 128 (non-causal),
+and the d 256 backward (dV apart: the dV and dK launches) causal and not.
+"""
+from __future__ import annotations
+
+import sys
+
+import torch
+
+CASES = ("gluon_fwd_d128", "tl_fwd_d128", "bwd_d256_causal", "bwd_d256_full")
+WARMUP = 2  # runs before the profiled one
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1 or argv[0] not in CASES:
+        print(f"usage: python -m kernels_gpu.bench.profile_target {{{','.join(CASES)}}}",
+              file=sys.stderr)
+        return 2
+    from ..host import flash_attn as fa
+    from ..host.configs import KernelConfig
+    from ..host.hopper import attention_forward_hopper
+
+    case = argv[0]
+    d = 128 if "d128" in case else 256
+    torch.manual_seed(0)
+    q, k, v, do = (torch.randn(4, 32, 4096, d, device="cuda", dtype=torch.float16)
+                   for _ in range(4))
+    if case == "gluon_fwd_d128":
+        run = lambda: attention_forward_hopper(q, k, v, block_m=128, block_n=64,  # noqa: E731
+                                               num_warps=8)
+    elif case == "tl_fwd_d128":
+        cfg = KernelConfig.from_short("M128N128w8s3-tma")
+        run = lambda: fa.flash_attention_forward(q, k, v, False, config=cfg)  # noqa: E731
+    else:
+        causal = case.endswith("causal")
+        o, lse = fa.flash_attention_forward(q, k, v, causal)
+        run = lambda: fa.flash_attention_backward(q, k, v, o, lse, do, causal)  # noqa: E731
+    for _ in range(WARMUP + 1):
+        run()
+    torch.cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
