@@ -132,7 +132,7 @@ def test_a_slow_path_in_a_piece_runs_in_the_loop(monkeypatch, pieces):
     body = "LOAD x[0], R0\nLOAD x[1], R1\nADD R0, R1, R2\nDIV R2, R1, R3\nSTORE R3, y[0]\n"
     text = body * 300 + "SUB R0, R0, R4\nSTORE R4, x[1]\n" + body * 20
     got = _both(monkeypatch, text)
-    assert got["alarms"] and len(pieces) > 100
+    assert got["alarms"] and len(pieces) > 0.9 * len(text.splitlines()) / line_blocks.PIECE  # most lines in pieces
     strict = _both(monkeypatch, text, strict_numerics=True)
     assert strict[0] == "NumericsError" and strict[2][0] == 5 * 300 + 2 + 4
 

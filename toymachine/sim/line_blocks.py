@@ -20,10 +20,10 @@ in symbolic mode.
 
 from __future__ import annotations
 
-__all__ = ["LineBlocks"]
+__all__ = ["LineBlocks", "MISS", "MISS_CODE", "shapes"]
 
 import math
-from itertools import repeat
+from operator import itemgetter
 
 from .block_ops import ARITY as _ARITY, op_statement
 from .blocks import Bail, _BAIL, _flush
@@ -36,6 +36,10 @@ MIN_REPEATS = 16  # pieces must come back this often on average
 MAX_SHAPES = 40_000  # distinct shapes (one character each; past this, new lines get none)
 CACHE_LIMIT = 4096  # distinct compiled pieces kept
 _NONE = "\x01"  # the shape of a line no piece compiles (another engine's, or past MAX_SHAPES)
+MISS = "\x00"  # the shape of a line not compiled yet (sim.text: the cache's answer for a new line)
+MISS_CODE = (SKIP, 0, 0, (None, "", False, MISS))  # never run: sim.text compiles the line first
+_TAG = itemgetter(-1)
+_SHAPE = itemgetter(3)
 
 
 class LineBlocks:
@@ -43,20 +47,19 @@ class LineBlocks:
 
     def __init__(self, run):
         self.run = run
-        self.shapes: dict[str, str] = {}  # line → its shape's character
         self.kinds: dict[tuple, str] = {}  # shape → character
         self.protos: dict[str, tuple] = {}  # character → a code of that shape
         self.pieces: dict[str, object] = {}  # piece (shape string) → _Piece, or None: the loop runs it
 
     def clear(self) -> None:
         """Forget everything (the line cache was cleared: an array went dense, or the cache was full)."""
-        self.shapes.clear()
         self.kinds.clear()
         self.protos.clear()
         self.pieces.clear()
 
-    def note(self, line: str, code: tuple) -> None:
-        """``line`` compiled to ``code``: give it its shape."""
+    def note(self, code: tuple) -> tuple:
+        """``code`` with its shape's character as the fourth item of its tag (``sim.text`` caches
+        that code: one lookup per line gives the code and its shape)."""
         kind = code[0]
         if kind == LOAD or kind == STORE:
             shape = (kind, code[1], id(code[2]), code[4])
@@ -65,24 +68,36 @@ class LineBlocks:
         elif kind == SKIP and not code[2]:
             shape = (SKIP,)
         else:
-            self.shapes[line] = _NONE
-            return
-        ch = self.kinds.get(shape)
+            shape = None
+        ch = _NONE if shape is None else self.kinds.get(shape)
         if ch is None:
             if len(self.kinds) >= MAX_SHAPES:
-                self.shapes[line] = _NONE
-                return
-            ch = self.kinds[shape] = chr(0x100 + len(self.kinds))
-            self.protos[ch] = code
-        self.shapes[line] = ch
+                ch = _NONE
+            else:
+                ch = self.kinds[shape] = chr(0x100 + len(self.kinds))
+                self.protos[ch] = code
+        tag = code[-1]
+        return code[:-1] + (tag[:3] + (ch,),)
 
-    def execute(self, run, codes: list, lines: list, pos: int, end: int, first: int) -> None:
-        """Run ``codes[pos:end]`` (every one compiled; line ``first + i`` is ``codes[i]``)."""
+    def signature(self, codes: list, lines: list, cache: dict) -> str:
+        """The shapes of ``codes`` (lines ``lines``) as a string, one character per line (``MISS``
+        where a code is ``MISS_CODE``). A code the template mode cached without a shape gets one
+        (in ``codes`` and in ``cache``)."""
+        try:
+            return shapes(codes)
+        except IndexError:
+            for j, code in enumerate(codes):
+                if len(code[-1]) < 4:
+                    codes[j] = cache[lines[j]] = self.note(code)
+            return shapes(codes)
+
+    def execute(self, run, codes: list, sig: str, pos: int, end: int, first: int) -> None:
+        """Run ``codes[pos:end]`` (every one compiled; line ``first + i`` is ``codes[i]``; ``sig``:
+        the shapes of ``codes[pos:end]``, as ``signature`` gives them)."""
         n = end - pos
         if n < MIN_SEGMENT or run.record or run.symbolic:
             execute(run, codes[pos:end], first + pos)
             return
-        sig = "".join(map(self.shapes.get, lines[pos:end], repeat(_NONE, n)))
         keys = [sig[i:i + PIECE] for i in range(0, n, PIECE)]
         uniq = dict.fromkeys(keys)
         if len(uniq) * MIN_REPEATS > len(keys):
@@ -115,6 +130,11 @@ class LineBlocks:
             stop = min(p + PIECE, end)
             execute(run, codes[p:stop], first + p)
         _flush(run, compiled)
+
+
+def shapes(codes) -> str:
+    """The shape characters of noted codes (``LineBlocks.note``), one per code."""
+    return "".join(map(_SHAPE, map(_TAG, codes)))
 
 
 def _in_loop(codes, p):
@@ -174,7 +194,7 @@ def _compile(run, codes: list):
                 return None
             a = bind(arr, "A")
             arrays.setdefault(a, "C" + a[1:])
-            body.append(f"r{code[4]} = C{a[1:]}.get({at})\nif r{code[4]} is None: raise _B")  # a first read: the loop's
+            body.append(f"r{code[4]} = C{a[1:]}[{at}]\nif r{code[4]} is None: raise _B")  # a first read (KeyError): the loop's
             written.add(code[4])
         elif kind == STORE:
             arr = code[2]

@@ -24,16 +24,18 @@ __all__ = ["run_text", "CACHE_LIMIT"]
 
 import re
 from collections import Counter
-from itertools import compress
+from itertools import compress, repeat
 from operator import not_
 from typing import Iterable
+
+import numpy as np
 
 from ..asm import parse_line, strip_comment
 from ..errors import Location
 from ..limits import LIMITS, LimitError
 from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
-from .line_blocks import LineBlocks
+from .line_blocks import MISS, MISS_CODE, LineBlocks, shapes
 from .engines import scalar
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
@@ -46,6 +48,7 @@ MIN_CHUNK_FOR_TEMPLATES = 256  # a shorter chunk says too little to switch
 REPEATING_FOR_LINES = 0.1  # new address lines that come back within their chunk: this share keeps lines
 _INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
 _NO_INDICES = iter(()).__next__
+_MISS_ORD = ord(MISS)
 
 
 def run_text(run, chunks: Iterable[str]) -> None:
@@ -179,31 +182,37 @@ def _segments(run, codes: list, first: int, compile_miss, pieces=None, lines=Non
 
 
 def _run_exact(run, lines: list[str], first: int, cache: dict, pieces: LineBlocks) -> tuple[int, int, int]:
-    """Compile whole lines: a line is its own cache key. The lines new to the cache are compiled
-    ahead, in bulk, where that has no effect a later line could see (registers and arrays that
-    exist already); the others in trace order, after the instructions before them ran. Returns
-    how many distinct lines were new (not in the cache), how many lines not in
-    the cache name an address, and how many of those stand more than once in the chunk."""
+    """Compile whole lines: a line is its own cache key, its code carries its shape (one lookup
+    per line; ``sim.line_blocks``). The lines new to the cache are compiled ahead, in bulk, where
+    that has no effect a later line could see (registers and arrays that exist already); the
+    others in trace order, after the instructions before them ran. Returns how many distinct
+    lines were new (not in the cache), how many lines not in the cache name an address, and how
+    many of those stand more than once in the chunk."""
     if len(cache) > CACHE_LIMIT:
         cache.clear()
         pieces.clear()
-    codes = list(map(cache.get, lines))
+    codes = list(map(cache.get, lines, repeat(MISS_CODE)))
+    sig = pieces.signature(codes, lines, cache)
     new = repeating = 0
     counts: list = []
-    misses = codes.count(None)
-    if misses:
-        at = _misses(codes, misses)
+    at = _positions(sig)
+    if at:
         missing = Counter(map(lines.__getitem__, at))
         new = len(missing)
         counts = [c for line, c in missing.items() if "[" in line]  # lines that name an address
         repeating = len(counts) - counts.count(1)
+        ahead = 0
         for line in missing:
             code = scalar.compile_ahead(run, line)
             if code is not None:
-                cache[line] = code
-                pieces.note(line, code)
-        for j in at:  # only the misses: look them up again
-            codes[j] = cache.get(lines[j])
+                cache[line] = pieces.note(code)
+                ahead += 1
+        if ahead:  # only the misses: look them up again, and put their shapes in sig
+            found = list(map(cache.get, map(lines.__getitem__, at), repeat(MISS_CODE)))
+            for j, code in zip(at, found):
+                codes[j] = code
+            sig = _patched(sig, at, shapes(found))
+            at = _positions(sig) if ahead < len(missing) else []
 
     def compile_miss(j: int) -> tuple:
         code = cache.get(lines[j])
@@ -214,26 +223,61 @@ def _run_exact(run, lines: list[str], first: int, cache: dict, pieces: LineBlock
             cache.clear()
             pieces.clear()
         if code is not None:
-            cache[lines[j]] = code
-            pieces.note(lines[j], code)
+            code = cache[lines[j]] = pieces.note(code)
             return code
         return _SKIP0  # a directive ran: nothing to execute, never cached (it runs where it stands)
 
-    _segments(run, codes, first, compile_miss, pieces, lines)
+    _run_lines(run, codes, sig, at, first, compile_miss, pieces, lines)
     return new, len(counts), repeating
 
 
-def _misses(codes: list, count: int) -> list[int]:
-    """The positions of the ``count`` Nones in ``codes``: found by ``list.index`` when they are few
-    (a chunk of lines mostly seen before), by one pass when they are many."""
-    if count * 16 > len(codes):
-        return list(compress(range(len(codes)), map(not_, codes)))
-    at, j = [], -1
-    index = codes.index
-    for _ in range(count):
-        j = index(None, j + 1)
-        at.append(j)
-    return at
+def _run_lines(run, codes: list, sig: str, at: list, first: int, compile_miss, pieces: LineBlocks,
+               lines: list) -> None:
+    """Execute ``codes`` (lines ``first`` …; their shapes ``sig``): the segments between the misses
+    ``at`` as pieces (``sim.line_blocks``), each miss compiled when the instructions before it ran,
+    then run. A line compiled so stands compiled at its later places in the chunk too (the chunk's
+    pieces run it there through the loop). Where an array went dense (``run.flush``), the rest of
+    the chunk compiles again, line by line, as it runs."""
+    pos, end = 0, len(codes)
+    later: dict = {}
+    marks: list = []
+    if len(at) > 1:
+        for j in at:
+            later.setdefault(lines[j], []).append(j)
+        marks = list(sig)  # the shapes, as lines compiled in order give theirs to their later places
+    for j in at:
+        if codes[j] is not MISS_CODE:  # a later place of a line compiled in order
+            continue
+        if j > pos:
+            pieces.execute(run, codes, "".join(marks[pos:j]) if marks else sig[pos:j], pos, j, first)
+        code = compile_miss(j)
+        if run.flush:  # an array went dense: compiled word accesses to it are stale
+            run.flush = False
+            rest = [code] + [None] * (end - j - 1)
+            _segments(run, rest, first + j, lambda k: compile_miss(j + k))
+            return
+        if code is not _SKIP0 and later:
+            for k in later.pop(lines[j], ()):
+                codes[k] = code
+                marks[k] = code[-1][3]
+        execute(run, [code], first + j)
+        pos = j + 1
+    if pos < end:
+        pieces.execute(run, codes, "".join(marks[pos:]) if marks else sig[pos:], pos, end, first)
+
+
+def _positions(sig: str) -> list[int]:
+    """Where ``sig`` holds ``MISS`` (the lines not in the cache), in order."""
+    if MISS not in sig:
+        return []
+    return np.flatnonzero(np.frombuffer(sig.encode("utf-32-le"), np.uint32) == _MISS_ORD).tolist()
+
+
+def _patched(sig: str, at: list[int], shapes: str) -> str:
+    """``sig`` with ``shapes[i]`` at ``at[i]``."""
+    marks = np.frombuffer(sig.encode("utf-32-le"), np.uint32).copy()
+    marks[at] = np.frombuffer(shapes.encode("utf-32-le"), np.uint32)
+    return marks.tobytes().decode("utf-32-le")
 
 
 def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exact: dict,
