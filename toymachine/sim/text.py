@@ -35,7 +35,7 @@ from ..errors import Location
 from ..limits import LIMITS, LimitError
 from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
-from .line_blocks import MISS, MISS_CODE, LineBlocks, shapes
+from .line_blocks import MISS, MISS_CODE, LineBlocks
 from .engines import scalar
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
@@ -61,7 +61,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
     not come back within it, moves the next ones to templates; every ``PROBE_EVERY``-th chunk in
     template mode is then *probed* (the address lines of its first ``PROBE_CHARS`` counted, not run twice): where they come back
     within the chunk, that chunk runs as lines and decides again."""
-    exact: dict[str, tuple] = {}  # line → code
+    exact = LineCache()  # line → code
     templates: dict[str, tuple] = {}  # template line → code
     blocks = BlockCache(run)  # template blocks → compiled functions (sim.blocks)
     pieces = LineBlocks(run)  # lines mode's segments → compiled pieces (sim.line_blocks)
@@ -181,7 +181,31 @@ def _segments(run, codes: list, first: int, compile_miss, pieces=None, lines=Non
         pos = j
 
 
-def _run_exact(run, lines: list[str], first: int, cache: dict, pieces: LineBlocks) -> tuple[int, int, int]:
+class LineCache(dict):
+    """Lines mode's cache: line → code (with its shape, ``LineBlocks.note``). Looking up a line not
+    in it (``cache[line]``) compiles the line ahead where ``scalar.compile_ahead`` can, and caches
+    it, else answers ``MISS_CODE`` (the line compiles in trace order) — so a chunk's lines are looked
+    up, and its new lines compiled ahead in the order they first stand, in one pass."""
+
+    __slots__ = ("run", "pieces", "new", "refused")
+
+    def begin(self, run, pieces: LineBlocks) -> None:
+        """Start a chunk: ``new`` lists the lines looked up and not found, in order."""
+        self.run, self.pieces, self.new, self.refused = run, pieces, [], set()
+
+    def __missing__(self, line: str) -> tuple:
+        if line in self.refused:
+            return MISS_CODE
+        self.new.append(line)
+        code = scalar.compile_ahead(self.run, line)
+        if code is None:
+            self.refused.add(line)
+            return MISS_CODE
+        code = self[line] = self.pieces.note(code)
+        return code
+
+
+def _run_exact(run, lines: list[str], first: int, cache: LineCache, pieces: LineBlocks) -> tuple[int, int, int]:
     """Compile whole lines: a line is its own cache key, its code carries its shape (one lookup
     per line; ``sim.line_blocks``). The lines new to the cache are compiled ahead, in bulk, where
     that has no effect a later line could see (registers and arrays that exist already); the
@@ -191,28 +215,15 @@ def _run_exact(run, lines: list[str], first: int, cache: dict, pieces: LineBlock
     if len(cache) > CACHE_LIMIT:
         cache.clear()
         pieces.clear()
-    codes = list(map(cache.get, lines, repeat(MISS_CODE)))
+    cache.begin(run, pieces)
+    codes = list(map(cache.__getitem__, lines))  # new lines compiled ahead as they are met (LineCache)
     sig = pieces.signature(codes, lines, cache)
-    new = repeating = 0
-    counts: list = []
     at = _positions(sig)
-    if at:
-        missing = Counter(map(lines.__getitem__, at))
-        new = len(missing)
-        counts = [c for line, c in missing.items() if "[" in line]  # lines that name an address
-        repeating = len(counts) - counts.count(1)
-        ahead = 0
-        for line in missing:
-            code = scalar.compile_ahead(run, line)
-            if code is not None:
-                cache[line] = pieces.note(code)
-                ahead += 1
-        if ahead:  # only the misses: look them up again, and put their shapes in sig
-            found = list(map(cache.get, map(lines.__getitem__, at), repeat(MISS_CODE)))
-            for j, code in zip(at, found):
-                codes[j] = code
-            sig = _patched(sig, at, shapes(found))
-            at = _positions(sig) if ahead < len(missing) else []
+    new, addressed, repeating = len(cache.new), 0, 0
+    if new > NEW_LINES_FOR_TEMPLATES * len(lines):  # only then do the counts decide anything (run_text)
+        seen = Counter(lines)
+        counts = [seen[line] for line in cache.new if "[" in line]  # new lines that name an address
+        addressed, repeating = len(counts), len(counts) - counts.count(1)
 
     def compile_miss(j: int) -> tuple:
         code = cache.get(lines[j])
@@ -228,7 +239,7 @@ def _run_exact(run, lines: list[str], first: int, cache: dict, pieces: LineBlock
         return _SKIP0  # a directive ran: nothing to execute, never cached (it runs where it stands)
 
     _run_lines(run, codes, sig, at, first, compile_miss, pieces, lines)
-    return new, len(counts), repeating
+    return new, addressed, repeating
 
 
 def _run_lines(run, codes: list, sig: str, at: list, first: int, compile_miss, pieces: LineBlocks,
@@ -271,13 +282,6 @@ def _positions(sig: str) -> list[int]:
     if MISS not in sig:
         return []
     return np.flatnonzero(np.frombuffer(sig.encode("utf-32-le"), np.uint32) == _MISS_ORD).tolist()
-
-
-def _patched(sig: str, at: list[int], shapes: str) -> str:
-    """``sig`` with ``shapes[i]`` at ``at[i]``."""
-    marks = np.frombuffer(sig.encode("utf-32-le"), np.uint32).copy()
-    marks[at] = np.frombuffer(shapes.encode("utf-32-le"), np.uint32)
-    return marks.tobytes().decode("utf-32-le")
 
 
 def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exact: dict,
