@@ -37,9 +37,9 @@ MAX_SHAPES = 40_000  # distinct shapes (one character each; past this, new lines
 CACHE_LIMIT = 4096  # distinct compiled pieces kept
 _NONE = "\x01"  # the shape of a line no piece compiles (another engine's, or past MAX_SHAPES)
 MISS = "\x00"  # the shape of a line not compiled yet (sim.text: the cache's answer for a new line)
-MISS_CODE = (SKIP, 0, 0, (None, "", False, MISS))  # never run: sim.text compiles the line first
-_TAG = itemgetter(-1)
-_SHAPE = itemgetter(3)
+_MISS_TAG = (None, "", False)
+MISS_CODE = (SKIP, 0, 0, _MISS_TAG, MISS, _MISS_TAG)  # never run: sim.text compiles the line first
+_SHAPE = itemgetter(-2)
 
 
 class LineBlocks:
@@ -58,8 +58,9 @@ class LineBlocks:
         self.pieces.clear()
 
     def note(self, code: tuple) -> tuple:
-        """``code`` with its shape's character as the fourth item of its tag (``sim.text`` caches
-        that code: one lookup per line gives the code and its shape)."""
+        """``code`` with its shape's character and its tag again appended, ``code + (ch, tag)``:
+        every item keeps its place and ``code[-1]`` is still the tag (``sim.text`` caches this
+        code: one lookup per line gives the code and its shape, ``code[-2]``)."""
         kind = code[0]
         if kind == LOAD or kind == STORE:
             shape = (kind, code[1], id(code[2]), code[4])
@@ -76,8 +77,7 @@ class LineBlocks:
             else:
                 ch = self.kinds[shape] = chr(0x100 + len(self.kinds))
                 self.protos[ch] = code
-        tag = code[-1]
-        return code[:-1] + (tag[:3] + (ch,),)
+        return code + (ch, code[-1])
 
     def signature(self, codes: list, lines: list, cache: dict) -> str:
         """The shapes of ``codes`` (lines ``lines``) as a string, one character per line (``MISS``
@@ -85,9 +85,9 @@ class LineBlocks:
         (in ``codes`` and in ``cache``)."""
         try:
             return shapes(codes)
-        except IndexError:
+        except TypeError:  # code[-2] of a code not noted is no string
             for j, code in enumerate(codes):
-                if len(code[-1]) < 4:
+                if not noted(code):
                     codes[j] = cache[lines[j]] = self.note(code)
             return shapes(codes)
 
@@ -134,7 +134,12 @@ class LineBlocks:
 
 def shapes(codes) -> str:
     """The shape characters of noted codes (``LineBlocks.note``), one per code."""
-    return "".join(map(_SHAPE, map(_TAG, codes)))
+    return "".join(map(_SHAPE, codes))
+
+
+def noted(code: tuple) -> bool:
+    """Whether ``code`` carries its shape (``LineBlocks.note``)."""
+    return len(code) > 4 and code[-1] is code[-3] and type(code[-2]) is str
 
 
 def _in_loop(codes, p):

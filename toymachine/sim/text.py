@@ -270,7 +270,7 @@ def _run_lines(run, codes: list, sig: str, at: list, first: int, compile_miss, p
         if code is not _SKIP0 and later:
             for k in later.pop(lines[j], ()):
                 codes[k] = code
-                marks[k] = code[-1][3]
+                marks[k] = code[-2]
         execute(run, [code], first + j)
         pos = j + 1
     if pos < end:
