@@ -24,6 +24,7 @@ __all__ = ["claims", "setup", "compile", "report", "compile_memory", "compile_me
            "MAY_UNDERFLOW"]
 
 import math
+import re
 from typing import Callable
 
 from ...errors import AsmError, RuntimeFault
@@ -185,7 +186,23 @@ def template_ahead(run, key: str, text: str):
 
 def _memory_parts(text: str):
     """``LOAD x[i], Rk`` / ``STORE Rk, x[i][j]`` → (store?, array, "Rk", index); None for any other
-    line (string methods only: the fast path of traces)."""
+    line. A line in the canonical form (single spaces, upper case) is read by one regular
+    expression; any other by string methods (``_memory_parts_loose``), with the same answer."""
+    m = _CANONICAL(text)
+    if m is None:
+        return _memory_parts_loose(text)
+    name, inner, reg, sreg, sname, sinner = m.groups()
+    if name is not None:
+        return False, name, "R" + str(int(reg)), tuple(map(int, inner.split("][")))
+    return True, sname, "R" + str(int(sreg)), tuple(map(int, sinner.split("][")))
+
+
+_CANONICAL = re.compile(r"LOAD ([A-Za-z_][A-Za-z0-9_]*)\[([0-9]{1,7}(?:\]\[[0-9]{1,7})*)\], R([0-9]{1,8})"
+                        r"|STORE R([0-9]{1,8}), ([A-Za-z_][A-Za-z0-9_]*)\[([0-9]{1,7}(?:\]\[[0-9]{1,7})*)\]").fullmatch
+
+
+def _memory_parts_loose(text: str):
+    """``_memory_parts`` by string methods: spaces around the parts, lower case."""
     head = text[:5]
     if head == "LOAD " or head == "load ":
         lb = text.find("[", 5)
