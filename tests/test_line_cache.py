@@ -181,3 +181,26 @@ def test_lines_after_templates_take_the_codes_template_mode_cached(monkeypatch):
     assert streamed == parsed and isinstance(parsed, dict)
     assert "t" in modes and modes[-1] == "e", modes  # templates, then lines again
     assert shaped, "lines mode met a code template mode cached without a shape"
+
+
+@pytest.mark.parametrize("fill", ["nan", "0.5", "inf"])
+@pytest.mark.parametrize("dtype", ["fp64", "bf16"])
+def test_a_first_read_in_a_piece_takes_the_input_or_raises_the_nan_alarm(monkeypatch, fill, dtype):
+    """Cells never written, read in pieces: the input value (filled or random, rounded to the dtype)
+    kept in the cell, as the loop keeps it; a NaN input bails, and the loop raises its alarm at its
+    line — the same alarms, counters and memory as one line at a time."""
+    monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
+    monkeypatch.setattr(source, "CHUNK_CHARS", 400)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", 400)
+    body = "".join(f"LOAD r[{i % 7}], R0\nLOAD f[{i % 8}], R1\nLOAD u[{i % 5}][{i % 3}], R2\nADD R0, R2, R3\n"
+                   f"MUL R1, R1, R1\nSTORE R3, s[{i % 4}]\n" for i in range(60))
+    text = f".array f[8] = {fill}\nLOAD r[0], R0\nLOAD u[0][0], R2\n" + body * 4
+    parsed, streamed = _parsed_and_streamed(text, dtype=dtype)
+    with monkeypatch.context() as m:
+        m.setattr(source, "CHUNK_CHARS", 1)
+        m.setattr(source, "FIRST_CHUNK_CHARS", 1)
+        m.setattr(line_blocks, "MIN_SEGMENT", 10 ** 12)
+        one_by_one = _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    assert streamed == one_by_one == parsed
+    assert isinstance(streamed, dict) and bool(streamed["alarms"]) == (fill == "nan")  # (inf in, inf out: no alarm)
