@@ -23,6 +23,7 @@ from __future__ import annotations
 __all__ = ["LineBlocks", "MISS", "MISS_CODE", "shapes"]
 
 import math
+from collections import Counter
 from operator import itemgetter
 
 from .block_ops import ARITY as _ARITY, op_statement
@@ -35,6 +36,7 @@ MIN_SEGMENT = 4 * 1024  # shorter segments run in the loop
 MIN_REPEATS = 16  # pieces must come back this often on average
 MAX_SHAPES = 40_000  # distinct shapes (one character each; past this, new lines get none)
 CACHE_LIMIT = 4096  # distinct compiled pieces kept
+MAX_PERIOD = 1024  # the longest period of shapes a segment runs in pieces of
 _NONE = "\x01"  # the shape of a line no piece compiles (another engine's, or past MAX_SHAPES)
 MISS = "\x00"  # the shape of a line not compiled yet (sim.text: the cache's answer for a new line)
 _MISS_TAG = (None, "", False)
@@ -93,12 +95,33 @@ class LineBlocks:
 
     def execute(self, run, codes: list, sig: str, pos: int, end: int, first: int) -> None:
         """Run ``codes[pos:end]`` (every one compiled; line ``first + i`` is ``codes[i]``; ``sig``:
-        the shapes of ``codes[pos:end]``, as ``signature`` gives them)."""
+        the shapes of ``codes[pos:end]``, as ``signature`` gives them). A segment whose shapes
+        repeat with a period in which some shape stands once (a matmul's block of 3n + 1 lines:
+        its STORE) runs in pieces of whole periods that start at that shape — the same piece
+        for every segment, whatever line it starts at; the lines before and after run as below."""
         n = end - pos
         if n < MIN_SEGMENT or run.record or run.symbolic:
             execute(run, codes[pos:end], first + pos)
             return
-        keys = [sig[i:i + PIECE] for i in range(0, n, PIECE)]
+        span = _period(sig)
+        if span is not None:
+            start, length = span
+            count = (n - start) // length
+            stop = start + count * length
+            self._run(run, codes, sig[:start], pos, pos + start, first, PIECE)
+            self._run(run, codes, sig[start:stop], pos + start, pos + stop, first, length)
+            self._run(run, codes, sig[stop:], pos + stop, end, first, PIECE)
+            return
+        self._run(run, codes, sig, pos, end, first, PIECE)
+
+    def _run(self, run, codes: list, sig: str, pos: int, end: int, first: int, size: int) -> None:
+        """``execute``'s segment in pieces of ``size`` lines, where they repeat enough (else in the loop)."""
+        n = end - pos
+        if n < min(MIN_SEGMENT, size * MIN_REPEATS):
+            if n:
+                execute(run, codes[pos:end], first + pos)
+            return
+        keys = [sig[i:i + size] for i in range(0, n, size)]
         uniq = dict.fromkeys(keys)
         if len(uniq) * MIN_REPEATS > len(keys):
             execute(run, codes[pos:end], first + pos)
@@ -117,7 +140,7 @@ class LineBlocks:
             return
         compiled = [p for p in uniq.values() if p is not None]
         fns = [_in_loop if p is None else p.fn for p in map(uniq.__getitem__, keys)]
-        it = zip(fns, range(pos, end, PIECE))
+        it = zip(fns, range(pos, end, size))
         p = pos
         while True:
             try:
@@ -127,9 +150,24 @@ class LineBlocks:
             except Bail as bail:  # handled below, outside the handler: no exception context kept
                 bail.__traceback__ = None
             _flush(run, compiled)
-            stop = min(p + PIECE, end)
+            stop = min(p + size, end)
             execute(run, codes[p:stop], first + p)
         _flush(run, compiled)
+
+
+def _period(sig: str):
+    """(start, length) where ``sig[start:]`` repeats with period ``length`` (at most ``MAX_PERIOD``;
+    rounded up to whole periods of at least ``PIECE`` lines) and ``sig[start]`` stands once in each
+    period — or None."""
+    rare = sorted((k, ch) for ch, k in Counter(sig[:2 * MAX_PERIOD]).items() if k > 1 and ch != _NONE and ch != MISS)
+    for _, ch in rare[:3]:  # the rarest shapes: one of them may stand once a period
+        start = sig.find(ch)
+        period = sig.find(ch, start + 1) - start
+        if period <= 0:
+            continue
+        if sig[start + period:] == sig[start:len(sig) - period]:
+            return start, period * -(-PIECE // period)
+    return None
 
 
 def shapes(codes) -> str:
