@@ -254,3 +254,18 @@ def test_a_period_is_found_where_a_shape_stands_once_in_it():
     assert line_blocks._period("ab" + "xAAB" * 50) in [(2, whole), (5, whole)]
     assert line_blocks._period("xAAB" * 50 + "A") is None  # not periodic to its end
     assert line_blocks._period("AABB" * 60) is None  # no shape stands once a period
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(["a\n", "bb\n", "\n", "ccc", "d\r\n", "e\r", "LOAD x[1], R0\n" * 5]), max_size=60),
+       first=st.integers(1, 20), size=st.integers(1, 40))
+def test_text_chunks_end_at_line_ends_and_hold_the_whole_text(monkeypatch, parts, first, size):
+    """A block read and the rest of its last line (``readline``): the same text as cutting each
+    block at its last newline, every chunk but the last ends with one, none is empty."""
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", first)
+    monkeypatch.setattr(source, "CHUNK_CHARS", size)
+    text = "".join(parts)
+    chunks = list(source.text_chunks(io.StringIO(text, newline=None)))
+    cut = list(source._text_chunks_cut(io.StringIO(text, newline=None)))
+    assert "".join(chunks) == "".join(cut) == io.StringIO(text, newline=None).read()
+    assert all(chunks) and all(c.endswith("\n") for c in chunks[:-1])
