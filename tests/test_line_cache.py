@@ -234,6 +234,7 @@ def test_pieces_of_whole_periods_agree_with_one_line_at_a_time(monkeypatch, n, c
     monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 2)
+    monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
     periodic = []
     real = line_blocks._period
     monkeypatch.setattr(line_blocks, "_period", lambda sig: (periodic.append(1), real(sig))[1])
@@ -245,7 +246,7 @@ def test_pieces_of_whole_periods_agree_with_one_line_at_a_time(monkeypatch, n, c
         m.setattr(line_blocks, "MIN_SEGMENT", 10 ** 12)
         one_by_one = _outcome(lambda: simulate(io.StringIO(text), steps=False, strict_numerics=strict))
     assert streamed == one_by_one
-    assert periodic
+    assert periodic or chunk < 2000  # (a chunk of 2000 characters holds a whole 3×3 matmul)
 
 
 def test_a_period_is_found_where_a_shape_stands_once_in_it():

@@ -36,7 +36,9 @@ MIN_SEGMENT = 4 * 1024  # shorter segments run in the loop
 MIN_REPEATS = 16  # pieces must come back this often on average
 MAX_SHAPES = 40_000  # distinct shapes (one character each; past this, new lines get none)
 CACHE_LIMIT = 4096  # distinct compiled pieces kept
+HELD_LINES = CACHE_LIMIT * PIECE  # … and the lines they hold, together
 MAX_PERIOD = 1024  # the longest period of shapes a segment runs in pieces of
+PERIOD_REPEATS = 64  # pieces of whole periods: only where a segment holds this many
 _NONE = "\x01"  # the shape of a line no piece compiles (another engine's, or past MAX_SHAPES)
 MISS = "\x00"  # the shape of a line not compiled yet (sim.text: the cache's answer for a new line)
 _MISS_TAG = (None, "", False)
@@ -52,12 +54,14 @@ class LineBlocks:
         self.kinds: dict[tuple, str] = {}  # shape → character
         self.protos: dict[str, tuple] = {}  # character → a code of that shape
         self.pieces: dict[str, object] = {}  # piece (shape string) → _Piece, or None: the loop runs it
+        self.held = 0  # the lines of the pieces compiled (bounded by HELD_LINES)
 
     def clear(self) -> None:
         """Forget everything (the line cache was cleared: an array went dense, or the cache was full)."""
         self.kinds.clear()
         self.protos.clear()
         self.pieces.clear()
+        self.held = 0
 
     def note(self, code: tuple) -> tuple:
         """``code`` with its shape's character and its tag again appended, ``code + (ch, tag)``:
@@ -103,8 +107,8 @@ class LineBlocks:
         if n < MIN_SEGMENT or run.record or run.symbolic:
             execute(run, codes[pos:end], first + pos)
             return
-        span = _period(sig)
-        if span is not None:
+        span = _period(sig) if n >= PERIOD_REPEATS * PIECE else None
+        if span is not None and (n - span[0]) // span[1] >= PERIOD_REPEATS:  # (compiled once, run often)
             start, length = span
             count = (n - start) // length
             stop = start + count * length
@@ -126,13 +130,15 @@ class LineBlocks:
         if len(uniq) * MIN_REPEATS > len(keys):
             execute(run, codes[pos:end], first + pos)
             return
-        if len(self.pieces) > CACHE_LIMIT:
+        if len(self.pieces) > CACHE_LIMIT or self.held > HELD_LINES:
             self.pieces.clear()
+            self.held = 0
         looped = 0
         for key in uniq:
             piece = self.pieces.get(key, False)
             if piece is False:
                 piece = self.pieces[key] = _compile(run, list(map(self.protos.get, key)))
+                self.held += len(key)
             uniq[key] = piece
             looped += piece is None
         if looped * 4 > len(uniq):
