@@ -10,7 +10,10 @@ a Python step per *line* wherever it can:
   (a *miss*) is parsed and compiled — after the instructions before it have executed, so errors,
   ``.data`` directives and arrays switching to tile storage happen in trace order;
 * the segments between misses run in ``sim.loop.execute``; a chunk with no miss runs as compiled
-  blocks (``sim.blocks``: one generated function per distinct block of template lines).
+  blocks (``sim.blocks``: one generated function per distinct block of template lines);
+* in lines mode a line is its own key (``LineCache``: one lookup gives its code and its shape; a
+  new line is compiled ahead as the lookup meets it, where that can make no difference), and
+  long segments run as compiled pieces (``sim.line_blocks``).
 
 While step rows are recorded (``--steps``, or the first ``step_limit`` steps) and in symbolic
 mode, lines are compiled exactly (no templates: each step row quotes its own line). The memory
