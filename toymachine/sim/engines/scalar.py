@@ -186,19 +186,28 @@ def template_ahead(run, key: str, text: str):
 
 def _memory_parts(text: str):
     """``LOAD x[i], Rk`` / ``STORE Rk, x[i][j]`` → (store?, array, "Rk", index); None for any other
-    line. A line in the canonical form (single spaces, upper case) is read by one regular
-    expression; any other by string methods (``_memory_parts_loose``), with the same answer."""
-    m = _CANONICAL(text)
-    if m is None:
-        return _memory_parts_loose(text)
-    name, inner, reg, sreg, sname, sinner = m.groups()
-    if name is not None:
-        return False, name, "R" + str(int(reg)), tuple(map(int, inner.split("][")))
-    return True, sname, "R" + str(int(sreg)), tuple(map(int, sinner.split("][")))
+    line. A line in the canonical form (single spaces, upper case, one or two indices, a register
+    number without leading zeros) is read by one regular expression; any other by string methods
+    (``_memory_parts_loose``), with the same answer."""
+    two = "][" in text
+    if text[:5] == "LOAD ":
+        m = (_LOAD2 if two else _LOAD1)(text)
+        if m is not None:
+            g = m.groups()
+            return (False, g[0], g[3], (int(g[1]), int(g[2]))) if two else (False, g[0], g[2], (int(g[1]),))
+    elif text[:6] == "STORE ":
+        m = (_STORE2 if two else _STORE1)(text)
+        if m is not None:
+            g = m.groups()
+            return (True, g[1], g[0], (int(g[2]), int(g[3]))) if two else (True, g[1], g[0], (int(g[2]),))
+    return _memory_parts_loose(text)
 
 
-_CANONICAL = re.compile(r"LOAD ([A-Za-z_][A-Za-z0-9_]*)\[([0-9]{1,7}(?:\]\[[0-9]{1,7})*)\], R([0-9]{1,8})"
-                        r"|STORE R([0-9]{1,8}), ([A-Za-z_][A-Za-z0-9_]*)\[([0-9]{1,7}(?:\]\[[0-9]{1,7})*)\]").fullmatch
+_NAME, _IDX, _REG = r"([A-Za-z_][A-Za-z0-9_]*)", r"\[([0-9]{1,7})\]", r"(R(?:0|[1-9][0-9]{0,7}))"
+_LOAD1 = re.compile(f"LOAD {_NAME}{_IDX}, {_REG}").fullmatch
+_LOAD2 = re.compile(f"LOAD {_NAME}{_IDX}{_IDX}, {_REG}").fullmatch
+_STORE1 = re.compile(f"STORE {_REG}, {_NAME}{_IDX}").fullmatch
+_STORE2 = re.compile(f"STORE {_REG}, {_NAME}{_IDX}{_IDX}").fullmatch
 
 
 def _memory_parts_loose(text: str):
