@@ -76,7 +76,25 @@ def _cut(text: str) -> tuple[str, str]:
 
 
 def text_chunks(fh) -> Iterator[str]:
-    """A text file object in chunks of whole lines (the last may lack its newline)."""
+    """A text file object in chunks of whole lines (the last may lack its newline): a block read,
+    and the rest of its last line (``readline``, where the object has it: no copy of the block)."""
+    readline = getattr(fh, "readline", None)
+    if readline is None:
+        yield from _text_chunks_cut(fh)
+        return
+    size = FIRST_CHUNK_CHARS
+    while True:
+        block = fh.read(size)
+        size = CHUNK_CHARS
+        if not block:
+            return
+        if block[-1] != "\n":
+            block += readline()
+        yield block
+
+
+def _text_chunks_cut(fh) -> Iterator[str]:
+    """``text_chunks`` of an object that only reads: each block cut at its last newline."""
     tail = ""
     size = FIRST_CHUNK_CHARS
     while True:

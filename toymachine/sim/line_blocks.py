@@ -20,10 +20,11 @@ in symbolic mode.
 
 from __future__ import annotations
 
-__all__ = ["LineBlocks"]
+__all__ = ["LineBlocks", "MISS", "MISS_CODE", "shapes"]
 
 import math
-from itertools import repeat
+from collections import Counter
+from operator import itemgetter
 
 from .block_ops import ARITY as _ARITY, op_statement
 from .blocks import Bail, _BAIL, _flush
@@ -35,7 +36,14 @@ MIN_SEGMENT = 4 * 1024  # shorter segments run in the loop
 MIN_REPEATS = 16  # pieces must come back this often on average
 MAX_SHAPES = 40_000  # distinct shapes (one character each; past this, new lines get none)
 CACHE_LIMIT = 4096  # distinct compiled pieces kept
+HELD_LINES = CACHE_LIMIT * PIECE  # … and the lines they hold, together
+MAX_PERIOD = 1024  # the longest period of shapes a segment runs in pieces of
+PERIOD_REPEATS = 64  # pieces of whole periods: only where a segment holds this many
 _NONE = "\x01"  # the shape of a line no piece compiles (another engine's, or past MAX_SHAPES)
+MISS = "\x00"  # the shape of a line not compiled yet (sim.text: the cache's answer for a new line)
+_MISS_TAG = (None, "", False)
+MISS_CODE = (SKIP, 0, 0, _MISS_TAG, MISS, _MISS_TAG)  # never run: sim.text compiles the line first
+_SHAPE = itemgetter(-2)
 
 
 class LineBlocks:
@@ -43,20 +51,22 @@ class LineBlocks:
 
     def __init__(self, run):
         self.run = run
-        self.shapes: dict[str, str] = {}  # line → its shape's character
         self.kinds: dict[tuple, str] = {}  # shape → character
         self.protos: dict[str, tuple] = {}  # character → a code of that shape
         self.pieces: dict[str, object] = {}  # piece (shape string) → _Piece, or None: the loop runs it
+        self.held = 0  # the lines of the pieces compiled (bounded by HELD_LINES)
 
     def clear(self) -> None:
         """Forget everything (the line cache was cleared: an array went dense, or the cache was full)."""
-        self.shapes.clear()
         self.kinds.clear()
         self.protos.clear()
         self.pieces.clear()
+        self.held = 0
 
-    def note(self, line: str, code: tuple) -> None:
-        """``line`` compiled to ``code``: give it its shape."""
+    def note(self, code: tuple) -> tuple:
+        """``code`` with its shape's character and its tag again appended, ``code + (ch, tag)``:
+        every item keeps its place and ``code[-1]`` is still the tag (``sim.text`` caches this
+        code: one lookup per line gives the code and its shape, ``code[-2]``)."""
         kind = code[0]
         if kind == LOAD or kind == STORE:
             shape = (kind, code[1], id(code[2]), code[4])
@@ -65,36 +75,70 @@ class LineBlocks:
         elif kind == SKIP and not code[2]:
             shape = (SKIP,)
         else:
-            self.shapes[line] = _NONE
-            return
-        ch = self.kinds.get(shape)
+            shape = None
+        ch = _NONE if shape is None else self.kinds.get(shape)
         if ch is None:
             if len(self.kinds) >= MAX_SHAPES:
-                self.shapes[line] = _NONE
-                return
-            ch = self.kinds[shape] = chr(0x100 + len(self.kinds))
-            self.protos[ch] = code
-        self.shapes[line] = ch
+                ch = _NONE
+            else:
+                ch = self.kinds[shape] = chr(0x100 + len(self.kinds))
+                self.protos[ch] = code
+        return code + (ch, code[-1])
 
-    def execute(self, run, codes: list, lines: list, pos: int, end: int, first: int) -> None:
-        """Run ``codes[pos:end]`` (every one compiled; line ``first + i`` is ``codes[i]``)."""
+    def signature(self, codes: list, lines: list, cache: dict) -> str:
+        """The shapes of ``codes`` (lines ``lines``) as a string, one character per line (``MISS``
+        where a code is ``MISS_CODE``). A code the template mode cached without a shape gets one
+        (in ``codes`` and in ``cache``)."""
+        try:
+            return shapes(codes)
+        except TypeError:  # code[-2] of a code not noted is no string
+            for j, code in enumerate(codes):
+                if not noted(code):
+                    codes[j] = cache[lines[j]] = self.note(code)
+            return shapes(codes)
+
+    def execute(self, run, codes: list, sig: str, pos: int, end: int, first: int) -> None:
+        """Run ``codes[pos:end]`` (every one compiled; line ``first + i`` is ``codes[i]``; ``sig``:
+        the shapes of ``codes[pos:end]``, as ``signature`` gives them). A segment whose shapes
+        repeat with a period in which some shape stands once (a matmul's block of 3n + 1 lines:
+        its STORE) runs in pieces of whole periods that start at that shape — the same piece
+        for every segment, whatever line it starts at; the lines before and after run as below."""
         n = end - pos
         if n < MIN_SEGMENT or run.record or run.symbolic:
             execute(run, codes[pos:end], first + pos)
             return
-        sig = "".join(map(self.shapes.get, lines[pos:end], repeat(_NONE, n)))
-        keys = [sig[i:i + PIECE] for i in range(0, n, PIECE)]
+        span = _period(sig) if n >= PERIOD_REPEATS * PIECE else None
+        if span is not None and (n - span[0]) // span[1] >= PERIOD_REPEATS:  # (compiled once, run often)
+            start, length = span
+            count = (n - start) // length
+            stop = start + count * length
+            self._run(run, codes, sig[:start], pos, pos + start, first, PIECE)
+            self._run(run, codes, sig[start:stop], pos + start, pos + stop, first, length)
+            self._run(run, codes, sig[stop:], pos + stop, end, first, PIECE)
+            return
+        self._run(run, codes, sig, pos, end, first, PIECE)
+
+    def _run(self, run, codes: list, sig: str, pos: int, end: int, first: int, size: int) -> None:
+        """``execute``'s segment in pieces of ``size`` lines, where they repeat enough (else in the loop)."""
+        n = end - pos
+        if n < min(MIN_SEGMENT, size * MIN_REPEATS):
+            if n:
+                execute(run, codes[pos:end], first + pos)
+            return
+        keys = [sig[i:i + size] for i in range(0, n, size)]
         uniq = dict.fromkeys(keys)
         if len(uniq) * MIN_REPEATS > len(keys):
             execute(run, codes[pos:end], first + pos)
             return
-        if len(self.pieces) > CACHE_LIMIT:
+        if len(self.pieces) > CACHE_LIMIT or self.held > HELD_LINES:
             self.pieces.clear()
+            self.held = 0
         looped = 0
         for key in uniq:
             piece = self.pieces.get(key, False)
             if piece is False:
                 piece = self.pieces[key] = _compile(run, list(map(self.protos.get, key)))
+                self.held += len(key)
             uniq[key] = piece
             looped += piece is None
         if looped * 4 > len(uniq):
@@ -102,7 +146,7 @@ class LineBlocks:
             return
         compiled = [p for p in uniq.values() if p is not None]
         fns = [_in_loop if p is None else p.fn for p in map(uniq.__getitem__, keys)]
-        it = zip(fns, range(pos, end, PIECE))
+        it = zip(fns, range(pos, end, size))
         p = pos
         while True:
             try:
@@ -112,9 +156,34 @@ class LineBlocks:
             except Bail as bail:  # handled below, outside the handler: no exception context kept
                 bail.__traceback__ = None
             _flush(run, compiled)
-            stop = min(p + PIECE, end)
+            stop = min(p + size, end)
             execute(run, codes[p:stop], first + p)
         _flush(run, compiled)
+
+
+def _period(sig: str):
+    """(start, length) where ``sig[start:]`` repeats with period ``length`` (at most ``MAX_PERIOD``;
+    rounded up to whole periods of at least ``PIECE`` lines) and ``sig[start]`` stands once in each
+    period — or None."""
+    rare = sorted((k, ch) for ch, k in Counter(sig[:2 * MAX_PERIOD]).items() if k > 1 and ch != _NONE and ch != MISS)
+    for _, ch in rare[:3]:  # the rarest shapes: one of them may stand once a period
+        start = sig.find(ch)
+        period = sig.find(ch, start + 1) - start
+        if period <= 0:
+            continue
+        if sig[start + period:] == sig[start:len(sig) - period]:
+            return start, period * -(-PIECE // period)
+    return None
+
+
+def shapes(codes) -> str:
+    """The shape characters of noted codes (``LineBlocks.note``), one per code."""
+    return "".join(map(_SHAPE, codes))
+
+
+def noted(code: tuple) -> bool:
+    """Whether ``code`` carries its shape (``LineBlocks.note``)."""
+    return len(code) > 4 and code[-1] is code[-3] and type(code[-2]) is str
 
 
 def _in_loop(codes, p):
@@ -174,7 +243,7 @@ def _compile(run, codes: list):
                 return None
             a = bind(arr, "A")
             arrays.setdefault(a, "C" + a[1:])
-            body.append(f"r{code[4]} = C{a[1:]}.get({at})\nif r{code[4]} is None: raise _B")  # a first read: the loop's
+            body.append(f"r{code[4]} = C{a[1:]}[{at}]\nif r{code[4]} is None: raise _B")  # a first read (KeyError): the loop's
             written.add(code[4])
         elif kind == STORE:
             arr = code[2]

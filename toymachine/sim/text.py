@@ -10,7 +10,10 @@ a Python step per *line* wherever it can:
   (a *miss*) is parsed and compiled — after the instructions before it have executed, so errors,
   ``.data`` directives and arrays switching to tile storage happen in trace order;
 * the segments between misses run in ``sim.loop.execute``; a chunk with no miss runs as compiled
-  blocks (``sim.blocks``: one generated function per distinct block of template lines).
+  blocks (``sim.blocks``: one generated function per distinct block of template lines);
+* in lines mode a line is its own key (``LineCache``: one lookup gives its code and its shape; a
+  new line is compiled ahead as the lookup meets it, where that can make no difference), and
+  long segments run as compiled pieces (``sim.line_blocks``).
 
 While step rows are recorded (``--steps``, or the first ``step_limit`` steps) and in symbolic
 mode, lines are compiled exactly (no templates: each step row quotes its own line). The memory
@@ -24,16 +27,18 @@ __all__ = ["run_text", "CACHE_LIMIT"]
 
 import re
 from collections import Counter
-from itertools import compress
+from itertools import compress, repeat
 from operator import not_
 from typing import Iterable
+
+import numpy as np
 
 from ..asm import parse_line, strip_comment
 from ..errors import Location
 from ..limits import LIMITS, LimitError
 from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
-from .line_blocks import LineBlocks
+from .line_blocks import MISS, MISS_CODE, LineBlocks
 from .engines import scalar
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
@@ -46,6 +51,7 @@ MIN_CHUNK_FOR_TEMPLATES = 256  # a shorter chunk says too little to switch
 REPEATING_FOR_LINES = 0.1  # new address lines that come back within their chunk: this share keeps lines
 _INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
 _NO_INDICES = iter(()).__next__
+_MISS_ORD = ord(MISS)
 
 
 def run_text(run, chunks: Iterable[str]) -> None:
@@ -58,7 +64,7 @@ def run_text(run, chunks: Iterable[str]) -> None:
     not come back within it, moves the next ones to templates; every ``PROBE_EVERY``-th chunk in
     template mode is then *probed* (the address lines of its first ``PROBE_CHARS`` counted, not run twice): where they come back
     within the chunk, that chunk runs as lines and decides again."""
-    exact: dict[str, tuple] = {}  # line → code
+    exact = LineCache()  # line → code
     templates: dict[str, tuple] = {}  # template line → code
     blocks = BlockCache(run)  # template blocks → compiled functions (sim.blocks)
     pieces = LineBlocks(run)  # lines mode's segments → compiled pieces (sim.line_blocks)
@@ -178,32 +184,49 @@ def _segments(run, codes: list, first: int, compile_miss, pieces=None, lines=Non
         pos = j
 
 
-def _run_exact(run, lines: list[str], first: int, cache: dict, pieces: LineBlocks) -> tuple[int, int, int]:
-    """Compile whole lines: a line is its own cache key. The lines new to the cache are compiled
-    ahead, in bulk, where that has no effect a later line could see (registers and arrays that
-    exist already); the others in trace order, after the instructions before them ran. Returns
-    how many distinct lines were new (not in the cache), how many lines not in
-    the cache name an address, and how many of those stand more than once in the chunk."""
+class LineCache(dict):
+    """Lines mode's cache: line → code (with its shape, ``LineBlocks.note``). Looking up a line not
+    in it (``cache[line]``) compiles the line ahead where ``scalar.compile_ahead`` can, and caches
+    it, else answers ``MISS_CODE`` (the line compiles in trace order) — so a chunk's lines are looked
+    up, and its new lines compiled ahead in the order they first stand, in one pass."""
+
+    __slots__ = ("run", "pieces", "new", "refused")
+
+    def begin(self, run, pieces: LineBlocks) -> None:
+        """Start a chunk: ``new`` lists the lines looked up and not found, in order."""
+        self.run, self.pieces, self.new, self.refused = run, pieces, [], set()
+
+    def __missing__(self, line: str) -> tuple:
+        if line in self.refused:
+            return MISS_CODE
+        self.new.append(line)
+        code = scalar.compile_ahead(self.run, line)
+        if code is None:
+            self.refused.add(line)
+            return MISS_CODE
+        code = self[line] = self.pieces.note(code)
+        return code
+
+
+def _run_exact(run, lines: list[str], first: int, cache: LineCache, pieces: LineBlocks) -> tuple[int, int, int]:
+    """Compile whole lines: a line is its own cache key, its code carries its shape (one lookup
+    per line; ``sim.line_blocks``). The lines new to the cache are compiled ahead, in bulk, where
+    that has no effect a later line could see (registers and arrays that exist already); the
+    others in trace order, after the instructions before them ran. Returns how many distinct
+    lines were new (not in the cache), how many lines not in the cache name an address, and how
+    many of those stand more than once in the chunk."""
     if len(cache) > CACHE_LIMIT:
         cache.clear()
         pieces.clear()
-    codes = list(map(cache.get, lines))
-    new = repeating = 0
-    counts: list = []
-    misses = codes.count(None)
-    if misses:
-        at = _misses(codes, misses)
-        missing = Counter(map(lines.__getitem__, at))
-        new = len(missing)
-        counts = [c for line, c in missing.items() if "[" in line]  # lines that name an address
-        repeating = len(counts) - counts.count(1)
-        for line in missing:
-            code = scalar.compile_ahead(run, line)
-            if code is not None:
-                cache[line] = code
-                pieces.note(line, code)
-        for j in at:  # only the misses: look them up again
-            codes[j] = cache.get(lines[j])
+    cache.begin(run, pieces)
+    codes = list(map(cache.__getitem__, lines))  # new lines compiled ahead as they are met (LineCache)
+    sig = pieces.signature(codes, lines, cache)
+    at = _positions(sig)
+    new, addressed, repeating = len(cache.new), 0, 0
+    if new > NEW_LINES_FOR_TEMPLATES * len(lines):  # only then do the counts decide anything (run_text)
+        seen = Counter(lines)
+        counts = [seen[line] for line in cache.new if "[" in line]  # new lines that name an address
+        addressed, repeating = len(counts), len(counts) - counts.count(1)
 
     def compile_miss(j: int) -> tuple:
         code = cache.get(lines[j])
@@ -214,26 +237,54 @@ def _run_exact(run, lines: list[str], first: int, cache: dict, pieces: LineBlock
             cache.clear()
             pieces.clear()
         if code is not None:
-            cache[lines[j]] = code
-            pieces.note(lines[j], code)
+            code = cache[lines[j]] = pieces.note(code)
             return code
         return _SKIP0  # a directive ran: nothing to execute, never cached (it runs where it stands)
 
-    _segments(run, codes, first, compile_miss, pieces, lines)
-    return new, len(counts), repeating
+    _run_lines(run, codes, sig, at, first, compile_miss, pieces, lines)
+    return new, addressed, repeating
 
 
-def _misses(codes: list, count: int) -> list[int]:
-    """The positions of the ``count`` Nones in ``codes``: found by ``list.index`` when they are few
-    (a chunk of lines mostly seen before), by one pass when they are many."""
-    if count * 16 > len(codes):
-        return list(compress(range(len(codes)), map(not_, codes)))
-    at, j = [], -1
-    index = codes.index
-    for _ in range(count):
-        j = index(None, j + 1)
-        at.append(j)
-    return at
+def _run_lines(run, codes: list, sig: str, at: list, first: int, compile_miss, pieces: LineBlocks,
+               lines: list) -> None:
+    """Execute ``codes`` (lines ``first`` …; their shapes ``sig``): the segments between the misses
+    ``at`` as pieces (``sim.line_blocks``), each miss compiled when the instructions before it ran,
+    then run. A line compiled so stands compiled at its later places in the chunk too (the chunk's
+    pieces run it there through the loop). Where an array went dense (``run.flush``), the rest of
+    the chunk compiles again, line by line, as it runs."""
+    pos, end = 0, len(codes)
+    later: dict = {}
+    marks: list = []
+    if len(at) > 1:
+        for j in at:
+            later.setdefault(lines[j], []).append(j)
+        marks = list(sig)  # the shapes, as lines compiled in order give theirs to their later places
+    for j in at:
+        if codes[j] is not MISS_CODE:  # a later place of a line compiled in order
+            continue
+        if j > pos:
+            pieces.execute(run, codes, "".join(marks[pos:j]) if marks else sig[pos:j], pos, j, first)
+        code = compile_miss(j)
+        if run.flush:  # an array went dense: compiled word accesses to it are stale
+            run.flush = False
+            rest = [code] + [None] * (end - j - 1)
+            _segments(run, rest, first + j, lambda k: compile_miss(j + k))
+            return
+        if code is not _SKIP0 and later:
+            for k in later.pop(lines[j], ()):
+                codes[k] = code
+                marks[k] = code[-2]
+        execute(run, [code], first + j)
+        pos = j + 1
+    if pos < end:
+        pieces.execute(run, codes, "".join(marks[pos:]) if marks else sig[pos:], pos, end, first)
+
+
+def _positions(sig: str) -> list[int]:
+    """Where ``sig`` holds ``MISS`` (the lines not in the cache), in order."""
+    if MISS not in sig:
+        return []
+    return np.flatnonzero(np.frombuffer(sig.encode("utf-32-le"), np.uint32) == _MISS_ORD).tolist()
 
 
 def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exact: dict,

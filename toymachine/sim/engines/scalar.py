@@ -24,6 +24,7 @@ __all__ = ["claims", "setup", "compile", "report", "compile_memory", "compile_me
            "MAY_UNDERFLOW"]
 
 import math
+import re
 from typing import Callable
 
 from ...errors import AsmError, RuntimeFault
@@ -185,7 +186,32 @@ def template_ahead(run, key: str, text: str):
 
 def _memory_parts(text: str):
     """``LOAD x[i], Rk`` / ``STORE Rk, x[i][j]`` → (store?, array, "Rk", index); None for any other
-    line (string methods only: the fast path of traces)."""
+    line. A line in the canonical form (single spaces, upper case, one or two indices, a register
+    number without leading zeros) is read by one regular expression; any other by string methods
+    (``_memory_parts_loose``), with the same answer."""
+    two = "][" in text
+    if text[:5] == "LOAD ":
+        m = (_LOAD2 if two else _LOAD1)(text)
+        if m is not None:
+            g = m.groups()
+            return (False, g[0], g[3], (int(g[1]), int(g[2]))) if two else (False, g[0], g[2], (int(g[1]),))
+    elif text[:6] == "STORE ":
+        m = (_STORE2 if two else _STORE1)(text)
+        if m is not None:
+            g = m.groups()
+            return (True, g[1], g[0], (int(g[2]), int(g[3]))) if two else (True, g[1], g[0], (int(g[2]),))
+    return _memory_parts_loose(text)
+
+
+_NAME, _IDX, _REG = r"([A-Za-z_][A-Za-z0-9_]*)", r"\[([0-9]{1,7})\]", r"(R(?:0|[1-9][0-9]{0,7}))"
+_LOAD1 = re.compile(f"LOAD {_NAME}{_IDX}, {_REG}").fullmatch
+_LOAD2 = re.compile(f"LOAD {_NAME}{_IDX}{_IDX}, {_REG}").fullmatch
+_STORE1 = re.compile(f"STORE {_REG}, {_NAME}{_IDX}").fullmatch
+_STORE2 = re.compile(f"STORE {_REG}, {_NAME}{_IDX}{_IDX}").fullmatch
+
+
+def _memory_parts_loose(text: str):
+    """``_memory_parts`` by string methods: spaces around the parts, lower case."""
     head = text[:5]
     if head == "LOAD " or head == "load ":
         lb = text.find("[", 5)
