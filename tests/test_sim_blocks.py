@@ -274,3 +274,47 @@ def test_an_alarm_in_a_stand_in_quotes_the_step_the_loop_quotes(monkeypatch, for
     assert any(force)
     if isinstance(got, dict):
         assert any(a["kind"] == "overflow" for a in got["alarms"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(starts=st.lists(st.integers(0, 400), min_size=1, max_size=5),
+       dtype=st.sampled_from(["fp64", "fp32", "fp16", "bf16"]))
+def test_first_reads_from_the_list_of_initial_values(monkeypatch, force, starts, dtype):
+    """A block reads a 1-D array's first reads from the array's runs of initial values (a read
+    outside the runs made so far is a call, which makes its run): the same values, rounded as the
+    loop rounds them, in any order of indices, in every dtype."""
+    memory = importlib.import_module("toymachine.sim.memory")
+    monkeypatch.setattr(memory, "_CHUNK", 16)  # runs of 16
+    calls = []
+    real = memory.Array.initial
+    sys = importlib.import_module("sys")
+
+    def spy(self, idx):  # the calls a block makes (``init``): the reads outside the runs
+        if sys._getframe(1).f_code.co_name == "init":
+            calls.append(idx)
+        return real(self, idx)
+
+    monkeypatch.setattr(memory.Array, "initial", spy)
+    text = "LOAD h[0], R1\n" + "".join(f"LOAD x[{s + i}], R0\nADD R0, R1, R1\nSTORE R1, y[{s + i}]\n"
+                                       for s in starts for i in range(150))
+    got = _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    block_calls = len(calls)
+    assert got == _loop_only(monkeypatch, lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    assert any(force)
+    reads = len({s + i for s in starts for i in range(150)})
+    want = [memory.random_value(0, "x", (i,)) for i in range(len(got["memory"]["x"]))]
+    if dtype == "fp64":
+        assert got["memory"]["x"] == want  # the cells read hold their initial values (the others too)
+    assert 0 < block_calls <= reads / 16 + 2 * len(starts)  # a call from a block makes a run of 16
+
+
+def test_initial_values_do_not_depend_on_the_order_of_reads():
+    """``Array.initial`` of a 1-D array (from its runs of initial values) is ``random_value``
+    whatever the order of the reads."""
+    memory = importlib.import_module("toymachine.sim.memory")
+    a = memory.Array("x", seed=7)
+    for i in [5, 4095, 4096, 100_000, 70_000, 3, 200_000, 10**7, 8191, 65_537]:
+        assert a.initial((i,)) == memory.random_value(7, "x", (i,))
+    runs, size = a.initial_runs()
+    assert sorted(runs) == sorted({i // size for i in [5, 4096, 100_000, 70_000, 200_000, 10**7, 65_537]})
+    assert memory.Array("f", (4,), fill=1.5).initial_runs() is None

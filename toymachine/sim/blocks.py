@@ -53,6 +53,7 @@ class BlockCache:
     def __init__(self, run):
         self.run = run
         self.blocks: dict[str, _Block] = {}  # a block without ``fn`` runs in the loop
+        self.initial = _initial(run)  # first reads of cells (one per run: the rounded lists are shared)
 
     def get(self, key: str, templates: dict):
         if key in self.blocks:
@@ -63,7 +64,7 @@ class BlockCache:
         codes = [templates.get(k) for k in text.split("\n")]
         if None in codes:  # a line not compiled yet: the loop compiles it (not cached: it may be next time)
             return None
-        block = self.blocks[key] = _compile(self.run, codes) or _Block(_in_loop, [0], codes, compiled=False)
+        block = self.blocks[key] = _compile(self.run, codes, self.initial) or _Block(_in_loop, [0], codes, compiled=False)
         return block
 
 
@@ -258,10 +259,11 @@ def _flush_steps(run, blocks: list) -> int:
     return total
 
 
-def _compile(run, codes: list):
+def _compile(run, codes: list, initial: tuple):
     """The block function of ``codes``, or None where a code is not a scalar word instruction or a
     STORE to an array comes before a LOAD from it."""
-    env: dict = {"_exp": math.exp, "_B": _BAIL, "Bail": Bail, "regs": run.regs, "_init": _initial(run)}
+    init, runs_of = initial
+    env: dict = {"_exp": math.exp, "_B": _BAIL, "Bail": Bail, "regs": run.regs, "_init": init}
     names: dict[int, str] = {}  # id of a bound object → its name in env
 
     def bind(obj, prefix: str) -> str:
@@ -313,7 +315,13 @@ def _compile(run, codes: list):
                 return None
             a = cells(arr)
             idx = index(arr, code[3], a) if kind == LOAD_T else bind(code[3], "K")
-            body.append(f"v = C{a[1:]}.get({idx})\nif v is None: v = _init({a}, {idx})")
+            runs = runs_of(arr) if kind == LOAD_T and code[3] == 1 else None
+            if runs is None:
+                body.append(f"v = C{a[1:]}.get({idx})\nif v is None: v = _init({a}, {idx})")
+            else:  # a first read: its initial value from the array's runs of them (no call)
+                w, i, size = bind(runs[0], "W"), indices[-1], runs[1]
+                body.append(f"v = C{a[1:]}.get({idx})\nif v is None:\n    w = {w}.get({i} // {size})\n"
+                            f"    if w is None: v = _init({a}, {idx})\n    else: v = C{a[1:]}[{idx}] = w[{i} % {size}]")
             written.add(code[4])
             body.append(f"r{code[4]} = v")
         elif kind in (STORE, STORE_T):
@@ -360,17 +368,34 @@ def _compile(run, codes: list):
 
 
 def _initial(run):
-    """A cell read before anything wrote it (as ``sim.loop``'s ``_initial``; a NaN input bails so
-    the loop raises the alarm)."""
+    """``(init, runs_of)``: ``init(arr, idx)`` gives a cell read before anything wrote it (as
+    ``sim.loop``'s ``_initial``; a NaN input bails so the loop raises the alarm); ``runs_of(arr)``
+    is a 1-D array's ``(runs, size)`` of initial values, rounded to the dtype (``Array.initial_runs``),
+    that a block reads first reads from (None where there are none): ``init`` makes the runs."""
     rnd = run.round
+    rounded: dict = {}  # Array → its runs of initial values rounded to the dtype (a dtype that rounds)
 
     def init(arr, idx: tuple):
         v = arr.initial(idx)
         if rnd is not None:
             v = rnd(v)
+            runs = rounded.get(arr)
+            if runs is not None:
+                size = arr.initial_runs()[1]
+                k = idx[0] // size
+                if k not in runs:
+                    values = list(map(rnd, arr.initial_runs()[0][k]))
+                    if all(x == x for x in values):  # a run holding a NaN stays calls: each bails
+                        runs[k] = values
         if v != v:  # not stored: the loop reads it again and raises the alarm
             raise _BAIL
         arr.cells[idx] = v
         return v
 
-    return init
+    def runs_of(arr):
+        runs = arr.initial_runs()
+        if runs is None or rnd is None:
+            return runs
+        return rounded.setdefault(arr, {}), runs[1]
+
+    return init, runs_of
