@@ -29,7 +29,7 @@ import math
 from bisect import bisect_right
 from itertools import accumulate, chain, groupby, islice
 
-from .block_ops import ARITY, op_statement
+from .block_ops import ARITY, initial_reads, op_statement
 from .engines.kinds import EXEC, LOAD, LOAD_T, SKIP, STORE, STORE_T
 from .loop import execute, execute_engines
 
@@ -53,7 +53,7 @@ class BlockCache:
     def __init__(self, run):
         self.run = run
         self.blocks: dict[str, _Block] = {}  # a block without ``fn`` runs in the loop
-        self.initial = _initial(run)  # first reads of cells (one per run: the rounded lists are shared)
+        self.initial = initial_reads(run, _BAIL)  # first reads of cells (one per run: the rounded lists are shared)
 
     def get(self, key: str, templates: dict):
         if key in self.blocks:
@@ -365,37 +365,3 @@ def _compile(run, codes: list, initial: tuple):
     lines += [f"    regs[{s}] = r{s}" for s in done] + ["    H[0] += count"]
     exec(compile("\n".join(lines), "<toym block>", "exec"), env)
     return _Block(env["block"], hits, codes, multi=env["blocks"])
-
-
-def _initial(run):
-    """``(init, runs_of)``: ``init(arr, idx)`` gives a cell read before anything wrote it (as
-    ``sim.loop``'s ``_initial``; a NaN input bails so the loop raises the alarm); ``runs_of(arr)``
-    is a 1-D array's ``(runs, size)`` of initial values, rounded to the dtype (``Array.initial_runs``),
-    that a block reads first reads from (None where there are none): ``init`` makes the runs."""
-    rnd = run.round
-    rounded: dict = {}  # Array → its runs of initial values rounded to the dtype (a dtype that rounds)
-
-    def init(arr, idx: tuple):
-        v = arr.initial(idx)
-        if rnd is not None:
-            v = rnd(v)
-            runs = rounded.get(arr)
-            if runs is not None:
-                size = arr.initial_runs()[1]
-                k = idx[0] // size
-                if k not in runs:
-                    values = list(map(rnd, arr.initial_runs()[0][k]))
-                    if all(x == x for x in values):  # a run holding a NaN stays calls: each bails
-                        runs[k] = values
-        if v != v:  # not stored: the loop reads it again and raises the alarm
-            raise _BAIL
-        arr.cells[idx] = v
-        return v
-
-    def runs_of(arr):
-        runs = arr.initial_runs()
-        if runs is None or rnd is None:
-            return runs
-        return rounded.setdefault(arr, {}), runs[1]
-
-    return init, runs_of
