@@ -26,12 +26,14 @@ from __future__ import annotations
 __all__ = ["BlockCache", "run_blocks"]
 
 import math
+from operator import ne
 from bisect import bisect_right
 from itertools import accumulate, chain, groupby, islice
 
 from .block_ops import ARITY, initial_reads, op_statement
 from .engines.kinds import EXEC, LOAD, LOAD_T, SKIP, STORE, STORE_T
 from .loop import execute, execute_engines
+from .tile_blocks import compile_tile_block
 
 BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
 MIN_REPEATS = 16  # a chunk takes the block path when its blocks come back this often on average
@@ -130,8 +132,8 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) 
     blocks = [b for b in uniq.values() if b.compiled]
     if not looped:
         fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
-        runs = [(fn, sum(1 for _ in same)) for fn, same in groupby(fns)]
-        if len(runs) * MIN_RUN <= len(fns):  # the same block many times in a row: one call per run
+        if (sum(map(ne, fns, islice(fns, 1, None))) + 1) * MIN_RUN <= len(fns):  # runs (counted without a
+            runs = [(fn, sum(1 for _ in same)) for fn, same in groupby(fns)]   # Python step): one call per run
             return _run_runs(run, keys, first, cache, uniq, blocks, runs)
     offsets = list(accumulate(map({k: b.lines for k, b in uniq.items()}.__getitem__, keys), initial=0))
     state = [0]  # the blocks done before the last slow path or looped block
@@ -262,6 +264,10 @@ def _flush_steps(run, blocks: list) -> int:
 def _compile(run, codes: list, initial: tuple):
     """The block function of ``codes``, or None where a code is not a scalar word instruction or a
     STORE to an array comes before a LOAD from it."""
+    if codes and codes[0][0] == EXEC:  # a block of tile instructions (sim.tile_blocks)
+        hits = [0]
+        fns = compile_tile_block(run, codes, _BAIL, Bail, hits)
+        return None if fns is None else _Block(fns[0], hits, codes, multi=fns[1])
     init, runs_of = initial
     env: dict = {"_exp": math.exp, "_B": _BAIL, "Bail": Bail, "regs": run.regs, "_init": init}
     names: dict[int, str] = {}  # id of a bound object → its name in env
