@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toymachine import AsmError, RuntimeFault, parse, simulate
+from toymachine import AsmError, NumericsError, RuntimeFault, parse, simulate
 from toymachine.asm import source
 from toymachine.gen import matmul_program, softmax_program, variance_program
 
@@ -22,7 +22,7 @@ def _outcome(run):
     """The result as JSON (no steps), or the error a run raised as text with its location."""
     try:
         d = run().to_dict(steps=False)
-    except (AsmError, RuntimeFault) as err:
+    except (AsmError, RuntimeFault, NumericsError) as err:
         return type(err).__name__, str(err), (err.loc.line, err.loc.col) if err.loc else None
     d["file"] = None
     return d
@@ -318,3 +318,48 @@ def test_initial_values_do_not_depend_on_the_order_of_reads():
     runs, size = a.initial_runs()
     assert sorted(runs) == sorted({i // size for i in [5, 4096, 100_000, 70_000, 200_000, 10**7, 65_537]})
     assert memory.Array("f", (4,), fill=1.5).initial_runs() is None
+
+
+@st.composite
+def apart_traces(draw):
+    """Softmax steps (a LOAD and eight word instructions) with a tile block after every few of them
+    (LOAD a row block of Q, an op, STORE it to O): the word blocks run as runs and the tile blocks
+    apart (``blocks._run_apart``). Zeros in x make word blocks bail (1 / 0), a huge Q element makes
+    a tile op overflow, a row past O's declared shape is the loop's error — all in trace order."""
+    rows = draw(st.integers(2, 6))
+    op = draw(st.sampled_from(["MUL T0, T0, T1", "EXP T0, T1", "ADD T0, T0, T1", "ROWMAX T0, T1"]))
+    every = draw(st.integers(1, 4))
+    reps = draw(st.integers(40, 160))
+    fault_at = draw(st.one_of(st.none(), st.integers(0, 200)))
+    out = [f".array Q[{rows}][3]\n.array O[{rows}][3]\n.array M[{rows}][1]\nLOAD s[0], R1\nLOAD s[1], R2\n"]
+    for i in range(reps):
+        out.append(f"LOAD x[{i}], R0\nDIV R1, R0, R3\nMAX R1, R0, R1\nSUB R3, R1, R3\nSUB R0, R1, R0\nEXP R3, R3\n"
+                   f"EXP R0, R0\nMUL R2, R3, R2\nADD R2, R0, R2\n")
+        if i % every == 0:
+            r = i // every % rows
+            r2 = r + 1 if i != fault_at else rows + 1
+            target = "M" if op.startswith("ROWMAX") else "O"
+            out.append(f"LOAD Q[{r}:{r2}, :], T0\n{op}\nSTORE T1, {target}[{r}:{r2}, :]\n")
+    return "".join(out), reps, rows
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trace=apart_traces(), zeros=st.lists(st.integers(0, 159), max_size=4), hot=st.one_of(st.none(), st.integers(0, 17)),
+       dtype=st.sampled_from(["fp64", "fp32", "bf16"]), strict=st.booleans())
+def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force, trace, zeros, hot, dtype, strict):
+    text, reps, rows = trace
+    apart = []
+    real = blocks._run_apart
+    monkeypatch.setattr(blocks, "_run_apart", lambda *a: apart.append(1) or real(*a))
+    x = [0.5 + i / 200 for i in range(reps)]
+    for z in zeros:
+        if z < reps:
+            x[z] = 0.0
+    q = [[1.0, -2.0, 0.5] for _ in range(rows)]
+    if hot is not None:
+        q[hot // 3 % rows][hot % 3] = 1e3 if dtype == "bf16" else 1e200  # exp, square: overflow at that element
+    got = _both(monkeypatch, force, text, data={"x": x, "s": [0.25, 1.0], "Q": q}, dtype=dtype,
+                strict_numerics=strict)
+    if isinstance(got, dict):
+        assert apart, "the chunks ran word runs and tile blocks apart"
+        assert got["instructions"] == text.count("\n") - 3

@@ -26,8 +26,8 @@ from __future__ import annotations
 __all__ = ["BlockCache", "run_blocks"]
 
 from bisect import bisect_right
-from operator import ne
-from itertools import accumulate, chain, groupby, islice
+from operator import ne, not_, sub
+from itertools import accumulate, chain, compress, groupby, islice
 
 from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
 from .block_ops import initial_reads
@@ -94,6 +94,11 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) 
         if (sum(map(ne, fns, islice(fns, 1, None))) + 1) * MIN_RUN <= len(fns):  # runs (counted without a
             runs = [(fn, sum(1 for _ in same)) for fn, same in groupby(fns)]   # Python step): one call per run
             return _run_runs(run, keys, first, cache, uniq, blocks, runs)
+        apart = {b.fn for b in blocks if b.apart}
+        if apart:  # tile blocks that share nothing with the word blocks between them: set them apart
+            words = [fn for fn in fns if fn not in apart]
+            if (sum(map(ne, words, islice(words, 1, None))) + 1) * MIN_RUN <= len(words):
+                return _run_apart(run, keys, first, cache, uniq, blocks, fns, apart)
     offsets = list(accumulate(map({k: b.lines for k, b in uniq.items()}.__getitem__, keys), initial=0))
     state = [0]  # the blocks done before the last slow path or looped block
     if looped:  # a block the loop runs is called where it stands (no Bail raised for it)
@@ -180,6 +185,78 @@ def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks
             return True
         g = bisect_right(starts, done) - 1  # go on from block k + 1, inside its run
         skip = done - starts[g]
+    _flush(run, blocks)
+    return True
+
+
+def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, fns: list,
+               apart: set) -> bool:
+    """``run_blocks`` for a chunk of word blocks in long runs broken by tile blocks that share no
+    register and no array with them (the benchmark's mixed trace: a tile block after every third
+    softmax step). The word blocks run first, as runs (``multi``); the tile blocks after them, in
+    order — each one before a word block that bails, so every slow path still meets the loop in
+    trace order, with the step count and line of its place in the trace."""
+    n = len(keys)
+    tiles = list(map(apart.__contains__, fns))
+    word_at = list(compress(range(n), map(not_, tiles)))  # chunk position of each word block
+    tile_at = list(compress(range(n), tiles))
+    words = list(map(fns.__getitem__, word_at))
+    cuts = [0, *compress(range(1, len(words)), map(ne, words, islice(words, 1, None))), len(words)]
+    multi = {b.fn: b.multi for b in blocks}
+    calls = list(zip(map(multi.__getitem__, map(words.__getitem__, cuts[:-1])), map(sub, cuts[1:], cuts[:-1])))
+    nxt = run.next_index
+    stream = nxt.__self__
+    base, t = run.step, 0  # t: tile blocks done
+
+    def before(k: int, what: str) -> int:  # steps or lines of the blocks before chunk position k (a slow path's)
+        return sum(map({key: getattr(b, what) for key, b in uniq.items()}.__getitem__, islice(keys, k)))
+
+    def tiles_before(k: int) -> None:  # the tile blocks before chunk position k (they take no index)
+        nonlocal t
+        while t < len(tile_at) and tile_at[t] < k:
+            j = tile_at[t]
+            t += 1
+            try:
+                fns[j](nxt)
+            except Bail:
+                _flush(run, blocks)
+                done = run.step  # the word blocks after it ran already: its own step count for the loop
+                run.step = base + before(j, "steps")
+                execute(run, list(uniq[keys[j]].codes), first + before(j, "lines"))
+                run.step = done + uniq[keys[j]].steps
+
+    g, skip, end = 0, 0, len(calls)
+    done = bails = 0
+    while True:
+        try:
+            while g < end:
+                fn, count = calls[g]
+                fn(nxt, count - skip)
+                skip = 0
+                g += 1
+            break
+        except Bail as bail:  # handled below, outside the handler (as in run_blocks)
+            taken = bail.args[0]
+        q = done + _flush(run, blocks)  # the word block that bailed (only word blocks ran since the last flush)
+        k = word_at[q]
+        tiles_before(k)
+        _flush(run, blocks)  # every block before k has run: run.step is its step count
+        block = uniq[keys[k]]
+        run.next_index = chain(taken, stream).__next__
+        bails += 1
+        try:
+            execute(run, list(block.codes), first + before(k, "lines"))
+        finally:
+            run.next_index = nxt
+        done = q + 1
+        if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest (from k + 1: none of it ran yet)
+            cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
+            rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
+            execute(run, rest, first + before(k + 1, "lines"))
+            return True
+        g = bisect_right(cuts, done) - 1
+        skip = done - cuts[g]
+    tiles_before(n)
     _flush(run, blocks)
     return True
 

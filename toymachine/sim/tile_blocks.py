@@ -32,7 +32,8 @@ _FLOP = {MM: "fm", VEC: "fv", SFU: "fs"}
 
 
 def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
-    """``(block, multi)`` for a block of tile codes, or None where it is not compiled here."""
+    """``(block, multi, words)`` for a block of tile codes (``words``: it reads an R register), or None
+    where it is not compiled here."""
     if run.record or not run.sram_exact or not codes:
         return None
     specs = [getattr(c[2], "block", None) if c[0] == EXEC else None for c in codes]
@@ -120,7 +121,7 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
         lines.extend("    " + s for s in stmt.split("\n"))
     lines += ["def blocks(nxt, count):", "    for _ in range(count):", "        block(nxt)"]
     exec(compile("\n".join(lines), "<toym tile block>", "exec"), env)
-    return env["block"], env["blocks"]
+    return env["block"], env["blocks"], any(run.names[s][:1] != "T" for s in loaded)
 
 
 def _expr(what: tuple, src, bind, body: list, flops: set) -> str | None:
