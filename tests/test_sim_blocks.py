@@ -329,8 +329,8 @@ def apart_traces(draw):
     rows = draw(st.integers(2, 6))
     op = draw(st.sampled_from(["MUL T0, T0, T1", "EXP T0, T1", "ADD T0, T0, T1", "ROWMAX T0, T1"]))
     every = draw(st.integers(1, 4))
-    reps = draw(st.integers(40, 160))
-    fault_at = draw(st.one_of(st.none(), st.integers(0, 200)))
+    reps = draw(st.integers(60, 200))
+    fault_at = draw(st.one_of(st.none(), st.integers(0, 250)))
     out = [f".array Q[{rows}][3]\n.array O[{rows}][3]\n.array M[{rows}][1]\nLOAD s[0], R1\nLOAD s[1], R2\n"]
     for i in range(reps):
         out.append(f"LOAD x[{i}], R0\nDIV R1, R0, R3\nMAX R1, R0, R1\nSUB R3, R1, R3\nSUB R0, R1, R0\nEXP R3, R3\n"
@@ -344,7 +344,7 @@ def apart_traces(draw):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(trace=apart_traces(), zeros=st.lists(st.integers(0, 159), max_size=4), hot=st.one_of(st.none(), st.integers(0, 17)),
+@given(trace=apart_traces(), zeros=st.lists(st.integers(0, 199), max_size=4), hot=st.one_of(st.none(), st.integers(0, 17)),
        dtype=st.sampled_from(["fp64", "fp32", "bf16"]), strict=st.booleans())
 def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force, trace, zeros, hot, dtype, strict):
     text, reps, rows = trace
@@ -360,6 +360,6 @@ def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force
         q[hot // 3 % rows][hot % 3] = 1e3 if dtype == "bf16" else 1e200  # exp, square: overflow at that element
     got = _both(monkeypatch, force, text, data={"x": x, "s": [0.25, 1.0], "Q": q}, dtype=dtype,
                 strict_numerics=strict)
-    if isinstance(got, dict):
+    if isinstance(got, dict) and any(force):
         assert apart, "the chunks ran word runs and tile blocks apart"
         assert got["instructions"] == text.count("\n") - 3
