@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toymachine import AsmError, NumericsError, RuntimeFault, parse, simulate
+from toymachine.errors import MachineLimitError
 from toymachine.asm import source
 from toymachine.gen import matmul_program, softmax_program, variance_program
 
@@ -22,7 +23,7 @@ def _outcome(run):
     """The result as JSON (no steps), or the error a run raised as text with its location."""
     try:
         d = run().to_dict(steps=False)
-    except (AsmError, RuntimeFault, NumericsError) as err:
+    except (AsmError, RuntimeFault, NumericsError, MachineLimitError) as err:
         return type(err).__name__, str(err), (err.loc.line, err.loc.col) if err.loc else None
     d["file"] = None
     return d
@@ -363,3 +364,57 @@ def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force
     if isinstance(got, dict) and any(force):
         assert apart, "the chunks ran word runs and tile blocks apart"
         assert got["instructions"] == text.count("\n") - 3
+
+
+@st.composite
+def repeated_tile_blocks(draw):
+    """Word runs with tile blocks on a few row blocks, again and again: later runs of one tile block
+    are counted, not run, only where they cannot differ from its first (``tile_blocks.separate``) —
+    row blocks that overlap from one tile block to another (``h`` rows, one apart), a block that
+    loads the array the tile blocks store to, or tile blocks of two shapes keep every run."""
+    h = draw(st.integers(1, 2))
+    same = draw(st.booleans())  # LOAD from O, the array the blocks STORE to
+    vary = draw(st.booleans())  # odd blocks one row high: two signatures
+    op = draw(st.sampled_from(["MUL T0, T0, T1", "EXP T0, T1", "SUB T0, T0, T1", "MAX T0, T0, T1"]))
+    rows, reps, every = 6, draw(st.integers(80, 220)), draw(st.integers(1, 3))
+    out = [f".array Q[{rows}][3]\n.array O[{rows}][3]\nLOAD s[0], R1\nLOAD s[1], R2\n"]
+    for i in range(reps):
+        out.append(f"LOAD x[{i}], R0\nDIV R1, R0, R3\nMAX R1, R0, R1\nSUB R3, R1, R3\nSUB R0, R1, R0\nEXP R3, R3\n"
+                   f"EXP R0, R0\nMUL R2, R3, R2\nADD R2, R0, R2\n")
+        if i % every == 0:
+            n = i // every
+            hh = 1 if vary and n % 2 else h
+            r, lr = n % (rows - hh + 1), 2 * n % (rows - hh + 1)  # store to row block r, load row block lr
+            src = "O" if same else "Q"
+            out.append(f"LOAD {src}[{lr}:{lr + hh}, :], T0\n{op}\nSTORE T1, O[{r}:{r + hh}, :]\n")
+    return "".join(out), reps, rows, (h == 1 and not same and not vary, same)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trace=repeated_tile_blocks(), tiny=st.one_of(st.none(), st.integers(0, 17)),
+       zeros=st.lists(st.integers(0, 219), max_size=3), dtype=st.sampled_from(["fp64", "fp16", "bf16"]),
+       cap=st.sampled_from([None, 9, 12]))
+def test_repeated_tile_blocks_counted_not_run_agree_with_the_loop(monkeypatch, force, trace, tiny, zeros, dtype, cap):
+    """Underflows (an element that squares, or rounds, to zero) count at every run of the block that
+    makes them; SRAM past a small capacity is the loop's error at the first block that holds it."""
+    from toymachine import Machine
+    text, reps, rows, (separable, same) = trace
+    verdicts = []
+    tile_blocks = importlib.import_module("toymachine.sim.tile_blocks")
+    real = tile_blocks.separate
+    monkeypatch.setattr(tile_blocks, "separate", lambda tiles: verdicts.append(real(tiles)) or verdicts[-1])
+    q = [[1.0 + r, -2.0, 0.5] for r in range(rows)]
+    if tiny is not None:
+        q[tiny // 3 % rows][tiny % 3] = 1e-5 if dtype != "fp64" else 1e-200  # squares (or rounds) to zero
+    x = [0.5 + i / 300 for i in range(reps)]
+    for z in zeros:
+        if z < reps:
+            x[z] = 0.0
+    machine = None if cap is None else Machine(sram_words=cap + 4)  # the R registers hold 4 words
+    o = [[0.5 + r / 10, 0.25, -1.5] for r in range(rows)]
+    got = _both(monkeypatch, force, text, data={"x": x, "s": [0.25, 1.0], "Q": q, "O": o},
+                dtype=dtype, machine=machine)
+    if isinstance(got, dict) and any(force) and separable:
+        assert True in verdicts
+    if same:  # a chunk's tile blocks load what they store (overlapping blocks may still fall apart in one chunk)
+        assert True not in verdicts

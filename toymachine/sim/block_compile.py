@@ -33,7 +33,7 @@ def _in_loop(nxt):
 
 class _Block:
     __slots__ = ("fn", "multi", "hits", "codes", "lines", "steps", "reads", "writes", "counts", "compiled",
-                 "engines", "pending", "apart")
+                 "engines", "pending", "apart", "tile")
 
     def __init__(self, fn, hits: list, codes: list, compiled: bool = True, multi=None):
         self.fn = fn
@@ -44,6 +44,7 @@ class _Block:
         self.hits = hits
         self.pending = 0  # calls whose steps are counted, their other counters not yet (_flush_steps)
         self.apart = False  # a tile block that shares no register or array with word blocks
+        self.tile = None  # a compiled tile block: its TileBlock (sim.tile_blocks)
         self.lines = len(codes)
         self.steps = sum(1 for c in codes if c[0] != SKIP)
         self.reads = sum(1 for c in codes if c[0] in (LOAD, LOAD_T))
@@ -59,11 +60,12 @@ def compile_block(run, codes: list, initial: tuple):
     STORE to an array comes before a LOAD from it."""
     if codes and codes[0][0] == EXEC:  # a block of tile instructions (sim.tile_blocks)
         hits = [0]
-        fns = compile_tile_block(run, codes, _BAIL, Bail, hits)
-        if fns is None:
+        tile = compile_tile_block(run, codes, _BAIL, Bail, hits)
+        if tile is None:
             return None
-        block = _Block(fns[0], hits, codes, multi=fns[1])
-        block.apart = not fns[2]  # tiles only, no word read: it commutes with word blocks (blocks._run_apart)
+        block = _Block(tile.block, hits, codes, multi=tile.multi)
+        block.tile = tile
+        block.apart = not tile.words  # tiles only, no word read: it commutes with word blocks (blocks._run_apart)
         return block
     init, runs_of = initial
     env: dict = {"_exp": math.exp, "_B": _BAIL, "Bail": Bail, "regs": run.regs, "_init": init}

@@ -30,6 +30,7 @@ from operator import ne, not_, sub
 from itertools import accumulate, chain, compress, groupby, islice
 
 from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
+from . import tile_blocks
 from .block_ops import initial_reads
 from .engines.kinds import EXEC
 from .loop import execute, execute_engines
@@ -48,6 +49,7 @@ class BlockCache:
         self.run = run
         self.blocks: dict[str, _Block] = {}  # a block without ``fn`` runs in the loop
         self.initial = initial_reads(run, _BAIL)  # first reads of cells (one per run: the rounded lists are shared)
+        self.separate: dict[tuple, bool] = {}  # a chunk's distinct TileBlocks → tile_blocks.separate
 
     def get(self, key: str, templates: dict):
         if key in self.blocks:
@@ -195,35 +197,60 @@ def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, block
     register and no array with them (the benchmark's mixed trace: a tile block after every third
     softmax step). The word blocks run first, as runs (``multi``); the tile blocks after them, in
     order — each one before a word block that bails, so every slow path still meets the loop in
-    trace order, with the step count and line of its place in the trace."""
+    trace order, with the step count and line of its place in the trace.
+
+    Where a later run of a tile block cannot differ from its first (``tile_blocks.separate``: its
+    loads read arrays no tile block of the chunk writes, nothing else it reads, and the blocks it
+    writes are its own), only its first run that did not bail runs, and the second and last tile
+    blocks of the chunk (SRAM held after the first, the final registers); the others are counted
+    (``TileBlock.skip``): the same state, counters, alarms and errors, in order."""
     n = len(keys)
     tiles = list(map(apart.__contains__, fns))
     word_at = list(compress(range(n), map(not_, tiles)))  # chunk position of each word block
     tile_at = list(compress(range(n), tiles))
+    tile_keys = list(map(keys.__getitem__, tile_at))
+    distinct = tuple(uniq[key].tile for key in dict.fromkeys(tile_keys))
+    separate = cache.separate.get(distinct)
+    if separate is None:
+        if len(cache.separate) > CACHE_LIMIT:
+            cache.separate.clear()
+        separate = cache.separate[distinct] = tile_blocks.separate(distinct)
     words = list(map(fns.__getitem__, word_at))
     cuts = [0, *compress(range(1, len(words)), map(ne, words, islice(words, 1, None))), len(words)]
     multi = {b.fn: b.multi for b in blocks}
     calls = list(zip(map(multi.__getitem__, map(words.__getitem__, cuts[:-1])), map(sub, cuts[1:], cuts[:-1])))
     nxt = run.next_index
     stream = nxt.__self__
-    base, t = run.step, 0  # t: tile blocks done
+    base, t, last = run.step, 0, len(tile_at) - 1  # t: tile blocks done
+    ran: set = set()  # tile blocks (keys) that ran once without bailing (separate: their later runs are counted)
+    skipped: dict = {}  # key → runs counted, not run
 
-    def before(k: int, what: str) -> int:  # steps or lines of the blocks before chunk position k (a slow path's)
+    def before(k: int, what: str) -> int:  # steps or lines of the blocks before chunk position k
         return sum(map({key: getattr(b, what) for key, b in uniq.items()}.__getitem__, islice(keys, k)))
 
     def tiles_before(k: int) -> None:  # the tile blocks before chunk position k (they take no index)
         nonlocal t
-        while t < len(tile_at) and tile_at[t] < k:
-            j = tile_at[t]
+        while t <= last and tile_at[t] < k:
+            j, key = tile_at[t], tile_keys[t]
             t += 1
+            if key in ran and separate and t != 2 and t <= last:
+                skipped[key] = skipped.get(key, 0) + 1
+                continue
             try:
                 fns[j](nxt)
             except Bail:
                 _flush(run, blocks)
-                done = run.step  # the word blocks after it ran already: its own step count for the loop
                 run.step = base + before(j, "steps")
                 execute(run, list(uniq[keys[j]].codes), first + before(j, "lines"))
-                run.step = done + uniq[keys[j]].steps
+            else:
+                ran.add(key)
+
+    def settle(k: int) -> None:  # count the skipped runs; run.step: the steps before chunk position k
+        for key, count in skipped.items():
+            uniq[key].tile.skip(count)
+        skipped.clear()
+        _flush(run, blocks)
+        run.step = base + before(k, "steps")
 
     g, skip, end = 0, 0, len(calls)
     done = bails = 0
@@ -240,7 +267,8 @@ def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, block
         q = done + _flush(run, blocks)  # the word block that bailed (only word blocks ran since the last flush)
         k = word_at[q]
         tiles_before(k)
-        _flush(run, blocks)  # every block before k has run: run.step is its step count
+        _flush(run, blocks)
+        run.step = base + before(k, "steps")
         block = uniq[keys[k]]
         run.next_index = chain(taken, stream).__next__
         bails += 1
@@ -251,13 +279,14 @@ def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, block
         done = q + 1
         if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest (from k + 1: none of it ran yet)
             cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
+            settle(k + 1)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + before(k + 1, "lines"))
             return True
         g = bisect_right(cuts, done) - 1
         skip = done - cuts[g]
     tiles_before(n)
-    _flush(run, blocks)
+    settle(n)
     return True
 
 

@@ -22,7 +22,9 @@ in the block wrote, SRAM is counted exactly (not ``sram_rule: paper``) and no st
 
 from __future__ import annotations
 
-__all__ = ["compile_tile_block"]
+__all__ = ["compile_tile_block", "TileBlock", "separate"]
+
+import math
 
 import numpy as np
 
@@ -31,9 +33,19 @@ from .engines.kinds import EXEC, MM, SFU, VEC
 _FLOP = {MM: "fm", VEC: "fv", SFU: "fs"}
 
 
+class TileBlock:
+    """A compiled tile block: ``block(nxt)`` runs it once, ``multi(nxt, count)`` count times,
+    ``skip(n)`` counts n more runs of it (steps, traffic, FLOPs of its last run) without running them
+    (``blocks._run_apart``, for a block whose runs cannot differ); ``words``: it reads an R register;
+    ``pure``: it reads no register before writing it; ``signature``: what it writes where, in
+    order, and the shapes it loads (blocks with one signature hold SRAM alike); ``loads``: the ids
+    of the arrays it reads; ``stores``: (array, index) of each block it writes."""
+
+    __slots__ = ("block", "multi", "skip", "words", "pure", "signature", "loads", "stores")
+
+
 def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
-    """``(block, multi, words)`` for a block of tile codes (``words``: it reads an R register), or None
-    where it is not compiled here."""
+    """The ``TileBlock`` of a block of tile codes, or None where it is not compiled here."""
     if run.record or not run.sram_exact or not codes:
         return None
     specs = [getattr(c[2], "block", None) if c[0] == EXEC else None for c in codes]
@@ -60,6 +72,10 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
     stores: list[str] = []
     flops: set[str] = set()
     reads = writes = 0
+    signature: list = []
+    loads: set[int] = set()
+    targets: list = []
+    skip: list[str] = []  # what ``skip(n)`` adds: n times each static counter
 
     def src(slot: int, t: bool) -> str:
         if slot not in written:
@@ -82,17 +98,24 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
             body.append(f"t{d} = x")
             write(d, str(words))
             commit.append(f"{a}.viewed = True\n{a}.tile_reads += {words}")
+            skip.append(f"{a}.tile_reads += n * {words}")
             reads += words
+            signature.append(("load", d, arr.dense[idx].shape))
+            loads.add(id(arr))
         elif kind == "store":
             _, arr, idx, s, shape, t = spec
             a = bind(arr, "A")
             stored.add(id(arr))
             v = f"v{len(stores)}"
             body.append(f"{v} = {src(s, t)}\nif {v}.shape != {bind(shape, 'S')}: raise _B")
+            words = math.prod(shape)  # the tile's size: its shape is checked
             stores.append(f"if {a}.viewed: {a}.detach(regs)\n{a}.dense[{bind(idx, 'I')}] = {v}\n"
                           f"if {a}.regions is not None: {a}.regions.append({bind(idx, 'I')})\n"
-                          f"{a}.tile_writes += {v}.size\nwords += {v}.size")
-            writes += 1
+                          f"{a}.tile_writes += {words}")
+            skip.append(f"{a}.tile_writes += n * {words}")
+            writes += words
+            signature.append(("store", s, shape, t))
+            targets.append((arr, idx))
         else:
             _, d, what = spec
             expr = _expr(what, src, bind, body, flops)
@@ -101,27 +124,39 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
             body.append(f"r = {expr}" if rnd is None else f"r = _rnd({expr})")
             body.append(f"t{d} = r")
             write(d, f"t{d}.size")
+            signature.append(("op", d, what if what[0] != "const" else ("const", what[1].shape)))
     top = [f"t{s} = regs[{s}]" for s in sorted(loaded)] + [f"z{s} = sizes[{s}]" for s in written]
     top += ["occ = run.sram_occ", "pk = run.sram_peak", "lim = run.sram_cap - run.n_scalar"]
     top += [f"{f} = 0" for f in sorted(flops)]
     tail = [f"regs[{s}] = t{s}\nsizes[{s}] = z{s}" for s in written]
     tail += ["run.sram_occ = occ", "run.sram_peak = pk"]
-    tail += [f"acc[{k}] += {f}" for k, f in _FLOP.items() if f in flops]
+    tail += [f"acc[{k}] += {f}\nL[{k}] = {f}" for k, f in _FLOP.items() if f in flops]
+    skip += [f"acc[{k}] += n * L[{k}]" for k, f in _FLOP.items() if f in flops]
     tail += commit
     if reads:
         tail.append(f"run.reads += {reads}\nrun.tile_reads += {reads}")
+        skip.append(f"run.reads += n * {reads}\nrun.tile_reads += n * {reads}")
     if stores:
-        tail += ["words = 0"] + stores + ["run.writes += words\nrun.tile_writes += words"]
+        tail += stores + [f"run.writes += {writes}\nrun.tile_writes += {writes}"]
+        skip.append(f"run.writes += n * {writes}\nrun.tile_writes += n * {writes}")
     tail.append("H[0] += 1")
+    skip.append("H[0] += n")
+    env["L"] = [0, 0, 0]  # the FLOPs of the block's last run (MM, VEC, SFU)
     lines = ["def block(nxt):", "    try:"]
     for stmt in top + body:
         lines.extend("        " + s for s in stmt.split("\n"))
     lines += ["    except Exception:", "        raise Bail(()) from None"]
     for stmt in tail:
         lines.extend("    " + s for s in stmt.split("\n"))
-    lines += ["def blocks(nxt, count):", "    for _ in range(count):", "        block(nxt)"]
+    lines += ["def blocks(nxt, count):", "    for _ in range(count):", "        block(nxt)", "def skip(n):"]
+    for stmt in skip:
+        lines.extend("    " + s for s in stmt.split("\n"))
     exec(compile("\n".join(lines), "<toym tile block>", "exec"), env)
-    return env["block"], env["blocks"], any(run.names[s][:1] != "T" for s in loaded)
+    tb = TileBlock()
+    tb.block, tb.multi, tb.skip = env["block"], env["blocks"], env["skip"]
+    tb.words = any(run.names[s][:1] != "T" for s in loaded)
+    tb.pure, tb.signature, tb.loads, tb.stores = not loaded, tuple(signature), frozenset(loads), tuple(targets)
+    return tb
 
 
 def _expr(what: tuple, src, bind, body: list, flops: set) -> str | None:
@@ -176,3 +211,24 @@ def _rounder(round_array, bail):
         return rr
 
     return rnd
+
+
+def separate(tiles) -> bool:
+    """Do runs of these blocks (``TileBlock``s, the distinct tile blocks of a chunk) each compute the
+    same thing every time, whatever ran between them? True where every one is pure, all share one
+    signature, none reads an array any of them writes, and the blocks they write do not overlap
+    from one tile block to another — a later run of one then writes what its first run wrote."""
+    if not all(t.pure for t in tiles) or len({t.signature for t in tiles}) != 1:
+        return False
+    stored = {id(arr) for t in tiles for arr, _ in t.stores}
+    if any(t.loads & stored for t in tiles):
+        return False
+    regions: dict[int, list] = {}
+    for n, t in enumerate(tiles):
+        for arr, idx in t.stores:
+            box = tuple((i.start, i.stop) if isinstance(i, slice) else (i, i + 1) for i in idx if i is not None)
+            for m, other in regions.get(id(arr), ()):
+                if m != n and all(a0 < b1 and b0 < a1 for (a0, a1), (b0, b1) in zip(box, other)):
+                    return False
+            regions.setdefault(id(arr), []).append((n, box))
+    return True
