@@ -98,16 +98,19 @@ def compile_block(run, codes: list, initial: tuple):
     def index(arr, count: int, a: str) -> str:
         ix = [f"i{len(indices) + j}" for j in range(count)]
         indices.extend(ix)
+        k = f"k{ix[0][1:]}"  # the index tuple, made once
+        s = f"S{a[1:]}"  # the array's shape (a list that grows in place; None before any access: bails)
         if count == 1:
-            body.append(f"s = {a}.shape\nif {ix[0]} >= s[0]:\n    if {a}.fixed: raise _B\n    s[0] = {ix[0]} + 1")
-            return f"({ix[0]},)"
-        tup = f"({', '.join(ix)})"
+            body.append(f"if {ix[0]} >= {s}[0]:\n    if {a}.fixed: raise _B\n    {s}[0] = {ix[0]} + 1\n"
+                        f"{k} = ({ix[0]},)")
+            return k
+        body.append(f"{k} = ({', '.join(ix)})")
         if count == 2:
-            body.append(f"s = {a}.shape\nif ({ix[0]} >= s[0] or {ix[1]} >= s[1]) and {a}.check_index({tup}) is not None:"
+            body.append(f"if ({ix[0]} >= {s}[0] or {ix[1]} >= {s}[1]) and {a}.check_index({k}) is not None:"
                         f"\n    raise _B")
         else:
-            body.append(f"if {a}.check_index({tup}) is not None: raise _B")
-        return tup
+            body.append(f"if {a}.check_index({k}) is not None: raise _B")
+        return k
 
     for code in codes:
         kind = code[0]
@@ -142,6 +145,7 @@ def compile_block(run, codes: list, initial: tuple):
         else:
             return None
     top = [f"r{s} = regs[{s}]" for s in sorted(loaded)] + [f"C{a[1:]} = {a}.cells" for a in arrays]
+    top += [f"S{a[1:]} = {a}.shape" for a in arrays]
     tail = [f"regs[{s}] = r{s}" for s in sorted(written)] + ["H[0] += 1"]
     hits = [0]
     env["H"] = hits

@@ -64,17 +64,16 @@ class BlockCache:
         return block
 
 
-def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) -> bool:
+def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, count: int | None = None) -> bool:
     """Run a template chunk (``ktext``: its template text without the final newline; its lines
     ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little,
     one of them is not compiled (a template never seen) or most of them are blocks the loop runs
     (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
     often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
     (a tile instruction now and then) run in the loop where they stand."""
-    keys = ("\n" + ktext).split(_SEP)
-    if keys[0] == "":
-        del keys[0]
-    group = round(BLOCK_LINES * len(keys) / (ktext.count("\n") + 1))
+    keys = ktext.split(_SEP)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
+    keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
+    group = round(BLOCK_LINES * len(keys) / (count or ktext.count("\n") + 1))  # count: the chunk's lines
     if group > 1:  # short units (a matmul's LOAD, LOAD + MAC): blocks of several
         rest = len(keys) % group
         tail = [_SEP.join(keys[len(keys) - rest:])] if rest else []

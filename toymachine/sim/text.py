@@ -92,15 +92,19 @@ def run_text(run, chunks: Iterable[str]) -> None:
                 blocks.blocks.clear()
             run.source = _chunk_source(first, text)
             parts = _INDEX.split(text)  # text, index, text, …: one pass for the keys and the indices
-            ktext = "[]".join(parts[0::2])
             if text.endswith("\n"):
-                ktext = ktext[:-1]
-            if max(map(len, parts[1::2]), default=0) > 7:  # a long index: the parser's bound, at its line
+                parts[-1] = parts[-1][:-1]  # the template text without its final newline (not a copy of it)
+            ktext = "[]".join(parts[0::2])
+            nums = parts[1::2]
+            del parts
+            if max(map(len, nums), default=0) > 7:  # a long index: the parser's bound, at its line
                 _check_indices(run, text, first)
-            run.next_index = iter(list(map(int, parts[1::2]))).__next__
-            _run_templates(run, text, ktext, first, templates, exact, blocks, pieces)
+            run.next_index = iter(list(map(int, nums))).__next__
+            del nums
+            count = ktext.count("\n") + 1
+            _run_templates(run, text, ktext, first, templates, exact, blocks, pieces, count)
             since_probe += 1
-            first += ktext.count("\n") + 1
+            first += count
 
 
 def _check_indices(run, text: str, first: int) -> None:
@@ -237,11 +241,12 @@ def _misses(codes: list, count: int) -> list[int]:
 
 
 def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exact: dict,
-                   blocks: BlockCache, pieces: LineBlocks) -> None:
+                   blocks: BlockCache, pieces: LineBlocks, count: int | None = None) -> None:
     """Compile template lines: LOAD/STORE lines that differ only in their indices share one code.
     Templates new to the cache are compiled ahead where that has no effect (as in ``_run_exact``).
-    A chunk whose every line is compiled runs block by block (``sim.blocks``) where it can."""
-    if run_blocks(run, ktext, first, blocks, templates):
+    A chunk whose every line is compiled runs block by block (``sim.blocks``) where it can
+    (``count``: its lines, where known)."""
+    if run_blocks(run, ktext, first, blocks, templates, count):
         return
     lines = _split(text)
     keys = ktext.split("\n")
@@ -253,7 +258,7 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
             if code is not None:
                 templates[key] = code
         codes = list(map(templates.get, keys))
-        if None not in codes and run_blocks(run, ktext, first, blocks, templates):
+        if None not in codes and run_blocks(run, ktext, first, blocks, templates, count):
             return  # every line compiled ahead: the blocks run the chunk
 
     def compile_miss(j: int) -> tuple:
