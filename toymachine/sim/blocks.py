@@ -13,8 +13,10 @@ a result that is non-finite or zero where an underflow is possible, a division b
 past a fixed shape, a NaN input) makes the block *bail* before it wrote any register: the block
 is run again by ``sim.loop.execute`` from its first instruction, with the indices it took put
 back in front of the stream, and the loop raises the alarm or the error with its line. A block
-that bails often, or one the compiler does not take (another engine's instruction, a STORE to an
-array the block later LOADs from, which a re-run would read back), runs in the loop.
+that bails often, or one the compiler does not take (an instruction of another engine than the
+scalar one or the tile one, word and tile instructions in one block, a STORE to an array the block
+later LOADs from, which a re-run would read back), runs in the loop. A block of tile instructions
+is compiled by ``sim.tile_blocks``; in a chunk of word runs it runs apart (``_run_apart``).
 
 Counters: each block function counts its own calls; the chunk's steps, reads, writes and
 per-opcode counts are the calls times the block's figures, added when the chunk ends or a block
