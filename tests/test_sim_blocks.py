@@ -332,6 +332,7 @@ def apart_traces(draw):
     every = draw(st.integers(1, 4))
     reps = draw(st.integers(60, 200))
     fault_at = draw(st.one_of(st.none(), st.integers(0, 250)))
+    scaled = draw(st.booleans())  # some tile blocks scale by R2 (a word read): nothing is set apart
     out = [f".array Q[{rows}][3]\n.array O[{rows}][3]\n.array M[{rows}][1]\nLOAD s[0], R1\nLOAD s[1], R2\n"]
     for i in range(reps):
         out.append(f"LOAD x[{i}], R0\nDIV R1, R0, R3\nMAX R1, R0, R1\nSUB R3, R1, R3\nSUB R0, R1, R0\nEXP R3, R3\n"
@@ -341,14 +342,16 @@ def apart_traces(draw):
             r2 = r + 1 if i != fault_at else rows + 1
             target = "M" if op.startswith("ROWMAX") else "O"
             out.append(f"LOAD Q[{r}:{r2}, :], T0\n{op}\nSTORE T1, {target}[{r}:{r2}, :]\n")
-    return "".join(out), reps, rows
+            if scaled and i % 3 == 1:  # stores to the rows a block set apart would store to, in trace order
+                out.append(f"LOAD Q[{r}:{r2}, :], T2\nMUL T2, R2, T3\nSTORE T3, O[{r}:{r2}, :]\n")
+    return "".join(out), reps, rows, scaled
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(trace=apart_traces(), zeros=st.lists(st.integers(0, 199), max_size=4), hot=st.one_of(st.none(), st.integers(0, 17)),
        dtype=st.sampled_from(["fp64", "fp32", "bf16"]), strict=st.booleans())
 def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force, trace, zeros, hot, dtype, strict):
-    text, reps, rows = trace
+    text, reps, rows, scaled = trace
     apart = []
     real = blocks._run_apart
     monkeypatch.setattr(blocks, "_run_apart", lambda *a: apart.append(1) or real(*a))
@@ -362,7 +365,7 @@ def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force
     got = _both(monkeypatch, force, text, data={"x": x, "s": [0.25, 1.0], "Q": q}, dtype=dtype,
                 strict_numerics=strict)
     if isinstance(got, dict) and any(force):
-        assert apart, "the chunks ran word runs and tile blocks apart"
+        assert apart or scaled, "the chunks ran word runs and tile blocks apart"
         assert got["instructions"] == text.count("\n") - 3
 
 
@@ -418,3 +421,22 @@ def test_repeated_tile_blocks_counted_not_run_agree_with_the_loop(monkeypatch, f
         assert True in verdicts
     if same:  # a chunk's tile blocks load what they store (overlapping blocks may still fall apart in one chunk)
         assert True not in verdicts
+
+
+def test_a_tile_block_that_reads_a_word_keeps_every_tile_block_in_trace_order(monkeypatch, force):
+    """A tile block that scales by R2 runs among the word blocks; the tile blocks that read no word
+    then cannot run apart after them — both write the same rows of O, the later one wins."""
+    rows, every, reps = 4, 4, 200
+    out = [f".array Q[{rows}][3]\n.array O[{rows}][3]\nLOAD s[0], R1\nLOAD s[1], R2\n"]
+    for i in range(reps):
+        out.append(f"LOAD x[{i}], R0\nDIV R1, R0, R3\nMAX R1, R0, R1\nSUB R3, R1, R3\nSUB R0, R1, R0\nEXP R3, R3\n"
+                   f"EXP R0, R0\nMUL R2, R3, R2\nADD R2, R0, R2\n")
+        if i % every == 0:
+            r = i // every % rows
+            out.append(f"LOAD Q[{r}:{r + 1}, :], T0\nMUL T0, T0, T1\nSTORE T1, O[{r}:{r + 1}, :]\n")
+            if i % 3 == 1:
+                out.append(f"LOAD Q[{r}:{r + 1}, :], T2\nMUL T2, R2, T3\nSTORE T3, O[{r}:{r + 1}, :]\n")
+    data = {"x": [0.5 + i / 300 for i in range(reps)], "s": [0.25, 1.0], "Q": [[1.0, -2.0, 0.5]] * rows}
+    monkeypatch.setattr(source, "CHUNK_CHARS", 8000)  # chunks of word runs a scaling block breaks now and then
+    got = _both(monkeypatch, force, "".join(out), data=data)
+    assert any(force) and isinstance(got, dict)

@@ -98,7 +98,8 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
             runs = [(fn, sum(1 for _ in same)) for fn, same in groupby(fns)]   # Python step): one call per run
             return _run_runs(run, keys, first, cache, uniq, blocks, runs)
         apart = {b.fn for b in blocks if b.apart}
-        if apart:  # tile blocks that share nothing with the word blocks between them: set them apart
+        if apart and not any(b.tile is not None and not b.apart for b in blocks):  # tile blocks that share
+            # nothing with the word blocks between them (and no tile block reads a word): set them apart
             words = [fn for fn in fns if fn not in apart]
             if (sum(map(ne, words, islice(words, 1, None))) + 1) * MIN_RUN <= len(words):
                 return _run_apart(run, keys, first, cache, uniq, blocks, fns, apart)
