@@ -29,7 +29,7 @@ __all__ = ["BlockCache", "run_blocks"]
 
 from bisect import bisect_right
 from operator import ne, not_, sub
-from itertools import accumulate, chain, compress, groupby, islice
+from itertools import accumulate, chain, compress, islice
 
 from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
 from . import tile_blocks
@@ -94,8 +94,9 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     blocks = [b for b in uniq.values() if b.compiled]
     if not looped:
         fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
-        if (sum(map(ne, fns, islice(fns, 1, None))) + 1) * MIN_RUN <= len(fns):  # runs (counted without a
-            runs = [(fn, sum(1 for _ in same)) for fn, same in groupby(fns)]   # Python step): one call per run
+        cuts = [0, *compress(range(1, len(fns)), map(ne, fns, islice(fns, 1, None))), len(fns)]  # where runs
+        if (len(cuts) - 1) * MIN_RUN <= len(fns):  # start (found without a Python step): one call per run
+            runs = list(zip(map(fns.__getitem__, cuts[:-1]), map(sub, cuts[1:], cuts[:-1])))
             return _run_runs(run, keys, first, cache, uniq, blocks, runs)
         apart = {b.fn for b in blocks if b.apart}
         if apart and not any(b.tile is not None and not b.apart for b in blocks):  # tile blocks that share
