@@ -440,3 +440,21 @@ def test_a_tile_block_that_reads_a_word_keeps_every_tile_block_in_trace_order(mo
     monkeypatch.setattr(source, "CHUNK_CHARS", 8000)  # chunks of word runs a scaling block breaks now and then
     got = _both(monkeypatch, force, "".join(out), data=data)
     assert any(force) and isinstance(got, dict)
+
+
+@pytest.mark.parametrize("blocks_on", [True, False])
+def test_stored_regions_grow_with_distinct_store_lines_not_with_the_trace(monkeypatch, force, blocks_on):
+    """An output array's written blocks (``Array.regions``, which keep never-written cells null) hold
+    each STORE line's block once, however often it runs — in the loop and in compiled tile blocks."""
+    memory = importlib.import_module("toymachine.sim.memory")
+    sizes = []
+    real = memory.Array.written_mask
+    monkeypatch.setattr(memory.Array, "written_mask", lambda self: sizes.append(len(self.regions or ())) or real(self))
+    text = ".array Q[8][2]\n.array O[8][2]\n" + "".join(
+        f"LOAD x[{i}], R0\nADD R0, R0, R1\nMUL R1, R0, R1\nSUB R1, R0, R2\nEXP R2, R2\n"
+        f"LOAD Q[{i % 3}:{i % 3 + 1}, :], T0\nADD T0, T0, T1\nSTORE T1, O[{i % 3}:{i % 3 + 1}, :]\n" for i in range(600))
+    if not blocks_on:
+        monkeypatch.setattr(text_mode, "run_blocks", lambda *a: False)
+    got = _outcome(lambda: simulate(io.StringIO(text), steps=False))
+    assert got["memory"]["O"][3:] == [[None, None]] * 5 and got["memory"]["O"][0][0] is not None
+    assert sizes and max(sizes) <= 3

@@ -98,7 +98,7 @@ class Array:
     holds the whole array (tile machine, or given data not yet accessed by element)."""
 
     __slots__ = ("name", "shape", "fixed", "given", "fill", "cells", "read", "written", "seed", "line", "_chunks",
-                 "_runs", "dense", "mode", "pending", "regions", "round_fn", "tile_reads", "tile_writes", "viewed",
+                 "_runs", "dense", "mode", "pending", "regions", "_stored", "round_fn", "tile_reads", "tile_writes", "viewed",
                  "randomised")
 
     def __init__(self, name: str, shape: tuple[int, ...] | None = None, *, given: bool = False,
@@ -119,6 +119,7 @@ class Array:
         self.mode: str | None = None
         self.pending = False  # dense cells not yet written hold no value yet (random on first read)
         self.regions: list | None = None  # indices stored to, while the array may hold unwritten cells
+        self._stored: dict[int, Any] = {}  # id → index object in ``regions`` (``stored``: each one once)
         self.round_fn = None
         self.tile_reads = 0  # words moved by tile LOAD/STORE (per-array traffic)
         self.tile_writes = 0
@@ -172,6 +173,13 @@ class Array:
                 registers[k] = v.copy()
         self.viewed = False
 
+    def stored(self, idx) -> None:
+        """A tile STORE wrote block ``idx`` (while cells may be unwritten): ``regions`` holds each index
+        object (a compiled STORE's) once — it grows with distinct STORE lines, not with the trace."""
+        if id(idx) not in self._stored:
+            self._stored[id(idx)] = idx  # held: its id is not reused while it is here
+            self.regions.append(idx)
+
     def written_mask(self) -> np.ndarray:
         mask = np.zeros(tuple(self.shape), dtype=bool)
         for idx in self.regions or ():
@@ -190,6 +198,7 @@ class Array:
         self.dense = np.where(self.written_mask(), self.dense, init) if self.regions else init
         self.pending = False
         self.regions = None
+        self._stored = {}
 
     @property
     def ndim(self) -> int | None:
@@ -257,10 +266,9 @@ class Array:
         return run[index[-1] % _CHUNK]
 
     def initial_runs(self) -> tuple[dict, int] | None:
-        """A 1-D array's initial values in runs: ``(runs, size)``, ``runs[i // size][i % size]`` is
-        ``initial((i,))`` wherever that run exists (``initial`` makes a run when a read first lands
-        in it) — a compiled block reads a first read's value there without a call. None for an
-        array with a fill (its initial value is the fill) or more than one dimension."""
+        """A 1-D array's initial values in runs, ``(runs, size)``: ``runs[i // size][i % size]`` is
+        ``initial((i,))`` where that run exists (``initial`` makes it), read by compiled blocks without
+        a call. None for an array with a fill, or of more than one dimension."""
         if self.fill is not None or (self.shape is not None and len(self.shape) != 1):
             return None
         return self._runs, _CHUNK

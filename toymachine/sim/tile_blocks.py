@@ -110,7 +110,7 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
             body.append(f"{v} = {src(s, t)}\nif {v}.shape != {bind(shape, 'S')}: raise _B")
             words = math.prod(shape)  # the tile's size: its shape is checked
             stores.append(f"if {a}.viewed: {a}.detach(regs)\n{a}.dense[{bind(idx, 'I')}] = {v}\n"
-                          f"if {a}.regions is not None: {a}.regions.append({bind(idx, 'I')})\n"
+                          f"if {a}.regions is not None: {a}.stored({bind(idx, 'I')})\n"
                           f"{a}.tile_writes += {words}")
             skip.append(f"{a}.tile_writes += n * {words}")
             writes += words

@@ -348,7 +348,7 @@ def _store(run, arr, idx: tuple, s: int, shape: tuple, transposed: bool, op: int
             arr.detach(regs)
         arr.dense[idx] = v
         if arr.regions is not None:
-            arr.regions.append(idx)
+            arr.stored(idx)
         w = v.size
         arr.tile_writes += w
         run.writes += w
