@@ -208,11 +208,12 @@ def test_tile_blocks_among_word_blocks_agree_with_the_loop(monkeypatch, force, t
 
 
 def test_tile_blocks_run_in_the_loop_among_compiled_blocks(monkeypatch, force):
-    """A mixed chunk takes the block path (the tile blocks run in the loop where they stand)."""
+    """A mixed chunk takes the block path; a tile block the compiler does not take (a MASK) runs in
+    the loop where it stands."""
     text = ".array Q[4][3]\n.array O[4][3]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
         f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n"
-        + (f"LOAD Q[{i % 3}:{i % 3 + 1}, :], T0\nADD T0, T0, T1\nSTORE T1, O[{i % 3}:{i % 3 + 1}, :]\n" if i % 4 == 0 else "")
-        for i in range(400))
+        + (f"LOAD Q[{i % 3}:{i % 3 + 1}, :], T0\nMASK T0, 1, 0, T1\nSTORE T1, O[{i % 3}:{i % 3 + 1}, :]\n"
+           if i % 4 == 0 else "") for i in range(400))
     looped = []
     stand_in = blocks._looped
 
@@ -226,7 +227,7 @@ def test_tile_blocks_run_in_the_loop_among_compiled_blocks(monkeypatch, force):
 
     monkeypatch.setattr(blocks, "_looped", counted)  # a block the loop runs is called where it stands
     got = _both(monkeypatch, force, text)
-    assert any(force) and got["ops"]["ADD"] == 400 + 100
+    assert any(force) and got["ops"]["ADD"] == 400
     assert len(looped) > 20
 
 
@@ -458,3 +459,20 @@ def test_stored_regions_grow_with_distinct_store_lines_not_with_the_trace(monkey
     got = _outcome(lambda: simulate(io.StringIO(text), steps=False))
     assert got["memory"]["O"][3:] == [[None, None]] * 5 and got["memory"]["O"][0][0] is not None
     assert sizes and max(sizes) <= 3
+
+
+def test_short_word_units_are_not_grouped_with_tile_units(monkeypatch, force):
+    """Short word units (five lines) are grouped into blocks of several — but not in a chunk that
+    holds tile units: those stay blocks of their own, run apart from the word runs."""
+    apart = []
+    real = blocks._run_apart
+    monkeypatch.setattr(blocks, "_run_apart", lambda *a: apart.append(1) or real(*a))
+    monkeypatch.setattr(source, "CHUNK_CHARS", 6000)
+    text = ".array Q[8][4]\n.array O[8][4]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
+        f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n"
+        + (f"LOAD Q[{i // 4 % 4 * 2}:{i // 4 % 4 * 2 + 2}, :], T0\nMUL T0, T0, T1\n"
+           f"STORE T1, O[{i // 4 % 4 * 2}:{i // 4 % 4 * 2 + 2}, :]\n" if i % 4 == 0 else "") for i in range(800))
+    x = [0.5 + i / 1000 for i in range(800)]
+    x[333] = float("inf")  # an input that makes a word block bail mid-chunk (an overflow alarm)
+    got = _both(monkeypatch, force, text, data={"x": x})
+    assert any(force) and apart and isinstance(got, dict) and got["instructions"] == 800 * 5 + 200 * 3 + 2

@@ -76,6 +76,8 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     keys = ktext.split(_SEP)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
     keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
     group = round(BLOCK_LINES * len(keys) / (count or ktext.count("\n") + 1))  # count: the chunk's lines
+    if group > 1 and _tile_units(keys, templates):
+        group = 1  # tile blocks kept whole and apart from the word blocks (``_run_apart``): no blocks of both
     if group > 1:  # short units (a matmul's LOAD, LOAD + MAC): blocks of several
         rest = len(keys) % group
         tail = [_SEP.join(keys[len(keys) - rest:])] if rest else []
@@ -137,6 +139,21 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
             return True
     _flush(run, blocks)
     return True
+
+
+def _tile_units(units: list, templates: dict) -> bool:
+    """Does one of these units (a chunk cut at its LOAD lines) hold a tile instruction? (Not looked
+    for among many distinct units: such a chunk hardly repeats.)"""
+    distinct = dict.fromkeys(units)
+    if len(distinct) > 256:
+        return False
+    for unit in distinct:
+        text = unit[1:] if unit[:1] == "\n" else "LOAD " + unit
+        for line in text.split("\n"):
+            code = templates.get(line)
+            if code is not None and code[0] == EXEC:
+                return True
+    return False
 
 
 def _looped(run, block, blocks: list, offsets: list, first: int, state: list):
