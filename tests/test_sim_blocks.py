@@ -476,3 +476,41 @@ def test_short_word_units_are_not_grouped_with_tile_units(monkeypatch, force):
     x[333] = float("inf")  # an input that makes a word block bail mid-chunk (an overflow alarm)
     got = _both(monkeypatch, force, text, data={"x": x})
     assert any(force) and apart and isinstance(got, dict) and got["instructions"] == 800 * 5 + 200 * 3 + 2
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(new_every=st.integers(20, 120), zeros=st.lists(st.integers(0, 599), max_size=3),
+       hot=st.one_of(st.none(), st.integers(0, 40)), dtype=st.sampled_from(["fp64", "fp16"]))
+def test_a_chunk_with_new_tile_lines_runs_them_in_the_loop_and_the_rest_as_blocks(monkeypatch, force, new_every, zeros,
+                                                                                 hot, dtype):
+    """Tile lines the loop compiles where they stand (a new row block every ``new_every`` steps): the
+    loop runs a chunk up to the last new one, the blocks the rest — alarms, errors and counters as
+    the loop's, word blocks that bail on either side of the cut."""
+    monkeypatch.setattr(source, "CHUNK_CHARS", 6000)
+    chunk_starts, rests = [], []
+    real_t, real_b = text_mode._run_templates, text_mode.run_blocks
+    monkeypatch.setattr(text_mode, "_run_templates", lambda run, text, ktext, first, *a: chunk_starts.append(first)
+                        or real_t(run, text, ktext, first, *a))
+
+    def spy(run, ktext, first, *a):
+        ok = real_b(run, ktext, first, *a)
+        if ok and first not in chunk_starts:
+            rests.append(first)
+        return ok
+
+    monkeypatch.setattr(text_mode, "run_blocks", spy)
+    rows = 48
+    text = f".array Q[{rows}][2]\n.array O[{rows}][2]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
+        f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\nMUL R3, R2, R3\n"
+        + (f"LOAD Q[{i // new_every % rows}:{i // new_every % rows + 1}, :], T0\nEXP T0, T1\n"
+           f"STORE T1, O[{i // new_every % rows}:{i // new_every % rows + 1}, :]\n" if i % 3 == 0 else "")
+        for i in range(600))
+    x = [0.5 + i / 1000 for i in range(600)]
+    for z in zeros:
+        x[z] = float("inf")
+    q = [[0.5, -1.0] for _ in range(rows)]
+    if hot is not None:
+        q[hot % rows][hot % 2] = 800.0  # exp overflows: an alarm from a tile block
+    got = _both(monkeypatch, force, text, data={"x": x, "Q": q}, dtype=dtype)
+    if isinstance(got, dict) and new_every >= 40:
+        assert rests, "a chunk ran its rest as blocks after the loop compiled its new tile lines"

@@ -246,11 +246,13 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
     """Compile template lines: LOAD/STORE lines that differ only in their indices share one code.
     Templates new to the cache are compiled ahead where that has no effect (as in ``_run_exact``).
     A chunk whose every line is compiled runs block by block (``sim.blocks``) where it can
-    (``count``: its lines, where known)."""
+    (``count``: its lines, where known); one with a few new lines the loop must compile where they
+    stand (tile lines) runs in the loop up to the last of them, and the rest as blocks."""
     if run_blocks(run, ktext, first, blocks, templates, count):
         return
     keys = ktext.split("\n")
     missing = [key for key in dict.fromkeys(keys) if key not in templates]
+    split = 0
     if 0 < len(missing) <= FEW_NEW_TEMPLATES:  # a few new templates (a softmax's second pass): the lines up
         at = list(map(keys.index, missing))   # to the last one's first occurrence, not the whole chunk
         head = text.split("\n", max(at) + 1)
@@ -261,6 +263,8 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
         del head
         if all(map(templates.__contains__, missing)) and run_blocks(run, ktext, first, blocks, templates, count):
             return  # every line compiled ahead: the blocks run the chunk
+        still = [key for key in missing if key not in templates]  # compiled where they stand (a tile line)
+        split = max(map(keys.index, still)) + 1 if still else 0  # the loop runs the lines up to the last of them
         missing = []
     lines = _split(text)
     codes = list(map(templates.get, keys))
@@ -309,6 +313,15 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
             exact[line] = code
         return code
 
+    if 0 < split < len(keys) - MIN_CHUNK_FOR_TEMPLATES:  # then the rest of the chunk as blocks, where it can
+        _segments(run, codes[:split], first, compile_miss)
+        rest = keys[split:]
+        if all(map(templates.__contains__, dict.fromkeys(rest))) and run_blocks(
+                run, "\n".join(rest), first + split, blocks, templates, len(rest)):
+            return
+        codes = list(map(templates.get, rest))
+        _segments(run, codes, first + split, lambda j: compile_miss(j + split))
+        return
     _segments(run, codes, first, compile_miss)
 
 
