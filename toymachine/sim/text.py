@@ -44,7 +44,7 @@ PROBE_EVERY = 8  # chunks in template mode before lines are tried again
 PROBE_CHARS = 65_536  # a probe counts the lines of the chunk's head (a matmul's rows come back within it)
 MIN_CHUNK_FOR_TEMPLATES = 256  # a shorter chunk says too little to switch
 REPEATING_FOR_LINES = 0.1  # new address lines that come back within their chunk: this share keeps lines
-FEW_NEW_TEMPLATES = 64  # a template chunk with at most this many new templates finds their first lines one by one
+FEW_NEW_TEMPLATES = 1024  # a template chunk with at most this many new templates: their first lines found at once
 _INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
 _NO_INDICES = iter(()).__next__
 
@@ -253,18 +253,19 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
     keys = ktext.split("\n")
     missing = [key for key in dict.fromkeys(keys) if key not in templates]
     split = 0
-    if 0 < len(missing) <= FEW_NEW_TEMPLATES:  # a few new templates (a softmax's second pass): the lines up
-        at = list(map(keys.index, missing))   # to the last one's first occurrence, not the whole chunk
-        head = text.split("\n", max(at) + 1)
-        for key, j in zip(missing, at):
-            code = scalar.template_ahead(run, key, head[j])
+    if 0 < len(missing) <= FEW_NEW_TEMPLATES:  # a few new templates (a softmax's second pass, new tile lines)
+        at = list(compress(range(len(keys)), map(set(missing).__contains__, keys)))
+        at = dict(zip(map(keys.__getitem__, reversed(at)), reversed(at)))  # key → its first line (of the chunk)
+        head = text.split("\n", max(at.values()) + 1)  # the lines up to the last first one, not the whole chunk
+        for key in missing:
+            code = scalar.template_ahead(run, key, head[at[key]])
             if code is not None:
                 templates[key] = code
         del head
         if all(map(templates.__contains__, missing)) and run_blocks(run, ktext, first, blocks, templates, count):
             return  # every line compiled ahead: the blocks run the chunk
-        still = [key for key in missing if key not in templates]  # compiled where they stand (a tile line)
-        split = max(map(keys.index, still)) + 1 if still else 0  # the loop runs the lines up to the last of them
+        still = [at[key] for key in missing if key not in templates]  # compiled where they stand (a tile line)
+        split = max(still) + 1 if still else 0  # the loop runs the lines up to the last of them
         missing = []
     lines = _split(text)
     codes = list(map(templates.get, keys))
