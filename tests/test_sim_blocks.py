@@ -514,3 +514,19 @@ def test_a_chunk_with_new_tile_lines_runs_them_in_the_loop_and_the_rest_as_block
     got = _both(monkeypatch, force, text, data={"x": x, "Q": q}, dtype=dtype)
     if isinstance(got, dict) and new_every >= 40:
         assert rests, "a chunk ran its rest as blocks after the loop compiled its new tile lines"
+
+
+def test_word_stores_into_a_block_array_remember_each_line_once(monkeypatch):
+    """A word STORE into an array the program also moves in blocks (held dense, cells unwritten)
+    records its cell once per compiled line, however often the line runs; the never-written cells
+    stay null and the written ones hold the stored values."""
+    memory = importlib.import_module("toymachine.sim.memory")
+    sizes = []
+    real = memory.Array.written_mask
+    monkeypatch.setattr(memory.Array, "written_mask", lambda self: sizes.append(len(self.regions or ())) or real(self))
+    text = ".array Q[8][2]\n.array O[8][2]\nLOAD Q[0:1, :], T0\nSTORE T0, O[0:1, :]\n" + "".join(
+        f"LOAD x[{i}], R0\nSTORE R0, O[{2 + i % 2}][1]\n" for i in range(500))
+    got = _outcome(lambda: simulate(io.StringIO(text), steps=False, data={"x": [float(i) for i in range(500)]}))
+    assert got["memory"]["O"][2] == [None, 498.0] and got["memory"]["O"][3] == [None, 499.0]
+    assert got["memory"]["O"][4:] == [[None, None]] * 4 and got["memory"]["O"][0][0] is not None
+    assert sizes and max(sizes) <= 3

@@ -147,3 +147,14 @@ def test_word_access_after_an_array_goes_dense_reads_the_dense_copy():
     for source in (text, io.StringIO(text)):
         r = simulate(source)
         assert r.memory["y"] == [10.0] and r.memory["x"] == [[1.0, 10.0], [3.0, 4.0]]
+
+
+def test_initial_values_in_runs_equal_the_per_cell_hash():
+    """An array's never-written cells read their deterministic random value; the runs they are
+    made in (a 1-D array's long runs, a row's shorter ones) never change a value: the run boundaries
+    and rows longer than a run give what ``random_value`` gives for that one cell."""
+    from toymachine.sim.memory import Array, random_value
+
+    a = Array("w", None, seed=3)
+    for idx in [(0,), (4095,), (4096,), (9000,), (0, 5), (7, 255), (7, 256), (2, 1000), (1, 3, 600)]:
+        assert a.initial(idx) == random_value(3, "w", idx), idx

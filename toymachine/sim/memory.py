@@ -81,7 +81,8 @@ def random_block(seed: int, name: str, shape: tuple[int, ...]) -> np.ndarray:
     return _hash_values(seed, name, coords, tuple(shape))
 
 
-_CHUNK = 4096
+_CHUNK = 4096  # a 1-D array's initial values come in runs this long
+_ROW_RUN = 256  # … a row's of a bigger array (rows are often short: a matmul's 99 cells)
 
 
 def random_run(seed: int, name: str, prefix: tuple[int, ...], start: int, count: int) -> list[float]:
@@ -259,11 +260,11 @@ class Array:
             if run is None:
                 run = self._runs[k] = random_run(self.seed, self.name, (), k * _CHUNK, _CHUNK)
             return run[index[0] % _CHUNK]
-        key = (index[:-1], index[-1] // _CHUNK)
+        key = (index[:-1], index[-1] // _ROW_RUN)
         run = self._chunks.get(key)
         if run is None:  # values come in vectorised runs along the last axis
-            run = self._chunks[key] = random_run(self.seed, self.name, index[:-1], key[1] * _CHUNK, _CHUNK)
-        return run[index[-1] % _CHUNK]
+            run = self._chunks[key] = random_run(self.seed, self.name, index[:-1], key[1] * _ROW_RUN, _ROW_RUN)
+        return run[index[-1] % _ROW_RUN]
 
     def initial_runs(self) -> tuple[dict, int] | None:
         """A 1-D array's initial values in runs, ``(runs, size)``: ``runs[i // size][i % size]`` is

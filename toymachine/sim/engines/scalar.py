@@ -295,7 +295,7 @@ def _compile_element(run, ins: Instr, line: int, text: str | None, arr) -> tuple
             arr.detach(r.regs)
         arr.dense[idx] = v
         if arr.regions is not None:
-            arr.regions.append(idx)
+            arr.stored(idx)  # once per compiled line: regions grow with lines, not with the trace
         r.writes += 1
 
     code = (EXEC, op, store, tag)
