@@ -17,6 +17,11 @@ from toymachine.gen import matmul_program, softmax_program, variance_program
 blocks = importlib.import_module("toymachine.sim.blocks")
 text_mode = importlib.import_module("toymachine.sim.text")
 sim = importlib.import_module("toymachine.sim.simulate")
+# the functions spied on, as the modules define them (monkeypatch restores a patch after the test,
+# not after each hypothesis example: a spy wrapping "the current one" would wrap the last example's)
+_ORIGINAL = {"run_runs": blocks._run_runs, "run_apart": blocks._run_apart,
+             "initial": importlib.import_module("toymachine.sim.memory").Array.initial,
+             "separate": importlib.import_module("toymachine.sim.tile_blocks").separate}
 
 
 def _outcome(run):
@@ -238,7 +243,7 @@ def test_runs_of_one_block_bail_mid_run_as_the_loop_does(monkeypatch, force, zer
     """Long runs of one block are one call each (``multi``): a pass that bails anywhere in a run
     leaves the registers the passes before it wrote, and the run goes on after it."""
     runs = []
-    real = blocks._run_runs
+    real = _ORIGINAL["run_runs"]  # the module's own: monkeypatch restores after the test, not each example
     monkeypatch.setattr(blocks, "_run_runs", lambda *a: runs.append(len(a[-1])) or real(*a))
     x = [1.0 + i / 300 for i in range(300)]
     for z in zeros:
@@ -288,7 +293,7 @@ def test_first_reads_from_the_list_of_initial_values(monkeypatch, force, starts,
     memory = importlib.import_module("toymachine.sim.memory")
     monkeypatch.setattr(memory, "_CHUNK", 16)  # runs of 16
     calls = []
-    real = memory.Array.initial
+    real = _ORIGINAL["initial"]  # the module's own: monkeypatch restores after the test, not each example
     sys = importlib.import_module("sys")
 
     def spy(self, idx):  # the calls a block makes (``init``): the reads outside the runs
@@ -354,7 +359,7 @@ def apart_traces(draw):
 def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force, trace, zeros, hot, dtype, strict):
     text, reps, rows, scaled = trace
     apart = []
-    real = blocks._run_apart
+    real = _ORIGINAL["run_apart"]  # the module's own: monkeypatch restores after the test, not each example
     monkeypatch.setattr(blocks, "_run_apart", lambda *a: apart.append(1) or real(*a))
     x = [0.5 + i / 200 for i in range(reps)]
     for z in zeros:
@@ -405,7 +410,7 @@ def test_repeated_tile_blocks_counted_not_run_agree_with_the_loop(monkeypatch, f
     text, reps, rows, (separable, same) = trace
     verdicts = []
     tile_blocks = importlib.import_module("toymachine.sim.tile_blocks")
-    real = tile_blocks.separate
+    real = _ORIGINAL["separate"]  # the module's own: monkeypatch restores after the test, not each example
     monkeypatch.setattr(tile_blocks, "separate", lambda tiles: verdicts.append(real(tiles)) or verdicts[-1])
     q = [[1.0 + r, -2.0, 0.5] for r in range(rows)]
     if tiny is not None:
@@ -465,7 +470,7 @@ def test_short_word_units_are_not_grouped_with_tile_units(monkeypatch, force):
     """Short word units (five lines) are grouped into blocks of several — but not in a chunk that
     holds tile units: those stay blocks of their own, run apart from the word runs."""
     apart = []
-    real = blocks._run_apart
+    real = _ORIGINAL["run_apart"]  # the module's own: monkeypatch restores after the test, not each example
     monkeypatch.setattr(blocks, "_run_apart", lambda *a: apart.append(1) or real(*a))
     monkeypatch.setattr(source, "CHUNK_CHARS", 6000)
     text = ".array Q[8][4]\n.array O[8][4]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
