@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toymachine import AsmError, RuntimeFault, parse, simulate
+from toymachine import AsmError, NumericsError, RuntimeFault, parse, simulate
+from toymachine.errors import MachineLimitError
 from toymachine.asm import source
 from toymachine.gen import matmul_program, softmax_program, variance_program
 
@@ -22,7 +23,7 @@ def _outcome(run):
     """The result as JSON (no steps), or the error a run raised as text with its location."""
     try:
         d = run().to_dict(steps=False)
-    except (AsmError, RuntimeFault) as err:
+    except (AsmError, RuntimeFault, NumericsError, MachineLimitError) as err:
         return type(err).__name__, str(err), (err.loc.line, err.loc.col) if err.loc else None
     d["file"] = None
     return d
@@ -207,11 +208,12 @@ def test_tile_blocks_among_word_blocks_agree_with_the_loop(monkeypatch, force, t
 
 
 def test_tile_blocks_run_in_the_loop_among_compiled_blocks(monkeypatch, force):
-    """A mixed chunk takes the block path (the tile blocks run in the loop where they stand)."""
+    """A mixed chunk takes the block path; a tile block the compiler does not take (a MASK) runs in
+    the loop where it stands."""
     text = ".array Q[4][3]\n.array O[4][3]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
         f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n"
-        + (f"LOAD Q[{i % 3}:{i % 3 + 1}, :], T0\nADD T0, T0, T1\nSTORE T1, O[{i % 3}:{i % 3 + 1}, :]\n" if i % 4 == 0 else "")
-        for i in range(400))
+        + (f"LOAD Q[{i % 3}:{i % 3 + 1}, :], T0\nMASK T0, 1, 0, T1\nSTORE T1, O[{i % 3}:{i % 3 + 1}, :]\n"
+           if i % 4 == 0 else "") for i in range(400))
     looped = []
     stand_in = blocks._looped
 
@@ -225,7 +227,7 @@ def test_tile_blocks_run_in_the_loop_among_compiled_blocks(monkeypatch, force):
 
     monkeypatch.setattr(blocks, "_looped", counted)  # a block the loop runs is called where it stands
     got = _both(monkeypatch, force, text)
-    assert any(force) and got["ops"]["ADD"] == 400 + 100
+    assert any(force) and got["ops"]["ADD"] == 400
     assert len(looped) > 20
 
 
@@ -274,3 +276,241 @@ def test_an_alarm_in_a_stand_in_quotes_the_step_the_loop_quotes(monkeypatch, for
     assert any(force)
     if isinstance(got, dict):
         assert any(a["kind"] == "overflow" for a in got["alarms"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(starts=st.lists(st.integers(0, 400), min_size=1, max_size=5),
+       dtype=st.sampled_from(["fp64", "fp32", "fp16", "bf16"]))
+def test_first_reads_from_the_list_of_initial_values(monkeypatch, force, starts, dtype):
+    """A block reads a 1-D array's first reads from the array's runs of initial values (a read
+    outside the runs made so far is a call, which makes its run): the same values, rounded as the
+    loop rounds them, in any order of indices, in every dtype."""
+    memory = importlib.import_module("toymachine.sim.memory")
+    monkeypatch.setattr(memory, "_CHUNK", 16)  # runs of 16
+    calls = []
+    real = memory.Array.initial
+    sys = importlib.import_module("sys")
+
+    def spy(self, idx):  # the calls a block makes (``init``): the reads outside the runs
+        if sys._getframe(1).f_code.co_name == "init":
+            calls.append(idx)
+        return real(self, idx)
+
+    monkeypatch.setattr(memory.Array, "initial", spy)
+    text = "LOAD h[0], R1\n" + "".join(f"LOAD x[{s + i}], R0\nADD R0, R1, R1\nSTORE R1, y[{s + i}]\n"
+                                       for s in starts for i in range(150))
+    got = _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    block_calls = len(calls)
+    assert got == _loop_only(monkeypatch, lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    assert any(force)
+    reads = len({s + i for s in starts for i in range(150)})
+    want = [memory.random_value(0, "x", (i,)) for i in range(len(got["memory"]["x"]))]
+    if dtype == "fp64":
+        assert got["memory"]["x"] == want  # the cells read hold their initial values (the others too)
+    assert 0 < block_calls <= reads / 16 + 2 * len(starts)  # a call from a block makes a run of 16
+
+
+def test_initial_values_do_not_depend_on_the_order_of_reads():
+    """``Array.initial`` of a 1-D array (from its runs of initial values) is ``random_value``
+    whatever the order of the reads."""
+    memory = importlib.import_module("toymachine.sim.memory")
+    a = memory.Array("x", seed=7)
+    for i in [5, 4095, 4096, 100_000, 70_000, 3, 200_000, 10**7, 8191, 65_537]:
+        assert a.initial((i,)) == memory.random_value(7, "x", (i,))
+    runs, size = a.initial_runs()
+    assert sorted(runs) == sorted({i // size for i in [5, 4096, 100_000, 70_000, 200_000, 10**7, 65_537]})
+    assert memory.Array("f", (4,), fill=1.5).initial_runs() is None
+
+
+@st.composite
+def apart_traces(draw):
+    """Softmax steps (a LOAD and eight word instructions) with a tile block after every few of them
+    (LOAD a row block of Q, an op, STORE it to O): the word blocks run as runs and the tile blocks
+    apart (``blocks._run_apart``). Zeros in x make word blocks bail (1 / 0), a huge Q element makes
+    a tile op overflow, a row past O's declared shape is the loop's error — all in trace order."""
+    rows = draw(st.integers(2, 6))
+    op = draw(st.sampled_from(["MUL T0, T0, T1", "EXP T0, T1", "ADD T0, T0, T1", "ROWMAX T0, T1"]))
+    every = draw(st.integers(1, 4))
+    reps = draw(st.integers(60, 200))
+    fault_at = draw(st.one_of(st.none(), st.integers(0, 250)))
+    scaled = draw(st.booleans())  # some tile blocks scale by R2 (a word read): nothing is set apart
+    out = [f".array Q[{rows}][3]\n.array O[{rows}][3]\n.array M[{rows}][1]\nLOAD s[0], R1\nLOAD s[1], R2\n"]
+    for i in range(reps):
+        out.append(f"LOAD x[{i}], R0\nDIV R1, R0, R3\nMAX R1, R0, R1\nSUB R3, R1, R3\nSUB R0, R1, R0\nEXP R3, R3\n"
+                   f"EXP R0, R0\nMUL R2, R3, R2\nADD R2, R0, R2\n")
+        if i % every == 0:
+            r = i // every % rows
+            r2 = r + 1 if i != fault_at else rows + 1
+            target = "M" if op.startswith("ROWMAX") else "O"
+            out.append(f"LOAD Q[{r}:{r2}, :], T0\n{op}\nSTORE T1, {target}[{r}:{r2}, :]\n")
+            if scaled and i % 3 == 1:  # stores to the rows a block set apart would store to, in trace order
+                out.append(f"LOAD Q[{r}:{r2}, :], T2\nMUL T2, R2, T3\nSTORE T3, O[{r}:{r2}, :]\n")
+    return "".join(out), reps, rows, scaled
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trace=apart_traces(), zeros=st.lists(st.integers(0, 199), max_size=4), hot=st.one_of(st.none(), st.integers(0, 17)),
+       dtype=st.sampled_from(["fp64", "fp32", "bf16"]), strict=st.booleans())
+def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force, trace, zeros, hot, dtype, strict):
+    text, reps, rows, scaled = trace
+    apart = []
+    real = blocks._run_apart
+    monkeypatch.setattr(blocks, "_run_apart", lambda *a: apart.append(1) or real(*a))
+    x = [0.5 + i / 200 for i in range(reps)]
+    for z in zeros:
+        if z < reps:
+            x[z] = 0.0
+    q = [[1.0, -2.0, 0.5] for _ in range(rows)]
+    if hot is not None:
+        q[hot // 3 % rows][hot % 3] = 1e3 if dtype == "bf16" else 1e200  # exp, square: overflow at that element
+    got = _both(monkeypatch, force, text, data={"x": x, "s": [0.25, 1.0], "Q": q}, dtype=dtype,
+                strict_numerics=strict)
+    if isinstance(got, dict) and any(force):
+        assert apart or scaled, "the chunks ran word runs and tile blocks apart"
+        assert got["instructions"] == text.count("\n") - 3
+
+
+@st.composite
+def repeated_tile_blocks(draw):
+    """Word runs with tile blocks on a few row blocks, again and again: later runs of one tile block
+    are counted, not run, only where they cannot differ from its first (``tile_blocks.separate``) —
+    row blocks that overlap from one tile block to another (``h`` rows, one apart), a block that
+    loads the array the tile blocks store to, or tile blocks of two shapes keep every run."""
+    h = draw(st.integers(1, 2))
+    same = draw(st.booleans())  # LOAD from O, the array the blocks STORE to
+    vary = draw(st.booleans())  # odd blocks one row high: two signatures
+    op = draw(st.sampled_from(["MUL T0, T0, T1", "EXP T0, T1", "SUB T0, T0, T1", "MAX T0, T0, T1"]))
+    rows, reps, every = 6, draw(st.integers(80, 220)), draw(st.integers(1, 3))
+    out = [f".array Q[{rows}][3]\n.array O[{rows}][3]\nLOAD s[0], R1\nLOAD s[1], R2\n"]
+    for i in range(reps):
+        out.append(f"LOAD x[{i}], R0\nDIV R1, R0, R3\nMAX R1, R0, R1\nSUB R3, R1, R3\nSUB R0, R1, R0\nEXP R3, R3\n"
+                   f"EXP R0, R0\nMUL R2, R3, R2\nADD R2, R0, R2\n")
+        if i % every == 0:
+            n = i // every
+            hh = 1 if vary and n % 2 else h
+            r, lr = n % (rows - hh + 1), 2 * n % (rows - hh + 1)  # store to row block r, load row block lr
+            src = "O" if same else "Q"
+            out.append(f"LOAD {src}[{lr}:{lr + hh}, :], T0\n{op}\nSTORE T1, O[{r}:{r + hh}, :]\n")
+    return "".join(out), reps, rows, (h == 1 and not same and not vary, same)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trace=repeated_tile_blocks(), tiny=st.one_of(st.none(), st.integers(0, 17)),
+       zeros=st.lists(st.integers(0, 219), max_size=3), dtype=st.sampled_from(["fp64", "fp16", "bf16"]),
+       cap=st.sampled_from([None, 9, 12]))
+def test_repeated_tile_blocks_counted_not_run_agree_with_the_loop(monkeypatch, force, trace, tiny, zeros, dtype, cap):
+    """Underflows (an element that squares, or rounds, to zero) count at every run of the block that
+    makes them; SRAM past a small capacity is the loop's error at the first block that holds it."""
+    from toymachine import Machine
+    text, reps, rows, (separable, same) = trace
+    verdicts = []
+    tile_blocks = importlib.import_module("toymachine.sim.tile_blocks")
+    real = tile_blocks.separate
+    monkeypatch.setattr(tile_blocks, "separate", lambda tiles: verdicts.append(real(tiles)) or verdicts[-1])
+    q = [[1.0 + r, -2.0, 0.5] for r in range(rows)]
+    if tiny is not None:
+        q[tiny // 3 % rows][tiny % 3] = 1e-5 if dtype != "fp64" else 1e-200  # squares (or rounds) to zero
+    x = [0.5 + i / 300 for i in range(reps)]
+    for z in zeros:
+        if z < reps:
+            x[z] = 0.0
+    machine = None if cap is None else Machine(sram_words=cap + 4)  # the R registers hold 4 words
+    o = [[0.5 + r / 10, 0.25, -1.5] for r in range(rows)]
+    got = _both(monkeypatch, force, text, data={"x": x, "s": [0.25, 1.0], "Q": q, "O": o},
+                dtype=dtype, machine=machine)
+    if isinstance(got, dict) and any(force) and separable:
+        assert True in verdicts
+    if same:  # a chunk's tile blocks load what they store (overlapping blocks may still fall apart in one chunk)
+        assert True not in verdicts
+
+
+def test_a_tile_block_that_reads_a_word_keeps_every_tile_block_in_trace_order(monkeypatch, force):
+    """A tile block that scales by R2 runs among the word blocks; the tile blocks that read no word
+    then cannot run apart after them — both write the same rows of O, the later one wins."""
+    rows, every, reps = 4, 4, 200
+    out = [f".array Q[{rows}][3]\n.array O[{rows}][3]\nLOAD s[0], R1\nLOAD s[1], R2\n"]
+    for i in range(reps):
+        out.append(f"LOAD x[{i}], R0\nDIV R1, R0, R3\nMAX R1, R0, R1\nSUB R3, R1, R3\nSUB R0, R1, R0\nEXP R3, R3\n"
+                   f"EXP R0, R0\nMUL R2, R3, R2\nADD R2, R0, R2\n")
+        if i % every == 0:
+            r = i // every % rows
+            out.append(f"LOAD Q[{r}:{r + 1}, :], T0\nMUL T0, T0, T1\nSTORE T1, O[{r}:{r + 1}, :]\n")
+            if i % 3 == 1:
+                out.append(f"LOAD Q[{r}:{r + 1}, :], T2\nMUL T2, R2, T3\nSTORE T3, O[{r}:{r + 1}, :]\n")
+    data = {"x": [0.5 + i / 300 for i in range(reps)], "s": [0.25, 1.0], "Q": [[1.0, -2.0, 0.5]] * rows}
+    monkeypatch.setattr(source, "CHUNK_CHARS", 8000)  # chunks of word runs a scaling block breaks now and then
+    got = _both(monkeypatch, force, "".join(out), data=data)
+    assert any(force) and isinstance(got, dict)
+
+
+@pytest.mark.parametrize("blocks_on", [True, False])
+def test_stored_regions_grow_with_distinct_store_lines_not_with_the_trace(monkeypatch, force, blocks_on):
+    """An output array's written blocks (``Array.regions``, which keep never-written cells null) hold
+    each STORE line's block once, however often it runs — in the loop and in compiled tile blocks."""
+    memory = importlib.import_module("toymachine.sim.memory")
+    sizes = []
+    real = memory.Array.written_mask
+    monkeypatch.setattr(memory.Array, "written_mask", lambda self: sizes.append(len(self.regions or ())) or real(self))
+    text = ".array Q[8][2]\n.array O[8][2]\n" + "".join(
+        f"LOAD x[{i}], R0\nADD R0, R0, R1\nMUL R1, R0, R1\nSUB R1, R0, R2\nEXP R2, R2\n"
+        f"LOAD Q[{i % 3}:{i % 3 + 1}, :], T0\nADD T0, T0, T1\nSTORE T1, O[{i % 3}:{i % 3 + 1}, :]\n" for i in range(600))
+    if not blocks_on:
+        monkeypatch.setattr(text_mode, "run_blocks", lambda *a: False)
+    got = _outcome(lambda: simulate(io.StringIO(text), steps=False))
+    assert got["memory"]["O"][3:] == [[None, None]] * 5 and got["memory"]["O"][0][0] is not None
+    assert sizes and max(sizes) <= 3
+
+
+def test_short_word_units_are_not_grouped_with_tile_units(monkeypatch, force):
+    """Short word units (five lines) are grouped into blocks of several — but not in a chunk that
+    holds tile units: those stay blocks of their own, run apart from the word runs."""
+    apart = []
+    real = blocks._run_apart
+    monkeypatch.setattr(blocks, "_run_apart", lambda *a: apart.append(1) or real(*a))
+    monkeypatch.setattr(source, "CHUNK_CHARS", 6000)
+    text = ".array Q[8][4]\n.array O[8][4]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
+        f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n"
+        + (f"LOAD Q[{i // 4 % 4 * 2}:{i // 4 % 4 * 2 + 2}, :], T0\nMUL T0, T0, T1\n"
+           f"STORE T1, O[{i // 4 % 4 * 2}:{i // 4 % 4 * 2 + 2}, :]\n" if i % 4 == 0 else "") for i in range(800))
+    x = [0.5 + i / 1000 for i in range(800)]
+    x[333] = float("inf")  # an input that makes a word block bail mid-chunk (an overflow alarm)
+    got = _both(monkeypatch, force, text, data={"x": x})
+    assert any(force) and apart and isinstance(got, dict) and got["instructions"] == 800 * 5 + 200 * 3 + 2
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(new_every=st.integers(20, 120), zeros=st.lists(st.integers(0, 599), max_size=3),
+       hot=st.one_of(st.none(), st.integers(0, 40)), dtype=st.sampled_from(["fp64", "fp16"]))
+def test_a_chunk_with_new_tile_lines_runs_them_in_the_loop_and_the_rest_as_blocks(monkeypatch, force, new_every, zeros,
+                                                                                 hot, dtype):
+    """Tile lines the loop compiles where they stand (a new row block every ``new_every`` steps): the
+    loop runs a chunk up to the last new one, the blocks the rest — alarms, errors and counters as
+    the loop's, word blocks that bail on either side of the cut."""
+    monkeypatch.setattr(source, "CHUNK_CHARS", 6000)
+    chunk_starts, rests = [], []
+    real_t, real_b = text_mode._run_templates, text_mode.run_blocks
+    monkeypatch.setattr(text_mode, "_run_templates", lambda run, text, ktext, first, *a: chunk_starts.append(first)
+                        or real_t(run, text, ktext, first, *a))
+
+    def spy(run, ktext, first, *a):
+        ok = real_b(run, ktext, first, *a)
+        if ok and first not in chunk_starts:
+            rests.append(first)
+        return ok
+
+    monkeypatch.setattr(text_mode, "run_blocks", spy)
+    rows = 48
+    text = f".array Q[{rows}][2]\n.array O[{rows}][2]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
+        f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\nMUL R3, R2, R3\n"
+        + (f"LOAD Q[{i // new_every % rows}:{i // new_every % rows + 1}, :], T0\nEXP T0, T1\n"
+           f"STORE T1, O[{i // new_every % rows}:{i // new_every % rows + 1}, :]\n" if i % 3 == 0 else "")
+        for i in range(600))
+    x = [0.5 + i / 1000 for i in range(600)]
+    for z in zeros:
+        x[z] = float("inf")
+    q = [[0.5, -1.0] for _ in range(rows)]
+    if hot is not None:
+        q[hot % rows][hot % 2] = 800.0  # exp overflows: an alarm from a tile block
+    got = _both(monkeypatch, force, text, data={"x": x, "Q": q}, dtype=dtype)
+    if isinstance(got, dict) and new_every >= 40:
+        assert rests, "a chunk ran its rest as blocks after the loop compiled its new tile lines"

@@ -13,8 +13,10 @@ a result that is non-finite or zero where an underflow is possible, a division b
 past a fixed shape, a NaN input) makes the block *bail* before it wrote any register: the block
 is run again by ``sim.loop.execute`` from its first instruction, with the indices it took put
 back in front of the stream, and the loop raises the alarm or the error with its line. A block
-that bails often, or one the compiler does not take (another engine's instruction, a STORE to an
-array the block later LOADs from, which a re-run would read back), runs in the loop.
+that bails often, or one the compiler does not take (an instruction of another engine than the
+scalar one or the tile one, word and tile instructions in one block, a STORE to an array the block
+later LOADs from, which a re-run would read back), runs in the loop. A block of tile instructions
+is compiled by ``sim.tile_blocks``; in a chunk of word runs it runs apart (``_run_apart``).
 
 Counters: each block function counts its own calls; the chunk's steps, reads, writes and
 per-opcode counts are the calls times the block's figures, added when the chunk ends or a block
@@ -25,12 +27,14 @@ from __future__ import annotations
 
 __all__ = ["BlockCache", "run_blocks"]
 
-import math
 from bisect import bisect_right
-from itertools import accumulate, chain, groupby, islice
+from operator import ne, not_, sub
+from itertools import accumulate, chain, compress, islice
 
-from .block_ops import ARITY, op_statement
-from .engines.kinds import EXEC, LOAD, LOAD_T, SKIP, STORE, STORE_T
+from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
+from . import tile_blocks
+from .block_ops import initial_reads
+from .engines.kinds import EXEC
 from .loop import execute, execute_engines
 
 BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
@@ -40,19 +44,14 @@ MIN_RUN = 4  # blocks repeat in runs at least this long on average: one call per
 CACHE_LIMIT = 4096  # distinct compiled blocks kept
 _SEP = "\nLOAD "
 
-class Bail(Exception):
-    """A block met a slow path: ``args[0]`` are the indices it took from the stream."""
-
-
-_BAIL = Bail()
-
-
 class BlockCache:
     """The compiled blocks of one run (key: the block's template text)."""
 
     def __init__(self, run):
         self.run = run
         self.blocks: dict[str, _Block] = {}  # a block without ``fn`` runs in the loop
+        self.initial = initial_reads(run, _BAIL)  # first reads of cells (one per run: the rounded lists are shared)
+        self.separate: dict[tuple, bool] = {}  # a chunk's distinct TileBlocks → tile_blocks.separate
 
     def get(self, key: str, templates: dict):
         if key in self.blocks:
@@ -63,54 +62,22 @@ class BlockCache:
         codes = [templates.get(k) for k in text.split("\n")]
         if None in codes:  # a line not compiled yet: the loop compiles it (not cached: it may be next time)
             return None
-        block = self.blocks[key] = _compile(self.run, codes) or _Block(_in_loop, [0], codes, compiled=False)
+        block = self.blocks[key] = compile_block(self.run, codes, self.initial) or _Block(_in_loop, [0], codes, compiled=False)
         return block
 
 
-class _InLoop(Bail):
-    """Raised by the stand-in function of a block the loop runs (it took no index)."""
-
-
-_IN_LOOP = _InLoop(())
-
-
-def _in_loop(nxt):
-    raise _IN_LOOP
-
-
-class _Block:
-    __slots__ = ("fn", "multi", "hits", "codes", "lines", "steps", "reads", "writes", "counts", "compiled",
-                 "engines", "pending")
-
-    def __init__(self, fn, hits: list, codes: list, compiled: bool = True, multi=None):
-        self.fn = fn
-        self.multi = multi  # multi(nxt, count): the block count times in a row
-        self.compiled = compiled  # False: ``fn`` raises _InLoop and the loop runs the block's codes
-        self.engines = not compiled and all(c[0] == EXEC for c in codes)  # other engines' only: execute_engines
-        self.codes = tuple(codes)
-        self.hits = hits
-        self.pending = 0  # calls whose steps are counted, their other counters not yet (_flush_steps)
-        self.lines = len(codes)
-        self.steps = sum(1 for c in codes if c[0] != SKIP)
-        self.reads = sum(1 for c in codes if c[0] in (LOAD, LOAD_T))
-        self.writes = sum(1 for c in codes if c[0] in (STORE, STORE_T))
-        counts: dict[int, int] = {}
-        for c in codes:
-            counts[c[1]] = counts.get(c[1], 0) + 1
-        self.counts = tuple(counts.items())
-
-
-def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) -> bool:
+def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, count: int | None = None) -> bool:
     """Run a template chunk (``ktext``: its template text without the final newline; its lines
     ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little,
     one of them is not compiled (a template never seen) or most of them are blocks the loop runs
     (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
     often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
     (a tile instruction now and then) run in the loop where they stand."""
-    keys = ("\n" + ktext).split(_SEP)
-    if keys[0] == "":
-        del keys[0]
-    group = round(BLOCK_LINES * len(keys) / (ktext.count("\n") + 1))
+    keys = ktext.split(_SEP)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
+    keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
+    group = round(BLOCK_LINES * len(keys) / (count or ktext.count("\n") + 1))  # count: the chunk's lines
+    if group > 1 and _tile_units(keys, templates):
+        group = 1  # tile blocks kept whole and apart from the word blocks (``_run_apart``): no blocks of both
     if group > 1:  # short units (a matmul's LOAD, LOAD + MAC): blocks of several
         rest = len(keys) % group
         tail = [_SEP.join(keys[len(keys) - rest:])] if rest else []
@@ -129,9 +96,16 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) 
     blocks = [b for b in uniq.values() if b.compiled]
     if not looped:
         fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
-        runs = [(fn, sum(1 for _ in same)) for fn, same in groupby(fns)]
-        if len(runs) * MIN_RUN <= len(fns):  # the same block many times in a row: one call per run
+        cuts = [0, *compress(range(1, len(fns)), map(ne, fns, islice(fns, 1, None))), len(fns)]  # where runs
+        if (len(cuts) - 1) * MIN_RUN <= len(fns):  # start (found without a Python step): one call per run
+            runs = list(zip(map(fns.__getitem__, cuts[:-1]), map(sub, cuts[1:], cuts[:-1])))
             return _run_runs(run, keys, first, cache, uniq, blocks, runs)
+        apart = {b.fn for b in blocks if b.apart}
+        if apart and not any(b.tile is not None and not b.apart for b in blocks):  # tile blocks that share
+            # nothing with the word blocks between them (and no tile block reads a word): set them apart
+            words = [fn for fn in fns if fn not in apart]
+            if (sum(map(ne, words, islice(words, 1, None))) + 1) * MIN_RUN <= len(words):
+                return _run_apart(run, keys, first, cache, uniq, blocks, fns, apart)
     offsets = list(accumulate(map({k: b.lines for k, b in uniq.items()}.__getitem__, keys), initial=0))
     state = [0]  # the blocks done before the last slow path or looped block
     if looped:  # a block the loop runs is called where it stands (no Bail raised for it)
@@ -165,6 +139,21 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict) 
             return True
     _flush(run, blocks)
     return True
+
+
+def _tile_units(units: list, templates: dict) -> bool:
+    """Does one of these units (a chunk cut at its LOAD lines) hold a tile instruction? (Not looked
+    for among many distinct units: such a chunk hardly repeats.)"""
+    distinct = dict.fromkeys(units)
+    if len(distinct) > 256:
+        return False
+    for unit in distinct:
+        text = unit[1:] if unit[:1] == "\n" else "LOAD " + unit
+        for line in text.split("\n"):
+            code = templates.get(line)
+            if code is not None and code[0] == EXEC:
+                return True
+    return False
 
 
 def _looped(run, block, blocks: list, offsets: list, first: int, state: list):
@@ -222,6 +211,105 @@ def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks
     return True
 
 
+def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, fns: list,
+               apart: set) -> bool:
+    """``run_blocks`` for a chunk of word blocks in long runs broken by tile blocks that share no
+    register and no array with them (the benchmark's mixed trace: a tile block after every third
+    softmax step). The word blocks run first, as runs (``multi``); the tile blocks after them, in
+    order — each one before a word block that bails, so every slow path still meets the loop in
+    trace order, with the step count and line of its place in the trace.
+
+    Where a later run of a tile block cannot differ from its first (``tile_blocks.separate``: its
+    loads read arrays no tile block of the chunk writes, nothing else it reads, and the blocks it
+    writes are its own), only its first run that did not bail runs, and the second and last tile
+    blocks of the chunk (SRAM held after the first, the final registers); the others are counted
+    (``TileBlock.skip``): the same state, counters, alarms and errors, in order."""
+    n = len(keys)
+    tiles = list(map(apart.__contains__, fns))
+    word_at = list(compress(range(n), map(not_, tiles)))  # chunk position of each word block
+    tile_at = list(compress(range(n), tiles))
+    tile_keys = list(map(keys.__getitem__, tile_at))
+    distinct = tuple(uniq[key].tile for key in dict.fromkeys(tile_keys))
+    separate = cache.separate.get(distinct)
+    if separate is None:
+        if len(cache.separate) > CACHE_LIMIT:
+            cache.separate.clear()
+        separate = cache.separate[distinct] = tile_blocks.separate(distinct)
+    words = list(map(fns.__getitem__, word_at))
+    cuts = [0, *compress(range(1, len(words)), map(ne, words, islice(words, 1, None))), len(words)]
+    multi = {b.fn: b.multi for b in blocks}
+    calls = list(zip(map(multi.__getitem__, map(words.__getitem__, cuts[:-1])), map(sub, cuts[1:], cuts[:-1])))
+    nxt = run.next_index
+    stream = nxt.__self__
+    base, t, last = run.step, 0, len(tile_at) - 1  # t: tile blocks done
+    ran: set = set()  # tile blocks (keys) that ran once without bailing (separate: their later runs are counted)
+    skipped: dict = {}  # key → runs counted, not run
+
+    def before(k: int, what: str) -> int:  # steps or lines of the blocks before chunk position k
+        return sum(map({key: getattr(b, what) for key, b in uniq.items()}.__getitem__, islice(keys, k)))
+
+    def tiles_before(k: int) -> None:  # the tile blocks before chunk position k (they take no index)
+        nonlocal t
+        while t <= last and tile_at[t] < k:
+            j, key = tile_at[t], tile_keys[t]
+            t += 1
+            if key in ran and separate and t != 2 and t <= last:
+                skipped[key] = skipped.get(key, 0) + 1
+                continue
+            try:
+                fns[j](nxt)
+            except Bail:
+                _flush(run, blocks)
+                run.step = base + before(j, "steps")
+                execute(run, list(uniq[keys[j]].codes), first + before(j, "lines"))
+            else:
+                ran.add(key)
+
+    def settle(k: int) -> None:  # count the skipped runs; run.step: the steps before chunk position k
+        for key, count in skipped.items():
+            uniq[key].tile.skip(count)
+        skipped.clear()
+        _flush(run, blocks)
+        run.step = base + before(k, "steps")
+
+    g, skip, end = 0, 0, len(calls)
+    done = bails = 0
+    while True:
+        try:
+            while g < end:
+                fn, count = calls[g]
+                fn(nxt, count - skip)
+                skip = 0
+                g += 1
+            break
+        except Bail as bail:  # handled below, outside the handler (as in run_blocks)
+            taken = bail.args[0]
+        q = done + _flush(run, blocks)  # the word block that bailed (only word blocks ran since the last flush)
+        k = word_at[q]
+        tiles_before(k)
+        _flush(run, blocks)
+        run.step = base + before(k, "steps")
+        block = uniq[keys[k]]
+        run.next_index = chain(taken, stream).__next__
+        bails += 1
+        try:
+            execute(run, list(block.codes), first + before(k, "lines"))
+        finally:
+            run.next_index = nxt
+        done = q + 1
+        if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest (from k + 1: none of it ran yet)
+            cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
+            settle(k + 1)
+            rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
+            execute(run, rest, first + before(k + 1, "lines"))
+            return True
+        g = bisect_right(cuts, done) - 1
+        skip = done - cuts[g]
+    tiles_before(n)
+    settle(n)
+    return True
+
+
 def _flush(run, blocks: list) -> int:
     """Add the counters of the block calls made since the last flush; how many calls that was."""
     total = 0
@@ -256,121 +344,3 @@ def _flush_steps(run, blocks: list) -> int:
             step += c * b.steps
     run.step += step
     return total
-
-
-def _compile(run, codes: list):
-    """The block function of ``codes``, or None where a code is not a scalar word instruction or a
-    STORE to an array comes before a LOAD from it."""
-    env: dict = {"_exp": math.exp, "_B": _BAIL, "Bail": Bail, "regs": run.regs, "_init": _initial(run)}
-    names: dict[int, str] = {}  # id of a bound object → its name in env
-
-    def bind(obj, prefix: str) -> str:
-        name = names.get(id(obj))
-        if name is None:
-            name = names[id(obj)] = f"{prefix}{len(names)}"
-            env[name] = obj
-        return name
-
-    loaded: set[int] = set()  # register slots read from regs at the top
-    written: set[int] = set()
-    stored: set[int] = set()  # arrays stored to so far (id)
-    arrays: dict[str, str] = {}  # array's env name → its cells' local name
-    body: list[str] = []
-    indices: list[str] = []
-
-    def reg(slot: int) -> str:
-        if slot not in written:
-            loaded.add(slot)
-        return f"r{slot}"
-
-    def cells(arr) -> str:
-        a = bind(arr, "A")
-        arrays.setdefault(a, "C" + a[1:])
-        return a
-
-    def index(arr, count: int, a: str) -> str:
-        ix = [f"i{len(indices) + j}" for j in range(count)]
-        indices.extend(ix)
-        if count == 1:
-            body.append(f"s = {a}.shape\nif {ix[0]} >= s[0]:\n    if {a}.fixed: raise _B\n    s[0] = {ix[0]} + 1")
-            return f"({ix[0]},)"
-        tup = f"({', '.join(ix)})"
-        if count == 2:
-            body.append(f"s = {a}.shape\nif ({ix[0]} >= s[0] or {ix[1]} >= s[1]) and {a}.check_index({tup}) is not None:"
-                        f"\n    raise _B")
-        else:
-            body.append(f"if {a}.check_index({tup}) is not None: raise _B")
-        return tup
-
-    for code in codes:
-        kind = code[0]
-        if kind == SKIP:
-            for _ in range(code[2]):
-                indices.append(f"i{len(indices)}")
-        elif kind in (LOAD, LOAD_T):
-            arr = code[2]
-            if id(arr) in stored:
-                return None
-            a = cells(arr)
-            idx = index(arr, code[3], a) if kind == LOAD_T else bind(code[3], "K")
-            body.append(f"v = C{a[1:]}.get({idx})\nif v is None: v = _init({a}, {idx})")
-            written.add(code[4])
-            body.append(f"r{code[4]} = v")
-        elif kind in (STORE, STORE_T):
-            arr = code[2]
-            a = cells(arr)
-            stored.add(id(arr))
-            idx = index(arr, code[3], a) if kind == STORE_T else bind(code[3], "K")
-            v = reg(code[4])
-            body.append(f"if {v} is None: raise _B\nC{a[1:]}[{idx}] = {v}")
-        elif kind in ARITY:
-            body.append(op_statement(kind, code, reg, bind))
-            written.add(code[3])
-        else:
-            return None
-    top = [f"r{s} = regs[{s}]" for s in sorted(loaded)] + [f"C{a[1:]} = {a}.cells" for a in arrays]
-    tail = [f"regs[{s}] = r{s}" for s in sorted(written)] + ["H[0] += 1"]
-    hits = [0]
-    env["H"] = hits
-    ix = f"({', '.join(indices)}{',' if len(indices) == 1 else ''})" if indices else "()"
-    lines = ["def block(nxt):"]
-    lines += [f"    {i} = nxt()" for i in indices]
-    lines.append("    try:")
-    for stmt in top + body + tail:
-        lines.extend("        " + s for s in stmt.split("\n"))
-    lines += ["    except Exception:", f"        raise Bail({ix}) from None"]
-    # the same block ``count`` times over (a run of it in the chunk): registers stay locals from one
-    # pass to the next; a pass that bails leaves the registers as the passes before it left them
-    done = sorted(written)
-    lines += ["def blocks(nxt, count):"]
-    lines += ["    " + s for s in top]
-    lines += [f"    c{s} = None" for s in done]
-    lines += ["    for n in range(count):"]
-    lines += [f"        {i} = nxt()" for i in indices]
-    lines.append("        try:")
-    for stmt in body or ["pass"]:
-        lines.extend("            " + s for s in stmt.split("\n"))
-    lines += ["        except Exception:", "            if n:"]
-    lines += [f"                regs[{s}] = c{s}" for s in done] + ["                H[0] += n"]
-    lines += [f"            raise Bail({ix}) from None"]
-    lines += [f"        c{s} = r{s}" for s in done]
-    lines += [f"    regs[{s}] = r{s}" for s in done] + ["    H[0] += count"]
-    exec(compile("\n".join(lines), "<toym block>", "exec"), env)
-    return _Block(env["block"], hits, codes, multi=env["blocks"])
-
-
-def _initial(run):
-    """A cell read before anything wrote it (as ``sim.loop``'s ``_initial``; a NaN input bails so
-    the loop raises the alarm)."""
-    rnd = run.round
-
-    def init(arr, idx: tuple):
-        v = arr.initial(idx)
-        if rnd is not None:
-            v = rnd(v)
-        if v != v:  # not stored: the loop reads it again and raises the alarm
-            raise _BAIL
-        arr.cells[idx] = v
-        return v
-
-    return init

@@ -98,7 +98,7 @@ class Array:
     holds the whole array (tile machine, or given data not yet accessed by element)."""
 
     __slots__ = ("name", "shape", "fixed", "given", "fill", "cells", "read", "written", "seed", "line", "_chunks",
-                 "dense", "mode", "pending", "regions", "round_fn", "tile_reads", "tile_writes", "viewed",
+                 "_runs", "dense", "mode", "pending", "regions", "_stored", "round_fn", "tile_reads", "tile_writes", "viewed",
                  "randomised")
 
     def __init__(self, name: str, shape: tuple[int, ...] | None = None, *, given: bool = False,
@@ -114,10 +114,12 @@ class Array:
         self.seed = seed
         self.line = line
         self._chunks: dict = {}
+        self._runs: dict[int, list] = {}  # a 1-D array's initial values, run k = indices k·_CHUNK … (``initial_runs``)
         self.dense: np.ndarray | None = None  # tile mode (or given data): the whole array
         self.mode: str | None = None
         self.pending = False  # dense cells not yet written hold no value yet (random on first read)
         self.regions: list | None = None  # indices stored to, while the array may hold unwritten cells
+        self._stored: dict[int, Any] = {}  # id → index object in ``regions`` (``stored``: each one once)
         self.round_fn = None
         self.tile_reads = 0  # words moved by tile LOAD/STORE (per-array traffic)
         self.tile_writes = 0
@@ -171,6 +173,13 @@ class Array:
                 registers[k] = v.copy()
         self.viewed = False
 
+    def stored(self, idx) -> None:
+        """A tile STORE wrote block ``idx`` (while cells may be unwritten): ``regions`` holds each index
+        object (a compiled STORE's) once — it grows with distinct STORE lines, not with the trace."""
+        if id(idx) not in self._stored:
+            self._stored[id(idx)] = idx  # held: its id is not reused while it is here
+            self.regions.append(idx)
+
     def written_mask(self) -> np.ndarray:
         mask = np.zeros(tuple(self.shape), dtype=bool)
         for idx in self.regions or ():
@@ -189,6 +198,7 @@ class Array:
         self.dense = np.where(self.written_mask(), self.dense, init) if self.regions else init
         self.pending = False
         self.regions = None
+        self._stored = {}
 
     @property
     def ndim(self) -> int | None:
@@ -243,11 +253,25 @@ class Array:
         self.randomised = True
         if not index:
             return random_value(self.seed, self.name, index)
+        if len(index) == 1:
+            k = index[0] // _CHUNK
+            run = self._runs.get(k)
+            if run is None:
+                run = self._runs[k] = random_run(self.seed, self.name, (), k * _CHUNK, _CHUNK)
+            return run[index[0] % _CHUNK]
         key = (index[:-1], index[-1] // _CHUNK)
         run = self._chunks.get(key)
         if run is None:  # values come in vectorised runs along the last axis
             run = self._chunks[key] = random_run(self.seed, self.name, index[:-1], key[1] * _CHUNK, _CHUNK)
         return run[index[-1] % _CHUNK]
+
+    def initial_runs(self) -> tuple[dict, int] | None:
+        """A 1-D array's initial values in runs, ``(runs, size)``: ``runs[i // size][i % size]`` is
+        ``initial((i,))`` where that run exists (``initial`` makes it), read by compiled blocks without
+        a call. None for an array with a fill, or of more than one dimension."""
+        if self.fill is not None or (self.shape is not None and len(self.shape) != 1):
+            return None
+        return self._runs, _CHUNK
 
     def to_nested(self, fmt=lambda v: v) -> list:
         """Final contents as nested lists; cells never written (and not inputs) are None."""

@@ -49,6 +49,7 @@ PROBE_EVERY = 8  # chunks in template mode before lines are tried again
 PROBE_CHARS = 65_536  # a probe counts the lines of the chunk's head (a matmul's rows come back within it)
 MIN_CHUNK_FOR_TEMPLATES = 256  # a shorter chunk says too little to switch
 REPEATING_FOR_LINES = 0.1  # new address lines that come back within their chunk: this share keeps lines
+FEW_NEW_TEMPLATES = 1024  # a template chunk with at most this many new templates: their first lines found at once
 _INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
 _NO_INDICES = iter(()).__next__
 _MISS_ORD = ord(MISS)
@@ -98,15 +99,19 @@ def run_text(run, chunks: Iterable[str]) -> None:
                 blocks.blocks.clear()
             run.source = _chunk_source(first, text)
             parts = _INDEX.split(text)  # text, index, text, …: one pass for the keys and the indices
-            ktext = "[]".join(parts[0::2])
             if text.endswith("\n"):
-                ktext = ktext[:-1]
-            if max(map(len, parts[1::2]), default=0) > 7:  # a long index: the parser's bound, at its line
+                parts[-1] = parts[-1][:-1]  # the template text without its final newline (not a copy of it)
+            ktext = "[]".join(parts[0::2])
+            nums = parts[1::2]
+            del parts
+            if max(map(len, nums), default=0) > 7:  # a long index: the parser's bound, at its line
                 _check_indices(run, text, first)
-            run.next_index = iter(list(map(int, parts[1::2]))).__next__
-            _run_templates(run, text, ktext, first, templates, exact, blocks, pieces)
+            run.next_index = iter(list(map(int, nums))).__next__
+            del nums
+            count = ktext.count("\n") + 1
+            _run_templates(run, text, ktext, first, templates, exact, blocks, pieces, count)
             since_probe += 1
-            first += ktext.count("\n") + 1
+            first += count
 
 
 def _check_indices(run, text: str, first: int) -> None:
@@ -288,23 +293,41 @@ def _positions(sig: str) -> list[int]:
 
 
 def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exact: dict,
-                   blocks: BlockCache, pieces: LineBlocks) -> None:
+                   blocks: BlockCache, pieces: LineBlocks, count: int | None = None) -> None:
     """Compile template lines: LOAD/STORE lines that differ only in their indices share one code.
     Templates new to the cache are compiled ahead where that has no effect (as in ``_run_exact``).
-    A chunk whose every line is compiled runs block by block (``sim.blocks``) where it can."""
-    if run_blocks(run, ktext, first, blocks, templates):
+    A chunk whose every line is compiled runs block by block (``sim.blocks``) where it can
+    (``count``: its lines, where known); one with a few new lines the loop must compile where they
+    stand (tile lines) runs in the loop up to the last of them, and the rest as blocks."""
+    if run_blocks(run, ktext, first, blocks, templates, count):
         return
-    lines = _split(text)
     keys = ktext.split("\n")
+    missing = [key for key in dict.fromkeys(keys) if key not in templates]
+    split = 0
+    if 0 < len(missing) <= FEW_NEW_TEMPLATES:  # a few new templates (a softmax's second pass, new tile lines)
+        at = list(compress(range(len(keys)), map(set(missing).__contains__, keys)))
+        at = dict(zip(map(keys.__getitem__, reversed(at)), reversed(at)))  # key → its first line (of the chunk)
+        head = text.split("\n", max(at.values()) + 1)  # the lines up to the last first one, not the whole chunk
+        for key in missing:
+            code = scalar.template_ahead(run, key, head[at[key]])
+            if code is not None:
+                templates[key] = code
+        del head
+        if all(map(templates.__contains__, missing)) and run_blocks(run, ktext, first, blocks, templates, count):
+            return  # every line compiled ahead: the blocks run the chunk
+        still = [at[key] for key in missing if key not in templates]  # compiled where they stand (a tile line)
+        split = max(still) + 1 if still else 0  # the loop runs the lines up to the last of them
+        missing = []
+    lines = _split(text)
     codes = list(map(templates.get, keys))
-    if None in codes:
+    if missing:
         first_lines = dict(reversed(list(compress(zip(keys, lines), map(not_, codes)))))  # key → its first line
         for key, line in first_lines.items():
             code = scalar.template_ahead(run, key, line)
             if code is not None:
                 templates[key] = code
         codes = list(map(templates.get, keys))
-        if None not in codes and run_blocks(run, ktext, first, blocks, templates):
+        if None not in codes and run_blocks(run, ktext, first, blocks, templates, count):
             return  # every line compiled ahead: the blocks run the chunk
 
     def compile_miss(j: int) -> tuple:
@@ -342,6 +365,15 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
             exact[line] = code
         return code
 
+    if 0 < split < len(keys) - MIN_CHUNK_FOR_TEMPLATES:  # then the rest of the chunk as blocks, where it can
+        _segments(run, codes[:split], first, compile_miss)
+        rest = keys[split:]
+        if all(map(templates.__contains__, dict.fromkeys(rest))) and run_blocks(
+                run, "\n".join(rest), first + split, blocks, templates, len(rest)):
+            return
+        codes = list(map(templates.get, rest))
+        _segments(run, codes, first + split, lambda j: compile_miss(j + split))
+        return
     _segments(run, codes, first, compile_miss)
 
 

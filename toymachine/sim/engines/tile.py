@@ -74,7 +74,7 @@ from ...program import Instr, Mem, Reg, Span
 from ..memory import SCALAR
 from . import tile_ops, units
 from .kinds import EXEC, MM, OPINDEX, SFU, SKIP_SLOT, TILE_BASE, VEC
-from .tile_events import ELEMENTWISE, bad_store, sram_full, tile_event, tile_rounder
+from .tile_events import ELEMENTWISE, bad_store, dropout_operands, sram_full, tile_event, tile_rounder
 from .tile_ops import UFUNC
 
 
@@ -151,7 +151,7 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
         if run.round is not None:
             with np.errstate(all="ignore"):
                 const = run.dt.round_array(const)
-        return _op(run, lambda regs: const, d, (), op, tag, units.pricer(run, ins.op, (), ins))
+        return _op(run, lambda regs: const, d, (), op, tag, units.pricer(run, ins.op, (), ins), ("const", const))
     srcs = []
     for pos, kind in enumerate(spec.signature[:-1]):
         if kind != "src":
@@ -169,6 +169,7 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
     if not any(_is_tile_reg(a[p]) for _, _, p in srcs):
         raise AsmError(f"{ins.op} with only word operands makes a word, not a tile", loc=run.loc(line, len(a) - 1),
                        hint="write the result to an R register, or make a tile with FILL")
+    block = None  # what the instruction computes, for a compiled block of tile instructions (sim.tile_blocks)
     if spec.kind == "mask":
         for pos in (1, 2):
             n = a[pos]
@@ -178,35 +179,21 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
                                     "key column")
         fn = tile_ops.mask(srcs[0][0], srcs[0][1], int(a[1]), int(a[2]))
     elif spec.kind == "dropout":
-        fn = tile_ops.dropout(srcs[0][0], srcs[0][1], *_dropout_operands(run, line, a), acc)
-    elif ins.op == "MAC_Z":
-        fn = tile_ops.matmul(srcs[0], srcs[1], None, acc)
-    elif ins.op == "MAC":
-        fn = tile_ops.matmul(srcs[0], srcs[1], srcs[2], acc)
+        fn = tile_ops.dropout(srcs[0][0], srcs[0][1], *dropout_operands(run, line, a), acc)
+    elif ins.op in ("MAC_Z", "MAC"):
+        block = ("matmul", *srcs[:2], srcs[2] if ins.op == "MAC" else None)
+        fn = tile_ops.matmul(*block[1:], acc)
     elif ins.op in ("ROWMAX", "ROWSUM"):
-        fn = tile_ops.rowreduce(ins.op, srcs[0][0], srcs[0][1], acc)
+        fn, block = tile_ops.rowreduce(ins.op, srcs[0][0], srcs[0][1], acc), (ins.op, srcs[0])
     elif ins.op == "MOV":
-        fn = tile_ops.mov(srcs[0][0], srcs[0][1])
+        fn, block = tile_ops.mov(srcs[0][0], srcs[0][1]), ("MOV", srcs[0])
     elif len(srcs) == 1:
-        fn = tile_ops.unary(UFUNC[ins.op], srcs[0][0], srcs[0][1], acc, SFU if spec.cost_class == "sfu" else VEC)
+        block = ("unary", UFUNC[ins.op], srcs[0], SFU if spec.cost_class == "sfu" else VEC)
+        fn = tile_ops.unary(UFUNC[ins.op], srcs[0][0], srcs[0][1], acc, block[3])
     else:
-        fn = tile_ops.binary(UFUNC[ins.op], srcs[0], srcs[1], acc)
+        fn, block = tile_ops.binary(UFUNC[ins.op], srcs[0], srcs[1], acc), ("binary", UFUNC[ins.op], *srcs)
     tag = (ins, text, ins.op in ("MAC", "MAC_Z", "MUL", "DIV", "EXP"))
-    return _op(run, fn, d, tuple(srcs), op, tag, units.pricer(run, ins.op, tuple(srcs), ins))
-
-
-def _dropout_operands(run, line: int, a: tuple) -> tuple:
-    """(p, seed, head, row0, col0) of ``DROPOUT Ta, p, seed, head, row0, col0, Td``, checked."""
-    p = a[1]
-    if not 0 <= p < 1:
-        raise AsmError(f"DROPOUT needs a drop probability 0 ≤ p < 1, got {p}", loc=run.loc(line, 1),
-                       hint="write it as `DROPOUT Ta, p, seed, head, row0, col0, Td`, e.g. DROPOUT T3, 0.1, 7, 0, "
-                            "0, 64, T3")
-    for pos, what in ((2, "seed"), (3, "head"), (4, "row offset"), (5, "column offset")):
-        if isinstance(a[pos], float) or a[pos] < 0:
-            raise AsmError(f"DROPOUT needs a non-negative whole-number {what}, got {a[pos]}", loc=run.loc(line, pos),
-                           hint="write it as `DROPOUT Ta, p, seed, head, row0, col0, Td`")
-    return float(p), int(a[2]), int(a[3]), int(a[4]), int(a[5])
+    return _op(run, fn, d, tuple(srcs), op, tag, units.pricer(run, ins.op, tuple(srcs), ins), block)
 
 
 def note_paper_registers(run, instrs) -> None:
@@ -283,9 +270,10 @@ def _block(run, mem: Mem, line: int, operand: int, *, write: bool):
 # Hot path: each closure binds the run's register list, SRAM sizes and rounding when it is
 # compiled (they are fixed for the run) and keeps the SRAM accounting inline.
 
-def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple, price=None) -> tuple:
+def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple, price=None, block=None) -> tuple:
     """An arithmetic tile instruction: compute, round to the dtype, hold in SRAM (overwriting
-    a register frees its old tile); on a machine with units, ``price`` charges its unit."""
+    a register frees its old tile); on a machine with units, ``price`` charges its unit.
+    ``execute.block``: what it computes, for ``sim.tile_blocks`` (None: not compiled there)."""
     regs, sizes, tround = run.regs, run.sizes, run.tround
     exact, counted = run.sram_exact, run.sram_counted
 
@@ -308,6 +296,7 @@ def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple, price=None) -> t
             if occ + run.n_scalar > run.sram_cap:
                 sram_full(run, line, code, d, occ + run.n_scalar)
 
+    execute.block = None if block is None or price is not None else ("op", d, block)
     code = (EXEC, op, execute, tag)
     return code
 
@@ -340,6 +329,7 @@ def _load(run, arr, idx: tuple, d: int, op: int, tag: tuple) -> tuple:
             if occ + run.n_scalar > run.sram_cap:
                 sram_full(run, line, code, d, occ + run.n_scalar)
 
+    execute.block = ("load", arr, idx, d, arr.dense[idx].size)
     code = (EXEC, op, execute, tag)
     return code
 
@@ -358,12 +348,13 @@ def _store(run, arr, idx: tuple, s: int, shape: tuple, transposed: bool, op: int
             arr.detach(regs)
         arr.dense[idx] = v
         if arr.regions is not None:
-            arr.regions.append(idx)
+            arr.stored(idx)
         w = v.size
         arr.tile_writes += w
         run.writes += w
         run.tile_writes += w
 
+    execute.block = ("store", arr, idx, s, shape, transposed)
     code = (EXEC, op, execute, tag)
     return code
 

@@ -3,13 +3,13 @@ of tile writes, STORE shape mismatches and SRAM overflow — each a located erro
 
 from __future__ import annotations
 
-__all__ = ["tile_event", "tile_rounder", "bad_store", "sram_full", "shape_text", "ELEMENTWISE"]
+__all__ = ["tile_event", "tile_rounder", "bad_store", "sram_full", "shape_text", "dropout_operands", "ELEMENTWISE"]
 
 from typing import Callable
 
 import numpy as np
 
-from ...errors import MachineLimitError, RuntimeFault
+from ...errors import AsmError, MachineLimitError, RuntimeFault
 
 ELEMENTWISE = frozenset({"MAX", "SUB", "ADD", "MUL", "DIV", "EXP", "LOG", "MOV"})
 _NEG_INF = -np.inf
@@ -171,3 +171,17 @@ def sram_full(run, line: int, code: tuple, d: int, occupied: int) -> None:
         loc=run.loc(line, len(ins.args) - 1 if ins.op != "STORE" else 0),
         hint=f"use smaller blocks (toym gen attention-tile --block-m/--block-n, or --sram {cap}), reuse registers "
              f"you no longer need, or a machine with `sram_words: {occupied}` or more")
+
+
+def dropout_operands(run, line: int, a: tuple) -> tuple:
+    """(p, seed, head, row0, col0) of ``DROPOUT Ta, p, seed, head, row0, col0, Td``, checked."""
+    p = a[1]
+    if not 0 <= p < 1:
+        raise AsmError(f"DROPOUT needs a drop probability 0 ≤ p < 1, got {p}", loc=run.loc(line, 1),
+                       hint="write it as `DROPOUT Ta, p, seed, head, row0, col0, Td`, e.g. DROPOUT T3, 0.1, 7, 0, "
+                            "0, 64, T3")
+    for pos, what in ((2, "seed"), (3, "head"), (4, "row offset"), (5, "column offset")):
+        if isinstance(a[pos], float) or a[pos] < 0:
+            raise AsmError(f"DROPOUT needs a non-negative whole-number {what}, got {a[pos]}", loc=run.loc(line, pos),
+                           hint="write it as `DROPOUT Ta, p, seed, head, row0, col0, Td`")
+    return float(p), int(a[2]), int(a[3]), int(a[4]), int(a[5])
