@@ -157,3 +157,12 @@ def test_indices_past_the_limit_take_the_general_path(monkeypatch):
     text = ".array Q[4][4] = 1\nLOAD Q[0:99999999, :], T1\n"
     out = _outcome(_run(text, Machine(sram_words=64)))
     assert out[0] == "LimitError" and out[3][0] == 2 and hits == [False]
+
+
+def test_a_lowered_index_limit_holds_on_the_fast_path(monkeypatch):
+    monkeypatch.setenv("TOYM_MAX_ARRAY_ELEMENTS", "10")
+    text = ".array Q[2][4] = 1\nLOAD Q[0:2, :], T1\nLOAD Q[0:12, :], T1\n"
+    fast = _outcome(_run(text, Machine(sram_words=64)))
+    monkeypatch.setattr(text_mode, "compile_tile_line", lambda run, n, line: None)
+    assert fast == _outcome(_run(text, Machine(sram_words=64)))
+    assert fast[0] == "LimitError" and fast[3][0] == 3

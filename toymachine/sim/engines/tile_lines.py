@@ -17,9 +17,12 @@ import re
 
 from ...limits import LIMITS
 from ...program import Instr, Mem, Reg, Span
+from . import tile
 
 _T = r"(T(?:0|[1-9][0-9]{0,3}))"
 _ADDR = r"([A-Za-z_][A-Za-z0-9_]*)\[([0-9:, ]+)\]"
+_NUM = "([0-9]{1,7})?"
+_TWO_SPANS = re.compile(rf"{_NUM}:{_NUM}, ?{_NUM}:{_NUM}\Z")  # the common case: Q[12:14, :]
 _LINE = re.compile(rf"[ \t]*(?:LOAD[ \t]+{_ADDR},[ \t]*{_T}|STORE[ \t]+{_T},[ \t]*{_ADDR})[ \t]*\Z")
 
 
@@ -51,11 +54,21 @@ def compile_tile_line(run, n: int, text: str):
     if m is None or ":" not in text:
         return None
     name, inner, reg, sreg, sname, sinner = m.groups()
-    items = _items(inner if name is not None else sinner, LIMITS["array_elements"].value())
+    cap = run.__dict__.get("tile_line_cap")
+    if cap is None:  # the limit in force, read once a run
+        cap = run.tile_line_cap = LIMITS["array_elements"].value()
+    two = _TWO_SPANS.match(inner if name is not None else sinner)
+    if two is not None:
+        a, b, c, d = [None if x is None else int(x) for x in two.groups()]
+        if any(x is not None and x >= cap for x in (a, b, c, d)):
+            return None
+        items = (Span(a, b), Span(c, d))
+    else:
+        items = _items(inner if name is not None else sinner, cap)
     if items is None:
         return None
     if name is not None:
         ins = Instr("LOAD", (Mem(name, items), Reg(reg)), n)
     else:
         ins = Instr("STORE", (Reg(sreg), Mem(sname, items)), n)
-    return run.compile(ins, n, text=text.strip())
+    return tile.compile(run, ins, n, text.strip())  # the engine Run.compile picks (tile claims a T register)
