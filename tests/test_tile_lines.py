@@ -61,7 +61,8 @@ def tile_traces(draw):
                 f"LOAD O[{rs}, {cs}], T{b}", "ADD R0, R0, R0", f"LOAD Q[{r}, {cs}], T{a}",
                 f"LOAD K[{rs},{cs}], T{a}"][c]
         if draw(st.integers(0, 12)) == 0:  # not canonical: the general path must still take it
-            line = draw(st.sampled_from([line.replace("LOAD", "load").replace("STORE", "store"), line + "  ; note Q[0:1, :]", "  " + line + " ",
+            line = draw(st.sampled_from([line.replace("LOAD", "load").replace("STORE", "store"),
+                                         line + "  ; note Q[0:1, :]", "  " + line + " ",
                                          line.replace(", ", " , ", 1), line.replace("[", "[ ", 1)]))
             canonical = False
         lines.append(line)
