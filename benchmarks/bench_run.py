@@ -12,7 +12,9 @@ start-up), against a bare Python loop that only reads the same file and splits i
                  (the DRAM it touches stays put: peak memory must stay flat);
 * ``matmul``     an inner-product matmul (3 registers): addresses repeat n times;
 * ``mixed``      the online softmax with a tile block (LOAD, MUL, STORE of a 2×4 tile) after every
-                 third element: 1 instruction in 10 is a tile instruction;
+                 third element: 1 instruction in 10 is a tile instruction (its 64 rows wrap around:
+                 32 distinct tile blocks);
+* ``mixed-new``  the same with enough rows that every tile LOAD/STORE line is new;
 * ``program``    the softmax trace as a generated ``Program`` through the Python API
                  (``simulate(softmax_program(...))``, no text round-trip; the generator's time is
                  not counted).
@@ -58,6 +60,7 @@ SHAPES = {
     "softmax×k": "online softmax of 1000 elements, repeated",
     "matmul": "matmul, inner product (operands repeat)",
     "mixed": "online softmax + a 2×4 tile block every 3rd element (1 in 10 tile)",
+    "mixed-new": "mixed, every tile LOAD/STORE line new (no tile line repeats)",
     "program": "the softmax as a generated Program (Python API, no text)",
 }
 TARGET = 3.0  # M instructions/s end to end (issue 25)
@@ -112,10 +115,10 @@ def write_softmax_repeated(path: str, target: int) -> tuple[int, int]:
     return repeats * len(block), 2 * n
 
 
-def write_mixed(path: str, target: int) -> tuple[int, int]:
+def write_mixed(path: str, target: int, rows: int = 64) -> tuple[int, int]:
     """The online softmax's first pass over new addresses, with a tile block after every third
-    element (LOAD a 2×4 block of Q into T0, MUL, STORE it to O): 3 tile instructions in 30."""
-    rows = 64
+    element (LOAD a 2×4 block of Q into T0, MUL, STORE it to O): 3 tile instructions in 30.
+    With 64 rows the tile lines wrap around (32 distinct blocks)."""
     count, i, buf = len(_SOFTMAX_HEAD), 1, [f".array Q[{rows}][4]\n", f".array O[{rows}][4]\n"] + _SOFTMAX_HEAD
     with open(path, "w") as fh:
         while count < target:
@@ -133,7 +136,13 @@ def write_mixed(path: str, target: int) -> tuple[int, int]:
     return count, i + 2 * rows * 4
 
 
-WRITERS = {"softmax": write_softmax, "softmax×k": write_softmax_repeated, "matmul": write_matmul, "mixed": write_mixed}
+def write_mixed_new_tiles(path: str, target: int) -> tuple[int, int]:
+    """``mixed`` with enough rows that no tile LOAD/STORE line repeats (every tile address new)."""
+    return write_mixed(path, target, rows=2 * (target // 30) + 64)
+
+
+WRITERS = {"softmax": write_softmax, "softmax×k": write_softmax_repeated, "matmul": write_matmul, "mixed": write_mixed,
+           "mixed-new": write_mixed_new_tiles}
 
 
 def bare_loop(path: str) -> tuple[float, float]:

@@ -40,6 +40,7 @@ from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
 from .line_blocks import MISS, MISS_CODE, LineBlocks
 from .engines import scalar
+from .engines.tile_lines import compile_tile_line
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
 
@@ -383,7 +384,7 @@ _SKIP0 = (SKIP, SKIP_SLOT, 0, (None, "", False))
 def _compile_line(run, n: int, text: str):
     """One source line → its code (``SKIP`` for blank and comment lines; None for a directive,
     which runs here)."""
-    code = scalar.compile_memory_line(run, n, text)
+    code = (":" in text and compile_tile_line(run, n, text)) or scalar.compile_memory_line(run, n, text)
     if code is not None:
         return code
     item = parse_line(text, n, run.file)

@@ -224,12 +224,13 @@ def _block(run, mem: Mem, line: int, operand: int, *, write: bool):
     """(array, numpy index, tile shape) of a block address; errors name the operand."""
     name = mem.array
     arr = run.memory.arrays.get(name) or run.memory.get(name)
-    loc = run.loc(line, operand)
     if not arr.fixed:
-        raise RuntimeFault(f"'{name}' has no declared shape; a block LOAD/STORE needs one", loc=loc,
+        raise RuntimeFault(f"'{name}' has no declared shape; a block LOAD/STORE needs one",
+                           loc=run.loc(line, operand),
                            hint=f"declare it before the code: `.array {name}[rows][cols]` (or give it with --data)")
     if len(mem.index) != len(arr.shape):
-        raise RuntimeFault(f"'{name}' has {len(arr.shape)} dimensions but '{mem}' gives {len(mem.index)}", loc=loc,
+        raise RuntimeFault(f"'{name}' has {len(arr.shape)} dimensions but '{mem}' gives {len(mem.index)}",
+                           loc=run.loc(line, operand),
                            hint="give one index or span per dimension, e.g. Q[0:64, :]")
     idx: list = []
     shape: list[int] = []
@@ -239,18 +240,19 @@ def _block(run, mem: Mem, line: int, operand: int, *, write: bool):
             stop = n if item.stop is None else item.stop
             if stop > n or start >= stop:
                 what = "is empty" if start >= stop else f"is outside '{name}'"
-                raise RuntimeFault(f"block {item} {what} (dimension {axis} has size {n}, valid 0..{n})", loc=loc,
+                raise RuntimeFault(f"block {item} {what} (dimension {axis} has size {n}, valid 0..{n})",
+                                   loc=run.loc(line, operand),
                                    hint="a span start:stop needs 0 ≤ start < stop ≤ the dimension's size")
             idx.append(slice(start, stop))
             shape.append(stop - start)
         else:
             if item >= n:
                 raise RuntimeFault(f"index {item} is outside '{name}' (dimension {axis} has size {n}, "
-                                   f"valid 0..{n - 1})", loc=loc,
+                                   f"valid 0..{n - 1})", loc=run.loc(line, operand),
                                    hint="declared/given arrays have a fixed shape; check the index")
             idx.append(item)
     if len(shape) > 2:
-        raise AsmError(f"a tile has two dimensions; '{mem}' spans {len(shape)}", loc=loc,
+        raise AsmError(f"a tile has two dimensions; '{mem}' spans {len(shape)}", loc=run.loc(line, operand),
                        hint="fix all but two axes with single indices, e.g. Q[0, 1, 0:64, :]")
     if len(shape) == 1:  # a vector is a column: per-row statistics broadcast along rows
         idx.append(None)
