@@ -7,6 +7,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# Property tests draw the same examples in every run (CI reproduces a local run; a failure is not a
+# matter of luck). TOYM_HYPOTHESIS=explore draws fresh examples each run, and keeps found failures
+# in .hypothesis/ (benchmarks/fuzz_campaign.py runs the longer campaigns).
+settings.register_profile("toym", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile("explore" if os.environ.get("TOYM_HYPOTHESIS") == "explore" else "toym")
 
 # Without a GPU, Triton kernels run in its interpreter; the variable must be set before
 # triton is first imported (triton.language's own @jit helpers read it at import time).
