@@ -25,7 +25,7 @@ Memory grows with the DRAM cells a trace touches, not with its length: the last 
 million cells from the softmax traces' two sizes. ``toym`` is this tree's (``python -m
 toymachine``), with its bytecode cached as an installed package has it.
 
-Usage:  python benchmarks/bench_run.py [--instructions 3000000] [--keep DIR] [--json FILE]
+Usage:  python benchmarks/bench_run.py [--instructions 3000000] [--rounds 3] [--keep DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,6 +65,7 @@ SHAPES = {
     "program": "the softmax as a generated Program (Python API, no text)",
 }
 TARGET = 3.0  # M instructions/s end to end (issue 25)
+ROUNDS = 3  # each figure is the median of this many runs (a shared machine's load moves single runs)
 
 
 def write_softmax(path: str, target: int) -> tuple[int, int]:
@@ -186,7 +188,8 @@ def in_process(code: str, env: dict, *args: str) -> tuple[float, float, float, d
         return float(wall), float(cpu), int(rss_kib) / 1024, json.load(fh)
 
 
-def measure(instructions: int, tmp: str, log=print) -> dict:
+def measure(instructions: int, tmp: str, log=print, rounds: int = ROUNDS) -> dict:
+    """Every shape at a tenth of ``instructions`` and at full size; each figure the median of ``rounds``."""
     rows, softmax_points = [], []
     cache = os.path.join(tmp, "pycache")
     env = environment(cache)
@@ -196,11 +199,15 @@ def measure(instructions: int, tmp: str, log=print) -> dict:
         for target in (instructions // 10, instructions):
             path = os.path.join(tmp, f"{kind}_{target}.asm")
             count, cells = writer(path, target)
-            bare, bare_cpu = bare_loop(path)
-            wall, cpu, rss, result = end_to_end(path, path + ".json", env)
-            assert result["instructions"] == count, (kind, result["instructions"], count)
-            iwall, icpu, _, iresult = in_process(_RUN, env, path, path + ".in.json")
-            assert iresult == result
+            figures = []
+            for _ in range(rounds):  # bare loop, end to end, in-process: one round after another
+                bare, bare_cpu = bare_loop(path)
+                wall, cpu, rss, result = end_to_end(path, path + ".json", env)
+                assert result["instructions"] == count, (kind, result["instructions"], count)
+                iwall, icpu, _, iresult = in_process(_RUN, env, path, path + ".in.json")
+                assert iresult == result
+                figures.append((bare, bare_cpu, wall, cpu, rss, iwall, icpu))
+            bare, bare_cpu, wall, cpu, rss, iwall, icpu = (statistics.median(f) for f in zip(*figures))
             row = dict(shape=kind, instructions=count, wall=wall, cpu=cpu, rss=rss, bare=bare, bare_cpu=bare_cpu,
                        in_wall=iwall, in_cpu=icpu, size=target == instructions)
             rows.append(row)
@@ -209,14 +216,15 @@ def measure(instructions: int, tmp: str, log=print) -> dict:
                 softmax_points.append((cells, rss))
                 if target == instructions:
                     n = (count + 4) // 14
-                    pwall, pcpu, prss, presult = in_process(_PROGRAM, env, str(n), path + ".program.json")
-                    assert presult["instructions"] == count
+                    runs = [in_process(_PROGRAM, env, str(n), path + ".program.json") for _ in range(rounds)]
+                    assert all(r[3]["instructions"] == count for r in runs)
+                    pwall, pcpu, prss = (statistics.median(r[i] for r in runs) for i in range(3))
                     prow = dict(shape="program", instructions=count, wall=None, cpu=None, rss=prss, bare=bare,
                                 bare_cpu=bare_cpu, in_wall=pwall, in_cpu=pcpu, size=True)
                     rows.append(prow)
                     log(_line(prow))
     (c0, r0), (c1, r1) = softmax_points
-    return {"instructions": instructions, "rows": rows,
+    return {"instructions": instructions, "rounds": rounds, "rows": rows,
             "memory": {"mb_per_million_cells": (r1 - r0) / (c1 - c0) * 1e6, "cells": [c0, c1], "rss": [r0, r1]}}
 
 
@@ -246,12 +254,13 @@ def table(m: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--instructions", type=int, default=3_000_000)
+    ap.add_argument("--rounds", type=int, default=ROUNDS, help="runs per figure, the median reported")
     ap.add_argument("--keep", default=None, help="directory for the generated traces (default: a temp dir)")
     ap.add_argument("--json", default=None, help="also write the figures to FILE (the docs page generator reads it)")
     args = ap.parse_args()
     tmp = args.keep or tempfile.mkdtemp(prefix="toym-bench-")
     os.makedirs(tmp, exist_ok=True)
-    m = measure(args.instructions, tmp, log=lambda s: print(s, flush=True))
+    m = measure(args.instructions, tmp, log=lambda s: print(s, flush=True), rounds=args.rounds)
     print()
     print(table(m))
     mem = m["memory"]

@@ -133,7 +133,8 @@ def page(f: dict) -> str:
         f"`toym run FILE --no-steps --format json` on traces of about {f['run']['instructions']:,} instructions "
         "(`python benchmarks/bench_run.py`): *end to end* is the whole process as a user runs it — start-up, "
         "reading, compiling, running, the JSON summary, writing it; *in-process* times the command inside "
-        "an already started Python. Ratios are to the bare read+split loop on the same file.",
+        f"an already started Python. Ratios are to the bare read+split loop on the same file, measured in "
+        f"the same rounds; each figure is the median of {f['run'].get('rounds', 1)} runs.",
         "",
         bench_run.table(f["run"]),
         "",
