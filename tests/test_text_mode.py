@@ -204,3 +204,27 @@ def test_paper_rule_counts_the_same_streamed_or_parsed(name):
     machine = resolve_machine("toysram-paper")
     text = (PROGRAMS / name).read_text()
     _same(simulate(parse(text), machine, steps=False), simulate(io.StringIO(text), machine, steps=False))
+
+
+@pytest.mark.parametrize("text", [
+    ".data x = [1, 2]\nLOAD x[0], R0\n.data x = [3, 4]\nSTORE R0, y[0]\n",   # again after code
+    ".data x = [1, 2]\n.array x[4]\nLOAD x[0], R0\n",                        # twice before code
+    ".data x = [1, 2]\n  .data x = [3]\n",                                    # directives only
+    ".array w[2][2]\n; between\n.array w[2][2]\nLOAD w[1][1], R0\n",
+])
+def test_an_array_declared_twice_is_the_same_error_streamed_and_parsed(monkeypatch, text):
+    """A second .data/.array for one array: the parser's error (line, message) whether the trace is
+    parsed whole or streamed, in chunks of any size."""
+    def located(run):
+        try:
+            run()
+        except AsmError as err:
+            return str(err), err.loc.line, err.loc.col
+        return None
+
+    parsed = located(lambda: simulate(parse(text), steps=False))
+    assert parsed is not None and "declared twice" in parsed[0]
+    for chunk in (None, 1, 7):
+        if chunk:
+            _tiny_chunks(monkeypatch, chunk)
+        assert located(lambda: simulate(io.StringIO(text), steps=False)) == parsed

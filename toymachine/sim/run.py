@@ -60,6 +60,7 @@ class Run:
         self.first_underflow: Alarm | None = None
         self.step = 0
         self.used_arrays: dict[str, int] = {}
+        self.declared: dict[str, int] = {}  # array → the line of its .data/.array (a second one is an error)
         self.first_use_text: dict[str, str | None] = {}  # array → its first-use line's text (sim.inputs' warnings)
         self.reads = self.writes = 0
         self.next_index: Callable[[], int] = _no_index  # text mode: the chunk's next integer index (sim.text)
@@ -165,6 +166,12 @@ class Run:
         return engine_for(ins).compile(self, ins, line, text)
 
     def declare(self, decl: ArrayDecl, data: dict | None):
+        first = self.declared.setdefault(decl.name, decl.line)
+        if first != decl.line:  # as the parser says it of a whole program
+            src = self.source(decl.line)
+            raise AsmError(f"array '{decl.name}' is declared twice (first on line {first})",
+                           loc=Location(self.file, decl.line, 1, src, len(src.rstrip()) if src else 1),
+                           hint="keep one .data/.array per array")
         if decl.name in self.used_arrays:
             raise AsmError(f"array '{decl.name}' is used on line {self.used_arrays[decl.name]} before it is declared",
                            loc=self.loc(decl.line), hint="put .data/.array directives before the code")
