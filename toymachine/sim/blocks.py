@@ -112,7 +112,6 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
         stand_ins = {key: _looped(run, uniq[key], blocks, offsets, first, state) for key in looped}
         fns = list(map({k: stand_ins.get(k) or b.fn for k, b in uniq.items()}.__getitem__, keys))
     nxt = run.next_index
-    stream = nxt.__self__  # the index stream's iterator: a bailing block's indices go back in front of it
     it = iter(fns)
     bails = 0
     while True:
@@ -125,12 +124,8 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
             bail.__traceback__ = None
         k = state[0] + _flush(run, blocks)  # the block that bailed
         block = uniq[keys[k]]
-        run.next_index = chain(taken, stream).__next__
         bails += 1
-        try:
-            execute(run, list(block.codes), first + offsets[k])
-        finally:
-            run.next_index = nxt
+        _rerun(run, block, taken, first + offsets[k])
         state[0] = k + 1
         if bails > MAX_BAILS:  # slow paths all along: the loop runs the rest, and this block from now on
             cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
@@ -177,28 +172,17 @@ def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks
     calls = [(multi[fn], count) for fn, count in runs]
     starts = list(accumulate((count for _, count in runs), initial=0))  # the first block of each run
     nxt = run.next_index
-    stream = nxt.__self__
-    g, skip, end = 0, 0, len(calls)
+    g, skip = 0, 0
     done = p_done = bails = 0
     while True:
-        try:
-            while g < end:
-                fn, count = calls[g]
-                fn(nxt, count - skip)
-                skip = 0
-                g += 1
+        taken = _call_runs(calls, g, skip, nxt)
+        if taken is None:
             break
-        except Bail as bail:  # handled below, outside the handler (as in run_blocks)
-            taken = bail.args[0]
         k = done + _flush(run, blocks)  # the block that bailed
         p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
         block = uniq[keys[k]]
-        run.next_index = chain(taken, stream).__next__
         bails += 1
-        try:
-            execute(run, list(block.codes), first + p)
-        finally:
-            run.next_index = nxt
+        _rerun(run, block, taken, first + p)
         done, p_done = k + 1, p + block.lines
         if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest, and this block from now on
             cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
@@ -240,7 +224,6 @@ def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, block
     multi = {b.fn: b.multi for b in blocks}
     calls = list(zip(map(multi.__getitem__, map(words.__getitem__, cuts[:-1])), map(sub, cuts[1:], cuts[:-1])))
     nxt = run.next_index
-    stream = nxt.__self__
     base, t, last = run.step, 0, len(tile_at) - 1  # t: tile blocks done
     ran: set = set()  # tile blocks (keys) that ran once without bailing (separate: their later runs are counted)
     skipped: dict = {}  # key → runs counted, not run
@@ -272,30 +255,20 @@ def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, block
         _flush(run, blocks)
         run.step = base + before(k, "steps")
 
-    g, skip, end = 0, 0, len(calls)
+    g, skip = 0, 0
     done = bails = 0
     while True:
-        try:
-            while g < end:
-                fn, count = calls[g]
-                fn(nxt, count - skip)
-                skip = 0
-                g += 1
+        taken = _call_runs(calls, g, skip, nxt)
+        if taken is None:
             break
-        except Bail as bail:  # handled below, outside the handler (as in run_blocks)
-            taken = bail.args[0]
         q = done + _flush(run, blocks)  # the word block that bailed (only word blocks ran since the last flush)
         k = word_at[q]
         tiles_before(k)
         _flush(run, blocks)
         run.step = base + before(k, "steps")
         block = uniq[keys[k]]
-        run.next_index = chain(taken, stream).__next__
         bails += 1
-        try:
-            execute(run, list(block.codes), first + before(k, "lines"))
-        finally:
-            run.next_index = nxt
+        _rerun(run, block, taken, first + before(k, "lines"))
         done = q + 1
         if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest (from k + 1: none of it ran yet)
             cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
@@ -308,6 +281,31 @@ def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, block
     tiles_before(n)
     settle(n)
     return True
+
+
+def _call_runs(calls: list, g: int, skip: int, nxt) -> list | None:
+    """Call the runs ``calls[g:]`` (``(multi function, count)``; the first less ``skip`` blocks that
+    already ran): None when every one ran, else the indices the block that bailed had taken (the
+    bail is handled by the caller, outside this handler: no exception context, no kept frames)."""
+    try:
+        for g in range(g, len(calls)):
+            fn, count = calls[g]
+            fn(nxt, count - skip)
+            skip = 0
+    except Bail as bail:
+        return bail.args[0]
+    return None
+
+
+def _rerun(run, block, taken: list, line: int) -> None:
+    """The block that bailed, again in the loop from ``line``: its indices those it had taken, then
+    the chunk's stream where it stopped."""
+    nxt = run.next_index
+    run.next_index = chain(taken, nxt.__self__).__next__
+    try:
+        execute(run, list(block.codes), line)
+    finally:
+        run.next_index = nxt
 
 
 def _flush(run, blocks: list) -> int:
