@@ -1,8 +1,11 @@
 """The bundled examples the playground offers: ``programs/*.asm`` and ``examples/problems/*.yaml``.
 
-Looked up by *name* in the listing of those folders (beside the package in a source checkout or
-an editable install); a request never supplies a path, so nothing outside them can be opened.
-A wheel without the folders lists no examples (the machine presets still come with the package).
+Looked up by *name* in the listing of those folders; a request never supplies a path, so nothing
+outside them can be opened. The folders are found beside the package in a source checkout or an
+editable install, else where a wheel installs them (its data files: ``share/toymachine/programs`` and
+``share/toymachine/examples/problems`` under the environment's prefix, or the user base for
+``pip install --user``), so the page offers the same examples however toym was installed. The
+problems' ``reference: ../../programs/…`` paths hold in both places.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 __all__ = ["listing", "example_text", "problem_path", "ROOT"]
 
 import functools
+import sysconfig
 from pathlib import Path
 
 import yaml
@@ -17,15 +21,31 @@ import yaml
 from ..errors import ConfigError, Location
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: toymachine/serve/examples.py → ../../..
-FOLDERS = {"programs": (ROOT / "programs", ".asm"), "problems": (ROOT / "examples" / "problems", ".yaml")}
+FOLDERS = {"programs": ("programs", ".asm"), "problems": ("examples/problems", ".yaml")}
+DATA = "share/toymachine"  # where pyproject's [tool.setuptools.data-files] puts the folders
+
+
+def roots() -> list[Path]:
+    """Where the example folders may be, in order: the checkout (only where it is one: its
+    ``pyproject.toml`` beside the package), then the wheel's data files under the environment's
+    prefix and under the user base."""
+    found = [ROOT] if (ROOT / "pyproject.toml").is_file() else []
+    for scheme in ("prefix", "user"):
+        try:
+            found.append(Path(sysconfig.get_path("data", sysconfig.get_preferred_scheme(scheme))) / DATA)
+        except KeyError:  # no such scheme on this platform
+            continue
+    return found
 
 
 @functools.lru_cache(maxsize=None)
 def _files(kind: str) -> dict[str, Path]:
-    folder, suffix = FOLDERS[kind]
-    if not (ROOT / "pyproject.toml").is_file() or not folder.is_dir():  # a checkout, not site-packages
-        return {}
-    return {p.stem: p for p in sorted(folder.iterdir()) if p.suffix == suffix and p.is_file()}
+    sub, suffix = FOLDERS[kind]
+    for root in roots():
+        folder = root / sub
+        if folder.is_dir():
+            return {p.stem: p for p in sorted(folder.iterdir()) if p.suffix == suffix and p.is_file()}
+    return {}
 
 
 def listing() -> dict[str, list[dict]]:
