@@ -6,7 +6,11 @@ Every check is one test; a hidden check is a test of visibility ``hidden`` (inst
 it, students never do); a budget whose points hang on a hidden value check is shown when the
 grades are published (``after_published``), since its score would tell the hidden result. A
 trace that did not run is one failing test worth the whole score, whose output is the located
-error, so the student sees why.
+error, so the student sees why. The top-level ``score`` is the whole grade, hidden checks
+included: it is what lands in the gradebook, and Gradescope does not show a student the total
+score of a result that has hidden tests (the specification's "Controlling Test Case
+Visibility"), so it tells nothing the hidden tests keep back; the ``output`` a student sees
+counts the visible checks only.
 """
 
 from __future__ import annotations
