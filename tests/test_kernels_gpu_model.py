@@ -16,8 +16,8 @@ pytest.importorskip("triton")
 from kernels_gpu.bench import fit_model, tables  # noqa: E402
 from kernels_gpu.host.configs import KernelConfig  # noqa: E402
 from kernels_gpu.model import predict  # noqa: E402
-from kernels_gpu.model.occupancy import (makespan, program_row, programs_per_sm,  # noqa: E402
-                                         resources)
+from kernels_gpu.model.occupancy import (kernel_key, makespan, program_resources,  # noqa: E402
+                                         program_row, programs_per_sm, resources)
 from kernels_gpu.model.schedule import schedule  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(predict.__file__))),
@@ -62,6 +62,22 @@ def test_programs_per_sm_agree_with_the_offline_compile():
             programs_per_sm(res["regs"], res["smem"], cfg.num_warps)
         close += (not cfg.use_tma) or abs(smem - res["smem"]) <= 2048
     assert same == 27 and close == len(kernels)
+
+
+def test_the_schedule_takes_the_compiled_resources_where_stored():
+    """program_resources: the stored compile for a kernel of the grid (the d 128 dQ launch
+    M128N32w8s3: 134 registers, so one program of 8 warps per SM where the closed form's
+    estimate allows two), the closed form for any other config or dtype."""
+    dq = KernelConfig(128, 32, 8, 3, use_tma=True)
+    stored = _stored("resources_sm90.json")["kernels"][kernel_key("bwd_dq", 128, False, dq)]
+    assert program_resources("bwd_dq", 128, False, dq) == (stored["regs"], stored["smem"],
+                                                           "compiled")
+    assert programs_per_sm(stored["regs"], stored["smem"], 8) == 1
+    assert programs_per_sm(*resources("bwd_dq", 128, dq), 8) == 2
+    other = KernelConfig(64, 16, 4, 5, use_tma=True)
+    assert program_resources("bwd_dq", 128, False, other) == (*resources("bwd_dq", 128, other),
+                                                              "closed form")
+    assert program_resources("bwd_dq", 128, False, dq, elem_bytes=1)[2] == "closed form"
 
 
 def test_makespan_is_greedy_list_scheduling():
@@ -123,7 +139,7 @@ def _ratios(pass_):
 
 
 @pytest.mark.parametrize("pass_, lo, hi, inside", [("fwd", 0.76, 1.18, 127),
-                                                   ("bwd", 0.88, 1.21, 129)])
+                                                   ("bwd", 0.85, 1.21, 127)])
 def test_the_spread_on_the_stored_h100_grid(pass_, lo, hi, inside):
     """results/frontier_h100.json (132 points): predicted / measured within the bounds
     RESULTS.md reports, and at least as many points within ±15 % (before the schedule terms:
@@ -136,10 +152,10 @@ def test_the_spread_on_the_stored_h100_grid(pass_, lo, hi, inside):
 
 def test_the_fit_holds_out_what_it_did_not_see():
     """The constants are fitted on predict.FIT_SUBSET only (72 points a pass); the held-out
-    60 (N 2k, 8k, N_q != N_k) are within ±15 % at 58 (fwd) and 60 (bwd). TERMS is a minimum of
+    60 (N 2k, 8k, N_q != N_k) are within ±15 % at 58 (fwd) and 56 (bwd). TERMS is a minimum of
     the fit's loss on the calibration points: no neighbour on the grid does better."""
     points = fit_model.split_points(_stored("frontier_h100.json"))
-    for pass_, held_inside in (("fwd", 58), ("bwd", 60)):
+    for pass_, held_inside in (("fwd", 58), ("bwd", 56)):
         cal, held = points[pass_]
         assert (len(cal), len(held)) == (72, 60)
         t = predict.TERMS[pass_]

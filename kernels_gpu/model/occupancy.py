@@ -10,8 +10,10 @@ architect adds, all computed here from the config that ran (no GPU needed):
   the streamed tiles once per pipeline buffer (num_stages with TMA, num_stages - 1 with
   pointer loads) plus the tiles a program holds. The registers are the fp32 accumulators and
   score tiles per thread plus a fixed overhead (`REG_OVERHEAD`) for addresses, softmax
-  statistics and loop state (`resources`). Both are checked against the offline sm_90
-  compile of the frontier grid's kernels (`results/resources_sm90.json`, a CPU test).
+  statistics and loop state (`resources`). Where the offline sm_90 compile of the kernel is
+  stored (`results/resources_sm90.json`: the frontier grid's 30 kernels, fp16, written by
+  `TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile`) its registers and
+  shared memory are used instead (`program_resources`); a CPU test compares the two.
 * **the program list** (`program_row`): the inner-loop iterations of each program, in the
   order the hardware starts them (program_id(0) fastest; causal forward and dQ reversed so the
   longest rows start first; a dK/dV program runs its loop once per query head it streams).
@@ -22,9 +24,16 @@ architect adds, all computed here from the config that ran (no GPU needed):
 from __future__ import annotations
 
 import heapq
+import json
 import math
+import os
+from functools import lru_cache
 
-__all__ = ["SM", "REG_OVERHEAD", "resources", "programs_per_sm", "program_row", "makespan"]
+__all__ = ["SM", "REG_OVERHEAD", "resources", "programs_per_sm", "program_row", "makespan",
+           "kernel_key", "compiled", "program_resources", "COMPILED_FILE"]
+
+COMPILED_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "results", "resources_sm90.json")
 
 # H100 SXM (the datasheet; the same per SM on the H200)
 SM = {"regs": 65536, "smem": 233472, "smem_reserved": 1024, "warps": 64, "blocks": 32,
@@ -64,6 +73,34 @@ def resources(pass_: str, d: int, config, part: int | None = None, elem_bytes: i
         raise ValueError(f"no program resources for pass {pass_!r}")
     regs = min(SM["max_regs"], math.ceil(acc / threads) + REG_OVERHEAD)
     return regs, (buffers * stream + held) * elem_bytes
+
+
+def kernel_key(pass_: str, d: int, causal: bool, config, part: int | None = None) -> str:
+    """The key of a kernel in resources_sm90.json: pass|d|causal|config (split 1)|part."""
+    short = config.short().replace(f"-sp{config.split}", "") if config.split > 1 \
+        else config.short()
+    return f"{pass_}|{int(d)}|{int(bool(causal))}|{short}|{part}"
+
+
+@lru_cache(maxsize=4)
+def compiled(path: str = COMPILED_FILE) -> dict:
+    """{kernel_key: {"regs", "smem", "spill_stores"}} of the stored offline compile ({} if
+    the file is absent)."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)["kernels"]
+
+
+def program_resources(pass_: str, d: int, causal: bool, config, part: int | None = None,
+                      elem_bytes: int = 2) -> tuple[int, int, str]:
+    """(registers, shared-memory bytes, "compiled" or "closed form") of one program: the
+    stored sm_90 compile of this fp16 kernel if there is one, else `resources`."""
+    if elem_bytes == 2:
+        hit = compiled().get(kernel_key(pass_, d, causal, config, part))
+        if hit:
+            return hit["regs"], hit["smem"], "compiled"
+    return (*resources(pass_, d, config, part, elem_bytes), "closed form")
 
 
 def programs_per_sm(regs: int, smem: int, num_warps: int) -> int:

@@ -47,7 +47,7 @@ from toymachine import resolve_machine
 from toymachine.cost import attention_tile_cost
 
 from ..kernels.common import padded_head_dim
-from .occupancy import makespan, program_row, programs_per_sm, resources
+from .occupancy import makespan, program_resources, program_row, programs_per_sm
 from .schedule import schedule
 
 __all__ = ["Prediction", "predict_forward", "predict_backward", "sequence", "machine_for",
@@ -113,7 +113,7 @@ class ScheduleTerms:
 # a CPU test refits them. The forward's overlap is barely determined by the data (its forward
 # launches with 2+ programs per SM are mostly bound by their rate).
 TERMS = {"fwd": ScheduleTerms(fixed_s=0.0, exposed=0.1, overlap=0.125),
-         "bwd": ScheduleTerms(fixed_s=4e-6, exposed=0.25, overlap=0.375)}
+         "bwd": ScheduleTerms(fixed_s=5e-6, exposed=0.2, overlap=0.375)}
 FIT_SUBSET = "N_q = N_k in {1024, 4096, 16384}"  # held out: N 2048, 8192 and N_q != N_k
 
 
@@ -125,8 +125,9 @@ def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 
     iterations = sum(per) * rows
     if iterations == 0:
         return rate
-    occ = programs_per_sm(*resources(sched.pass_, sched.head_dim, config, part),
-                          config.num_warps)
+    regs, smem, _ = program_resources(sched.pass_, sched.head_dim, sched.causal, config, part,
+                                      sched.elem_bytes)
+    occ = programs_per_sm(regs, smem, config.num_warps)
     serial = rate.tensor_s + rate.vector_s + rate.sfu_s
     thr = max(rate.tensor_s, rate.vector_s + rate.sfu_s, rate.hbm_s, rate.l2_s) * sms / iterations
     chain = serial * (1 + terms.exposed) * sms / iterations
