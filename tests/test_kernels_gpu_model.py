@@ -168,3 +168,20 @@ def test_the_fit_holds_out_what_it_did_not_see():
                 if 0 <= j < len(values):
                     other = predict.ScheduleTerms(**{**t.__dict__, field: values[j]})
                     assert fit_model.loss(fit_model.ratios(cal, other)) >= best - 1e-9, other
+
+
+def test_the_alarm_on_the_stored_h100_grid(tmp_path):
+    """`bench --predict --from results/frontier_h100.json` exits 0: with the schedule one point
+    is measured > 1.3 x the model (fwd d 256 N 1k causal, 1.31 x), and KNOWN names it."""
+    from kernels_gpu.bench import alarm, run
+    out = tmp_path / "out"
+    assert run.main(["--predict", "--from", os.path.join(RESULTS, "frontier_h100.json"),
+                     "--out", str(out)]) == 0
+    st = _stored("frontier_h100.json")
+    rows = tables.add_predictions(st["rows"], st["env"]["gpu"],
+                                  predict.calibration(predict.calibration_file(st["env"]["gpu"])))
+    found = alarm.alarms(rows, st["env"]["gpu"])
+    assert [(a.pass_, a.d, a.n, a.causal, a.heads_kv) for a in found] == [
+        ("fwd", 256, 1024, True, 32)]
+    assert 1.3 < found[0].slower < 1.32
+    assert (out / "predict.md").read_text().count("\n| fwd d 256 H 32/32 N 1024 causal") == 1
