@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ..host.configs import KernelConfig
 from ..model import predict as P
-from ..model.occupancy import makespan, program_resources, program_row, programs_per_sm
+from ..model.occupancy import program_resources, program_row, programs_per_sm
 from ..model.schedule import schedule
 from .tables import normalise
 
@@ -92,15 +92,9 @@ def launches(r: dict, gpu: str, calib: dict) -> dict[str, list[_Launch]]:
 
 def _time(x: _Launch, t: P.ScheduleTerms) -> float:
     """predict.scheduled's total_s for this launch and these terms."""
-    p = x.rate
-    iterations = sum(x.per or ()) * x.rows
-    if not iterations:
-        return p.total_s
-    serial = p.tensor_s + p.vector_s + p.sfu_s
-    thr = max(p.tensor_s, p.vector_s + p.sfu_s, p.hbm_s, p.l2_s) * x.sms / iterations
-    chain = serial * (1 + t.exposed) * x.sms / iterations
-    it = x.occ * max(thr, chain / (1 + t.overlap * (x.occ - 1)))
-    return makespan([t.fixed_s + i * it for i in x.per], x.rows, x.sms * x.occ) + p.launch_s
+    if not x.per:
+        return x.rate.total_s
+    return P.schedule_time(x.rate, list(x.per), x.rows, x.occ, t, x.sms)
 
 
 def ratios(points: list[tuple[dict, float]], terms: P.ScheduleTerms) -> list[float]:

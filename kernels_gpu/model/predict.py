@@ -52,7 +52,7 @@ from .schedule import schedule
 
 __all__ = ["Prediction", "predict_forward", "predict_backward", "sequence", "machine_for",
            "calibration", "CALIBRATION_FILE", "ScheduleTerms", "TERMS", "FIT_SUBSET",
-           "scheduled"]
+           "scheduled", "schedule_time"]
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 CALIBRATION_FILE = os.path.join(RESULTS_DIR, "calibration_h200.json")
@@ -110,8 +110,8 @@ class ScheduleTerms:
 
 # Fitted by `python -m kernels_gpu.bench.fit_model` (least squares of log(predicted /
 # measured), grid search) on FIT_SUBSET of results/frontier_h100.json (H100, 2026-11-25);
-# a CPU test refits them. The forward's overlap is barely determined by the data (its forward
-# launches with 2+ programs per SM are mostly bound by their rate).
+# a CPU test checks them. The forward's overlap is determined by its d 64 points alone (the
+# only forward launch with 3 programs per SM whose softmax is not hidden behind the L2 time).
 TERMS = {"fwd": ScheduleTerms(fixed_s=0.0, exposed=0.1, overlap=0.125),
          "bwd": ScheduleTerms(fixed_s=5e-6, exposed=0.2, overlap=0.375)}
 FIT_SUBSET = "N_q = N_k in {1024, 4096, 16384}"  # held out: N 2048, 8192 and N_q != N_k
@@ -128,13 +128,23 @@ def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 
     regs, smem, _ = program_resources(sched.pass_, sched.head_dim, sched.causal, config, part,
                                       sched.elem_bytes)
     occ = programs_per_sm(regs, smem, config.num_warps)
+    t = schedule_time(rate, per, rows, occ, terms, sms)
+    return replace(rate, total_s=t, schedule_s=t - rate.total_s, occupancy=str(occ))
+
+
+def schedule_time(rate: Prediction, per: list[int], rows: int, occ: int,
+                  terms: ScheduleTerms, sms: int = 132) -> float:
+    """Seconds of one launch: the makespan of `rows` rows of programs with `per` loop
+    iterations each on sms x occ slots (module docstring), plus the launch latency."""
+    iterations = sum(per) * rows
+    if iterations == 0:
+        return rate.total_s
     serial = rate.tensor_s + rate.vector_s + rate.sfu_s
     thr = max(rate.tensor_s, rate.vector_s + rate.sfu_s, rate.hbm_s, rate.l2_s) * sms / iterations
     chain = serial * (1 + terms.exposed) * sms / iterations
     per_iteration = occ * max(thr, chain / (1 + terms.overlap * (occ - 1)))
     t = makespan([terms.fixed_s + i * per_iteration for i in per], rows, sms * occ)
-    return replace(rate, total_s=t + rate.launch_s,
-                   schedule_s=t + rate.launch_s - rate.total_s, occupancy=str(occ))
+    return t + rate.launch_s
 
 
 def calibration_file(gpu_name: str) -> str:
