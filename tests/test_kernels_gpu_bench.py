@@ -254,16 +254,23 @@ def test_bench_predict_fails_on_an_unexplained_point(tmp_path, capsys):
     assert "0 unexplained" in (tmp_path / "out" / "predict.md").read_text()
 
 
-def test_the_stored_h200_run_raises_the_alarm_at_the_multi_query_backward():
+def test_the_model_schedule_explains_the_multi_query_backward_of_the_stored_h200_run():
     """The run before issue 21's fix: the multi-query causal backward (d 128, H_kv 1, N 4k, the
-    group loop) is among the points the alarm names."""
+    group loop) was 1.72 x the rate model. With the schedule (B x H_kv x N / BLOCK_N = 256
+    dK/dV programs, each looping over 32 query heads) the model predicts 0.83 of its time (the
+    constants fitted on the H100) and says where the time goes: more than a quarter is the
+    schedule's (30 %); the alarm names only the fp8 forward at N 1k causal there."""
     from kernels_gpu.bench import alarm
     stored = json.loads(open(os.path.join(RESULTS, "bench.json")).read())
     rows = bench_tables.add_predictions(stored["rows"], stored["env"]["gpu"],
                                         predict.calibration())
+    [mq] = [r for r in rows if r["d"] == 128 and r["heads_kv"] == 1 and r["n"] == 4096
+            and r["causal"] is True and "predict" in r]
+    assert 1 / alarm.SLOWER < mq["predict"]["bwd_ratio"] <= 1.15
+    assert mq["predict"]["bwd"]["schedule_s"] > 0.25 * mq["predict"]["bwd"]["total_s"]
     unexplained, _ = alarm.explain(alarm.alarms(rows, stored["env"]["gpu"]))
-    assert any(a.d == 128 and a.heads_kv == 1 and a.n == 4096 and a.causal is True
-               and a.pass_ == "bwd" for a in unexplained)
+    assert {(a.pass_, a.d, a.n, a.dtype) for a in unexplained} == {
+        ("fwd", 64, 1024, "e5m2"), ("fwd", 64, 1024, "e4m3")}
 
 
 def test_an_h100_calibration_replaces_the_datasheet_rates():

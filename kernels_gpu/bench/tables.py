@@ -119,7 +119,7 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict) -> list[dict]:
             if r.get("fwd_kernel", "").startswith("gluon "):  # e.g. "gluon M128N128w8"
                 fwd = KernelConfig.from_short(r["fwd_kernel"].split()[1] + "s2")
             pred = {"fwd": predict_forward(m, calib, block_m=fwd.block_m,
-                                           block_n=fwd.block_n, **kw).to_dict()}
+                                           block_n=fwd.block_n, config=fwd, **kw).to_dict()}
             meas = r.get("ours_fp8" if fp8 else "ours", {})
             if "fwd_ms" in meas:
                 pred["fwd_ratio"] = pred["fwd"]["total_s"] * 1e3 / meas["fwd_ms"]
@@ -128,7 +128,7 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict) -> list[dict]:
                     m, calib, dkdv=(c["bwd_dkdv"].block_m, c["bwd_dkdv"].block_n),
                     dq=(c["bwd_dq"].block_m, c["bwd_dq"].block_n),
                     dkdv_split=c["bwd_dkdv"].split, dkdv_apart=c["bwd_dkdv"].dv_apart,
-                    **kw).to_dict()
+                    dkdv_config=c["bwd_dkdv"], dq_config=c["bwd_dq"], **kw).to_dict()
                 if meas.get("bwd_ms", float("nan")) == meas.get("bwd_ms"):
                     pred["bwd_ratio"] = pred["bwd"]["total_s"] * 1e3 / meas["bwd_ms"]
             r["predict"] = pred
@@ -158,14 +158,16 @@ def render_predict(rows: list[dict], env: dict, calib: dict) -> str:
              f"(kernels_gpu.model.predict) on the preset of that GPU, calibrated "
              f"{calib.get('date', '?')} ({calib.get('gpu', '?')}). Times in ms; "
              "terms: tensor + vector + sfu = compute; HBM = compulsory bytes; L2 = the tile "
-             "program's bytes; roofline = the tile machine with no cache.", ""]
+             "program's bytes; sched = what the schedule adds to max(compute, HBM, L2) + launch "
+             "(wave quantisation, per-program cost, exposed latency, overlap of co-resident "
+             "programs); occ = programs per SM; roofline = the tile machine with no cache.", ""]
     for pass_ in ("fwd", "bwd"):
         pts = [r for r in rows if "predict" in r and pass_ in r["predict"]]
         if not pts:
             continue
         head = ["grid", "dtype", "d", "H", "causal", "N", "config", "measured", "predicted",
                 "pred/meas", "bound", "tensor", "vector", "sfu", "HBM", "L2", "launch",
-                "roofline", "roofline/meas"]
+                "sched", "occ", "roofline", "roofline/meas"]
         lines += [f"{'Forward' if pass_ == 'fwd' else 'Backward (3 launches)'}:", "",
                   "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         ratios = []
@@ -186,6 +188,7 @@ def render_predict(rows: list[dict], env: dict, calib: dict) -> str:
                 f"{f'{ratio:.2f}' if ratio is not None else '-'} | {p['bound']} | "
                 f"{_ms(p['tensor_s'])} | {_ms(p['vector_s'])} | {_ms(p['sfu_s'])} | "
                 f"{_ms(p['hbm_s'])} | {_ms(p['l2_s'])} | {_ms(p['launch_s'])} | "
+                f"{_ms(p.get('schedule_s', 0.0))} | {p.get('occupancy') or '-'} | "
                 f"{_ms(p['roofline_s'])} | {roof} |")
         lines += ["", f"{'Forward' if pass_ == 'fwd' else 'Backward'}: {ratio_spread(ratios)}.",
                   ""]

@@ -21,20 +21,38 @@ HBM sees only the compulsory words and the rest costs L2 bandwidth (measured, ca
 what the model says with no L2, printed beside for comparison.
 
 FLOPs use the padded head dim (the tensor cores run d_p-wide tiles); bytes use the real one.
+
+Given the config that ran (`config=` / `dkdv_config=`, `dq_config=`), each loop launch then goes
+through the schedule (issue 21, item 2; `model/occupancy.py`): the rate time above is spread
+over the launch's programs in proportion to their loop iterations, and the programs run on
+SMs x programs-per-SM slots (greedy, in launch order). Per iteration a slot takes
+
+    occ x max(rate per SM-iteration, chain / (1 + overlap x (occ - 1)))
+    chain = (tensor + vector + sfu) x (1 + exposed) per SM-iteration
+
+(occ: programs per SM from the config's registers and shared memory; one program's matrix
+and softmax work run in series plus the latency it cannot hide, `exposed`; a co-resident
+program overlaps a fraction `overlap` of it), and each program adds `fixed_s` (the held tile
+in, the pipeline's fill, the stores). predicted = makespan + launch. The three constants per
+pass (`TERMS`) are fitted on a declared calibration subset of the H100 frontier grid
+(`FIT_SUBSET`) and checked on the rest (`python -m kernels_gpu.bench.fit_model`).
 """
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from toymachine import resolve_machine
 from toymachine.cost import attention_tile_cost
 
 from ..kernels.common import padded_head_dim
+from .occupancy import makespan, program_resources, program_row, programs_per_sm
+from .schedule import schedule
 
 __all__ = ["Prediction", "predict_forward", "predict_backward", "sequence", "machine_for",
-           "calibration", "CALIBRATION_FILE"]
+           "calibration", "CALIBRATION_FILE", "ScheduleTerms", "TERMS", "FIT_SUBSET",
+           "scheduled", "schedule_time"]
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 CALIBRATION_FILE = os.path.join(RESULTS_DIR, "calibration_h200.json")
@@ -50,8 +68,12 @@ class Prediction:
     l2_s: float         # the tile program's words at the L2 rate
     launch_s: float     # launches x measured empty-launch time
     roofline_s: float   # the tile machine as is: max(tile words at HBM rate, compute)
-    total_s: float      # max(compute, hbm, l2) + launch, summed over launches
+    total_s: float      # the prediction: max(compute, hbm, l2) + launch, or with a config
+    #                     the makespan of its programs + launch; summed over launches
     bound: str          # the largest term ("compute", "hbm", "l2"; "+"-joined over launches)
+    schedule_s: float = 0.0  # what the schedule adds to the rate time (quantisation, fixed
+    #                          cost, exposed latency; negative where programs overlap)
+    occupancy: str = ""      # programs per SM of each launch with a config ("+"-joined)
 
     @property
     def compute_s(self) -> float:
@@ -72,9 +94,57 @@ def _launch_prediction(tensor_s, vector_s, sfu_s, hbm_s, l2_s, launch_s, rooflin
 def sequence(parts: list[Prediction]) -> Prediction:
     """Launches that run one after another (the backward's three): every term adds up."""
     fields = ("tensor_s", "vector_s", "sfu_s", "hbm_s", "l2_s", "launch_s", "roofline_s",
-              "total_s")
+              "total_s", "schedule_s")
     sums = {f: sum(getattr(p, f) for p in parts) for f in fields}
-    return Prediction(**sums, bound="+".join(p.bound for p in parts))
+    return Prediction(**sums, bound="+".join(p.bound for p in parts),
+                      occupancy="+".join(p.occupancy or "-" for p in parts))
+
+
+@dataclass(frozen=True)
+class ScheduleTerms:
+    """The schedule's constants for one pass (module docstring)."""
+    fixed_s: float   # per program: prologue (held tiles in, pipeline fill) and epilogue
+    exposed: float   # a program's serial time per iteration over its matrix + softmax time - 1
+    overlap: float   # the fraction of a co-resident program's serial time that overlaps
+
+
+# Fitted by `python -m kernels_gpu.bench.fit_model` (least squares of log(predicted /
+# measured), grid search) on FIT_SUBSET of results/frontier_h100.json (H100, 2026-11-25);
+# a CPU test checks them. The forward's overlap is determined by its d 64 points alone (the
+# only forward launch with 3 programs per SM whose softmax is not hidden behind the L2 time).
+TERMS = {"fwd": ScheduleTerms(fixed_s=0.0, exposed=0.1, overlap=0.125),
+         "bwd": ScheduleTerms(fixed_s=5e-6, exposed=0.2, overlap=0.375)}
+FIT_SUBSET = "N_q = N_k in {1024, 4096, 16384}"  # held out: N 2048, 8192 and N_q != N_k
+
+
+def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 132,
+              part: int | None = None) -> Prediction:
+    """One loop launch's prediction through its schedule (module docstring): `rate` is the
+    tile machine's, `sched` the launch's Schedule, `config` its KernelConfig."""
+    per, rows = program_row(sched)
+    iterations = sum(per) * rows
+    if iterations == 0:
+        return rate
+    regs, smem, _ = program_resources(sched.pass_, sched.head_dim, sched.causal, config, part,
+                                      sched.elem_bytes)
+    occ = programs_per_sm(regs, smem, config.num_warps)
+    t = schedule_time(rate, per, rows, occ, terms, sms)
+    return replace(rate, total_s=t, schedule_s=t - rate.total_s, occupancy=str(occ))
+
+
+def schedule_time(rate: Prediction, per: list[int], rows: int, occ: int,
+                  terms: ScheduleTerms, sms: int = 132) -> float:
+    """Seconds of one launch: the makespan of `rows` rows of programs with `per` loop
+    iterations each on sms x occ slots (module docstring), plus the launch latency."""
+    iterations = sum(per) * rows
+    if iterations == 0:
+        return rate.total_s
+    serial = rate.tensor_s + rate.vector_s + rate.sfu_s
+    thr = max(rate.tensor_s, rate.vector_s + rate.sfu_s, rate.hbm_s, rate.l2_s) * sms / iterations
+    chain = serial * (1 + terms.exposed) * sms / iterations
+    per_iteration = occ * max(thr, chain / (1 + terms.overlap * (occ - 1)))
+    t = makespan([terms.fixed_s + i * per_iteration for i in per], rows, sms * occ)
+    return t + rate.launch_s
 
 
 def calibration_file(gpu_name: str) -> str:
@@ -162,24 +232,34 @@ def _one(machine, l2_Bps: float, launch_s: float, *, n: int, nk: int | None, d: 
 
 def predict_forward(machine, calib: dict, *, n: int, d: int, batch: int, heads: int,
                     causal: bool, block_m: int, block_n: int, nk: int | None = None,
-                    kv_heads: int | None = None) -> Prediction:
-    """One forward launch with the kernel's blocks (nk: keys, kv_heads: K/V heads)."""
-    return _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
+                    kv_heads: int | None = None, config=None, terms: dict = TERMS
+                    ) -> Prediction:
+    """One forward launch with the kernel's blocks (nk: keys, kv_heads: K/V heads); with its
+    KernelConfig, through the schedule (module docstring)."""
+    rate = _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
                 heads=heads, causal=causal, block_m=block_m, block_n=block_n, pass_="forward",
                 kv_heads=kv_heads)
+    if config is None:
+        return rate
+    sched = schedule(n, d, batch, heads, causal, pass_="fwd", config=config, nk=nk,
+                     kv_heads=kv_heads, elem_bytes=machine.word_bytes)
+    return scheduled(rate, sched, config, terms["fwd"], calib.get("sms") or 132)
 
 
 def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads: int,
                      causal: bool, dkdv: tuple[int, int], dq: tuple[int, int],
                      nk: int | None = None, kv_heads: int | None = None,
-                     dkdv_split: int = 1, dkdv_apart: bool = False) -> Prediction:
+                     dkdv_split: int = 1, dkdv_apart: bool = False, dkdv_config=None,
+                     dq_config=None, terms: dict = TERMS) -> Prediction:
     """The three backward launches (preprocess, dK/dV, dQ) with their blocks (BM, BN), one
     after another. dkdv_split > 1 (a grouped-query head group split over programs): the dK/dV
     launch is the tile program with H_kv * split K/V heads (each program streams its share of
     the group past its own copy of the K/V tile), writing fp32 partials; then the host's sum
     reads them and writes dK, dV (one more launch, HBM-bound). dkdv_apart (the d 256 kernel,
     KernelConfig.dv_apart): the dK/dV launch is two, the tile machine's dv and dk phases (dV:
-    Q K^T and P^T dO; dK: Q K^T, dO V^T, dS^T Q), one accumulator each."""
+    Q K^T and P^T dO; dK: Q K^T, dO V^T, dS^T Q), one accumulator each. With dkdv_config and
+    dq_config (the KernelConfigs that ran) the dK/dV and dQ launches go through the schedule
+    (module docstring); the preprocess and the split's sum stay rate-bound launches."""
     kv = heads if kv_heads is None else kv_heads
     args = dict(n=n, nk=nk, d=d, batch=batch, heads=heads, causal=causal, pass_="backward",
                 kv_heads=kv_heads)
@@ -187,9 +267,21 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
     dkdv_args = dict(args, kv_heads=kv * dkdv_split) if dkdv_split > 1 else args
     parts = [_one(machine, l2, launch, block_m=PREPROCESS_BLOCK, block_n=PREPROCESS_BLOCK,
                   phase="preprocess", **args)]
-    parts += [_one(machine, l2, launch, block_m=dkdv[0], block_n=dkdv[1], phase=ph, **dkdv_args)
-              for ph in (("dv", "dk") if dkdv_apart else ("dkdv",))]
-    parts.append(_one(machine, l2, launch, block_m=dq[0], block_n=dq[1], phase="dq", **args))
+    sms = calib.get("sms") or 132
+    geo = dict(nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes)
+    for i, ph in enumerate(("dv", "dk") if dkdv_apart else ("dkdv",)):
+        p = _one(machine, l2, launch, block_m=dkdv[0], block_n=dkdv[1], phase=ph, **dkdv_args)
+        if dkdv_config is not None:
+            part = i + 1 if dkdv_apart else None
+            sched = schedule(n, d, batch, heads, causal, pass_="bwd_dkdv", config=dkdv_config,
+                             part=part, **geo)
+            p = scheduled(p, sched, dkdv_config, terms["bwd"], sms, part)
+        parts.append(p)
+    p = _one(machine, l2, launch, block_m=dq[0], block_n=dq[1], phase="dq", **args)
+    if dq_config is not None:
+        sched = schedule(n, d, batch, heads, causal, pass_="bwd_dq", config=dq_config, **geo)
+        p = scheduled(p, sched, dq_config, terms["bwd"], sms)
+    parts.append(p)
     if dkdv_split > 1:
         parts.append(_split_sum(machine, launch, batch=batch, kv_heads=kv, split=dkdv_split,
                                 nk=n if nk is None else nk, d=d))
