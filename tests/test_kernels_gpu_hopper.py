@@ -88,3 +88,85 @@ def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d, c
     tol = output_tolerance(torch.float16, True, backward=True)
     assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
                rel_err(v.grad, vr.grad)) < tol
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("schedule", ["ws", "lag", "pingpong"])
+@pytest.mark.parametrize("d,bn,stages", [(64, 128, 2), (128, 128, 2), (128, 64, 3)])
+def test_the_warp_specialised_forward_computes_attention(dtype, d, bn, stages, schedule, causal):
+    """kernels.hopper_ws in each schedule against float64: O and lse, fresh random inputs,
+    O poisoned (NaN) first so that an unwritten row fails; N 640 = 5 programs of 128 rows, so
+    the K/V ring wraps several times and causal programs have 1 - 5 (or 2 - 10) key tiles."""
+    from kernels_gpu.host.hopper import attention_forward_ws
+    from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
+
+    g = torch.Generator().manual_seed(d + bn + stages)
+    q, k, v = (torch.randn(2, 3, 640, d, generator=g).to(dtype).cuda() for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((2 * 3 * 640,), float("nan"), device="cuda")
+    attention_forward_ws(q, k, v, block_n=bn, schedule=schedule, stages=stages, out=(o, lse),
+                         causal=causal)
+    ref, ref_lse = attention_reference(q.double(), k.double(), v.double(), causal)
+    assert rel_err(o, ref) < output_tolerance(dtype, True)
+    assert rel_err(lse.view(2, 3, 640), ref_lse) < lse_tolerance(dtype, True)
+
+
+@GLUON
+def test_the_dispatched_warp_specialised_forwards_compile_to_wgmma_without_spills():
+    """Offline sm_90 builds (Triton's ptxas) of every DISPATCH_WS entry: wgmma, no local memory,
+    and setmaxnreg giving the second consumer warpgroup 240 registers and the producer 24."""
+    code = ("import json, re, subprocess, os\n"
+            "from kernels_gpu.bench.compile_check import compile_ws, resources, BIN\n"
+            "from kernels_gpu.host.hopper import DISPATCH_WS\n"
+            "out = []\n"
+            "for (d, causal), (_, bn, sched, st) in sorted(DISPATCH_WS.items()):\n"
+            "    r = resources(compile_ws(d, bn, sched, causal=causal, stages=st))\n"
+            "    sass = subprocess.run([os.path.join(BIN, 'cuobjdump'), '--dump-sass',\n"
+            "                           '/tmp/_kernels_gpu_check.cubin'], capture_output=True,\n"
+            "                          text=True).stdout\n"
+            "    r['setmaxnreg'] = sorted(set(re.findall(r'USETMAXREG\\.\\w+\\.CTAPOOL (?:UP0, )?(0x[0-9a-f]+)', sass)))\n"
+            "    out.append(r)\n"
+            "print(json.dumps(out))\n")
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    import json
+    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    assert rows
+    for row in rows:
+        assert row["spill_stores"] == 0 and row["local_bytes"] == 0, row
+        assert row["mma"].get("HGMMA", 0) > 0 and "HMMA" not in row["mma"], row
+        assert {"0xf0", "0x18"} <= set(row["setmaxnreg"]), row  # 240 and 24 registers
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_flash_attention_dispatches_to_the_warp_specialised_forward(causal):
+    """Where DISPATCH_WS names it (d 128 at its smallest N), flash_attention_forward runs the
+    warp-specialised kernel (its O bit for bit), lse is right, and the backward from it too."""
+    from kernels_gpu import flash_attention, flash_attention_forward
+    from kernels_gpu.host import hopper, launch
+    from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
+
+    n = hopper.DISPATCH_WS[(128, causal)][0]
+    g = torch.Generator().manual_seed(n)
+    q, k, v, do = (torch.randn(1, 2, n, 128, generator=g).half().cuda() for _ in range(4))
+    ws = hopper.dispatch_ws(launch.problem_of(q, k, v, causal), False)
+    assert ws is not None
+    o, lse = flash_attention_forward(q, k, v, causal)
+    assert torch.equal(o, hopper.attention_forward_ws(q, k, v, None, *ws, causal=causal))
+    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+    ref_o, ref_lse = attention_reference(qr, kr, vr, causal)
+    assert rel_err(o, ref_o.detach()) < output_tolerance(torch.float16, True)
+    assert rel_err(lse, ref_lse.detach()) < lse_tolerance(torch.float16, True)
+    ref_o.backward(do.double())
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    flash_attention(q, k, v, causal).backward(do)
+    tol = output_tolerance(torch.float16, True, backward=True)
+    assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
+               rel_err(v.grad, vr.grad)) < tol

@@ -172,6 +172,8 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
                                                     False)
     if gluon is not None:  # the forward ran on the Gluon Hopper kernel, not configs["fwd"]
         row["fwd_kernel"] = "gluon M{}N{}w{}".format(*gluon)
+        ws = hopper.dispatch_ws(launch.problem_of(qd, kd, kd, causal), False)
+        row["fwd_kernel"] = hopper.ws_label(ws) if ws else row["fwd_kernel"]
     return row
 
 
