@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import torch
@@ -18,6 +17,7 @@ import torch
 from ..host import flash_attn as fa
 from ..host.hopper import attention_forward_hopper, attention_forward_ws
 from .check import sdpa
+from .study import median_ms
 from .run import attention_flops, environment
 
 VARIANTS = {64: [(128, 128, 8), (128, 64, 8), (64, 128, 4)],
@@ -46,10 +46,7 @@ def variants(d: int, causal: bool, ws: bool) -> dict:
 
 
 def _ms(fn, repeats):
-    import triton
-    return statistics.median(triton.testing.do_bench(fn, warmup=10, rep=40,
-                                                     return_mode="median")
-                             for _ in range(repeats))
+    return median_ms(fn, repeats, rep=40)[0]
 
 
 def main(argv=None) -> int:
