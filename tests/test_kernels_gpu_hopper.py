@@ -170,3 +170,31 @@ def test_flash_attention_dispatches_to_the_warp_specialised_forward(causal):
     tol = output_tolerance(torch.float16, True, backward=True)
     assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
                rel_err(v.grad, vr.grad)) < tol
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("d,bm,bn,w", [(64, 64, 128, 8), (64, 32, 128, 8), (128, 32, 128, 8),
+                                       (128, 64, 64, 4)])
+def test_the_gluon_dkdv_computes_the_gradients(dtype, d, bm, bn, w, causal):
+    """kernels.hopper_bwd against float64 autograd: dK and dV from the forward's lse and
+    D = rowsum(dO * O) (the `tl` preprocess), fresh random inputs, N 512 (several query tiles,
+    causal programs of different lengths)."""
+    from kernels_gpu import flash_attention_forward
+    from kernels_gpu.host import launch
+    from kernels_gpu.host.hopper import attention_backward_dkdv_hopper
+    from kernels_gpu.host.tolerance import output_tolerance, rel_err
+
+    g = torch.Generator().manual_seed(d + bm + bn)
+    q, k, v, do = (torch.randn(2, 3, 512, d, generator=g).to(dtype).cuda() for _ in range(4))
+    o, lse = flash_attention_forward(q, k, v, causal)
+    p = launch.problem_of(q, k, v, causal)
+    delta = torch.empty(2, 3, 512, device="cuda", dtype=torch.float32)
+    launch.launch_preprocess(p, o, do, delta)
+    dk, dv = attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal, bm, bn, w)
+    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+    attention_reference(qr, kr, vr, causal)[0].backward(do.double())
+    tol = output_tolerance(dtype, True, backward=True)
+    assert rel_err(dk, kr.grad) < tol and rel_err(dv, vr.grad) < tol

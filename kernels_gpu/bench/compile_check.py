@@ -152,6 +152,30 @@ def compile_ws(d: int, block_n: int, schedule: str, arch: int = 90, causal: bool
                           options={"num_warps": 4, "maxnreg": WS_MAXNREG})
 
 
+def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: int = 90,
+                causal: bool = False):
+    """The Gluon dK/dV (kernels.hopper_bwd) compiled for sm_<arch>, fp16, offline."""
+    import torch
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    from triton.runtime.jit import mangle_type
+
+    from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper
+
+    t = torch.empty(1024, d, dtype=torch.float16)
+    lay = {b: gl.NVMMASharedLayout.get_default_for([b, d], gl.float16) for b in (block_m, block_n)}
+    rows = {"q_desc": block_m, "k_desc": block_n, "v_desc": block_n, "do_desc": block_m}
+    sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
+           for k, b in rows.items()}
+    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "CAUSAL": causal,
+              "num_warps": num_warps}
+    sig.update(DK="*fp16", DV="*fp16", LSE="*fp32", DELTA="*fp32", sm_scale="fp32", N="i32",
+               **{k: "constexpr" for k in consts})
+    return triton.compile(GluonASTSource(_attn_bwd_dkdv_hopper, sig, consts),
+                          target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", type=int, default=90)

@@ -23,9 +23,9 @@ from .run import attention_flops, environment
 VARIANTS = {64: [(128, 128, 8), (128, 64, 8), (64, 128, 4)],
             128: [(128, 128, 8), (128, 64, 8), (64, 64, 4)]}
 # the warp-specialised forward (kernels.hopper_ws): (block_n, schedule, stages)
-WS_VARIANTS = {64: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2), (128, "pingpong", 3)],
-               128: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2), (64, "pingpong", 2),
-                     (64, "pingpong", 3)]}
+WS_VARIANTS = {64: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2)],
+               128: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2), (128, "lag", 3),
+                     (128, "pingpong", 3)]}
 
 
 def variants(d: int, causal: bool, ws: bool) -> dict:

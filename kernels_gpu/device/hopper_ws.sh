@@ -3,6 +3,8 @@
 # Stages (STAGES="tests bench traffic profile" by default):
 #   tests    its GPU tests (tests/test_kernels_gpu_hopper.py)
 #   bench    python -m kernels_gpu.bench.hopper --ws, non-causal and causal (d 64/128, N 1k/4k/16k)
+#   bwd      python -m kernels_gpu.bench.hopper_bwd (the Gluon dK/dV beside `tl`, flash, cuDNN)
+#   studies  the shared study harness re-checked: bench.gqa and bench.d256 on one point each
 #   traffic  ncu traffic of the split dK/dV (GQA) and dV-apart (d 256) launches vs the model
 #   profile  ncu (tensor pipe, stalls) of the schedules at d 128, beside the one-partition kernel
 # Everything lands in $OUT (default ./device_out) as few files.
@@ -21,6 +23,14 @@ for stage in ${STAGES:-tests bench traffic profile}; do
              timeout "${BENCH_TIMEOUT:-200}" python3 -m kernels_gpu.bench.hopper --ws $c \
                --ns "${NS:-1024,4096,16384}" --out "$OUT" 2>&1 | tee -a "$LOG"
            done ;;
+    bwd) timeout "${BWD_TIMEOUT:-200}" python3 -m kernels_gpu.bench.hopper_bwd \
+           --ns "${NS:-1024,4096,16384}" --out "$OUT" 2>&1 | tee -a "$LOG" ;;
+    studies) timeout 150 python3 -m kernels_gpu.bench.gqa --dims 64 --ns 4096 --kvs 8 \
+               --repeats 1 --out "$OUT" 2>&1 | tail -3 | tee -a "$LOG"
+             timeout 150 python3 -m kernels_gpu.bench.d256 --dims 256 --ns 4096 --causal 1 \
+               --dkdv M32N128w8s3-tma-dv --dq M128N32w8s3-tma --repeats 1 --out "$OUT" 2>&1 \
+               | tail -3 | tee -a "$LOG"
+             cat "$OUT/gqa.md" "$OUT/d256.md" 2>/dev/null | tee -a "$LOG" ;;
     traffic) mkdir -p "$OUT/traffic"
              timeout "${TRAFFIC_TIMEOUT:-150}" python3 -m kernels_gpu.model.traffic --profile \
                --only 256,1024,0 --only 256,1024,1 --only 64,4096,1,4096,8 \
