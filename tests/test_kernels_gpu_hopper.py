@@ -122,7 +122,9 @@ def test_the_dispatched_warp_specialised_forwards_compile_to_wgmma_without_spill
             "from kernels_gpu.bench.compile_check import compile_ws, resources, BIN\n"
             "from kernels_gpu.host.hopper import DISPATCH_WS\n"
             "out = []\n"
-            "for (d, causal), (_, bn, sched, st) in sorted(DISPATCH_WS.items()):\n"
+            "cfgs = sorted({(d, c, cfg) for (d, c), rows in DISPATCH_WS.items()\n"
+            "               for _, cfg in rows if cfg})\n"
+            "for d, causal, (bn, sched, st) in cfgs:\n"
             "    r = resources(compile_ws(d, bn, sched, causal=causal, stages=st))\n"
             "    sass = subprocess.run([os.path.join(BIN, 'cuobjdump'), '--dump-sass',\n"
             "                           '/tmp/_kernels_gpu_check.cubin'], capture_output=True,\n"
@@ -153,11 +155,13 @@ def test_flash_attention_dispatches_to_the_warp_specialised_forward(causal):
     from kernels_gpu.host import hopper, launch
     from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
 
-    n = hopper.DISPATCH_WS[(128, causal)][0]
+    def at(n):
+        return torch.empty(1, 2, n, 128, device="cuda", dtype=torch.float16)
+    n = next(n for n in (1024, 2048, 4096)
+             if hopper.dispatch_ws(launch.problem_of(at(n), at(n), at(n), causal), False))
     g = torch.Generator().manual_seed(n)
     q, k, v, do = (torch.randn(1, 2, n, 128, generator=g).half().cuda() for _ in range(4))
     ws = hopper.dispatch_ws(launch.problem_of(q, k, v, causal), False)
-    assert ws is not None
     o, lse = flash_attention_forward(q, k, v, causal)
     assert torch.equal(o, hopper.attention_forward_ws(q, k, v, None, *ws, causal=causal))
     qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
@@ -198,3 +202,35 @@ def test_the_gluon_dkdv_computes_the_gradients(dtype, d, bm, bn, w, causal):
     attention_reference(qr, kr, vr, causal)[0].backward(do.double())
     tol = output_tolerance(dtype, True, backward=True)
     assert rel_err(dk, kr.grad) < tol and rel_err(dv, vr.grad) < tol
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal):
+    """At d 128 (DISPATCH_DKDV) flash_attention_backward's dK, dV are the Gluon kernel's, bit
+    for bit; dQ (the `tl` kernel) and all three against float64; an explicit dK/dV config
+    (the `tl` kernel) is right too."""
+    from kernels_gpu import KernelConfig, flash_attention_backward, flash_attention_forward
+    from kernels_gpu.host import hopper, launch
+    from kernels_gpu.host.tolerance import output_tolerance, rel_err
+
+    g = torch.Generator().manual_seed(7 + causal)
+    q, k, v, do = (torch.randn(1, 2, 384, 128, generator=g).to(dtype).cuda() for _ in range(4))
+    p = launch.problem_of(q, k, v, causal)
+    cfg = hopper.dispatch_dkdv(p, False)
+    assert cfg is not None
+    o, lse = flash_attention_forward(q, k, v, causal)
+    dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal)
+    delta = torch.empty(1, 2, 384, device="cuda", dtype=torch.float32)
+    launch.launch_preprocess(p, o, do, delta)
+    gk, gv = hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal, *cfg)
+    assert torch.equal(dk, gk) and torch.equal(dv, gv)
+    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+    attention_reference(qr, kr, vr, causal)[0].backward(do.double())
+    tol = output_tolerance(dtype, True, backward=True)
+    assert max(rel_err(dq, qr.grad), rel_err(dk, kr.grad), rel_err(dv, vr.grad)) < tol
+    tl = KernelConfig(64, 64, 4, 2)
+    _, tk, tv = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=tl)
+    assert rel_err(tk, kr.grad) < tol and rel_err(tv, vr.grad) < tol

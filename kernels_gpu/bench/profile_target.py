@@ -6,7 +6,8 @@ warm-up launches).
 
 fp16, H 32, B 4, N 4096: the Gluon Hopper forward and the `tl` forward at d 128 (non-causal),
 the d 256 backward (dV apart: the dV and dK launches) causal and not, and the warp-specialised
-Gluon forward at d 128 in each schedule (`ws_<schedule>_d128`, block_n 128, 2 stages).
+Gluon forward at d 128 in each schedule (`ws_<schedule>_d128`, block_n 128, 2 stages), and the
+d 128 non-causal backward with its dK/dV on the Gluon kernel or on the `tl` one (TUNED).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import sys
 import torch
 
 CASES = ("gluon_fwd_d128", "tl_fwd_d128", "bwd_d256_causal", "bwd_d256_full",
-         "ws_ws_d128", "ws_lag_d128", "ws_pingpong_d128")
+         "ws_ws_d128", "ws_lag_d128", "ws_pingpong_d128", "gluon_dkdv_d128", "tl_dkdv_d128")
 WARMUP = 2  # runs before the profiled one
 
 
@@ -40,6 +41,12 @@ def main(argv=None) -> int:
     elif case.startswith("ws_"):
         sched = case.split("_")[1]
         run = lambda: attention_forward_ws(q, k, v, block_n=128, schedule=sched)  # noqa: E731
+    elif case.endswith("dkdv_d128"):
+        from ..host import configs as cfgs
+        o, lse = fa.flash_attention_forward(q, k, v, False)
+        tl_cfg = cfgs.tuned_config("bwd_dkdv", 128, False, 4096) if case.startswith("tl") else None
+        run = lambda: fa.flash_attention_backward(q, k, v, o, lse, do, False,  # noqa: E731
+                                                  dkdv_config=tl_cfg)
     elif case == "tl_fwd_d128":
         cfg = KernelConfig.from_short("M128N128w8s3-tma")
         run = lambda: fa.flash_attention_forward(q, k, v, False, config=cfg)  # noqa: E731

@@ -5,6 +5,7 @@
 #   bench    python -m kernels_gpu.bench.hopper --ws, non-causal and causal (d 64/128, N 1k/4k/16k)
 #   bwd      python -m kernels_gpu.bench.hopper_bwd (the Gluon dK/dV beside `tl`, flash, cuDNN)
 #   studies  the shared study harness re-checked: bench.gqa and bench.d256 on one point each
+#   frontier the frontier grid's d 128 MHA points through the public path (the dispatch)
 #   traffic  ncu traffic of the split dK/dV (GQA) and dV-apart (d 256) launches vs the model
 #   profile  ncu (tensor pipe, stalls) of the schedules at d 128, beside the one-partition kernel
 # Everything lands in $OUT (default ./device_out) as few files.
@@ -31,6 +32,8 @@ for stage in ${STAGES:-tests bench traffic profile}; do
                --dkdv M32N128w8s3-tma-dv --dq M128N32w8s3-tma --repeats 1 --out "$OUT" 2>&1 \
                | tail -3 | tee -a "$LOG"
              cat "$OUT/gqa.md" "$OUT/d256.md" 2>/dev/null | tee -a "$LOG" ;;
+    frontier) timeout "${FRONTIER_TIMEOUT:-240}" python3 -m kernels_gpu.bench --grid frontier \
+                --dims 128 --kv 32 --repeats 3 --skip-check --out "$OUT" 2>&1 | tail -40 | tee -a "$LOG" ;;
     traffic) mkdir -p "$OUT/traffic"
              timeout "${TRAFFIC_TIMEOUT:-150}" python3 -m kernels_gpu.model.traffic --profile \
                --only 256,1024,0 --only 256,1024,1 --only 64,4096,1,4096,8 \

@@ -29,6 +29,8 @@ for case in ${PROFILE_CASES:-gluon_fwd_d128 tl_fwd_d128 bwd_d256_causal bwd_d256
     gluon_fwd_d128) prof "$case" '_attn_fwd_hopper' 2 1 ;;
     tl_fwd_d128) prof "$case" '^_attn_fwd$' 2 1 ;;
     ws_*) prof "$case" '_attn_fwd_ws' 2 1 ;;
+    gluon_dkdv_d128) prof "$case" '_attn_bwd_dkdv_hopper' 2 1 ;;
+    tl_dkdv_d128) prof "$case" '^_attn_bwd_dkdv$' 2 1 ;;
     bwd_d256_*) prof "$case" '_attn_bwd_dkdv' 4 2 ;;  # 2 warm-up backwards x (dV, dK), then the pair
     *) echo "unknown case $case" ;;
   esac

@@ -17,7 +17,7 @@ from .launch import _capability
 
 __all__ = ["DISPATCH", "DISPATCH_CAUSAL", "DISPATCH_WS", "dispatch_config", "dispatch_ws",
            "hopper_supported", "attention_forward_hopper", "attention_forward_ws", "ws_label",
-           "attention_backward_dkdv_hopper"]
+           "attention_backward_dkdv_hopper", "DISPATCH_DKDV", "dispatch_dkdv"]
 
 LOG2E = 1.4426950408889634
 
@@ -60,20 +60,36 @@ def dispatch_config(p, interpreter: bool) -> tuple[int, int, int] | None:
 # either of the above: (head dim, causal) -> (smallest N, block_n, schedule, stages). Measured
 # on the lent H100 (`python -m kernels_gpu.bench.hopper --ws [--causal]`, RESULTS.md "The
 # warp-specialised forward"); d 64 is absent: there it lost to the one-partition kernel.
-DISPATCH_WS: dict[tuple[int, bool], tuple[int, int, str, int]] = {
-    (128, False): (1024, 128, "lag", 2), (128, True): (4096, 128, "lag", 2)}
+DISPATCH_WS: dict[tuple[int, bool], list[tuple[int, tuple[int, str, int] | None]]] = {
+    (128, False): [(4096, (128, "lag", 3)), (1 << 62, (128, "lag", 2))],
+    (128, True): [(2048, None), (4096, (128, "pingpong", 3)), (1 << 62, (128, "pingpong", 2))]}
+# Where the backward's dK/dV runs on the Gluon kernel (kernels.hopper_bwd) instead of the `tl`
+# one: head dim -> (BLOCK_M, BLOCK_N, warps). `python -m kernels_gpu.bench.hopper_bwd` (lent
+# H100): at d 128 the dK/dV launch 1.09 - 1.34 x faster than the `tl` one, causal or not, N 1k -
+# 16k; at d 64 within +-7 % either way, so not there.
+DISPATCH_DKDV = {128: (64, 64, 4)}
 
 
 def dispatch_ws(p, interpreter: bool) -> tuple[int, str, int] | None:
     """(block_n, schedule, stages) of the warp-specialised forward for a launch.Problem where it
-    measured fastest (DISPATCH_WS; H_kv = H, N_q = N_k a multiple of 128, fp16/bf16, sm_90),
-    else None. KERNELS_GPU_HOPPER=0 turns it off with the other Gluon kernel, KERNELS_GPU_WS=0
-    alone."""
-    row = DISPATCH_WS.get((p.d, bool(p.causal)))
-    if (row is None or p.nq < row[0] or os.environ.get("KERNELS_GPU_WS", "1") == "0"
+    measured fastest (DISPATCH_WS: the first row whose largest N covers N_q; H_kv = H, N_q =
+    N_k a multiple of 128, fp16/bf16, sm_90), else None. KERNELS_GPU_HOPPER=0 turns it off
+    with the other Gluon kernels, KERNELS_GPU_WS=0 alone."""
+    rows = DISPATCH_WS.get((p.d, bool(p.causal)))
+    if (rows is None or os.environ.get("KERNELS_GPU_WS", "1") == "0"
             or dispatch_config(p, interpreter) is None or p.nq % 128):
         return None
-    return row[1:]
+    return next(cfg for largest, cfg in rows if p.nq <= largest)
+
+
+def dispatch_dkdv(p, interpreter: bool) -> tuple[int, int, int] | None:
+    """(BLOCK_M, BLOCK_N, warps) of the Gluon dK/dV for a launch.Problem where it measured
+    faster (DISPATCH_DKDV; the Gluon forward's conditions, N a multiple of both blocks), else
+    None."""
+    cfg = DISPATCH_DKDV.get(p.d)
+    if cfg is None or dispatch_config(p, interpreter) is None or p.nq % max(cfg[:2]):
+        return None
+    return cfg
 
 
 def ws_label(cfg: tuple[int, str, int]) -> str:
@@ -169,9 +185,12 @@ def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Te
                                    do: torch.Tensor, lse: torch.Tensor, delta: torch.Tensor,
                                    sm_scale: float | None = None, causal: bool = False,
                                    block_m: int = 64, block_n: int = 128,
-                                   num_warps: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+                                   num_warps: int = 8,
+                                   out: tuple[torch.Tensor, torch.Tensor] | None = None
+                                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """dK, dV (B, H, N, d) on the Gluon dK/dV kernel (kernels.hopper_bwd) from the forward's
-    lse (natural log, fp32) and D = rowsum(dO * O) (fp32), both (B, H, N)."""
+    lse (natural log, fp32) and D = rowsum(dO * O) (fp32), both (B, H, N); `out` = (dk, dv)
+    contiguous buffers to write, else new ones."""
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -185,7 +204,7 @@ def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
     gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
     q2, k2, v2, do2 = (t.contiguous().view(b * h * n, d) for t in (q, k, v, do))
-    dk, dv = torch.empty_like(k2), torch.empty_like(v2)
+    dk, dv = (torch.empty_like(k2), torch.empty_like(v2)) if out is None else out
     lay_m = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
     lay_n = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
     shape, strides = [b * h * n, d], [d, 1]
