@@ -61,7 +61,7 @@ def dispatch_config(p, interpreter: bool) -> tuple[int, int, int] | None:
 # on the lent H100 (`python -m kernels_gpu.bench.hopper --ws [--causal]`, RESULTS.md "The
 # warp-specialised forward"); d 64 is absent: there it lost to the one-partition kernel.
 DISPATCH_WS: dict[tuple[int, bool], list[tuple[int, tuple[int, str, int] | None]]] = {
-    (128, False): [(4096, (128, "lag", 3)), (1 << 62, (128, "lag", 2))],
+    (128, False): [(512, None), (4096, (128, "lag", 3)), (1 << 62, (128, "lag", 2))],
     (128, True): [(2048, None), (4096, (128, "pingpong", 3)), (1 << 62, (128, "pingpong", 2))]}
 # Where the backward's dK/dV runs on the Gluon kernel (kernels.hopper_bwd) instead of the `tl`
 # one: head dim -> (BLOCK_M, BLOCK_N, warps). `python -m kernels_gpu.bench.hopper_bwd` (lent
