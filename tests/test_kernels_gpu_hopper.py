@@ -234,3 +234,27 @@ def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal):
     tl = KernelConfig(64, 64, 4, 2)
     _, tk, tv = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=tl)
     assert rel_err(tk, kr.grad) < tol and rel_err(tv, vr.grad) < tol
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("d,bm,bn,w", [(64, 128, 64, 8), (128, 128, 32, 8), (128, 64, 64, 4)])
+def test_the_gluon_dq_computes_the_gradient(dtype, d, bm, bn, w, causal):
+    """kernels.hopper_bwd's dQ against float64 autograd, N 512, fresh random inputs."""
+    from kernels_gpu import flash_attention_forward
+    from kernels_gpu.host import launch
+    from kernels_gpu.host.hopper import attention_backward_dq_hopper
+    from kernels_gpu.host.tolerance import output_tolerance, rel_err
+
+    g = torch.Generator().manual_seed(d + bm + bn + 1)
+    q, k, v, do = (torch.randn(2, 3, 512, d, generator=g).to(dtype).cuda() for _ in range(4))
+    o, lse = flash_attention_forward(q, k, v, causal)
+    p = launch.problem_of(q, k, v, causal)
+    delta = torch.empty(2, 3, 512, device="cuda", dtype=torch.float32)
+    launch.launch_preprocess(p, o, do, delta)
+    dq = attention_backward_dq_hopper(q, k, v, do, lse, delta, None, causal, bm, bn, w)
+    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+    attention_reference(qr, kr, vr, causal)[0].backward(do.double())
+    assert rel_err(dq, qr.grad) < output_tolerance(dtype, True, backward=True)

@@ -153,15 +153,15 @@ def compile_ws(d: int, block_n: int, schedule: str, arch: int = 90, causal: bool
 
 
 def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: int = 90,
-                causal: bool = False):
-    """The Gluon dK/dV (kernels.hopper_bwd) compiled for sm_<arch>, fp16, offline."""
+                causal: bool = False, dq: bool = False):
+    """The Gluon dK/dV (dq: the dQ) of kernels.hopper_bwd compiled for sm_<arch>, fp16."""
     import torch
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     from triton.runtime.jit import mangle_type
 
-    from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper
+    from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper
 
     t = torch.empty(1024, d, dtype=torch.float16)
     lay = {b: gl.NVMMASharedLayout.get_default_for([b, d], gl.float16) for b in (block_m, block_n)}
@@ -170,9 +170,11 @@ def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: in
            for k, b in rows.items()}
     consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "CAUSAL": causal,
               "num_warps": num_warps}
-    sig.update(DK="*fp16", DV="*fp16", LSE="*fp32", DELTA="*fp32", sm_scale="fp32", N="i32",
+    outs = {"DQ": "*fp16"} if dq else {"DK": "*fp16", "DV": "*fp16"}
+    sig.update(**outs, LSE="*fp32", DELTA="*fp32", sm_scale="fp32", N="i32",
                **{k: "constexpr" for k in consts})
-    return triton.compile(GluonASTSource(_attn_bwd_dkdv_hopper, sig, consts),
+    fn = _attn_bwd_dq_hopper if dq else _attn_bwd_dkdv_hopper
+    return triton.compile(GluonASTSource(fn, sig, consts),
                           target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
 
 

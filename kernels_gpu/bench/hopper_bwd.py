@@ -16,11 +16,13 @@ import torch
 
 from ..host import flash_attn as fa
 from ..host import launch as L
-from ..host.hopper import attention_backward_dkdv_hopper
+from ..host.hopper import attention_backward_dkdv_hopper, attention_backward_dq_hopper
 from . import study
 from .run import attention_flops, environment
 
-VARIANTS = {64: [(64, 128, 8), (32, 128, 8)], 128: [(32, 128, 8), (64, 128, 8), (64, 64, 4)]}
+VARIANTS = {64: [(32, 128, 8)], 128: [(64, 64, 4), (64, 128, 8)]}
+# the Gluon dQ (BLOCK_M, BLOCK_N, warps), timed alone and in a backward with the first dK/dV
+DQ_VARIANTS = {64: [(128, 64, 8), (128, 128, 8)], 128: [(128, 64, 8), (128, 32, 8), (64, 64, 4)]}
 
 
 def main(argv=None) -> int:
@@ -81,6 +83,26 @@ def point(d: int, n: int, causal: bool, repeats: int) -> dict:
             attention_backward_dkdv_hopper(qd, kd, vd, dod, lse, delta, scale, causal, bm, bn, w)
             L.launch_dq(p, qd, kd, vd, dod, dq, lse, delta, scale, dq_cfg)
         study.time_into(row, f"backward with {name}", whole, repeats)
+    kv_cfg = VARIANTS[d][0]
+    for bm, bn, w in DQ_VARIANTS[d]:
+        name = f"gluon dq M{bm}N{bn}w{w}"
+        try:
+            g = attention_backward_dq_hopper(qd, kd, vd, dod, lse, delta, scale, causal, bm, bn,
+                                             w)
+            row["err"][name] = float((g.float() - ref[0].float()).norm() / ref[0].float().norm())
+        except Exception as e:  # noqa: BLE001 - a variant that fails is reported
+            row["err"][name] = f"{type(e).__name__}: {str(e)[-300:]}"
+            continue
+        study.time_into(row, name, lambda: attention_backward_dq_hopper(
+            qd, kd, vd, dod, lse, delta, scale, causal, bm, bn, w), repeats)
+
+        def all_gluon(bm=bm, bn=bn, w=w):
+            L.launch_preprocess(p, o, dod, delta)
+            attention_backward_dkdv_hopper(qd, kd, vd, dod, lse, delta, scale, causal, *kv_cfg)
+            attention_backward_dq_hopper(qd, kd, vd, dod, lse, delta, scale, causal, bm, bn, w)
+        study.time_into(row, f"backward gluon dkdv + {name}", all_gluon, repeats)
+    study.time_into(row, f"tl dq {dq_cfg.short()}", lambda: L.launch_dq(
+        p, qd, kd, vd, dod, dq, lse, delta, scale, dq_cfg), repeats)
     dk, dv = torch.empty_like(kd), torch.empty_like(vd)
     study.time_into(row, f"tl dkdv {dkdv_cfg.short()}", lambda: L.launch_dkdv(
         p, qd, kd, vd, dod, dk, dv, lse, delta, scale, dkdv_cfg, dq), repeats)

@@ -17,7 +17,8 @@ from .launch import _capability
 
 __all__ = ["DISPATCH", "DISPATCH_CAUSAL", "DISPATCH_WS", "dispatch_config", "dispatch_ws",
            "hopper_supported", "attention_forward_hopper", "attention_forward_ws", "ws_label",
-           "attention_backward_dkdv_hopper", "DISPATCH_DKDV", "dispatch_dkdv"]
+           "attention_backward_dkdv_hopper", "attention_backward_dq_hopper", "DISPATCH_DKDV",
+           "dispatch_dkdv"]
 
 LOG2E = 1.4426950408889634
 
@@ -215,3 +216,36 @@ def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Te
         *descs, dk, dv, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
         bool(causal), num_warps=num_warps)
     return dk.view(b, h, n, d), dv.view(b, h, n, d)
+
+
+def attention_backward_dq_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                 do: torch.Tensor, lse: torch.Tensor, delta: torch.Tensor,
+                                 sm_scale: float | None = None, causal: bool = False,
+                                 block_m: int = 128, block_n: int = 64, num_warps: int = 8,
+                                 out: torch.Tensor | None = None) -> torch.Tensor:
+    """dQ (B, H, N, d) on the Gluon dQ kernel (kernels.hopper_bwd), from the forward's lse and
+    D as attention_backward_dkdv_hopper takes them; `out` a contiguous buffer to write."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    from ..kernels.hopper_bwd import _attn_bwd_dq_hopper
+
+    if (not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape
+            or do.shape != q.shape or (causal and block_m % block_n)):
+        raise ValueError("the Gluon dQ takes q, k, v, do of one shape (B, H, N, d), "
+                         "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
+    b, h, n, d = q.shape
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
+    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
+    q2, k2, v2, do2 = (t.contiguous().view(b * h * n, d) for t in (q, k, v, do))
+    dq = torch.empty_like(q2) if out is None else out
+    lay_m = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
+    lay_n = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
+    shape, strides = [b * h * n, d], [d, 1]
+    descs = [TensorDescriptor(t, shape, strides, [bl, d], lay)
+             for t, bl, lay in ((q2, block_m, lay_m), (k2, block_n, lay_n),
+                                (v2, block_n, lay_n), (do2, block_m, lay_m))]
+    _attn_bwd_dq_hopper[(n // block_m, b * h)](
+        *descs, dq, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
+        bool(causal), num_warps=num_warps)
+    return dq.view(b, h, n, d)
