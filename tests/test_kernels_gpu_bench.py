@@ -359,3 +359,33 @@ print("RESULT " + json.dumps(out))
         assert res[name]["spill_stores"] == 0, res
         assert "HGMMA" in res[name]["mma"], res
         assert res[name]["smem"] <= 232448, res  # sm_90: 227 KB a block
+
+
+def test_the_study_harness_records_failures_and_renders_ratios(monkeypatch):
+    """bench/study.py (shared by bench/gqa.py and bench/d256.py): each figure the median of the
+    repeats; a variant that raises is a NaN with its error, not an exception; the table's
+    ratios are SDPA's time over the variant's."""
+    import triton
+
+    from kernels_gpu.bench import d256, gqa, study
+
+    times = iter([3.0, 1.0, 2.0])
+    monkeypatch.setattr(triton.testing, "do_bench", lambda fn, **kw: (fn(), next(times))[1])
+    row = {"ms": {}, "runs": {}}
+    assert study.time_into(row, "good", lambda: None, 3) == 2.0
+    assert row["runs"]["good"] == [3.0, 1.0, 2.0]
+
+    def boom():
+        raise RuntimeError("out of shared memory")
+    ms = study.time_into(row, "bad", boom, 1)
+    assert ms != ms and row["ms"]["bad"] != row["ms"]["bad"]
+    assert "out of shared memory" in row["runs"]["bad"][0]
+    ms = {"a": 1.25, "flash": 2.0, "cudnn": 1.5}
+    rows = [{"d": 64, "n": 1024, "causal": True, "heads": 32, "heads_kv": 8, "ms": ms,
+             "tflops": {k: 100.0 / v for k, v in ms.items()}, "err": {"a": 1e-3}}]
+    for text, lead in ((gqa.render(rows), 4), (d256.render(rows), 3)):
+        cells = [c.strip() for c in text.splitlines()[2].strip("|").split("|")]
+        assert cells[lead] == "a" and float(cells[lead + 1]) == 1.25
+        assert float(cells[lead + 3]) == round(2.0 / 1.25, 2)
+        assert float(cells[lead + 4]) == round(1.5 / 1.25, 2)
+    assert d256.render(rows).splitlines()[2].rstrip(" |").endswith("1.0e-03")

@@ -88,3 +88,173 @@ def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d, c
     tol = output_tolerance(torch.float16, True, backward=True)
     assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
                rel_err(v.grad, vr.grad)) < tol
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("schedule", ["ws", "lag", "pingpong"])
+@pytest.mark.parametrize("d,bn,stages", [(64, 128, 2), (128, 128, 2), (128, 64, 3)])
+def test_the_warp_specialised_forward_computes_attention(dtype, d, bn, stages, schedule, causal):
+    """kernels.hopper_ws in each schedule against float64: O and lse, fresh random inputs,
+    O poisoned (NaN) first so that an unwritten row fails; N 640 = 5 programs of 128 rows, so
+    the K/V ring wraps several times and causal programs have 1 - 5 (or 2 - 10) key tiles."""
+    from kernels_gpu.host.hopper import attention_forward_ws
+    from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
+
+    g = torch.Generator().manual_seed(d + bn + stages)
+    q, k, v = (torch.randn(2, 3, 640, d, generator=g).to(dtype).cuda() for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((2 * 3 * 640,), float("nan"), device="cuda")
+    attention_forward_ws(q, k, v, block_n=bn, schedule=schedule, stages=stages, out=(o, lse),
+                         causal=causal)
+    ref, ref_lse = attention_reference(q.double(), k.double(), v.double(), causal)
+    assert rel_err(o, ref) < output_tolerance(dtype, True)
+    assert rel_err(lse.view(2, 3, 640), ref_lse) < lse_tolerance(dtype, True)
+
+
+@GLUON
+def test_the_dispatched_warp_specialised_forwards_compile_to_wgmma_without_spills():
+    """Offline sm_90 builds (Triton's ptxas) of every DISPATCH_WS entry: wgmma, no local memory,
+    and setmaxnreg giving the second consumer warpgroup 240 registers and the producer 24."""
+    code = ("import json, re, subprocess, os\n"
+            "from kernels_gpu.bench.compile_check import compile_ws, resources, BIN\n"
+            "from kernels_gpu.host.hopper import DISPATCH_WS\n"
+            "out = []\n"
+            "cfgs = sorted({(d, c, cfg) for (d, c), rows in DISPATCH_WS.items()\n"
+            "               for _, cfg in rows if cfg})\n"
+            "for d, causal, (bn, sched, st) in cfgs:\n"
+            "    r = resources(compile_ws(d, bn, sched, causal=causal, stages=st))\n"
+            "    sass = subprocess.run([os.path.join(BIN, 'cuobjdump'), '--dump-sass',\n"
+            "                           '/tmp/_kernels_gpu_check.cubin'], capture_output=True,\n"
+            "                          text=True).stdout\n"
+            "    r['setmaxnreg'] = sorted(set(re.findall(r'USETMAXREG\\.\\w+\\.CTAPOOL (?:UP0, )?(0x[0-9a-f]+)', sass)))\n"
+            "    out.append(r)\n"
+            "print(json.dumps(out))\n")
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    import json
+    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    assert rows
+    for row in rows:
+        assert row["spill_stores"] == 0 and row["local_bytes"] == 0, row
+        assert row["mma"].get("HGMMA", 0) > 0 and "HMMA" not in row["mma"], row
+        assert {"0xf0", "0x18"} <= set(row["setmaxnreg"]), row  # 240 and 24 registers
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_flash_attention_dispatches_to_the_warp_specialised_forward(causal):
+    """Where DISPATCH_WS names it (d 128 at its smallest N), flash_attention_forward runs the
+    warp-specialised kernel (its O bit for bit), lse is right, and the backward from it too."""
+    from kernels_gpu import flash_attention, flash_attention_forward
+    from kernels_gpu.host import hopper, launch
+    from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
+
+    def at(n):
+        return torch.empty(1, 2, n, 128, device="cuda", dtype=torch.float16)
+    n = next(n for n in (1024, 2048, 4096)
+             if hopper.dispatch_ws(launch.problem_of(at(n), at(n), at(n), causal), False))
+    g = torch.Generator().manual_seed(n)
+    q, k, v, do = (torch.randn(1, 2, n, 128, generator=g).half().cuda() for _ in range(4))
+    ws = hopper.dispatch_ws(launch.problem_of(q, k, v, causal), False)
+    o, lse = flash_attention_forward(q, k, v, causal)
+    assert torch.equal(o, hopper.attention_forward_ws(q, k, v, None, *ws, causal=causal))
+    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+    ref_o, ref_lse = attention_reference(qr, kr, vr, causal)
+    assert rel_err(o, ref_o.detach()) < output_tolerance(torch.float16, True)
+    assert rel_err(lse, ref_lse.detach()) < lse_tolerance(torch.float16, True)
+    ref_o.backward(do.double())
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    flash_attention(q, k, v, causal).backward(do)
+    tol = output_tolerance(torch.float16, True, backward=True)
+    assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
+               rel_err(v.grad, vr.grad)) < tol
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("d,bm,bn,w", [(64, 64, 128, 8), (64, 32, 128, 8), (128, 32, 128, 8),
+                                       (128, 64, 64, 4)])
+def test_the_gluon_dkdv_computes_the_gradients(dtype, d, bm, bn, w, causal):
+    """kernels.hopper_bwd against float64 autograd: dK and dV from the forward's lse and
+    D = rowsum(dO * O) (the `tl` preprocess), fresh random inputs, N 512 (several query tiles,
+    causal programs of different lengths)."""
+    from kernels_gpu import flash_attention_forward
+    from kernels_gpu.host import launch
+    from kernels_gpu.host.hopper import attention_backward_dkdv_hopper
+    from kernels_gpu.host.tolerance import output_tolerance, rel_err
+
+    g = torch.Generator().manual_seed(d + bm + bn)
+    q, k, v, do = (torch.randn(2, 3, 512, d, generator=g).to(dtype).cuda() for _ in range(4))
+    o, lse = flash_attention_forward(q, k, v, causal)
+    p = launch.problem_of(q, k, v, causal)
+    delta = torch.empty(2, 3, 512, device="cuda", dtype=torch.float32)
+    launch.launch_preprocess(p, o, do, delta)
+    dk, dv = attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal, bm, bn, w)
+    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+    attention_reference(qr, kr, vr, causal)[0].backward(do.double())
+    tol = output_tolerance(dtype, True, backward=True)
+    assert rel_err(dk, kr.grad) < tol and rel_err(dv, vr.grad) < tol
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal):
+    """At d 128 (DISPATCH_DKDV) flash_attention_backward's dK, dV are the Gluon kernel's, bit
+    for bit; dQ (the `tl` kernel) and all three against float64; an explicit dK/dV config
+    (the `tl` kernel) is right too."""
+    from kernels_gpu import KernelConfig, flash_attention_backward, flash_attention_forward
+    from kernels_gpu.host import hopper, launch
+    from kernels_gpu.host.tolerance import output_tolerance, rel_err
+
+    g = torch.Generator().manual_seed(7 + causal)
+    q, k, v, do = (torch.randn(1, 2, 384, 128, generator=g).to(dtype).cuda() for _ in range(4))
+    p = launch.problem_of(q, k, v, causal)
+    cfg = hopper.dispatch_dkdv(p, False)
+    assert cfg is not None
+    o, lse = flash_attention_forward(q, k, v, causal)
+    dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal)
+    delta = torch.empty(1, 2, 384, device="cuda", dtype=torch.float32)
+    launch.launch_preprocess(p, o, do, delta)
+    gk, gv = hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal, *cfg)
+    assert torch.equal(dk, gk) and torch.equal(dv, gv)
+    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+    attention_reference(qr, kr, vr, causal)[0].backward(do.double())
+    tol = output_tolerance(dtype, True, backward=True)
+    assert max(rel_err(dq, qr.grad), rel_err(dk, kr.grad), rel_err(dv, vr.grad)) < tol
+    tl = KernelConfig(64, 64, 4, 2)
+    _, tk, tv = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=tl)
+    assert rel_err(tk, kr.grad) < tol and rel_err(tv, vr.grad) < tol
+
+
+@GLUON
+@pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("d,bm,bn,w", [(64, 128, 64, 8), (128, 128, 32, 8), (128, 64, 64, 4)])
+def test_the_gluon_dq_computes_the_gradient(dtype, d, bm, bn, w, causal):
+    """kernels.hopper_bwd's dQ against float64 autograd, N 512, fresh random inputs."""
+    from kernels_gpu import flash_attention_forward
+    from kernels_gpu.host import launch
+    from kernels_gpu.host.hopper import attention_backward_dq_hopper
+    from kernels_gpu.host.tolerance import output_tolerance, rel_err
+
+    g = torch.Generator().manual_seed(d + bm + bn + 1)
+    q, k, v, do = (torch.randn(2, 3, 512, d, generator=g).to(dtype).cuda() for _ in range(4))
+    o, lse = flash_attention_forward(q, k, v, causal)
+    p = launch.problem_of(q, k, v, causal)
+    delta = torch.empty(2, 3, 512, device="cuda", dtype=torch.float32)
+    launch.launch_preprocess(p, o, do, delta)
+    dq = attention_backward_dq_hopper(q, k, v, do, lse, delta, None, causal, bm, bn, w)
+    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+    attention_reference(qr, kr, vr, causal)[0].backward(do.double())
+    assert rel_err(dq, qr.grad) < output_tolerance(dtype, True, backward=True)

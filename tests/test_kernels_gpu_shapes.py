@@ -128,39 +128,6 @@ def test_dkdv_variants_match_the_two_accumulator_kernel(variant, causal):
         assert rel_err(g, w) < 4e-3
 
 
-def test_head_dim_chunks():
-    """The two-chunk backward takes d = D0 + D1, D0 > D1 >= 16 powers of two."""
-    from kernels_gpu.kernels import head_dim_chunks
-
-    assert head_dim_chunks(192) == (128, 64) and head_dim_chunks(80) == (64, 16)
-    assert head_dim_chunks(96) == (64, 32) and head_dim_chunks(48) == (32, 16)
-    assert all(head_dim_chunks(d) is None for d in (16, 24, 40, 64, 128, 100, 224, 256))
-
-
-@pytest.mark.parametrize("d,variant", [(48, "sd"), (80, "dv-sd"), (96, "sp2-sd"), (192, "sd")])
-@pytest.mark.parametrize("causal", [False, True])
-def test_two_chunk_head_dim_backward(d, variant, causal):
-    """d 192 native (issue 21 item 4) and the other sums of two powers of two: the backward
-    with every d-wide tile as two chunks (kernels/bwd_d2.py, '-sd') against float64 and
-    against the padded kernels; ragged N_q, N_k != N_q, grouped heads (4 / 2)."""
-    from kernels_gpu import KernelConfig
-
-    q, k, v, do = inputs(1, 4, 2, 40, 56, d, seed=d)
-    plain = KernelConfig(32, 32, 4, 1, False)
-    cfg = KernelConfig.from_short(f"M32N32w4s1-{variant}")
-    o, lse = flash_attention_forward(q, k, v, causal, block_m=32, block_n=32)
-    got = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=cfg,
-                                   dq_config=KernelConfig(32, 32, 4, 1, False, split_d=True))
-    want = flash_attention_backward(q, k, v, o, lse, do, causal, dkdv_config=plain,
-                                    dq_config=plain)
-    qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
-    attention_reference(qr, kr, vr, causal)[0].backward(do.double())
-    tol = output_tolerance(F16, CUDA, backward=True)
-    for g, w, r in zip(got, want, (qr.grad, kr.grad, vr.grad)):
-        assert rel_err(g, r) < tol
-        assert rel_err(g, w) < 4e-3
-
-
 @pytest.mark.parametrize("nq,nk", [(64, 64), (40, 100), (100, 40), (1, 7), (7, 1), (33, 33)])
 @pytest.mark.parametrize("causal", [False, True, "top_left"])
 def test_visible_pairs_count_the_mask(nq, nk, causal):

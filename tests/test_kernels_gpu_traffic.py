@@ -303,3 +303,32 @@ def test_cross_and_grouped_launches_against_the_stored_h200_measurements():
         else:
             assert r["pred_write"] == r["l2_tex_write"], r
             assert r["pred_compulsory_read"] <= r["dram_read"] <= 1.01 * r["pred_compulsory_read"], r
+
+
+def test_split_and_dv_apart_launches_against_the_stored_h100_measurements():
+    """The ncu run of the dV-apart pair (d 256) and the grouped dK/dV split (issue 21 item 5,
+    results/ncu_traffic_split.csv): compare() walks each case's launches in order (5 when dV is
+    apart: schedule.launch_order); pointer loads equal the prediction in every launch, writes
+    in every launch but the split's (its fp32 partials are modelled, the extra bytes are not),
+    and the causal dV-apart pair's L2 reads to the byte."""
+    import json
+    from pathlib import Path
+
+    from kernels_gpu.model import traffic
+    from kernels_gpu.model.schedule import launch_order
+
+    results = Path(traffic.RESULTS_DIR)
+    launches = traffic.parse_ncu_csv((results / "ncu_traffic_split.csv").read_text())
+    cases = json.loads((results / "traffic_cases_split.json").read_text())
+    assert [len(launch_order(c["configs"])) for c in cases] == [5, 5, 4, 4]
+    rows = traffic.compare(launches, cases)
+    assert len(rows) == 18 and [r["part"] for r in rows[:5]] == [0, 0, 1, 2, 0]
+    for r in rows:
+        assert r["pred_pointer_read"] == r["l1_ld_read"], r
+        split = KernelConfig.from_short(r["config"]).split > 1
+        if r["pass"] == "bwd_dkdv" and split:
+            assert r["l2_tex_write"] > r["pred_write"], r
+        elif r.get("kv_heads") is None:
+            assert r["pred_write"] == r["l2_tex_write"], r
+        if r["pass"] == "bwd_dkdv" and r["part"] and r["causal"]:
+            assert r["pred_read"] == r["l2_tex_read"], r

@@ -123,6 +123,61 @@ def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int
                           target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
 
 
+WS_CONFIGS = tuple((d, bn, sched) for d in (64, 128) for bn in (128, 64)
+                   for sched in ("ws", "lag", "pingpong"))
+
+
+def compile_ws(d: int, block_n: int, schedule: str, arch: int = 90, causal: bool = False,
+               stages: int = 2, consumer_regs: int = 240):
+    """The warp-specialised Gluon forward (kernels.hopper_ws) compiled for sm_<arch>, fp16."""
+    import torch
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    from triton.runtime.jit import mangle_type
+
+    from ..host.hopper import WS_MAXNREG
+    from ..kernels.hopper_ws import SCHEDULES, WG_ROWS, _attn_fwd_ws
+
+    t = torch.empty(1024, d, dtype=torch.float16)
+    lay = {b: gl.NVMMASharedLayout.get_default_for([b, d], gl.float16) for b in (WG_ROWS, block_n)}
+    rows = {"q_desc": WG_ROWS, "k_desc": block_n, "v_desc": block_n, "o_desc": WG_ROWS}
+    sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
+           for k, b in rows.items()}
+    consts = {"BLOCK_N": block_n, "HEAD_DIM": d, "STAGES": stages, "CAUSAL": causal,
+              "SCHEDULE": SCHEDULES[schedule], "CONSUMER_REGS": consumer_regs, "num_warps": 4}
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
+    return triton.compile(GluonASTSource(_attn_fwd_ws, sig, consts),
+                          target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": 4, "maxnreg": WS_MAXNREG})
+
+
+def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: int = 90,
+                causal: bool = False, dq: bool = False):
+    """The Gluon dK/dV (dq: the dQ) of kernels.hopper_bwd compiled for sm_<arch>, fp16."""
+    import torch
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    from triton.runtime.jit import mangle_type
+
+    from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper
+
+    t = torch.empty(1024, d, dtype=torch.float16)
+    lay = {b: gl.NVMMASharedLayout.get_default_for([b, d], gl.float16) for b in (block_m, block_n)}
+    rows = {"q_desc": block_m, "k_desc": block_n, "v_desc": block_n, "do_desc": block_m}
+    sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
+           for k, b in rows.items()}
+    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "CAUSAL": causal,
+              "num_warps": num_warps}
+    outs = {"DQ": "*fp16"} if dq else {"DK": "*fp16", "DV": "*fp16"}
+    sig.update(**outs, LSE="*fp32", DELTA="*fp32", sm_scale="fp32", N="i32",
+               **{k: "constexpr" for k in consts})
+    fn = _attn_bwd_dq_hopper if dq else _attn_bwd_dkdv_hopper
+    return triton.compile(GluonASTSource(fn, sig, consts),
+                          target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", type=int, default=90)
@@ -130,11 +185,28 @@ def main(argv=None) -> int:
     ap.add_argument("--dtypes", default="fp16")
     ap.add_argument("--passes", default=",".join(cfgs.PASSES))
     ap.add_argument("--hopper", action="store_true", help="the Gluon Hopper forward instead")
+    ap.add_argument("--ws", action="store_true",
+                    help="the warp-specialised Gluon forward (kernels.hopper_ws) instead")
     args = ap.parse_args(argv)
     if INTERPRETER:
         print("run with TRITON_INTERPRET=0 in the environment (the kernels are interpreter "
               "functions now)", file=sys.stderr)
         return 2
+    if args.ws:
+        print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
+        print("|---|---|---|---|---|---|---|---|")
+        for causal in (False, True):
+            for d, bn, sched in WS_CONFIGS:
+                try:
+                    r = resources(compile_ws(d, bn, sched, args.arch, causal))
+                    mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
+                    row = (f"{r['regs']} | {r['local_bytes']} | {r['spill_stores']} | "
+                           f"{r['smem']} | {mma}")
+                except Exception as e:  # noqa: BLE001 - report and go on
+                    row = f"FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]} | | | |"
+                name = "gluon ws causal" if causal else "gluon ws"
+                print(f"| {name} | {d} | N{bn} {sched} | {row} |", flush=True)
+        return 0
     if args.hopper:
         print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
         print("|---|---|---|---|---|---|---|---|")

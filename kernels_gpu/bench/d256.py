@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import torch
@@ -25,7 +24,8 @@ from ..host import configs as cfgs
 from ..host import flash_attn as fa
 from ..host import launch as L
 from ..host.configs import KernelConfig
-from .check import precompile, sdpa
+from . import study
+from .check import precompile
 from .run import attention_flops, environment
 
 H = 32
@@ -50,13 +50,6 @@ def variants(d: int, causal: bool, n: int, dkdv: list, dq: list, dq_base=None) -
     return out
 
 
-def _ms(fn, repeats):
-    import triton
-    runs = [triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median")
-            for _ in range(repeats)]
-    return statistics.median(runs), runs
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
@@ -72,7 +65,6 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         print("kernels_gpu.bench.d256 needs a CUDA GPU", file=sys.stderr)
         return 2
-    from torch.nn.attention import SDPBackend
     os.makedirs(args.out, exist_ok=True)
     dkdv = [KernelConfig.from_short(s) for s in args.dkdv.split(",") if s]
     dqs = [KernelConfig.from_short(s) for s in args.dq.split(",") if s]
@@ -110,25 +102,17 @@ def main(argv=None) -> int:
                 row["err"][name] = max(float((g.float() - r).abs().max()) /
                                        max(float(r.abs().max()), 1e-6)
                                        for g, r in zip(grads, ref))
-                ms, runs = _ms(lambda: fa.flash_attention_backward(
-                    qd, kd, vd, o, lse, do, causal, dkdv_config=ckv, dq_config=cq), args.repeats)
             except Exception as e:  # noqa: BLE001 - e.g. out of shared memory: report, go on
-                ms, runs = float("nan"), [f"{type(e).__name__}: {str(e)[:160]}"]
-            row["ms"][name], row["runs"][name] = ms, runs
+                row["ms"][name], row["runs"][name] = float("nan"), [f"{type(e).__name__}: "
+                                                                    f"{str(e)[:160]}"]
+                continue
+            study.time_into(row, name, lambda: fa.flash_attention_backward(
+                qd, kd, vd, o, lse, do, causal, dkdv_config=ckv, dq_config=cq), args.repeats)
         p = L.problem_of(qd, kd, vd, causal)
         t_kv, t_q = fa._backward_timers(p, qd, kd, vd, o, lse, do, fa.softmax_scale(None, d))
         base_kv, base_q = variants(d, causal, n, [], [])["tuned"]
         row["launch_ms"] = {"bwd_dkdv": t_kv(base_kv), "bwd_dq": t_q(base_q)}
-        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
-                              ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-            try:
-                out = sdpa(q, k, v, causal, backend)
-                ms, runs = _ms(lambda: torch.autograd.grad(out, (q, k, v), do,
-                                                           retain_graph=True), args.repeats)
-                del out
-            except Exception as e:  # noqa: BLE001
-                ms, runs = float("nan"), [str(e)[:200]]
-            row["ms"][name], row["runs"][name] = ms, runs
+        study.time_sdpa_backward(row, q, k, v, do, causal, args.repeats)
         row["tflops"] = {k_: flops / ms * 1e-9 for k_, ms in row["ms"].items()}
         rows.append(row)
         ours = {nm: ms for nm, ms in row["ms"].items() if nm not in ("flash", "cudnn")
@@ -150,16 +134,8 @@ def main(argv=None) -> int:
 
 def render(rows) -> str:
     """Backward ms of every variant, and each against SDPA-flash and cuDNN."""
-    lines = ["| d | N | causal | variant | ms | TFLOP/s | x flash | x cuDNN | rel. diff |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        for name, ms in r["ms"].items():
-            err = r["err"].get(name)
-            lines.append(f"| {r['d']} | {r['n']} | {'yes' if r['causal'] else 'no'} | {name} | "
-                         f"{ms:.3f} | {r['tflops'][name]:.0f} | {r['ms']['flash'] / ms:.2f} | "
-                         f"{r['ms']['cudnn'] / ms:.2f} | "
-                         f"{'' if err is None else f'{err:.1e}'} |")
-    return "\n".join(lines) + "\n"
+    return study.render(rows, ["d", "N", "causal"], lambda r: [
+        str(r["d"]), str(r["n"]), "yes" if r["causal"] else "no"], err=True)
 
 
 if __name__ == "__main__":

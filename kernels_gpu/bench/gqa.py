@@ -3,7 +3,7 @@
 MHA code per query head, fp32 partials summed; and split = group / 2), beside SDPA-flash and
 cuDNN, in one run on the GPU.
 
-    python -m kernels_gpu.bench.gqa [--out DIR] [--dims 64,128] [--repeats 3]
+    python -m kernels_gpu.bench.gqa [--out DIR] [--dims 64,128] [--repeats 3] [--ns N,..] [--kvs ..]
 
 Each point: the whole backward (preprocess, dK/dV, dQ: `flash_attention_backward` with only the
 dK/dV config varied), median of `--repeats` do_bench medians; SDPA through autograd as in the
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 from dataclasses import replace
 
@@ -23,18 +22,21 @@ import torch
 from ..host import configs as cfgs
 from ..host import flash_attn as fa
 from ..host import launch as L
-from .check import precompile, sdpa
+from . import study
+from .check import precompile
 from .run import attention_flops, environment
 
 B, H = 4, 32
 
 
-def shapes(dims):
+def shapes(dims, ns=None, kvs=None):
+    """(d, N, causal, H_kv) points; ns / kvs (if given) keep only those N / H_kv."""
     out = []
     for d in dims:
-        ns = (2048, 4096, 8192) if d == 64 else (4096, 8192)
-        kvs = (8, 4, 1) if d == 64 else (8, 1)
-        out += [(d, n, c, kv) for c in (True, False) for n in ns for kv in kvs]
+        dn = (2048, 4096, 8192) if d == 64 else (4096, 8192)
+        dkv = (8, 4, 1) if d == 64 else (8, 1)
+        out += [(d, n, c, kv) for c in (True, False) for n in dn for kv in dkv
+                if (ns is None or n in ns) and (kvs is None or kv in kvs)]
     return out
 
 
@@ -51,25 +53,20 @@ def variants(d: int, causal: bool, n: int, group: int) -> dict[str, cfgs.KernelC
     return out
 
 
-def _ms(fn, repeats):
-    import triton
-    runs = [triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median")
-            for _ in range(repeats)]
-    return statistics.median(runs), runs
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--dims", default="64,128")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--ns", help="only these N (comma-separated)")
+    ap.add_argument("--kvs", help="only these H_kv (comma-separated)")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("kernels_gpu.bench.gqa needs a CUDA GPU", file=sys.stderr)
         return 2
-    from torch.nn.attention import SDPBackend
     os.makedirs(args.out, exist_ok=True)
-    pts = shapes([int(x) for x in args.dims.split(",")])
+    ints = lambda t: None if t is None else {int(x) for x in t.split(",")}  # noqa: E731
+    pts = shapes([int(x) for x in args.dims.split(",")], ints(args.ns), ints(args.kvs))
     jobs = {}
     for d, n, c, kv in pts:
         for cfg in variants(d, c, n, H // kv).values():
@@ -91,28 +88,10 @@ def main(argv=None) -> int:
         p = L.problem_of(q, k, v, causal)
         dq_cfg = L.resolve_config("bwd_dq", p)
         for name, cfg in variants(d, causal, n, H // kv).items():
-            try:
-                ms, runs = _ms(lambda: fa.flash_attention_backward(
-                    q.detach(), k.detach(), v.detach(), o, lse, do, causal, dkdv_config=cfg,
-                    dq_config=dq_cfg), args.repeats)
-            except Exception as e:  # noqa: BLE001
-                ms, runs = float("nan"), [str(e)[:200]]
-            row["ms"][name], row["runs"][name] = ms, runs
-        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
-                              ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-            try:
-                try:
-                    out = sdpa(q, k, v, causal, backend)
-                except RuntimeError:  # no grouped heads in this backend: expand K/V
-                    g = H // kv
-                    out = sdpa(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), causal,
-                               backend)
-                ms, runs = _ms(lambda: torch.autograd.grad(out, (q, k, v), do,
-                                                           retain_graph=True), args.repeats)
-                del out
-            except Exception as e:  # noqa: BLE001
-                ms, runs = float("nan"), [str(e)[:200]]
-            row["ms"][name], row["runs"][name] = ms, runs
+            study.time_into(row, name, lambda: fa.flash_attention_backward(
+                q.detach(), k.detach(), v.detach(), o, lse, do, causal, dkdv_config=cfg,
+                dq_config=dq_cfg), args.repeats)
+        study.time_sdpa_backward(row, q, k, v, do, causal, args.repeats)
         row["tflops"] = {k_: flops / ms * 1e-9 for k_, ms in row["ms"].items()}
         rows.append(row)
         best = min((ms, nm) for nm, ms in row["ms"].items() if nm not in ("flash", "cudnn"))
@@ -128,15 +107,9 @@ def main(argv=None) -> int:
 
 def render(rows) -> str:
     """Backward ms of every variant, and the best of ours against SDPA-flash."""
-    lines = ["| d | N | causal | H/H_kv | variant | ms | TFLOP/s | x flash | x cuDNN |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        for name, ms in r["ms"].items():
-            lines.append(f"| {r['d']} | {r['n']} | {'yes' if r['causal'] else 'no'} | "
-                         f"{r['heads']}/{r['heads_kv']} | {name} | {ms:.3f} | "
-                         f"{r['tflops'][name]:.0f} | {r['ms']['flash'] / ms:.2f} | "
-                         f"{r['ms']['cudnn'] / ms:.2f} |")
-    return "\n".join(lines) + "\n"
+    return study.render(rows, ["d", "N", "causal", "H/H_kv"], lambda r: [
+        str(r["d"]), str(r["n"]), "yes" if r["causal"] else "no",
+        f"{r['heads']}/{r['heads_kv']}"])
 
 
 if __name__ == "__main__":

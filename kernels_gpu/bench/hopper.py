@@ -1,33 +1,52 @@
 """The Gluon Hopper forward (kernels.hopper, issue 21 item 3) beside the `tl` kernel, SDPA-flash
 and cuDNN, in one run on an sm_90 GPU: correctness against float32 SDPA-math, then forward time
-(median of --repeats do_bench medians), fp16, H 32, B·N = 16k, non-causal.
+(median of --repeats do_bench medians), fp16, H 32, B·N = 16k, non-causal (--causal: causal);
+--ws adds the warp-specialised kernel (kernels.hopper_ws) in its schedules.
 
-    python -m kernels_gpu.bench.hopper [--out DIR] [--repeats 3]
+    python -m kernels_gpu.bench.hopper [--out DIR] [--repeats 3] [--causal] [--ws]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import torch
 
 from ..host import flash_attn as fa
-from ..host.hopper import attention_forward_hopper
+from ..host.hopper import attention_forward_hopper, attention_forward_ws
 from .check import sdpa
+from .study import median_ms
 from .run import attention_flops, environment
 
 VARIANTS = {64: [(128, 128, 8), (128, 64, 8), (64, 128, 4)],
             128: [(128, 128, 8), (128, 64, 8), (64, 64, 4)]}
+# the warp-specialised forward (kernels.hopper_ws): (block_n, schedule, stages)
+WS_VARIANTS = {64: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2)],
+               128: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2), (128, "lag", 3),
+                     (128, "pingpong", 3)]}
+
+
+def variants(d: int, causal: bool, ws: bool) -> dict:
+    """name -> the forward call, for the one-partition Gluon configs and (ws) the
+    warp-specialised schedules."""
+    out = {}
+    for bm, bn, w in VARIANTS[d]:
+        out[f"gluon M{bm}N{bn}w{w}"] = (lambda bm=bm, bn=bn, w=w: lambda q, k, v:
+                                        attention_forward_hopper(q, k, v, block_m=bm,
+                                                                 block_n=bn, num_warps=w,
+                                                                 causal=causal))()
+    for bn, sched, st in (WS_VARIANTS[d] if ws else []):
+        out[f"ws N{bn} {sched} s{st}"] = (lambda bn=bn, sched=sched, st=st: lambda q, k, v:
+                                          attention_forward_ws(q, k, v, block_n=bn,
+                                                               schedule=sched, stages=st,
+                                                               causal=causal))()
+    return out
 
 
 def _ms(fn, repeats):
-    import triton
-    return statistics.median(triton.testing.do_bench(fn, warmup=10, rep=40,
-                                                     return_mode="median")
-                             for _ in range(repeats))
+    return median_ms(fn, repeats, rep=40)[0]
 
 
 def main(argv=None) -> int:
@@ -36,6 +55,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ns", default="1024,4096,16384")
     ap.add_argument("--causal", action="store_true", help="causal (square N) instead")
+    ap.add_argument("--ws", action="store_true", help="the warp-specialised kernel's schedules too")
+    ap.add_argument("--dims", default="64,128")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("kernels_gpu.bench.hopper needs a CUDA GPU", file=sys.stderr)
@@ -43,7 +64,7 @@ def main(argv=None) -> int:
     from torch.nn.attention import SDPBackend
     os.makedirs(args.out, exist_ok=True)
     rows = []
-    for d in (64, 128):
+    for d in (int(x) for x in args.dims.split(",")):
         for n in (int(x) for x in args.ns.split(",")):
             b, h = max(1, 16384 // n), 32
             torch.manual_seed(n + d)
@@ -54,15 +75,12 @@ def main(argv=None) -> int:
             ref = sdpa(q.float(), k.float(), v.float(), c, SDPBackend.MATH) if n <= 4096 \
                 else None
             row = {"d": d, "n": n, "batch": b, "heads": h, "causal": c, "ms": {}, "err": {}}
-            for bm, bn, w in VARIANTS[d]:
-                name = f"gluon M{bm}N{bn}w{w}"
+            for name, fn in variants(d, c, args.ws).items():
                 try:
-                    o = attention_forward_hopper(q, k, v, block_m=bm, block_n=bn, num_warps=w,
-                                                 causal=c)
+                    o = fn(q, k, v)
                     if ref is not None:
                         row["err"][name] = ((o.float() - ref).norm() / ref.norm()).item()
-                    row["ms"][name] = _ms(lambda: attention_forward_hopper(
-                        q, k, v, block_m=bm, block_n=bn, num_warps=w, causal=c), args.repeats)
+                    row["ms"][name] = _ms(lambda: fn(q, k, v), args.repeats)
                 except Exception as e:  # noqa: BLE001 - a variant that fails is reported
                     row["ms"][name] = float("nan")
                     row["err"][name] = f"{type(e).__name__}: {str(e)[-300:]}"
@@ -77,10 +95,11 @@ def main(argv=None) -> int:
             print(f"d={d} N={n}: " + ", ".join(f"{k_} {t:.0f}" for k_, t in row["tflops"].items())
                   + " TFLOP/s | err " + ", ".join(f"{k_} {e if isinstance(e, str) else f'{e:.1e}'}"
                                                  for k_, e in row["err"].items()), flush=True)
-            with open(os.path.join(args.out, "hopper.json"), "w") as f:
+            stem = ("hopper_ws" if args.ws else "hopper") + ("_causal" if c else "")
+            with open(os.path.join(args.out, stem + ".tmp"), "w") as f:
                 json.dump({"env": environment(), "rows": rows}, f, indent=1)
-            os.replace(os.path.join(args.out, "hopper.json"),
-                       os.path.join(args.out, "hopper_causal.json" if c else "hopper.json"))
+            os.replace(os.path.join(args.out, stem + ".tmp"),
+                       os.path.join(args.out, stem + ".json"))
     return 0
 
 

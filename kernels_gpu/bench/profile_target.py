@@ -5,7 +5,9 @@ warm-up launches).
     python -m kernels_gpu.bench.profile_target CASE      # CASE in CASES
 
 fp16, H 32, B 4, N 4096: the Gluon Hopper forward and the `tl` forward at d 128 (non-causal),
-and the d 256 backward (dV apart: the dV and dK launches) causal and not.
+the d 256 backward (dV apart: the dV and dK launches) causal and not, and the warp-specialised
+Gluon forward at d 128 in each schedule (`ws_<schedule>_d128`, block_n 128, 2 stages), and the
+d 128 non-causal backward with its dK/dV on the Gluon kernel or on the `tl` one (TUNED).
 """
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import sys
 
 import torch
 
-CASES = ("gluon_fwd_d128", "tl_fwd_d128", "bwd_d256_causal", "bwd_d256_full")
+CASES = ("gluon_fwd_d128", "tl_fwd_d128", "bwd_d256_causal", "bwd_d256_full",
+         "ws_ws_d128", "ws_lag_d128", "ws_pingpong_d128", "gluon_dkdv_d128", "tl_dkdv_d128")
 WARMUP = 2  # runs before the profiled one
 
 
@@ -25,7 +28,7 @@ def main(argv=None) -> int:
         return 2
     from ..host import flash_attn as fa
     from ..host.configs import KernelConfig
-    from ..host.hopper import attention_forward_hopper
+    from ..host.hopper import attention_forward_hopper, attention_forward_ws
 
     case = argv[0]
     d = 128 if "d128" in case else 256
@@ -35,6 +38,15 @@ def main(argv=None) -> int:
     if case == "gluon_fwd_d128":
         run = lambda: attention_forward_hopper(q, k, v, block_m=128, block_n=64,  # noqa: E731
                                                num_warps=8)
+    elif case.startswith("ws_"):
+        sched = case.split("_")[1]
+        run = lambda: attention_forward_ws(q, k, v, block_n=128, schedule=sched)  # noqa: E731
+    elif case.endswith("dkdv_d128"):
+        from ..host import configs as cfgs
+        o, lse = fa.flash_attention_forward(q, k, v, False)
+        tl_cfg = cfgs.tuned_config("bwd_dkdv", 128, False, 4096) if case.startswith("tl") else None
+        run = lambda: fa.flash_attention_backward(q, k, v, o, lse, do, False,  # noqa: E731
+                                                  dkdv_config=tl_cfg)
     elif case == "tl_fwd_d128":
         cfg = KernelConfig.from_short("M128N128w8s3-tma")
         run = lambda: fa.flash_attention_forward(q, k, v, False, config=cfg)  # noqa: E731

@@ -172,6 +172,11 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
                                                     False)
     if gluon is not None:  # the forward ran on the Gluon Hopper kernel, not configs["fwd"]
         row["fwd_kernel"] = "gluon M{}N{}w{}".format(*gluon)
+        ws = hopper.dispatch_ws(launch.problem_of(qd, kd, kd, causal), False)
+        row["fwd_kernel"] = hopper.ws_label(ws) if ws else row["fwd_kernel"]
+        dkdv = hopper.dispatch_dkdv(launch.problem_of(qd, kd, kd, causal), False)
+        if dkdv is not None:  # the backward's dK/dV ran on the Gluon kernel
+            row["bwd_dkdv_kernel"] = "gluon M{}N{}w{}".format(*dkdv)
     return row
 
 

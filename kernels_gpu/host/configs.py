@@ -43,8 +43,6 @@ class KernelConfig:
                                    # then no dQ launch)
     dv_apart: bool = False         # dK/dV only: dV and dK in two launches (one accumulator
                                    # each; large head dims)
-    split_d: bool = False          # backward: d as two power-of-two chunks (192 = 128 + 64)
-                                   # instead of padding it (kernels/bwd_d2.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -53,8 +51,7 @@ class KernelConfig:
         s = f"M{self.block_m}N{self.block_n}w{self.num_warps}s{self.num_stages}"
         s += "-tma" if self.use_tma else ""
         s += f"-sp{self.split}" if self.split > 1 else ""
-        return (s + ("-fq" if self.fused_dq else "") + ("-dv" if self.dv_apart else "")
-                + ("-sd" if self.split_d else ""))
+        return s + ("-fq" if self.fused_dq else "") + ("-dv" if self.dv_apart else "")
 
     @classmethod
     def from_dict(cls, d: dict) -> "KernelConfig":
@@ -64,18 +61,17 @@ class KernelConfig:
     @classmethod
     def from_short(cls, text: str) -> "KernelConfig":
         """Inverse of short(): 'M128N64w4s3-tma' -> KernelConfig ('-sp4': split 4; '-fq':
-        dK/dV with the fused dQ; '-dv': dV apart from dK; '-sd': d in two chunks)."""
+        dK/dV with the fused dQ; '-dv': dV apart from dK)."""
         head, *flags = text.split("-")
         m = re.fullmatch(r"M(\d+)N(\d+)w(\d+)s(\d+)", head)
         splits = [f for f in flags if re.fullmatch(r"sp\d+", f)]
-        if m is None or not set(flags) - set(splits) <= {"tma", "fq", "dv", "sd"} or len(splits) > 1:
+        if m is None or not set(flags) - set(splits) <= {"tma", "fq", "dv"} or len(splits) > 1:
             raise ValueError(f"not a config name: {text!r} (expected like 'M128N64w4s3-tma')")
         bm, bn, w, st = (int(g) for g in m.groups())
         split = int(splits[0][2:]) if splits else 1
         if split < 1:
             raise ValueError(f"not a config name: {text!r} (split must be >= 1)")
-        return cls(bm, bn, w, st, "tma" in flags, split, "fq" in flags, "dv" in flags,
-                   "sd" in flags)
+        return cls(bm, bn, w, st, "tma" in flags, split, "fq" in flags, "dv" in flags)
 
 
 def _c(bm, bn, w, s, tma=True, dv_apart=False) -> KernelConfig:

@@ -118,6 +118,12 @@ def flash_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c
     gluon = (hopper.dispatch_config(p, INTERPRETER) if config is None and block_m is None
              and block_n is None and not autotune and not autotune_enabled()
              and descale is None and out_dtype == q.dtype else None)
+    ws = hopper.dispatch_ws(p, INTERPRETER) if gluon is not None else None
+    if ws is not None:  # the warp-specialised Gluon forward where it measured fastest
+        _replayable(("fwd-ws", p, scale, ws), (q, k, v, o, lse),
+                    lambda: hopper.attention_forward_ws(q, k, v, scale, ws[0], ws[1], ws[2],
+                                                        out=(o, lse), causal=p.causal), p)
+        return o, lse
     if gluon is not None:  # the Gluon Hopper kernel where it measured faster (host/hopper.py)
         bm, bn, w = gluon
         _replayable(("fwd-gluon", p, scale, gluon), (q, k, v, o, lse),
@@ -168,6 +174,8 @@ def flash_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
     do = do.to(q.dtype).contiguous()
     lse = lse.float().contiguous()
     scale = softmax_scale(sm_scale, p.d)
+    gluon = (hopper.dispatch_dkdv(p, INTERPRETER) if dkdv_config is None and block_m is None
+             and block_n is None and not autotune and not autotune_enabled() else None)
     if dkdv_config is None or dq_config is None:
         timers = _backward_timers(p, q, k, v, o, lse, do, scale)
         if dkdv_config is None:
@@ -175,7 +183,7 @@ def flash_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
         if dq_config is None:
             dq_config = L.resolve_config("bwd_dq", p, block_m, block_n, autotune, timers[1])
     return _backward(p, q, k, v, o, lse, do, scale, L.honour("bwd_dkdv", p, dkdv_config),
-                     L.honour("bwd_dq", p, dq_config))
+                     L.honour("bwd_dq", p, dq_config), gluon)
 
 
 def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
@@ -202,21 +210,27 @@ def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
 
 
 def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelConfig,
-              dq_cfg: KernelConfig):
+              dq_cfg: KernelConfig, gluon: tuple[int, int, int] | None = None):
     """The three launches on checked, contiguous inputs with resolved configs (the autograd
-    path calls this directly: host time is what small shapes are bound by). A small problem
-    seen before with the very same buffers replays the launches as one CUDA graph (graphs)."""
+    path calls this directly: host time is what small shapes are bound by); gluon (BLOCK_M,
+    BLOCK_N, warps): dK/dV on the Gluon kernel (host/hopper.py DISPATCH_DKDV) instead. A
+    small problem seen before with the very same buffers replays the launches as one CUDA
+    graph (graphs)."""
     delta = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
     dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
 
     def launch():
         L.launch_preprocess(p, o, do, delta)
-        L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg, dq)
-        if not dkdv_cfg.fused_dq:  # else the dK/dV launch wrote dQ too
+        if gluon is not None:
+            hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, scale, p.causal,
+                                                  *gluon, out=(dk, dv))
+        else:
+            L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg, dq)
+        if gluon is not None or not dkdv_cfg.fused_dq:  # else the dK/dV launch wrote dQ too
             L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
 
-    _replayable(("bwd", p, scale, dkdv_cfg, dq_cfg), (q, k, v, o, lse, do, delta, dq, dk, dv),
-                launch, p)
+    _replayable(("bwd", p, scale, dkdv_cfg, dq_cfg, gluon),
+                (q, k, v, o, lse, do, delta, dq, dk, dv), launch, p)
     return dq, dk, dv
 
 
@@ -247,7 +261,9 @@ class FlashAttentionFunction(torch.autograd.Function):
                 p, q.contiguous(), k.contiguous(), v.contiguous(), o.contiguous(), lse,
                 do.to(q.dtype).contiguous(), softmax_scale(ctx.sm_scale, p.d),
                 L.resolve_config("bwd_dkdv", p, ctx.block_m, ctx.block_n),
-                L.resolve_config("bwd_dq", p, ctx.block_m, ctx.block_n))
+                L.resolve_config("bwd_dq", p, ctx.block_m, ctx.block_n),
+                hopper.dispatch_dkdv(p, INTERPRETER) if ctx.block_m is None
+                and ctx.block_n is None else None)
         return dq, dk, dv, None, None, None, None
 
 

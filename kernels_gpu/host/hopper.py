@@ -15,7 +15,10 @@ import torch
 from ..kernels.hopper import HAVE_GLUON, _attn_fwd_hopper
 from .launch import _capability
 
-__all__ = ["DISPATCH", "DISPATCH_CAUSAL", "dispatch_config", "hopper_supported", "attention_forward_hopper"]
+__all__ = ["DISPATCH", "DISPATCH_CAUSAL", "DISPATCH_WS", "dispatch_config", "dispatch_ws",
+           "hopper_supported", "attention_forward_hopper", "attention_forward_ws", "ws_label",
+           "attention_backward_dkdv_hopper", "attention_backward_dq_hopper", "DISPATCH_DKDV",
+           "dispatch_dkdv"]
 
 LOG2E = 1.4426950408889634
 
@@ -54,6 +57,48 @@ def dispatch_config(p, interpreter: bool) -> tuple[int, int, int] | None:
     return cfg
 
 
+# Where flash_attention_forward runs the warp-specialised kernel (kernels.hopper_ws) before
+# either of the above: (head dim, causal) -> (smallest N, block_n, schedule, stages). Measured
+# on the lent H100 (`python -m kernels_gpu.bench.hopper --ws [--causal]`, RESULTS.md "The
+# warp-specialised forward"); d 64 is absent: there it lost to the one-partition kernel.
+DISPATCH_WS: dict[tuple[int, bool], list[tuple[int, tuple[int, str, int] | None]]] = {
+    (128, False): [(512, None), (4096, (128, "lag", 3)), (1 << 62, (128, "lag", 2))],
+    (128, True): [(2048, None), (4096, (128, "pingpong", 3)), (1 << 62, (128, "pingpong", 2))]}
+# Where the backward's dK/dV runs on the Gluon kernel (kernels.hopper_bwd) instead of the `tl`
+# one: head dim -> (BLOCK_M, BLOCK_N, warps). `python -m kernels_gpu.bench.hopper_bwd` (lent
+# H100): at d 128 the dK/dV launch 1.09 - 1.34 x faster than the `tl` one, causal or not, N 1k -
+# 16k; at d 64 within +-7 % either way, so not there.
+DISPATCH_DKDV = {128: (64, 64, 4)}
+
+
+def dispatch_ws(p, interpreter: bool) -> tuple[int, str, int] | None:
+    """(block_n, schedule, stages) of the warp-specialised forward for a launch.Problem where it
+    measured fastest (DISPATCH_WS: the first row whose largest N covers N_q; H_kv = H, N_q =
+    N_k a multiple of 128, fp16/bf16, sm_90), else None. KERNELS_GPU_HOPPER=0 turns it off
+    with the other Gluon kernels, KERNELS_GPU_WS=0 alone."""
+    rows = DISPATCH_WS.get((p.d, bool(p.causal)))
+    if (rows is None or os.environ.get("KERNELS_GPU_WS", "1") == "0"
+            or dispatch_config(p, interpreter) is None or p.nq % 128):
+        return None
+    return next(cfg for largest, cfg in rows if p.nq <= largest)
+
+
+def dispatch_dkdv(p, interpreter: bool) -> tuple[int, int, int] | None:
+    """(BLOCK_M, BLOCK_N, warps) of the Gluon dK/dV for a launch.Problem where it measured
+    faster (DISPATCH_DKDV; the Gluon forward's conditions, N a multiple of both blocks), else
+    None."""
+    cfg = DISPATCH_DKDV.get(p.d)
+    if cfg is None or dispatch_config(p, interpreter) is None or p.nq % max(cfg[:2]):
+        return None
+    return cfg
+
+
+def ws_label(cfg: tuple[int, str, int]) -> str:
+    """The bench's name for a dispatched warp-specialised forward: 128 query rows (two
+    warpgroups of 64), 12 warps (the producer's padded to a warpgroup)."""
+    return "gluon M128N{}w12 ws-{}-s{}".format(*cfg)
+
+
 def attention_forward_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              sm_scale: float | None = None, block_m: int = 128,
                              block_n: int = 128, num_warps: int = 8,
@@ -89,3 +134,118 @@ def attention_forward_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                             block_m, block_n, d, num_warps=num_warps,
                                             CAUSAL=bool(causal))
     return o.view(b, h, n, d)
+
+
+def attention_forward_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                         sm_scale: float | None = None, block_n: int = 128,
+                         schedule: str = "pingpong", stages: int = 2, consumer_regs: int = 240,
+                         out: tuple[torch.Tensor, torch.Tensor] | None = None,
+                         causal: bool = False) -> torch.Tensor:
+    """O (B, H, N, d) on the warp-specialised Gluon forward (kernels.hopper_ws): a TMA
+    producer warp, two consumer warpgroups of 64 rows; `schedule` "ws", "lag" (P V of tile
+    j-1 under the softmax of tile j) or "pingpong" (lag + the two warpgroups taking turns).
+    `out` = (o, lse) buffers to write, else o is new and lse dropped."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    from ..kernels.hopper_ws import SCHEDULES, WG_ROWS, _attn_fwd_ws
+
+    if (not hopper_supported(q, k, 2 * WG_ROWS, block_n) or v.shape != k.shape
+            or schedule not in SCHEDULES or (2 * WG_ROWS) % block_n):
+        raise ValueError("the warp-specialised Gluon forward takes q, k, v of one shape "
+                         "(B, H, N, d), fp16/bf16, d 64 or 128, N a multiple of 128, block_n "
+                         "64 or 128, on an sm_90 GPU")
+    b, h, n, d = q.shape
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
+    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
+    q2, k2, v2 = (t.contiguous().view(b * h * n, d) for t in (q, k, v))
+    if out is None:
+        o, lse = torch.empty_like(q2), torch.empty(b * h * n, device=q.device,
+                                                   dtype=torch.float32)
+    else:
+        o, lse = out[0].view(b * h * n, d), out[1]
+    lay_m = gl.NVMMASharedLayout.get_default_for([WG_ROWS, d], gdt)
+    lay_n = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
+    shape, strides = [b * h * n, d], [d, 1]
+    q_desc = TensorDescriptor(q2, shape, strides, [WG_ROWS, d], lay_m)
+    k_desc = TensorDescriptor(k2, shape, strides, [block_n, d], lay_n)
+    v_desc = TensorDescriptor(v2, shape, strides, [block_n, d], lay_n)
+    o_desc = TensorDescriptor(o, shape, strides, [WG_ROWS, d], lay_m)
+    _attn_fwd_ws[(n // (2 * WG_ROWS), b * h)](
+        q_desc, k_desc, v_desc, o_desc, lse, scale * LOG2E, n, block_n, d, stages, bool(causal),
+        SCHEDULES[schedule], consumer_regs, num_warps=4, maxnreg=WS_MAXNREG)
+    return o.view(b, h, n, d)
+
+
+# 12 warps a program (two consumer warpgroups + the producer's, padded to a warpgroup):
+# 65536 registers / 384 threads, rounded down to a multiple of 8
+WS_MAXNREG = 168
+
+
+def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                   do: torch.Tensor, lse: torch.Tensor, delta: torch.Tensor,
+                                   sm_scale: float | None = None, causal: bool = False,
+                                   block_m: int = 64, block_n: int = 128,
+                                   num_warps: int = 8,
+                                   out: tuple[torch.Tensor, torch.Tensor] | None = None
+                                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """dK, dV (B, H, N, d) on the Gluon dK/dV kernel (kernels.hopper_bwd) from the forward's
+    lse (natural log, fp32) and D = rowsum(dO * O) (fp32), both (B, H, N); `out` = (dk, dv)
+    contiguous buffers to write, else new ones."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper
+
+    if (not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape
+            or do.shape != q.shape or (causal and block_n % block_m)):
+        raise ValueError("the Gluon dK/dV takes q, k, v, do of one shape (B, H, N, d), "
+                         "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
+    b, h, n, d = q.shape
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
+    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
+    q2, k2, v2, do2 = (t.contiguous().view(b * h * n, d) for t in (q, k, v, do))
+    dk, dv = (torch.empty_like(k2), torch.empty_like(v2)) if out is None else out
+    lay_m = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
+    lay_n = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
+    shape, strides = [b * h * n, d], [d, 1]
+    descs = [TensorDescriptor(t, shape, strides, [bl, d], lay)
+             for t, bl, lay in ((q2, block_m, lay_m), (k2, block_n, lay_n),
+                                (v2, block_n, lay_n), (do2, block_m, lay_m))]
+    _attn_bwd_dkdv_hopper[(n // block_n, b * h)](
+        *descs, dk, dv, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
+        bool(causal), num_warps=num_warps)
+    return dk.view(b, h, n, d), dv.view(b, h, n, d)
+
+
+def attention_backward_dq_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                 do: torch.Tensor, lse: torch.Tensor, delta: torch.Tensor,
+                                 sm_scale: float | None = None, causal: bool = False,
+                                 block_m: int = 128, block_n: int = 64, num_warps: int = 8,
+                                 out: torch.Tensor | None = None) -> torch.Tensor:
+    """dQ (B, H, N, d) on the Gluon dQ kernel (kernels.hopper_bwd), from the forward's lse and
+    D as attention_backward_dkdv_hopper takes them; `out` a contiguous buffer to write."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    from ..kernels.hopper_bwd import _attn_bwd_dq_hopper
+
+    if (not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape
+            or do.shape != q.shape or (causal and block_m % block_n)):
+        raise ValueError("the Gluon dQ takes q, k, v, do of one shape (B, H, N, d), "
+                         "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
+    b, h, n, d = q.shape
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
+    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
+    q2, k2, v2, do2 = (t.contiguous().view(b * h * n, d) for t in (q, k, v, do))
+    dq = torch.empty_like(q2) if out is None else out
+    lay_m = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
+    lay_n = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
+    shape, strides = [b * h * n, d], [d, 1]
+    descs = [TensorDescriptor(t, shape, strides, [bl, d], lay)
+             for t, bl, lay in ((q2, block_m, lay_m), (k2, block_n, lay_n),
+                                (v2, block_n, lay_n), (do2, block_m, lay_m))]
+    _attn_bwd_dq_hopper[(n // block_m, b * h)](
+        *descs, dq, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
+        bool(causal), num_warps=num_warps)
+    return dq.view(b, h, n, d)

@@ -21,9 +21,8 @@ import triton
 
 from .configs import (KernelConfig, autotune_enabled, choose_config, cross_config, dkdv_split,
                       tma_allowed)
-from ..kernels import (INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dkdv_d2, _attn_bwd_dq,
-                      _attn_bwd_dq_d2, _attn_bwd_preprocess, _attn_fwd, head_dim_chunks,
-                      padded_head_dim)
+from ..kernels import (INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_bwd_preprocess,
+                      _attn_fwd, padded_head_dim)
 
 try:  # host-side TMA descriptors (triton >= 3.4)
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -159,13 +158,6 @@ def honour(pass_: str, p: Problem, cfg: KernelConfig) -> KernelConfig:
     split = math.gcd(cfg.split, p.group) if pass_ == "bwd_dkdv" else 1
     if split != cfg.split:
         cfg = replace(cfg, split=split)
-    if cfg.split_d and (pass_ == "fwd" or head_dim_chunks(p.d) is None or cfg.fused_dq):
-        cfg = replace(cfg, split_d=False)  # the two-chunk kernels: backward, d = D0 + D1
-    if cfg.split_d:  # TMA boxes of (rows, D0) and (rows, D1): streamed rows within one head
-        rows_ok = p.nq % cfg.block_m == 0 if pass_ == "bwd_dkdv" else p.nk % cfg.block_n == 0
-        ok = TensorDescriptor is not None and rows_ok and (
-            INTERPRETER or _capability(torch.cuda.current_device())[0] >= 9)
-        return cfg if ok or not cfg.use_tma else replace(cfg, use_tma=False)
     if cfg.use_tma and not _tma_ok(pass_, p, cfg):
         return replace(cfg, use_tma=False)
     return cfg
@@ -214,15 +206,6 @@ def _flat_desc(t: torch.Tensor, block_rows: int):
     d = t.shape[-1]
     return TensorDescriptor(t, shape=[t.numel() // d, d], strides=[d, 1],
                             block_shape=[block_rows, d])
-
-
-def _chunk_descs(t: torch.Tensor, block_rows: int) -> tuple:
-    """Two TensorDescriptors over t viewed as (B*H*N, d), d = D0 + D1: (block_rows, D0) and
-    (block_rows, D1) boxes (the two-chunk kernels load columns [0, D0) and [D0, d))."""
-    d = t.shape[-1]
-    rows = t.numel() // d
-    return tuple(TensorDescriptor(t, shape=[rows, d], strides=[d, 1], block_shape=[block_rows, w])
-                 for w in head_dim_chunks(d))
 
 
 def _flat_desc_t(vt: torch.Tensor, block_cols: int):
@@ -291,26 +274,12 @@ def launch_dkdv(p: Problem, q, k, v, do, dk, dv, lse, delta, sm_scale: float,
         out_k, out_v = part[0], part[1]
     else:
         out_k, out_v = dk, dv
-    if cfg.use_tma and not cfg.split_d:  # streamed: Q and dO
+    if cfg.use_tma:  # streamed: Q and dO
         tiles = (_flat_desc(q, cfg.block_m), k, v, _flat_desc(do, cfg.block_m), out_k, out_v)
     else:
         tiles = (q, k, v, do, out_k, out_v)
     grid = (triton.cdiv(p.nk, cfg.block_n), p.batch * p.heads_kv * split)
     for which in ((1, 2) if cfg.dv_apart else (0,)):  # dV, then dK: one accumulator a launch
-        if cfg.split_d:  # d = D0 + D1 in two chunks (kernels/bwd_d2.py)
-            d0, d1 = head_dim_chunks(p.d)
-            qs = _chunk_descs(q, cfg.block_m) if cfg.use_tma else (q, q)
-            dos = _chunk_descs(do, cfg.block_m) if cfg.use_tma else (do, do)
-            _launch(_attn_bwd_dkdv_d2, grid, (qs[0], qs[1], k, v, dos[0], dos[1], out_k, out_v,
-                                              lse, delta, sm_scale, p.nq, p.nk, p.heads,
-                                              p.causal_off),
-                    dict(GROUP=p.group, D0=d0, D1=d1, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-                         CAUSAL=p.causal, EVEN_M=p.nq % cfg.block_m == 0,
-                         EVEN_N=p.nk % cfg.block_n == 0, EMPTY_ROWS=p.empty_rows,
-                         OFF_POS=p.causal and p.causal_off > 0, USE_TMA=cfg.use_tma,
-                         DOT_F32=_dot_f32(p.dtype), SPLIT=split, PART=which, num_warps=cfg.num_warps,
-                         num_stages=cfg.num_stages))
-            continue
         _launch(_attn_bwd_dkdv, grid, (*tiles, out_k if acc is None else acc, lse, delta,
                                        sm_scale, p.nq, p.nk, p.heads, p.causal_off),
                 dict(OFF_POS=p.causal and p.causal_off > 0, SPLIT=split,
@@ -325,19 +294,6 @@ def launch_dkdv(p: Problem, q, k, v, do, dk, dv, lse, delta, sm_scale: float,
 
 def launch_dq(p: Problem, q, k, v, do, dq, lse, delta, sm_scale: float,
               cfg: KernelConfig) -> None:
-    if cfg.split_d:  # d = D0 + D1 in two chunks (kernels/bwd_d2.py)
-        d0, d1 = head_dim_chunks(p.d)
-        ks = _chunk_descs(k, cfg.block_n) if cfg.use_tma else (k, k)
-        vs = _chunk_descs(v, cfg.block_n) if cfg.use_tma else (v, v)
-        _launch(_attn_bwd_dq_d2, (triton.cdiv(p.nq, cfg.block_m), p.batch * p.heads),
-                (q, ks[0], ks[1], vs[0], vs[1], do, dq, lse, delta, sm_scale, p.nq, p.nk,
-                 p.heads, p.causal_off),
-                dict(GROUP=p.group, D0=d0, D1=d1, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-                     CAUSAL=p.causal, EVEN_M=p.nq % cfg.block_m == 0,
-                     EVEN_N=p.nk % cfg.block_n == 0, EMPTY_ROWS=p.empty_rows,
-                     USE_TMA=cfg.use_tma, DOT_F32=_dot_f32(p.dtype), num_warps=cfg.num_warps,
-                     num_stages=cfg.num_stages))
-        return
     if cfg.use_tma:  # streamed: K and V
         tiles = (q, _flat_desc(k, cfg.block_n), _flat_desc(v, cfg.block_n), do, dq)
     else:

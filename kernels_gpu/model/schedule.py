@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, replace
 
 from ..host.configs import KernelConfig, choose_config, tma_allowed
 
-__all__ = ["Schedule", "TileRead", "Traffic", "schedule", "launch_config", "predict_traffic",
+__all__ = ["Schedule", "TileRead", "Traffic", "schedule", "launch_config", "launch_order",
+           "predict_traffic",
            "dkdv_part",
            "PASS_NAMES", "PREPROCESS_CONFIG", "LSE_BYTES"]
 
@@ -138,6 +139,17 @@ def launch_config(n: int, d: int, causal: bool = False, block_m: int | None = No
     if config.use_tma and not tma_allowed(pass_, n, nk, d, config):
         config = replace(config, use_tma=False)
     return config
+
+
+def launch_order(configs: dict) -> list[tuple[str, int]]:
+    """The kernel launches of one forward + backward, in order, as (pass, part): pass -> config
+    dicts (KernelConfig.to_dict) as the traffic run records them; a dV-apart dK/dV is two
+    launches (part 1 dV, 2 dK), every other launch part 0."""
+    dkdv = configs.get("bwd_dkdv")
+    apart = bool(dkdv and KernelConfig.from_dict(dkdv).dv_apart)
+    return [("fwd", 0), ("bwd_preprocess", 0),
+            *((("bwd_dkdv", 1), ("bwd_dkdv", 2)) if apart else (("bwd_dkdv", 0),)),
+            ("bwd_dq", 0)]
 
 
 def dkdv_part(pass_: str, config: KernelConfig, part: int | None) -> int:

@@ -45,14 +45,14 @@ from toymachine.gen.tile import attention_program
 from toymachine.sim import simulate
 
 from ..host.configs import KernelConfig
-from .schedule import LSE_BYTES, PASS_NAMES, Traffic, dkdv_part, launch_config, schedule
+from .schedule import (LSE_BYTES, Traffic, dkdv_part, launch_config, launch_order,
+                       schedule)
 
 __all__ = ["LaunchPrediction", "simulated_traffic", "TILE_PROGRAM", "parse_ncu_csv", "compare",
            "render", "stored_rows", "profile", "run_target", "main"]
 
 BATCH, HEADS = 4, 32
 CASES = [(d, n, c) for d in (64, 128) for n in (1024, 4096) for c in (False, True)]
-KERNELS = PASS_NAMES  # launch order per case: fwd, bwd_preprocess, bwd_dkdv, bwd_dq
 KERNEL_NAMES = {"_attn_fwd": "fwd", "_attn_bwd_preprocess": "bwd_preprocess",
                 "_attn_bwd_dkdv": "bwd_dkdv", "_attn_bwd_dq": "bwd_dq"}
 WANTED_METRICS = ("lts__t_sectors_srcunit_tex_op_read", "lts__t_sectors_srcunit_tex_op_write",
@@ -252,15 +252,15 @@ def _kernel_pass(name: str) -> str | None:
 
 
 def compare(launches: list[dict], cases: list[dict]) -> list[dict]:
-    """Pair launches with cases (4 per case, in order) and put the simulator's prediction for
+    """Pair launches with cases (schedule.launch_order: 4 per case, 5 with dV apart) and put the simulator's prediction for
     the config that ran beside each (bytes, whole launch)."""
-    rows = []
+    rows, at = [], 0
     launches = [ln for ln in launches if _kernel_pass(ln["kernel"])]
-    for i, case in enumerate(cases):
-        for j, pass_ in enumerate(KERNELS):
-            if 4 * i + j >= len(launches):
+    for case in cases:
+        for pass_, part in launch_order(case["configs"]):
+            if at >= len(launches):
                 break
-            ln = launches[4 * i + j]
+            ln, at = launches[at], at + 1
             if _kernel_pass(ln["kernel"]) != pass_:
                 raise ValueError(f"launch {ln['id']} is {ln['kernel']}, expected {pass_}: the "
                                  f"ncu csv and the cases file do not belong together")
@@ -268,14 +268,14 @@ def compare(launches: list[dict], cases: list[dict]) -> list[dict]:
             cfg = KernelConfig.from_dict(cfgs[pass_]) if pass_ in cfgs else None
             pred = simulated_traffic(case["n"], case["d"], BATCH, HEADS, case["causal"],
                                      pass_=pass_, config=cfg, nk=case.get("nk"),
-                                     kv_heads=case.get("kv_heads"))
+                                     kv_heads=case.get("kv_heads"), part=part)
             m = ln["metrics"]
 
             def get(name, scale=1.0):
                 v = m.get(name + ".sum")
                 return None if v is None else v * scale
             rows.append({
-                "d": case["d"], "n": case["n"], "causal": case["causal"], "pass": pass_,
+                "d": case["d"], "n": case["n"], "causal": case["causal"], "pass": pass_, "part": part,
                 **{key: case[key] for key in ("nk", "kv_heads") if key in case},
                 "config": pred.config.short(),
                 "pred_read": pred.read_bytes, "pred_write": pred.write_bytes,
@@ -308,7 +308,7 @@ def _launch(r: dict) -> str:
     causal = "yes" if r["causal"] else "no"
     n = str(r["n"]) + (f"/{r['nk']}" if r.get("nk", r["n"]) != r["n"] else "")
     n += f" H {HEADS}/{r['kv_heads']}" if r.get("kv_heads", HEADS) != HEADS else ""
-    return f"| {r['pass']} | {r['d']} | {n} | {causal} | {r['config']} |"
+    return f"| {r['pass']}{('', ' (dV)', ' (dK)')[r.get('part', 0)]} | {r['d']} | {n} | {causal} | {r['config']} |"
 
 
 def render(rows: list[dict]) -> str:

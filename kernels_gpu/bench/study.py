@@ -1,0 +1,71 @@
+"""The timing harness the kernel studies share (`bench/gqa.py`, `bench/d256.py`, and
+`bench/hopper.py`'s medians): variants of one point timed beside SDPA-flash and cuDNN, each
+figure the median of `repeats` do_bench medians; a variant that fails (out of shared memory, a
+backend without grouped heads) is recorded in the row, not raised."""
+from __future__ import annotations
+
+import statistics
+
+import torch
+
+from .check import sdpa
+
+__all__ = ["median_ms", "time_into", "time_sdpa_backward", "render"]
+
+
+def median_ms(fn, repeats: int, rep: int = 50) -> tuple[float, list[float]]:
+    """(median, all) of `repeats` triton do_bench medians of fn (ms)."""
+    import triton
+    runs = [triton.testing.do_bench(fn, warmup=10, rep=rep, return_mode="median")
+            for _ in range(repeats)]
+    return statistics.median(runs), runs
+
+
+def time_into(row: dict, name: str, fn, repeats: int) -> float:
+    """row["ms"][name], row["runs"][name] = fn's median_ms, or NaN and the error."""
+    try:
+        ms, runs = median_ms(fn, repeats)
+    except Exception as e:  # noqa: BLE001 - a variant that fails is reported, the study goes on
+        ms, runs = float("nan"), [f"{type(e).__name__}: {str(e)[:160]}"]
+    row["ms"][name], row["runs"][name] = ms, runs
+    return ms
+
+
+def time_sdpa_backward(row: dict, q, k, v, do, causal: bool, repeats: int) -> None:
+    """The backward of SDPA-flash and cuDNN (through autograd, as the bench does) into row;
+    q, k, v require grad. A backend without grouped heads gets K/V expanded to H heads."""
+    from torch.nn.attention import SDPBackend
+
+    for name, backend in (("flash", SDPBackend.FLASH_ATTENTION),
+                          ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+        try:
+            try:
+                out = sdpa(q, k, v, causal, backend)
+            except RuntimeError:
+                g = q.shape[1] // k.shape[1]
+                if g == 1:
+                    raise
+                out = sdpa(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), causal,
+                           backend)
+            time_into(row, name, lambda: torch.autograd.grad(out, (q, k, v), do,
+                                                             retain_graph=True), repeats)
+            del out
+        except Exception as e:  # noqa: BLE001
+            row["ms"][name], row["runs"][name] = float("nan"), [str(e)[:200]]
+
+
+def render(rows: list[dict], cols: list[str], cells, err: bool = False) -> str:
+    """Markdown: per row and variant, `cols` (the point: cells(row) gives their values), the
+    variant, ms, TFLOP/s and the ratio to SDPA-flash and cuDNN (and, err, the row's "err")."""
+    head = cols + ["variant", "ms", "TFLOP/s", "x flash", "x cuDNN"] + (["rel. diff"] if err
+                                                                        else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        for name, ms in r["ms"].items():
+            tail = [name, f"{ms:.3f}", f"{r['tflops'][name]:.0f}",
+                    f"{r['ms']['flash'] / ms:.2f}", f"{r['ms']['cudnn'] / ms:.2f}"]
+            if err:
+                e = r.get("err", {}).get(name)
+                tail.append("" if e is None else f"{e:.1e}")
+            lines.append("| " + " | ".join([*cells(r), *tail]) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,207 @@
+"""A Hopper dK/dV backward in Gluon (Triton 3.6): the backward's heavy launch on TMA + wgmma
+(issue 21, item 3, third session; one partition, no warp specialisation yet).
+
+One program holds a (BLOCK_N, d) tile of K and of V in shared memory (TMA, once) and streams
+the query tiles (BLOCK_M rows of Q and dO) through a two-stage TMA ring, one mbarrier per stage.
+Per query tile, everything transposed so that the key rows stay with the warps:
+
+    S^T  = K Q^T                   (wgmma, A and B from shared memory)
+    P^T  = exp2(S^T * scale*log2e - lse2)   (lse from the forward; causal: keys past the query 0)
+    dV  += P^T dO                  (wgmma, P^T from registers)
+    dP^T = V dO^T                  (wgmma)
+    dS^T = P^T * (dP^T - D)        (D = rowsum(dO * O), the `tl` preprocess launch)
+    dK  += dS^T Q                  (wgmma, dS^T from registers)
+
+dK is scaled by sm_scale at the end; both are stored through plain stores. dQ stays the `tl`
+kernel's, or `_attn_bwd_dq_hopper`'s: the mirror image (a Q / dO / lse / D tile held, K and V
+streamed; S = Q K^T, P, dP = dO V^T, dS, dQ += dS K). H_kv = H, N_q = N_k a multiple of the
+blocks, d 64 / 128, fp16 / bf16. dK/dV grid (N / BLOCK_N, B * H), dQ grid (N / BLOCK_M, B * H);
+num_warps 8: each warp owns 1/8 of the held tile's rows.
+"""
+from __future__ import annotations
+
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma
+    HAVE_GLUON = True
+except ImportError:  # pragma: no cover - a Triton without Gluon
+    HAVE_GLUON = False
+
+__all__ = ["HAVE_GLUON", "_attn_bwd_dkdv_hopper", "_attn_bwd_dq_hopper"]
+
+if HAVE_GLUON:
+    @gluon.jit
+    def _attn_bwd_dkdv_hopper(q_desc, k_desc, v_desc, do_desc, DK, DV, LSE, DELTA, sm_scale,
+                              N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                              HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
+                              num_warps: gl.constexpr):
+        pid_n = gl.program_id(0)
+        bh = gl.program_id(1)
+        start_n = pid_n * BLOCK_N
+        row0 = bh * N  # the head's first row in the (B*H*N, d) views
+        dtype: gl.constexpr = q_desc.dtype
+        qk_scale = sm_scale * 1.4426950408889634
+
+        st_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_M, 16])
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, 16])
+        op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout,
+                                                      k_width=2)
+        col_st: gl.constexpr = gl.SliceLayout(0, st_layout)
+        row_st: gl.constexpr = gl.SliceLayout(1, st_layout)
+
+        k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], k_desc.layout)
+        v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], v_desc.layout)
+        q_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, HEAD_DIM], q_desc.layout)
+        do_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, HEAD_DIM], do_desc.layout)
+        kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        mbarrier.init(kv_bar, count=1)
+        mbarrier.init(bars.index(0), count=1)
+        mbarrier.init(bars.index(1), count=1)
+        tile_bytes: gl.constexpr = 2 * BLOCK_M * HEAD_DIM * 2
+
+        mbarrier.expect(kv_bar, 2 * BLOCK_N * HEAD_DIM * 2)
+        tma.async_copy_global_to_shared(k_desc, [row0 + start_n, 0], kv_bar, k_smem)
+        tma.async_copy_global_to_shared(v_desc, [row0 + start_n, 0], kv_bar, v_smem)
+        if CAUSAL:
+            first = start_n // BLOCK_M  # the first query tile that sees any of these keys
+        else:
+            first = 0
+        n_tiles = N // BLOCK_M - first
+        mbarrier.expect(bars.index(0), tile_bytes)
+        tma.async_copy_global_to_shared(q_desc, [row0 + first * BLOCK_M, 0], bars.index(0),
+                                        q_smem.index(0))
+        tma.async_copy_global_to_shared(do_desc, [row0 + first * BLOCK_M, 0], bars.index(0),
+                                        do_smem.index(0))
+
+        dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, layout=acc_layout)
+        dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, layout=acc_layout)
+        st_zero = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=st_layout)
+        k_pos = start_n + gl.arange(0, BLOCK_N, layout=row_st)
+        m_off = gl.arange(0, BLOCK_M, layout=col_st)
+        mbarrier.wait(kv_bar, phase=0)
+        for i in range(n_tiles):
+            stage = i % 2
+            start_m = (first + i) * BLOCK_M
+            gl.thread_barrier()  # every warp is done with the stage the next load overwrites
+            if i + 1 < n_tiles:
+                nxt = (i + 1) % 2
+                mbarrier.expect(bars.index(nxt), tile_bytes)
+                tma.async_copy_global_to_shared(q_desc, [row0 + start_m + BLOCK_M, 0],
+                                                bars.index(nxt), q_smem.index(nxt))
+                tma.async_copy_global_to_shared(do_desc, [row0 + start_m + BLOCK_M, 0],
+                                                bars.index(nxt), do_smem.index(nxt))
+            lse2 = gl.load(LSE + row0 + start_m + m_off) * 1.4426950408889634
+            delta = gl.load(DELTA + row0 + start_m + m_off)
+            mbarrier.wait(bars.index(stage), phase=(i // 2) & 1)
+            q_t = q_smem.index(stage)
+            do_t = do_smem.index(stage)
+            st = warpgroup_mma(k_smem, q_t.permute((1, 0)), st_zero, use_acc=False)
+            pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
+            if CAUSAL:
+                if start_m < start_n + BLOCK_N:  # the tile crosses the diagonal
+                    q_pos = start_m + m_off
+                    pt = gl.where(gl.expand_dims(k_pos, 1) <= gl.expand_dims(q_pos, 0), pt, 0.0)
+            dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv)
+            dpt = warpgroup_mma(v_smem, do_t.permute((1, 0)), st_zero, use_acc=False)
+            dst = pt * (dpt - gl.expand_dims(delta, 0))
+            dk = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk)
+
+        mbarrier.invalidate(kv_bar)
+        mbarrier.invalidate(bars.index(0))
+        mbarrier.invalidate(bars.index(1))
+        rows = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
+        cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
+        offs = (row0 + start_n + gl.expand_dims(rows, 1)).to(gl.int64) * HEAD_DIM \
+            + gl.expand_dims(cols, 0)
+        gl.store(DK + offs, (dk * sm_scale).to(dtype))
+        gl.store(DV + offs, dv.to(dtype))
+
+    @gluon.jit
+    def _attn_bwd_dq_hopper(q_desc, k_desc, v_desc, do_desc, DQ, LSE, DELTA, sm_scale, N,
+                            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                            HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
+                            num_warps: gl.constexpr):
+        pid_m = gl.program_id(0)
+        if CAUSAL:
+            pid_m = gl.num_programs(0) - 1 - pid_m  # the longest programs first
+        bh = gl.program_id(1)
+        start_m = pid_m * BLOCK_M
+        row0 = bh * N
+        dtype: gl.constexpr = q_desc.dtype
+        qk_scale = sm_scale * 1.4426950408889634
+
+        s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, 16])
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, 16])
+        op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout,
+                                                      k_width=2)
+        row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+        col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
+
+        q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
+        do_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], do_desc.layout)
+        k_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, HEAD_DIM], k_desc.layout)
+        v_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, HEAD_DIM], v_desc.layout)
+        q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        mbarrier.init(q_bar, count=1)
+        mbarrier.init(bars.index(0), count=1)
+        mbarrier.init(bars.index(1), count=1)
+        tile_bytes: gl.constexpr = 2 * BLOCK_N * HEAD_DIM * 2
+
+        mbarrier.expect(q_bar, 2 * BLOCK_M * HEAD_DIM * 2)
+        tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_bar, q_smem)
+        tma.async_copy_global_to_shared(do_desc, [row0 + start_m, 0], q_bar, do_smem)
+        if CAUSAL:
+            n_tiles = (start_m + BLOCK_M) // BLOCK_N  # keys up to the tile's last row
+        else:
+            n_tiles = N // BLOCK_N
+        mbarrier.expect(bars.index(0), tile_bytes)
+        tma.async_copy_global_to_shared(k_desc, [row0, 0], bars.index(0), k_smem.index(0))
+        tma.async_copy_global_to_shared(v_desc, [row0, 0], bars.index(0), v_smem.index(0))
+
+        m_off = gl.arange(0, BLOCK_M, layout=row_s)
+        q_pos = start_m + m_off
+        n_off = gl.arange(0, BLOCK_N, layout=col_s)
+        lse2 = gl.load(LSE + row0 + q_pos) * 1.4426950408889634
+        delta = gl.load(DELTA + row0 + q_pos)
+        dq = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=acc_layout)
+        s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
+        mbarrier.wait(q_bar, phase=0)
+        for j in range(n_tiles):
+            stage = j % 2
+            start_n = j * BLOCK_N
+            gl.thread_barrier()  # every warp is done with the stage the next load overwrites
+            if j + 1 < n_tiles:
+                nxt = (j + 1) % 2
+                mbarrier.expect(bars.index(nxt), tile_bytes)
+                tma.async_copy_global_to_shared(k_desc, [row0 + start_n + BLOCK_N, 0],
+                                                bars.index(nxt), k_smem.index(nxt))
+                tma.async_copy_global_to_shared(v_desc, [row0 + start_n + BLOCK_N, 0],
+                                                bars.index(nxt), v_smem.index(nxt))
+            mbarrier.wait(bars.index(stage), phase=(j // 2) & 1)
+            k_t = k_smem.index(stage)
+            s = warpgroup_mma(q_smem, k_t.permute((1, 0)), s_zero, use_acc=False)
+            p = gl.exp2(s * qk_scale - gl.expand_dims(lse2, 1))
+            if CAUSAL:
+                if start_n + BLOCK_N > start_m:  # the tile crosses the diagonal
+                    k_pos = start_n + n_off
+                    p = gl.where(gl.expand_dims(k_pos, 0) <= gl.expand_dims(q_pos, 1), p, 0.0)
+            dp = warpgroup_mma(do_smem, v_smem.index(stage).permute((1, 0)), s_zero,
+                               use_acc=False)
+            ds = p * (dp - gl.expand_dims(delta, 1))
+            dq = warpgroup_mma(gl.convert_layout(ds.to(dtype), op_layout), k_t, dq)
+
+        mbarrier.invalidate(q_bar)
+        mbarrier.invalidate(bars.index(0))
+        mbarrier.invalidate(bars.index(1))
+        rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+        cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
+        offs = (row0 + start_m + gl.expand_dims(rows, 1)).to(gl.int64) * HEAD_DIM \
+            + gl.expand_dims(cols, 0)
+        gl.store(DQ + offs, (dq * sm_scale).to(dtype))

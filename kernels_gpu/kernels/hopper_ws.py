@@ -1,0 +1,232 @@
+"""The FlashAttention-3 schedule in Gluon (Triton 3.6) for Hopper: a warp-specialised forward
+(issue 21, item 3, third session).
+
+One program owns 128 query rows of one head and runs three partitions (`gl.warp_specialize`):
+
+* a **producer** (1 warp, 24 registers): loads the program's two Q tiles once, then streams
+  K and V through a ring of STAGES shared-memory buffers with TMA; per stage a `ready` mbarrier
+  (the copy engine completes it with the tile's bytes) and an `empty` one (both consumers arrive
+  when they are done with the tile), separately for K and for V;
+* two **consumer warpgroups** (4 warps each; the default partition is the first): each owns 64
+  query rows, runs S = Q K^T and O += P V on `warpgroup_mma` (wgmma) and its own online softmax.
+
+SCHEDULE selects the consumers' loop:
+
+* 0 ("ws"): per key tile, S = Q K^T (wait), softmax, O += P V (wait) — the one-partition
+  kernel's loop, the loads now off the consumers' path;
+* 1 ("lag"): FA3's intra-warpgroup overlap: P V of tile j-1 is issued together with Q K^T of
+  tile j, and the softmax of S_j runs while that P V is still on the tensor cores (wgmma wait
+  with one group outstanding), O rescaled after it lands;
+* 2 ("pingpong"): "lag" plus FA3's ping-pong: the two warpgroups take turns issuing their two
+  GEMMs (an mbarrier per warpgroup passes the turn), so that one's softmax runs beside the
+  other's GEMMs.
+
+Causal (N_q = N_k): the program's key tiles end at its last row; the tiles past its first row
+are masked; the heaviest programs start first. H_kv = H, N a multiple of 128, d 64 / 128,
+fp16 / bf16. The `tl` kernels stay the reference path (the only one under the interpreter).
+"""
+from __future__ import annotations
+
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
+                                                                  tma, warpgroup_mma,
+                                                                  warpgroup_mma_wait)
+    HAVE_GLUON = True
+except ImportError:  # pragma: no cover - a Triton without Gluon
+    HAVE_GLUON = False
+
+__all__ = ["HAVE_GLUON", "SCHEDULES", "WG_ROWS", "_attn_fwd_ws"]
+
+SCHEDULES = {"ws": 0, "lag": 1, "pingpong": 2}
+WG_ROWS = 64  # query rows per consumer warpgroup; a program has two
+
+if HAVE_GLUON:
+    @gluon.jit
+    def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready,
+                  k_empty, v_empty, q_row, kv_row, n_tiles, BLOCK_N: gl.constexpr,
+                  STAGES: gl.constexpr):
+        """TMA loads: the two Q tiles once, then K_j and V_j into stage j % STAGES as soon as
+        both consumers have released that stage (fresh mbarriers pass a wait on phase 1)."""
+        ROWS: gl.constexpr = q_desc.block_type.shape[0]
+        for w in gl.static_range(2):
+            mbarrier.expect(q_bar.index(w), q_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(q_desc, [q_row + w * ROWS, 0], q_bar.index(w),
+                                            q_smem.index(w))
+        for j in range(n_tiles):
+            s = j % STAGES
+            ph = (j // STAGES) & 1
+            mbarrier.wait(k_empty.index(s), ph ^ 1)
+            mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc, [kv_row + j * BLOCK_N, 0], k_ready.index(s),
+                                            k_smem.index(s))
+            mbarrier.wait(v_empty.index(s), ph ^ 1)
+            mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc, [kv_row + j * BLOCK_N, 0], v_ready.index(s),
+                                            v_smem.index(s))
+
+    @gluon.jit
+    def _softmax_step(s, m_i, l_i, qk_scale, j, first_row, q_pos, k_off,
+                      BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+        """Mask (causal, tiles past the program's first row), the new row max, P (exp2) and
+        the rescale factor alpha; l updated."""
+        if CAUSAL:
+            if (j + 1) * BLOCK_N > first_row:
+                k_pos = j * BLOCK_N + k_off
+                s = gl.where(gl.expand_dims(k_pos, 0) <= gl.expand_dims(q_pos, 1), s,
+                             float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+        p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+        alpha = gl.exp2(m_i - m_new)
+        l_i = l_i * alpha + gl.sum(p, axis=1)
+        return p, alpha, m_new, l_i
+
+    @gluon.jit
+    def _consumer(wg: gl.constexpr, o_desc, LSE, q_smem, k_smem, v_smem, q_bar, k_ready,
+                  v_ready, k_empty, v_empty, turn, qk_scale, q_row, first_row, n_tiles,
+                  BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+                  CAUSAL: gl.constexpr, SCHEDULE: gl.constexpr):
+        """One warpgroup's 64 rows: the online-softmax loop over the key tiles, then O / l
+        through shared memory (its own Q buffer) and a TMA store, lse with plain stores."""
+        ROWS: gl.constexpr = q_smem.type.shape[1]
+        dtype: gl.constexpr = o_desc.dtype
+        s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
+        o_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+        p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
+                                                     k_width=2)
+        row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+        row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+        my_row = first_row + wg * ROWS
+        q_pos = my_row + gl.arange(0, ROWS, layout=row_s)
+        k_off = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        q = q_smem.index(wg)
+        m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=row_s)
+        l_i = gl.full([ROWS], 0.0, gl.float32, layout=row_s)
+        acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
+        s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)
+        mbarrier.wait(q_bar.index(wg), 0)
+
+        if SCHEDULE == 0:
+            for j in range(n_tiles):
+                st = j % STAGES
+                ph = (j // STAGES) & 1
+                mbarrier.wait(k_ready.index(st), ph)
+                s = warpgroup_mma(q, k_smem.index(st).permute((1, 0)), s_zero, use_acc=False)
+                mbarrier.arrive(k_empty.index(st), count=1)
+                p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, qk_scale, j, first_row, q_pos,
+                                                   k_off, BLOCK_N, CAUSAL)
+                acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
+                p_op = gl.convert_layout(p.to(dtype), p_layout)
+                mbarrier.wait(v_ready.index(st), ph)
+                acc = warpgroup_mma(p_op, v_smem.index(st), acc)
+                mbarrier.arrive(v_empty.index(st), count=1)
+        else:
+            # tile 0: S_0 alone (nothing to multiply with V yet)
+            if SCHEDULE == 2:
+                mbarrier.wait(turn.index(wg), wg ^ 1)
+            mbarrier.wait(k_ready.index(0), 0)
+            s = warpgroup_mma(q, k_smem.index(0).permute((1, 0)), s_zero, use_acc=False)
+            if SCHEDULE == 2:
+                mbarrier.arrive(turn.index(1 - wg), count=1)
+            mbarrier.arrive(k_empty.index(0), count=1)
+            p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, qk_scale, 0, first_row, q_pos,
+                                               k_off, BLOCK_N, CAUSAL)
+            p_op = gl.convert_layout(p.to(dtype), p_layout)
+            for j in range(1, n_tiles):
+                st = j % STAGES
+                ph = (j // STAGES) & 1
+                pst = (j - 1) % STAGES
+                pph = ((j - 1) // STAGES) & 1
+                if SCHEDULE == 2:
+                    mbarrier.wait(turn.index(wg), (j & 1) ^ wg ^ 1)
+                mbarrier.wait(k_ready.index(st), ph)
+                s_tok = warpgroup_mma(q, k_smem.index(st).permute((1, 0)), s_zero,
+                                      use_acc=False, is_async=True)
+                mbarrier.wait(v_ready.index(pst), pph)
+                o_tok = warpgroup_mma(p_op, v_smem.index(pst), acc, is_async=True)
+                if SCHEDULE == 2:
+                    mbarrier.arrive(turn.index(1 - wg), count=1)
+                s = warpgroup_mma_wait(1, deps=[s_tok])  # S_j done; P_{j-1} V still running
+                mbarrier.arrive(k_empty.index(st), count=1)
+                p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, qk_scale, j, first_row, q_pos,
+                                                   k_off, BLOCK_N, CAUSAL)
+                p_op_next = gl.convert_layout(p.to(dtype), p_layout)
+                acc = warpgroup_mma_wait(0, deps=[o_tok])
+                mbarrier.arrive(v_empty.index(pst), count=1)
+                acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
+                p_op = p_op_next
+            lst = (n_tiles - 1) % STAGES
+            mbarrier.wait(v_ready.index(lst), ((n_tiles - 1) // STAGES) & 1)
+            acc = warpgroup_mma(p_op, v_smem.index(lst), acc)
+            mbarrier.arrive(v_empty.index(lst), count=1)
+
+        rows = q_row + wg * ROWS + gl.arange(0, ROWS, layout=row_s)
+        gl.store(LSE + rows, (m_i + gl.log2(l_i)) * 0.6931471805599453)
+        acc = acc / gl.expand_dims(gl.convert_layout(l_i, row_o), 1)
+        q.store(acc.to(dtype))  # the Q tile is dead: every wgmma reading it has completed
+        fence_async_shared()
+        tma.async_copy_shared_to_global(o_desc, [q_row + wg * ROWS, 0], q)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def _consumer_wg1(o_desc, LSE, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty,
+                      v_empty, turn, qk_scale, q_row, first_row, n_tiles,
+                      BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+                      CAUSAL: gl.constexpr, SCHEDULE: gl.constexpr):
+        _consumer(1, o_desc, LSE, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty,
+                  v_empty, turn, qk_scale, q_row, first_row, n_tiles, BLOCK_N, HEAD_DIM,
+                  STAGES, CAUSAL, SCHEDULE)
+
+    @gluon.jit
+    def _attn_fwd_ws(q_desc, k_desc, v_desc, o_desc, LSE, qk_scale, N,
+                     BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+                     CAUSAL: gl.constexpr, SCHEDULE: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                     num_warps: gl.constexpr):
+        """O = softmax(Q K^T * scale) V and lse (natural log) for 128 query rows of one head.
+        qk_scale = sm_scale * log2(e). Grid (N / 128, B * H); num_warps 4 (the first consumer
+        warpgroup; the second and the producer are worker partitions)."""
+        ROWS: gl.constexpr = q_desc.block_type.shape[0]
+        pid_m = gl.program_id(0)
+        if CAUSAL:
+            pid_m = gl.num_programs(0) - 1 - pid_m
+        bh = gl.program_id(1)
+        first_row = pid_m * (2 * ROWS)
+        q_row = bh * N + first_row
+        kv_row = bh * N
+        if CAUSAL:
+            n_tiles = (first_row + 2 * ROWS) // BLOCK_N
+        else:
+            n_tiles = N // BLOCK_N
+        dtype: gl.constexpr = q_desc.dtype
+        q_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], q_desc.layout)
+        k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+        v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
+        q_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for w in gl.static_range(2):
+            mbarrier.init(q_bar.index(w), count=1)
+            mbarrier.init(turn.index(w), count=1)
+        for i in gl.static_range(STAGES):
+            mbarrier.init(k_ready.index(i), count=1)
+            mbarrier.init(v_ready.index(i), count=1)
+            mbarrier.init(k_empty.index(i), count=2)
+            mbarrier.init(v_empty.index(i), count=2)
+        # ping-pong (SCHEDULE 2): warpgroup w waits on turn[w] before issuing its GEMMs and
+        # arrives on the other's after; turn[0] starts free (a fresh mbarrier passes phase 1)
+        gl.warp_specialize([
+            (_consumer, (0, o_desc, LSE, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready,
+                         k_empty, v_empty, turn, qk_scale, q_row, first_row, n_tiles, BLOCK_N,
+                         HEAD_DIM, STAGES, CAUSAL, SCHEDULE)),
+            (_consumer_wg1, (o_desc, LSE, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready,
+                             k_empty, v_empty, turn, qk_scale, q_row, first_row, n_tiles,
+                             BLOCK_N, HEAD_DIM, STAGES, CAUSAL, SCHEDULE)),
+            (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, k_ready,
+                         v_ready, k_empty, v_empty, q_row, kv_row, n_tiles, BLOCK_N, STAGES)),
+        ], [4, 1], [CONSUMER_REGS, 24])
