@@ -300,3 +300,24 @@ def test_the_ws_run_raises_no_alarm(tmp_path):
     assert alarm.alarms(rows, _stored(WS_RUN)["env"]["gpu"]) == []
     text = (tmp_path / "predict.md").read_text()
     assert text.count("| gluon M128N128w12 ws-") == 8 and text.count("| gluon M64N64w4/") == 10
+
+
+@pytest.mark.parametrize("label, pass_, reads_kv", [
+    # forward M128N128: 512 / 128 = 4 programs each stream K and V (512 x 128, 2 bytes)
+    ("gluon M128N128w12 ws-lag-s2", "fwd", 4 * 2 * 512 * 128 * 2),
+    # dK/dV M64N64: 512 / 64 = 8 programs each stream Q and dO (512 x 128) and lse, D (4 B)
+    ("gluon M64N64w4", "bwd_dkdv", 8 * (2 * 512 * 128 * 2 + 2 * 512 * 4))])
+def test_the_traffic_follows_the_gluon_tiles(label, pass_, reads_kv):
+    """Item 5: the schedule and the tile simulator's bytes with the kernel's tiles, equal to
+    each other and to the closed form (N 512, d 128, one head; held tiles read once)."""
+    from kernels_gpu.model import gluon
+    from kernels_gpu.model.schedule import predict_traffic
+    from kernels_gpu.model.traffic import simulated_traffic
+    k = gluon.parse(label, pass_)
+    s = gluon.launch_schedule(k, 512, 128)
+    assert (s.config.block_m, s.config.block_n) == (k.block_m, k.block_n)
+    hand = predict_traffic(s)
+    sim = simulated_traffic(512, 128, pass_=pass_, config=k.config).traffic
+    assert hand == sim
+    held = (512 * 128 * 2) * (1 if pass_ == "fwd" else 2)  # Q, or K and V
+    assert hand.read_bytes == held + reads_kv

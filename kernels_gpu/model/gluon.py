@@ -10,8 +10,9 @@ schedule and ring stages) and `bwd_dkdv_kernel` ("gluon M64N64w4", the dK/dV of
 
 What the model takes from the kernel, all from its code, none fitted on its measurements:
 
-* **tiles** (`config`): the blocks the tile machine and `schedule()` run, so the L2 words and
-  the traffic follow the kernel's tiles: 128 query rows (two consumer warpgroups of 64) x
+* **tiles** (`config`, `launch_schedule`): the blocks the tile machine and `schedule()` run,
+  so the L2 words and the traffic (`schedule.predict_traffic`, `traffic.simulated_traffic(
+  config=kernel.config)`) follow the kernel's tiles: 128 query rows (two consumer warpgroups of 64) x
   BLOCK_N for the warp-specialised forward, BLOCK_M x BLOCK_N for the others; all TMA.
 * **occupancy** (`resources`): registers and shared memory of one program. The stored offline
   sm_90 compile (`results/resources_gluon_sm90.json`, `TRITON_INTERPRET=0 python -m
@@ -40,8 +41,10 @@ from functools import lru_cache
 
 from ..host.configs import KernelConfig
 from .occupancy import resources as tl_resources
+from .schedule import Schedule, schedule
 
-__all__ = ["GluonKernel", "parse", "resources", "program_time", "GLUON_FILE", "WS_ROWS",
+__all__ = ["GluonKernel", "parse", "resources", "program_time", "launch_schedule", "GLUON_FILE",
+           "WS_ROWS",
            "CONSUMER_REGS", "PRODUCER_REGS"]
 
 GLUON_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -127,3 +130,12 @@ def program_time(iterations: int, tensor: float, softmax: float, rate: float) ->
     if iterations <= 0:
         return 0.0
     return iterations * max(rate, tensor, softmax) + min(tensor, softmax)
+
+
+def launch_schedule(kernel: GluonKernel, n: int, d: int, batch: int = 1, heads: int = 1,
+                    causal: bool = False, nk: int | None = None,
+                    kv_heads: int | None = None) -> Schedule:
+    """The launch's schedule with the kernel's tiles (its traffic: schedule.predict_traffic;
+    the tile simulator's: traffic.simulated_traffic with config=kernel.config)."""
+    return schedule(n, d, batch, heads, causal, pass_=kernel.pass_, config=kernel.config,
+                    nk=nk, kv_heads=kv_heads)

@@ -36,6 +36,13 @@ program overlaps a fraction `overlap` of it), and each program adds `fixed_s` (t
 in, the pipeline's fill, the stores). predicted = makespan + launch. The three constants per
 pass (`TERMS`) are fitted on a declared calibration subset of the H100 frontier grid
 (`FIT_SUBSET`) and checked on the rest (`python -m kernels_gpu.bench.fit_model`).
+
+Where a Gluon kernel ran (`kernel=` / `dkdv_kernel=`, model/gluon.py: the bench row's
+`fwd_kernel`, `bwd_dkdv_kernel`), its tiles, its programs per SM and its schedule replace the
+`tl` config's, with no constant fitted on its points: the one-partition kernels run the chain
+above; the `lag` / `pingpong` warp-specialised forward overlaps the softmax with the GEMMs, a
+program of n iterations taking n max(tensor, vector + sfu, rate) + min(tensor, vector + sfu)
+per SM (`overlapped_time`), with no exposed latency.
 """
 from __future__ import annotations
 
