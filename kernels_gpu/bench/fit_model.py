@@ -2,7 +2,7 @@
 
     python -m kernels_gpu.bench.fit_model [--from results/frontier_h100.json]
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile   # resources_sm90.json
-    TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon --from kernels_gpu/results/frontier_ws_dispatch_h100.json
+    TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon  # resources_gluon_sm90.json
 
 `model.predict.TERMS` holds, per pass, three constants (fixed cost per program, exposed latency,
 overlap of co-resident programs). This fits them by grid search, least squares of
@@ -196,6 +196,9 @@ def compile_resources(stored: dict) -> dict:
     return out
 
 
+GLUON_RUNS = ("frontier_ws_dispatch_h100.json", "frontier_gluon_dispatch_h100.json")
+
+
 def compile_gluon(stored: dict) -> dict:
     """{"pass|label|d|causal": registers, shared memory, spill stores, warps} of every Gluon
     kernel the stored rows ran (tables.kernels_of), compiled offline for sm_90, fp16."""
@@ -236,11 +239,13 @@ def main(argv=None) -> int:
         stored = json.load(f)
     if args.compile_gluon:
         from ..model.gluon import GLUON_FILE
-        how = ("TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon --from "
-               f"{os.path.basename(args.from_)}: every Gluon kernel it ran (fwd_kernel, "
-               "bwd_dkdv_kernel), fp16, sm_90, Triton's own ptxas (no GPU)")
-        text = json.dumps({"how": how, "kernels": compile_gluon(stored)}, indent=1,
-                          sort_keys=True)
+        names = sorted({os.path.basename(args.from_), *GLUON_RUNS})
+        runs = [stored] + [json.load(open(os.path.join(RESULTS, name))) for name in GLUON_RUNS]
+        how = ("TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon: every "
+               f"Gluon kernel {', '.join(names)} ran (fwd_kernel, bwd_dkdv_kernel), fp16, "
+               "sm_90, Triton's own ptxas (no GPU)")
+        kernels = {k: v for run in runs for k, v in compile_gluon(run).items()}
+        text = json.dumps({"how": how, "kernels": kernels}, indent=1, sort_keys=True)
         with open(GLUON_FILE, "w") as f:
             f.write(text + "\n")
         print(f"wrote {GLUON_FILE}")
