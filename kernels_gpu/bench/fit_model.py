@@ -2,7 +2,7 @@
 
     python -m kernels_gpu.bench.fit_model [--from results/frontier_h100.json]
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile   # resources_sm90.json
-    TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon  # resources_gluon_sm90.json
+    TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon  # the Gluon kernels'
 
 `model.predict.TERMS` holds, per pass, three constants (fixed cost per program, exposed latency,
 overlap of co-resident programs). This fits them by grid search, least squares of

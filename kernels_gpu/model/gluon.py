@@ -12,8 +12,8 @@ What the model takes from the kernel, all from its code, none fitted on its meas
 
 * **tiles** (`config`, `launch_schedule`): the blocks the tile machine and `schedule()` run,
   so the L2 words and the traffic (`schedule.predict_traffic`, `traffic.simulated_traffic(
-  config=kernel.config)`) follow the kernel's tiles: 128 query rows (two consumer warpgroups of 64) x
-  BLOCK_N for the warp-specialised forward, BLOCK_M x BLOCK_N for the others; all TMA.
+  config=kernel.config)`) follow the kernel's tiles: 128 query rows (two consumer warpgroups
+  of 64) x BLOCK_N for the warp-specialised forward, BLOCK_M x BLOCK_N for the others; all TMA.
 * **occupancy** (`resources`): registers and shared memory of one program. The stored offline
   sm_90 compile (`results/resources_gluon_sm90.json`, `TRITON_INTERPRET=0 python -m
   kernels_gpu.bench.fit_model --compile-gluon`) where it has the kernel, else the closed form of
