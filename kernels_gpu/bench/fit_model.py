@@ -2,6 +2,7 @@
 
     python -m kernels_gpu.bench.fit_model [--from results/frontier_h100.json]
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile   # resources_sm90.json
+    TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon  # the Gluon kernels'
 
 `model.predict.TERMS` holds, per pass, three constants (fixed cost per program, exposed latency,
 overlap of co-resident programs). This fits them by grid search, least squares of
@@ -195,6 +196,34 @@ def compile_resources(stored: dict) -> dict:
     return out
 
 
+GLUON_RUNS = ("frontier_ws_dispatch_h100.json", "frontier_gluon_dispatch_h100.json")
+
+
+def compile_gluon(stored: dict) -> dict:
+    """{"pass|label|d|causal": registers, shared memory, spill stores, warps} of every Gluon
+    kernel the stored rows ran (tables.kernels_of), compiled offline for sm_90, fp16."""
+    from .compile_check import compile_bwd, compile_hopper, compile_ws, resources
+    from .tables import kernels_of
+
+    out = {}
+    for r in map(normalise, stored["rows"]):
+        causal = bool(r["causal"])
+        for k in kernels_of(r, stored["env"].get("date", "")):
+            key = k and f"{k.pass_}|{k.label}|{r['d']}|{int(causal)}"
+            if k is None or key in out:
+                continue
+            if k.pass_ == "bwd_dkdv":
+                kern = compile_bwd(r["d"], k.block_m, k.block_n, k.num_warps, causal=causal)
+            elif k.specialised:
+                kern = compile_ws(r["d"], k.block_n, k.schedule, causal=causal, stages=k.stages)
+            else:
+                kern = compile_hopper(r["d"], k.block_m, k.block_n, k.num_warps, causal=causal)
+            res = resources(kern)
+            out[key] = {**{x: res[x] for x in ("regs", "smem", "spill_stores")},
+                        "num_warps": kern.metadata.num_warps}
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--from", dest="from_", default=os.path.join(RESULTS, "frontier_h100.json"))
@@ -202,9 +231,25 @@ def main(argv=None) -> int:
                     help="print predicted / measured per (pass, d, causal, N), before / after")
     ap.add_argument("--compile", action="store_true",
                     help="rewrite results/resources_sm90.json (offline sm_90 compile)")
+    ap.add_argument("--compile-gluon", action="store_true",
+                    help="rewrite results/resources_gluon_sm90.json from the Gluon kernels the "
+                         "stored rows ran (offline sm_90 compile)")
     args = ap.parse_args(argv)
     with open(args.from_) as f:
         stored = json.load(f)
+    if args.compile_gluon:
+        from ..model.gluon import GLUON_FILE
+        names = sorted({os.path.basename(args.from_), *GLUON_RUNS})
+        runs = [stored] + [json.load(open(os.path.join(RESULTS, name))) for name in GLUON_RUNS]
+        how = ("TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon: every "
+               f"Gluon kernel {', '.join(names)} ran (fwd_kernel, bwd_dkdv_kernel), fp16, "
+               "sm_90, Triton's own ptxas (no GPU)")
+        kernels = {k: v for run in runs for k, v in compile_gluon(run).items()}
+        text = json.dumps({"how": how, "kernels": kernels}, indent=1, sort_keys=True)
+        with open(GLUON_FILE, "w") as f:
+            f.write(text + "\n")
+        print(f"wrote {GLUON_FILE}")
+        return 0
     if args.compile:
         from ..model.occupancy import COMPILED_FILE
         how = ("TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile --from "

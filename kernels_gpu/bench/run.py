@@ -219,7 +219,7 @@ def run_predict(args) -> int:
         stored = json.load(f)
     gpu = stored["env"]["gpu"]
     calib = calibration(args.calibration or calibration_file(gpu))
-    rows = tables.add_predictions(stored["rows"], gpu, calib)
+    rows = tables.add_predictions(stored["rows"], gpu, calib, stored["env"].get("date", ""))
     found = alarm.alarms(rows, gpu, args.alarm)
     unexplained, _ = alarm.explain(found)
     md = tables.render_predict(rows, stored["env"], calib) + "\n" + \

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from ..host.configs import KernelConfig
+from ..model import gluon
 from ..model.predict import machine_for, predict_backward, predict_forward
 
 __all__ = ["one_line", "render_all", "add_predictions", "render_predict", "ratio_spread",
@@ -104,8 +105,27 @@ def normalise(r: dict) -> dict:
     return {"grid": "main", "nk": r["n"], "heads_kv": r.get("heads"), "dtype": "fp16", **r}
 
 
-def add_predictions(rows: list[dict], gpu: str, calib: dict) -> list[dict]:
-    """Each modelled row with row['predict'] = {fwd, bwd: Prediction dicts, *_ratio}."""
+# The bench rows began to name the Gluon dK/dV (`bwd_dkdv_kernel`) at commit 2f59ed5; its
+# dispatch (host/hopper.py DISPATCH_DKDV, d 128 -> M64N64w4, wherever the Gluon forward is
+# dispatched) came 7 minutes before, at 9fe8821. A run between the two (the stored
+# results/frontier_ws_dispatch_h100.json, 2026-11-25 21:04 UTC) ran it without the name.
+UNNAMED_DKDV = (("2026-11-25 21:02 UTC", "2026-11-25 21:09 UTC"), {128: "gluon M64N64w4"})
+
+
+def kernels_of(r: dict, date: str = "") -> tuple:
+    """(forward, dK/dV) Gluon kernels a row ran (model.gluon.GluonKernel; None: the `tl`
+    kernel). A run dated inside UNNAMED_DKDV's window gets the dK/dV its dispatch chose."""
+    fwd = gluon.parse(r.get("fwd_kernel"), "fwd")
+    name = r.get("bwd_dkdv_kernel")
+    (start, end), rule = UNNAMED_DKDV
+    if name is None and fwd is not None and start <= date < end:
+        name = rule.get(r["d"])
+    return fwd, gluon.parse(name, "bwd_dkdv")
+
+
+def add_predictions(rows: list[dict], gpu: str, calib: dict, date: str = "") -> list[dict]:
+    """Each modelled row with row['predict'] = {fwd, bwd: Prediction dicts, *_ratio};
+    `date` the run's (env["date"], for kernels_of)."""
     out = []
     for r in rows:
         r = normalise(r)
@@ -115,11 +135,10 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict) -> list[dict]:
             c = {p: KernelConfig.from_dict(v) for p, v in r["configs"].items()}
             kw = dict(n=r["n"], d=r["d"], batch=r["batch"], heads=r["heads"],
                       causal=bool(r["causal"]), nk=r["nk"], kv_heads=r["heads_kv"])
-            fwd = c["fwd"]
-            if r.get("fwd_kernel", "").startswith("gluon "):  # e.g. "gluon M128N128w8"
-                fwd = KernelConfig.from_short(r["fwd_kernel"].split()[1] + "s2")
+            fwd, kernel, dkdv_kernel = c["fwd"], *kernels_of(r, date)
             pred = {"fwd": predict_forward(m, calib, block_m=fwd.block_m,
-                                           block_n=fwd.block_n, config=fwd, **kw).to_dict()}
+                                           block_n=fwd.block_n, config=fwd, kernel=kernel,
+                                           **kw).to_dict()}
             meas = r.get("ours_fp8" if fp8 else "ours", {})
             if "fwd_ms" in meas:
                 pred["fwd_ratio"] = pred["fwd"]["total_s"] * 1e3 / meas["fwd_ms"]
@@ -128,7 +147,8 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict) -> list[dict]:
                     m, calib, dkdv=(c["bwd_dkdv"].block_m, c["bwd_dkdv"].block_n),
                     dq=(c["bwd_dq"].block_m, c["bwd_dq"].block_n),
                     dkdv_split=c["bwd_dkdv"].split, dkdv_apart=c["bwd_dkdv"].dv_apart,
-                    dkdv_config=c["bwd_dkdv"], dq_config=c["bwd_dq"], **kw).to_dict()
+                    dkdv_config=c["bwd_dkdv"], dq_config=c["bwd_dq"],
+                    dkdv_kernel=dkdv_kernel, **kw).to_dict()
                 if meas.get("bwd_ms", float("nan")) == meas.get("bwd_ms"):
                     pred["bwd_ratio"] = pred["bwd"]["total_s"] * 1e3 / meas["bwd_ms"]
             r["predict"] = pred
@@ -177,8 +197,11 @@ def render_predict(rows: list[dict], env: dict, calib: dict) -> str:
             ratio = r["predict"].get(f"{pass_}_ratio")
             if ratio is not None:
                 ratios.append(ratio)
-            cfg = ("/".join(KernelConfig.from_dict(r["configs"][k]).short()
+            ran = dict(zip(("fwd", "bwd_dkdv"), kernels_of(r, env.get("date", ""))))
+            cfg = ("/".join(ran[k].label if ran.get(k) else
+                            KernelConfig.from_dict(r["configs"][k]).short()
                             for k in ("bwd_dkdv", "bwd_dq")) if pass_ == "bwd" else
+                   ran["fwd"].label if ran["fwd"] else
                    KernelConfig.from_dict(r["configs"]["fwd"]).short())
             roof = (f"{p['roofline_s'] * 1e3 / meas:.2f}" if meas else "-")
             lines.append(

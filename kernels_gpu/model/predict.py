@@ -36,6 +36,13 @@ program overlaps a fraction `overlap` of it), and each program adds `fixed_s` (t
 in, the pipeline's fill, the stores). predicted = makespan + launch. The three constants per
 pass (`TERMS`) are fitted on a declared calibration subset of the H100 frontier grid
 (`FIT_SUBSET`) and checked on the rest (`python -m kernels_gpu.bench.fit_model`).
+
+Where a Gluon kernel ran (`kernel=` / `dkdv_kernel=`, model/gluon.py: the bench row's
+`fwd_kernel`, `bwd_dkdv_kernel`), its tiles, its programs per SM and its schedule replace the
+`tl` config's, with no constant fitted on its points: the one-partition kernels run the chain
+above; the `lag` / `pingpong` warp-specialised forward overlaps the softmax with the GEMMs, a
+program of n iterations taking n max(tensor, vector + sfu, rate) + min(tensor, vector + sfu)
+per SM (`overlapped_time`), with no exposed latency.
 """
 from __future__ import annotations
 
@@ -47,6 +54,7 @@ from toymachine import resolve_machine
 from toymachine.cost import attention_tile_cost
 
 from ..kernels.common import padded_head_dim
+from . import gluon
 from .occupancy import makespan, program_resources, program_row, programs_per_sm
 from .schedule import schedule
 
@@ -118,33 +126,67 @@ FIT_SUBSET = "N_q = N_k in {1024, 4096, 16384}"  # held out: N 2048, 8192 and N_
 
 
 def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 132,
-              part: int | None = None) -> Prediction:
+              part: int | None = None, kernel: gluon.GluonKernel | None = None) -> Prediction:
     """One loop launch's prediction through its schedule (module docstring): `rate` is the
-    tile machine's, `sched` the launch's Schedule, `config` its KernelConfig."""
+    tile machine's, `sched` the launch's Schedule, `config` its KernelConfig; `kernel` the
+    Gluon kernel that ran (model/gluon.py: its occupancy, and for the `lag` / `pingpong`
+    warp-specialised forward the overlapped schedule), None for the `tl` kernel."""
     per, rows = program_row(sched)
     iterations = sum(per) * rows
     if iterations == 0:
         return rate
-    regs, smem, _ = program_resources(sched.pass_, sched.head_dim, sched.causal, config, part,
-                                      sched.elem_bytes)
-    occ = programs_per_sm(regs, smem, config.num_warps)
-    t = schedule_time(rate, per, rows, occ, terms, sms)
+    if kernel is None:
+        regs, smem, _ = program_resources(sched.pass_, sched.head_dim, sched.causal, config,
+                                          part, sched.elem_bytes)
+        occ = programs_per_sm(regs, smem, config.num_warps)
+    else:
+        regs, smem, _ = gluon.resources(kernel, sched.head_dim, sched.causal, sched.elem_bytes)
+        occ = programs_per_sm(regs, smem, kernel.num_warps)
+    if kernel is not None and kernel.schedule in ("lag", "pingpong"):
+        t = overlapped_time(rate, per, rows, occ, terms.fixed_s, sms)
+    else:  # the `ws` schedule: its two consumer warpgroups are two chains of one program
+        chains = 2 if kernel is not None and kernel.schedule == "ws" else 1
+        t = schedule_time(rate, per, rows, occ, terms, sms, chains)
     return replace(rate, total_s=t, schedule_s=t - rate.total_s, occupancy=str(occ))
 
 
+def _per_sm_iteration(rate: Prediction, iterations: int, sms: int):
+    """(tensor, vector + sfu, throughput bound) seconds of one program iteration on one SM."""
+    k = sms / iterations
+    softmax = rate.vector_s + rate.sfu_s
+    return (rate.tensor_s * k, softmax * k,
+            max(rate.tensor_s, softmax, rate.hbm_s, rate.l2_s) * k)
+
+
 def schedule_time(rate: Prediction, per: list[int], rows: int, occ: int,
-                  terms: ScheduleTerms, sms: int = 132) -> float:
+                  terms: ScheduleTerms, sms: int = 132, chains: int = 1) -> float:
     """Seconds of one launch: the makespan of `rows` rows of programs with `per` loop
-    iterations each on sms x occ slots (module docstring), plus the launch latency."""
+    iterations each on sms x occ slots (module docstring), plus the launch latency. `chains`:
+    independent serial chains per program (the `ws` forward's two consumer warpgroups), which
+    overlap like co-resident programs: occ x chains of them share an SM."""
     iterations = sum(per) * rows
     if iterations == 0:
         return rate.total_s
     serial = rate.tensor_s + rate.vector_s + rate.sfu_s
     thr = max(rate.tensor_s, rate.vector_s + rate.sfu_s, rate.hbm_s, rate.l2_s) * sms / iterations
     chain = serial * (1 + terms.exposed) * sms / iterations
-    per_iteration = occ * max(thr, chain / (1 + terms.overlap * (occ - 1)))
+    per_iteration = occ * max(thr, chain / (1 + terms.overlap * (occ * chains - 1)))
     t = makespan([terms.fixed_s + i * per_iteration for i in per], rows, sms * occ)
     return t + rate.launch_s
+
+
+def overlapped_time(rate: Prediction, per: list[int], rows: int, occ: int, fixed_s: float,
+                    sms: int = 132) -> float:
+    """Seconds of one launch of the `lag` / `pingpong` warp-specialised forward: each program a
+    two-stage pipeline of matrix and softmax work (gluon.program_time), no exposed latency;
+    occ programs per SM share its units; the makespan as for the others, plus the launch."""
+    iterations = sum(per) * rows
+    if iterations == 0:
+        return rate.total_s
+    tensor, softmax, thr = _per_sm_iteration(rate, iterations, sms)
+    durations = [fixed_s + gluon.program_time(i, occ * tensor, occ * softmax, occ * thr)
+                 for i in per]
+    return makespan(durations, rows, sms * occ) + rate.launch_s
 
 
 def calibration_file(gpu_name: str) -> str:
@@ -232,10 +274,13 @@ def _one(machine, l2_Bps: float, launch_s: float, *, n: int, nk: int | None, d: 
 
 def predict_forward(machine, calib: dict, *, n: int, d: int, batch: int, heads: int,
                     causal: bool, block_m: int, block_n: int, nk: int | None = None,
-                    kv_heads: int | None = None, config=None, terms: dict = TERMS
-                    ) -> Prediction:
+                    kv_heads: int | None = None, config=None, terms: dict = TERMS,
+                    kernel: gluon.GluonKernel | None = None) -> Prediction:
     """One forward launch with the kernel's blocks (nk: keys, kv_heads: K/V heads); with its
-    KernelConfig, through the schedule (module docstring)."""
+    KernelConfig, through the schedule (module docstring). `kernel`: the Gluon forward that
+    ran (model/gluon.py); its tiles and schedule replace the blocks and config."""
+    if kernel is not None:
+        config, block_m, block_n = kernel.config, kernel.block_m, kernel.block_n
     rate = _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
                 heads=heads, causal=causal, block_m=block_m, block_n=block_n, pass_="forward",
                 kv_heads=kv_heads)
@@ -243,14 +288,16 @@ def predict_forward(machine, calib: dict, *, n: int, d: int, batch: int, heads: 
         return rate
     sched = schedule(n, d, batch, heads, causal, pass_="fwd", config=config, nk=nk,
                      kv_heads=kv_heads, elem_bytes=machine.word_bytes)
-    return scheduled(rate, sched, config, terms["fwd"], calib.get("sms") or 132)
+    return scheduled(rate, sched, config, terms["fwd"], calib.get("sms") or 132,
+                     kernel=kernel)
 
 
 def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads: int,
                      causal: bool, dkdv: tuple[int, int], dq: tuple[int, int],
                      nk: int | None = None, kv_heads: int | None = None,
                      dkdv_split: int = 1, dkdv_apart: bool = False, dkdv_config=None,
-                     dq_config=None, terms: dict = TERMS) -> Prediction:
+                     dq_config=None, terms: dict = TERMS,
+                     dkdv_kernel: gluon.GluonKernel | None = None) -> Prediction:
     """The three backward launches (preprocess, dK/dV, dQ) with their blocks (BM, BN), one
     after another. dkdv_split > 1 (a grouped-query head group split over programs): the dK/dV
     launch is the tile program with H_kv * split K/V heads (each program streams its share of
@@ -259,7 +306,12 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
     KernelConfig.dv_apart): the dK/dV launch is two, the tile machine's dv and dk phases (dV:
     Q K^T and P^T dO; dK: Q K^T, dO V^T, dS^T Q), one accumulator each. With dkdv_config and
     dq_config (the KernelConfigs that ran) the dK/dV and dQ launches go through the schedule
-    (module docstring); the preprocess and the split's sum stay rate-bound launches."""
+    (module docstring); the preprocess and the split's sum stay rate-bound launches.
+    dkdv_kernel: the Gluon dK/dV that ran (model/gluon.py): its tiles, occupancy and config
+    replace dkdv and dkdv_config (one launch, no split)."""
+    if dkdv_kernel is not None:
+        dkdv, dkdv_config = (dkdv_kernel.block_m, dkdv_kernel.block_n), dkdv_kernel.config
+        dkdv_split, dkdv_apart = 1, False
     kv = heads if kv_heads is None else kv_heads
     args = dict(n=n, nk=nk, d=d, batch=batch, heads=heads, causal=causal, pass_="backward",
                 kv_heads=kv_heads)
@@ -275,7 +327,7 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
             part = i + 1 if dkdv_apart else None
             sched = schedule(n, d, batch, heads, causal, pass_="bwd_dkdv", config=dkdv_config,
                              part=part, **geo)
-            p = scheduled(p, sched, dkdv_config, terms["bwd"], sms, part)
+            p = scheduled(p, sched, dkdv_config, terms["bwd"], sms, part, dkdv_kernel)
         parts.append(p)
     p = _one(machine, l2, launch, block_m=dq[0], block_n=dq[1], phase="dq", **args)
     if dq_config is not None:
