@@ -13,7 +13,9 @@ locals, operations inline and each LOAD/STORE's index read from its own code.
 Exact, as ``sim.blocks`` is: where the loop would take a slow path (an empty register, a result
 that is non-finite or zero where an underflow is possible, a division by zero, a NaN input) the
 piece *bails* before it wrote any register, and ``sim.loop.execute`` runs the piece's codes again,
-raising the alarm or the error with its line. A piece with another engine's instruction, or a STORE
+raising the alarm or the error with its line. A first read of a cell takes its initial value in the
+piece (``block_ops.initial_reads``, as a template block does: a matmul's first row would otherwise
+bail once a block). A piece with another engine's instruction, or a STORE
 to an array it later LOADs from, always runs in the loop. Not used while step rows are recorded or
 in symbolic mode.
 """
@@ -26,7 +28,7 @@ import math
 from collections import Counter
 from operator import itemgetter
 
-from .block_ops import ARITY as _ARITY, op_statement
+from .block_ops import ARITY as _ARITY, initial_reads, op_statement
 from .blocks import Bail, _BAIL, _flush
 from .engines.kinds import LOAD, SKIP, STORE
 from .loop import execute
@@ -211,7 +213,8 @@ def _compile(run, codes: list):
     not a scalar word instruction or a STORE to an array comes before a LOAD from it."""
     if None in codes:
         return None
-    env: dict = {"_exp": math.exp, "_B": _BAIL, "regs": run.regs}
+    env: dict = {"_exp": math.exp, "_B": _BAIL, "regs": run.regs,
+                 "_init": initial_reads(run, _BAIL)[0]}  # a cell's first read, as the template blocks make it
     names: dict[int, str] = {}
 
     def bind(obj, prefix: str) -> str:
@@ -243,7 +246,9 @@ def _compile(run, codes: list):
                 return None
             a = bind(arr, "A")
             arrays.setdefault(a, "C" + a[1:])
-            body.append(f"r{code[4]} = C{a[1:]}[{at}]\nif r{code[4]} is None: raise _B")  # a first read (KeyError): the loop's
+            r = f"r{code[4]}"  # a first read (KeyError): the cell's initial value (a NaN input bails)
+            body.append(f"try:\n    {r} = C{a[1:]}[{at}]\nexcept KeyError:\n    {r} = _init({a}, {at})\n"
+                        f"if {r} is None: raise _B")
             written.add(code[4])
         elif kind == STORE:
             arr = code[2]
