@@ -39,6 +39,7 @@ from ..limits import LIMITS, LimitError
 from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
 from .line_blocks import MISS, MISS_CODE, LineBlocks
+from .line_cache import LineCache
 from .engines import scalar
 from .engines.tile_lines import compile_tile_line
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
@@ -188,30 +189,6 @@ def _segments(run, codes: list, first: int, compile_miss, pieces=None, lines=Non
             run.flush = False
             codes[j + 1:] = [None] * (end - j - 1)
         pos = j
-
-
-class LineCache(dict):
-    """Lines mode's cache: line → code (with its shape, ``LineBlocks.note``). Looking up a line not
-    in it (``cache[line]``) compiles the line ahead where ``scalar.compile_ahead`` can, and caches
-    it, else answers ``MISS_CODE`` (the line compiles in trace order) — so a chunk's lines are looked
-    up, and its new lines compiled ahead in the order they first stand, in one pass."""
-
-    __slots__ = ("run", "pieces", "new", "refused")
-
-    def begin(self, run, pieces: LineBlocks) -> None:
-        """Start a chunk: ``new`` lists the lines looked up and not found, in order."""
-        self.run, self.pieces, self.new, self.refused = run, pieces, [], set()
-
-    def __missing__(self, line: str) -> tuple:
-        if line in self.refused:
-            return MISS_CODE
-        self.new.append(line)
-        code = scalar.compile_ahead(self.run, line)
-        if code is None:
-            self.refused.add(line)
-            return MISS_CODE
-        code = self[line] = self.pieces.note(code)
-        return code
 
 
 def _run_exact(run, lines: list[str], first: int, cache: LineCache, pieces: LineBlocks) -> tuple[int, int, int]:
