@@ -40,6 +40,7 @@ from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
 from .line_blocks import MISS, MISS_CODE, LineBlocks
 from .line_cache import LineCache
+from .indices import cut_indices
 from .engines import scalar
 from .engines.tile_lines import compile_tile_line
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
@@ -52,7 +53,6 @@ PROBE_CHARS = 65_536  # a probe counts the lines of the chunk's head (a matmul's
 MIN_CHUNK_FOR_TEMPLATES = 256  # a shorter chunk says too little to switch
 REPEATING_FOR_LINES = 0.1  # new address lines that come back within their chunk: this share keeps lines
 FEW_NEW_TEMPLATES = 1024  # a template chunk with at most this many new templates: their first lines found at once
-_INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
 _NO_INDICES = iter(()).__next__
 _MISS_ORD = ord(MISS)
 
@@ -100,16 +100,9 @@ def run_text(run, chunks: Iterable[str]) -> None:
                 templates.clear()
                 blocks.blocks.clear()
             run.source = _chunk_source(first, text)
-            parts = _INDEX.split(text)  # text, index, text, …: one pass for the keys and the indices
-            if text.endswith("\n"):
-                parts[-1] = parts[-1][:-1]  # the template text without its final newline (not a copy of it)
-            ktext = "[]".join(parts[0::2])
-            nums = parts[1::2]
-            del parts
-            if max(map(len, nums), default=0) > 7:  # a long index: the parser's bound, at its line
-                _check_indices(run, text, first)
-            run.next_index = iter(list(map(int, nums))).__next__
-            del nums
+            ktext, ints = cut_indices(text, lambda: _check_indices(run, text, first))  # one pass: keys, indices
+            run.next_index = iter(ints).__next__
+            del ints
             count = ktext.count("\n") + 1
             _run_templates(run, text, ktext, first, templates, exact, blocks, pieces, count)
             since_probe += 1
