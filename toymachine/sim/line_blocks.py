@@ -28,9 +28,9 @@ import math
 from collections import Counter
 from operator import itemgetter
 
-from .block_ops import ARITY as _ARITY, initial_reads, op_statement
+from .block_ops import ARITY as _ARITY, WordStatements, initial_reads
 from .blocks import Bail, _BAIL, _flush
-from .engines.kinds import LOAD, SKIP, STORE
+from .engines.kinds import LOAD, LOAD_T, SKIP, STORE, STORE_T
 from .loop import execute
 
 PIECE = 24  # lines per piece (a multiple of 1, 2, 3, 4, 6 and 8: short periods give few distinct pieces)
@@ -211,59 +211,20 @@ class _Piece:
 def _compile(run, codes: list):
     """The piece function of ``codes`` (one code of each line's shape), or None where a line is
     not a scalar word instruction or a STORE to an array comes before a LOAD from it."""
-    if None in codes:
+    if None in codes or any(c[0] == LOAD_T or c[0] == STORE_T for c in codes):  # (lines carry their indices)
         return None
-    env: dict = {"_exp": math.exp, "_B": _BAIL, "regs": run.regs,
-                 "_init": initial_reads(run, _BAIL)[0]}  # a cell's first read, as the template blocks make it
-    names: dict[int, str] = {}
+    w = WordStatements({"_exp": math.exp, "_B": _BAIL, "regs": run.regs,
+                        "_init": initial_reads(run, _BAIL)[0]})  # a cell's first read, as the template blocks make it
 
-    def bind(obj, prefix: str) -> str:
-        name = names.get(id(obj))
-        if name is None:
-            name = names[id(obj)] = f"{prefix}{len(names)}"
-            env[name] = obj
-        return name
+    def index(k: int, code: tuple, a: str) -> str:  # a line's index: its code's own (checked when it compiled)
+        return f"c{k}[3]"
 
-    loaded: set[int] = set()
-    written: set[int] = set()
-    stored: set[int] = set()
-    arrays: dict[str, str] = {}
-    body: list[str] = []
+    def load(k: int, code: tuple, a: str, idx: str, dest: int) -> str:  # a first read (KeyError): its initial value
+        return f"try:\n    r{dest} = C{a[1:]}[{idx}]\nexcept KeyError:\n    r{dest} = _init({a}, {idx})\nif r{dest} is None: raise _B"
 
-    def reg(slot: int) -> str:
-        if slot not in written:
-            loaded.add(slot)
-        return f"r{slot}"
-
-    for k, code in enumerate(codes):
-        kind = code[0]
-        at = f"c{k}[3]"
-        if kind == SKIP:
-            continue
-        if kind == LOAD:
-            arr = code[2]
-            if id(arr) in stored:
-                return None
-            a = bind(arr, "A")
-            arrays.setdefault(a, "C" + a[1:])
-            r = f"r{code[4]}"  # a first read (KeyError): the cell's initial value (a NaN input bails)
-            body.append(f"try:\n    {r} = C{a[1:]}[{at}]\nexcept KeyError:\n    {r} = _init({a}, {at})\n"
-                        f"if {r} is None: raise _B")
-            written.add(code[4])
-        elif kind == STORE:
-            arr = code[2]
-            a = bind(arr, "A")
-            arrays.setdefault(a, "C" + a[1:])
-            stored.add(id(arr))
-            v = reg(code[4])
-            body.append(f"if {v} is None: raise _B\nC{a[1:]}[{at}] = {v}")
-        elif kind in _ARITY:
-            body.append(op_statement(kind, code, reg, bind))
-            written.add(code[3])
-        else:
-            return None
-    top = [f"r{s} = regs[{s}]" for s in sorted(loaded)] + [f"C{a[1:]} = {a}.cells" for a in arrays]
-    tail = [f"regs[{s}] = r{s}" for s in sorted(written)] + ["H[0] += 1"]
+    if not w.write(codes, index, load):
+        return None
+    env, top, body, tail = w.env, w.top(), w.body, w.tail()
     hits = [0]
     env["H"] = hits
     used = [f"c{k}" if codes[k][0] in (LOAD, STORE) else "_" for k in range(len(codes))]
