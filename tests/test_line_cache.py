@@ -299,3 +299,63 @@ def test_a_matmul_runs_in_pieces_of_its_blocks(monkeypatch):
         m.setattr(line_blocks, "MIN_SEGMENT", 10 ** 12)
         assert streamed == _outcome(lambda: simulate(io.StringIO(text), steps=False))
     assert 28 in sizes and sizes.count(28) == 1, sizes  # compiled once, for every chunk
+
+
+# -- the line cache's fast path for new canonical LOAD/STORE lines ---------------------------------
+line_cache = importlib.import_module("toymachine.sim.line_cache")
+
+
+@st.composite
+def new_address_traces(draw):
+    """Canonical LOAD/STOREs of a few (array, register) pairs at many addresses (most lines new: the
+    fast path's), arithmetic between them, a declared array an index may fall outside of, an
+    implied one that grows, a register used before anything wrote it, now and then a tile access
+    that turns an array dense."""
+    head = ".array F[6][6]\n.array Q[4][4]\nLOAD x[0], R0\nLOAD x[1], R1\n"
+    forms = ["LOAD x[{i}], R{r}", "LOAD w[{i}][{j}], R{r}", "STORE R{r}, z[{i}]", "STORE R{r}, v[{j}][{i}]",
+             "LOAD F[{i}][{j}], R{r}", "STORE R{r}, F[{j}][{i}]", "ADD R{r}, R0, R1", "MAC R0, R1, R{r}, R{r}",
+             "LOAD x[{i}],R{r}", "LOAD Q[{i}][{j}], R{r}"]
+    lines = []
+    for _ in range(draw(st.integers(1, 120))):
+        form = draw(st.sampled_from(forms))
+        lines.append(form.format(i=draw(st.integers(0, 9)), j=draw(st.integers(0, 9)), r=draw(st.integers(0, 3))))
+    if draw(st.booleans()):
+        lines.insert(draw(st.integers(0, len(lines))), "LOAD Q[0:2, :], T0")
+    return head + "\n".join(lines * draw(st.integers(1, 3))) + "\n"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=new_address_traces(), chunk=st.integers(20, 2000), dtype=st.sampled_from(["fp64", "bf16"]))
+def test_the_fast_path_for_new_lines_agrees_with_compile_ahead(monkeypatch, text, chunk, dtype):
+    monkeypatch.setattr(source, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
+    monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)  # lines mode only
+    monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
+    fast = _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    with monkeypatch.context() as m:  # the oracle: every new line through scalar.compile_ahead
+        m.setattr(line_cache, "_CANONICAL", lambda line: None)
+        general = _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    assert fast == general
+    parsed = _outcome(lambda: simulate(parse(text), steps=False, dtype=dtype))
+    if isinstance(parsed, dict) or isinstance(fast, dict):
+        assert fast == parsed
+
+
+def test_the_fast_path_gives_the_code_compile_ahead_gives(monkeypatch):
+    """Item for item, after one line of the (kind, array, register) went the general way."""
+    runs = []
+    real = text_mode._run_exact
+    monkeypatch.setattr(text_mode, "_run_exact", lambda run, *a: (runs.append(run), real(run, *a))[1])
+    simulate(io.StringIO(".array F[6][6]\nLOAD x[0], R0\nLOAD F[0][0], R1\nSTORE R1, z[0]\n"), steps=False)
+    run = runs[0]
+    pieces = line_blocks.LineBlocks(run)
+    cache = line_cache.LineCache()
+    cache.begin(run, pieces)
+    for line in ["LOAD x[1], R0", "LOAD x[7], R0", "LOAD F[1][2], R1", "LOAD F[5][5], R1", "STORE R1, z[3]",
+                 "STORE R1, z[40]"]:
+        code = cache[line]
+        assert cache.parts, line
+        assert code == pieces.note(scalar.compile_ahead(run, line)), line
+    assert cache["LOAD F[6][0], R1"] is line_blocks.MISS_CODE  # outside the declared shape: compiled in order
+    assert scalar.compile_ahead(run, "LOAD F[6][0], R1") is None
