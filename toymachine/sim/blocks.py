@@ -75,7 +75,12 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     (a tile instruction now and then) run in the loop where they stand."""
     keys = ktext.split(_SEP)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
     keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
-    group = round(BLOCK_LINES * len(keys) / (count or ktext.count("\n") + 1))  # count: the chunk's lines
+    total = count or ktext.count("\n") + 1  # the chunk's lines
+    edges = _edges(keys, templates)  # the chunk's cut units: run in the loop, never compiled
+    if edges is None:
+        return False
+    head, last = edges
+    group = round(BLOCK_LINES * len(keys) / total)
     if group > 1 and _tile_units(keys, templates):
         group = 1  # tile blocks kept whole and apart from the word blocks (``_run_apart``): no blocks of both
     if group > 1:  # short units (a matmul's LOAD, LOAD + MAC): blocks of several
@@ -93,6 +98,33 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     looped = [key for key, b in uniq.items() if not b.compiled]
     if looped and sum(map(dict.fromkeys(looped).__contains__, keys)) * 2 > len(keys):
         return False  # mostly the loop's: no gain from blocks
+    if head:
+        execute(run, head, first)
+    _run_keys(run, keys, first + len(head), cache, uniq, looped)
+    if last:
+        execute(run, last, first + total - len(last))
+    return True
+
+
+def _edges(keys: list, templates: dict):
+    """``(head, tail)``: the codes of the chunk's first unit where the chunk starts inside a unit
+    (its lines before the first LOAD), and of its last where that differs from the one before it
+    (the chunk ends inside a unit), both taken out of ``keys`` — or None where a line of them is not
+    compiled. They stand once (their text depends on where the chunk was cut): run in the loop,
+    they cost no compiled block per chunk."""
+    head = tail = ()
+    if len(keys) > 2 and keys[0][:1] == "\n":
+        head = list(map(templates.get, keys.pop(0)[1:].split("\n")))
+    if len(keys) > 2 and keys[-1] != keys[-2]:
+        tail = list(map(templates.get, ("LOAD " + keys.pop()).split("\n")))
+    if None in head or None in tail:
+        return None
+    return head, tail
+
+
+def _run_keys(run, keys: list, first: int, cache: BlockCache, uniq: dict, looped: list) -> None:
+    """``run_blocks`` once its blocks are compiled: runs of one block as one call each, tile blocks
+    apart, or block by block (stand-ins for the blocks the loop runs)."""
     blocks = [b for b in uniq.values() if b.compiled]
     if not looped:
         fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
