@@ -290,7 +290,7 @@ def test_a_matmul_runs_in_pieces_of_its_blocks(monkeypatch):
     monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
     sizes = []
     real = line_blocks._compile
-    monkeypatch.setattr(line_blocks, "_compile", lambda run, codes: (sizes.append(len(codes)), real(run, codes))[1])
+    monkeypatch.setattr(line_blocks, "_compile", lambda run, codes, **kw: (sizes.append(len(codes)), real(run, codes, **kw))[1])
     text = _matmul(9, 0, 0, "; nothing")
     streamed = _outcome(lambda: simulate(io.StringIO(text), steps=False))
     with monkeypatch.context() as m:
@@ -359,3 +359,52 @@ def test_the_fast_path_gives_the_code_compile_ahead_gives(monkeypatch):
         assert code == pieces.note(scalar.compile_ahead(run, line)), line
     assert cache["LOAD F[6][0], R1"] is line_blocks.MISS_CODE  # outside the declared shape: compiled in order
     assert scalar.compile_ahead(run, "LOAD F[6][0], R1") is None
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(6, 8), chunk=st.integers(5000, 12000), odd=st.sets(st.integers(0, 35), max_size=12),
+       swap=st.sampled_from(["MAC R1, R0, R2, R2", "MUL R0, R1, R0", "LOAD a[0][0], R1", "MAC_Z R0, R1, R2"]),
+       bails=st.sampled_from([1, 3, 64]))
+def test_a_verifying_piece_bails_on_a_period_of_other_shapes(monkeypatch, n, chunk, odd, swap, bails):
+    """Where a chunk's head shows a period, its piece checks every code's shape (``periodic``); a
+    period whose lines have other shapes (one line swapped for another, the same number of lines)
+    runs in the loop, and past ``MAX_BAILS`` such periods the rest of the chunk goes the way of
+    the shapes of its lines: the same result as one line at a time."""
+    _verifying_run(monkeypatch, n, chunk, odd, swap, bails)
+
+
+def _verifying_run(monkeypatch, n, chunk, odd, swap, bails):
+    monkeypatch.setattr(source, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
+    monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)
+    monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(line_blocks, "MIN_REPEATS", 2)
+    monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
+    monkeypatch.setattr(line_blocks, "MAX_BAILS", bails)
+    monkeypatch.setattr(line_blocks, "MAX_PERIOD", 32)  # a short head: the periods after it are checked by the piece
+    verified = []
+    real = line_blocks.LineBlocks._verified
+    monkeypatch.setattr(line_blocks.LineBlocks, "_verified", lambda self, *a: (verified.append(a[-1]), real(self, *a))[1])
+    lines = _matmul(n, -1, -1, "").splitlines()
+    for b in odd:  # blocks (of 3n + 1 lines) whose first MAC is another instruction
+        assert lines[b * (3 * n + 1) + 5].startswith("MAC ")
+        lines[b * (3 * n + 1) + 5] = swap
+    text = "\n".join(lines) + "\n"
+    streamed = _outcome(lambda: simulate(io.StringIO(text), steps=False))
+    with monkeypatch.context() as m:
+        m.setattr(source, "CHUNK_CHARS", 1)
+        m.setattr(source, "FIRST_CHUNK_CHARS", 1)
+        m.setattr(line_blocks, "MIN_SEGMENT", 10 ** 12)
+        assert streamed == _outcome(lambda: simulate(io.StringIO(text), steps=False))
+    return verified
+
+
+def test_a_verifying_piece_runs_and_bails(monkeypatch):
+    """The pieces of ``periodic`` do run, and the periods of other shapes after the chunk's head bail."""
+    monkeypatch.setattr(line_blocks, "_flush", lambda run, pieces, real=line_blocks._flush: (flushes.append(1), real(run, pieces))[1])
+    flushes = []
+    for bails in (1, 64):
+        flushes.clear()
+        verified = _verifying_run(monkeypatch, n=8, chunk=8000, odd={30, 40, 41, 50, 60, 61, 62}, swap="MUL R0, R1, R0",
+                                  bails=bails)
+        assert verified and len(flushes) > len(verified)  # (a flush after each bail, and one at the end)

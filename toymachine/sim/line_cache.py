@@ -30,11 +30,11 @@ class LineCache(dict):
     it, else answers ``MISS_CODE`` (the line compiles in trace order) — so a chunk's lines are looked
     up, and its new lines compiled ahead in the order they first stand, in one pass."""
 
-    __slots__ = ("run", "pieces", "new", "refused", "parts")
+    __slots__ = ("run", "pieces", "new", "refused", "parts", "missed")
 
     def begin(self, run, pieces: LineBlocks) -> None:
         """Start a chunk: ``new`` lists the lines looked up and not found, in order."""
-        self.run, self.pieces, self.new, self.refused = run, pieces, [], set()
+        self.run, self.pieces, self.new, self.refused, self.missed = run, pieces, [], set(), False
         if not hasattr(self, "parts") or self.parts is None:
             self.parts = {}  # (kind, array, register) → (array, slot, shape): canonical lines' fast path
 
@@ -45,6 +45,7 @@ class LineCache(dict):
 
     def __missing__(self, line: str) -> tuple:
         if line in self.refused:
+            self.missed = True  # (answered MISS_CODE in this chunk)
             return MISS_CODE
         self.new.append(line)
         m = _CANONICAL(line)
@@ -63,10 +64,12 @@ class LineCache(dict):
                     code = self[line] = (key[0], op, arr, idx, slot, tag, ch, tag)
                     return code
                 self.refused.add(line)
+                self.missed = True
                 return MISS_CODE
         code = scalar.compile_ahead(self.run, line)
         if code is None:
             self.refused.add(line)
+            self.missed = True
             return MISS_CODE
         code = self[line] = self.pieces.note(code)
         if m is not None and (code[0] == LOAD or code[0] == STORE):

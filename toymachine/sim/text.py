@@ -196,13 +196,15 @@ def _run_exact(run, lines: list[str], first: int, cache: LineCache, pieces: Line
         pieces.clear()
     cache.begin(run, pieces)
     codes = list(map(cache.__getitem__, lines))  # new lines compiled ahead as they are met (LineCache)
-    sig = pieces.signature(codes, lines, cache)
-    at = _positions(sig)
     new, addressed, repeating = len(cache.new), 0, 0
     if new > NEW_LINES_FOR_TEMPLATES * len(lines):  # only then do the counts decide anything (run_text)
         seen = Counter(lines)
         counts = [seen[line] for line in cache.new if "[" in line]  # new lines that name an address
         addressed, repeating = len(counts), len(counts) - counts.count(1)
+    if not cache.missed and pieces.periodic(run, codes, first):  # a period: no shape read per line
+        return new, addressed, repeating
+    sig = pieces.signature(codes, lines, cache)
+    at = _positions(sig)
 
     def compile_miss(j: int) -> tuple:
         code = cache.get(lines[j])
