@@ -15,9 +15,10 @@ __all__ = ["cut_indices"]
 import re
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 _INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
-_AFTER = np.arange(1, 10)  # the 9 characters after a '[': up to 8 digits, then the ']'
+_PAD = bytes(9)  # the 9 characters after a '[': up to 8 digits, then the ']'
 
 
 def cut_indices(text: str, on_long) -> tuple[str, list[int]]:
@@ -40,17 +41,16 @@ def cut_indices(text: str, on_long) -> tuple[str, list[int]]:
 
 
 def _cut_ascii(text: str, on_long):
-    buf = np.frombuffer(text.encode("ascii"), np.uint8)
-    n = len(buf)
-    at = np.flatnonzero(buf == 91)  # '['
+    raw = text.encode("ascii") + _PAD  # (9 NULs after the end: no digit, no ']')
+    buf = np.frombuffer(raw, np.uint8)
+    n = len(raw) - len(_PAD)
+    at = np.flatnonzero(buf[:n] == 91)  # '['
     if not len(at):
         return (text[:-1] if text.endswith("\n") else text), []
-    window = at[:, None] + _AFTER
-    np.minimum(window, n - 1, out=window)  # (past the end: the last character again, a digit or not)
-    chars = buf[window]  # (brackets, 9)
-    digit = (chars >= 48) & (chars <= 57)
+    chars = sliding_window_view(buf, 10)[at, 1:]  # (brackets, 9): the characters after each '['
+    digit = (chars - 48) < 10  # (uint8: below '0' wraps round)
     if digit.all(axis=1).any():
-        return None  # 9 digits or more (or digits to the end): the regular expression's
+        return None  # 9 digits or more after a bracket: the regular expression's
     length = digit.argmin(axis=1)  # digits after each '['
     rows = np.arange(len(at))
     index = (length > 0) & (chars[rows, length] == 93)  # '[' digits ']'
@@ -61,10 +61,10 @@ def _cut_ascii(text: str, on_long):
     values = np.zeros(len(at), np.int64)
     for j in range(longest):
         values = np.where(j < length, values * 10 + (chars[:, j] - 48), values)
-    keep = np.ones(n, bool)
+    keep = np.ones(n, bool)  # (the text's characters, not the padding)
     total = int(length.sum())
     before = np.cumsum(length) - length  # digits of the indices before each
     keep[np.repeat(at + 1 - before, length) + np.arange(total)] = False
-    if buf[-1] == 10:
+    if buf[n - 1] == 10:
         keep[-1] = False  # the template text without its final newline
-    return buf[keep].tobytes().decode("ascii"), values.tolist()
+    return buf[:n][keep].tobytes().decode("ascii"), values.tolist()
