@@ -286,7 +286,8 @@ def _compile(run, codes: list, verify: bool = False):
         return f"c{k}[3]"
 
     def load(k: int, code: tuple, a: str, idx: str, dest: int) -> str:  # a first read (KeyError): its initial value
-        return f"try:\n    r{dest} = C{a[1:]}[{idx}]\nexcept KeyError:\n    r{dest} = _init({a}, {idx})\nif r{dest} is None: raise _B"
+        # (a word array's cells never hold None: a STORE of an empty register raises, inputs are numbers)
+        return f"try:\n    r{dest} = C{a[1:]}[{idx}]\nexcept KeyError:\n    r{dest} = _init({a}, {idx})"
 
     if not w.write(codes, index, load):
         return None
