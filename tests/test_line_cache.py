@@ -408,3 +408,31 @@ def test_a_verifying_piece_runs_and_bails(monkeypatch):
         verified = _verifying_run(monkeypatch, n=8, chunk=8000, odd={30, 40, 41, 50, 60, 61, 62}, swap="MUL R0, R1, R0",
                                   bails=bails)
         assert verified and len(flushes) > len(verified)  # (a flush after each bail, and one at the end)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=repeated_traces(), chunk=st.integers(200, 4000), head=st.integers(1, 12),
+       swaps=st.lists(st.integers(0, 10 ** 6), max_size=6), dtype=st.sampled_from(["fp64", "bf16"]))
+def test_verifying_pieces_on_random_traces_agree_with_one_line_at_a_time(monkeypatch, text, chunk, head, swaps, dtype):
+    """``periodic`` with a head of a few lines (the period the head shows is checked by the piece in
+    every other period): random repeated bodies, a broken or slow line somewhere, tile lines, and
+    lines of the later periods swapped for an instruction of another shape."""
+    lines = text.splitlines()
+    for k in swaps:  # (R0 holds a value from the trace's first line on)
+        lines[len(lines) // 3 + k % (len(lines) - len(lines) // 3)] = "MOV R0, R0"
+    text = "\n".join(lines) + "\n"
+    monkeypatch.setattr(source, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
+    monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)  # lines mode only
+    monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
+    monkeypatch.setattr(line_blocks, "PIECE", 2)
+    monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
+    monkeypatch.setattr(line_blocks, "MAX_PERIOD", head)
+    monkeypatch.setattr(line_blocks, "MAX_BAILS", 2)
+    streamed = _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    with monkeypatch.context() as m:  # the oracle: a chunk per line, no pieces
+        m.setattr(source, "CHUNK_CHARS", 1)
+        m.setattr(source, "FIRST_CHUNK_CHARS", 1)
+        m.setattr(line_blocks, "MIN_SEGMENT", 10 ** 12)
+        assert streamed == _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
