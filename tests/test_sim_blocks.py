@@ -565,3 +565,13 @@ def test_the_units_a_chunk_cuts_run_in_the_loop_as_the_loop_runs_them(monkeypatc
     text = "LOAD s[0], R3\nLOAD s[1], R1\n" + "".join(body)
     _both(monkeypatch, force, text, data={"x": x, "s": [0.5, 2.0]}, dtype=dtype)
     assert len(compiled) <= 4  # the unit and its pairs, whole; not one per chunk for its cut ends (10 before)
+
+
+@settings(max_examples=300, deadline=None)
+@given(head=st.text("LOAD x[]\n, ", max_size=12), unit=st.text("LOAD x[]\n, R0", min_size=1, max_size=14),
+       m=st.integers(0, 40), rest=st.text("LOAD x[]\n, ", max_size=14))
+def test_units_split_as_str_split(head, unit, m, rest):
+    """``blocks._units`` gives ``ktext.split("\\nLOAD ")``, item for item, on texts that repeat a unit
+    (and on any others)."""
+    for ktext in (head + ("\nLOAD " + unit) * m + rest, head + unit * m + rest):
+        assert blocks._units(ktext) == ktext.split("\nLOAD "), ktext

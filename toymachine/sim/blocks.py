@@ -73,7 +73,7 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
     often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
     (a tile instruction now and then) run in the loop where they stand."""
-    keys = ktext.split(_SEP)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
+    keys = _units(ktext)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
     keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
     total = count or ktext.count("\n") + 1  # the chunk's lines
     edges = _edges(keys, templates)  # the chunk's cut units: run in the loop, never compiled
@@ -104,6 +104,25 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     if last:
         execute(run, last, first + total - len(last))
     return True
+
+
+def _units(ktext: str) -> list:
+    """``ktext.split(_SEP)``: the same list, made without a string per unit where the text after its
+    first unit repeats one unit (a long run of one block, as each pass of a softmax is) — then the
+    units are one string, its hash computed once."""
+    s = ktext.find(_SEP)
+    t = ktext.find(_SEP, s + 1) if s >= 0 else -1
+    if t < 0:
+        return ktext.split(_SEP)
+    unit = ktext[s:t]  # _SEP + the unit (no _SEP inside it, none across two of them: _SEP overlaps no copy of itself)
+    m = (len(ktext) - s) // len(unit)
+    if m < MIN_REPEATS or not ktext.startswith(unit * m, s):
+        return ktext.split(_SEP)
+    rest = ktext[s + m * len(unit):]
+    if rest[:len(_SEP)] != _SEP:  # the last one runs on into the rest: split with it
+        m -= 1
+        rest = ktext[s + m * len(unit):]
+    return [ktext[:s]] + [unit[len(_SEP):]] * m + rest.split(_SEP)[1:]
 
 
 def _edges(keys: list, templates: dict):
