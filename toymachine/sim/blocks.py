@@ -86,7 +86,10 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     if group > 1:  # short units (a matmul's LOAD, LOAD + MAC): blocks of several
         rest = len(keys) % group
         tail = [_SEP.join(keys[len(keys) - rest:])] if rest else []
-        keys = list(map(_SEP.join, zip(*[iter(keys)] * group))) + tail
+        if keys.count(keys[0]) == len(keys):  # one unit all along (``_units``): one string for its blocks
+            keys = [_SEP.join(keys[:group])] * (len(keys) // group) + tail
+        else:
+            keys = list(map(_SEP.join, zip(*[iter(keys)] * group))) + tail
     uniq = dict.fromkeys(keys)
     if len(uniq) * MIN_REPEATS > len(keys):
         return False
