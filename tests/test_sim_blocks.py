@@ -15,6 +15,7 @@ from toymachine.asm import source
 from toymachine.gen import matmul_program, softmax_program, variance_program
 
 blocks = importlib.import_module("toymachine.sim.blocks")
+block_keys = importlib.import_module("toymachine.sim.block_keys")
 text_mode = importlib.import_module("toymachine.sim.text")
 sim = importlib.import_module("toymachine.sim.simulate")
 # the functions spied on, as the modules define them (monkeypatch restores a patch after the test,
@@ -547,7 +548,7 @@ def test_word_stores_into_a_block_array_remember_each_line_once(monkeypatch):
        bad=st.one_of(st.none(), st.integers(0, 299)), dtype=st.sampled_from(["fp64", "bf16"]))
 def test_the_units_a_chunk_cuts_run_in_the_loop_as_the_loop_runs_them(monkeypatch, force, chunk, zeros, bad, dtype):
     """A chunk that starts or ends inside a unit (the lines from one LOAD to the next) runs those cut
-    units in the loop, before and after its blocks (``blocks._edges``): an alarm or an error in
+    units in the loop, before and after its blocks (``block_keys.cut_edges``): an alarm or an error in
     them has the loop's line and step, the stream's indices stay in order, and no block is
     compiled for them."""
     monkeypatch.setattr(source, "CHUNK_CHARS", chunk)
@@ -571,7 +572,7 @@ def test_the_units_a_chunk_cuts_run_in_the_loop_as_the_loop_runs_them(monkeypatc
 @given(head=st.text("LOAD x[]\n, ", max_size=12), unit=st.text("LOAD x[]\n, R0", min_size=1, max_size=14),
        m=st.integers(0, 40), rest=st.text("LOAD x[]\n, ", max_size=14))
 def test_units_split_as_str_split(head, unit, m, rest):
-    """``blocks._units`` gives ``ktext.split("\\nLOAD ")``, item for item, on texts that repeat a unit
+    """``block_keys.units`` gives ``ktext.split("\\nLOAD ")``, item for item, on texts that repeat a unit
     (and on any others)."""
     for ktext in (head + ("\nLOAD " + unit) * m + rest, head + unit * m + rest):
-        assert blocks._units(ktext) == ktext.split("\nLOAD "), ktext
+        assert block_keys.units(ktext) == ktext.split("\nLOAD "), ktext

@@ -34,7 +34,7 @@ from itertools import accumulate, chain, compress, islice
 from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
 from . import tile_blocks
 from .block_ops import initial_reads
-from .engines.kinds import EXEC
+from .block_keys import SEP as _SEP, cut_edges, tile_units, units
 from .loop import execute, execute_engines
 
 BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
@@ -42,7 +42,6 @@ MIN_REPEATS = 16  # a chunk takes the block path when its blocks come back this 
 MAX_BAILS = 64  # a block that bails more often in one chunk runs in the loop from then on
 MIN_RUN = 4  # blocks repeat in runs at least this long on average: one call per run (``multi``)
 CACHE_LIMIT = 4096  # distinct compiled blocks kept
-_SEP = "\nLOAD "
 
 class BlockCache:
     """The compiled blocks of one run (key: the block's template text)."""
@@ -73,15 +72,15 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
     often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
     (a tile instruction now and then) run in the loop where they stand."""
-    keys = _units(ktext)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
+    keys = units(ktext)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
     keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
     total = count or ktext.count("\n") + 1  # the chunk's lines
-    edges = _edges(keys, templates)  # the chunk's cut units: run in the loop, never compiled
+    edges = cut_edges(keys, templates)  # the chunk's cut units: run in the loop, never compiled
     if edges is None:
         return False
     head, last = edges
     group = round(BLOCK_LINES * len(keys) / total)
-    if group > 1 and _tile_units(keys, templates):
+    if group > 1 and tile_units(keys, templates):
         group = 1  # tile blocks kept whole and apart from the word blocks (``_run_apart``): no blocks of both
     if group > 1:  # short units (a matmul's LOAD, LOAD + MAC): blocks of several
         rest = len(keys) % group
@@ -107,41 +106,6 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     if last:
         execute(run, last, first + total - len(last))
     return True
-
-
-def _units(ktext: str) -> list:
-    """``ktext.split(_SEP)``: the same list, made without a string per unit where the text after its
-    first unit repeats one unit (a long run of one block, as each pass of a softmax is) — then the
-    units are one string, its hash computed once."""
-    s = ktext.find(_SEP)
-    t = ktext.find(_SEP, s + 1) if s >= 0 else -1
-    if t < 0:
-        return ktext.split(_SEP)
-    unit = ktext[s:t]  # _SEP + the unit (no _SEP inside it, none across two of them: _SEP overlaps no copy of itself)
-    m = (len(ktext) - s) // len(unit)
-    if m < MIN_REPEATS or not ktext.startswith(unit * m, s):
-        return ktext.split(_SEP)
-    rest = ktext[s + m * len(unit):]
-    if rest[:len(_SEP)] != _SEP:  # the last one runs on into the rest: split with it
-        m -= 1
-        rest = ktext[s + m * len(unit):]
-    return [ktext[:s]] + [unit[len(_SEP):]] * m + rest.split(_SEP)[1:]
-
-
-def _edges(keys: list, templates: dict):
-    """``(head, tail)``: the codes of the chunk's first unit where the chunk starts inside a unit
-    (its lines before the first LOAD), and of its last where that differs from the one before it
-    (the chunk ends inside a unit), both taken out of ``keys`` — or None where a line of them is not
-    compiled. They stand once (their text depends on where the chunk was cut): run in the loop,
-    they cost no compiled block per chunk."""
-    head = tail = ()
-    if len(keys) > 2 and keys[0][:1] == "\n":
-        head = list(map(templates.get, keys.pop(0)[1:].split("\n")))
-    if len(keys) > 2 and keys[-1] != keys[-2]:
-        tail = list(map(templates.get, ("LOAD " + keys.pop()).split("\n")))
-    if None in head or None in tail:
-        return None
-    return head, tail
 
 
 def _run_keys(run, keys: list, first: int, cache: BlockCache, uniq: dict, looped: list) -> None:
@@ -188,21 +152,6 @@ def _run_keys(run, keys: list, first: int, cache: BlockCache, uniq: dict, looped
             return True
     _flush(run, blocks)
     return True
-
-
-def _tile_units(units: list, templates: dict) -> bool:
-    """Does one of these units (a chunk cut at its LOAD lines) hold a tile instruction? (Not looked
-    for among many distinct units: such a chunk hardly repeats.)"""
-    distinct = dict.fromkeys(units)
-    if len(distinct) > 256:
-        return False
-    for unit in distinct:
-        text = unit[1:] if unit[:1] == "\n" else "LOAD " + unit
-        for line in text.split("\n"):
-            code = templates.get(line)
-            if code is not None and code[0] == EXEC:
-                return True
-    return False
 
 
 def _looped(run, block, blocks: list, offsets: list, first: int, state: list):
