@@ -6,8 +6,8 @@ each tree (``--tree NAME=PATH``: a checkout, e.g. ``git worktree add /tmp/base <
 every shape's trace (``bench_run``'s writers) end to end (``toym run FILE --no-steps --format json``
 in a fresh process, bytecode cached per tree) and in-process (``main()`` timed inside the process),
 the trees interleaved round by round, beside the bare read+split loop measured in the same rounds.
-Each figure is the minimum over the rounds (wall and CPU time apart); the JSON outputs of the trees
-must be identical.
+Each figure is the minimum over the rounds (wall and CPU time apart), then the median over them; the
+JSON outputs of the trees must be identical.
 
 Usage:  python benchmarks/bench_compare.py --tree base=/tmp/base --tree now=. [--shapes softmax,mixed]
                                            [--rounds 3] [--instructions 3000000] [--keep DIR]
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,7 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "toymachine", *cmd], cwd=root, env=envs[name],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     best: dict = {}
+    every: dict = {}  # (shape, tree) → each round's (wall, CPU, in-process wall, in-process CPU)
     bare: dict = {}
     for r in range(args.rounds):
         for shape in shapes:
@@ -66,6 +68,7 @@ def main() -> None:
                 row = best.setdefault((shape, name), [float("inf")] * 4 + [result["instructions"], None])
                 row[:4] = map(min, row[:4], (wall, cpu, iwall, icpu))
                 row[5] = json.dumps(result, sort_keys=True)
+                every.setdefault((shape, name), []).append((wall, cpu, iwall, icpu))
         print(f"round {r + 1} of {args.rounds} done", file=sys.stderr, flush=True)
     print(f"{'trace':10s} {'tree':8s} {'end to end':>10s} {'M/s':>5s} {'(CPU)':>6s} {'÷ bare':>7s} | "
           f"{'in-process':>10s} {'M/s':>5s} {'(CPU)':>6s} {'÷ bare':>7s}")
@@ -75,6 +78,11 @@ def main() -> None:
             w, c, iw, ic, n, _ = best[(shape, name)]
             print(f"{shape:10s} {name:8s} {w:9.3f}s {n / w / 1e6:5.2f} ({n / c / 1e6:4.2f}) {w / bw:6.2f}× | "
                   f"{iw:9.3f}s {n / iw / 1e6:5.2f} ({n / ic / 1e6:4.2f}) {ic / bc:6.2f}×")
+        for name in trees:  # the median of the rounds too: one quiet round makes the minimum
+            w, c, iw, ic = (statistics.median(f) for f in zip(*every[(shape, name)]))
+            n = best[(shape, name)][4]
+            print(f"{'':10s} {name:8s} median {w:6.3f}s {n / w / 1e6:5.2f} ({n / c / 1e6:4.2f}) {w / bw:6.2f}× | "
+                  f"median {iw:6.3f}s {n / iw / 1e6:5.2f} ({n / ic / 1e6:4.2f}) {ic / bc:6.2f}×")
         same = len({best[(shape, name)][5] for name in trees}) == 1
         print(f"{'':10s} bare read+split {bw:.3f} s; the trees' JSON outputs identical: {same}")
 

@@ -45,8 +45,8 @@ def pieces(monkeypatch):
     calls = _Calls()
     real = line_blocks._compile
 
-    def counted(run, codes):
-        piece = real(run, codes)
+    def counted(run, codes, **kw):
+        piece = real(run, codes, **kw)
         if piece is not None:
             fn, size = piece.fn, len(codes)
 

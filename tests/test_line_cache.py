@@ -290,7 +290,7 @@ def test_a_matmul_runs_in_pieces_of_its_blocks(monkeypatch):
     monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
     sizes = []
     real = line_blocks._compile
-    monkeypatch.setattr(line_blocks, "_compile", lambda run, codes: (sizes.append(len(codes)), real(run, codes))[1])
+    monkeypatch.setattr(line_blocks, "_compile", lambda run, codes, **kw: (sizes.append(len(codes)), real(run, codes, **kw))[1])
     text = _matmul(9, 0, 0, "; nothing")
     streamed = _outcome(lambda: simulate(io.StringIO(text), steps=False))
     with monkeypatch.context() as m:
@@ -299,3 +299,140 @@ def test_a_matmul_runs_in_pieces_of_its_blocks(monkeypatch):
         m.setattr(line_blocks, "MIN_SEGMENT", 10 ** 12)
         assert streamed == _outcome(lambda: simulate(io.StringIO(text), steps=False))
     assert 28 in sizes and sizes.count(28) == 1, sizes  # compiled once, for every chunk
+
+
+# -- the line cache's fast path for new canonical LOAD/STORE lines ---------------------------------
+line_cache = importlib.import_module("toymachine.sim.line_cache")
+
+
+@st.composite
+def new_address_traces(draw):
+    """Canonical LOAD/STOREs of a few (array, register) pairs at many addresses (most lines new: the
+    fast path's), arithmetic between them, a declared array an index may fall outside of, an
+    implied one that grows, a register used before anything wrote it, now and then a tile access
+    that turns an array dense."""
+    head = ".array F[6][6]\n.array Q[4][4]\nLOAD x[0], R0\nLOAD x[1], R1\n"
+    forms = ["LOAD x[{i}], R{r}", "LOAD w[{i}][{j}], R{r}", "STORE R{r}, z[{i}]", "STORE R{r}, v[{j}][{i}]",
+             "LOAD F[{i}][{j}], R{r}", "STORE R{r}, F[{j}][{i}]", "ADD R{r}, R0, R1", "MAC R0, R1, R{r}, R{r}",
+             "LOAD x[{i}],R{r}", "LOAD Q[{i}][{j}], R{r}"]
+    lines = []
+    for _ in range(draw(st.integers(1, 120))):
+        form = draw(st.sampled_from(forms))
+        lines.append(form.format(i=draw(st.integers(0, 9)), j=draw(st.integers(0, 9)), r=draw(st.integers(0, 3))))
+    if draw(st.booleans()):
+        lines.insert(draw(st.integers(0, len(lines))), "LOAD Q[0:2, :], T0")
+    return head + "\n".join(lines * draw(st.integers(1, 3))) + "\n"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=new_address_traces(), chunk=st.integers(20, 2000), dtype=st.sampled_from(["fp64", "bf16"]))
+def test_the_fast_path_for_new_lines_agrees_with_compile_ahead(monkeypatch, text, chunk, dtype):
+    monkeypatch.setattr(source, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
+    monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)  # lines mode only
+    monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
+    fast = _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    with monkeypatch.context() as m:  # the oracle: every new line through scalar.compile_ahead
+        m.setattr(line_cache, "_CANONICAL", lambda line: None)
+        general = _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    assert fast == general
+    parsed = _outcome(lambda: simulate(parse(text), steps=False, dtype=dtype))
+    if isinstance(parsed, dict) or isinstance(fast, dict):
+        assert fast == parsed
+
+
+def test_the_fast_path_gives_the_code_compile_ahead_gives(monkeypatch):
+    """Item for item, after one line of the (kind, array, register) went the general way."""
+    runs = []
+    real = text_mode._run_exact
+    monkeypatch.setattr(text_mode, "_run_exact", lambda run, *a: (runs.append(run), real(run, *a))[1])
+    simulate(io.StringIO(".array F[6][6]\nLOAD x[0], R0\nLOAD F[0][0], R1\nSTORE R1, z[0]\n"), steps=False)
+    run = runs[0]
+    pieces = line_blocks.LineBlocks(run)
+    cache = line_cache.LineCache()
+    cache.begin(run, pieces)
+    for line in ["LOAD x[1], R0", "LOAD x[7], R0", "LOAD F[1][2], R1", "LOAD F[5][5], R1", "STORE R1, z[3]",
+                 "STORE R1, z[40]"]:
+        code = cache[line]
+        assert cache.parts, line
+        assert code == pieces.note(scalar.compile_ahead(run, line)), line
+    assert cache["LOAD F[6][0], R1"] is line_blocks.MISS_CODE  # outside the declared shape: compiled in order
+    assert scalar.compile_ahead(run, "LOAD F[6][0], R1") is None
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(6, 8), chunk=st.integers(5000, 12000), odd=st.sets(st.integers(0, 35), max_size=12),
+       swap=st.sampled_from(["MAC R1, R0, R2, R2", "MUL R0, R1, R0", "LOAD a[0][0], R1", "MAC_Z R0, R1, R2"]),
+       bails=st.sampled_from([1, 3, 64]))
+def test_a_verifying_piece_bails_on_a_period_of_other_shapes(monkeypatch, n, chunk, odd, swap, bails):
+    """Where a chunk's head shows a period, its piece checks every code's shape (``periodic``); a
+    period whose lines have other shapes (one line swapped for another, the same number of lines)
+    runs in the loop, and past ``MAX_BAILS`` such periods the rest of the chunk goes the way of
+    the shapes of its lines: the same result as one line at a time."""
+    _verifying_run(monkeypatch, n, chunk, odd, swap, bails)
+
+
+def _verifying_run(monkeypatch, n, chunk, odd, swap, bails):
+    monkeypatch.setattr(source, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
+    monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)
+    monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(line_blocks, "MIN_REPEATS", 2)
+    monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
+    monkeypatch.setattr(line_blocks, "MAX_BAILS", bails)
+    monkeypatch.setattr(line_blocks, "MAX_PERIOD", 32)  # a short head: the periods after it are checked by the piece
+    verified = []
+    real = line_blocks.LineBlocks._verified
+    monkeypatch.setattr(line_blocks.LineBlocks, "_verified", lambda self, *a: (verified.append(a[-1]), real(self, *a))[1])
+    lines = _matmul(n, -1, -1, "").splitlines()
+    for b in odd:  # blocks (of 3n + 1 lines) whose first MAC is another instruction
+        assert lines[b * (3 * n + 1) + 5].startswith("MAC ")
+        lines[b * (3 * n + 1) + 5] = swap
+    text = "\n".join(lines) + "\n"
+    streamed = _outcome(lambda: simulate(io.StringIO(text), steps=False))
+    with monkeypatch.context() as m:
+        m.setattr(source, "CHUNK_CHARS", 1)
+        m.setattr(source, "FIRST_CHUNK_CHARS", 1)
+        m.setattr(line_blocks, "MIN_SEGMENT", 10 ** 12)
+        assert streamed == _outcome(lambda: simulate(io.StringIO(text), steps=False))
+    return verified
+
+
+def test_a_verifying_piece_runs_and_bails(monkeypatch):
+    """The pieces of ``periodic`` do run, and the periods of other shapes after the chunk's head bail."""
+    monkeypatch.setattr(line_blocks, "_flush", lambda run, pieces, real=line_blocks._flush: (flushes.append(1), real(run, pieces))[1])
+    flushes = []
+    for bails in (1, 64):
+        flushes.clear()
+        verified = _verifying_run(monkeypatch, n=8, chunk=8000, odd={30, 40, 41, 50, 60, 61, 62}, swap="MUL R0, R1, R0",
+                                  bails=bails)
+        assert verified and len(flushes) > len(verified)  # (a flush after each bail, and one at the end)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=repeated_traces(), chunk=st.integers(200, 4000), head=st.integers(1, 12),
+       swaps=st.lists(st.integers(0, 10 ** 6), max_size=6), dtype=st.sampled_from(["fp64", "bf16"]))
+def test_verifying_pieces_on_random_traces_agree_with_one_line_at_a_time(monkeypatch, text, chunk, head, swaps, dtype):
+    """``periodic`` with a head of a few lines (the period the head shows is checked by the piece in
+    every other period): random repeated bodies, a broken or slow line somewhere, tile lines, and
+    lines of the later periods swapped for an instruction of another shape."""
+    lines = text.splitlines()
+    for k in swaps:  # (R0 holds a value from the trace's first line on)
+        lines[len(lines) // 3 + k % (len(lines) - len(lines) // 3)] = "MOV R0, R0"
+    text = "\n".join(lines) + "\n"
+    monkeypatch.setattr(source, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
+    monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)  # lines mode only
+    monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
+    monkeypatch.setattr(line_blocks, "PIECE", 2)
+    monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
+    monkeypatch.setattr(line_blocks, "MAX_PERIOD", head)
+    monkeypatch.setattr(line_blocks, "MAX_BAILS", 2)
+    streamed = _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
+    with monkeypatch.context() as m:  # the oracle: a chunk per line, no pieces
+        m.setattr(source, "CHUNK_CHARS", 1)
+        m.setattr(source, "FIRST_CHUNK_CHARS", 1)
+        m.setattr(line_blocks, "MIN_SEGMENT", 10 ** 12)
+        assert streamed == _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))

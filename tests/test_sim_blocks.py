@@ -6,7 +6,7 @@ import importlib
 import io
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from toymachine import AsmError, NumericsError, RuntimeFault, parse, simulate
@@ -15,6 +15,7 @@ from toymachine.asm import source
 from toymachine.gen import matmul_program, softmax_program, variance_program
 
 blocks = importlib.import_module("toymachine.sim.blocks")
+block_keys = importlib.import_module("toymachine.sim.block_keys")
 text_mode = importlib.import_module("toymachine.sim.text")
 sim = importlib.import_module("toymachine.sim.simulate")
 # the functions spied on, as the modules define them (monkeypatch restores a patch after the test,
@@ -159,8 +160,10 @@ def test_many_bails_hand_the_chunk_to_the_loop(monkeypatch, force):
     got = _both(monkeypatch, force, text, data={"x": [0.0] * 400})
     assert got["memory"]["y"] == [0.0] * 400 and got["dram"]["writes"] == 400
     # in the one chunk that ran as blocks: three bails and a fourth, then the rest of the chunk in one
-    # go; the later chunks hold the block that bailed, so they run in the loop
-    assert force.count(True) == 1 and len(handed) == 5 and handed[4] > max(handed[:4])
+    # go (and, where the chunk ends inside a 3-line unit, that cut unit: the loop runs it, after them);
+    # the later chunks hold the block that bailed, so they run in the loop
+    assert force.count(True) == 1 and len(handed) in (5, 6) and handed[4] > max(handed[:4])
+    assert len(handed) == 5 or handed[5] < 3
 
 
 @pytest.mark.parametrize("make", [
@@ -535,3 +538,41 @@ def test_word_stores_into_a_block_array_remember_each_line_once(monkeypatch):
     assert got["memory"]["O"][2] == [None, 498.0] and got["memory"]["O"][3] == [None, 499.0]
     assert got["memory"]["O"][4:] == [[None, None]] * 4 and got["memory"]["O"][0][0] is not None
     assert sizes and max(sizes) <= 3
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(chunk=400, zeros=[21], bad=None, dtype="fp64")  # the first division by zero in a chunk's cut last unit
+@example(chunk=400, zeros=[102], bad=None, dtype="fp64")  # … in a chunk's cut first unit
+@example(chunk=400, zeros=[], bad=48, dtype="bf16")  # an index past x's given shape in a cut unit
+@given(chunk=st.integers(400, 3000), zeros=st.lists(st.integers(0, 299), max_size=4),
+       bad=st.one_of(st.none(), st.integers(0, 299)), dtype=st.sampled_from(["fp64", "bf16"]))
+def test_the_units_a_chunk_cuts_run_in_the_loop_as_the_loop_runs_them(monkeypatch, force, chunk, zeros, bad, dtype):
+    """A chunk that starts or ends inside a unit (the lines from one LOAD to the next) runs those cut
+    units in the loop, before and after its blocks (``block_keys.cut_edges``): an alarm or an error in
+    them has the loop's line and step, the stream's indices stay in order, and no block is
+    compiled for them."""
+    monkeypatch.setattr(source, "CHUNK_CHARS", chunk)
+    monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
+    compiled = []
+    real = blocks.compile_block
+    monkeypatch.setattr(blocks, "compile_block", lambda run, codes, initial: compiled.append(len(codes)) or
+                        real(run, codes, initial))
+    x = [1.0 + i / 300 for i in range(300)]
+    for z in zeros:
+        x[z] = 0.0  # 1 / 0: the div-by-zero alarm, from the loop
+    body = [f"LOAD x[{i}], R0\nDIV R1, R0, R2\nADD R3, R2, R3\nMUL R3, R1, R3\nSTORE R3, z[{i}]\n" for i in range(300)]
+    if bad is not None:
+        body[bad] = body[bad].replace(f"x[{bad}]", f"x[{300 + bad}]")  # past x's given shape: a fault at its line
+    text = "LOAD s[0], R3\nLOAD s[1], R1\n" + "".join(body)
+    _both(monkeypatch, force, text, data={"x": x, "s": [0.5, 2.0]}, dtype=dtype)
+    assert len(compiled) <= 4  # the unit and its pairs, whole; not one per chunk for its cut ends (10 before)
+
+
+@settings(max_examples=300, deadline=None)
+@given(head=st.text("LOAD x[]\n, ", max_size=12), unit=st.text("LOAD x[]\n, R0", min_size=1, max_size=14),
+       m=st.integers(0, 40), rest=st.text("LOAD x[]\n, ", max_size=14))
+def test_units_split_as_str_split(head, unit, m, rest):
+    """``block_keys.units`` gives ``ktext.split("\\nLOAD ")``, item for item, on texts that repeat a unit
+    (and on any others)."""
+    for ktext in (head + ("\nLOAD " + unit) * m + rest, head + unit * m + rest):
+        assert block_keys.units(ktext) == ktext.split("\nLOAD "), ktext

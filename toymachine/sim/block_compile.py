@@ -8,7 +8,7 @@ __all__ = ["Bail", "compile_block"]
 
 import math
 
-from .block_ops import ARITY, op_statement
+from .block_ops import WordStatements
 from .engines.kinds import EXEC, LOAD, LOAD_T, SKIP, STORE, STORE_T
 from .tile_blocks import compile_tile_block
 
@@ -68,34 +68,14 @@ def compile_block(run, codes: list, initial: tuple):
         block.apart = not tile.words  # tiles only, no word read: it commutes with word blocks (blocks._run_apart)
         return block
     init, runs_of = initial
-    env: dict = {"_exp": math.exp, "_B": _BAIL, "Bail": Bail, "regs": run.regs, "_init": init}
-    names: dict[int, str] = {}  # id of a bound object → its name in env
-
-    def bind(obj, prefix: str) -> str:
-        name = names.get(id(obj))
-        if name is None:
-            name = names[id(obj)] = f"{prefix}{len(names)}"
-            env[name] = obj
-        return name
-
-    loaded: set[int] = set()  # register slots read from regs at the top
-    written: set[int] = set()
-    stored: set[int] = set()  # arrays stored to so far (id)
-    arrays: dict[str, str] = {}  # array's env name → its cells' local name
-    body: list[str] = []
+    w = WordStatements({"_exp": math.exp, "_B": _BAIL, "Bail": Bail, "regs": run.regs, "_init": init})
+    body = w.body
     indices: list[str] = []
 
-    def reg(slot: int) -> str:
-        if slot not in written:
-            loaded.add(slot)
-        return f"r{slot}"
-
-    def cells(arr) -> str:
-        a = bind(arr, "A")
-        arrays.setdefault(a, "C" + a[1:])
-        return a
-
-    def index(arr, count: int, a: str) -> str:
+    def index(_k: int, code: tuple, a: str) -> str:  # a template's index: from the chunk's stream, checked
+        if code[0] != LOAD_T and code[0] != STORE_T:
+            return w.bind(code[3], "K")
+        count = code[3]
         ix = [f"i{len(indices) + j}" for j in range(count)]
         indices.extend(ix)
         k = f"k{ix[0][1:]}"  # the index tuple, made once
@@ -112,41 +92,24 @@ def compile_block(run, codes: list, initial: tuple):
             body.append(f"if {a}.check_index({k}) is not None: raise _B")
         return k
 
-    for code in codes:
-        kind = code[0]
-        if kind == SKIP:
-            for _ in range(code[2]):
-                indices.append(f"i{len(indices)}")
-        elif kind in (LOAD, LOAD_T):
-            arr = code[2]
-            if id(arr) in stored:
-                return None
-            a = cells(arr)
-            idx = index(arr, code[3], a) if kind == LOAD_T else bind(code[3], "K")
-            runs = runs_of(arr) if kind == LOAD_T and code[3] == 1 else None
-            if runs is None:
-                body.append(f"v = C{a[1:]}.get({idx})\nif v is None: v = _init({a}, {idx})")
-            else:  # a first read: its initial value from the array's runs of them (no call)
-                w, i, size = bind(runs[0], "W"), indices[-1], runs[1]
-                body.append(f"v = C{a[1:]}.get({idx})\nif v is None:\n    w = {w}.get({i} // {size})\n"
-                            f"    if w is None: v = _init({a}, {idx})\n    else: v = C{a[1:]}[{idx}] = w[{i} % {size}]")
-            written.add(code[4])
-            body.append(f"r{code[4]} = v")
-        elif kind in (STORE, STORE_T):
-            arr = code[2]
-            a = cells(arr)
-            stored.add(id(arr))
-            idx = index(arr, code[3], a) if kind == STORE_T else bind(code[3], "K")
-            v = reg(code[4])
-            body.append(f"if {v} is None: raise _B\nC{a[1:]}[{idx}] = {v}")
-        elif kind in ARITY:
-            body.append(op_statement(kind, code, reg, bind))
-            written.add(code[3])
-        else:
-            return None
-    top = [f"r{s} = regs[{s}]" for s in sorted(loaded)] + [f"C{a[1:]} = {a}.cells" for a in arrays]
-    top += [f"S{a[1:]} = {a}.shape" for a in arrays]
-    tail = [f"regs[{s}] = r{s}" for s in sorted(written)] + ["H[0] += 1"]
+    def load(_k: int, code: tuple, a: str, idx: str, dest: int) -> str:
+        runs = runs_of(code[2]) if code[0] == LOAD_T and code[3] == 1 else None
+        if runs is None:
+            return f"v = C{a[1:]}.get({idx})\nif v is None: v = _init({a}, {idx})\nr{dest} = v"
+        # a first read: its initial value from the array's runs of them (no call)
+        wn, i, size = w.bind(runs[0], "W"), indices[-1], runs[1]
+        return (f"v = C{a[1:]}.get({idx})\nif v is None:\n    w = {wn}.get({i} // {size})\n"
+                f"    if w is None: v = _init({a}, {idx})\n    else: v = C{a[1:]}[{idx}] = w[{i} % {size}]\nr{dest} = v")
+
+    def skip(code: tuple) -> None:  # a blank or comment line takes the indices written in it
+        for _ in range(code[2]):
+            indices.append(f"i{len(indices)}")
+
+    if not w.write(codes, index, load, skip):
+        return None
+    env, written = w.env, w.written
+    top = w.top() + [f"S{a[1:]} = {a}.shape" for a in w.arrays]
+    tail = w.tail()
     hits = [0]
     env["H"] = hits
     ix = f"({', '.join(indices)}{',' if len(indices) == 1 else ''})" if indices else "()"

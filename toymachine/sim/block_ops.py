@@ -1,17 +1,20 @@
-"""What a compiled block's generated code says for one register instruction — shared by the
-template blocks (``blocks``) and the line pieces (``line_blocks``): the operations written inline
-(the exact float semantics of ``isa``'s functions; others are called) and the statement that
-bails to the interpreter loop on every slow path; a template block's first reads of cells."""
+"""What a compiled block's generated code says — shared by the template blocks (``block_compile``)
+and the line pieces (``line_blocks``): ``WordStatements`` writes a block of word instructions
+(registers as locals, the register prologue and epilogue, each STORE, each register instruction
+through ``op_statement``: the operations inline with the exact float semantics of ``isa``'s
+functions, others called, a bail to the interpreter loop on every slow path); the two kinds of
+block differ only in how an index is bound and how a cell is first read (their hooks). Also a
+block's first reads of cells (``initial_reads``)."""
 
 from __future__ import annotations
 
-__all__ = ["ARITY", "op_statement", "initial_reads"]
+__all__ = ["ARITY", "WordStatements", "op_statement", "initial_reads"]
 
 import math
 import operator
 
 from ..isa import _mac, fmax
-from .engines.kinds import BINARY, COPY, TERNARY, UNARY
+from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
 
 # operations written inline (exact float semantics of isa's functions); others are called
 _INLINE = {operator.add: "{0} + {1}", operator.sub: "{0} - {1}", operator.mul: "{0} * {1}",
@@ -36,6 +39,76 @@ def op_statement(kind: int, code: tuple, reg, bind) -> str:
     expr = form.format(*srcs) if form else f"{bind(code[2], 'F')}({', '.join(srcs)})"
     zero = f" or {d} == 0.0" if code[-1][2] else ""
     return f"{d} = {expr}\nif {d} - {d} != 0.0{zero}: raise _B"
+
+
+class WordStatements:
+    """The statements of a block of word instructions: ``top`` (registers read into locals
+    ``r<slot>``, each array's cells as a local ``C<n>``), ``body`` and ``tail`` (the registers
+    written back). ``env`` is the generated function's namespace (``bind`` puts a constant in it).
+    The hooks: ``index(k, code, a)`` — the expression of LOAD/STORE ``codes[k]``'s index (``a``: the
+    array's name in ``env``; it may append checks to ``body``); ``load(k, code, a, idx, dest)`` — the
+    statements that read the cell into ``r<dest>`` (first reads included); ``skip(code)`` — a
+    blank or comment line. ``write`` returns False (and the block is not compiled) where a code is
+    not a scalar word instruction or a STORE to an array comes before a LOAD from it."""
+
+    def __init__(self, env: dict):
+        self.env = env
+        self.names: dict[int, str] = {}  # id of a bound object → its name in env
+        self.loaded: set[int] = set()  # register slots read from regs at the top
+        self.written: set[int] = set()
+        self.stored: set[int] = set()  # arrays stored to so far (id)
+        self.arrays: dict[str, str] = {}  # array's env name → its cells' local name
+        self.body: list[str] = []
+
+    def bind(self, obj, prefix: str) -> str:
+        name = self.names.get(id(obj))
+        if name is None:
+            name = self.names[id(obj)] = f"{prefix}{len(self.names)}"
+            self.env[name] = obj
+        return name
+
+    def reg(self, slot: int) -> str:
+        if slot not in self.written:
+            self.loaded.add(slot)
+        return f"r{slot}"
+
+    def cells(self, arr) -> str:
+        a = self.bind(arr, "A")
+        self.arrays.setdefault(a, "C" + a[1:])
+        return a
+
+    def write(self, codes: list, index, load, skip=None) -> bool:
+        body = self.body
+        for k, code in enumerate(codes):
+            kind = code[0]
+            if kind == SKIP:
+                if skip is not None:
+                    skip(code)
+            elif kind == LOAD or kind == LOAD_T:
+                arr = code[2]
+                if id(arr) in self.stored:
+                    return False
+                a = self.cells(arr)
+                body.append(load(k, code, a, index(k, code, a), code[4]))
+                self.written.add(code[4])
+            elif kind == STORE or kind == STORE_T:
+                a = self.cells(code[2])
+                self.stored.add(id(code[2]))
+                idx = index(k, code, a)
+                v = self.reg(code[4])
+                body.append(f"if {v} is None: raise _B\nC{a[1:]}[{idx}] = {v}")
+            elif kind in ARITY:
+                body.append(op_statement(kind, code, self.reg, self.bind))
+                self.written.add(code[3])
+            else:
+                return False
+        return True
+
+    def top(self) -> list[str]:
+        return [f"r{s} = regs[{s}]" for s in sorted(self.loaded)] + [f"{c} = {a}.cells" for a, c in self.arrays.items()]
+
+    def tail(self) -> list[str]:
+        return [f"regs[{s}] = r{s}" for s in sorted(self.written)] + ["H[0] += 1"]
 
 
 def initial_reads(run, bail: Exception):

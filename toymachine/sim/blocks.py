@@ -34,7 +34,7 @@ from itertools import accumulate, chain, compress, islice
 from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
 from . import tile_blocks
 from .block_ops import initial_reads
-from .engines.kinds import EXEC
+from .block_keys import SEP as _SEP, cut_edges, tile_units, units
 from .loop import execute, execute_engines
 
 BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
@@ -42,7 +42,6 @@ MIN_REPEATS = 16  # a chunk takes the block path when its blocks come back this 
 MAX_BAILS = 64  # a block that bails more often in one chunk runs in the loop from then on
 MIN_RUN = 4  # blocks repeat in runs at least this long on average: one call per run (``multi``)
 CACHE_LIMIT = 4096  # distinct compiled blocks kept
-_SEP = "\nLOAD "
 
 class BlockCache:
     """The compiled blocks of one run (key: the block's template text)."""
@@ -73,15 +72,23 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
     often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
     (a tile instruction now and then) run in the loop where they stand."""
-    keys = ktext.split(_SEP)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
+    keys = units(ktext)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
     keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
-    group = round(BLOCK_LINES * len(keys) / (count or ktext.count("\n") + 1))  # count: the chunk's lines
-    if group > 1 and _tile_units(keys, templates):
+    total = count or ktext.count("\n") + 1  # the chunk's lines
+    edges = cut_edges(keys, templates)  # the chunk's cut units: run in the loop, never compiled
+    if edges is None:
+        return False
+    head, last = edges
+    group = round(BLOCK_LINES * len(keys) / total)
+    if group > 1 and tile_units(keys, templates):
         group = 1  # tile blocks kept whole and apart from the word blocks (``_run_apart``): no blocks of both
     if group > 1:  # short units (a matmul's LOAD, LOAD + MAC): blocks of several
         rest = len(keys) % group
         tail = [_SEP.join(keys[len(keys) - rest:])] if rest else []
-        keys = list(map(_SEP.join, zip(*[iter(keys)] * group))) + tail
+        if keys.count(keys[0]) == len(keys):  # one unit all along (``_units``): one string for its blocks
+            keys = [_SEP.join(keys[:group])] * (len(keys) // group) + tail
+        else:
+            keys = list(map(_SEP.join, zip(*[iter(keys)] * group))) + tail
     uniq = dict.fromkeys(keys)
     if len(uniq) * MIN_REPEATS > len(keys):
         return False
@@ -93,6 +100,17 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     looped = [key for key, b in uniq.items() if not b.compiled]
     if looped and sum(map(dict.fromkeys(looped).__contains__, keys)) * 2 > len(keys):
         return False  # mostly the loop's: no gain from blocks
+    if head:
+        execute(run, head, first)
+    _run_keys(run, keys, first + len(head), cache, uniq, looped)
+    if last:
+        execute(run, last, first + total - len(last))
+    return True
+
+
+def _run_keys(run, keys: list, first: int, cache: BlockCache, uniq: dict, looped: list) -> None:
+    """``run_blocks`` once its blocks are compiled: runs of one block as one call each, tile blocks
+    apart, or block by block (stand-ins for the blocks the loop runs)."""
     blocks = [b for b in uniq.values() if b.compiled]
     if not looped:
         fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
@@ -134,21 +152,6 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
             return True
     _flush(run, blocks)
     return True
-
-
-def _tile_units(units: list, templates: dict) -> bool:
-    """Does one of these units (a chunk cut at its LOAD lines) hold a tile instruction? (Not looked
-    for among many distinct units: such a chunk hardly repeats.)"""
-    distinct = dict.fromkeys(units)
-    if len(distinct) > 256:
-        return False
-    for unit in distinct:
-        text = unit[1:] if unit[:1] == "\n" else "LOAD " + unit
-        for line in text.split("\n"):
-            code = templates.get(line)
-            if code is not None and code[0] == EXEC:
-                return True
-    return False
 
 
 def _looped(run, block, blocks: list, offsets: list, first: int, state: list):

@@ -13,7 +13,9 @@ locals, operations inline and each LOAD/STORE's index read from its own code.
 Exact, as ``sim.blocks`` is: where the loop would take a slow path (an empty register, a result
 that is non-finite or zero where an underflow is possible, a division by zero, a NaN input) the
 piece *bails* before it wrote any register, and ``sim.loop.execute`` runs the piece's codes again,
-raising the alarm or the error with its line. A piece with another engine's instruction, or a STORE
+raising the alarm or the error with its line. A first read of a cell takes its initial value in the
+piece (``block_ops.initial_reads``, as a template block does: a matmul's first row would otherwise
+bail once a block). A piece with another engine's instruction, or a STORE
 to an array it later LOADs from, always runs in the loop. Not used while step rows are recorded or
 in symbolic mode.
 """
@@ -26,9 +28,9 @@ import math
 from collections import Counter
 from operator import itemgetter
 
-from .block_ops import ARITY as _ARITY, op_statement
+from .block_ops import ARITY as _ARITY, WordStatements, initial_reads
 from .blocks import Bail, _BAIL, _flush
-from .engines.kinds import LOAD, SKIP, STORE
+from .engines.kinds import LOAD, LOAD_T, SKIP, STORE, STORE_T
 from .loop import execute
 
 PIECE = 24  # lines per piece (a multiple of 1, 2, 3, 4, 6 and 8: short periods give few distinct pieces)
@@ -39,6 +41,7 @@ CACHE_LIMIT = 4096  # distinct compiled pieces kept
 HELD_LINES = CACHE_LIMIT * PIECE  # … and the lines they hold, together
 MAX_PERIOD = 1024  # the longest period of shapes a segment runs in pieces of
 PERIOD_REPEATS = 64  # pieces of whole periods: only where a segment holds this many
+MAX_BAILS = 64  # calls of a verifying piece that bail in one chunk before its other periods' shapes are read
 _NONE = "\x01"  # the shape of a line no piece compiles (another engine's, or past MAX_SHAPES)
 MISS = "\x00"  # the shape of a line not compiled yet (sim.text: the cache's answer for a new line)
 _MISS_TAG = (None, "", False)
@@ -82,7 +85,7 @@ class LineBlocks:
                 ch = _NONE
             else:
                 ch = self.kinds[shape] = chr(0x100 + len(self.kinds))
-                self.protos[ch] = code
+                self.protos[ch] = code + (ch, code[-1])  # (noted: its ch is the one object of its shape)
         return code + (ch, code[-1])
 
     def signature(self, codes: list, lines: list, cache: dict) -> str:
@@ -96,6 +99,71 @@ class LineBlocks:
                 if not noted(code):
                     codes[j] = cache[lines[j]] = self.note(code)
             return shapes(codes)
+
+    def periodic(self, run, codes: list, first: int) -> bool:
+        """Run a whole chunk's ``codes`` (every one compiled; line ``first + i`` is ``codes[i]``) as
+        ``execute`` does where its shapes repeat with a period, without the shapes of every line:
+        the period is found in the chunk's head, and its piece checks the shape of each code it runs
+        (``_compile(…, verify=True)``: the shape's character, by identity) and bails on any other,
+        so the loop runs that period. False — nothing ran — where the head shows no such period."""
+        n = len(codes)
+        if n < PERIOD_REPEATS * PIECE or run.record or run.symbolic:
+            return False
+        try:
+            head = shapes(codes[:2 * MAX_PERIOD + PIECE])
+        except TypeError:  # a code without its shape (cached by the template mode): execute's way
+            return False
+        span = _period(head)
+        if span is None or (n - span[0]) // span[1] < PERIOD_REPEATS:
+            return False
+        start, length = span
+        key = head[start:start + length]
+        if len(key) < length:
+            return False
+        piece = self.pieces.get((key,), False)  # the verifying piece of the period (a tuple: not a shape string)
+        if piece is False:
+            piece = self.pieces[(key,)] = _compile(run, list(map(self.protos.get, key)), verify=True)
+            self.held += length
+        if piece is None:
+            return False
+        stop = start + (n - start) // length * length
+        self._run(run, codes, head[:start], 0, start, first, PIECE)
+        self._verified(run, codes, piece, start, stop, first, length)
+        try:
+            tail = shapes(codes[stop:])
+        except TypeError:
+            execute(run, codes[stop:], first + stop)
+            return True
+        self._run(run, codes, tail, stop, n, first, PIECE)
+        return True
+
+    def _verified(self, run, codes: list, piece, pos: int, end: int, first: int, size: int) -> None:
+        """``codes[pos:end]`` in calls of the verifying ``piece`` (``size`` lines each); a call that
+        bails (a slow path, or a code of another shape) runs in the loop; where many bail, the rest
+        goes ``execute``'s way (the shapes of its lines)."""
+        fn, compiled = piece.fn, [piece]
+        it = iter(range(pos, end, size))
+        p, bails = pos, 0
+        while True:
+            try:
+                for p in it:
+                    fn(codes, p)
+                break
+            except Bail as bail:  # handled below, outside the handler: no exception context kept
+                bail.__traceback__ = None
+            _flush(run, compiled)
+            execute(run, codes[p:p + size], first + p)
+            bails += 1
+            if bails > MAX_BAILS and p + size < end:
+                rest = p + size
+                try:
+                    sig = shapes(codes[rest:end])
+                except TypeError:
+                    execute(run, codes[rest:end], first + rest)
+                else:
+                    self.execute(run, codes, sig, rest, end, first)
+                break
+        _flush(run, compiled)
 
     def execute(self, run, codes: list, sig: str, pos: int, end: int, first: int) -> None:
         """Run ``codes[pos:end]`` (every one compiled; line ``first + i`` is ``codes[i]``; ``sig``:
@@ -206,63 +274,30 @@ class _Piece:
         self.counts = tuple(counts.items())
 
 
-def _compile(run, codes: list):
+def _compile(run, codes: list, verify: bool = False):
     """The piece function of ``codes`` (one code of each line's shape), or None where a line is
     not a scalar word instruction or a STORE to an array comes before a LOAD from it."""
-    if None in codes:
+    if None in codes or any(c[0] == LOAD_T or c[0] == STORE_T for c in codes):  # (lines carry their indices)
         return None
-    env: dict = {"_exp": math.exp, "_B": _BAIL, "regs": run.regs}
-    names: dict[int, str] = {}
+    w = WordStatements({"_exp": math.exp, "_B": _BAIL, "regs": run.regs,
+                        "_init": initial_reads(run, _BAIL)[0]})  # a cell's first read, as the template blocks make it
 
-    def bind(obj, prefix: str) -> str:
-        name = names.get(id(obj))
-        if name is None:
-            name = names[id(obj)] = f"{prefix}{len(names)}"
-            env[name] = obj
-        return name
+    def index(k: int, code: tuple, a: str) -> str:  # a line's index: its code's own (checked when it compiled)
+        return f"c{k}[3]"
 
-    loaded: set[int] = set()
-    written: set[int] = set()
-    stored: set[int] = set()
-    arrays: dict[str, str] = {}
-    body: list[str] = []
+    def load(k: int, code: tuple, a: str, idx: str, dest: int) -> str:  # a first read (KeyError): its initial value
+        # (a word array's cells never hold None: a STORE of an empty register raises, inputs are numbers)
+        return f"try:\n    r{dest} = C{a[1:]}[{idx}]\nexcept KeyError:\n    r{dest} = _init({a}, {idx})"
 
-    def reg(slot: int) -> str:
-        if slot not in written:
-            loaded.add(slot)
-        return f"r{slot}"
-
-    for k, code in enumerate(codes):
-        kind = code[0]
-        at = f"c{k}[3]"
-        if kind == SKIP:
-            continue
-        if kind == LOAD:
-            arr = code[2]
-            if id(arr) in stored:
-                return None
-            a = bind(arr, "A")
-            arrays.setdefault(a, "C" + a[1:])
-            body.append(f"r{code[4]} = C{a[1:]}[{at}]\nif r{code[4]} is None: raise _B")  # a first read (KeyError): the loop's
-            written.add(code[4])
-        elif kind == STORE:
-            arr = code[2]
-            a = bind(arr, "A")
-            arrays.setdefault(a, "C" + a[1:])
-            stored.add(id(arr))
-            v = reg(code[4])
-            body.append(f"if {v} is None: raise _B\nC{a[1:]}[{at}] = {v}")
-        elif kind in _ARITY:
-            body.append(op_statement(kind, code, reg, bind))
-            written.add(code[3])
-        else:
-            return None
-    top = [f"r{s} = regs[{s}]" for s in sorted(loaded)] + [f"C{a[1:]} = {a}.cells" for a in arrays]
-    tail = [f"regs[{s}] = r{s}" for s in sorted(written)] + ["H[0] += 1"]
+    if not w.write(codes, index, load):
+        return None
+    env, top, body, tail = w.env, w.top(), w.body, w.tail()
     hits = [0]
     env["H"] = hits
-    used = [f"c{k}" if codes[k][0] in (LOAD, STORE) else "_" for k in range(len(codes))]
+    used = [f"c{k}" if verify or codes[k][0] in (LOAD, STORE) else "_" for k in range(len(codes))]
     src = ["def piece(c, p):", "    try:", f"        {', '.join(used)}, = c[p:p + {len(codes)}]"]
+    if verify:  # each code's shape, before anything runs: its character (the one object of that shape)
+        src += [f"        if c{k}[{len(code) - 2}] is not {w.bind(code[-2], 'X')}: raise _B" for k, code in enumerate(codes)]
     for stmt in top + body + tail:
         src.extend("        " + s for s in stmt.split("\n"))
     src += ["    except Exception:", "        raise _B from None"]

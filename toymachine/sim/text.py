@@ -39,6 +39,8 @@ from ..limits import LIMITS, LimitError
 from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
 from .line_blocks import MISS, MISS_CODE, LineBlocks
+from .line_cache import LineCache
+from .indices import cut_indices
 from .engines import scalar
 from .engines.tile_lines import compile_tile_line
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
@@ -51,7 +53,6 @@ PROBE_CHARS = 65_536  # a probe counts the lines of the chunk's head (a matmul's
 MIN_CHUNK_FOR_TEMPLATES = 256  # a shorter chunk says too little to switch
 REPEATING_FOR_LINES = 0.1  # new address lines that come back within their chunk: this share keeps lines
 FEW_NEW_TEMPLATES = 1024  # a template chunk with at most this many new templates: their first lines found at once
-_INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
 _NO_INDICES = iter(()).__next__
 _MISS_ORD = ord(MISS)
 
@@ -99,16 +100,9 @@ def run_text(run, chunks: Iterable[str]) -> None:
                 templates.clear()
                 blocks.blocks.clear()
             run.source = _chunk_source(first, text)
-            parts = _INDEX.split(text)  # text, index, text, …: one pass for the keys and the indices
-            if text.endswith("\n"):
-                parts[-1] = parts[-1][:-1]  # the template text without its final newline (not a copy of it)
-            ktext = "[]".join(parts[0::2])
-            nums = parts[1::2]
-            del parts
-            if max(map(len, nums), default=0) > 7:  # a long index: the parser's bound, at its line
-                _check_indices(run, text, first)
-            run.next_index = iter(list(map(int, nums))).__next__
-            del nums
+            ktext, ints = cut_indices(text, lambda: _check_indices(run, text, first))  # one pass: keys, indices
+            run.next_index = iter(ints).__next__
+            del ints
             count = ktext.count("\n") + 1
             _run_templates(run, text, ktext, first, templates, exact, blocks, pieces, count)
             since_probe += 1
@@ -190,30 +184,6 @@ def _segments(run, codes: list, first: int, compile_miss, pieces=None, lines=Non
         pos = j
 
 
-class LineCache(dict):
-    """Lines mode's cache: line → code (with its shape, ``LineBlocks.note``). Looking up a line not
-    in it (``cache[line]``) compiles the line ahead where ``scalar.compile_ahead`` can, and caches
-    it, else answers ``MISS_CODE`` (the line compiles in trace order) — so a chunk's lines are looked
-    up, and its new lines compiled ahead in the order they first stand, in one pass."""
-
-    __slots__ = ("run", "pieces", "new", "refused")
-
-    def begin(self, run, pieces: LineBlocks) -> None:
-        """Start a chunk: ``new`` lists the lines looked up and not found, in order."""
-        self.run, self.pieces, self.new, self.refused = run, pieces, [], set()
-
-    def __missing__(self, line: str) -> tuple:
-        if line in self.refused:
-            return MISS_CODE
-        self.new.append(line)
-        code = scalar.compile_ahead(self.run, line)
-        if code is None:
-            self.refused.add(line)
-            return MISS_CODE
-        code = self[line] = self.pieces.note(code)
-        return code
-
-
 def _run_exact(run, lines: list[str], first: int, cache: LineCache, pieces: LineBlocks) -> tuple[int, int, int]:
     """Compile whole lines: a line is its own cache key, its code carries its shape (one lookup
     per line; ``sim.line_blocks``). The lines new to the cache are compiled ahead, in bulk, where
@@ -226,13 +196,15 @@ def _run_exact(run, lines: list[str], first: int, cache: LineCache, pieces: Line
         pieces.clear()
     cache.begin(run, pieces)
     codes = list(map(cache.__getitem__, lines))  # new lines compiled ahead as they are met (LineCache)
-    sig = pieces.signature(codes, lines, cache)
-    at = _positions(sig)
     new, addressed, repeating = len(cache.new), 0, 0
     if new > NEW_LINES_FOR_TEMPLATES * len(lines):  # only then do the counts decide anything (run_text)
         seen = Counter(lines)
         counts = [seen[line] for line in cache.new if "[" in line]  # new lines that name an address
         addressed, repeating = len(counts), len(counts) - counts.count(1)
+    if not cache.missed and pieces.periodic(run, codes, first):  # a period: no shape read per line
+        return new, addressed, repeating
+    sig = pieces.signature(codes, lines, cache)
+    at = _positions(sig)
 
     def compile_miss(j: int) -> tuple:
         code = cache.get(lines[j])
