@@ -1,0 +1,250 @@
+"""Tile LOAD/STORE *templates*: text mode's ``LOAD Q[␟:␟, :], T0`` — a tile line whose slice bounds
+(and the indices beside them) were cut out of the chunk (``sim.text_slices``) into the chunk's
+*bound stream* ``run.tile_bounds`` (a list and ``[position]``), so that the tile lines of a trace
+whose every block address is new share one code, and one template block (``sim.tile_blocks``).
+
+A template is made from a line's key and the code the engine compiled for the line's first
+occurrence (``tile.compile``, in trace order: every error, array switch and first use happened
+there), and only where the key is canonical: ``LOAD X[items], Tn`` / ``STORE Tn, X[items]``, each
+item ``␟:␟``, ``␟:``, ``:␟``, ``:``, ``␟`` or a literal index, items split by ``,`` and at most one
+space. Anything else stays its own line (``None``). The template's code takes its bounds from the
+stream and does what the compiled line does on the common path; on any other path — a block past
+the array's shape or empty, a bound at or past ``limits.array_elements``, SRAM past its capacity, a
+STORE of another shape, a chunk without a bound stream — it compiles the line itself and runs
+that code, which raises the error or alarm the line always raised (same text, line, column).
+"""
+
+from __future__ import annotations
+
+__all__ = ["MARK", "template_code", "remember", "axes_of", "block_index"]
+
+import math
+import re
+
+import numpy as np
+
+from ...asm import parse_line, strip_comment
+from ...limits import LIMITS
+from .kinds import EXEC
+from .tile_lines import compile_tile_line
+
+MARK = "\x01"  # where a cut number stood in a key (a chunk holding this character is never cut)
+_ITEM = "(?:\x01?:\x01?|\x01|[0-9]{1,7})"
+_INNER = rf"({_ITEM}(?:, ?{_ITEM})*)"
+_REG = r"(T(?:0|[1-9][0-9]{0,3}))"
+_NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
+_KEY = re.compile(rf"[ \t]*(?:LOAD[ \t]+{_NAME}\[{_INNER}\],[ \t]*{_REG}|STORE[ \t]+{_REG},[ \t]*{_NAME}\[{_INNER}\])"
+                  r"[ \t]*\Z")
+REGIONS_LIMIT = 1024  # a STORE template's blocks remembered apart before they are folded into one mask
+
+
+def axes_of(inner: str, shape: list, cap: int) -> tuple | None:
+    """The axes of a key's bracket: ("i", value) a literal index, ("I", j, limit) an index taken
+    from the stream (bound j of the line; valid below limit), ("s", sj, ej, n, stop_limit) a span
+    whose start (sj) and stop (ej) are bound numbers or -1 (open: 0 and n)."""
+    items = [p.strip() for p in inner.split(",")]
+    if len(items) != len(shape):
+        return None
+    axes, j = [], 0
+    for item, n in zip(items, shape):
+        if ":" in item:
+            a, _, b = item.partition(":")
+            sj = j if a else -1
+            j += bool(a)
+            ej = j if b else -1
+            j += bool(b)
+            axes.append(("s", sj, ej, n, min(n, cap - 1) if b else n))
+        elif item == MARK:
+            axes.append(("I", j, min(n, cap)))
+            j += 1
+        else:
+            axes.append(("i", int(item)))
+    spans = sum(a[0] == "s" for a in axes)
+    return tuple(axes) if spans in (1, 2) else None
+
+
+def _resolve(axes: tuple, b: list, p: int):
+    """(numpy index, tile shape) of the block the bounds ``b[p:]`` name, or None where it is not
+    a valid block (the compiled line reports it)."""
+    idx: list = []
+    shape: list = []
+    for ax in axes:
+        kind = ax[0]
+        if kind == "s":
+            _, sj, ej, n, lim = ax
+            start = b[p + sj] if sj >= 0 else 0
+            stop = b[p + ej] if ej >= 0 else n
+            if not start < stop <= lim:
+                return None
+            idx.append(slice(start, stop))
+            shape.append(stop - start)
+        elif kind == "I":
+            v = b[p + ax[1]]
+            if not v < ax[2]:
+                return None
+            idx.append(v)
+        else:
+            idx.append(ax[1])
+    if len(shape) == 1:
+        idx.append(None)
+        shape.append(1)
+    return tuple(idx), tuple(shape)
+
+
+def block_index(axes: tuple, off: int, body: list) -> tuple[str, str, str]:
+    """A template's block in a generated tile block (``sim.tile_blocks``): the statements that read
+    its bounds (``b<j>`` from ``B[p + j]``) and bail where they name no valid block, appended to
+    ``body``; its numpy index as slice syntax, the same as an index object, and its shape."""
+    ix, obj, shape = [], [], []
+    for ax in axes:
+        if ax[0] == "i":
+            ix.append(str(ax[1]))
+            obj.append(str(ax[1]))
+            continue
+        if ax[0] == "I":
+            v = f"b{off + ax[1]}"
+            body.append(f"{v} = B[p + {off + ax[1]}]\nif not {v} < {ax[2]}: raise _B")
+            ix.append(v)
+            obj.append(v)
+            continue
+        _, sj, ej, n, lim = ax
+        start = f"b{off + sj}" if sj >= 0 else "0"
+        stop = f"b{off + ej}" if ej >= 0 else str(n)
+        for j in (sj, ej):
+            if j >= 0:
+                body.append(f"b{off + j} = B[p + {off + j}]")
+        if sj >= 0 or ej >= 0:
+            body.append(f"if not {start} < {stop} <= {lim}: raise _B")
+        ix.append(f"{start}:{stop}")
+        obj.append(f"slice({start}, {stop})")
+        shape.append(stop if sj < 0 else f"{stop} - {start}")
+    if len(shape) == 1:
+        ix.append("None")
+        obj.append("None")
+        shape.append("1")
+    return ", ".join(ix), f"({', '.join(obj)},)", f"({', '.join(shape)})"
+
+
+def _exact(run, line: int) -> None:
+    """The line compiled and run as itself: its errors and alarms, as it always raised them."""
+    text = run.source(line)
+    code = compile_tile_line(run, line, text)
+    if code is None:
+        item = parse_line(text, line, run.file)
+        code = run.compile(item, line, text=strip_comment(text).strip())
+    code[2](run, line)
+
+
+def remember(arr, idx) -> None:
+    """A template STORE wrote block ``idx`` of an array whose unwritten cells matter: remembered, and
+    the blocks folded into one boolean mask (a region too) every ``REGIONS_LIMIT`` of them — memory
+    bounded by the array's cells, not by the trace's STOREs."""
+    regions = arr.regions
+    regions.append(idx)
+    if len(regions) > REGIONS_LIMIT:
+        first = regions[0]
+        if type(first) is np.ndarray:
+            mask, rest = first, regions[1:]
+        else:
+            mask, rest = np.zeros(tuple(arr.shape), dtype=bool), regions
+        for r in rest:
+            mask[r] = True
+        regions[:] = [mask]
+
+
+def template_code(run, key: str, code: tuple, taken: list) -> tuple | None:
+    """The template code of ``key`` made from ``code`` (its line's first occurrence, whose bounds
+    were ``taken``), or None where the key is not a canonical tile LOAD/STORE or the template
+    would not name the same block as the line."""
+    if run.record or run.symbolic or code is None or code[0] != EXEC:
+        return None
+    spec = getattr(code[2], "block", None)
+    m = _KEY.match(key)
+    if spec is None or m is None or spec[0] not in ("load", "store"):
+        return None
+    name, inner, _, _, sname, sinner = m.groups()
+    arr = spec[1]
+    if arr.name != (name or sname) or not arr.fixed:
+        return None
+    cap = run.__dict__.get("tile_line_cap") or LIMITS["array_elements"].value()
+    axes = axes_of(inner if name is not None else sinner, arr.shape, cap)
+    k = key.count(MARK)
+    if axes is None or k != len(taken) or sum(1 for a in axes if a[0] == "I") + sum(
+            (a[1] >= 0) + (a[2] >= 0) for a in axes if a[0] == "s") != k:
+        return None
+    first = _resolve(axes, taken, 0)
+    if first is None or first[0] != spec[2]:
+        return None
+    if spec[0] == "load":
+        fn = _load(run, arr, spec[3], axes, k)
+        fn.block = ("tload", arr, spec[3], axes, k)
+    else:
+        if first[1] != spec[4]:
+            return None
+        fn = _store(run, arr, spec[3], spec[5], axes, k)
+        fn.block = ("tstore", arr, spec[3], spec[5], axes, k)
+    return (EXEC, code[1], fn, code[3])
+
+
+def _load(run, arr, d: int, axes: tuple, k: int):
+    regs, sizes = run.regs, run.sizes
+    exact, counted = run.sram_exact, run.sram_counted
+
+    def execute(run, line):
+        tb = run.tile_bounds
+        if tb is None:
+            return _exact(run, line)
+        b, pos = tb
+        p = pos[0]
+        pos[0] = p + k
+        r = _resolve(axes, b, p)
+        if r is None:
+            return _exact(run, line)
+        w = math.prod(r[1])
+        c = w if exact or d in counted else 0
+        occ = run.sram_occ + c - sizes[d]
+        if occ > run.sram_peak and occ + run.n_scalar > run.sram_cap:
+            return _exact(run, line)
+        if arr.pending:
+            arr.materialise()
+        v = arr.dense[r[0]]
+        arr.viewed = True
+        arr.tile_reads += w
+        run.reads += w
+        run.tile_reads += w
+        sizes[d] = c
+        regs[d] = v
+        run.sram_occ = occ
+        if occ > run.sram_peak:
+            run.sram_peak = occ
+
+    return execute
+
+
+def _store(run, arr, s: int, transposed: bool, axes: tuple, k: int):
+    regs = run.regs
+
+    def execute(run, line):
+        tb = run.tile_bounds
+        if tb is None:
+            return _exact(run, line)
+        b, pos = tb
+        p = pos[0]
+        pos[0] = p + k
+        r = _resolve(axes, b, p)
+        v = regs[s]
+        if transposed and v is not None and hasattr(v, "T"):
+            v = v.T
+        if r is None or getattr(v, "shape", None) != r[1]:
+            return _exact(run, line)
+        if arr.viewed:
+            arr.detach(regs)
+        arr.dense[r[0]] = v
+        if arr.regions is not None:
+            remember(arr, r[0])
+        w = v.size
+        arr.tile_writes += w
+        run.writes += w
+        run.tile_writes += w
+
+    return execute

@@ -1,0 +1,114 @@
+"""Text mode's template cut (``sim.text``): a chunk's integer indices, and — where its tile lines name
+new blocks — the numbers inside its slice brackets, cut out of the chunk in a few regex passes.
+
+``LOAD x[123], R0`` → the key ``LOAD x[], R0`` and 123 in the chunk's index stream (``run.next_index``),
+as ever. A chunk whose tile LOAD/STORE lines mostly name blocks not named before in it (``mixed-new``:
+``LOAD Q[12:14, :], T0``) has the numbers of every bracket holding a ``:`` cut too: ``LOAD Q[␟:␟, :],
+T0`` (``MARK``), 12 and 14 in the chunk's *bound stream* (``run.tile_bounds``: a list and its
+position), so the tile lines are one template each (``engines.tile_templates``) and the chunk runs as
+blocks. A chunk whose tile lines repeat (``mixed``) keeps them as whole lines — its tile blocks are
+then counted, not run (``tile_blocks.separate``) — and so does one holding ``MARK`` or a bound of 8
+digits or more (the parser's bound, reported at its line).
+"""
+
+from __future__ import annotations
+
+__all__ = ["cut", "tile_miss", "template_ahead", "MARK"]
+
+import re
+
+from ..errors import Location
+from ..limits import LIMITS, LimitError
+from .engines import scalar
+from .engines.kinds import SKIP, SKIP_SLOT
+from .engines.tile_templates import MARK, template_code
+
+_INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
+_SLICED = re.compile(r"\[([0-9, ]*:[0-9:, ]*)\]")  # a bracket with a span: Q[12:14, :], Q[0, 3:5]
+_NUMBER = re.compile(r"([0-9]+)")
+_TILE_LINE = re.compile(r"^[ \t]*(?:LOAD|STORE)[^\n]*:[^\n]*$", re.M)
+PROBE_CHARS = 65_536  # the head of a chunk whose tile lines are counted
+MIN_TILE_LINES = 16  # fewer tile lines in the head: not worth cutting
+_NO_INDICES = iter(()).__next__
+
+
+def _new_tiles(text: str) -> bool:
+    """Do the tile LOAD/STORE lines of the chunk's head mostly name blocks not named before in it?"""
+    if ":" not in text or MARK in text:
+        return False
+    lines = _TILE_LINE.findall(text, 0, PROBE_CHARS)
+    return len(lines) >= MIN_TILE_LINES and len(set(lines)) * 2 > len(lines)
+
+
+def cut(run, text: str, first: int) -> str:
+    """The chunk's template text (without its final newline); its indices in ``run.next_index``, its
+    slice bounds (or None) in ``run.tile_bounds``."""
+    run.tile_bounds = None
+    src = text
+    if _new_tiles(text):
+        parts = _SLICED.split(text)  # text, inner, text, inner, …: the inners are few (tile lines)
+        inners = _NUMBER.split("\x1e".join(parts[1::2]))
+        bounds = inners[1::2]
+        if max(map(len, bounds), default=0) <= 7:
+            parts[1::2] = [f"[{inner}]" for inner in MARK.join(inners[0::2]).split("\x1e")]
+            src = "".join(parts)
+            run.tile_bounds = (list(map(int, bounds)), [0])
+        del parts, inners, bounds
+    parts = _INDEX.split(src)  # text, index, text, …: one pass for the keys and the indices
+    if src.endswith("\n"):
+        parts[-1] = parts[-1][:-1]  # the template text without its final newline (not a copy of it)
+    ktext = "[]".join(parts[0::2])
+    nums = parts[1::2]
+    del parts
+    if max(map(len, nums), default=0) > 7:  # a long index: the parser's bound, at its line
+        _check_indices(run, text, first)
+    run.next_index = iter(list(map(int, nums))).__next__ if nums else _NO_INDICES
+    return ktext
+
+
+def _check_indices(run, text: str, first: int) -> None:
+    """A chunk with an index of 8 digits or more: the first at or past ``limits.array_elements``
+    is refused at its line and column, as the parser refuses it (before ``int`` sees 5,000 digits)."""
+    cap = LIMITS["array_elements"].value()
+    for m in re.finditer(r"\[([0-9]{8,})\]", text):
+        digits = m.group(1)
+        if len(digits) > 19 or int(digits) >= cap:
+            start = text.rfind("\n", 0, m.start()) + 1
+            end = text.find("\n", m.start())
+            line = text[start:end if end >= 0 else len(text)]
+            raise LimitError(f"index {digits[:40]}{'…' if len(digits) > 40 else ''} is beyond the largest array toym "
+                             f"holds ({int(cap):,} elements)",
+                             loc=Location(run.file, first + text.count("\n", 0, m.start()), m.start(1) - start + 1,
+                                          line, len(digits)),
+                             hint=LIMITS["array_elements"].lift_hint(int(digits) + 1 if len(digits) <= 19 else None))
+
+
+def template_ahead(run, key: str, text: str):
+    """``scalar.template_ahead``, never for a key with cut bounds (it compiles where it stands)."""
+    return None if MARK in key else scalar.template_ahead(run, key, text)
+
+
+def tile_miss(run, n: int, key: str, line: str, templates: dict, exact: dict, compile_line, flush) -> tuple:
+    """A line whose key has cut bounds, met where it stands: compiled as itself (its errors, its
+    arrays' first uses happen here), its indices and bounds taken from the streams, and its key made
+    a template where it can be (``engines.tile_templates``); else the line is kept as itself, and
+    every later occurrence compiles here again (takes its own bounds)."""
+    code = exact.get(line) or compile_line(run, n, line)
+    if run.flush:
+        flush()
+    for _ in range(key.count("[]")):
+        run.next_index()
+    bounds, pos = run.tile_bounds
+    k = key.count(MARK)
+    taken = bounds[pos[0]:pos[0] + k]
+    pos[0] += k
+    if code is None:
+        return (SKIP, SKIP_SLOT, 0, (None, "", False))  # a directive ran where it stands
+    if code[0] == SKIP:
+        return (SKIP, SKIP_SLOT, 0, code[3])
+    tmpl = template_code(run, key, code, taken)
+    if tmpl is not None:
+        templates[key] = tmpl
+    else:
+        exact[line] = code
+    return code
