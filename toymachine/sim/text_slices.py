@@ -16,6 +16,8 @@ from __future__ import annotations
 __all__ = ["cut", "tile_miss", "template_ahead", "MARK"]
 
 import re
+from itertools import chain, compress, count, repeat
+from operator import is_
 
 from ..errors import Location
 from ..limits import LIMITS, LimitError
@@ -24,10 +26,9 @@ from .engines.kinds import SKIP, SKIP_SLOT
 from .engines.tile_templates import MARK, template_code
 
 _INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
-_SLICED = re.compile(r"\[([0-9, ]*:[0-9:, ]*)\]")  # a bracket with a span: Q[12:14, :], Q[0, 3:5]
-_NUMBER = re.compile(r"([0-9]+)")
+_CUT = re.compile(r"\[([0-9]+)(?:\]|:([0-9]+)(?=[,\]]))")  # x[3], or the first span of Q[12:14, :] / v[2:5]
 _TILE_LINE = re.compile(r"^[ \t]*(?:LOAD|STORE)[^\n]*:[^\n]*$", re.M)
-PROBE_CHARS = 65_536  # the head of a chunk whose tile lines are counted
+PROBE_CHARS = 16_384  # the head of a chunk whose tile lines are counted
 MIN_TILE_LINES = 16  # fewer tile lines in the head: not worth cutting
 _NO_INDICES = iter(()).__next__
 
@@ -44,25 +45,28 @@ def cut(run, text: str, first: int) -> str:
     """The chunk's template text (without its final newline); its indices in ``run.next_index``, its
     slice bounds (or None) in ``run.tile_bounds``."""
     run.tile_bounds = None
-    src = text
     if _new_tiles(text):
-        parts = _SLICED.split(text)  # text, inner, text, inner, …: the inners are few (tile lines)
-        inners = _NUMBER.split("\x1e".join(parts[1::2]))
-        bounds = inners[1::2]
-        if max(map(len, bounds), default=0) <= 7:
-            parts[1::2] = [f"[{inner}]" for inner in MARK.join(inners[0::2]).split("\x1e")]
-            src = "".join(parts)
-            run.tile_bounds = (list(map(int, bounds)), [0])
-        del parts, inners, bounds
-    parts = _INDEX.split(src)  # text, index, text, …: one pass for the keys and the indices
-    if src.endswith("\n"):
+        parts = _CUT.split(text)  # text, index or start, stop or None, text, …
+        texts, starts, stops = parts[0::3], parts[1::3], parts[2::3]
+        del parts
+        if max(map(len, starts), default=0) <= 7 and max(map(len, filter(None, stops)), default=0) <= 7:
+            for i in compress(count(1), stops):  # a cut span: its key reads Q[]␁, :]
+                texts[i] = MARK + texts[i]
+            if text.endswith("\n"):
+                texts[-1] = texts[-1][:-1]
+            run.tile_bounds = (list(map(int, chain.from_iterable(compress(zip(starts, stops), stops)))), [0])
+            run.next_index = iter(list(map(int, compress(starts, map(is_, stops, repeat(None)))))).__next__
+            return "[]".join(texts)
+        del texts, starts, stops
+    parts = _INDEX.split(text)  # text, index, text, …: one pass for the keys and the indices
+    if text.endswith("\n"):
         parts[-1] = parts[-1][:-1]  # the template text without its final newline (not a copy of it)
     ktext = "[]".join(parts[0::2])
     nums = parts[1::2]
     del parts
     if max(map(len, nums), default=0) > 7:  # a long index: the parser's bound, at its line
         _check_indices(run, text, first)
-    run.next_index = iter(list(map(int, nums))).__next__ if nums else _NO_INDICES
+    run.next_index = iter(list(map(int, nums))).__next__
     return ktext
 
 
@@ -96,10 +100,11 @@ def tile_miss(run, n: int, key: str, line: str, templates: dict, exact: dict, co
     code = exact.get(line) or compile_line(run, n, line)
     if run.flush:
         flush()
-    for _ in range(key.count("[]")):
-        run.next_index()
-    bounds, pos = run.tile_bounds
     k = key.count(MARK)
+    for _ in range(key.count("[]") - k):
+        run.next_index()
+    k *= 2  # a cut span's start and stop
+    bounds, pos = run.tile_bounds
     taken = bounds[pos[0]:pos[0] + k]
     pos[0] += k
     if code is None:

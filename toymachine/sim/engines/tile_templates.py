@@ -28,39 +28,30 @@ from ...limits import LIMITS
 from .kinds import EXEC
 from .tile_lines import compile_tile_line
 
-MARK = "\x01"  # where a cut number stood in a key (a chunk holding this character is never cut)
-_ITEM = "(?:\x01?:\x01?|\x01|[0-9]{1,7})"
-_INNER = rf"({_ITEM}(?:, ?{_ITEM})*)"
+MARK = "\x01"  # after a cut block's ``[]`` in a key (a chunk holding this character is never cut)
+_ITEM = "(?:[0-9]{1,7}|[0-9]{0,7}:[0-9]{0,7})"
+_REST = rf"((?:, ?{_ITEM})*)"  # the items after the cut span: literal indices and spans
 _REG = r"(T(?:0|[1-9][0-9]{0,3}))"
 _NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
-_KEY = re.compile(rf"[ \t]*(?:LOAD[ \t]+{_NAME}\[{_INNER}\],[ \t]*{_REG}|STORE[ \t]+{_REG},[ \t]*{_NAME}\[{_INNER}\])"
-                  r"[ \t]*\Z")
+_KEY = re.compile(rf"[ \t]*(?:LOAD[ \t]+{_NAME}\[\]\x01{_REST}\],[ \t]*{_REG}|STORE[ \t]+{_REG},[ \t]*{_NAME}"
+                  rf"\[\]\x01{_REST}\])[ \t]*\Z")
 REGIONS_LIMIT = 1024  # a STORE template's blocks remembered apart before they are folded into one mask
 
 
-def axes_of(inner: str, shape: list, cap: int) -> tuple | None:
-    """The axes of a key's bracket: ("i", value) a literal index, ("I", j, limit) an index taken
-    from the stream (bound j of the line; valid below limit), ("s", sj, ej, n, stop_limit) a span
-    whose start (sj) and stop (ej) are bound numbers or -1 (open: 0 and n)."""
-    items = [p.strip() for p in inner.split(",")]
-    if len(items) != len(shape):
+def axes_of(rest: str, shape: list, cap: int) -> tuple | None:
+    """The axes of a key's block: ("s", 0, 1, n, stop_limit) the cut span (its start and stop are
+    bounds 0 and 1 of the line), then the literal items: ("c", start, stop) a span, ("i", value)."""
+    items = [p.strip() for p in rest.split(",")[1:]]
+    if len(items) + 1 != len(shape):
         return None
-    axes, j = [], 0
-    for item, n in zip(items, shape):
+    axes: list = [("s", 0, 1, shape[0], min(shape[0], cap - 1))]
+    for item, n in zip(items, shape[1:]):
         if ":" in item:
             a, _, b = item.partition(":")
-            sj = j if a else -1
-            j += bool(a)
-            ej = j if b else -1
-            j += bool(b)
-            axes.append(("s", sj, ej, n, min(n, cap - 1) if b else n))
-        elif item == MARK:
-            axes.append(("I", j, min(n, cap)))
-            j += 1
+            axes.append(("c", int(a) if a else 0, int(b) if b else n))
         else:
             axes.append(("i", int(item)))
-    spans = sum(a[0] == "s" for a in axes)
-    return tuple(axes) if spans in (1, 2) else None
+    return tuple(axes) if sum(a[0] != "i" for a in axes) <= 2 else None
 
 
 def _resolve(axes: tuple, b: list, p: int):
@@ -71,18 +62,14 @@ def _resolve(axes: tuple, b: list, p: int):
     for ax in axes:
         kind = ax[0]
         if kind == "s":
-            _, sj, ej, n, lim = ax
-            start = b[p + sj] if sj >= 0 else 0
-            stop = b[p + ej] if ej >= 0 else n
-            if not start < stop <= lim:
+            start, stop = b[p + ax[1]], b[p + ax[2]]
+            if not start < stop <= ax[4]:
                 return None
             idx.append(slice(start, stop))
             shape.append(stop - start)
-        elif kind == "I":
-            v = b[p + ax[1]]
-            if not v < ax[2]:
-                return None
-            idx.append(v)
+        elif kind == "c":
+            idx.append(slice(ax[1], ax[2]))
+            shape.append(ax[2] - ax[1])
         else:
             idx.append(ax[1])
     if len(shape) == 1:
@@ -100,24 +87,17 @@ def block_index(axes: tuple, off: int, body: list) -> tuple[str, str, str]:
         if ax[0] == "i":
             ix.append(str(ax[1]))
             obj.append(str(ax[1]))
-            continue
-        if ax[0] == "I":
-            v = f"b{off + ax[1]}"
-            body.append(f"{v} = B[p + {off + ax[1]}]\nif not {v} < {ax[2]}: raise _B")
-            ix.append(v)
-            obj.append(v)
-            continue
-        _, sj, ej, n, lim = ax
-        start = f"b{off + sj}" if sj >= 0 else "0"
-        stop = f"b{off + ej}" if ej >= 0 else str(n)
-        for j in (sj, ej):
-            if j >= 0:
-                body.append(f"b{off + j} = B[p + {off + j}]")
-        if sj >= 0 or ej >= 0:
-            body.append(f"if not {start} < {stop} <= {lim}: raise _B")
-        ix.append(f"{start}:{stop}")
-        obj.append(f"slice({start}, {stop})")
-        shape.append(stop if sj < 0 else f"{stop} - {start}")
+        elif ax[0] == "c":
+            ix.append(f"{ax[1]}:{ax[2]}")
+            obj.append(f"slice({ax[1]}, {ax[2]})")
+            shape.append(str(ax[2] - ax[1]))
+        else:
+            start, stop = f"b{off + ax[1]}", f"b{off + ax[2]}"
+            body.append(f"{start} = B[p + {off + ax[1]}]\n{stop} = B[p + {off + ax[2]}]\n"
+                        f"if not {start} < {stop} <= {ax[4]}: raise _B")
+            ix.append(f"{start}:{stop}")
+            obj.append(f"slice({start}, {stop})")
+            shape.append(f"{stop} - {start}")
     if len(shape) == 1:
         ix.append("None")
         obj.append("None")
@@ -162,15 +142,14 @@ def template_code(run, key: str, code: tuple, taken: list) -> tuple | None:
     m = _KEY.match(key)
     if spec is None or m is None or spec[0] not in ("load", "store"):
         return None
-    name, inner, _, _, sname, sinner = m.groups()
+    name, rest, _, _, sname, srest = m.groups()
     arr = spec[1]
     if arr.name != (name or sname) or not arr.fixed:
         return None
     cap = run.__dict__.get("tile_line_cap") or LIMITS["array_elements"].value()
-    axes = axes_of(inner if name is not None else sinner, arr.shape, cap)
-    k = key.count(MARK)
-    if axes is None or k != len(taken) or sum(1 for a in axes if a[0] == "I") + sum(
-            (a[1] >= 0) + (a[2] >= 0) for a in axes if a[0] == "s") != k:
+    axes = axes_of(rest if name is not None else srest, arr.shape, cap)
+    k = 2
+    if axes is None or len(taken) != k:
         return None
     first = _resolve(axes, taken, 0)
     if first is None or first[0] != spec[2]:
