@@ -247,6 +247,12 @@ def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, block
                 execute(run, list(uniq[keys[j]].codes), first + before(j, "lines"))
             else:
                 ran.add(key)
+                batch = uniq[key].tile.batch
+                if batch is not None:  # the runs of it that follow at once, where they can be (sim.tile_batch)
+                    same = t
+                    while same <= last and tile_keys[same] == key and tile_at[same] < k:
+                        same += 1
+                    t += batch(same - t)
 
     def settle(k: int) -> None:  # count the skipped runs; run.step: the steps before chunk position k
         for key, count in skipped.items():

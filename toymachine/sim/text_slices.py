@@ -26,7 +26,10 @@ from .engines.kinds import SKIP, SKIP_SLOT
 from .engines.tile_templates import MARK, template_code
 
 _INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
-_CUT = re.compile(r"\[([0-9]+)(?:\]|:([0-9]+)(?=[,\]]))")  # x[3], or the first span of Q[12:14, :] / v[2:5]
+# x[3], or the first span of Q[12:14, :] / v[2:5]; numbers of 8 digits or more stay in the line (its key), which
+# then compiles as itself (the parser's bound on numbers, reported at its line)
+_CUT = re.compile(r"\[([0-9]{1,7})(?:\]|:([0-9]{1,7})(?=[,\]]))")
+_LONG = re.compile(r"\[[0-9]{8}")
 _TILE_LINE = re.compile(r"^[ \t]*(?:LOAD|STORE)[^\n]*:[^\n]*$", re.M)
 PROBE_CHARS = 16_384  # the head of a chunk whose tile lines are counted
 MIN_TILE_LINES = 16  # fewer tile lines in the head: not worth cutting
@@ -46,18 +49,20 @@ def cut(run, text: str, first: int) -> str:
     slice bounds (or None) in ``run.tile_bounds``."""
     run.tile_bounds = None
     if _new_tiles(text):
+        if _LONG.search(text):  # an index of 8 digits or more: refused before the chunk runs, as below
+            _check_indices(run, text, first)
         parts = _CUT.split(text)  # text, index or start, stop or None, text, …
         texts, starts, stops = parts[0::3], parts[1::3], parts[2::3]
         del parts
-        if max(map(len, starts), default=0) <= 7 and max(map(len, filter(None, stops)), default=0) <= 7:
-            for i in compress(count(1), stops):  # a cut span: its key reads Q[]␁, :]
-                texts[i] = MARK + texts[i]
-            if text.endswith("\n"):
-                texts[-1] = texts[-1][:-1]
-            run.tile_bounds = (list(map(int, chain.from_iterable(compress(zip(starts, stops), stops)))), [0])
-            run.next_index = iter(list(map(int, compress(starts, map(is_, stops, repeat(None)))))).__next__
-            return "[]".join(texts)
-        del texts, starts, stops
+        for i in compress(count(1), stops):  # after a cut span: its key reads Q[]␁, :]
+            texts[i] = MARK + texts[i]
+        if text.endswith("\n"):
+            texts[-1] = texts[-1][:-1]
+        bounds = list(map(int, filter(None, stops)))
+        bounds = list(chain.from_iterable(zip(map(int, compress(starts, stops)), bounds)))
+        run.tile_bounds = (bounds, [0])
+        run.next_index = iter(list(map(int, compress(starts, map(is_, stops, repeat(None)))))).__next__
+        return "[]".join(texts)
     parts = _INDEX.split(text)  # text, index, text, …: one pass for the keys and the indices
     if text.endswith("\n"):
         parts[-1] = parts[-1][:-1]  # the template text without its final newline (not a copy of it)

@@ -30,6 +30,7 @@ import numpy as np
 
 from .engines.kinds import EXEC, MM, SFU, VEC
 from .engines.tile_templates import block_index, remember
+from .tile_batch import compile_batch
 
 _FLOP = {MM: "fm", VEC: "fv", SFU: "fs"}
 
@@ -42,7 +43,7 @@ class TileBlock:
     order, and the shapes it loads (blocks with one signature hold SRAM alike); ``loads``: the ids
     of the arrays it reads; ``stores``: (array, index) of each block it writes."""
 
-    __slots__ = ("block", "multi", "skip", "words", "pure", "signature", "loads", "stores", "streamed")
+    __slots__ = ("block", "multi", "skip", "words", "pure", "signature", "loads", "stores", "streamed", "batch")
 
 
 def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
@@ -191,6 +192,7 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
     tb.words = any(run.names[s][:1] != "T" for s in loaded)
     tb.pure, tb.signature, tb.loads, tb.stores = not loaded, tuple(signature), frozenset(loads), tuple(targets)
     tb.streamed = bool(bounds)
+    tb.batch = compile_batch(specs, env) if bounds and not loaded else None  # runs of it at once: sim.tile_batch
     return tb
 
 

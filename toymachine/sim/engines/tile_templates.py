@@ -16,7 +16,7 @@ that code, which raises the error or alarm the line always raised (same text, li
 
 from __future__ import annotations
 
-__all__ = ["MARK", "template_code", "remember", "axes_of", "block_index"]
+__all__ = ["MARK", "template_code", "remember", "remember_rows", "axes_of", "block_index"]
 
 import math
 import re
@@ -130,6 +130,24 @@ def remember(arr, idx) -> None:
         for r in rest:
             mask[r] = True
         regions[:] = [mask]
+
+
+def remember_rows(arr, rows, cols) -> None:
+    """``remember`` for a batch of STOREs (``sim.tile_batch``): the rows (an array of row numbers per
+    block) and columns (a slice, or None for a 1-D array) written, marked in the mask at once."""
+    regions = arr.regions
+    first = regions[0] if regions else None
+    if type(first) is np.ndarray:
+        mask, rest = first, regions[1:]
+    else:
+        mask, rest = np.zeros(tuple(arr.shape), dtype=bool), regions
+    for r in rest:
+        mask[r] = True
+    if cols is None:
+        mask[rows] = True
+    else:
+        mask[rows, cols] = True
+    regions[:] = [mask]
 
 
 def template_code(run, key: str, code: tuple, taken: list) -> tuple | None:
