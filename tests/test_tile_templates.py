@@ -20,7 +20,7 @@ from toymachine.sim import blocks, text_slices, tile_blocks
 from toymachine.sim.engines import tile_templates
 
 ROWS = 40
-STATS: dict = {"sliced": 0, "templates": 0, "streamed_blocks": 0, "examples": 0, "ran": 0}
+STATS: dict = {"sliced": 0, "templates": 0, "streamed_blocks": 0, "batched": 0, "examples": 0, "ran": 0}
 
 
 def _outcome(run):
@@ -47,7 +47,8 @@ def mixed_traces(draw):
              "LOAD x[0], R0", "MOV R0, R1", "SUB R0, R1, R0", "EXP R0, R0", "MOV R0, R2"]
     every = draw(st.integers(1, 3))
     height = draw(st.sampled_from([1, 2, 3]))
-    op = draw(st.sampled_from(["MUL T0, T0, T1", "EXP T0, T1", "ADD T0, T0, T1", "MOV T0, T1"]))
+    op = draw(st.sampled_from(["MUL T0, T0, T1", "EXP T0, T1", "ADD T0, T0, T1", "MOV T0, T1",
+                               "FILL 2, 1, 4, T3\nMUL T0, T3, T2\nDIV T2, T0, T1", "FILL 1e300, 1, 1, T3\nMUL T0, T3, T1"]))
     steps = draw(st.integers(60, 240))
     error_at = draw(st.integers(1, steps)) if draw(st.integers(0, 2)) == 2 else None
     rate = draw(st.sampled_from([3, 10, 40]))
@@ -125,6 +126,15 @@ def _counted(monkeypatch):
     def counted_block(*args):
         tb = compile_block(*args)
         STATS["streamed_blocks"] += tb is not None and tb.streamed
+        if tb is not None and tb.batch is not None:
+            batch = tb.batch
+
+            def counted(n):
+                done = batch(n)
+                STATS["batched"] += done
+                return done
+
+            tb.batch = counted
         return tb
 
     monkeypatch.setattr(text_mode, "cut", counted_cut)
@@ -172,7 +182,7 @@ def test_templates_were_used():
     print(STATS)
     assert STATS["examples"] and STATS["sliced"] > STATS["examples"]
     assert STATS["templates"] >= STATS["examples"] and STATS["streamed_blocks"] > STATS["examples"] // 2
-    assert STATS["ran"] > STATS["examples"] // 4
+    assert STATS["ran"] > STATS["examples"] // 4 and STATS["batched"] > STATS["examples"]
 
 
 def _mixed_new(n: int, rows: int, bad: str | None = None, at: int = -1) -> str:
@@ -247,3 +257,35 @@ def test_which_chunks_are_cut():
     assert text_slices._new_tiles(text)
     assert not text_slices._new_tiles(text + "; \x01\n")  # a chunk holding the mark: its tile lines stay lines
     assert not text_slices._new_tiles(_mixed_new(600, 8))  # tile lines that repeat stay lines (counted, not run)
+
+
+@pytest.mark.parametrize("machine", [Machine(sram_words=4096), Machine(sram_words=4096, dtype="bf16"),
+                                     Machine(sram_words=4096, dtype="fp16")])
+@pytest.mark.parametrize("op", ["MUL T0, T0, T1", "FILL 1e200, 1, 1, T3\nMUL T0, T3, T1", "DIV T0, T0, T1",
+                                "SUB T0, T0, T2\nMAX T0, T2, T1"])
+def test_an_alarm_deep_in_a_batch_of_blocks(machine, op):
+    """Values that overflow (or divide zero by zero) in one block among thousands run at once: the
+    alarm of that block's line, at its step, as one block after another gives it."""
+    rows = 3000
+    data = [[1.0 + (i % 7) / 8, 2.0, 0.5, 1.0] for i in range(rows)]
+    data[1234] = [1e200, 0.0, 3.0, 65504.0]
+    text = _mixed_new(4000, rows).replace(f".array Q[{rows}][4]", f".data Q = {data}").replace("MUL T0, T0, T1", op)
+    fast = _outcome(_run(text, machine))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(text_slices, "_new_tiles", lambda text: False)
+        assert fast == _outcome(_run(text, machine))
+
+
+def test_overlapping_stores_and_changing_heights():
+    """Blocks STOREd over one another (the last one written wins) and heights that change: the batch
+    gives way, the runs go one by one, and the result is the parsed Program's."""
+    lines = [".array Q[600][4]", ".array O[600][4]"]
+    for i in range(4000):
+        r, h = (i * 7) % 590, 1 + (i // 1000) % 3
+        lines += [f"LOAD Q[{r}:{r + h}, :], T0", "ADD T0, T0, T1", f"STORE T1, O[{r // 3}:{r // 3 + h}, :]",
+                  f"LOAD x[{i}], R0", "ADD R0, R0, R1"]
+    text = "\n".join(lines) + "\n"
+    fast = _outcome(_run(text, Machine(sram_words=4096)))
+    assert isinstance(fast, dict)
+    assert fast == _outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
+                                             file="t.asm"))
