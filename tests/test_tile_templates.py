@@ -285,7 +285,10 @@ def test_overlapping_stores_and_changing_heights():
         lines += [f"LOAD Q[{r}:{r + h}, :], T0", "ADD T0, T0, T1", f"STORE T1, O[{r // 3}:{r // 3 + h}, :]",
                   f"LOAD x[{i}], R0", "ADD R0, R0, R1"]
     text = "\n".join(lines) + "\n"
-    fast = _outcome(_run(text, Machine(sram_words=4096)))
-    assert isinstance(fast, dict)
+    batched = STATS["batched"]
+    with pytest.MonkeyPatch.context() as mp:
+        _counted(mp)
+        fast = _outcome(_run(text, Machine(sram_words=4096)))
+    assert isinstance(fast, dict) and STATS["batched"] > batched + 500  # (runs at once, overlaps and all)
     assert fast == _outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
                                              file="t.asm"))

@@ -31,7 +31,7 @@ _INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] 
 _CUT = re.compile(r"\[([0-9]{1,7})(?:\]|:([0-9]{1,7})(?=[,\]]))")
 _LONG = re.compile(r"\[[0-9]{8}")
 _TILE_LINE = re.compile(r"^[ \t]*(?:LOAD|STORE)[^\n]*:[^\n]*$", re.M)
-PROBE_CHARS = 16_384  # the head of a chunk whose tile lines are counted
+PROBE_CHARS = 32_768  # the head of a chunk whose tile lines are counted
 MIN_TILE_LINES = 16  # fewer tile lines in the head: not worth cutting
 _NO_INDICES = iter(()).__next__
 

@@ -9,7 +9,7 @@ no array it loads is one it stores to, its instructions are template LOADs/STORE
 DIV MAX MOV (not EXP/LOG, whose vector loops may round otherwise on other lengths; not matmuls or
 row sums, whose summation order depends on the layout; no transposed operand) — every run's
 blocks have the shape the last run's had (the same SRAM, counters and FLOPs per run), every block
-is inside its array, and the blocks STOREd do not overlap (no order among them to keep). Anything
+is inside its array; where the blocks STOREd overlap, each cell gets the value the last run wrote. Anything
 else — a shape that changes, a bound past the array, a floating-point flag, a rounding that
 overflows or underflows — and ``batch`` returns 0 having changed nothing: the runs go one by one
 (which bail to the loop where the loop must speak).
@@ -26,6 +26,16 @@ from .engines.tile_ops import UFUNC
 from .engines.tile_templates import remember_rows
 
 _EXACT = {UFUNC[op] for op in ("ADD", "SUB", "MUL", "DIV", "MAX") if op in UFUNC}
+
+
+def _last(rows, values):
+    """The rows a batch of STOREs writes, each once, and the value the last STORE to it wrote (blocks
+    STOREd over one another: the later run wins, as one run after another leaves it)."""
+    flat = rows.ravel()
+    if len(flat) < 2 or (np.diff(flat) > 0).all():
+        return flat, values
+    last = len(flat) - 1 - np.unique(flat[::-1], return_index=True)[1]
+    return flat[last], values[last]
 
 
 def compile_batch(specs: list, env: dict):
@@ -83,9 +93,9 @@ def compile_batch(specs: list, env: dict):
                     return None
                 stored.add(id(arr))
                 body.append(f"if {v}.shape[1:] != ({h}, {width}): return 0\n"
-                            f"o = np.sort({s})\nif (o[1:] - o[:-1] < {h}).any(): return 0\nV{k} = {v}")
-                where = f"{rows}, {cols}" if cols else rows
-                value = f"V{k}" if cols else f"V{k}[:, :, 0]"
+                            f"G{k}, V{k} = _last({rows}, {v}.reshape(-1, {width}))")
+                where = f"G{k}, {cols}" if cols else f"G{k}"
+                value = f"V{k}" if cols else f"V{k}[:, 0]"
                 tail.append(f"if {a}.viewed: {a}.detach(regs)\n{a}.dense[{where}] = {value}\n"
                             f"if {a}.regions is not None: _remr({a}, {rows}, {cols and repr(slice(*axes[1][1:]))})\n"
                             f"{a}.tile_writes += count * {h} * {width}\n"
@@ -133,5 +143,6 @@ def compile_batch(specs: list, env: dict):
               f"    P[0] = p + {k} * count", "    H[0] += count", "    return count"]
     env["_ar"] = np.arange(1 << 16)
     env["_remr"] = remember_rows
+    env["_last"] = _last
     exec(compile("\n".join(lines), "<toym tile batch>", "exec"), env)
     return env["batch"]
