@@ -1,14 +1,15 @@
 """Text mode's template cut (``sim.text``): a chunk's integer indices, and — where its tile lines name
-new blocks — the numbers inside its slice brackets, cut out of the chunk in a few regex passes.
+new blocks — the first span of its tile blocks, cut out of the chunk in one regex pass.
 
 ``LOAD x[123], R0`` → the key ``LOAD x[], R0`` and 123 in the chunk's index stream (``run.next_index``),
-as ever. A chunk whose tile LOAD/STORE lines mostly name blocks not named before in it (``mixed-new``:
-``LOAD Q[12:14, :], T0``) has the numbers of every bracket holding a ``:`` cut too: ``LOAD Q[␟:␟, :],
-T0`` (``MARK``), 12 and 14 in the chunk's *bound stream* (``run.tile_bounds``: a list and its
-position), so the tile lines are one template each (``engines.tile_templates``) and the chunk runs as
-blocks. A chunk whose tile lines repeat (``mixed``) keeps them as whole lines — its tile blocks are
-then counted, not run (``tile_blocks.separate``) — and so does one holding ``MARK`` or a bound of 8
-digits or more (the parser's bound, reported at its line).
+as ever. A chunk whose tile LOAD/STORE lines mostly name blocks not named before in its head
+(``mixed-new``: ``LOAD Q[12:14, :], T0``) has the first span of each block cut too: the key ``LOAD
+Q[]␁, :], T0`` (``MARK`` after the cut span), 12 and 14 in the chunk's *bound stream*
+(``run.tile_bounds``: a list and its position), so its tile lines are one template each
+(``engines.tile_templates``) and the chunk runs as blocks. A chunk whose tile lines repeat
+(``mixed``) keeps them as whole lines — its tile blocks are then counted, not run
+(``tile_blocks.separate``) — and so does one holding ``MARK``; a number of 8 digits or more is never
+cut (the line compiles as itself: the parser's bound, at its line).
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
-"""Tile LOAD/STORE *templates*: text mode's ``LOAD Q[␟:␟, :], T0`` — a tile line whose slice bounds
-(and the indices beside them) were cut out of the chunk (``sim.text_slices``) into the chunk's
-*bound stream* ``run.tile_bounds`` (a list and ``[position]``), so that the tile lines of a trace
-whose every block address is new share one code, and one template block (``sim.tile_blocks``).
+"""Tile LOAD/STORE *templates*: text mode's ``LOAD Q[]␁, :], T0`` — a tile line whose first span
+(``Q[12:14, :]``, ``v[2:5]``) was cut out of the chunk (``sim.text_slices``) into the chunk's *bound
+stream* ``run.tile_bounds`` (a list and ``[position]``), so that the tile lines of a trace whose every
+block address is new share one code, and one template block (``sim.tile_blocks``).
 
 A template is made from a line's key and the code the engine compiled for the line's first
 occurrence (``tile.compile``, in trace order: every error, array switch and first use happened
-there), and only where the key is canonical: ``LOAD X[items], Tn`` / ``STORE Tn, X[items]``, each
-item ``␟:␟``, ``␟:``, ``:␟``, ``:``, ``␟`` or a literal index, items split by ``,`` and at most one
-space. Anything else stays its own line (``None``). The template's code takes its bounds from the
-stream and does what the compiled line does on the common path; on any other path — a block past
-the array's shape or empty, a bound at or past ``limits.array_elements``, SRAM past its capacity, a
-STORE of another shape, a chunk without a bound stream — it compiles the line itself and runs
-that code, which raises the error or alarm the line always raised (same text, line, column).
+there), and only where the key is canonical: ``LOAD X[]␁items], Tn`` / ``STORE Tn, X[]␁items]``,
+the items after the cut span literal indices or spans (``, :``, ``, 0:4``, ``, 3``), split by ``,``
+and at most one space. Anything else stays its own line (``None``). The template's code takes its
+bounds from the stream and does what the compiled line does on the common path; on any other path —
+a block past the array's shape or empty, a bound at or past ``limits.array_elements``, SRAM past its
+capacity, a STORE of another shape, a chunk without a bound stream — it compiles the line itself and
+runs that code, which raises the error or alarm the line always raised (same text, line, column).
 """
 
 from __future__ import annotations
