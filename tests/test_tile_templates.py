@@ -134,7 +134,7 @@ def _counted(monkeypatch):
                 STATS["batched"] += done
                 return done
 
-            tb.batch = counted
+            tb.batch = tb.multi.__globals__["batch"] = counted  # (the block's ``multi`` calls it too)
         return tb
 
     monkeypatch.setattr(text_mode, "cut", counted_cut)
@@ -292,3 +292,31 @@ def test_overlapping_stores_and_changing_heights():
     assert isinstance(fast, dict) and STATS["batched"] > batched + 500  # (runs at once, overlaps and all)
     assert fast == _outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
                                              file="t.asm"))
+
+
+@pytest.mark.parametrize("bad", [None, "LOAD Q[19998:20001, :], T0", "FILL 0, 2, 4, T3\nDIV T3, T3, T1"])
+def test_a_trace_of_tile_blocks_only(bad):
+    """A chunk that is one long run of one template tile block (blocks._run_runs: its ``multi``, the
+    runs after the first at once), with an error or an alarm deep inside it."""
+    rows = 20000
+    lines = [f".array Q[{rows}][4]", f".array O[{rows}][4]"]
+    for i in range(0, rows - 2, 2):
+        lines += [f"LOAD Q[{i}:{i + 2}, :], T0", "MUL T0, T0, T1", f"STORE T1, O[{i}:{i + 2}, :]"]
+        if i == 16000 and bad:
+            lines += bad.split("\n")
+    text = "\n".join(lines) + "\n"
+    batched = STATS["batched"]
+    with pytest.MonkeyPatch.context() as mp:
+        _counted(mp)
+        fast = _outcome(_run(text, Machine(sram_words=4096)))
+    assert STATS["batched"] > batched + 500
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(text_slices, "_new_tiles", lambda text: False)
+        assert fast == _outcome(_run(text, Machine(sram_words=4096)))
+    if bad is None:
+        assert fast == _outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
+                                                 file="t.asm"))
+    elif isinstance(fast, dict):  # an alarm: the run goes on, the alarm names its line
+        assert fast["alarms"][0]["line"] == lines.index(bad.split("\n")[-1]) + 1
+    else:
+        assert fast[3][0] == lines.index(bad) + 1

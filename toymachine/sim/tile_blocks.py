@@ -193,7 +193,23 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
     tb.pure, tb.signature, tb.loads, tb.stores = not loaded, tuple(signature), frozenset(loads), tuple(targets)
     tb.streamed = bool(bounds)
     tb.batch = compile_batch(specs, env) if bounds and not loaded else None  # runs of it at once: sim.tile_batch
+    if tb.batch is not None:  # a run of it (blocks._run_runs): one call, then the rest at once where they can be
+        exec(compile(_BATCHED, "<toym tile block>", "exec"), env)
+        tb.multi = env["blocks"]
     return tb
+
+
+_BATCHED = """def blocks(nxt, count):
+    n = again = 0
+    while n < count:
+        block(nxt)
+        n += 1
+        if n < count and n >= again:
+            done = batch(count - n)
+            n += done
+            if not done:
+                again = n + 64
+"""
 
 
 def _expr(what: tuple, src, bind, body: list, flops: set) -> str | None:
