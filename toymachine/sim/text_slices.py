@@ -34,6 +34,7 @@ _LONG = re.compile(r"\[[0-9]{8}")
 _TILE_LINE = re.compile(r"^[ \t]*(?:LOAD|STORE)[^\n]*:[^\n]*$", re.M)
 PROBE_CHARS = 32_768  # the head of a chunk whose tile lines are counted
 MIN_TILE_LINES = 16  # fewer tile lines in the head: not worth cutting
+PROBE_EVERY = 8  # chunks cut (or not) as the last probe decided before the next probe
 _NO_INDICES = iter(()).__next__
 
 
@@ -49,7 +50,11 @@ def cut(run, text: str, first: int) -> str:
     """The chunk's template text (without its final newline); its indices in ``run.next_index``, its
     slice bounds (or None) in ``run.tile_bounds``."""
     run.tile_bounds = None
-    if _new_tiles(text):
+    probe = run.__dict__.get("slice_probe")  # [cut?, chunks before the next probe]: a trace keeps its shape
+    if probe is None or probe[1] <= 0:
+        probe = run.slice_probe = [_new_tiles(text), PROBE_EVERY]
+    probe[1] -= 1
+    if probe[0] and ":" in text and MARK not in text:
         if _LONG.search(text):  # an index of 8 digits or more: refused before the chunk runs, as below
             _check_indices(run, text, first)
         parts = _CUT.split(text)  # text, index or start, stop or None, text, …
