@@ -127,7 +127,9 @@ def test_new_tile_lines_take_the_fast_path(monkeypatch):
     text = f".array Q[{rows}][4] = 2\n.array O[{rows}][4]\n" + body
     r = simulate(io.StringIO(text), Machine(sram_words=64), steps=False)
     assert r.memory["O"] == [[4.0] * 4] * rows
-    assert hits.count(True) == rows  # every tile LOAD/STORE line (all new) compiled by the fast path
+    # every tile LOAD/STORE line compiled is compiled by the fast path; the chunk's new blocks after the
+    # first of each key run as templates (sim.text_slices): fewer lines compiled than there are
+    assert hits and all(hits) and len(hits) < rows
     assert r.dram_reads == r.dram_writes == rows * 4
 
 

@@ -230,6 +230,7 @@ def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, block
     base, t, last = run.step, 0, len(tile_at) - 1  # t: tile blocks done
     ran: set = set()  # tile blocks (keys) that ran once without bailing (separate: their later runs are counted)
     skipped: dict = {}  # key → runs counted, not run
+    retry: dict = {}  # key → the tile block from which a batch of its runs is tried again
 
     def before(k: int, what: str) -> int:  # steps or lines of the blocks before chunk position k
         return sum(map({key: getattr(b, what) for key, b in uniq.items()}.__getitem__, islice(keys, k)))
@@ -250,6 +251,15 @@ def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, block
                 execute(run, list(uniq[keys[j]].codes), first + before(j, "lines"))
             else:
                 ran.add(key)
+                batch = uniq[key].tile.batch
+                if batch is not None and retry.get(key, 0) <= t:  # the runs of it that follow at once, where
+                    same = t  # they can be (sim.tile_batch); after a refusal, the next 64 one by one
+                    while same <= last and tile_keys[same] == key and tile_at[same] < k:
+                        same += 1
+                    done = batch(same - t)
+                    t += done
+                    if not done:
+                        retry[key] = t + 64
 
     def settle(k: int) -> None:  # count the skipped runs; run.step: the steps before chunk position k
         for key, count in skipped.items():

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 __all__ = ["run_text", "CACHE_LIMIT"]
 
-import re
 from collections import Counter
 from itertools import compress, repeat
 from operator import not_
@@ -34,17 +33,15 @@ from typing import Iterable
 import numpy as np
 
 from ..asm import parse_line, strip_comment
-from ..errors import Location
-from ..limits import LIMITS, LimitError
 from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
 from .line_blocks import MISS, MISS_CODE, LineBlocks
 from .line_cache import LineCache
-from .indices import cut_indices
 from .engines import scalar
 from .engines.tile_lines import compile_tile_line
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
+from .text_slices import MARK, cut, template_ahead, tile_miss
 
 CACHE_LIMIT = 131_072  # distinct compiled lines kept; bounds memory on huge traces
 NEW_LINES_FOR_TEMPLATES = 0.05  # a chunk with more new lines than this moves the next ones to templates
@@ -100,30 +97,11 @@ def run_text(run, chunks: Iterable[str]) -> None:
                 templates.clear()
                 blocks.blocks.clear()
             run.source = _chunk_source(first, text)
-            ktext, ints = cut_indices(text, lambda: _check_indices(run, text, first))  # one pass: keys, indices
-            run.next_index = iter(ints).__next__
-            del ints
+            ktext = cut(run, text, first)  # the indices (and new tiles' bounds) cut out: sim.text_slices
             count = ktext.count("\n") + 1
             _run_templates(run, text, ktext, first, templates, exact, blocks, pieces, count)
             since_probe += 1
             first += count
-
-
-def _check_indices(run, text: str, first: int) -> None:
-    """A chunk with an index of 8 digits or more: the first at or past ``limits.array_elements``
-    is refused at its line and column, as the parser refuses it (before ``int`` sees 5,000 digits)."""
-    cap = LIMITS["array_elements"].value()
-    for m in re.finditer(r"\[([0-9]{8,})\]", text):
-        digits = m.group(1)
-        if len(digits) > 19 or int(digits) >= cap:
-            start = text.rfind("\n", 0, m.start()) + 1
-            end = text.find("\n", m.start())
-            line = text[start:end if end >= 0 else len(text)]
-            raise LimitError(f"index {digits[:40]}{'…' if len(digits) > 40 else ''} is beyond the largest array toym "
-                             f"holds ({int(cap):,} elements)",
-                             loc=Location(run.file, first + text.count("\n", 0, m.start()), m.start(1) - start + 1,
-                                          line, len(digits)),
-                             hint=LIMITS["array_elements"].lift_hint(int(digits) + 1 if len(digits) <= 19 else None))
 
 
 def _split(text: str) -> list[str]:
@@ -282,7 +260,7 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
         at = dict(zip(map(keys.__getitem__, reversed(at)), reversed(at)))  # key → its first line (of the chunk)
         head = text.split("\n", max(at.values()) + 1)  # the lines up to the last first one, not the whole chunk
         for key in missing:
-            code = scalar.template_ahead(run, key, head[at[key]])
+            code = template_ahead(run, key, head[at[key]])
             if code is not None:
                 templates[key] = code
         del head
@@ -296,7 +274,7 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
     if missing:
         first_lines = dict(reversed(list(compress(zip(keys, lines), map(not_, codes)))))  # key → its first line
         for key, line in first_lines.items():
-            code = scalar.template_ahead(run, key, line)
+            code = template_ahead(run, key, line)
             if code is not None:
                 templates[key] = code
         codes = list(map(templates.get, keys))
@@ -309,6 +287,9 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
         if code is not None:  # compiled at an earlier occurrence in this chunk
             return code
         n = first + j
+        if MARK in key and run.tile_bounds is not None:  # a tile line with cut bounds (sim.text_slices)
+            return tile_miss(run, n, key, line, templates, exact, _compile_line,
+                             lambda: (templates.clear(), exact.clear(), blocks.blocks.clear(), pieces.clear()))
         count = key.count("[]")
         if count:
             code = scalar.compile_memory_line(run, n, line)

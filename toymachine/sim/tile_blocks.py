@@ -29,6 +29,8 @@ import math
 import numpy as np
 
 from .engines.kinds import EXEC, MM, SFU, VEC
+from .engines.tile_templates import block_index, remember
+from .tile_batch import compile_batch
 
 _FLOP = {MM: "fm", VEC: "fv", SFU: "fs"}
 
@@ -41,7 +43,7 @@ class TileBlock:
     order, and the shapes it loads (blocks with one signature hold SRAM alike); ``loads``: the ids
     of the arrays it reads; ``stores``: (array, index) of each block it writes."""
 
-    __slots__ = ("block", "multi", "skip", "words", "pure", "signature", "loads", "stores")
+    __slots__ = ("block", "multi", "skip", "words", "pure", "signature", "loads", "stores", "streamed", "batch")
 
 
 def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
@@ -52,7 +54,7 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
     if None in specs:
         return None
     env: dict = {"_B": bail, "Bail": bail_class, "regs": run.regs, "sizes": run.sizes, "run": run,
-                 "acc": run.flops, "H": hits, "np": np}
+                 "acc": run.flops, "H": hits, "np": np, "_rem": remember}
     rnd = None if run.tround is None else _rounder(run.dt.round_array, bail)
     env["_rnd"] = rnd
     names: dict[int, str] = {}
@@ -76,6 +78,8 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
     loads: set[int] = set()
     targets: list = []
     skip: list[str] = []  # what ``skip(n)`` adds: n times each static counter
+    bounds = 0  # bounds taken from the chunk's bound stream (template LOADs/STOREs: engines.tile_templates)
+    moved: list[str] = []  # words moved by template LOADs and STOREs (known when the block runs)
 
     def src(slot: int, t: bool) -> str:
         if slot not in written:
@@ -116,6 +120,29 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
             writes += words
             signature.append(("store", s, shape, t))
             targets.append((arr, idx))
+        elif kind in ("tload", "tstore"):
+            arr, axes, k = spec[1], spec[-2], spec[-1]
+            if kind == "tload" and id(arr) in stored:
+                return None
+            a = bind(arr, "A")
+            ix, obj, shape = block_index(axes, bounds, body)
+            bounds += k
+            q = len(moved)
+            if kind == "tload":
+                d = spec[2]
+                body.append(f"if {a}.pending: {a}.materialise()\nt{d} = {a}.dense[{ix}]\nw{q} = t{d}.size")
+                write(d, f"w{q}")
+                commit.append(f"{a}.viewed = True\n{a}.tile_reads += w{q}")
+                moved.append(("r", f"w{q}"))
+                loads.add(id(arr))
+            else:
+                stored.add(id(arr))
+                v = f"v{len(stores)}"
+                body.append(f"{v} = {src(spec[2], spec[3])}\nif {v}.shape != {shape}: raise _B\nw{q} = {v}.size")
+                stores.append(f"if {a}.viewed: {a}.detach(regs)\n{a}.dense[{ix}] = {v}\n"
+                              f"if {a}.regions is not None: _rem({a}, {obj})\n{a}.tile_writes += w{q}")
+                moved.append(("w", f"w{q}"))
+            signature.append((kind, id(arr)))
         else:
             _, d, what = spec
             expr = _expr(what, src, bind, body, flops)
@@ -127,6 +154,8 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
             signature.append(("op", d, what if what[0] != "const" else ("const", what[1].shape)))
     top = [f"t{s} = regs[{s}]" for s in sorted(loaded)] + [f"z{s} = sizes[{s}]" for s in written]
     top += ["occ = run.sram_occ", "pk = run.sram_peak", "lim = run.sram_cap - run.n_scalar"]
+    if bounds:
+        top.insert(0, "B, P = run.tile_bounds\np = P[0]")
     top += [f"{f} = 0" for f in sorted(flops)]
     tail = [f"regs[{s}] = t{s}\nsizes[{s}] = z{s}" for s in written]
     tail += ["run.sram_occ = occ", "run.sram_peak = pk"]
@@ -139,6 +168,12 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
     if stores:
         tail += stores + [f"run.writes += {writes}\nrun.tile_writes += {writes}"]
         skip.append(f"run.writes += n * {writes}\nrun.tile_writes += n * {writes}")
+    for what, total in (("reads", " + ".join(w for t, w in moved if t == "r")),
+                        ("writes", " + ".join(w for t, w in moved if t == "w"))):
+        if total:
+            tail.append(f"m = {total}\nrun.{what} += m\nrun.tile_{what} += m")
+    if bounds:
+        tail.append(f"P[0] = p + {bounds}")
     tail.append("H[0] += 1")
     skip.append("H[0] += n")
     env["L"] = [0, 0, 0]  # the FLOPs of the block's last run (MM, VEC, SFU)
@@ -156,7 +191,25 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
     tb.block, tb.multi, tb.skip = env["block"], env["blocks"], env["skip"]
     tb.words = any(run.names[s][:1] != "T" for s in loaded)
     tb.pure, tb.signature, tb.loads, tb.stores = not loaded, tuple(signature), frozenset(loads), tuple(targets)
+    tb.streamed = bool(bounds)
+    tb.batch = compile_batch(specs, env) if bounds and not loaded else None  # runs of it at once: sim.tile_batch
+    if tb.batch is not None:  # a run of it (blocks._run_runs): one call, then the rest at once where they can be
+        exec(compile(_BATCHED, "<toym tile block>", "exec"), env)
+        tb.multi = env["blocks"]
     return tb
+
+
+_BATCHED = """def blocks(nxt, count):
+    n = again = 0
+    while n < count:
+        block(nxt)
+        n += 1
+        if n < count and n >= again:
+            done = batch(count - n)
+            n += done
+            if not done:
+                again = n + 64
+"""
 
 
 def _expr(what: tuple, src, bind, body: list, flops: set) -> str | None:
@@ -218,7 +271,7 @@ def separate(tiles) -> bool:
     same thing every time, whatever ran between them? True where every one is pure, all share one
     signature, none reads an array any of them writes, and the blocks they write do not overlap
     from one tile block to another — a later run of one then writes what its first run wrote."""
-    if not all(t.pure for t in tiles) or len({t.signature for t in tiles}) != 1:
+    if any(t.streamed for t in tiles) or not all(t.pure for t in tiles) or len({t.signature for t in tiles}) != 1:
         return False
     stored = {id(arr) for t in tiles for arr, _ in t.stores}
     if any(t.loads & stored for t in tiles):
