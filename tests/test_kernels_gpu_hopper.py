@@ -213,7 +213,7 @@ def test_the_gluon_dkdv_computes_the_gradients(dtype, d, bm, bn, w, st, ov, caus
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("tables", [None, ((64, 64, 4, 3, 0), None), ((64, 64, 4, 2, 1), None),
                                     ((64, 64, 4, 3, 0), (64, 64, 4, 2, 1)),
-                                    ((64, 128, 8, 3, 0), (64, 128, 4, 2, 1)),
+                                    ((64, 128, 8, 3, 0), (64, 64, 4, 2, 1)),
                                     ((64, 64, 4, 3, 2), (128, 128, 8, 2, 1))],
                          ids=["dispatched", "kv-s3", "kv-ov1", "kv-s3+dq", "kv-n128+dq",
                               "kv-ov2+dq"])
@@ -229,9 +229,9 @@ def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal, tables
     if tables is not None:
         monkeypatch.setitem(hopper.DISPATCH_DKDV, 128, tables[0])
         if tables[1] is None:
-            monkeypatch.delitem(hopper.DISPATCH_DQ, 128, raising=False)
+            monkeypatch.delitem(hopper.DISPATCH_DQ, (128, causal), raising=False)
         else:
-            monkeypatch.setitem(hopper.DISPATCH_DQ, 128, tables[1])
+            monkeypatch.setitem(hopper.DISPATCH_DQ, (128, causal), tables[1])
     g = torch.Generator().manual_seed(7 + causal)
     q, k, v, do = (torch.randn(1, 2, 384, 128, generator=g).to(dtype).cuda() for _ in range(4))
     p = launch.problem_of(q, k, v, causal)
@@ -244,6 +244,7 @@ def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal, tables
     gk, gv = hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal, *cfg)
     assert torch.equal(dk, gk) and torch.equal(dv, gv)
     qcfg = hopper.dispatch_dq(p, False)
+    assert (qcfg is not None) == (tables is None and causal or bool(tables and tables[1]))
     if qcfg is not None:
         assert torch.equal(dq, hopper.attention_backward_dq_hopper(
             q, k, v, do, lse, delta, None, causal, *qcfg))
@@ -262,8 +263,7 @@ def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal, tables
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("d,bm,bn,w,st,ov", [
     (64, 128, 64, 8, 2, 0), (128, 128, 32, 8, 2, 0), (128, 64, 64, 4, 2, 0),
-    (128, 64, 64, 4, 2, 1), (128, 64, 64, 4, 3, 1), (128, 128, 128, 8, 2, 1),
-    (128, 64, 128, 4, 2, 1)])
+    (128, 64, 64, 4, 2, 1), (128, 64, 64, 4, 3, 1), (128, 128, 128, 8, 2, 1)])
 def test_the_gluon_dq_computes_the_gradient(dtype, d, bm, bn, w, st, ov, causal):
     """kernels.hopper_bwd's dQ against float64 autograd, N 512, fresh random inputs."""
     from kernels_gpu import flash_attention_forward

@@ -21,13 +21,13 @@ from . import study
 from .run import attention_flops, environment
 
 # (BLOCK_M, BLOCK_N, warps, ring stages, overlap schedule); the first is the dispatched one
+# (the fourth session's first call timed (64, 64, 4, 3, 0), (64, 64, 4, 3, 2), (64, 128, 8, 3, 0)
+# and the dQ (64, 64, 4, 3, 1), (64, 128, 4, 2, 1) too: all slower, results/hopper_bwd_overlap_h100)
 VARIANTS = {64: [(32, 128, 8, 2, 0)],
-            128: [(64, 64, 4, 2, 0), (64, 64, 4, 3, 0), (64, 64, 4, 2, 1), (64, 64, 4, 3, 2),
-                  (64, 128, 8, 2, 0), (64, 128, 8, 3, 0)]}
+            128: [(64, 64, 4, 2, 0), (64, 64, 4, 2, 1), (64, 128, 8, 2, 0)]}
 # the Gluon dQ, the same fields, timed alone and in a backward with the first dK/dV
 DQ_VARIANTS = {64: [(128, 64, 8, 2, 0), (128, 128, 8, 2, 0)],
-               128: [(64, 64, 4, 2, 0), (64, 64, 4, 2, 1), (64, 64, 4, 3, 1), (128, 128, 8, 2, 1),
-                     (64, 128, 4, 2, 1)]}
+               128: [(64, 64, 4, 2, 0), (64, 64, 4, 2, 1), (128, 128, 8, 2, 1)]}
 
 
 def label(kind: str, cfg: tuple) -> str:

@@ -69,10 +69,16 @@ DISPATCH_WS: dict[tuple[int, bool], list[tuple[int, tuple[int, str, int] | None]
 # H100): at d 128 the dK/dV launch 1.09 - 1.34 x faster than the `tl` one, causal or not, N 1k -
 # 16k; at d 64 within +-7 % either way, so not there.
 # Entries (BLOCK_M, BLOCK_N, warps, ring stages, overlap schedule: kernels.hopper_bwd OVERLAP).
-DISPATCH_DKDV = {128: (64, 64, 4, 2, 0)}
-# Where the backward's dQ runs on the Gluon kernel too (only beside the Gluon dK/dV): head dim
-# -> (BLOCK_M, BLOCK_N, warps, stages, overlap). Empty: not measured faster yet.
-DISPATCH_DQ: dict[int, tuple[int, int, int, int, int]] = {}
+# Fourth session (results/hopper_bwd_overlap_h100.json): OVERLAP 1 (dP^T issued with S^T, under
+# P^T's exponentials) 0.99 - 1.06 x the waited schedule; a 3-stage ring 0.67 - 0.76 x (131 KB
+# of shared memory: one program per SM instead of two); OVERLAP 2 spills.
+DISPATCH_DKDV = {128: (64, 64, 4, 2, 1)}
+# Where the backward's dQ runs on the Gluon kernel too (only beside the Gluon dK/dV): (head dim,
+# causal) -> (BLOCK_M, BLOCK_N, warps, stages, overlap). Causal d 128: the OVERLAP 1 dQ 1.07 -
+# 1.24 x the `tl` dQ launch, the backward 1.02 - 1.06 x; non-causal the backward within +-3 %,
+# so not there (results/hopper_bwd_overlap_h100.json).
+DISPATCH_DQ: dict[tuple[int, bool], tuple[int, int, int, int, int]] = {
+    (128, True): (64, 64, 4, 2, 1)}
 
 
 def dispatch_ws(p, interpreter: bool) -> tuple[int, str, int] | None:
@@ -99,7 +105,7 @@ def dispatch_dkdv(p, interpreter: bool) -> tuple[int, int, int, int, int] | None
 
 def dispatch_dq(p, interpreter: bool) -> tuple[int, int, int, int, int] | None:
     """The Gluon dQ's config (DISPATCH_DQ) where the Gluon dK/dV is dispatched too, else None."""
-    cfg = DISPATCH_DQ.get(p.d)
+    cfg = DISPATCH_DQ.get((p.d, bool(p.causal)))
     if cfg is None or dispatch_dkdv(p, interpreter) is None or p.nq % max(cfg[:2]):
         return None
     return cfg
