@@ -180,9 +180,11 @@ def test_flash_attention_dispatches_to_the_warp_specialised_forward(causal):
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
-@pytest.mark.parametrize("d,bm,bn,w", [(64, 64, 128, 8), (64, 32, 128, 8), (128, 32, 128, 8),
-                                       (128, 64, 64, 4)])
-def test_the_gluon_dkdv_computes_the_gradients(dtype, d, bm, bn, w, causal):
+@pytest.mark.parametrize("d,bm,bn,w,st,ov", [
+    (64, 64, 128, 8, 2, 0), (64, 32, 128, 8, 2, 0), (128, 32, 128, 8, 2, 0),
+    (128, 64, 64, 4, 2, 0), (128, 64, 64, 4, 3, 0), (128, 64, 64, 4, 2, 1),
+    (128, 64, 64, 4, 3, 2), (128, 64, 128, 8, 3, 0)])
+def test_the_gluon_dkdv_computes_the_gradients(dtype, d, bm, bn, w, st, ov, causal):
     """kernels.hopper_bwd against float64 autograd: dK and dV from the forward's lse and
     D = rowsum(dO * O) (the `tl` preprocess), fresh random inputs, N 512 (several query tiles,
     causal programs of different lengths)."""
@@ -197,7 +199,8 @@ def test_the_gluon_dkdv_computes_the_gradients(dtype, d, bm, bn, w, causal):
     p = launch.problem_of(q, k, v, causal)
     delta = torch.empty(2, 3, 512, device="cuda", dtype=torch.float32)
     launch.launch_preprocess(p, o, do, delta)
-    dk, dv = attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal, bm, bn, w)
+    dk, dv = attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal, bm, bn, w,
+                                            st, ov)
     qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
     attention_reference(qr, kr, vr, causal)[0].backward(do.double())
     tol = output_tolerance(dtype, True, backward=True)
@@ -208,14 +211,27 @@ def test_the_gluon_dkdv_computes_the_gradients(dtype, d, bm, bn, w, causal):
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
-def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal):
-    """At d 128 (DISPATCH_DKDV) flash_attention_backward's dK, dV are the Gluon kernel's, bit
-    for bit; dQ (the `tl` kernel) and all three against float64; an explicit dK/dV config
-    (the `tl` kernel) is right too."""
+@pytest.mark.parametrize("tables", [None, ((64, 64, 4, 3, 0), None), ((64, 64, 4, 2, 1), None),
+                                    ((64, 64, 4, 3, 0), (64, 64, 4, 2, 1)),
+                                    ((64, 128, 8, 3, 0), (64, 64, 4, 2, 1)),
+                                    ((64, 64, 4, 3, 2), (128, 128, 8, 2, 1))],
+                         ids=["dispatched", "kv-s3", "kv-ov1", "kv-s3+dq", "kv-n128+dq",
+                              "kv-ov2+dq"])
+def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal, tables, monkeypatch):
+    """At d 128 (DISPATCH_DKDV; `tables` = other (dK/dV, dQ) dispatch entries, the candidates
+    the bench measured) flash_attention_backward's dK, dV are the Gluon kernel's, bit for bit,
+    and dQ the Gluon dQ's where DISPATCH_DQ names one; all three against float64; an explicit
+    dK/dV config (the `tl` kernel) is right too."""
     from kernels_gpu import KernelConfig, flash_attention_backward, flash_attention_forward
     from kernels_gpu.host import hopper, launch
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
 
+    if tables is not None:
+        monkeypatch.setitem(hopper.DISPATCH_DKDV, 128, tables[0])
+        if tables[1] is None:
+            monkeypatch.delitem(hopper.DISPATCH_DQ, (128, causal), raising=False)
+        else:
+            monkeypatch.setitem(hopper.DISPATCH_DQ, (128, causal), tables[1])
     g = torch.Generator().manual_seed(7 + causal)
     q, k, v, do = (torch.randn(1, 2, 384, 128, generator=g).to(dtype).cuda() for _ in range(4))
     p = launch.problem_of(q, k, v, causal)
@@ -227,6 +243,11 @@ def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal):
     launch.launch_preprocess(p, o, do, delta)
     gk, gv = hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal, *cfg)
     assert torch.equal(dk, gk) and torch.equal(dv, gv)
+    qcfg = hopper.dispatch_dq(p, False)
+    assert (qcfg is not None) == (tables is None and causal or bool(tables and tables[1]))
+    if qcfg is not None:
+        assert torch.equal(dq, hopper.attention_backward_dq_hopper(
+            q, k, v, do, lse, delta, None, causal, *qcfg))
     qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
     attention_reference(qr, kr, vr, causal)[0].backward(do.double())
     tol = output_tolerance(dtype, True, backward=True)
@@ -240,8 +261,10 @@ def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal):
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
-@pytest.mark.parametrize("d,bm,bn,w", [(64, 128, 64, 8), (128, 128, 32, 8), (128, 64, 64, 4)])
-def test_the_gluon_dq_computes_the_gradient(dtype, d, bm, bn, w, causal):
+@pytest.mark.parametrize("d,bm,bn,w,st,ov", [
+    (64, 128, 64, 8, 2, 0), (128, 128, 32, 8, 2, 0), (128, 64, 64, 4, 2, 0),
+    (128, 64, 64, 4, 2, 1), (128, 64, 64, 4, 3, 1), (128, 128, 128, 8, 2, 1)])
+def test_the_gluon_dq_computes_the_gradient(dtype, d, bm, bn, w, st, ov, causal):
     """kernels.hopper_bwd's dQ against float64 autograd, N 512, fresh random inputs."""
     from kernels_gpu import flash_attention_forward
     from kernels_gpu.host import launch
@@ -254,7 +277,8 @@ def test_the_gluon_dq_computes_the_gradient(dtype, d, bm, bn, w, causal):
     p = launch.problem_of(q, k, v, causal)
     delta = torch.empty(2, 3, 512, device="cuda", dtype=torch.float32)
     launch.launch_preprocess(p, o, do, delta)
-    dq = attention_backward_dq_hopper(q, k, v, do, lse, delta, None, causal, bm, bn, w)
+    dq = attention_backward_dq_hopper(q, k, v, do, lse, delta, None, causal, bm, bn, w, st,
+                                      ov)
     qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
     attention_reference(qr, kr, vr, causal)[0].backward(do.double())
     assert rel_err(dq, qr.grad) < output_tolerance(dtype, True, backward=True)

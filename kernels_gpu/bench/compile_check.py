@@ -153,7 +153,8 @@ def compile_ws(d: int, block_n: int, schedule: str, arch: int = 90, causal: bool
 
 
 def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: int = 90,
-                causal: bool = False, dq: bool = False):
+                causal: bool = False, dq: bool = False, stages: int = 2,
+                overlap: bool = False):
     """The Gluon dK/dV (dq: the dQ) of kernels.hopper_bwd compiled for sm_<arch>, fp16."""
     import torch
     from triton.experimental.gluon import language as gl
@@ -169,7 +170,7 @@ def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: in
     sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
            for k, b in rows.items()}
     consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "CAUSAL": causal,
-              "num_warps": num_warps}
+              "STAGES": stages, "OVERLAP": int(overlap), "num_warps": num_warps}
     outs = {"DQ": "*fp16"} if dq else {"DK": "*fp16", "DV": "*fp16"}
     sig.update(**outs, LSE="*fp32", DELTA="*fp32", sm_scale="fp32", N="i32",
                **{k: "constexpr" for k in consts})

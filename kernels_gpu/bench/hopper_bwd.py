@@ -20,9 +20,20 @@ from ..host.hopper import attention_backward_dkdv_hopper, attention_backward_dq_
 from . import study
 from .run import attention_flops, environment
 
-VARIANTS = {64: [(32, 128, 8)], 128: [(64, 64, 4), (64, 128, 8)]}
-# the Gluon dQ (BLOCK_M, BLOCK_N, warps), timed alone and in a backward with the first dK/dV
-DQ_VARIANTS = {64: [(128, 64, 8), (128, 128, 8)], 128: [(128, 64, 8), (128, 32, 8), (64, 64, 4)]}
+# (BLOCK_M, BLOCK_N, warps, ring stages, overlap schedule); the first is the dispatched one
+# (the fourth session's first call timed (64, 64, 4, 3, 0), (64, 64, 4, 3, 2), (64, 128, 8, 3, 0)
+# and the dQ (64, 64, 4, 3, 1), (64, 128, 4, 2, 1) too: all slower, results/hopper_bwd_overlap_h100)
+VARIANTS = {64: [(32, 128, 8, 2, 0)],
+            128: [(64, 64, 4, 2, 0), (64, 64, 4, 2, 1), (64, 128, 8, 2, 0)]}
+# the Gluon dQ, the same fields, timed alone and in a backward with the first dK/dV
+DQ_VARIANTS = {64: [(128, 64, 8, 2, 0), (128, 128, 8, 2, 0)],
+               128: [(64, 64, 4, 2, 0), (64, 64, 4, 2, 1), (128, 128, 8, 2, 1)]}
+
+
+def label(kind: str, cfg: tuple) -> str:
+    bm, bn, w, st, ov = cfg
+    return f"gluon {kind} M{bm}N{bn}w{w}" + (f" s{st}" if st != 2 else "") + (
+        f" ov{ov}" if ov else "")
 
 
 def main(argv=None) -> int:
@@ -65,49 +76,62 @@ def point(d: int, n: int, causal: bool, repeats: int) -> dict:
     row = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {}, "runs": {},
            "err": {}, "tl_dkdv_config": dkdv_cfg.short()}
     L.launch_preprocess(p, o, dod, delta)
-    for bm, bn, w in VARIANTS[d]:
-        name = f"gluon dkdv M{bm}N{bn}w{w}"
+    for cfg in VARIANTS[d]:
+        name = label("dkdv", cfg)
         try:
             dk, dv = attention_backward_dkdv_hopper(qd, kd, vd, dod, lse, delta, scale, causal,
-                                                    bm, bn, w)
+                                                    *cfg)
             row["err"][name] = max(float((x.float() - r.float()).norm() / r.float().norm())
                                    for x, r in ((dk, ref[1]), (dv, ref[2])))
         except Exception as e:  # noqa: BLE001 - a variant that fails is reported
             row["err"][name] = f"{type(e).__name__}: {str(e)[-300:]}"
             continue
         study.time_into(row, name, lambda: attention_backward_dkdv_hopper(
-            qd, kd, vd, dod, lse, delta, scale, causal, bm, bn, w), repeats)
+            qd, kd, vd, dod, lse, delta, scale, causal, *cfg), repeats)
 
-        def whole(bm=bm, bn=bn, w=w):
+        def whole(cfg=cfg):
             L.launch_preprocess(p, o, dod, delta)
-            attention_backward_dkdv_hopper(qd, kd, vd, dod, lse, delta, scale, causal, bm, bn, w)
+            attention_backward_dkdv_hopper(qd, kd, vd, dod, lse, delta, scale, causal, *cfg)
             L.launch_dq(p, qd, kd, vd, dod, dq, lse, delta, scale, dq_cfg)
         study.time_into(row, f"backward with {name}", whole, repeats)
     kv_cfg = VARIANTS[d][0]
-    for bm, bn, w in DQ_VARIANTS[d]:
-        name = f"gluon dq M{bm}N{bn}w{w}"
+    for cfg in DQ_VARIANTS[d]:
+        name = label("dq", cfg)
         try:
-            g = attention_backward_dq_hopper(qd, kd, vd, dod, lse, delta, scale, causal, bm, bn,
-                                             w)
+            g = attention_backward_dq_hopper(qd, kd, vd, dod, lse, delta, scale, causal, *cfg)
             row["err"][name] = float((g.float() - ref[0].float()).norm() / ref[0].float().norm())
         except Exception as e:  # noqa: BLE001 - a variant that fails is reported
             row["err"][name] = f"{type(e).__name__}: {str(e)[-300:]}"
             continue
         study.time_into(row, name, lambda: attention_backward_dq_hopper(
-            qd, kd, vd, dod, lse, delta, scale, causal, bm, bn, w), repeats)
+            qd, kd, vd, dod, lse, delta, scale, causal, *cfg), repeats)
 
-        def all_gluon(bm=bm, bn=bn, w=w):
+        def all_gluon(cfg=cfg):
             L.launch_preprocess(p, o, dod, delta)
             attention_backward_dkdv_hopper(qd, kd, vd, dod, lse, delta, scale, causal, *kv_cfg)
-            attention_backward_dq_hopper(qd, kd, vd, dod, lse, delta, scale, causal, bm, bn, w)
+            attention_backward_dq_hopper(qd, kd, vd, dod, lse, delta, scale, causal, *cfg)
         study.time_into(row, f"backward gluon dkdv + {name}", all_gluon, repeats)
     study.time_into(row, f"tl dq {dq_cfg.short()}", lambda: L.launch_dq(
         p, qd, kd, vd, dod, dq, lse, delta, scale, dq_cfg), repeats)
     dk, dv = torch.empty_like(kd), torch.empty_like(vd)
     study.time_into(row, f"tl dkdv {dkdv_cfg.short()}", lambda: L.launch_dkdv(
         p, qd, kd, vd, dod, dk, dv, lse, delta, scale, dkdv_cfg, dq), repeats)
-    study.time_into(row, "tl backward", lambda: fa.flash_attention_backward(
+    best_kv = min((c for c in VARIANTS[d] if label("dkdv", c) in row["ms"]),
+                  key=lambda c: row["ms"][label("dkdv", c)])
+    best_dq = min((c for c in DQ_VARIANTS[d] if label("dq", c) in row["ms"]),
+                  key=lambda c: row["ms"][label("dq", c)], default=None)
+    if best_dq is not None and row["ms"][label("dq", best_dq)] < row["ms"][
+            f"tl dq {dq_cfg.short()}"]:
+        def best():
+            L.launch_preprocess(p, o, dod, delta)
+            attention_backward_dkdv_hopper(qd, kd, vd, dod, lse, delta, scale, causal, *best_kv)
+            attention_backward_dq_hopper(qd, kd, vd, dod, lse, delta, scale, causal, *best_dq)
+        study.time_into(row, f"backward best: {label('dkdv', best_kv)} + "
+                        f"{label('dq', best_dq)}", best, repeats)
+    study.time_into(row, "dispatched backward", lambda: fa.flash_attention_backward(
         qd, kd, vd, o, lse, dod, causal), repeats)
+    study.time_into(row, "tl backward", lambda: fa.flash_attention_backward(
+        qd, kd, vd, o, lse, dod, causal, dkdv_config=dkdv_cfg, dq_config=dq_cfg), repeats)
     study.time_sdpa_backward(row, q, k, v, dod, causal, repeats)
     flops = attention_flops(b, h, n, d, causal, "bwd")
     row["tflops"] = {k_: flops / ms * 1e-9 for k_, ms in row["ms"].items()}

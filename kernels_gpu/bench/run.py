@@ -177,6 +177,9 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
         dkdv = hopper.dispatch_dkdv(launch.problem_of(qd, kd, kd, causal), False)
         if dkdv is not None:  # the backward's dK/dV ran on the Gluon kernel
             row["bwd_dkdv_kernel"] = "gluon M{}N{}w{}".format(*dkdv)
+            dq = hopper.dispatch_dq(launch.problem_of(qd, kd, kd, causal), False)
+            if dq is not None:  # and its dQ too (the model still predicts the `tl` dQ)
+                row["bwd_dq_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dq)
     return row
 
 

@@ -210,7 +210,7 @@ def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
 
 
 def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelConfig,
-              dq_cfg: KernelConfig, gluon: tuple[int, int, int] | None = None):
+              dq_cfg: KernelConfig, gluon: tuple[int, ...] | None = None):
     """The three launches on checked, contiguous inputs with resolved configs (the autograd
     path calls this directly: host time is what small shapes are bound by); gluon (BLOCK_M,
     BLOCK_N, warps): dK/dV on the Gluon kernel (host/hopper.py DISPATCH_DKDV) instead. A
@@ -219,6 +219,8 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
     delta = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
     dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
 
+    gluon_dq = hopper.dispatch_dq(p, False) if gluon is not None else None
+
     def launch():
         L.launch_preprocess(p, o, do, delta)
         if gluon is not None:
@@ -226,10 +228,13 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
                                                   *gluon, out=(dk, dv))
         else:
             L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg, dq)
-        if gluon is not None or not dkdv_cfg.fused_dq:  # else the dK/dV launch wrote dQ too
+        if gluon_dq is not None:
+            hopper.attention_backward_dq_hopper(q, k, v, do, lse, delta, scale, p.causal,
+                                                *gluon_dq, out=dq.view(-1, p.d))
+        elif gluon is not None or not dkdv_cfg.fused_dq:  # else the dK/dV launch wrote dQ
             L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
 
-    _replayable(("bwd", p, scale, dkdv_cfg, dq_cfg, gluon),
+    _replayable(("bwd", p, scale, dkdv_cfg, dq_cfg, gluon, gluon_dq),
                 (q, k, v, o, lse, do, delta, dq, dk, dv), launch, p)
     return dq, dk, dv
 

@@ -18,7 +18,7 @@ from .launch import _capability
 __all__ = ["DISPATCH", "DISPATCH_CAUSAL", "DISPATCH_WS", "dispatch_config", "dispatch_ws",
            "hopper_supported", "attention_forward_hopper", "attention_forward_ws", "ws_label",
            "attention_backward_dkdv_hopper", "attention_backward_dq_hopper", "DISPATCH_DKDV",
-           "dispatch_dkdv"]
+           "dispatch_dkdv", "DISPATCH_DQ", "dispatch_dq"]
 
 LOG2E = 1.4426950408889634
 
@@ -68,7 +68,19 @@ DISPATCH_WS: dict[tuple[int, bool], list[tuple[int, tuple[int, str, int] | None]
 # one: head dim -> (BLOCK_M, BLOCK_N, warps). `python -m kernels_gpu.bench.hopper_bwd` (lent
 # H100): at d 128 the dK/dV launch 1.09 - 1.34 x faster than the `tl` one, causal or not, N 1k -
 # 16k; at d 64 within +-7 % either way, so not there.
-DISPATCH_DKDV = {128: (64, 64, 4)}
+# Entries (BLOCK_M, BLOCK_N, warps, ring stages, overlap schedule: kernels.hopper_bwd OVERLAP).
+# Fourth session (results/hopper_bwd_overlap_h100*.json, two calls): OVERLAP 1 (dP^T issued
+# with S^T, under P^T's exponentials) 0.91 - 1.06 x the waited schedule as a launch, the whole
+# backward 0.97 - 1.09 x (median 1.01: within the spread; kept, the GPU tests and the public-path
+# table are of it); a 3-stage ring 0.67 - 0.79 x (131 KB of shared memory: one program per SM
+# instead of two); OVERLAP 2 spills and loses.
+DISPATCH_DKDV = {128: (64, 64, 4, 2, 1)}
+# Where the backward's dQ runs on the Gluon kernel too (only beside the Gluon dK/dV): (head dim,
+# causal) -> (BLOCK_M, BLOCK_N, warps, stages, overlap). Causal d 128: the OVERLAP 1 dQ 0.98 -
+# 1.24 x the `tl` dQ launch (N >= 4k: 1.13 - 1.24 x in both calls), the backward 1.02 - 1.06 x;
+# non-causal the backward within +-3 %, so not there (results/hopper_bwd_overlap_h100*.json).
+DISPATCH_DQ: dict[tuple[int, bool], tuple[int, int, int, int, int]] = {
+    (128, True): (64, 64, 4, 2, 1)}
 
 
 def dispatch_ws(p, interpreter: bool) -> tuple[int, str, int] | None:
@@ -83,12 +95,20 @@ def dispatch_ws(p, interpreter: bool) -> tuple[int, str, int] | None:
     return next(cfg for largest, cfg in rows if p.nq <= largest)
 
 
-def dispatch_dkdv(p, interpreter: bool) -> tuple[int, int, int] | None:
-    """(BLOCK_M, BLOCK_N, warps) of the Gluon dK/dV for a launch.Problem where it measured
+def dispatch_dkdv(p, interpreter: bool) -> tuple[int, int, int, int, int] | None:
+    """(BLOCK_M, BLOCK_N, warps, stages, overlap) of the Gluon dK/dV for a launch.Problem where it measured
     faster (DISPATCH_DKDV; the Gluon forward's conditions, N a multiple of both blocks), else
     None."""
     cfg = DISPATCH_DKDV.get(p.d)
     if cfg is None or dispatch_config(p, interpreter) is None or p.nq % max(cfg[:2]):
+        return None
+    return cfg
+
+
+def dispatch_dq(p, interpreter: bool) -> tuple[int, int, int, int, int] | None:
+    """The Gluon dQ's config (DISPATCH_DQ) where the Gluon dK/dV is dispatched too, else None."""
+    cfg = DISPATCH_DQ.get((p.d, bool(p.causal)))
+    if cfg is None or dispatch_dkdv(p, interpreter) is None or p.nq % max(cfg[:2]):
         return None
     return cfg
 
@@ -186,12 +206,14 @@ def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Te
                                    do: torch.Tensor, lse: torch.Tensor, delta: torch.Tensor,
                                    sm_scale: float | None = None, causal: bool = False,
                                    block_m: int = 64, block_n: int = 128,
-                                   num_warps: int = 8,
+                                   num_warps: int = 8, stages: int = 2, overlap: int = 0,
                                    out: tuple[torch.Tensor, torch.Tensor] | None = None
                                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """dK, dV (B, H, N, d) on the Gluon dK/dV kernel (kernels.hopper_bwd) from the forward's
     lse (natural log, fp32) and D = rowsum(dO * O) (fp32), both (B, H, N); `out` = (dk, dv)
-    contiguous buffers to write, else new ones."""
+    contiguous buffers to write, else new ones. `stages`: the Q/dO ring's depth; `overlap`:
+    0 every wgmma waited, 1 dP^T issued with S^T and run under P^T's exponentials, 2 also
+    P^T dO under dS^T (the asynchronous wgmma schedules)."""
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -214,7 +236,7 @@ def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Te
                                 (v2, block_n, lay_n), (do2, block_m, lay_m))]
     _attn_bwd_dkdv_hopper[(n // block_n, b * h)](
         *descs, dk, dv, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
-        bool(causal), num_warps=num_warps)
+        bool(causal), int(stages), int(overlap), num_warps=num_warps)
     return dk.view(b, h, n, d), dv.view(b, h, n, d)
 
 
@@ -222,9 +244,11 @@ def attention_backward_dq_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
                                  do: torch.Tensor, lse: torch.Tensor, delta: torch.Tensor,
                                  sm_scale: float | None = None, causal: bool = False,
                                  block_m: int = 128, block_n: int = 64, num_warps: int = 8,
+                                 stages: int = 2, overlap: int = 0,
                                  out: torch.Tensor | None = None) -> torch.Tensor:
     """dQ (B, H, N, d) on the Gluon dQ kernel (kernels.hopper_bwd), from the forward's lse and
-    D as attention_backward_dkdv_hopper takes them; `out` a contiguous buffer to write."""
+    D as attention_backward_dkdv_hopper takes them; `out` a contiguous buffer to write;
+    `stages`, `overlap` as there (the K/V ring; 1: dP under P's exponentials)."""
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -247,5 +271,5 @@ def attention_backward_dq_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
                                 (v2, block_n, lay_n), (do2, block_m, lay_m))]
     _attn_bwd_dq_hopper[(n // block_m, b * h)](
         *descs, dq, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
-        bool(causal), num_warps=num_warps)
+        bool(causal), int(stages), int(overlap), num_warps=num_warps)
     return dq.view(b, h, n, d)

@@ -1,5 +1,5 @@
 """A Hopper dK/dV backward in Gluon (Triton 3.6): the backward's heavy launch on TMA + wgmma
-(issue 21, item 3, third session; one partition, no warp specialisation yet).
+(issue 21, item 3, third and fourth sessions; one partition, no warp specialisation yet).
 
 One program holds a (BLOCK_N, d) tile of K and of V in shared memory (TMA, once) and streams
 the query tiles (BLOCK_M rows of Q and dO) through a two-stage TMA ring, one mbarrier per stage.
@@ -16,14 +16,18 @@ dK is scaled by sm_scale at the end; both are stored through plain stores. dQ st
 kernel's, or `_attn_bwd_dq_hopper`'s: the mirror image (a Q / dO / lse / D tile held, K and V
 streamed; S = Q K^T, P, dP = dO V^T, dS, dQ += dS K). H_kv = H, N_q = N_k a multiple of the
 blocks, d 64 / 128, fp16 / bf16. dK/dV grid (N / BLOCK_N, B * H), dQ grid (N / BLOCK_M, B * H);
-num_warps 8: each warp owns 1/8 of the held tile's rows.
+num_warps 8: each warp owns 1/8 of the held tile's rows. STAGES: the streamed ring's depth.
+OVERLAP (fourth session): 0 every wgmma waited; 1 the two products of the streamed tile (S^T and
+dP^T; S and dP) issued together and dP^T waited only after P^T's exponentials; 2 (dK/dV) also
+P^T dO left running while dS^T is formed. Every wgmma of a tile retires before the next tile.
 """
 from __future__ import annotations
 
 try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma
+    from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
+                                                                  warpgroup_mma_wait)
     HAVE_GLUON = True
 except ImportError:  # pragma: no cover - a Triton without Gluon
     HAVE_GLUON = False
@@ -35,6 +39,7 @@ if HAVE_GLUON:
     def _attn_bwd_dkdv_hopper(q_desc, k_desc, v_desc, do_desc, DK, DV, LSE, DELTA, sm_scale,
                               N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                               HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
+                              STAGES: gl.constexpr, OVERLAP: gl.constexpr,
                               num_warps: gl.constexpr):
         pid_n = gl.program_id(0)
         bh = gl.program_id(1)
@@ -54,13 +59,13 @@ if HAVE_GLUON:
 
         k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], k_desc.layout)
         v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_DIM], v_desc.layout)
-        q_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, HEAD_DIM], q_desc.layout)
-        do_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, HEAD_DIM], do_desc.layout)
+        q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
+        do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
         kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         mbarrier.init(kv_bar, count=1)
-        mbarrier.init(bars.index(0), count=1)
-        mbarrier.init(bars.index(1), count=1)
+        for s in gl.static_range(STAGES):
+            mbarrier.init(bars.index(s), count=1)
         tile_bytes: gl.constexpr = 2 * BLOCK_M * HEAD_DIM * 2
 
         mbarrier.expect(kv_bar, 2 * BLOCK_N * HEAD_DIM * 2)
@@ -71,11 +76,13 @@ if HAVE_GLUON:
         else:
             first = 0
         n_tiles = N // BLOCK_M - first
-        mbarrier.expect(bars.index(0), tile_bytes)
-        tma.async_copy_global_to_shared(q_desc, [row0 + first * BLOCK_M, 0], bars.index(0),
-                                        q_smem.index(0))
-        tma.async_copy_global_to_shared(do_desc, [row0 + first * BLOCK_M, 0], bars.index(0),
-                                        do_smem.index(0))
+        for s in gl.static_range(STAGES - 1):  # the ring's first STAGES - 1 tiles
+            if s < n_tiles:
+                mbarrier.expect(bars.index(s), tile_bytes)
+                tma.async_copy_global_to_shared(q_desc, [row0 + (first + s) * BLOCK_M, 0],
+                                                bars.index(s), q_smem.index(s))
+                tma.async_copy_global_to_shared(do_desc, [row0 + (first + s) * BLOCK_M, 0],
+                                                bars.index(s), do_smem.index(s))
 
         dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, layout=acc_layout)
         dv = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, layout=acc_layout)
@@ -84,35 +91,65 @@ if HAVE_GLUON:
         m_off = gl.arange(0, BLOCK_M, layout=col_st)
         mbarrier.wait(kv_bar, phase=0)
         for i in range(n_tiles):
-            stage = i % 2
+            stage = i % STAGES
             start_m = (first + i) * BLOCK_M
             gl.thread_barrier()  # every warp is done with the stage the next load overwrites
-            if i + 1 < n_tiles:
-                nxt = (i + 1) % 2
+            if i + STAGES - 1 < n_tiles:
+                nxt = (i + STAGES - 1) % STAGES
+                nxt_m = start_m + (STAGES - 1) * BLOCK_M
                 mbarrier.expect(bars.index(nxt), tile_bytes)
-                tma.async_copy_global_to_shared(q_desc, [row0 + start_m + BLOCK_M, 0],
-                                                bars.index(nxt), q_smem.index(nxt))
-                tma.async_copy_global_to_shared(do_desc, [row0 + start_m + BLOCK_M, 0],
-                                                bars.index(nxt), do_smem.index(nxt))
+                tma.async_copy_global_to_shared(q_desc, [row0 + nxt_m, 0], bars.index(nxt),
+                                                q_smem.index(nxt))
+                tma.async_copy_global_to_shared(do_desc, [row0 + nxt_m, 0], bars.index(nxt),
+                                                do_smem.index(nxt))
             lse2 = gl.load(LSE + row0 + start_m + m_off) * 1.4426950408889634
             delta = gl.load(DELTA + row0 + start_m + m_off)
-            mbarrier.wait(bars.index(stage), phase=(i // 2) & 1)
+            mbarrier.wait(bars.index(stage), phase=(i // STAGES) & 1)
             q_t = q_smem.index(stage)
             do_t = do_smem.index(stage)
-            st = warpgroup_mma(k_smem, q_t.permute((1, 0)), st_zero, use_acc=False)
-            pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
-            if CAUSAL:
-                if start_m < start_n + BLOCK_N:  # the tile crosses the diagonal
-                    q_pos = start_m + m_off
-                    pt = gl.where(gl.expand_dims(k_pos, 1) <= gl.expand_dims(q_pos, 0), pt, 0.0)
-            dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv)
-            dpt = warpgroup_mma(v_smem, do_t.permute((1, 0)), st_zero, use_acc=False)
-            dst = pt * (dpt - gl.expand_dims(delta, 0))
-            dk = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk)
+            if OVERLAP:
+                # S^T and dP^T issued together, P^T computed while dP^T runs; OVERLAP 2 also
+                # dS^T while P^T dO runs; every wgmma of the tile retired before the next one
+                st_tok = warpgroup_mma(k_smem, q_t.permute((1, 0)), st_zero, use_acc=False,
+                                       is_async=True)
+                dpt_tok = warpgroup_mma(v_smem, do_t.permute((1, 0)), st_zero, use_acc=False,
+                                        is_async=True)
+                st = warpgroup_mma_wait(1, deps=[st_tok])
+                pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
+                if CAUSAL:
+                    if start_m < start_n + BLOCK_N:  # the tile crosses the diagonal
+                        q_pos = start_m + m_off
+                        pt = gl.where(gl.expand_dims(k_pos, 1) <= gl.expand_dims(q_pos, 0),
+                                      pt, 0.0)
+                if OVERLAP == 2:
+                    dv_tok = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t,
+                                           dv, is_async=True)
+                    dpt = warpgroup_mma_wait(1, deps=[dpt_tok])
+                    dst = pt * (dpt - gl.expand_dims(delta, 0))
+                    dk_tok = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t,
+                                           dk, is_async=True)
+                    dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
+                else:  # 1: only dP^T under P^T's exponentials
+                    dpt = warpgroup_mma_wait(0, deps=[dpt_tok])
+                    dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv)
+                    dst = pt * (dpt - gl.expand_dims(delta, 0))
+                    dk = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk)
+            else:
+                st = warpgroup_mma(k_smem, q_t.permute((1, 0)), st_zero, use_acc=False)
+                pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
+                if CAUSAL:
+                    if start_m < start_n + BLOCK_N:  # the tile crosses the diagonal
+                        q_pos = start_m + m_off
+                        pt = gl.where(gl.expand_dims(k_pos, 1) <= gl.expand_dims(q_pos, 0),
+                                      pt, 0.0)
+                dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv)
+                dpt = warpgroup_mma(v_smem, do_t.permute((1, 0)), st_zero, use_acc=False)
+                dst = pt * (dpt - gl.expand_dims(delta, 0))
+                dk = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk)
 
         mbarrier.invalidate(kv_bar)
-        mbarrier.invalidate(bars.index(0))
-        mbarrier.invalidate(bars.index(1))
+        for s in gl.static_range(STAGES):
+            mbarrier.invalidate(bars.index(s))
         rows = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
         cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
         offs = (row0 + start_n + gl.expand_dims(rows, 1)).to(gl.int64) * HEAD_DIM \
@@ -124,6 +161,7 @@ if HAVE_GLUON:
     def _attn_bwd_dq_hopper(q_desc, k_desc, v_desc, do_desc, DQ, LSE, DELTA, sm_scale, N,
                             BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                             HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
+                            STAGES: gl.constexpr, OVERLAP: gl.constexpr,
                             num_warps: gl.constexpr):
         pid_m = gl.program_id(0)
         if CAUSAL:
@@ -145,13 +183,13 @@ if HAVE_GLUON:
 
         q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_desc.layout)
         do_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], do_desc.layout)
-        k_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, HEAD_DIM], k_desc.layout)
-        v_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, HEAD_DIM], v_desc.layout)
+        k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+        v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], v_desc.layout)
         q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         mbarrier.init(q_bar, count=1)
-        mbarrier.init(bars.index(0), count=1)
-        mbarrier.init(bars.index(1), count=1)
+        for t in gl.static_range(STAGES):
+            mbarrier.init(bars.index(t), count=1)
         tile_bytes: gl.constexpr = 2 * BLOCK_N * HEAD_DIM * 2
 
         mbarrier.expect(q_bar, 2 * BLOCK_M * HEAD_DIM * 2)
@@ -161,9 +199,13 @@ if HAVE_GLUON:
             n_tiles = (start_m + BLOCK_M) // BLOCK_N  # keys up to the tile's last row
         else:
             n_tiles = N // BLOCK_N
-        mbarrier.expect(bars.index(0), tile_bytes)
-        tma.async_copy_global_to_shared(k_desc, [row0, 0], bars.index(0), k_smem.index(0))
-        tma.async_copy_global_to_shared(v_desc, [row0, 0], bars.index(0), v_smem.index(0))
+        for t in gl.static_range(STAGES - 1):  # the ring's first STAGES - 1 tiles
+            if t < n_tiles:
+                mbarrier.expect(bars.index(t), tile_bytes)
+                tma.async_copy_global_to_shared(k_desc, [row0 + t * BLOCK_N, 0], bars.index(t),
+                                                k_smem.index(t))
+                tma.async_copy_global_to_shared(v_desc, [row0 + t * BLOCK_N, 0], bars.index(t),
+                                                v_smem.index(t))
 
         m_off = gl.arange(0, BLOCK_M, layout=row_s)
         q_pos = start_m + m_off
@@ -174,32 +216,43 @@ if HAVE_GLUON:
         s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
         mbarrier.wait(q_bar, phase=0)
         for j in range(n_tiles):
-            stage = j % 2
+            stage = j % STAGES
             start_n = j * BLOCK_N
             gl.thread_barrier()  # every warp is done with the stage the next load overwrites
-            if j + 1 < n_tiles:
-                nxt = (j + 1) % 2
+            if j + STAGES - 1 < n_tiles:
+                nxt = (j + STAGES - 1) % STAGES
+                nxt_n = start_n + (STAGES - 1) * BLOCK_N
                 mbarrier.expect(bars.index(nxt), tile_bytes)
-                tma.async_copy_global_to_shared(k_desc, [row0 + start_n + BLOCK_N, 0],
-                                                bars.index(nxt), k_smem.index(nxt))
-                tma.async_copy_global_to_shared(v_desc, [row0 + start_n + BLOCK_N, 0],
-                                                bars.index(nxt), v_smem.index(nxt))
-            mbarrier.wait(bars.index(stage), phase=(j // 2) & 1)
+                tma.async_copy_global_to_shared(k_desc, [row0 + nxt_n, 0], bars.index(nxt),
+                                                k_smem.index(nxt))
+                tma.async_copy_global_to_shared(v_desc, [row0 + nxt_n, 0], bars.index(nxt),
+                                                v_smem.index(nxt))
+            mbarrier.wait(bars.index(stage), phase=(j // STAGES) & 1)
             k_t = k_smem.index(stage)
-            s = warpgroup_mma(q_smem, k_t.permute((1, 0)), s_zero, use_acc=False)
+            if OVERLAP:  # S and dP issued together, P computed while dP runs
+                s_tok = warpgroup_mma(q_smem, k_t.permute((1, 0)), s_zero, use_acc=False,
+                                      is_async=True)
+                dp_tok = warpgroup_mma(do_smem, v_smem.index(stage).permute((1, 0)), s_zero,
+                                       use_acc=False, is_async=True)
+                s = warpgroup_mma_wait(1, deps=[s_tok])
+            else:
+                s = warpgroup_mma(q_smem, k_t.permute((1, 0)), s_zero, use_acc=False)
             p = gl.exp2(s * qk_scale - gl.expand_dims(lse2, 1))
             if CAUSAL:
                 if start_n + BLOCK_N > start_m:  # the tile crosses the diagonal
                     k_pos = start_n + n_off
                     p = gl.where(gl.expand_dims(k_pos, 0) <= gl.expand_dims(q_pos, 1), p, 0.0)
-            dp = warpgroup_mma(do_smem, v_smem.index(stage).permute((1, 0)), s_zero,
-                               use_acc=False)
+            if OVERLAP:
+                dp = warpgroup_mma_wait(0, deps=[dp_tok])
+            else:
+                dp = warpgroup_mma(do_smem, v_smem.index(stage).permute((1, 0)), s_zero,
+                                   use_acc=False)
             ds = p * (dp - gl.expand_dims(delta, 1))
             dq = warpgroup_mma(gl.convert_layout(ds.to(dtype), op_layout), k_t, dq)
 
         mbarrier.invalidate(q_bar)
-        mbarrier.invalidate(bars.index(0))
-        mbarrier.invalidate(bars.index(1))
+        for t in gl.static_range(STAGES):
+            mbarrier.invalidate(bars.index(t))
         rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
         cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
         offs = (row0 + start_m + gl.expand_dims(rows, 1)).to(gl.int64) * HEAD_DIM \
