@@ -5,22 +5,27 @@ index stream, for every ``[digits]`` of the chunk, in order: what ``re.split(r"\
 gives, without a Python string per index and per piece of text between them. An ASCII chunk is
 read as bytes by numpy: the ``[`` positions, the (at most 8) characters after each, the digits
 dropped from the text by one mask. A chunk that is not ASCII, or holds a bracket followed by 9
-digits or more, takes the regular expression (the same answer).
+digits or more, takes the regular expression (the same answer). The chunk-sized masks and the
+template's bytes live in scratch arrays kept per thread (``_scratch``): a fresh megabyte from the
+allocator costs its page faults again on every chunk, more than the work done in it.
 """
 
 from __future__ import annotations
 
 __all__ = ["cut_indices", "cut_spans"]
 
+import codecs
 import re
+import threading
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 _INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
-_PAD = bytes(9)  # the 9 characters after a '[': up to 8 digits, then the ']'
-_SPAN_PAD = bytes(17)  # the 17 characters after a '[': 7 digits, ':', 8 digits, the ',' or ']' after them
+_AFTER = np.arange(1, 18)  # the characters after a '[' looked at: up to 8 digits, then the ']' (cut_indices:
+# the first 9), or 7 digits, ':', 8 digits and the ',' or ']' after them (cut_spans: 17)
 _COLS = np.arange(8)
+_LOCAL = threading.local()  # this thread's scratch arrays (_scratch)
+SCRATCH_LIMIT = 1 << 23  # a chunk longer than this (characters) takes fresh arrays
 
 
 def cut_indices(text: str, on_long) -> tuple[str, list[int]]:
@@ -42,14 +47,52 @@ def cut_indices(text: str, on_long) -> tuple[str, list[int]]:
     return ktext, list(map(int, nums))
 
 
+def _scratch(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A bool and a uint8 array of ``n`` items, reused from one chunk to the next (per thread)."""
+    held = getattr(_LOCAL, "arrays", None)
+    if held is None or len(held[0]) < n:
+        if n > SCRATCH_LIMIT:
+            return np.empty(n, bool), np.empty(n, np.uint8)
+        size = max(n, 1 << 20)
+        held = _LOCAL.arrays = (np.empty(size, bool), np.empty(size, np.uint8))
+    return held[0][:n], held[1][:n]
+
+
+def _window(text: str, width: int):
+    """``(buf, at, chars, mask, out)``: the ASCII chunk's bytes, its '[' positions, the ``width``
+    characters after each (NUL past the end), and the scratch arrays (``mask`` free again)."""
+    buf = np.frombuffer(text.encode("ascii"), np.uint8)
+    n = len(buf)
+    mask, out = _scratch(n)
+    np.equal(buf, 91, out=mask)  # '['
+    at = np.flatnonzero(mask)
+    cols = at[:, None] + _AFTER[:width]
+    if len(at) and at[-1] + width >= n:
+        chars = buf[np.minimum(cols, n - 1)]
+        chars[cols >= n] = 0
+    else:
+        chars = buf[cols]
+    return buf, at, chars, mask, out
+
+
+def _template(buf, mask, out, start, length) -> str:
+    """The chunk's bytes without ``length[i]`` characters from ``start[i]`` on (in order, apart),
+    nor its final newline, as text (``out``: where they are put together, returned as ``out``)."""
+    n = len(buf)
+    mask.fill(True)
+    total = int(length.sum())
+    before = np.cumsum(length) - length  # characters dropped before each
+    mask[np.repeat(start - before, length) + np.arange(total)] = False
+    if n and buf[n - 1] == 10:
+        mask[n - 1] = False  # the template text without its final newline
+        total += 1
+    return np.compress(mask, buf, out=out[:n - total])
+
+
 def _cut_ascii(text: str, on_long):
-    raw = text.encode("ascii") + _PAD  # (9 NULs after the end: no digit, no ']')
-    buf = np.frombuffer(raw, np.uint8)
-    n = len(raw) - len(_PAD)
-    at = np.flatnonzero(buf[:n] == 91)  # '['
+    buf, at, chars, mask, out = _window(text, 9)
     if not len(at):
         return (text[:-1] if text.endswith("\n") else text), []
-    chars = sliding_window_view(buf, 10)[at, 1:]  # (brackets, 9): the characters after each '['
     digit = (chars - 48) < 10  # (uint8: below '0' wraps round)
     if digit.all(axis=1).any():
         return None  # 9 digits or more after a bracket: the regular expression's
@@ -63,13 +106,7 @@ def _cut_ascii(text: str, on_long):
     values = np.zeros(len(at), np.int64)
     for j in range(longest):
         values = np.where(j < length, values * 10 + (chars[:, j] - 48), values)
-    keep = np.ones(n, bool)  # (the text's characters, not the padding)
-    total = int(length.sum())
-    before = np.cumsum(length) - length  # digits of the indices before each
-    keep[np.repeat(at + 1 - before, length) + np.arange(total)] = False
-    if buf[n - 1] == 10:
-        keep[-1] = False  # the template text without its final newline
-    return buf[:n][keep].tobytes().decode("ascii"), values.tolist()
+    return codecs.ascii_decode(_template(buf, mask, out, at + 1, length))[0], values.tolist()
 
 
 def cut_spans(text: str, mark: str):
@@ -81,14 +118,9 @@ def cut_spans(text: str, mark: str):
     (the regular expression's then: such a number stays in its line)."""
     if not text.isascii() or len(mark) != 1 or not mark.isascii():
         return None
-    raw = bytearray(text.encode("ascii"))
-    raw += _SPAN_PAD
-    buf = np.frombuffer(raw, np.uint8)
-    n = len(raw) - len(_SPAN_PAD)
-    at = np.flatnonzero(buf[:n] == 91)  # '['
+    buf, at, chars, mask, out = _window(text, 17)
     if not len(at):
         return (text[:-1] if text.endswith("\n") else text), [], []
-    chars = sliding_window_view(buf, 18)[at, 1:]  # (brackets, 17): the characters after each '['
     digit = (chars - 48) < 10  # (uint8: below '0' wraps round)
     if digit[:, :8].all(axis=1).any():
         return None  # 8 digits or more after a bracket: the regular expression's
@@ -116,18 +148,13 @@ def cut_spans(text: str, mark: str):
         for j in range(int(s2.max())):
             d = c2[r2, np.minimum(f2 + 1 + j, 16)].astype(np.int64) - 48
             stops[at2] = np.where(j < s2, stops[at2] * 10 + d, stops[at2])
-    # an index keeps '[' and drops its digits; a span keeps '[', writes ']' and the mark after it, drops the rest
-    spans = at[colon]
-    buf[spans + 1] = 93
-    buf[spans + 2] = ord(mark)
-    start = np.where(colon, at + 3, at + 1)
+    # an index keeps '[' and drops its digits; a span keeps '[' and the next two characters, which become
+    # ']' and the mark, and drops the rest
     length = np.where(colon, first + second - 1, first)
-    keep = np.ones(n, bool)  # (the text's characters, not the padding)
-    total = int(length.sum())
-    before = np.cumsum(length) - length
-    keep[np.repeat(start - before, length) + np.arange(total)] = False
-    if buf[n - 1] == 10:
-        keep[-1] = False  # the template text without its final newline
-    bounds = np.empty(2 * len(spans), np.int64)
+    kept = _template(buf, mask, out, np.where(colon, at + 3, at + 1), length)
+    q = (at - (np.cumsum(length) - length))[colon]  # where each span's '[' stands in the template
+    kept[q + 1] = 93
+    kept[q + 2] = ord(mark)
+    bounds = np.empty(2 * len(q), np.int64)
     bounds[0::2], bounds[1::2] = values[colon], stops[colon]
-    return buf[:n][keep].tobytes().decode("ascii"), values[~colon].tolist(), bounds.tolist()
+    return codecs.ascii_decode(kept)[0], values[~colon].tolist(), bounds.tolist()
