@@ -5,9 +5,9 @@ index stream, for every ``[digits]`` of the chunk, in order: what ``re.split(r"\
 gives, without a Python string per index and per piece of text between them. An ASCII chunk is
 read as bytes by numpy: the ``[`` positions, the (at most 8) characters after each, the digits
 dropped from the text by one mask. A chunk that is not ASCII, or holds a bracket followed by 9
-digits or more, takes the regular expression (the same answer). The chunk-sized masks and the
-template's bytes live in scratch arrays kept per thread (``_scratch``): a fresh megabyte from the
-allocator costs its page faults again on every chunk, more than the work done in it.
+digits or more, takes the regular expression (the same answer). The chunk-sized masks live in a
+scratch array kept per thread (``_scratch``): a fresh megabyte from the allocator may cost its page
+faults again on every chunk.
 """
 
 from __future__ import annotations
@@ -47,23 +47,22 @@ def cut_indices(text: str, on_long) -> tuple[str, list[int]]:
     return ktext, list(map(int, nums))
 
 
-def _scratch(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """A bool and a uint8 array of ``n`` items, reused from one chunk to the next (per thread)."""
-    held = getattr(_LOCAL, "arrays", None)
-    if held is None or len(held[0]) < n:
+def _scratch(n: int) -> np.ndarray:
+    """A bool array of ``n`` items, reused from one chunk to the next (per thread)."""
+    held = getattr(_LOCAL, "mask", None)
+    if held is None or len(held) < n:
         if n > SCRATCH_LIMIT:
-            return np.empty(n, bool), np.empty(n, np.uint8)
-        size = max(n, 1 << 20)
-        held = _LOCAL.arrays = (np.empty(size, bool), np.empty(size, np.uint8))
-    return held[0][:n], held[1][:n]
+            return np.empty(n, bool)
+        held = _LOCAL.mask = np.empty(max(n, 1 << 20), bool)
+    return held[:n]
 
 
 def _window(text: str, width: int):
-    """``(buf, at, chars, mask, out)``: the ASCII chunk's bytes, its '[' positions, the ``width``
-    characters after each (NUL past the end), and the scratch arrays (``mask`` free again)."""
+    """``(buf, at, chars, mask)``: the ASCII chunk's bytes, its '[' positions, the ``width``
+    characters after each (NUL past the end), and a scratch mask (free again)."""
     buf = np.frombuffer(text.encode("ascii"), np.uint8)
     n = len(buf)
-    mask, out = _scratch(n)
+    mask = _scratch(n)
     np.equal(buf, 91, out=mask)  # '['
     at = np.flatnonzero(mask)
     cols = at[:, None] + _AFTER[:width]
@@ -72,12 +71,12 @@ def _window(text: str, width: int):
         chars[cols >= n] = 0
     else:
         chars = buf[cols]
-    return buf, at, chars, mask, out
+    return buf, at, chars, mask
 
 
-def _template(buf, mask, out, start, length) -> str:
+def _template(buf, mask, start, length) -> np.ndarray:
     """The chunk's bytes without ``length[i]`` characters from ``start[i]`` on (in order, apart),
-    nor its final newline, as text (``out``: where they are put together, returned as ``out``)."""
+    nor its final newline (a new array: ``np.compress`` into a scratch one goes through indices)."""
     n = len(buf)
     mask.fill(True)
     total = int(length.sum())
@@ -86,11 +85,11 @@ def _template(buf, mask, out, start, length) -> str:
     if n and buf[n - 1] == 10:
         mask[n - 1] = False  # the template text without its final newline
         total += 1
-    return np.compress(mask, buf, out=out[:n - total])
+    return buf[mask]
 
 
 def _cut_ascii(text: str, on_long):
-    buf, at, chars, mask, out = _window(text, 9)
+    buf, at, chars, mask = _window(text, 9)
     if not len(at):
         return (text[:-1] if text.endswith("\n") else text), []
     digit = (chars - 48) < 10  # (uint8: below '0' wraps round)
@@ -106,7 +105,7 @@ def _cut_ascii(text: str, on_long):
     values = np.zeros(len(at), np.int64)
     for j in range(longest):
         values = np.where(j < length, values * 10 + (chars[:, j] - 48), values)
-    return codecs.ascii_decode(_template(buf, mask, out, at + 1, length))[0], values.tolist()
+    return codecs.ascii_decode(_template(buf, mask, at + 1, length))[0], values.tolist()
 
 
 def cut_spans(text: str, mark: str):
@@ -118,7 +117,7 @@ def cut_spans(text: str, mark: str):
     (the regular expression's then: such a number stays in its line)."""
     if not text.isascii() or len(mark) != 1 or not mark.isascii():
         return None
-    buf, at, chars, mask, out = _window(text, 17)
+    buf, at, chars, mask = _window(text, 17)
     if not len(at):
         return (text[:-1] if text.endswith("\n") else text), [], []
     digit = (chars - 48) < 10  # (uint8: below '0' wraps round)
@@ -151,7 +150,7 @@ def cut_spans(text: str, mark: str):
     # an index keeps '[' and drops its digits; a span keeps '[' and the next two characters, which become
     # ']' and the mark, and drops the rest
     length = np.where(colon, first + second - 1, first)
-    kept = _template(buf, mask, out, np.where(colon, at + 3, at + 1), length)
+    kept = _template(buf, mask, np.where(colon, at + 3, at + 1), length)
     q = (at - (np.cumsum(length) - length))[colon]  # where each span's '[' stands in the template
     kept[q + 1] = 93
     kept[q + 2] = ord(mark)
