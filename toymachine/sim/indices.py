@@ -130,10 +130,11 @@ def cut_spans(text: str, mark: str):
     colon = (first > 0) & (after == 58)  # '[' digits ':'
     second = np.zeros(len(at), np.int64)
     if colon.any():
-        tail = digit[rows[:, None], first[:, None] + 1 + _COLS]  # (brackets, 8): digits after the ':'
-        second = np.where(tail.all(axis=1), 8, tail.argmin(axis=1))
-        ends = chars[rows, np.minimum(first + 1 + second, 16)]
-        colon &= (second > 0) & (second < 8) & ((ends == 44) | (ends == 93))  # followed by ',' or ']'
+        c = np.flatnonzero(colon)
+        tail = digit[c[:, None], first[c, None] + 1 + _COLS]  # (colons, 8): the digits after the ':'
+        second[c] = np.where(tail.all(axis=1), 8, tail.argmin(axis=1))
+        ends = chars[c, np.minimum(first[c] + 1 + second[c], 16)]
+        colon[c] = (second[c] > 0) & (second[c] < 8) & ((ends == 44) | (ends == 93))  # followed by ',' or ']'
     cut = index | colon
     at, first, second, chars, colon = at[cut], first[cut], second[cut], chars[cut], colon[cut]
     values = np.zeros(len(at), np.int64)
