@@ -43,3 +43,27 @@ def test_symbolic_cells_take_the_plain_path():
     arr.check_index((0,))
     arr.cells[(0,)] = "a₀"
     assert arr._cells_array() is None
+
+
+def test_a_run_leaves_the_collector_on_and_its_objects_out_of_the_young_generations():
+    """``sim.simulate`` pauses the cyclic collector while it runs; what the run made goes to the oldest
+    generation before it is enabled again (no young collection walks the run's compiled lines)."""
+    import gc
+    import io
+
+    from toymachine import simulate
+
+    n = 20
+    trace = "".join(f"LOAD a[{i}][{k}], R0\nLOAD b[{k}][{j}], R1\n" + ("MAC_Z R0, R1, R2\n" if k == 0 else
+                    "MAC R0, R1, R2, R2\n") for i in range(n) for j in range(n) for k in range(n))
+    assert gc.isenabled()
+    gc.collect()
+    assert simulate(io.StringIO(trace), steps=False).instructions == 3 * n ** 3
+    assert gc.isenabled()
+    assert len(gc.get_objects(0)) + len(gc.get_objects(1)) < 50  # (without the move: gen 1 holds over 100 of the run's)
+    gc.disable()
+    try:
+        simulate(io.StringIO(trace), steps=False)
+        assert not gc.isenabled()  # a collector the caller paused stays paused
+    finally:
+        gc.enable()

@@ -5,20 +5,27 @@ index stream, for every ``[digits]`` of the chunk, in order: what ``re.split(r"\
 gives, without a Python string per index and per piece of text between them. An ASCII chunk is
 read as bytes by numpy: the ``[`` positions, the (at most 8) characters after each, the digits
 dropped from the text by one mask. A chunk that is not ASCII, or holds a bracket followed by 9
-digits or more, takes the regular expression (the same answer).
+digits or more, takes the regular expression (the same answer). The chunk-sized masks live in a
+scratch array kept per thread (``_scratch``): a fresh megabyte from the allocator may cost its page
+faults again on every chunk.
 """
 
 from __future__ import annotations
 
-__all__ = ["cut_indices"]
+__all__ = ["cut_indices", "cut_spans"]
 
+import codecs
 import re
+import threading
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 _INDEX = re.compile(r"\[([0-9]+)\]")  # an integer index, as in x[3] or a[0][1] (ASCII digits)
-_PAD = bytes(9)  # the 9 characters after a '[': up to 8 digits, then the ']'
+_AFTER = np.arange(1, 18)  # the characters after a '[' looked at: up to 8 digits, then the ']' (cut_indices:
+# the first 9), or 7 digits, ':', 8 digits and the ',' or ']' after them (cut_spans: 17)
+_COLS = np.arange(8)
+_LOCAL = threading.local()  # this thread's scratch arrays (_scratch)
+SCRATCH_LIMIT = 1 << 23  # a chunk longer than this (characters) takes fresh arrays
 
 
 def cut_indices(text: str, on_long) -> tuple[str, list[int]]:
@@ -40,14 +47,51 @@ def cut_indices(text: str, on_long) -> tuple[str, list[int]]:
     return ktext, list(map(int, nums))
 
 
+def _scratch(n: int) -> np.ndarray:
+    """A bool array of ``n`` items, reused from one chunk to the next (per thread)."""
+    held = getattr(_LOCAL, "mask", None)
+    if held is None or len(held) < n:
+        if n > SCRATCH_LIMIT:
+            return np.empty(n, bool)
+        held = _LOCAL.mask = np.empty(max(n, 1 << 20), bool)
+    return held[:n]
+
+
+def _window(text: str, width: int):
+    """``(buf, at, chars, mask)``: the ASCII chunk's bytes, its '[' positions, the ``width``
+    characters after each (NUL past the end), and a scratch mask (free again)."""
+    buf = np.frombuffer(text.encode("ascii"), np.uint8)
+    n = len(buf)
+    mask = _scratch(n)
+    np.equal(buf, 91, out=mask)  # '['
+    at = np.flatnonzero(mask)
+    cols = at[:, None] + _AFTER[:width]
+    if len(at) and at[-1] + width >= n:
+        chars = buf[np.minimum(cols, n - 1)]
+        chars[cols >= n] = 0
+    else:
+        chars = buf[cols]
+    return buf, at, chars, mask
+
+
+def _template(buf, mask, start, length) -> np.ndarray:
+    """The chunk's bytes without ``length[i]`` characters from ``start[i]`` on (in order, apart),
+    nor its final newline (a new array: ``np.compress`` into a scratch one goes through indices)."""
+    n = len(buf)
+    mask.fill(True)
+    total = int(length.sum())
+    before = np.cumsum(length) - length  # characters dropped before each
+    mask[np.repeat(start - before, length) + np.arange(total)] = False
+    if n and buf[n - 1] == 10:
+        mask[n - 1] = False  # the template text without its final newline
+        total += 1
+    return buf[mask]
+
+
 def _cut_ascii(text: str, on_long):
-    raw = text.encode("ascii") + _PAD  # (9 NULs after the end: no digit, no ']')
-    buf = np.frombuffer(raw, np.uint8)
-    n = len(raw) - len(_PAD)
-    at = np.flatnonzero(buf[:n] == 91)  # '['
+    buf, at, chars, mask = _window(text, 9)
     if not len(at):
         return (text[:-1] if text.endswith("\n") else text), []
-    chars = sliding_window_view(buf, 10)[at, 1:]  # (brackets, 9): the characters after each '['
     digit = (chars - 48) < 10  # (uint8: below '0' wraps round)
     if digit.all(axis=1).any():
         return None  # 9 digits or more after a bracket: the regular expression's
@@ -61,10 +105,56 @@ def _cut_ascii(text: str, on_long):
     values = np.zeros(len(at), np.int64)
     for j in range(longest):
         values = np.where(j < length, values * 10 + (chars[:, j] - 48), values)
-    keep = np.ones(n, bool)  # (the text's characters, not the padding)
-    total = int(length.sum())
-    before = np.cumsum(length) - length  # digits of the indices before each
-    keep[np.repeat(at + 1 - before, length) + np.arange(total)] = False
-    if buf[n - 1] == 10:
-        keep[-1] = False  # the template text without its final newline
-    return buf[:n][keep].tobytes().decode("ascii"), values.tolist()
+    return codecs.ascii_decode(_template(buf, mask, at + 1, length))[0], values.tolist()
+
+
+def cut_spans(text: str, mark: str):
+    """``(template text, indices, bounds)`` of an ASCII chunk as ``sim.text_slices`` cuts a chunk whose
+    tile lines name new blocks — what ``re.split(r"\\[([0-9]{1,7})(?:\\]|:([0-9]{1,7})(?=[,\\]]))")``
+    gives: every ``[digits]`` made ``[]`` (the integer to ``indices``), every ``[start:stop`` followed
+    by ``,`` or ``]`` made ``[]`` + ``mark`` (start and stop to ``bounds``), the text less its final
+    newline — or None where the chunk is not ASCII or a bracket is followed by 8 digits or more
+    (the regular expression's then: such a number stays in its line)."""
+    if not text.isascii() or len(mark) != 1 or not mark.isascii():
+        return None
+    buf, at, chars, mask = _window(text, 17)
+    if not len(at):
+        return (text[:-1] if text.endswith("\n") else text), [], []
+    digit = (chars - 48) < 10  # (uint8: below '0' wraps round)
+    if digit[:, :8].all(axis=1).any():
+        return None  # 8 digits or more after a bracket: the regular expression's
+    first = digit[:, :8].argmin(axis=1)  # digits after each '['
+    rows = np.arange(len(at))
+    after = chars[rows, first]
+    index = (first > 0) & (after == 93)  # '[' digits ']'
+    colon = (first > 0) & (after == 58)  # '[' digits ':'
+    second = np.zeros(len(at), np.int64)
+    if colon.any():
+        c = np.flatnonzero(colon)
+        tail = digit[c[:, None], first[c, None] + 1 + _COLS]  # (colons, 8): the digits after the ':'
+        second[c] = np.where(tail.all(axis=1), 8, tail.argmin(axis=1))
+        ends = chars[c, np.minimum(first[c] + 1 + second[c], 16)]
+        colon[c] = (second[c] > 0) & (second[c] < 8) & ((ends == 44) | (ends == 93))  # followed by ',' or ']'
+    cut = index | colon
+    at, first, second, chars, colon = at[cut], first[cut], second[cut], chars[cut], colon[cut]
+    values = np.zeros(len(at), np.int64)
+    stops = np.zeros(len(at), np.int64)
+    for j in range(int(first.max()) if len(at) else 0):
+        values = np.where(j < first, values * 10 + (chars[:, j] - 48), values)
+    if colon.any():
+        at2 = np.flatnonzero(colon)
+        c2, f2, s2 = chars[at2], first[at2], second[at2]
+        r2 = np.arange(len(at2))
+        for j in range(int(s2.max())):
+            d = c2[r2, np.minimum(f2 + 1 + j, 16)].astype(np.int64) - 48
+            stops[at2] = np.where(j < s2, stops[at2] * 10 + d, stops[at2])
+    # an index keeps '[' and drops its digits; a span keeps '[' and the next two characters, which become
+    # ']' and the mark, and drops the rest
+    length = np.where(colon, first + second - 1, first)
+    kept = _template(buf, mask, np.where(colon, at + 3, at + 1), length)
+    q = (at - (np.cumsum(length) - length))[colon]  # where each span's '[' stands in the template
+    kept[q + 1] = 93
+    kept[q + 2] = ord(mark)
+    bounds = np.empty(2 * len(q), np.int64)
+    bounds[0::2], bounds[1::2] = values[colon], stops[colon]
+    return codecs.ascii_decode(kept)[0], values[~colon].tolist(), bounds.tolist()

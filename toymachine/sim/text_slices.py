@@ -25,7 +25,7 @@ from ..limits import LIMITS, LimitError
 from .engines import scalar
 from .engines.kinds import SKIP, SKIP_SLOT
 from .engines.tile_templates import MARK, template_code
-from .indices import cut_indices
+from .indices import cut_indices, cut_spans
 
 # x[3], or the first span of Q[12:14, :] / v[2:5]; numbers of 8 digits or more stay in the line (its key), which
 # then compiles as itself (the parser's bound on numbers, reported at its line)
@@ -57,6 +57,12 @@ def cut(run, text: str, first: int) -> str:
     if probe[0] and ":" in text and MARK not in text:
         if _LONG.search(text):  # an index of 8 digits or more: refused before the chunk runs, as below
             _check_indices(run, text, first)
+        fast = cut_spans(text, MARK)  # numpy on an ASCII chunk: the regular expression's answer
+        if fast is not None:
+            ktext, ints, bounds = fast
+            run.tile_bounds = (bounds, [0])
+            run.next_index = iter(ints).__next__
+            return ktext
         parts = _CUT.split(text)  # text, index or start, stop or None, text, …
         texts, starts, stops = parts[0::3], parts[1::3], parts[2::3]
         del parts
