@@ -67,3 +67,11 @@ def test_a_run_leaves_the_collector_on_and_its_objects_out_of_the_young_generati
         assert not gc.isenabled()  # a collector the caller paused stays paused
     finally:
         gc.enable()
+    kept = [[i] for i in range(1000)]  # a host that froze its objects (a pre-forking server) keeps them frozen
+    gc.freeze()
+    try:
+        simulate(io.StringIO(trace), steps=False)
+        assert gc.get_freeze_count() > len(kept) and gc.isenabled()  # (unfrozen, it would be 0)
+    finally:
+        gc.unfreeze()
+    del kept

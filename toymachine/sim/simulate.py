@@ -108,15 +108,18 @@ def _no_cyclic_gc():
     keep many small tuples alive (compiled lines, memory cells), and each collection would
     walk all of them: on traces with many distinct lines that doubled the run time. Before it is
     enabled again the objects made meanwhile go to the oldest generation (``freeze``, ``unfreeze``:
-    two list moves), where the next young collection would walk every one of them once."""
+    two list moves), where the next young collection would walk every one of them once — only
+    where the host froze nothing itself (``unfreeze`` would hand a pre-forking server's frozen
+    objects back to the collector)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            gc.freeze()
-            gc.unfreeze()
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
