@@ -183,18 +183,24 @@ def template_code(run, key: str, code: tuple, taken: list) -> tuple | None:
     return (EXEC, code[1], fn, code[3])
 
 
+def _take(run, axes: tuple, k: int):
+    """The next k bounds of the chunk's bound stream, resolved to (index, shape) on ``axes``; None
+    where the chunk has no stream or the bounds do not resolve (the line then runs as itself)."""
+    tb = run.tile_bounds
+    if tb is None:
+        return None
+    b, pos = tb
+    p = pos[0]
+    pos[0] = p + k
+    return _resolve(axes, b, p)
+
+
 def _load(run, arr, d: int, axes: tuple, k: int):
     regs, sizes = run.regs, run.sizes
     exact, counted = run.sram_exact, run.sram_counted
 
     def execute(run, line):
-        tb = run.tile_bounds
-        if tb is None:
-            return _exact(run, line)
-        b, pos = tb
-        p = pos[0]
-        pos[0] = p + k
-        r = _resolve(axes, b, p)
+        r = _take(run, axes, k)
         if r is None:
             return _exact(run, line)
         w = math.prod(r[1])
@@ -222,13 +228,7 @@ def _store(run, arr, s: int, transposed: bool, axes: tuple, k: int):
     regs = run.regs
 
     def execute(run, line):
-        tb = run.tile_bounds
-        if tb is None:
-            return _exact(run, line)
-        b, pos = tb
-        p = pos[0]
-        pos[0] = p + k
-        r = _resolve(axes, b, p)
+        r = _take(run, axes, k)
         v = regs[s]
         if transposed and v is not None and hasattr(v, "T"):
             v = v.T
