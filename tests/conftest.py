@@ -26,6 +26,21 @@ PROGRAMS = ROOT / "programs"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
+def run_outcome(run):
+    """What a run gave, for comparing two paths of the simulator: the result as JSON (no steps, no
+    file name), or the error it raised — its kind, message, hint and place (line, column, length)."""
+    from toymachine.errors import ToyMachineError
+
+    try:
+        d = run().to_dict(steps=False)
+    except ToyMachineError as err:
+        loc = getattr(err, "loc", None)
+        return (type(err).__name__, str(err), getattr(err, "hint", None),
+                None if loc is None else (loc.line, loc.col, loc.length))
+    d["file"] = None
+    return d
+
+
 def program_machine(path) -> list[str]:
     """``["--machine", NAME]`` for a bundled program whose header says ``; machine: NAME`` (it needs
     that machine, e.g. the MAC accumulator's toy2acc), else ``[]``."""

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import run_outcome
 from toymachine import AsmError, Machine, RuntimeFault, parse, simulate
 from toymachine.asm import source
-from toymachine.errors import ToyMachineError
 from toymachine.sim import text as text_mode
 from toymachine.sim.engines import tile_lines
 
@@ -19,15 +19,6 @@ ROWS = 12
 STATS: list = []
 
 
-def _outcome(run):
-    try:
-        d = run().to_dict(steps=False)
-    except ToyMachineError as err:
-        loc = getattr(err, "loc", None)
-        return (type(err).__name__, str(err), getattr(err, "hint", None),
-                None if loc is None else (loc.line, loc.col, loc.length))
-    d["file"] = None
-    return d
 
 
 def _bound(draw):
@@ -87,10 +78,10 @@ def test_fast_path_agrees_with_the_parser(trace, m, chunk):
     source.CHUNK_CHARS = source.FIRST_CHUNK_CHARS = chunk
     text_mode.MIN_CHUNK_FOR_TEMPLATES = 1
     try:
-        fast = _outcome(_run(text, machine))
-        fast_steps = _outcome(_run(text, machine, steps=True))
+        fast = run_outcome(_run(text, machine))
+        fast_steps = run_outcome(_run(text, machine, steps=True))
         text_mode.compile_tile_line = lambda run, n, line: None  # the general parser only
-        slow = _outcome(_run(text, machine))
+        slow = run_outcome(_run(text, machine))
     finally:
         (source.CHUNK_CHARS, source.FIRST_CHUNK_CHARS, text_mode.MIN_CHUNK_FOR_TEMPLATES,
          text_mode.compile_tile_line) = old
@@ -99,7 +90,7 @@ def test_fast_path_agrees_with_the_parser(trace, m, chunk):
     assert fast_steps == fast
     if canonical and isinstance(fast, dict):  # (a Program compiles every line before it runs: its
         # compile-time errors come before an earlier line's run-time error; text mode streams)
-        assert _outcome(lambda: simulate(parse(text, file="t.asm"), machine, steps=False, file="t.asm")) == fast
+        assert run_outcome(lambda: simulate(parse(text, file="t.asm"), machine, steps=False, file="t.asm")) == fast
 
 
 def test_most_random_traces_run_to_the_end():
@@ -138,9 +129,9 @@ def test_new_tile_lines_take_the_fast_path(monkeypatch):
 def test_errors_point_where_the_parser_points(monkeypatch, line, col):
     text = ".array Q[4][4] = 1\nLOAD Q[0:2, :], T1\n" + line + "\n"
     hits = _counting(monkeypatch)
-    fast = _outcome(_run(text, Machine(sram_words=64)))
+    fast = run_outcome(_run(text, Machine(sram_words=64)))
     monkeypatch.setattr(text_mode, "compile_tile_line", lambda run, n, line: None)
-    assert fast == _outcome(_run(text, Machine(sram_words=64)))
+    assert fast == run_outcome(_run(text, Machine(sram_words=64)))
     assert fast[3][:2] == (3, col) and hits[-1] is not None
     with pytest.raises((AsmError, RuntimeFault)):
         simulate(io.StringIO(text), Machine(sram_words=64), steps=False)
@@ -149,23 +140,23 @@ def test_errors_point_where_the_parser_points(monkeypatch, line, col):
 def test_sram_overflow_on_a_new_tile_line(monkeypatch):
     text = ".array Q[8][4] = 1\n" + "".join(f"LOAD Q[{2 * t}:{2 * t + 2}, :], T{t}\n" for t in range(4))
     hits = _counting(monkeypatch)
-    fast = _outcome(_run(text, Machine(sram_words=30)))
+    fast = run_outcome(_run(text, Machine(sram_words=30)))
     assert hits == [True] * 4 and fast[1].startswith("error: SRAM overflow") and fast[3][0] == 5
     monkeypatch.setattr(text_mode, "compile_tile_line", lambda run, n, line: None)
-    assert fast == _outcome(_run(text, Machine(sram_words=30)))
+    assert fast == run_outcome(_run(text, Machine(sram_words=30)))
 
 
 def test_indices_past_the_limit_take_the_general_path(monkeypatch):
     hits = _counting(monkeypatch)
     text = ".array Q[4][4] = 1\nLOAD Q[0:99999999, :], T1\n"
-    out = _outcome(_run(text, Machine(sram_words=64)))
+    out = run_outcome(_run(text, Machine(sram_words=64)))
     assert out[0] == "LimitError" and out[3][0] == 2 and hits == [False]
 
 
 def test_a_lowered_index_limit_holds_on_the_fast_path(monkeypatch):
     monkeypatch.setenv("TOYM_MAX_ARRAY_ELEMENTS", "10")
     text = ".array Q[2][4] = 1\nLOAD Q[0:2, :], T1\nLOAD Q[0:12, :], T1\n"
-    fast = _outcome(_run(text, Machine(sram_words=64)))
+    fast = run_outcome(_run(text, Machine(sram_words=64)))
     monkeypatch.setattr(text_mode, "compile_tile_line", lambda run, n, line: None)
-    assert fast == _outcome(_run(text, Machine(sram_words=64)))
+    assert fast == run_outcome(_run(text, Machine(sram_words=64)))
     assert fast[0] == "LimitError" and fast[3][0] == 3

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import run_outcome
 from toymachine import Machine, parse, simulate
 from toymachine.asm import source
-from toymachine.errors import ToyMachineError
 from toymachine.sim import text as text_mode
 from toymachine.sim import blocks, text_slices, tile_blocks
 from toymachine.sim.engines import tile_templates
@@ -23,15 +23,6 @@ ROWS = 40
 STATS: dict = {"sliced": 0, "templates": 0, "streamed_blocks": 0, "batched": 0, "examples": 0, "ran": 0}
 
 
-def _outcome(run):
-    try:
-        d = run().to_dict(steps=False)
-    except ToyMachineError as err:
-        loc = getattr(err, "loc", None)
-        return (type(err).__name__, str(err), getattr(err, "hint", None),
-                None if loc is None else (loc.line, loc.col, loc.length))
-    d["file"] = None
-    return d
 
 
 def _step(i: int) -> list[str]:
@@ -163,17 +154,17 @@ def test_templates_agree_with_whole_lines(small_chunks, text, m, chunk):
     try:
         with pytest.MonkeyPatch.context() as mp:
             _counted(mp)
-            fast = _outcome(_run(text, machine))
+            fast = run_outcome(_run(text, machine))
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(text_slices, "_new_tiles", lambda text: False)  # every tile line compiled as itself
-            slow = _outcome(_run(text, machine))
+            slow = run_outcome(_run(text, machine))
     finally:
         source.CHUNK_CHARS, source.FIRST_CHUNK_CHARS = old
     assert fast == slow
     STATS["examples"] += 1
     STATS["ran"] += isinstance(fast, dict)
     if isinstance(fast, dict):  # (a Program compiles every line first: compared where the run ended normally)
-        assert _outcome(lambda: simulate(parse(text, file="t.asm"), machine, steps=False, file="t.asm")) == fast
+        assert run_outcome(lambda: simulate(parse(text, file="t.asm"), machine, steps=False, file="t.asm")) == fast
 
 
 def test_templates_were_used():
@@ -210,10 +201,10 @@ def test_an_error_in_the_middle_of_the_blocks(bad, message):
     """A bad tile line deep in a long run of template blocks: the error of the line, at its line and
     column, as without templates; the CLI exits 2 and writes no output file."""
     text = _mixed_new(3000, 4000, bad, at=600)
-    fast = _outcome(_run(text, Machine(sram_words=4096)))
+    fast = run_outcome(_run(text, Machine(sram_words=4096)))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(text_slices, "_new_tiles", lambda text: False)
-        slow = _outcome(_run(text, Machine(sram_words=4096)))
+        slow = run_outcome(_run(text, Machine(sram_words=4096)))
     assert fast == slow and message in fast[1]
     assert fast[3][0] == text.split("\n").index(bad) + 1
 
@@ -230,10 +221,10 @@ def test_the_cli_fails_cleanly(tmp_path):
 
 def test_sram_overflow_in_the_middle_of_the_blocks():
     text = _mixed_new(3000, 4000, "LOAD Q[0:40, :], T2", at=500)
-    out = _outcome(_run(text, Machine(sram_words=100)))
+    out = run_outcome(_run(text, Machine(sram_words=100)))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(text_slices, "_new_tiles", lambda text: False)
-        assert out == _outcome(_run(text, Machine(sram_words=100)))
+        assert out == run_outcome(_run(text, Machine(sram_words=100)))
     assert "SRAM" in out[1] and out[3][0] == text.split("\n").index("LOAD Q[0:40, :], T2") + 1
 
 
@@ -248,11 +239,11 @@ def test_a_long_mixed_new_trace_runs_as_templates(monkeypatch):
     remember = tile_templates.remember
     monkeypatch.setattr(tile_templates, "remember", lambda arr, idx: (remember(arr, idx), regions.append(len(arr.regions))))
     monkeypatch.setattr("toymachine.sim.tile_blocks.remember", tile_templates.remember)
-    fast = _outcome(_run(text, Machine(sram_words=4096)))
+    fast = run_outcome(_run(text, Machine(sram_words=4096)))
     tiles = text.count("LOAD Q[") * 2
     assert isinstance(fast, dict) and len(compiled) < tiles // 20, (len(compiled), tiles)
     assert regions and max(regions) <= tile_templates.REGIONS_LIMIT + 1
-    assert fast == _outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
+    assert fast == run_outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
                                              file="t.asm"))
 
 
@@ -274,10 +265,10 @@ def test_an_alarm_deep_in_a_batch_of_blocks(machine, op):
     data = [[1.0 + (i % 7) / 8, 2.0, 0.5, 1.0] for i in range(rows)]
     data[1234] = [1e200, 0.0, 3.0, 65504.0]
     text = _mixed_new(4000, rows).replace(f".array Q[{rows}][4]", f".data Q = {data}").replace("MUL T0, T0, T1", op)
-    fast = _outcome(_run(text, machine))
+    fast = run_outcome(_run(text, machine))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(text_slices, "_new_tiles", lambda text: False)
-        assert fast == _outcome(_run(text, machine))
+        assert fast == run_outcome(_run(text, machine))
 
 
 def test_overlapping_stores_and_changing_heights():
@@ -292,9 +283,9 @@ def test_overlapping_stores_and_changing_heights():
     batched = STATS["batched"]
     with pytest.MonkeyPatch.context() as mp:
         _counted(mp)
-        fast = _outcome(_run(text, Machine(sram_words=4096)))
+        fast = run_outcome(_run(text, Machine(sram_words=4096)))
     assert isinstance(fast, dict) and STATS["batched"] > batched + 500  # (runs at once, overlaps and all)
-    assert fast == _outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
+    assert fast == run_outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
                                              file="t.asm"))
 
 
@@ -312,13 +303,13 @@ def test_a_trace_of_tile_blocks_only(bad):
     batched = STATS["batched"]
     with pytest.MonkeyPatch.context() as mp:
         _counted(mp)
-        fast = _outcome(_run(text, Machine(sram_words=4096)))
+        fast = run_outcome(_run(text, Machine(sram_words=4096)))
     assert STATS["batched"] > batched + 500
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(text_slices, "_new_tiles", lambda text: False)
-        assert fast == _outcome(_run(text, Machine(sram_words=4096)))
+        assert fast == run_outcome(_run(text, Machine(sram_words=4096)))
     if bad is None:
-        assert fast == _outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
+        assert fast == run_outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
                                                  file="t.asm"))
     elif isinstance(fast, dict):  # an alarm: the run goes on, the alarm names its line
         assert fast["alarms"][0]["line"] == lines.index(bad.split("\n")[-1]) + 1
