@@ -126,34 +126,44 @@ def attention_forward_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              causal: bool = False) -> torch.Tensor:
     """O (B, H, N, d) = softmax(sm_scale q k^T) v, on the Gluon kernel; `out` = (o, lse)
     buffers to write (lse (B, H, N) fp32, natural log), else o is new and lse dropped."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     if not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape:
         raise ValueError("the Gluon Hopper forward takes q, k, v of one shape (B, H, N, d), "
                          "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
     if causal and block_m % block_n:
         raise ValueError("the causal Gluon forward needs block_m a multiple of block_n")
+    (b, h, n, d), scale, (q2, k2, v2) = _rows(q, sm_scale, q, k, v)
+    o, lse = _forward_out(q2, out, d)
+    descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (o, block_m))
+    _attn_fwd_hopper[(n // block_m, b * h)](*descs, lse, scale * LOG2E, n, block_m, block_n, d,
+                                            num_warps=num_warps, CAUSAL=bool(causal))
+    return o.view(b, h, n, d)
+
+
+def _rows(q: torch.Tensor, sm_scale: float | None, *tensors: torch.Tensor):
+    """(q's shape (B, H, N, d), the softmax scale (1/√d unless given), the tensors as contiguous
+    (B·H·N, d) row-major views): what every Gluon launch reads through TMA."""
     b, h, n, d = q.shape
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
-    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
-    q2, k2, v2 = (t.contiguous().view(b * h * n, d) for t in (q, k, v))
+    return (b, h, n, d), scale, tuple(t.contiguous().view(b * h * n, d) for t in tensors)
+
+
+def _forward_out(q2: torch.Tensor, out, d: int):
+    """(o (B·H·N, d), lse (B·H·N) fp32) of a forward: the given buffers, else new ones."""
     if out is None:
-        o, lse = torch.empty_like(q2), torch.empty(b * h * n, device=q.device,
-                                                   dtype=torch.float32)
-    else:
-        o, lse = out[0].view(b * h * n, d), out[1]
-    lay_m = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
-    lay_n = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
-    shape, strides = [b * h * n, d], [d, 1]
-    q_desc = TensorDescriptor(q2, shape, strides, [block_m, d], lay_m)
-    k_desc = TensorDescriptor(k2, shape, strides, [block_n, d], lay_n)
-    v_desc = TensorDescriptor(v2, shape, strides, [block_n, d], lay_n)
-    o_desc = TensorDescriptor(o, shape, strides, [block_m, d], lay_m)
-    _attn_fwd_hopper[(n // block_m, b * h)](q_desc, k_desc, v_desc, o_desc, lse, scale * LOG2E, n,
-                                            block_m, block_n, d, num_warps=num_warps,
-                                            CAUSAL=bool(causal))
-    return o.view(b, h, n, d)
+        return torch.empty_like(q2), torch.empty(q2.shape[0], device=q2.device, dtype=torch.float32)
+    return out[0].view(q2.shape[0], d), out[1]
+
+
+def _descriptors(dtype: torch.dtype, *tensor_rows: tuple[torch.Tensor, int]) -> list:
+    """A TMA descriptor for each (tensor, rows): the (B·H·N, d) tensor read `rows` rows at a time
+    into NVMMA-swizzled shared memory of the tensors' 16-bit type."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    gdt = gl.float16 if dtype == torch.float16 else gl.bfloat16
+    return [TensorDescriptor(t, list(t.shape), [t.shape[1], 1], [rows, t.shape[1]],
+                             gl.NVMMASharedLayout.get_default_for([rows, t.shape[1]], gdt))
+            for t, rows in tensor_rows]
 
 
 def attention_forward_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -165,9 +175,6 @@ def attention_forward_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     producer warp, two consumer warpgroups of 64 rows; `schedule` "ws", "lag" (P V of tile
     j-1 under the softmax of tile j) or "pingpong" (lag + the two warpgroups taking turns).
     `out` = (o, lse) buffers to write, else o is new and lse dropped."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     from ..kernels.hopper_ws import SCHEDULES, WG_ROWS, _attn_fwd_ws
 
     if (not hopper_supported(q, k, 2 * WG_ROWS, block_n) or v.shape != k.shape
@@ -175,24 +182,11 @@ def attention_forward_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         raise ValueError("the warp-specialised Gluon forward takes q, k, v of one shape "
                          "(B, H, N, d), fp16/bf16, d 64 or 128, N a multiple of 128, block_n "
                          "64 or 128, on an sm_90 GPU")
-    b, h, n, d = q.shape
-    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
-    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
-    q2, k2, v2 = (t.contiguous().view(b * h * n, d) for t in (q, k, v))
-    if out is None:
-        o, lse = torch.empty_like(q2), torch.empty(b * h * n, device=q.device,
-                                                   dtype=torch.float32)
-    else:
-        o, lse = out[0].view(b * h * n, d), out[1]
-    lay_m = gl.NVMMASharedLayout.get_default_for([WG_ROWS, d], gdt)
-    lay_n = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
-    shape, strides = [b * h * n, d], [d, 1]
-    q_desc = TensorDescriptor(q2, shape, strides, [WG_ROWS, d], lay_m)
-    k_desc = TensorDescriptor(k2, shape, strides, [block_n, d], lay_n)
-    v_desc = TensorDescriptor(v2, shape, strides, [block_n, d], lay_n)
-    o_desc = TensorDescriptor(o, shape, strides, [WG_ROWS, d], lay_m)
+    (b, h, n, d), scale, (q2, k2, v2) = _rows(q, sm_scale, q, k, v)
+    o, lse = _forward_out(q2, out, d)
+    descs = _descriptors(q.dtype, (q2, WG_ROWS), (k2, block_n), (v2, block_n), (o, WG_ROWS))
     _attn_fwd_ws[(n // (2 * WG_ROWS), b * h)](
-        q_desc, k_desc, v_desc, o_desc, lse, scale * LOG2E, n, block_n, d, stages, bool(causal),
+        *descs, lse, scale * LOG2E, n, block_n, d, stages, bool(causal),
         SCHEDULES[schedule], consumer_regs, num_warps=4, maxnreg=WS_MAXNREG)
     return o.view(b, h, n, d)
 
@@ -214,26 +208,15 @@ def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     contiguous buffers to write, else new ones. `stages`: the Q/dO ring's depth; `overlap`:
     0 every wgmma waited, 1 dP^T issued with S^T and run under P^T's exponentials, 2 also
     P^T dO under dS^T (the asynchronous wgmma schedules)."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper
 
     if (not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape
             or do.shape != q.shape or (causal and block_n % block_m)):
         raise ValueError("the Gluon dK/dV takes q, k, v, do of one shape (B, H, N, d), "
                          "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
-    b, h, n, d = q.shape
-    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
-    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
-    q2, k2, v2, do2 = (t.contiguous().view(b * h * n, d) for t in (q, k, v, do))
+    (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
     dk, dv = (torch.empty_like(k2), torch.empty_like(v2)) if out is None else out
-    lay_m = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
-    lay_n = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
-    shape, strides = [b * h * n, d], [d, 1]
-    descs = [TensorDescriptor(t, shape, strides, [bl, d], lay)
-             for t, bl, lay in ((q2, block_m, lay_m), (k2, block_n, lay_n),
-                                (v2, block_n, lay_n), (do2, block_m, lay_m))]
+    descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m))
     _attn_bwd_dkdv_hopper[(n // block_n, b * h)](
         *descs, dk, dv, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
         bool(causal), int(stages), int(overlap), num_warps=num_warps)
@@ -249,26 +232,15 @@ def attention_backward_dq_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     """dQ (B, H, N, d) on the Gluon dQ kernel (kernels.hopper_bwd), from the forward's lse and
     D as attention_backward_dkdv_hopper takes them; `out` a contiguous buffer to write;
     `stages`, `overlap` as there (the K/V ring; 1: dP under P's exponentials)."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     from ..kernels.hopper_bwd import _attn_bwd_dq_hopper
 
     if (not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape
             or do.shape != q.shape or (causal and block_m % block_n)):
         raise ValueError("the Gluon dQ takes q, k, v, do of one shape (B, H, N, d), "
                          "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
-    b, h, n, d = q.shape
-    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
-    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
-    q2, k2, v2, do2 = (t.contiguous().view(b * h * n, d) for t in (q, k, v, do))
+    (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
     dq = torch.empty_like(q2) if out is None else out
-    lay_m = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
-    lay_n = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
-    shape, strides = [b * h * n, d], [d, 1]
-    descs = [TensorDescriptor(t, shape, strides, [bl, d], lay)
-             for t, bl, lay in ((q2, block_m, lay_m), (k2, block_n, lay_n),
-                                (v2, block_n, lay_n), (do2, block_m, lay_m))]
+    descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m))
     _attn_bwd_dq_hopper[(n // block_m, b * h)](
         *descs, dq, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
         bool(causal), int(stages), int(overlap), num_warps=num_warps)
