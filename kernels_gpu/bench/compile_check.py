@@ -97,25 +97,31 @@ def resources(kernel) -> dict:
             "smem": kernel.metadata.shared, "mma": dict(mma)}
 
 
+def _descriptors(d: int, **rows: int) -> dict[str, str]:
+    """The signature of the Gluon kernels' TMA descriptor arguments (name → rows a block): fp16
+    (N, d) row-major tensors read in NVMMA-swizzled blocks of (rows, d)."""
+    import torch
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    from triton.runtime.jit import mangle_type
+
+    t = torch.empty(1024, d, dtype=torch.float16)
+    return {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d],
+                                            gl.NVMMASharedLayout.get_default_for([b, d], gl.float16)))
+            for k, b in rows.items()}
+
+
 HOPPER_CONFIGS = ((64, 128, 128, 8), (64, 128, 64, 8), (128, 128, 128, 8), (128, 128, 64, 8))
 
 
 def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int = 90,
                    causal: bool = False):
     """The Gluon Hopper forward (kernels.hopper) compiled for sm_<arch>, fp16, offline."""
-    import torch
-    from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-    from triton.runtime.jit import mangle_type
 
     from ..kernels.hopper import _attn_fwd_hopper
 
-    t = torch.empty(1024, d, dtype=torch.float16)
-    lay = {b: gl.NVMMASharedLayout.get_default_for([b, d], gl.float16) for b in (block_m, block_n)}
-    rows = {"q_desc": block_m, "k_desc": block_n, "v_desc": block_n, "o_desc": block_m}
-    sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
-           for k, b in rows.items()}
+    sig = _descriptors(d, q_desc=block_m, k_desc=block_n, v_desc=block_n, o_desc=block_m)
     consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "num_warps": num_warps,
               "CAUSAL": causal}
     sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
@@ -130,20 +136,12 @@ WS_CONFIGS = tuple((d, bn, sched) for d in (64, 128) for bn in (128, 64)
 def compile_ws(d: int, block_n: int, schedule: str, arch: int = 90, causal: bool = False,
                stages: int = 2, consumer_regs: int = 240):
     """The warp-specialised Gluon forward (kernels.hopper_ws) compiled for sm_<arch>, fp16."""
-    import torch
-    from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-    from triton.runtime.jit import mangle_type
 
     from ..host.hopper import WS_MAXNREG
     from ..kernels.hopper_ws import SCHEDULES, WG_ROWS, _attn_fwd_ws
 
-    t = torch.empty(1024, d, dtype=torch.float16)
-    lay = {b: gl.NVMMASharedLayout.get_default_for([b, d], gl.float16) for b in (WG_ROWS, block_n)}
-    rows = {"q_desc": WG_ROWS, "k_desc": block_n, "v_desc": block_n, "o_desc": WG_ROWS}
-    sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
-           for k, b in rows.items()}
+    sig = _descriptors(d, q_desc=WG_ROWS, k_desc=block_n, v_desc=block_n, o_desc=WG_ROWS)
     consts = {"BLOCK_N": block_n, "HEAD_DIM": d, "STAGES": stages, "CAUSAL": causal,
               "SCHEDULE": SCHEDULES[schedule], "CONSUMER_REGS": consumer_regs, "num_warps": 4}
     sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
@@ -156,19 +154,11 @@ def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: in
                 causal: bool = False, dq: bool = False, stages: int = 2,
                 overlap: bool = False):
     """The Gluon dK/dV (dq: the dQ) of kernels.hopper_bwd compiled for sm_<arch>, fp16."""
-    import torch
-    from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-    from triton.runtime.jit import mangle_type
 
     from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper
 
-    t = torch.empty(1024, d, dtype=torch.float16)
-    lay = {b: gl.NVMMASharedLayout.get_default_for([b, d], gl.float16) for b in (block_m, block_n)}
-    rows = {"q_desc": block_m, "k_desc": block_n, "v_desc": block_n, "do_desc": block_m}
-    sig = {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d], lay[b]))
-           for k, b in rows.items()}
+    sig = _descriptors(d, q_desc=block_m, k_desc=block_n, v_desc=block_n, do_desc=block_m)
     consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "CAUSAL": causal,
               "STAGES": stages, "OVERLAP": int(overlap), "num_warps": num_warps}
     outs = {"DQ": "*fp16"} if dq else {"DK": "*fp16", "DV": "*fp16"}
