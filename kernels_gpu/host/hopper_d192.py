@@ -45,12 +45,18 @@ CANDIDATES: dict[str, D192Config] = {
     "g-m32": D192Config((32, 64, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2)),
     "g-n128": D192Config((64, 128, 8, 2), (64, 128, 8, 2), (128, 64, 8, 2)),
     "g-mix": D192Config((32, 64, 4, 2), (64, 64, 4, 2), (128, 32, 8, 2)),
+    # each launch's fastest blocks in the first call (dV M32N64w4, dK M64N128w8, dQ M128N64w8)
+    "g-best": D192Config((32, 64, 4, 2), (64, 128, 8, 2), (128, 64, 8, 2)),
 }
 
 # Where flash_attention_backward runs the chunked Gluon backward: causal -> [(largest N,
-# config or None)], the first row whose N covers N_q. Measured on the lent H100 (RESULTS.md
-# "d 192 native in Gluon (fifth session)"); empty until measured.
-DISPATCH_D192: dict[bool, list[tuple[int, D192Config | None]]] = {False: [], True: []}
+# config or None)], the first row whose N covers N_q. Measured on the lent H100, 2026-11-25
+# (`python -m kernels_gpu.bench.d192`, results/d192_gluon_h100.*; RESULTS.md "d 192 native in
+# Gluon (fifth session)"): g-n128 1.19 - 1.34 x SDPA-flash and 1.11 - 1.37 x the `tl` path at
+# every N 1k - 16k, causal or not; below N 1k nothing was measured, so the `tl` path stays.
+DISPATCH_D192: dict[bool, list[tuple[int, D192Config | None]]] = {
+    False: [(1023, None), (1 << 62, CANDIDATES["g-n128"])],
+    True: [(1023, None), (1 << 62, CANDIDATES["g-n128"])]}
 
 
 def d192_supported(q: torch.Tensor, k: torch.Tensor, *blocks: int) -> bool:
