@@ -51,9 +51,10 @@ CANDIDATES: dict[str, D192Config] = {
 
 # Where flash_attention_backward runs the chunked Gluon backward: causal -> [(largest N,
 # config or None)], the first row whose N covers N_q. Measured on the lent H100, 2026-11-25
-# (`python -m kernels_gpu.bench.d192`, results/d192_gluon_h100.*; RESULTS.md "d 192 native in
-# Gluon (fifth session)"): g-n128 1.19 - 1.34 x SDPA-flash and 1.11 - 1.37 x the `tl` path at
-# every N 1k - 16k, causal or not; below N 1k nothing was measured, so the `tl` path stays.
+# (`python -m kernels_gpu.bench.d192`, results/d192_gluon_h100*.json, two calls; RESULTS.md
+# "d 192 native in Gluon (fifth session)"): g-n128 1.19 - 1.34 x SDPA-flash and 1.11 - 1.43 x
+# the `tl` path at every N 1k - 16k, causal or not (call 2, the public path: 1.18 - 1.32 x
+# flash); g-best within -4 % / +8 % of it, so not chosen; below N 1k nothing was measured.
 DISPATCH_D192: dict[bool, list[tuple[int, D192Config | None]]] = {
     False: [(1023, None), (1 << 62, CANDIDATES["g-n128"])],
     True: [(1023, None), (1 << 62, CANDIDATES["g-n128"])]}
