@@ -44,6 +44,7 @@ def test_dispatch_takes_only_square_mha_d192_half_precision_on_sm90(monkeypatch)
     monkeypatch.setitem(g.DISPATCH_D192, False, [])
     monkeypatch.setattr(launch, "_capability", lambda i: (9, 0))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert g.dispatch_d192(_problem(), False) == CFG
     assert g.dispatch_d192(_problem(nq=2048, nk=2048), False) == CFG
     for p, interp in [(_problem(), True),  # the interpreter cannot run Gluon

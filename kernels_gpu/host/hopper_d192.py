@@ -73,7 +73,7 @@ def dispatch_d192(p, interpreter: bool) -> D192Config | None:
     rows = DISPATCH_D192.get(bool(p.causal), [])
     if (p.d != 192 or interpreter or not HAVE_GLUON or p.group != 1 or p.nq != p.nk
             or p.dtype not in (torch.float16, torch.bfloat16)
-            or os.environ.get("KERNELS_GPU_HOPPER", "1") == "0"
+            or os.environ.get("KERNELS_GPU_HOPPER", "1") == "0" or not torch.cuda.is_available()
             or L._capability(torch.cuda.current_device())[0] != 9):
         return None
     cfg = next((c for largest, c in rows if p.nq <= largest), None)
