@@ -180,6 +180,10 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
             dq = hopper.dispatch_dq(launch.problem_of(qd, kd, kd, causal), False)
             if dq is not None:  # and its dQ too (the model still predicts the `tl` dQ)
                 row["bwd_dq_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dq)
+    from ..host.hopper_d192 import dispatch_d192
+    d192 = None if fp8 else dispatch_d192(launch.problem_of(qd, kd, kd, causal), False)
+    if d192 is not None:  # the backward ran on the chunked Gluon d 192 launches (the time
+        row["bwd_kernel"] = d192.label()  # model still predicts the `tl` path there)
     return row
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import torch
 import triton
 
-from . import graphs, hopper
+from . import graphs, hopper, hopper_d192
 from . import launch as L
 from .configs import KernelConfig, autotune_enabled
 from ..kernels import INTERPRETER
@@ -174,7 +174,8 @@ def flash_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
     do = do.to(q.dtype).contiguous()
     lse = lse.float().contiguous()
     scale = softmax_scale(sm_scale, p.d)
-    gluon = (hopper.dispatch_dkdv(p, INTERPRETER) if dkdv_config is None and block_m is None
+    gluon = ((hopper.dispatch_dkdv(p, INTERPRETER) or hopper_d192.dispatch_d192(p, INTERPRETER))
+             if dkdv_config is None and block_m is None
              and block_n is None and not autotune and not autotune_enabled() else None)
     if dkdv_config is None or dq_config is None:
         timers = _backward_timers(p, q, k, v, o, lse, do, scale)
@@ -215,7 +216,9 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
     path calls this directly: host time is what small shapes are bound by); gluon (BLOCK_M,
     BLOCK_N, warps): dK/dV on the Gluon kernel (host/hopper.py DISPATCH_DKDV) instead. A
     small problem seen before with the very same buffers replays the launches as one CUDA
-    graph (graphs)."""
+    graph (graphs); gluon a hopper_d192.D192Config: the chunked d 192 backward instead."""
+    if isinstance(gluon, hopper_d192.D192Config):
+        return hopper_d192.run_backward_d192(p, q, k, v, o, lse, do, scale, gluon, _replayable)
     delta = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
     dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
 
@@ -267,8 +270,8 @@ class FlashAttentionFunction(torch.autograd.Function):
                 do.to(q.dtype).contiguous(), softmax_scale(ctx.sm_scale, p.d),
                 L.resolve_config("bwd_dkdv", p, ctx.block_m, ctx.block_n),
                 L.resolve_config("bwd_dq", p, ctx.block_m, ctx.block_n),
-                hopper.dispatch_dkdv(p, INTERPRETER) if ctx.block_m is None
-                and ctx.block_n is None else None)
+                (hopper.dispatch_dkdv(p, INTERPRETER) or hopper_d192.dispatch_d192(p, INTERPRETER))
+                if ctx.block_m is None and ctx.block_n is None else None)
         return dq, dk, dv, None, None, None, None
 
 

@@ -1,0 +1,169 @@
+"""Host side of the d 192 chunked Gluon backward (kernels.hopper_bwd_chunked): descriptors,
+launches, and the measured dispatch table (issue 21, item 4, fifth session).
+
+The backward at d 192 runs as: the `tl` preprocess (D = rowsum(dO * O)), the chunked dK/dV
+(one launch, or dV apart: a dV launch and a dK launch), the chunked dQ. TMA descriptors are
+made on the unpadded (B*H*N, 192) tensors with boxes of (rows, 64). H_kv = H, N_q = N_k a
+multiple of the blocks, fp16 / bf16, sm_90; anything else (grouped heads, cross-attention,
+ragged N) stays on the `tl` kernels padded to 256.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import NamedTuple
+
+import torch
+
+from ..kernels.hopper_bwd_chunked import HAVE_GLUON
+from . import launch as L
+
+__all__ = ["D192Config", "CANDIDATES", "DISPATCH_D192", "dispatch_d192", "d192_supported",
+           "attention_backward_dkdv_d192", "attention_backward_dq_d192", "backward_d192",
+           "run_backward_d192"]
+
+Blocks = tuple[int, int, int, int]  # (BLOCK_M, BLOCK_N, warps, ring stages)
+
+
+class D192Config(NamedTuple):
+    """The launches of one d 192 backward: dv None = one dK/dV launch (PART 0) with `dk`'s
+    blocks, else a dV launch (PART 1) and a dK launch (PART 2); dq the dQ launch."""
+    dv: Blocks | None
+    dk: Blocks
+    dq: Blocks
+
+    def label(self) -> str:
+        f = "M{}N{}w{}s{}".format
+        kv = f"dv {f(*self.dv)} dk {f(*self.dk)}" if self.dv else f"dkdv {f(*self.dk)}"
+        return f"gluon192 {kv} dq {f(*self.dq)}"
+
+
+# What the bench (`python -m kernels_gpu.bench.d192`) times: name -> config. The offline
+# compile (`python -m kernels_gpu.bench.compile_d192`) dropped the rest (spills, shared memory).
+CANDIDATES: dict[str, D192Config] = {
+    "g-n64": D192Config((64, 64, 4, 2), (64, 64, 4, 2), (64, 64, 4, 2)),
+    "g-m32": D192Config((32, 64, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2)),
+    "g-n128": D192Config((64, 128, 8, 2), (64, 128, 8, 2), (128, 64, 8, 2)),
+    "g-mix": D192Config((32, 64, 4, 2), (64, 64, 4, 2), (128, 32, 8, 2)),
+    # each launch's fastest blocks in the first call (dV M32N64w4, dK M64N128w8, dQ M128N64w8)
+    "g-best": D192Config((32, 64, 4, 2), (64, 128, 8, 2), (128, 64, 8, 2)),
+}
+
+# Where flash_attention_backward runs the chunked Gluon backward: causal -> [(largest N,
+# config or None)], the first row whose N covers N_q. Measured on the lent H100, 2026-11-25
+# (`python -m kernels_gpu.bench.d192`, results/d192_gluon_h100*.json, two calls; RESULTS.md
+# "d 192 native in Gluon (fifth session)"): g-n128 1.19 - 1.34 x SDPA-flash and 1.11 - 1.43 x
+# the `tl` path at every N 1k - 16k, causal or not (call 2, the public path: 1.18 - 1.32 x
+# flash); g-best within -4 % / +8 % of it, so not chosen; below N 1k nothing was measured.
+DISPATCH_D192: dict[bool, list[tuple[int, D192Config | None]]] = {
+    False: [(1023, None), (1 << 62, CANDIDATES["g-n128"])],
+    True: [(1023, None), (1 << 62, CANDIDATES["g-n128"])]}
+
+
+def d192_supported(q: torch.Tensor, k: torch.Tensor, *blocks: int) -> bool:
+    return (HAVE_GLUON and q.is_cuda and torch.cuda.get_device_capability(q.device)[0] == 9
+            and q.dtype in (torch.float16, torch.bfloat16) and q.shape == k.shape
+            and q.shape[-1] == 192 and all(q.shape[2] % b == 0 for b in blocks))
+
+
+def dispatch_d192(p, interpreter: bool) -> D192Config | None:
+    """The chunked Gluon backward's config for a launch.Problem where it measured faster
+    (DISPATCH_D192; d 192, H_kv = H, N_q = N_k a multiple of every block, fp16/bf16, sm_90),
+    else None. KERNELS_GPU_HOPPER=0 turns it off with the other Gluon kernels."""
+    rows = DISPATCH_D192.get(bool(p.causal), [])
+    if (p.d != 192 or interpreter or not HAVE_GLUON or p.group != 1 or p.nq != p.nk
+            or p.dtype not in (torch.float16, torch.bfloat16)
+            or os.environ.get("KERNELS_GPU_HOPPER", "1") == "0" or not torch.cuda.is_available()
+            or L._capability(torch.cuda.current_device())[0] != 9):
+        return None
+    cfg = next((c for largest, c in rows if p.nq <= largest), None)
+    if cfg is None or any(p.nq % b for blk in cfg if blk for b in blk[:2]):
+        return None
+    return cfg
+
+
+def _descriptors(dtype: torch.dtype, *tensor_rows: tuple[torch.Tensor, int]) -> list:
+    """A TMA descriptor for each (tensor, rows): the (B·H·N, 192) tensor read in (rows, 64)
+    boxes into NVMMA-swizzled shared memory."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    gdt = gl.float16 if dtype == torch.float16 else gl.bfloat16
+    return [TensorDescriptor(t, list(t.shape), [t.shape[1], 1], [rows, 64],
+                             gl.NVMMASharedLayout.get_default_for([rows, 64], gdt))
+            for t, rows in tensor_rows]
+
+
+def _rows(q, sm_scale, *tensors):
+    b, h, n, d = q.shape
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
+    return (b, h, n, d), scale, tuple(t.contiguous().view(b * h * n, d) for t in tensors)
+
+
+def _check(q, k, v, do, causal, block_m, block_n, held_first: bool) -> None:
+    held, streamed = (block_n, block_m) if held_first else (block_m, block_n)
+    if (not d192_supported(q, k, block_m, block_n) or v.shape != k.shape
+            or do.shape != q.shape or (causal and held % streamed)):
+        raise ValueError("the chunked Gluon backward takes q, k, v, do of one shape "
+                         "(B, H, N, 192), fp16/bf16, N a multiple of the blocks (causal: the "
+                         "held block a multiple of the streamed one), on an sm_90 GPU")
+
+
+def attention_backward_dkdv_d192(q, k, v, do, lse, delta, sm_scale=None, causal=False,
+                                 block_m=64, block_n=64, num_warps=4, stages=2, part=0,
+                                 out=None):
+    """dK, dV (B, H, N, 192) of the chunked Gluon dK/dV from the forward's lse (natural log)
+    and D, both (B, H, N) fp32; part 1 writes dV alone, 2 dK alone, 0 both; `out` = (dk, dv)
+    contiguous buffers (the one a part does not write is left as it is)."""
+    from ..kernels.hopper_bwd_chunked import _attn_bwd_dkdv_d192
+
+    _check(q, k, v, do, causal, block_m, block_n, True)
+    (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
+    dk, dv = (torch.empty_like(k2), torch.empty_like(v2)) if out is None else out
+    descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m))
+    _attn_bwd_dkdv_d192[(n // block_n, b * h)](
+        *descs, dk, dv, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n,
+        bool(causal), int(stages), int(part), num_warps=num_warps)
+    return dk.view(b, h, n, d), dv.view(b, h, n, d)
+
+
+def attention_backward_dq_d192(q, k, v, do, lse, delta, sm_scale=None, causal=False,
+                               block_m=64, block_n=64, num_warps=4, stages=2, out=None):
+    """dQ (B, H, N, 192) of the chunked Gluon dQ; arguments as attention_backward_dkdv_d192."""
+    from ..kernels.hopper_bwd_chunked import _attn_bwd_dq_d192
+
+    _check(q, k, v, do, causal, block_m, block_n, False)
+    (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
+    dq = torch.empty_like(q2) if out is None else out
+    descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m))
+    _attn_bwd_dq_d192[(n // block_m, b * h)](
+        *descs, dq, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n,
+        bool(causal), int(stages), num_warps=num_warps)
+    return dq.view(b, h, n, d)
+
+
+def backward_d192(q, k, v, do, lse, delta, scale, causal, cfg: D192Config, dq, dk, dv) -> None:
+    """The chunked launches of `cfg` into the contiguous buffers dq, dk, dv (D given)."""
+    kv = (dk.view(-1, 192), dv.view(-1, 192))
+    if cfg.dv is None:
+        attention_backward_dkdv_d192(q, k, v, do, lse, delta, scale, causal, *cfg.dk, 0, out=kv)
+    else:
+        attention_backward_dkdv_d192(q, k, v, do, lse, delta, scale, causal, *cfg.dv, 1, out=kv)
+        attention_backward_dkdv_d192(q, k, v, do, lse, delta, scale, causal, *cfg.dk, 2, out=kv)
+    attention_backward_dq_d192(q, k, v, do, lse, delta, scale, causal, *cfg.dq,
+                               out=dq.view(-1, 192))
+
+
+def run_backward_d192(p, q, k, v, o, lse, do, scale: float, cfg: D192Config, replayable):
+    """(dq, dk, dv) of the whole backward on checked, contiguous inputs: the `tl` preprocess,
+    then the chunked launches; `replayable` (flash_attn._replayable) replays small problems
+    as a CUDA graph."""
+    delta = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
+    dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
+
+    def launch():
+        L.launch_preprocess(p, o, do, delta)
+        backward_d192(q, k, v, do, lse, delta, scale, p.causal, cfg, dq, dk, dv)
+
+    replayable(("bwd-d192", p, scale, cfg), (q, k, v, o, lse, do, delta, dq, dk, dv), launch, p)
+    return dq, dk, dv
