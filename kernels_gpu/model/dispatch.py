@@ -161,7 +161,9 @@ def launches(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int
     out.append(Launch("bwd_preprocess", TL_FUNCTIONS["bwd_preprocess"],
                       "tl " + PREPROCESS_CONFIG.short(), PREPROCESS_CONFIG))
     dkdv = _gluon_launch("bwd_dkdv", choice)
-    if dkdv is None:
+    if dkdv is not None:
+        out.append(dkdv)
+    else:
         cfg = tl("bwd_dkdv")
         label = "tl " + cfg.short()
         out += ([Launch("bwd_dkdv", TL_FUNCTIONS["bwd_dkdv"], label, cfg, part) for part in (1, 2)]
