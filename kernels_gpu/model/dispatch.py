@@ -28,7 +28,8 @@ from typing import Mapping
 from ..host.configs import KernelConfig
 from .schedule import PREPROCESS_CONFIG, Schedule, launch_config, schedule
 
-__all__ = ["Launch", "gluon_choice", "launches", "from_label", "case_launches", "TL_FUNCTIONS",
+__all__ = ["Launch", "gluon_choice", "launches", "from_label", "case_launches", "host_labels",
+           "TL_FUNCTIONS",
            "GLUON_FUNCTIONS", "SM90"]
 
 SM90 = (9, 0)
@@ -193,4 +194,22 @@ def case_launches(case: Mapping) -> list[Launch]:
             cfg = configs[pass_]
             parts = (1, 2) if pass_ == "bwd_dkdv" and cfg.dv_apart else (0,)
             out += [Launch(pass_, TL_FUNCTIONS[pass_], "tl " + cfg.short(), cfg, p) for p in parts]
+            if pass_ == "bwd_dkdv" and cfg.fused_dq:  # it wrote dQ: no dQ launch
+                return out
     return out
+
+
+def host_labels(q, k, v, causal) -> dict[str, str]:
+    """pass -> label of the Gluon kernels the host's own dispatch (host/hopper.py) runs for
+    these CUDA tensors through the public functions with no explicit blocks; absent: `tl`."""
+    from ..host import hopper
+    from ..host.launch import problem_of
+
+    p = problem_of(q, k, v, causal)
+    fwd, dkdv = hopper.dispatch_config(p, False), hopper.dispatch_dkdv(p, False)
+    ws = hopper.dispatch_ws(p, False) if fwd is not None else None
+    dq = hopper.dispatch_dq(p, False) if dkdv is not None else None
+    labels = {"fwd": hopper.ws_label(ws) if ws else fwd and "gluon M{}N{}w{}".format(*fwd),
+              "bwd_dkdv": dkdv and "gluon M{}N{}w{}".format(*dkdv),
+              "bwd_dq": dq and "gluon M{}N{}w{} s{} ov{}".format(*dq)}
+    return {pass_: label for pass_, label in labels.items() if label}

@@ -37,7 +37,7 @@ import subprocess
 import sys
 
 from ..host.configs import KernelConfig
-from .dispatch import case_launches, launches as dispatched_launches
+from .dispatch import case_launches, host_labels, launches as dispatched_launches
 from .tile_traffic import TILE_PROGRAM, LaunchPrediction, simulated_traffic
 
 __all__ = ["LaunchPrediction", "simulated_traffic", "TILE_PROGRAM", "parse_ncu_csv", "compare",
@@ -65,22 +65,6 @@ def _configs_from_bench(path: str | None) -> dict:
     return {(r["d"], r["n"], r["causal"]):
             {p: KernelConfig.from_dict(c) for p, c in r["configs"].items()}
             for r in rows if "configs" in r and r.get("grid", "main") == "main"}
-
-
-def _host_kernels(q, k, v, causal) -> dict:
-    """pass -> label of the Gluon kernels the host's dispatch (host/hopper.py) runs for these
-    tensors through the public functions (no explicit blocks); absent: the `tl` kernel."""
-    from ..host import hopper
-    from ..host.launch import problem_of
-
-    p = problem_of(q, k, v, causal)
-    fwd, dkdv = hopper.dispatch_config(p, False), hopper.dispatch_dkdv(p, False)
-    ws = hopper.dispatch_ws(p, False) if fwd is not None else None
-    dq = hopper.dispatch_dq(p, False) if dkdv is not None else None
-    kernels = {"fwd": hopper.ws_label(ws) if ws else fwd and "gluon M{}N{}w{}".format(*fwd),
-               "bwd_dkdv": dkdv and "gluon M{}N{}w{}".format(*dkdv),
-               "bwd_dq": dq and "gluon M{}N{}w{} s{} ov{}".format(*dq)}
-    return {pass_: label for pass_, label in kernels.items() if label}
 
 
 def run_target(out: str, configs_path: str | None, only: list | None = None,
@@ -114,7 +98,7 @@ def run_target(out: str, configs_path: str | None, only: list | None = None,
             o, lse = fa.flash_attention_forward(q, k, v, causal)
             if not fwd_only:
                 fa.flash_attention_backward(q, k, v, o, lse, do, causal)
-            kernels = _host_kernels(q, k, v, causal)
+            kernels = host_labels(q, k, v, causal)
             model = {ln.pass_: ln.label for ln in dispatched_launches(
                 n, d, causal, HEADS, kv_heads, nk, capability=torch.cuda.get_device_capability())
                 if ln.gluon}
