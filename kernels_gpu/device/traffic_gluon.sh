@@ -4,7 +4,9 @@
 #   traffic  ncu traffic of the public path (python -m kernels_gpu.model.traffic --profile
 #            --dispatch): fp16, B 4 x H 32, N 4096 — d 64 (the one-partition Gluon forward, `tl`
 #            backward), d 128 non-causal (warp-specialised lag forward, Gluon dK/dV, `tl` dQ),
-#            d 128 causal (warp-specialised ping-pong forward, Gluon dK/dV and dQ); 12 launches
+#            d 128 causal (warp-specialised ping-pong forward, Gluon dK/dV and dQ); and the
+#            grouped split (d 64, H 32/8, causal: `tl` only) again, now with ncu's local-memory
+#            store sectors (register spills); 16 launches
 #   verify   `toym verify-gpu` without blocks (the dispatch on): the warp-specialised forward
 #            and the Gluon backward, simulator vs kernel
 #   tests    tests/test_verify_gpu_dispatch.py (sm_90 only: the dispatched kernels' values)
@@ -24,6 +26,7 @@ for stage in ${STAGES:-traffic verify tests}; do
     traffic) mkdir -p "$OUT/tg"
              timeout "${TRAFFIC_TIMEOUT:-150}" python3 -m kernels_gpu.model.traffic --profile \
                --dispatch --only 64,4096,0 --only 128,4096,0 --only 128,4096,1 \
+               --only 64,4096,1,4096,8 \
                --out "$OUT/tg" 2>&1 | tee -a "$LOG"
              for f in traffic.json traffic.md ncu_traffic.csv traffic_cases.json; do
                [ -f "$OUT/tg/$f" ] && mv "$OUT/tg/$f" "$OUT/gluon_$f"

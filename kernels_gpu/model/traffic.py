@@ -21,6 +21,7 @@ _attn_bwd_dq), and reads per launch:
   lts__t_sectors_op_{read,write}              L2 sectors from every unit (the far L2 partition
                                               counts a line again: srcunit_ltcfabric)
   dram__bytes_{read,write}                    what reached HBM (after L2 reuse)
+  l1tex__t_sectors_pipe_lsu_mem_local_op_st   sectors of local-memory stores (register spills)
 ncu flushes the caches before each kernel (--cache-control all), with --clock-control none.
 --dispatch runs each case through the public functions with no configs, so that the Gluon
 kernels run where the host dispatches them (their names: _attn_fwd_hopper, _attn_fwd_ws,
@@ -51,7 +52,8 @@ WANTED_METRICS = ("lts__t_sectors_srcunit_tex_op_read", "lts__t_sectors_srcunit_
                   "lts__t_sectors_op_read", "lts__t_sectors_op_write",
                   "lts__t_sectors_srcunit_ltcfabric_op_read",
                   "l1tex__t_sectors_pipe_lsu_mem_global_op_ld",
-                  "dram__bytes_read", "dram__bytes_write", "gpu__time_duration")
+                  "dram__bytes_read", "dram__bytes_write", "gpu__time_duration",
+                  "l1tex__t_sectors_pipe_lsu_mem_local_op_st")
 SECTOR_BYTES = 32
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
@@ -219,6 +221,7 @@ def compare(launches: list[dict], cases: list[dict]) -> list[dict]:
                 "l2_all_write": get("lts__t_sectors_op_write", SECTOR_BYTES),
                 "l2_fabric_read": get("lts__t_sectors_srcunit_ltcfabric_op_read", SECTOR_BYTES),
                 "l1_ld_read": get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld", SECTOR_BYTES),
+                "l1_local_st": get("l1tex__t_sectors_pipe_lsu_mem_local_op_st", SECTOR_BYTES),
                 "dram_read": get("dram__bytes_read"), "dram_write": get("dram__bytes_write"),
                 "time_ns": get("gpu__time_duration")})
     return rows
