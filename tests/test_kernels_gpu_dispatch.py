@@ -132,8 +132,8 @@ GLUON_LABELS = [("fwd", "gluon M128N128w8"), ("fwd", "gluon M128N64w8"),
 def test_gluon_launch_traffic_simulated_equals_the_hand_formula(pass_, label, n, d, causal):
     """Every Gluon launch (the one-partition and warp-specialised forwards, the dK/dV, the dQ):
     the tile simulator's bytes for its schedule equal the hand formula, to the byte; every
-    (rows, d) tile it reads comes through TMA (no pointer loads but lse / D rows), the
-    forwards' O through a TMA store."""
+    (rows, d) tile it reads comes through TMA (no pointer loads but lse / D rows, which each
+    warp of the dK/dV loads whole), the forwards' O through a TMA store."""
     launch = dispatch.from_label(pass_, label)
     if n % launch.config.block_m or n % launch.config.block_n:
         pytest.skip("the Gluon kernels run N a multiple of the blocks")
@@ -145,7 +145,8 @@ def test_gluon_launch_traffic_simulated_equals_the_hand_formula(pass_, label, n,
     tiles = {"fwd": {"Q", "K", "V"}, "bwd_dkdv": {"K", "V", "Q", "dO"},
              "bwd_dq": {"Q", "dO", "K", "V"}}[pass_]
     assert set(sim.tma_tensors) == tiles
-    assert sim.pointer_read_bytes == sum(sim.tensors[t][0] for t in ("lse", "D")[:stats])
+    copies = launch.config.num_warps if pass_ == "bwd_dkdv" else 1  # every warp loads them
+    assert sim.pointer_read_bytes == copies * sum(sim.tensors[t][0] for t in ("lse", "D")[:stats])
     assert sim.tma_stores == (("O",) if pass_ == "fwd" else ())
     if pass_ == "fwd" and not causal:  # closed form: Q once, K and V once per program
         e, bm = 2, launch.config.block_m
@@ -200,3 +201,41 @@ def test_compare_walks_a_dispatched_case(tmp_path):
     with pytest.raises(ValueError, match="expected _attn_bwd_dkdv_hopper"):
         traffic.compare([{**ln, "kernel": "_attn_bwd_dkdv"} if ln["id"] == 2 else ln
                          for ln in launches], [case])
+
+
+def test_gluon_launches_against_the_stored_h100_measurements():
+    """The ncu run of the public path (fifth session, results/traffic_gluon_h100.*): 16
+    launches, the host's dispatch = model.dispatch's in every case; the Gluon forwards (one
+    partition, warp-specialised lag and ping-pong), dK/dV and dQ predicted with their own
+    schedule. Pointer loads to the byte in all 16 (the Gluon dK/dV's lse and D once per warp);
+    writes to the byte but for the Gluon backward's plain stores from the wgmma accumulator
+    layout (each warp store fills half of each 32-byte sector: about 2 L2 write sectors per
+    sector of dK, dV, dQ) and the split's register spills (the whole gap is local stores);
+    DRAM reads within 4 % of the compulsory bytes but the split (K/V read from L2)."""
+    import json
+    from pathlib import Path
+
+    from kernels_gpu.model import traffic
+
+    results = Path(traffic.RESULTS_DIR)
+    cases = json.loads((results / "traffic_gluon_h100_cases.json").read_text())
+    assert all(c["model_agrees"] for c in cases)
+    rows = traffic.compare(traffic.parse_ncu_csv((results / "traffic_gluon_h100.csv").read_text()),
+                           cases)
+    assert len(rows) == 16
+    assert {r["function"] for r in rows} >= {"_attn_fwd_hopper", "_attn_fwd_ws",
+                                             "_attn_bwd_dkdv_hopper", "_attn_bwd_dq_hopper"}
+    for r in rows:
+        assert r["pred_pointer_read"] == r["l1_ld_read"], r
+        spills = r["l1_local_st"]
+        if r["function"] in ("_attn_bwd_dkdv_hopper", "_attn_bwd_dq_hopper"):
+            assert 1.85 < (r["l2_tex_write"] - spills) / r["pred_write"] < 2.05, r
+            assert 0.95 < r["dram_write"] / r["pred_write"] < 1.1, r  # the bytes themselves
+        elif KernelConfig.from_short(r["config"]).split > 1:
+            assert abs(r["l2_tex_write"] - r["pred_write"] - spills) < 1e-4 * spills, r
+        else:
+            assert r["pred_write"] == r["l2_tex_write"] and spills == 0, r
+        if r["function"].startswith("_attn_fwd_"):  # every tile through TMA, O by TMA store
+            assert r["pred_pointer_read"] == 0 and r["tma_stores"] == ["O"]
+        if r.get("kv_heads") is None:
+            assert 1.0 <= r["dram_read"] / r["pred_compulsory_read"] < 1.04, r

@@ -158,3 +158,23 @@ def test_explicit_blocks_turn_the_dispatch_off():
     v = verify_mod.verify(n=32, d=16, block_m=16, block_n=16)
     assert v.params["dispatch"] is False and "explicit blocks" in v.setup["dispatch"]
     assert [x["function"] for x in v.params["launches"]] == ["_attn_fwd"]
+
+
+@pytest.mark.parametrize("pass_,want", [
+    ("forward", ["_attn_fwd_ws"]),
+    ("backward", ["_attn_fwd_ws", "_attn_bwd_preprocess", "_attn_bwd_dkdv_hopper", "_attn_bwd_dq"])])
+def test_the_plan_follows_the_hosts_labels_for_the_passes_run(monkeypatch, pass_, want):
+    """On a GPU verify-gpu's launches are the host's dispatch (its Gluon labels; `tl` configs
+    elsewhere), only those of the passes the run launches (the device run of the fifth session
+    listed the backward's Gluon dK/dV under a forward-only run: fixed here)."""
+    from kernels_gpu import KernelConfig
+
+    labels = {"fwd": "gluon M128N128w12 ws-lag-s3", "bwd_dkdv": "gluon M64N64w4"}
+    monkeypatch.setattr(verify_mod, "INTERPRETER", False)
+    monkeypatch.setattr(verify_mod, "host_labels", lambda *a: dict(labels))
+    monkeypatch.setattr(verify_mod, "resolve_config", lambda p, *a, **k: KernelConfig(128, 32, 8, 3, True))
+    monkeypatch.delenv("KERNELS_GPU_AUTOTUNE", raising=False)
+    plan, got = verify_mod._plan(None, None, None, False, pass_, None, None, "fp16", False)
+    assert [ln.function for ln in plan] == want
+    assert got == ({"fwd": labels["fwd"]} if pass_ == "forward" else labels)
+    assert plan[0].config == KernelConfig(128, 128, 12, 3, True)

@@ -251,6 +251,8 @@ def _plan(qd, kd, vd, causal: bool, pass_: str, block_m, block_n, dtype: str,
     passes = ("fwd", "bwd_dkdv", "bwd_dq") if pass_ == "backward" else ("fwd",)
     configs = {p: resolve_config(p, qd, causal, block_m, block_n, k=kd).to_dict() for p in passes}
     labels = None if (INTERPRETER or explicit or autotune_enabled()) else host_labels(qd, kd, vd, causal)
+    if labels is not None:  # the passes this run launches (a forward-only run: no backward's)
+        labels = {p: label for p, label in labels.items() if p in passes}
     return case_launches({"configs": configs, "kernels": labels or {}}), labels
 
 

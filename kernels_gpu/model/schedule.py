@@ -90,6 +90,16 @@ class Schedule:
         return tuple(t.tensor for t in tiles if t.row_bytes != LSE_BYTES)
 
     @property
+    def load_copies(self) -> dict[str, int]:
+        """Times the SMs request a pointer-loaded tensor's bytes, where not once: the Gluon
+        dK/dV's lse and D rows, which every warp loads whole (the columns of its transposed
+        S^T tile are the BLOCK_M query rows, and each warp holds all of them): num_warps
+        requests at L1, one at L2 (ncu, fifth session)."""
+        if self.kernel and self.pass_ == "bwd_dkdv":
+            return {"lse": self.config.num_warps, "D": self.config.num_warps}
+        return {}
+
+    @property
     def tma_stores(self) -> tuple[str, ...]:
         """Outputs written by a TMA store: O of the Gluon forwards (through shared memory);
         every other output (lse, D, dK, dV, dQ, the `tl` kernels' O) by pointer stores."""

@@ -56,6 +56,7 @@ class LaunchPrediction:
     sim_words: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # one head, words
     kernel: str = ""  # the Gluon kernel's label (model.dispatch); "" the `tl` kernel
     tma_stores: tuple[str, ...] = ()  # outputs written by TMA stores (the Gluon forwards' O)
+    load_copies: tuple[tuple[str, int], ...] = ()  # (tensor, requests per byte) where not 1
 
     def __post_init__(self):
         object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
@@ -71,8 +72,11 @@ class LaunchPrediction:
 
     @property
     def pointer_read_bytes(self) -> int:
-        """Read bytes that come through pointer loads (ncu's l1tex ..._global_op_ld)."""
-        return sum(r for t, (r, _) in self.tensors.items() if t not in self.tma_tensors)
+        """Read bytes that come through pointer loads (ncu's l1tex ..._global_op_ld), a
+        tensor every warp loads whole counted once per warp (`Schedule.load_copies`)."""
+        copies = dict(self.load_copies)
+        return sum(r * copies.get(t, 1) for t, (r, _) in self.tensors.items()
+                   if t not in self.tma_tensors)
 
     @property
     def traffic(self) -> Traffic:
@@ -121,4 +125,4 @@ def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bo
     s = schedule(n, d, batch, heads, causal, pass_=pass_, elem_bytes=elem_bytes, config=cfg,
                  nk=nk, kv_heads=kv_heads, part=part or None, kernel=kernel)
     return LaunchPrediction(pass_, cfg, tensors, s.tma_tensors, compulsory, words, kernel,
-                            s.tma_stores)
+                            s.tma_stores, tuple(sorted(s.load_copies.items())))
