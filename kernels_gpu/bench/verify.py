@@ -274,11 +274,11 @@ def _part(ln: Launch) -> str:
 
 def _dispatch_text(explicit: bool, labels: dict | None, plan: list[Launch]) -> str:
     if explicit:
-        return "off (explicit blocks: the `tl` kernels)"
+        return "off (explicit blocks: the tl kernels)"
     if labels is None:
-        return "none (Triton interpreter: the `tl` kernels)" if INTERPRETER else "off (autotuning)"
+        return "none (Triton interpreter: the tl kernels)" if INTERPRETER else "off (autotuning)"
     gluon = [ln.pass_ for ln in plan if ln.gluon]
-    return "on: " + (", ".join(gluon) + " on Gluon kernels" if gluon else "the `tl` kernels here")
+    return "on: " + (", ".join(gluon) + " on Gluon kernels" if gluon else "the tl kernels here")
 
 
 def _kernel_order() -> str:
