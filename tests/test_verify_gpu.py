@@ -122,3 +122,59 @@ def test_cross_grouped_and_padded_head_dims_agree(toym, args):
 def test_bad_shapes_exit_2(toym, args, needle):
     code, out, err = toym("verify-gpu", "--n", "32", "--d", "16", *args)
     assert code == 2 and needle in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's launches; on a GPU: "
+                    "tests/test_verify_gpu_dispatch.py")
+def test_without_blocks_each_launch_is_named_and_simulated_with_its_own_blocks(monkeypatch):
+    """No --block-m/--block-n: the public functions' own launches (on CPU the `tl` kernels, no
+    dispatch). The simulator follows each launch's blocks: the forward's for O and L, the dK/dV
+    launch's for the backward (the cost model's words for those blocks are the simulator's),
+    and a second run with the dQ launch's blocks where they differ; every launch is named with
+    its kernel and its hand-formula bytes (model.dispatch, schedule.predict_traffic)."""
+    from kernels_gpu import KernelConfig, predict_traffic
+    from kernels_gpu.model import dispatch
+
+    tiles = {"fwd": KernelConfig(16, 32), "bwd_dkdv": KernelConfig(32, 16), "bwd_dq": KernelConfig(16, 16)}
+    monkeypatch.setattr(verify_mod, "resolve_config", lambda p, *a, **k: tiles[p])
+    v = verify_mod.verify(n=64, d=16, causal=True, pass_="backward")
+    assert v.ok, v.comparisons
+    s = v.params
+    assert s["dispatch"] is True and s["model_dispatch_agrees"] is None  # interpreter: no dispatch
+    assert (s["block_m"], s["block_n"]) == (16, 32)
+    want = dispatch.launches(64, 16, True, capability=None, configs=tiles)
+    assert [(x["function"], x["kernel"], x["block_m"], x["block_n"]) for x in s["launches"]] == \
+        [(ln.function, ln.label, ln.config.block_m, ln.config.block_n) for ln in want]
+    assert [x["read_bytes"] for x in s["launches"]] == \
+        [predict_traffic(ln.schedule(64, 16, causal=True)).read_bytes for ln in want]
+    assert s["sim_hbm_backward"] == s["cost_hbm_backward"] == verify_mod._closed_form(
+        "backward", "split", n=64, d=16, batch=1, heads=1, causal=True, block_m=32, block_n=16,
+        scale=v.params["scale"])
+    assert "Triton interpreter" in v.setup["dispatch"] and "_attn_bwd_dq (tl M16N16" in v.setup["kernels"]
+    assert "bwd_dq BLOCK_M 16 × BLOCK_N 16" in v.setup["blocks"]
+
+
+def test_explicit_blocks_turn_the_dispatch_off():
+    v = verify_mod.verify(n=32, d=16, block_m=16, block_n=16)
+    assert v.params["dispatch"] is False and "explicit blocks" in v.setup["dispatch"]
+    assert [x["function"] for x in v.params["launches"]] == ["_attn_fwd"]
+
+
+@pytest.mark.parametrize("pass_,want", [
+    ("forward", ["_attn_fwd_ws"]),
+    ("backward", ["_attn_fwd_ws", "_attn_bwd_preprocess", "_attn_bwd_dkdv_hopper", "_attn_bwd_dq"])])
+def test_the_plan_follows_the_hosts_labels_for_the_passes_run(monkeypatch, pass_, want):
+    """On a GPU verify-gpu's launches are the host's dispatch (its Gluon labels; `tl` configs
+    elsewhere), only those of the passes the run launches (the device run of the fifth session
+    listed the backward's Gluon dK/dV under a forward-only run: fixed here)."""
+    from kernels_gpu import KernelConfig
+
+    labels = {"fwd": "gluon M128N128w12 ws-lag-s3", "bwd_dkdv": "gluon M64N64w4"}
+    monkeypatch.setattr(verify_mod, "INTERPRETER", False)
+    monkeypatch.setattr(verify_mod, "host_labels", lambda *a: dict(labels))
+    monkeypatch.setattr(verify_mod, "resolve_config", lambda p, *a, **k: KernelConfig(128, 32, 8, 3, True))
+    monkeypatch.delenv("KERNELS_GPU_AUTOTUNE", raising=False)
+    plan, got = verify_mod._plan(None, None, None, False, pass_, None, None, "fp16", False)
+    assert [ln.function for ln in plan] == want
+    assert got == ({"fwd": labels["fwd"]} if pass_ == "forward" else labels)
+    assert plan[0].config == KernelConfig(128, 128, 12, 3, True)

@@ -1,9 +1,15 @@
 """`toym verify-gpu`: the tile simulator and the Triton kernel, on the same inputs.
 
-The tile machine runs FlashAttention-2 with the kernel's own block sizes (BLOCK_M query
-rows, BLOCK_N key rows — the config the kernel resolves for this shape, or the ones given);
-the kernel runs on CUDA when there is a GPU, otherwise in Triton's interpreter on the CPU
-(small sizes only: the interpreter executes every program in Python). Both see the same
+The kernels run as the public functions run them: without --block-m / --block-n on an sm_90
+GPU that is the dispatched Gluon kernels where `host/hopper.py` picks them (the one-partition or
+warp-specialised forward, the Gluon dK/dV and dQ), elsewhere the `tl` kernels with each pass's
+own config; explicit blocks turn the dispatch off (the `tl` kernels with those blocks). Which
+kernel ran is said (`kernels`, from the host's dispatch; `model.dispatch` predicts the same
+without a GPU). The tile machine runs FlashAttention-2 with the blocks of the launch it stands
+for: the forward's BLOCK_M x BLOCK_N (128 query rows for the warp-specialised kernel), the
+backward's dK/dV blocks for dK, dV (and dQ, unless the dQ launch's blocks differ: then a second
+run with those gives dQ). The kernel runs on CUDA when there is a GPU, otherwise in Triton's
+interpreter on the CPU (small sizes only: the interpreter executes every program in Python). Both see the same
 inputs: deterministic values from ``toymachine.sim.memory.random_block`` (the simulator's own
 random inputs), rounded to the kernel's dtype before either side sees them.
 
@@ -31,8 +37,11 @@ from toymachine.sim.memory import random_block
 from toymachine.render import Report, Section
 from toymachine.render.cells import Num
 
+from ..host.configs import autotune_enabled
 from ..host.flash_attn import (INTERPRETER, MAX_HEAD_DIM, flash_attention_backward, flash_attention_forward,
                          resolve_config)
+from ..model.dispatch import Launch, case_launches, host_labels, launches
+from ..model.schedule import predict_traffic
 
 __all__ = ["Comparison", "Verification", "verify", "verification_report", "TOLERANCE"]
 
@@ -151,18 +160,31 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
     tau = 1.0 / math.sqrt(d) if scale is None else float(scale)
     qd, kd, vd, dod = (t.to(device) for t in (q, k, v, do))
 
-    cfg = resolve_config("fwd", qd, causal, block_m, block_n, k=kd)
-    bm, bn = cfg.block_m, cfg.block_n
-    o_gpu, lse_gpu = flash_attention_forward(qd, kd, vd, causal=causal, sm_scale=tau, block_m=bm, block_n=bn)
+    explicit = block_m is not None or block_n is not None
+    if explicit:  # the `tl` kernels with the given blocks (the forward's config fills the other)
+        cfg = resolve_config("fwd", qd, causal, block_m, block_n, k=kd)
+        block_m, block_n = cfg.block_m, cfg.block_n
+    plan, labels = _plan(qd, kd, vd, causal, pass_, block_m, block_n, dtype, explicit)
+    blocks = {ln.pass_: (ln.config.block_m, ln.config.block_n) for ln in reversed(plan)}
+    bm, bn = blocks["fwd"]
+    o_gpu, lse_gpu = flash_attention_forward(qd, kd, vd, causal=causal, sm_scale=tau, block_m=block_m,
+                                             block_n=block_n)
     gpu = {"O": o_gpu.double().cpu().numpy(), "L": lse_gpu.double().cpu().numpy()}
     order = "col"
+    run = dict(algo="fa2", causal=causal, scale=tau, dtype=sim_dtype)
+    sim = run_attention(q64, k64, v64, None, block_m=bm, block_n=bn, order=order, **run)
     if pass_ == "backward":
         dq, dk, dv = flash_attention_backward(qd, kd, vd, o_gpu, lse_gpu, dod, causal=causal, sm_scale=tau,
-                                              block_m=bm, block_n=bn)
+                                              block_m=block_m, block_n=block_n)
         gpu.update(dQ=dq.double().cpu().numpy(), dK=dk.double().cpu().numpy(), dV=dv.double().cpu().numpy())
         order = _kernel_order()
-    sim = run_attention(q64, k64, v64, do64 if pass_ == "backward" else None, algo="fa2", causal=causal,
-                        block_m=bm, block_n=bn, scale=tau, dtype=sim_dtype, order=order)
+        bwd_blocks = blocks["bwd_dkdv"]
+        back = run_attention(q64, k64, v64, do64, block_m=bwd_blocks[0], block_n=bwd_blocks[1], order=order, **run)
+        sim.update({x: back[x] for x in ("dQ", "dK", "dV", "backward")})
+        if blocks.get("bwd_dq", bwd_blocks) != bwd_blocks:  # the dQ launch's own blocks
+            dq_blocks = blocks["bwd_dq"]
+            sim["dQ"] = run_attention(q64, k64, v64, do64, block_m=dq_blocks[0], block_n=dq_blocks[1], order=order,
+                                      **run)["dQ"]
     ref = _reference(q64, k64, v64, do64 if pass_ == "backward" else None, causal, tau)
     comparisons = []
     for name in ("O", "L") + (("dQ", "dK", "dV") if pass_ == "backward" else ()):
@@ -176,18 +198,29 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
     cost_shape = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, block_m=bm, block_n=bn, scale=tau,
                       **({"nk": nk, "kv_heads": kv_heads} if (nk, kv_heads) != (n, heads) else {}))
     cost_fwd = _closed_form("forward", order, **cost_shape)
-    cost_bwd = _closed_form("backward", order, **cost_shape) if pass_ == "backward" else None
+    cost_bwd = None
+    if pass_ == "backward":
+        cost_shape.update(block_m=blocks["bwd_dkdv"][0], block_n=blocks["bwd_dkdv"][1])
+        cost_bwd = _closed_form("backward", order, **cost_shape)
+    elem = 4 if dtype == "fp32" else 2
+    shape = dict(batch=batch, heads=heads, causal=causal, elem_bytes=elem, nk=nk, kv_heads=kv_heads)
+    traffic = [predict_traffic(ln.schedule(n, d, **shape)) for ln in plan]
     kv = "" if (nk, kv_heads) == (n, heads) else f" (K/V: heads {kv_heads} × N {nk})"
     setup = {
         "device": torch.cuda.get_device_name() if device == "cuda" else "CPU (Triton interpreter)",
         "shape": f"batch {batch} × heads {heads} × N {n} × d {d}{kv}", "causal": causal, "kernel dtype": dtype,
         "simulator dtype": sim_dtype, "blocks": f"BLOCK_M {bm} × BLOCK_N {bn}", "scale": tau, "seed": seed,
+        "kernels": "; ".join(f"{ln.function} ({ln.label}{_part(ln)}, {t.read_bytes} B read, {t.write_bytes} B written)"
+                             for ln, t in zip(plan, traffic)),
+        "dispatch": _dispatch_text(explicit, labels, plan),
         "pass": pass_ + (f" (simulator order: {order})" if pass_ == "backward" else ""),
         "simulated HBM (forward)": f"{fwd.dram_reads} elements read, {fwd.dram_writes} written",
         "closed-form HBM (forward)": f"{cost_fwd['reads']} read, {cost_fwd['writes']} written",
     }
     if pass_ == "backward":
         bwd = sim["backward"]
+        setup["blocks"] += "".join(f"; {p} BLOCK_M {blocks[p][0]} × BLOCK_N {blocks[p][1]}"
+                                   for p in ("bwd_dkdv", "bwd_dq") if p in blocks)
         setup["simulated HBM (backward)"] = f"{bwd.dram_reads} elements read, {bwd.dram_writes} written"
         setup["closed-form HBM (backward)"] = f"{cost_bwd['reads']} read, {cost_bwd['writes']} written"
     alarms = [f"{side}: {a.kind} at step {a.step} ({a.instruction})" for side in ("forward", "backward")
@@ -200,8 +233,52 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
               "sim_hbm_forward": {"reads": fwd.dram_reads, "writes": fwd.dram_writes},
               "sim_hbm_backward": ({"reads": sim["backward"].dram_reads, "writes": sim["backward"].dram_writes}
                                    if pass_ == "backward" else None),
-              "cost_hbm_forward": cost_fwd, "cost_hbm_backward": cost_bwd, "sim_alarms": alarms}
+              "cost_hbm_forward": cost_fwd, "cost_hbm_backward": cost_bwd, "sim_alarms": alarms,
+              "dispatch": not explicit, "model_dispatch_agrees": _agrees(labels, n, d, causal, heads, kv_heads, nk, elem,
+                                                                    pass_ == "backward"),
+              "launches": [{"pass": ln.pass_, "part": ln.part, "function": ln.function, "kernel": ln.label,
+                            "block_m": ln.config.block_m, "block_n": ln.config.block_n,
+                            "read_bytes": t.read_bytes, "write_bytes": t.write_bytes}
+                           for ln, t in zip(plan, traffic)]}
     return Verification(setup, tuple(comparisons), params)
+
+
+def _plan(qd, kd, vd, causal: bool, pass_: str, block_m, block_n, dtype: str,
+          explicit: bool) -> tuple[list[Launch], dict | None]:
+    """(the launches the public functions run for these tensors, in order; the Gluon labels the
+    host's dispatch gives — None where no dispatch is made: interpreter, explicit blocks,
+    autotuning). The launches follow the host's labels; `tl` ones carry their resolved config."""
+    passes = ("fwd", "bwd_dkdv", "bwd_dq") if pass_ == "backward" else ("fwd",)
+    configs = {p: resolve_config(p, qd, causal, block_m, block_n, k=kd).to_dict() for p in passes}
+    labels = None if (INTERPRETER or explicit or autotune_enabled()) else host_labels(qd, kd, vd, causal)
+    if labels is not None:  # the passes this run launches (a forward-only run: no backward's)
+        labels = {p: label for p, label in labels.items() if p in passes}
+    return case_launches({"configs": configs, "kernels": labels or {}}), labels
+
+
+def _agrees(labels: dict | None, n: int, d: int, causal: bool, heads: int, kv_heads: int, nk: int,
+            elem_bytes: int, backward: bool) -> bool | None:
+    """model.dispatch (no GPU) predicts the host's Gluon kernels for this problem (None: no
+    dispatch was made)."""
+    if labels is None:
+        return None
+    cap = tuple(torch.cuda.get_device_capability())
+    model = {ln.pass_: ln.label for ln in launches(n, d, causal, heads, kv_heads, nk, elem_bytes, cap, backward)
+             if ln.gluon}
+    return model == {p: label for p, label in labels.items() if backward or p == "fwd"}
+
+
+def _part(ln: Launch) -> str:
+    return ("", " dV", " dK")[ln.part]
+
+
+def _dispatch_text(explicit: bool, labels: dict | None, plan: list[Launch]) -> str:
+    if explicit:
+        return "off (explicit blocks: the tl kernels)"
+    if labels is None:
+        return "none (Triton interpreter: the tl kernels)" if INTERPRETER else "off (autotuning)"
+    gluon = [ln.pass_ for ln in plan if ln.gluon]
+    return "on: " + (", ".join(gluon) + " on Gluon kernels" if gluon else "the tl kernels here")
 
 
 def _kernel_order() -> str:

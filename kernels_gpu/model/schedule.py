@@ -56,6 +56,7 @@ class Schedule:
     streamed_starts: tuple[tuple[int, ...], ...]
     nk: int | None = None        # key rows (default n)
     kv_heads: int | None = None  # K/V heads (default heads)
+    kernel: str = ""             # the Gluon kernel's label (model.dispatch); "" the `tl` one
 
     def __post_init__(self):
         if self.nk is None:
@@ -79,11 +80,30 @@ class Schedule:
 
     @property
     def tma_tensors(self) -> tuple[str, ...]:
-        """Tensors loaded through TMA descriptors: with use_tma, the streamed (BLOCK, d) tiles;
-        held tiles, outputs and the fp32 lse/D rows always use pointers (kernels.py)."""
-        if not self.config.use_tma:
+        """Tensors loaded through TMA descriptors. A `tl` kernel with use_tma: the streamed
+        (BLOCK, d) tiles; its held tiles, outputs and the fp32 lse/D rows use pointers
+        (kernels/). A Gluon kernel (`kernel`): every (rows, d) tile it reads, held or streamed;
+        lse and D rows through pointers (kernels/hopper*.py)."""
+        tiles = (self.held + self.streamed) if self.kernel else self.streamed
+        if not (self.kernel or self.config.use_tma):
             return ()
-        return tuple(t.tensor for t in self.streamed if t.row_bytes != LSE_BYTES)
+        return tuple(t.tensor for t in tiles if t.row_bytes != LSE_BYTES)
+
+    @property
+    def load_copies(self) -> dict[str, int]:
+        """Times the SMs request a pointer-loaded tensor's bytes, where not once: the Gluon
+        dK/dV's lse and D rows, which every warp loads whole (the columns of its transposed
+        S^T tile are the BLOCK_M query rows, and each warp holds all of them): num_warps
+        requests at L1, one at L2 (ncu, fifth session)."""
+        if self.kernel and self.pass_ == "bwd_dkdv":
+            return {"lse": self.config.num_warps, "D": self.config.num_warps}
+        return {}
+
+    @property
+    def tma_stores(self) -> tuple[str, ...]:
+        """Outputs written by a TMA store: O of the Gluon forwards (through shared memory);
+        every other output (lse, D, dK, dV, dQ, the `tl` kernels' O) by pointer stores."""
+        return ("O",) if self.kernel and self.pass_ == "fwd" else ()
 
     def iterations(self) -> int:
         """Inner-loop iterations summed over all programs of the launch (a dK/dV program runs
@@ -189,14 +209,18 @@ def _query_tiles(start_n: int, bm: int, bn: int, n: int, off: int, causal: bool)
 def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
              block_m: int | None = None, block_n: int | None = None, pass_: str = "fwd",
              elem_bytes: int = 2, config: KernelConfig | None = None, nk: int | None = None,
-             kv_heads: int | None = None, part: int | None = None) -> Schedule:
+             kv_heads: int | None = None, part: int | None = None,
+             kernel: str = "") -> Schedule:
     """The schedule of one launch (`launch_config` chooses the config when none is given).
     nk: keys (default n; causal aligned bottom-right), kv_heads: K/V heads (default heads).
     part: a dK/dV config with dv_apart is two launches, 1 (dV: K held; Q, dO, lse streamed)
-    and 2 (dK: K, V held; Q, dO, lse, D streamed)."""
+    and 2 (dK: K, V held; Q, dO, lse, D streamed). kernel: the label of the Gluon kernel that
+    runs the launch (model.dispatch; `config` its tiles): the same loops, other loads."""
     nk = n if nk is None else nk
     kv_heads = heads if kv_heads is None else kv_heads
     off = nk - n
+    if kernel:
+        _check_gluon(kernel, pass_, n, nk, heads, kv_heads, config)
     config = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config, nk)
     part = dkdv_part(pass_, config, part)
     bm, bn = config.block_m, config.block_n
@@ -248,7 +272,22 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
         grid = (_cdiv(n, bm), batch * heads)
 
     return Schedule(pass_, batch, heads, n, d, causal, elem_bytes, config, grid, order,
-                    held, stream, written, tuple(held_rows), tuple(streamed), nk, kv_heads)
+                    held, stream, written, tuple(held_rows), tuple(streamed), nk, kv_heads,
+                    kernel)
+
+
+def _check_gluon(kernel: str, pass_: str, n: int, nk: int, heads: int, kv_heads: int,
+                 config: KernelConfig | None) -> None:
+    """The Gluon kernels' limits (host/hopper.py): one pass each, N_q = N_k a multiple of
+    both blocks, H_kv = H, tiles given, no split / dV apart / fused dQ."""
+    if pass_ not in ("fwd", "bwd_dkdv", "bwd_dq") or not kernel.startswith("gluon "):
+        raise ValueError(f"no Gluon kernel {kernel!r} runs the {pass_} launch")
+    if config is None:
+        raise ValueError("a Gluon kernel's schedule needs its tiles (config)")
+    if (nk != n or kv_heads != heads or n % config.block_m or n % config.block_n
+            or config.split > 1 or config.fused_dq or config.dv_apart):
+        raise ValueError(f"the Gluon kernels run N_q = N_k a multiple of the blocks and H_kv = H "
+                         f"only; got N {n}/{nk}, H {heads}/{kv_heads}, {config.short()}")
 
 
 def predict_traffic(s: Schedule) -> Traffic:

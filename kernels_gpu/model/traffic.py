@@ -4,14 +4,10 @@
     python -m kernels_gpu.model.traffic --profile [--configs bench.json] [--out DIR]   # on the GPU
     python -m kernels_gpu.model.traffic --parse ncu.csv --cases traffic_cases.json [--out DIR]
 
-The prediction, `simulated_traffic(...)`, runs the tile machine (toymachine.gen.tile) on the
-launch's own schedule: the forward is FlashAttention-2 (Q tile outer, K/V streamed) with the
-kernel's BLOCK_M/BLOCK_N; the backward is the split order, one program per launch
-(preprocess, dK/dV with K/V outer, dQ with Q outer). The simulator counts words per array;
-they become bytes with the kernel's element sizes (fp16/bf16 tensors `elem_bytes`, the fp32
-lse and D 4 bytes). Every head runs the same loops, so one head is simulated and its bytes are
-multiplied by batch x heads (a test holds that equal to simulating all heads). The simulator
-has no cache: a tile load is a global-memory read each time a program issues it.
+The prediction, `simulated_traffic(...)` (model/tile_traffic.py), runs the tile machine on the
+launch's own schedule; `model.dispatch` says which kernel each launch of a case ran (the `tl`
+kernels with their configs, or the Gluon kernels the host dispatches to on sm_90), and so which
+schedule and which TMA loads the prediction takes.
 
 Without arguments the stored measurements (results/ncu_traffic.csv, results/traffic_cases.json:
 the H200 run of RESULTS.md) are put beside the prediction and printed; nothing is written
@@ -25,7 +21,11 @@ _attn_bwd_dq), and reads per launch:
   lts__t_sectors_op_{read,write}              L2 sectors from every unit (the far L2 partition
                                               counts a line again: srcunit_ltcfabric)
   dram__bytes_{read,write}                    what reached HBM (after L2 reuse)
+  l1tex__t_sectors_pipe_lsu_mem_local_op_st   sectors of local-memory stores (register spills)
 ncu flushes the caches before each kernel (--cache-control all), with --clock-control none.
+--dispatch runs each case through the public functions with no configs, so that the Gluon
+kernels run where the host dispatches them (their names: _attn_fwd_hopper, _attn_fwd_ws,
+_attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper); the case records which ("kernels").
 """
 from __future__ import annotations
 
@@ -33,20 +33,13 @@ import argparse
 import csv
 import io
 import json
-import math
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Mapping
-
-from toymachine.gen.tile import attention_program
-from toymachine.sim import simulate
 
 from ..host.configs import KernelConfig
-from .schedule import (LSE_BYTES, Traffic, dkdv_part, launch_config, launch_order,
-                       schedule)
+from .dispatch import case_launches, host_labels, launches as dispatched_launches
+from .tile_traffic import TILE_PROGRAM, LaunchPrediction, simulated_traffic
 
 __all__ = ["LaunchPrediction", "simulated_traffic", "TILE_PROGRAM", "parse_ncu_csv", "compare",
            "render", "stored_rows", "profile", "run_target", "main"]
@@ -59,98 +52,10 @@ WANTED_METRICS = ("lts__t_sectors_srcunit_tex_op_read", "lts__t_sectors_srcunit_
                   "lts__t_sectors_op_read", "lts__t_sectors_op_write",
                   "lts__t_sectors_srcunit_ltcfabric_op_read",
                   "l1tex__t_sectors_pipe_lsu_mem_global_op_ld",
-                  "dram__bytes_read", "dram__bytes_write", "gpu__time_duration")
+                  "dram__bytes_read", "dram__bytes_write", "gpu__time_duration",
+                  "l1tex__t_sectors_pipe_lsu_mem_local_op_st")
 SECTOR_BYTES = 32
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
-
-
-# ---------------------------------------------------------------- the simulator's prediction
-# the tile program of each launch (toymachine.gen.tile.attention_program keywords)
-TILE_PROGRAM = {
-    "fwd": dict(pass_="forward"),
-    "bwd_preprocess": dict(pass_="backward", order="split", phase="preprocess"),
-    "bwd_dkdv": dict(pass_="backward", order="split", phase="dkdv"),
-    "bwd_dq": dict(pass_="backward", order="split", phase="dq"),
-}
-TENSOR_OF_ARRAY = {"L": "lse"}  # tile-machine array -> kernel tensor, where the names differ
-STAT_TENSORS = ("lse", "D")  # fp32, LSE_BYTES per row whatever the input dtype
-
-
-@dataclass(frozen=True)
-class LaunchPrediction:
-    """Bytes one launch moves between the SMs and global memory, as the tile simulator counts
-    them for the kernel's schedule (all programs, all heads; no cache)."""
-
-    pass_: str
-    config: KernelConfig
-    tensors: Mapping[str, tuple[int, int]]  # kernel tensor -> (bytes read, bytes written)
-    tma_tensors: tuple[str, ...]  # tensors the launch loads through TMA descriptors
-    compulsory_read_bytes: int  # every tensor the launch reads, once (what DRAM must supply)
-    sim_words: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # one head, words
-
-    def __post_init__(self):
-        object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
-        object.__setattr__(self, "sim_words", MappingProxyType(dict(self.sim_words)))
-
-    @property
-    def read_bytes(self) -> int:
-        return sum(r for r, _ in self.tensors.values())
-
-    @property
-    def write_bytes(self) -> int:
-        return sum(w for _, w in self.tensors.values())
-
-    @property
-    def pointer_read_bytes(self) -> int:
-        """Read bytes that come through pointer loads (ncu's l1tex ..._global_op_ld)."""
-        return sum(r for t, (r, _) in self.tensors.items() if t not in self.tma_tensors)
-
-    @property
-    def traffic(self) -> Traffic:
-        return Traffic(self.read_bytes, self.write_bytes)
-
-
-def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
-                      block_m: int | None = None, block_n: int | None = None, pass_: str = "fwd",
-                      elem_bytes: int = 2, config: KernelConfig | None = None,
-                      nk: int | None = None, kv_heads: int | None = None,
-                      part: int | None = None) -> LaunchPrediction:
-    """The tile simulator's bytes for one kernel launch (`pass_` in PASS_NAMES) with the
-    launch's config (`schedule.launch_config`: `config`, or the blocks the wrapper would
-    choose). Builds the tile program for that schedule, simulates one K/V head with the
-    heads / kv_heads query heads that read it (one head when not grouped), and converts each
-    array's words to bytes (elem_bytes per element; lse and D 4) times batch * kv_heads.
-    nk: keys (default n; causal aligned bottom-right), kv_heads: K/V heads (default heads).
-    part (dK/dV with dv_apart): 1 the dV launch, 2 the dK launch (the tile machine's phases dv,
-    dk)."""
-    nk = n if nk is None else nk
-    kv_heads = heads if kv_heads is None else kv_heads
-    group = heads // kv_heads
-    cfg = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config, nk)
-    part = dkdv_part(pass_, cfg, part)
-    # a grouped dK/dV split over `split` programs: each is the tile program of group / split
-    # query heads with its own copy of the K/V tile, writing fp32 partials
-    split = cfg.split if pass_ == "bwd_dkdv" and group > 1 else 1
-    shape = {"nk": nk, "kv_heads": 1} if (nk, group // split) != (n, 1) else {}
-    program = attention_program(n=n, d=d, algo="fa2", causal=causal, block_m=cfg.block_m,
-                                block_n=cfg.block_n, heads=group // split, **shape,
-                                **dict(TILE_PROGRAM[pass_], **({"phase": ("dv", "dk")[part - 1]}
-                                                                 if part else {})))
-    result = simulate(program, dtype="fp64", steps=False)
-    words = {a: (t["reads"], t["writes"]) for a, t in result.extra["tile_traffic"].items()}
-    copies = batch * kv_heads * split  # the simulated K/V head (or share), once per program row
-    tensors, compulsory = {}, 0
-    sizes = {a.name: math.prod(a.shape) for a in program.arrays}
-    for array, (r, w) in words.items():
-        tensor = TENSOR_OF_ARRAY.get(array, array)
-        per = LSE_BYTES if tensor in STAT_TENSORS else elem_bytes
-        w_per = 4 if split > 1 and tensor in ("dK", "dV") else per  # fp32 partials
-        tensors[tensor] = (r * per * copies, w * w_per * copies)
-        if r:
-            compulsory += sizes[array] * per * copies
-    tma = schedule(n, d, batch, heads, causal, pass_=pass_, elem_bytes=elem_bytes,
-                   config=cfg, nk=nk, kv_heads=kv_heads, part=part or None).tma_tensors
-    return LaunchPrediction(pass_, cfg, tensors, tma, compulsory, words)
 
 
 def _configs_from_bench(path: str | None) -> dict:
@@ -165,8 +70,12 @@ def _configs_from_bench(path: str | None) -> dict:
 
 
 def run_target(out: str, configs_path: str | None, only: list | None = None,
-               fwd_config: str | None = None, fwd_only: bool = False) -> None:
-    """The profiled program: four launches per case (one with fwd_only), nothing else _attn*."""
+               fwd_config: str | None = None, fwd_only: bool = False,
+               dispatch: bool = False) -> None:
+    """The profiled program: four launches per case (one with fwd_only), nothing else _attn*.
+    dispatch: through the public functions without configs, so the host's dispatch picks the
+    Gluon kernels where it does (recorded as "kernels", beside the `tl` configs; "model_agrees":
+    model.dispatch predicts the same labels)."""
     import torch
 
     from ..host import flash_attn as fa
@@ -186,15 +95,26 @@ def run_target(out: str, configs_path: str | None, only: list | None = None,
             p: fa.resolve_config(p, q, causal, k=k) for p in ("fwd", "bwd_dkdv", "bwd_dq")}
         if fwd_config:
             cfg = {**cfg, "fwd": KernelConfig.from_short(fwd_config)}
-        o, lse = fa.flash_attention_forward(q, k, v, causal, config=cfg["fwd"])
-        if not fwd_only:
-            fa.flash_attention_backward(q, k, v, o, lse, do, causal,
-                                        dkdv_config=cfg["bwd_dkdv"], dq_config=cfg["bwd_dq"])
+        extra = {}
+        if dispatch:  # the public path: the host's dispatch chooses every launch's kernel
+            o, lse = fa.flash_attention_forward(q, k, v, causal)
+            if not fwd_only:
+                fa.flash_attention_backward(q, k, v, o, lse, do, causal)
+            kernels = host_labels(q, k, v, causal)
+            model = {ln.pass_: ln.label for ln in dispatched_launches(
+                n, d, causal, HEADS, kv_heads, nk, capability=torch.cuda.get_device_capability())
+                if ln.gluon}
+            extra = {"kernels": kernels, "model_agrees": model == kernels}
+        else:
+            o, lse = fa.flash_attention_forward(q, k, v, causal, config=cfg["fwd"])
+            if not fwd_only:
+                fa.flash_attention_backward(q, k, v, o, lse, do, causal,
+                                            dkdv_config=cfg["bwd_dkdv"], dq_config=cfg["bwd_dq"])
         torch.cuda.synchronize()
         cases.append({"d": d, "n": n, "causal": causal,
                       **({} if square else {"nk": nk, "kv_heads": kv_heads}),
                       "configs": {p: fa.honour_config(p, q, c, causal, k=k).to_dict()
-                                  for p, c in cfg.items()}})
+                                  for p, c in cfg.items()}, **extra})
     with open(os.path.join(out, "traffic_cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
 
@@ -206,7 +126,8 @@ def available_metrics() -> list[str]:
     return [m for m in WANTED_METRICS if m in have]
 
 
-def profile(out: str, configs_path: str | None, only: list[str] | None = None) -> str:
+def profile(out: str, configs_path: str | None, only: list[str] | None = None,
+            dispatch: bool = False) -> str:
     metrics = available_metrics() or ["lts__t_sectors_srcunit_tex_op_read",
                                       "lts__t_sectors_srcunit_tex_op_write",
                                       "dram__bytes_read", "dram__bytes_write"]
@@ -219,6 +140,7 @@ def profile(out: str, configs_path: str | None, only: list[str] | None = None) -
         cmd += ["--configs", configs_path]
     for case in only or ():
         cmd += ["--only", case]
+    cmd += ["--dispatch"] if dispatch else []
     r = subprocess.run(cmd, capture_output=True, text=True)
     csv_path = os.path.join(out, "ncu_traffic.csv")
     with open(csv_path, "w") as f:
@@ -251,24 +173,31 @@ def _kernel_pass(name: str) -> str | None:
     return None
 
 
+def _function(name: str) -> str:
+    """The kernel function of an ncu "Kernel Name" ("_attn_fwd_ws", "void f(...)" -> "f")."""
+    return name.split("(")[0].split()[-1] if name.strip() else ""
+
+
 def compare(launches: list[dict], cases: list[dict]) -> list[dict]:
-    """Pair launches with cases (schedule.launch_order: 4 per case, 5 with dV apart) and put the simulator's prediction for
-    the config that ran beside each (bytes, whole launch)."""
+    """Pair launches with cases (model.dispatch.case_launches: 4 per case, 5 with dV apart; the
+    Gluon kernel a case records where one ran) and put the simulator's prediction for the
+    kernel and config that ran beside each (bytes, whole launch)."""
     rows, at = [], 0
     launches = [ln for ln in launches if _kernel_pass(ln["kernel"])]
     for case in cases:
-        for pass_, part in launch_order(case["configs"]):
+        for launch in case_launches(case):
             if at >= len(launches):
                 break
             ln, at = launches[at], at + 1
-            if _kernel_pass(ln["kernel"]) != pass_:
-                raise ValueError(f"launch {ln['id']} is {ln['kernel']}, expected {pass_}: the "
-                                 f"ncu csv and the cases file do not belong together")
-            cfgs = case["configs"]
-            cfg = KernelConfig.from_dict(cfgs[pass_]) if pass_ in cfgs else None
+            if _function(ln["kernel"]) != launch.function:
+                raise ValueError(f"launch {ln['id']} is {ln['kernel']}, expected "
+                                 f"{launch.function}: the ncu csv and the cases file do not "
+                                 f"belong together")
+            pass_, part = launch.pass_, launch.part
             pred = simulated_traffic(case["n"], case["d"], BATCH, HEADS, case["causal"],
-                                     pass_=pass_, config=cfg, nk=case.get("nk"),
-                                     kv_heads=case.get("kv_heads"), part=part)
+                                     pass_=pass_, config=launch.config, nk=case.get("nk"),
+                                     kv_heads=case.get("kv_heads"), part=part or None,
+                                     kernel=launch.label if launch.gluon else "")
             m = ln["metrics"]
 
             def get(name, scale=1.0):
@@ -278,6 +207,9 @@ def compare(launches: list[dict], cases: list[dict]) -> list[dict]:
                 "d": case["d"], "n": case["n"], "causal": case["causal"], "pass": pass_, "part": part,
                 **{key: case[key] for key in ("nk", "kv_heads") if key in case},
                 "config": pred.config.short(),
+                **({"kernel": launch.label, "tma_stores": list(pred.tma_stores)}
+                   if launch.gluon else {}),
+                "function": launch.function,
                 "pred_read": pred.read_bytes, "pred_write": pred.write_bytes,
                 "pred_pointer_read": pred.pointer_read_bytes,
                 "pred_compulsory_read": pred.compulsory_read_bytes,
@@ -289,6 +221,7 @@ def compare(launches: list[dict], cases: list[dict]) -> list[dict]:
                 "l2_all_write": get("lts__t_sectors_op_write", SECTOR_BYTES),
                 "l2_fabric_read": get("lts__t_sectors_srcunit_ltcfabric_op_read", SECTOR_BYTES),
                 "l1_ld_read": get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld", SECTOR_BYTES),
+                "l1_local_st": get("l1tex__t_sectors_pipe_lsu_mem_local_op_st", SECTOR_BYTES),
                 "dram_read": get("dram__bytes_read"), "dram_write": get("dram__bytes_write"),
                 "time_ns": get("gpu__time_duration")})
     return rows
@@ -308,7 +241,8 @@ def _launch(r: dict) -> str:
     causal = "yes" if r["causal"] else "no"
     n = str(r["n"]) + (f"/{r['nk']}" if r.get("nk", r["n"]) != r["n"] else "")
     n += f" H {HEADS}/{r['kv_heads']}" if r.get("kv_heads", HEADS) != HEADS else ""
-    return f"| {r['pass']}{('', ' (dV)', ' (dK)')[r.get('part', 0)]} | {r['d']} | {n} | {causal} | {r['config']} |"
+    config = r.get("kernel") or r["config"]  # a Gluon kernel's label, else the `tl` config
+    return f"| {r['pass']}{('', ' (dV)', ' (dK)')[r.get('part', 0)]} | {r['d']} | {n} | {causal} | {config} |"
 
 
 def render(rows: list[dict]) -> str:
@@ -359,6 +293,9 @@ def main(argv=None) -> int:
                     help="d,n,causal[,nk,kv_heads] (repeatable): cases to run (32 query heads)")
     ap.add_argument("--fwd-config", help="force the forward config, e.g. M64N64w4s3-tma")
     ap.add_argument("--fwd-only", action="store_true")
+    ap.add_argument("--dispatch", action="store_true",
+                    help="run the public path with no configs: the host's dispatch (Gluon "
+                         "kernels on sm_90) picks each launch's kernel")
     args = ap.parse_args(argv)
     out = args.out
     if args.target or args.profile:
@@ -367,10 +304,10 @@ def main(argv=None) -> int:
     if args.target:
         only = [tuple(int(x) for x in o.split(",")) for o in args.only] if args.only else None
         only = [(d, n, bool(c), *kv) for d, n, c, *kv in only] if only else None
-        run_target(out, args.configs, only, args.fwd_config, args.fwd_only)
+        run_target(out, args.configs, only, args.fwd_config, args.fwd_only, args.dispatch)
         return 0
     if args.profile:
-        csv_path = profile(out, args.configs, args.only)
+        csv_path = profile(out, args.configs, args.only, args.dispatch)
         cases_path = os.path.join(out, "traffic_cases.json")
     elif args.parse:
         if not args.cases:

@@ -1,0 +1,215 @@
+"""Which kernel each launch of a forward and backward runs (issue 21 item 5): the `tl` kernels
+or the Gluon Hopper kernels that `host/flash_attn.py` dispatches to on sm_90.
+
+`launches(...)` is the list of a problem's kernel launches, in order, each a `Launch`: the
+kernel function (the name ncu reports), the label the bench writes (`"tl M128N64w4s3-tma"`,
+`"gluon M128N64w8"`, `"gluon M128N128w12 ws-lag-s3"`, `"gluon M64N64w4"`, `"gluon M64N64w4 s2
+ov1"`) and the tiles its schedule runs. The decision is the host's (`host/hopper.py`:
+`dispatch_config`, `dispatch_ws`, `dispatch_dkdv`, `dispatch_dq`, from the tables `DISPATCH`,
+`DISPATCH_CAUSAL`, `DISPATCH_WS`, `DISPATCH_DKDV`, `DISPATCH_DQ`), made here without a GPU:
+the same tables, the same conditions, the GPU's compute capability given (`capability`; None:
+no GPU, the interpreter — no Gluon kernel). A CPU test holds `gluon_choice` equal to the host's
+functions on a grid of problems.
+
+What a Gluon launch's schedule is (`Launch.schedule`): the `tl` schedule of the same loops
+with the kernel's blocks (the one-partition forward BLOCK_M x BLOCK_N; the warp-specialised
+forward 128 query rows — two consumer warpgroups of 64 — x BLOCK_N, the producer's loads once
+per program; the dK/dV K, V held, Q, dO streamed; the dQ Q, dO held, K, V streamed), every
+(rows, d) tile through TMA, lse and D rows with pointer loads, O by a TMA store, dK / dV / dQ
+by pointer stores (`schedule.Schedule.tma_tensors`, `tma_stores`).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..host.configs import KernelConfig
+from .schedule import PREPROCESS_CONFIG, Schedule, launch_config, schedule
+
+__all__ = ["Launch", "gluon_choice", "launches", "from_label", "case_launches", "host_labels",
+           "TL_FUNCTIONS",
+           "GLUON_FUNCTIONS", "SM90"]
+
+SM90 = (9, 0)
+TL_FUNCTIONS = {"fwd": "_attn_fwd", "bwd_preprocess": "_attn_bwd_preprocess",
+                "bwd_dkdv": "_attn_bwd_dkdv", "bwd_dq": "_attn_bwd_dq"}
+GLUON_FUNCTIONS = {"fwd": "_attn_fwd_hopper", "fwd_ws": "_attn_fwd_ws",
+                   "bwd_dkdv": "_attn_bwd_dkdv_hopper", "bwd_dq": "_attn_bwd_dq_hopper"}
+WS_ROWS = 128  # query rows of a warp-specialised program (kernels.hopper_ws: 2 x WG_ROWS)
+WS_WARPS = 12  # two consumer warpgroups and the producer's, padded to a warpgroup
+_LABEL = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-(ws|lag|pingpong)-s(\d+)| s(\d+) ov(\d+))?")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch: `function` (what ncu names), `label` (the bench's name), the tiles
+    (`config`) its loops run, and `part` (1 dV / 2 dK of a dV-apart `tl` dK/dV, else 0)."""
+
+    pass_: str
+    function: str
+    label: str
+    config: KernelConfig
+    part: int = 0
+
+    @property
+    def gluon(self) -> bool:
+        return self.label.startswith("gluon ")
+
+    def schedule(self, n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
+                 elem_bytes: int = 2, nk: int | None = None,
+                 kv_heads: int | None = None) -> Schedule:
+        return schedule(n, d, batch, heads, causal, pass_=self.pass_, elem_bytes=elem_bytes,
+                        config=self.config, nk=nk, kv_heads=kv_heads, part=self.part or None,
+                        kernel=self.label if self.gluon else "")
+
+
+def gluon_choice(n: int, d: int, causal: bool = False, heads: int = 1,
+                 kv_heads: int | None = None, nk: int | None = None, elem_bytes: int = 2,
+                 capability: tuple[int, int] | None = SM90,
+                 env: Mapping[str, str] | None = None) -> dict[str, tuple]:
+    """{"fwd": host/hopper.py's `dispatch_config` tuple, "fwd_ws": `dispatch_ws`'s, "bwd_dkdv":
+    `dispatch_dkdv`'s, "bwd_dq": `dispatch_dq`'s} for the passes the host dispatches to a Gluon
+    kernel (absent: the `tl` kernel), for a launch with no explicit blocks or config. elem_bytes
+    2 = fp16 / bf16; `env` the environment (KERNELS_GPU_HOPPER=0, KERNELS_GPU_WS=0 turn the
+    kernels off; default os.environ)."""
+    from ..host import hopper  # the tables and HAVE_GLUON; nothing runs on a GPU
+
+    env = os.environ if env is None else env
+    nk = n if nk is None else nk
+    kv_heads = heads if kv_heads is None else kv_heads
+    cfg = (hopper.DISPATCH_CAUSAL if causal else hopper.DISPATCH).get(d)
+    if (cfg is None or capability is None or capability[0] != 9 or not hopper.HAVE_GLUON
+            or kv_heads != heads or nk != n or n % max(cfg[0], cfg[1]) or elem_bytes != 2
+            or env.get("KERNELS_GPU_HOPPER", "1") == "0"):
+        return {}
+    out: dict[str, tuple] = {"fwd": tuple(cfg)}
+    rows = hopper.DISPATCH_WS.get((d, bool(causal)))
+    if rows is not None and env.get("KERNELS_GPU_WS", "1") != "0" and n % WS_ROWS == 0:
+        ws = next(c for largest, c in rows if n <= largest)
+        if ws is not None:
+            out["fwd_ws"] = tuple(ws)
+    dkdv = hopper.DISPATCH_DKDV.get(d)
+    if dkdv is not None and n % max(dkdv[:2]) == 0:
+        out["bwd_dkdv"] = tuple(dkdv)
+        dq = hopper.DISPATCH_DQ.get((d, bool(causal)))
+        if dq is not None and n % max(dq[:2]) == 0:
+            out["bwd_dq"] = tuple(dq)
+    return out
+
+
+def _gluon_launch(pass_: str, choice: dict[str, tuple]) -> Launch | None:
+    """The Gluon launch of `pass_` in a `gluon_choice`, or None (the `tl` kernel runs)."""
+    if pass_ == "fwd" and "fwd_ws" in choice:
+        bn, sched, stages = choice["fwd_ws"]
+        return from_label("fwd", f"gluon M{WS_ROWS}N{bn}w{WS_WARPS} ws-{sched}-s{stages}")
+    if pass_ == "fwd" and "fwd" in choice:
+        return from_label("fwd", "gluon M{}N{}w{}".format(*choice["fwd"]))
+    if pass_ == "bwd_dkdv" and "bwd_dkdv" in choice:
+        bm, bn, w, stages, _ = choice["bwd_dkdv"]
+        return Launch(pass_, GLUON_FUNCTIONS[pass_], f"gluon M{bm}N{bn}w{w}",
+                      KernelConfig(bm, bn, w, stages, True))
+    if pass_ == "bwd_dq" and "bwd_dq" in choice:
+        return from_label("bwd_dq", "gluon M{}N{}w{} s{} ov{}".format(*choice["bwd_dq"]))
+    return None
+
+
+def from_label(pass_: str, label: str, config: KernelConfig | None = None) -> Launch:
+    """The launch a bench / traffic-case label names: a Gluon label (its function and tiles;
+    a one-partition kernel's ring is 2 stages unless the label says), or "tl ..." / anything
+    else with the `tl` config that ran (`config`)."""
+    m = _LABEL.fullmatch(label.strip())
+    if m is None:
+        if label.startswith("gluon"):
+            raise ValueError(f"not a Gluon kernel label: {label!r}")
+        if config is None:
+            raise ValueError(f"the `tl` {pass_} launch needs its config")
+        return Launch(pass_, TL_FUNCTIONS[pass_], "tl " + config.short(), config)
+    bm, bn, w = (int(g) for g in m.group(1, 2, 3))
+    if m.group(4):
+        if pass_ != "fwd":
+            raise ValueError(f"the warp-specialised kernel is a forward, not {pass_}")
+        return Launch(pass_, GLUON_FUNCTIONS["fwd_ws"], label.strip(),
+                      KernelConfig(bm, bn, w, int(m.group(5)), True))
+    if pass_ not in GLUON_FUNCTIONS:
+        raise ValueError(f"no Gluon kernel runs the {pass_} launch")
+    stages = int(m.group(6)) if m.group(6) else 2
+    return Launch(pass_, GLUON_FUNCTIONS[pass_], label.strip(),
+                  KernelConfig(bm, bn, w, stages, True))
+
+
+def launches(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int | None = None,
+             nk: int | None = None, elem_bytes: int = 2,
+             capability: tuple[int, int] | None = SM90, backward: bool = True,
+             configs: Mapping[str, KernelConfig] | None = None,
+             env: Mapping[str, str] | None = None) -> list[Launch]:
+    """The launches of one forward (and backward) through the public functions without explicit
+    blocks, in order: the Gluon kernels where `gluon_choice` picks them, else the `tl` kernel
+    with `configs[pass]` (what ran) or `schedule.launch_config`'s choice. A `tl` dK/dV with
+    dv_apart is two launches (dV, dK); one with fused_dq writes dQ itself (no dQ launch) unless
+    the Gluon dK/dV runs."""
+    choice = gluon_choice(n, d, causal, heads, kv_heads, nk, elem_bytes, capability, env)
+    configs = dict(configs or {})
+
+    def tl(pass_: str) -> KernelConfig:
+        return configs.get(pass_) or launch_config(n, d, causal, pass_=pass_,
+                                                   elem_bytes=elem_bytes, nk=nk)
+
+    out = [_gluon_launch("fwd", choice) or from_label("fwd", "tl", tl("fwd"))]
+    if not backward:
+        return out
+    out.append(Launch("bwd_preprocess", TL_FUNCTIONS["bwd_preprocess"],
+                      "tl " + PREPROCESS_CONFIG.short(), PREPROCESS_CONFIG))
+    dkdv = _gluon_launch("bwd_dkdv", choice)
+    if dkdv is not None:
+        out.append(dkdv)
+    else:
+        cfg = tl("bwd_dkdv")
+        label = "tl " + cfg.short()
+        out += ([Launch("bwd_dkdv", TL_FUNCTIONS["bwd_dkdv"], label, cfg, part) for part in (1, 2)]
+                if cfg.dv_apart else [Launch("bwd_dkdv", TL_FUNCTIONS["bwd_dkdv"], label, cfg)])
+        if cfg.fused_dq:
+            return out
+    out.append(_gluon_launch("bwd_dq", choice) or from_label("bwd_dq", "tl", tl("bwd_dq")))
+    return out
+
+
+def case_launches(case: Mapping) -> list[Launch]:
+    """The launches of a traffic case (`traffic.run_target`'s record: "configs" pass -> the
+    `tl` config dict, and "kernels" pass -> label where a Gluon kernel ran)."""
+    kernels = case.get("kernels") or {}
+    configs = {p: KernelConfig.from_dict(c) for p, c in case["configs"].items()}
+    out = []
+    for pass_ in ("fwd", "bwd_preprocess", "bwd_dkdv", "bwd_dq"):
+        if pass_ == "bwd_preprocess":
+            if "bwd_dkdv" in configs or "bwd_dkdv" in kernels:
+                out.append(Launch(pass_, TL_FUNCTIONS[pass_], "tl " + PREPROCESS_CONFIG.short(),
+                                  PREPROCESS_CONFIG))
+            continue
+        label = kernels.get(pass_, "")
+        if label.startswith("gluon "):
+            out.append(from_label(pass_, label))
+        elif pass_ in configs:
+            cfg = configs[pass_]
+            parts = (1, 2) if pass_ == "bwd_dkdv" and cfg.dv_apart else (0,)
+            out += [Launch(pass_, TL_FUNCTIONS[pass_], "tl " + cfg.short(), cfg, p) for p in parts]
+            if pass_ == "bwd_dkdv" and cfg.fused_dq:  # it wrote dQ: no dQ launch
+                return out
+    return out
+
+
+def host_labels(q, k, v, causal) -> dict[str, str]:
+    """pass -> label of the Gluon kernels the host's own dispatch (host/hopper.py) runs for
+    these CUDA tensors through the public functions with no explicit blocks; absent: `tl`."""
+    from ..host import hopper
+    from ..host.launch import problem_of
+
+    p = problem_of(q, k, v, causal)
+    fwd, dkdv = hopper.dispatch_config(p, False), hopper.dispatch_dkdv(p, False)
+    ws = hopper.dispatch_ws(p, False) if fwd is not None else None
+    dq = hopper.dispatch_dq(p, False) if dkdv is not None else None
+    labels = {"fwd": hopper.ws_label(ws) if ws else fwd and "gluon M{}N{}w{}".format(*fwd),
+              "bwd_dkdv": dkdv and "gluon M{}N{}w{}".format(*dkdv),
+              "bwd_dq": dq and "gluon M{}N{}w{} s{} ov{}".format(*dq)}
+    return {pass_: label for pass_, label in labels.items() if label}

@@ -1,0 +1,241 @@
+"""The kernel each launch runs (kernels_gpu.model.dispatch) and the traffic of the Gluon launches
+(issue 21 item 5), on the CPU: the dispatch decision made without a GPU against the host's own
+functions, the launch list it implies, and each Gluon launch's schedule — the tile simulator's
+bytes against the hand formula, to the byte."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from kernels_gpu import KernelConfig, predict_traffic  # noqa: E402
+from kernels_gpu.host import hopper  # noqa: E402
+from kernels_gpu.model import dispatch  # noqa: E402
+from kernels_gpu.model.tile_traffic import simulated_traffic  # noqa: E402
+
+DTYPES = {2: torch.float16, 4: torch.float32}
+
+
+def _host_choice(n, d, causal, heads, kv_heads, nk, elem_bytes) -> dict:
+    """host/hopper.py's dispatch functions on a launch.Problem's fields, as on an sm_90 GPU."""
+    p = SimpleNamespace(d=d, causal=causal, group=heads // kv_heads, nq=n, nk=nk,
+                        dtype=DTYPES[elem_bytes])
+    out = {"fwd": hopper.dispatch_config(p, False)}
+    out["fwd_ws"] = hopper.dispatch_ws(p, False)
+    out["bwd_dkdv"] = hopper.dispatch_dkdv(p, False)
+    out["bwd_dq"] = hopper.dispatch_dq(p, False)
+    return {k: tuple(v) for k, v in out.items() if v is not None}
+
+
+@pytest.fixture
+def sm90(monkeypatch):
+    monkeypatch.setattr(hopper, "_capability", lambda device: (9, 0))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(hopper, "HAVE_GLUON", True)
+    monkeypatch.delenv("KERNELS_GPU_HOPPER", raising=False)
+    monkeypatch.delenv("KERNELS_GPU_WS", raising=False)
+
+
+@pytest.mark.parametrize("env", [{}, {"KERNELS_GPU_WS": "0"}, {"KERNELS_GPU_HOPPER": "0"}])
+def test_the_model_dispatch_is_the_hosts(sm90, monkeypatch, env):
+    """gluon_choice (no GPU) = host/hopper.py's dispatch_config / dispatch_ws / dispatch_dkdv /
+    dispatch_dq on an sm_90 GPU, over head dims, lengths (multiples of the blocks or not),
+    causal, grouped heads, cross-attention, dtypes, and the two switches."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    seen = set()
+    for d in (32, 64, 96, 128, 256):
+        for n in (192, 256, 512, 640, 1024, 2048, 3072, 4096, 8192, 16384):
+            for causal in (False, True):
+                for heads, kv_heads, nk in ((4, 4, n), (8, 2, n), (4, 4, 2 * n)):
+                    for eb in (2, 4):
+                        want = _host_choice(n, d, causal, heads, kv_heads, nk, eb)
+                        got = dispatch.gluon_choice(n, d, causal, heads, kv_heads, nk, eb)
+                        assert got == want, (n, d, causal, heads, kv_heads, nk, eb)
+                        seen.add(tuple(sorted(got)))
+    if not env:  # the grid reached every kind of decision
+        assert {(), ("fwd",), ("bwd_dkdv", "fwd"), ("bwd_dkdv", "bwd_dq", "fwd"),
+                ("bwd_dkdv", "fwd", "fwd_ws"), ("bwd_dkdv", "bwd_dq", "fwd", "fwd_ws")} <= seen
+    assert dispatch.gluon_choice(4096, 128, True, capability=None) == {}  # no GPU: interpreter
+    assert dispatch.gluon_choice(4096, 128, True, capability=(8, 0)) == {}  # not Hopper
+
+
+TABLES = dict(DISPATCH={64: (128, 128, 8), 128: (128, 64, 8)},
+              DISPATCH_CAUSAL={64: (128, 128, 8), 128: (128, 64, 8)},
+              DISPATCH_WS={(128, False): [(512, None), (1 << 62, (128, "lag", 3))],
+                           (128, True): [(2048, None), (1 << 62, (128, "pingpong", 2))]},
+              DISPATCH_DKDV={128: (64, 64, 4, 2, 1)},
+              DISPATCH_DQ={(128, True): (64, 64, 4, 2, 1)})
+
+
+@pytest.mark.parametrize("n,d,causal,want", [
+    (1024, 64, False, [("_attn_fwd_hopper", "gluon M128N128w8", "M128N128w8s2-tma"),
+                       ("_attn_bwd_preprocess", "tl", None), ("_attn_bwd_dkdv", "tl", None),
+                       ("_attn_bwd_dq", "tl", None)]),
+    (1024, 128, False, [("_attn_fwd_ws", "gluon M128N128w12 ws-lag-s3", "M128N128w12s3-tma"),
+                        ("_attn_bwd_preprocess", "tl", None),
+                        ("_attn_bwd_dkdv_hopper", "gluon M64N64w4", "M64N64w4s2-tma"),
+                        ("_attn_bwd_dq", "tl", None)]),
+    (4096, 128, True, [("_attn_fwd_ws", "gluon M128N128w12 ws-pingpong-s2", "M128N128w12s2-tma"),
+                       ("_attn_bwd_preprocess", "tl", None),
+                       ("_attn_bwd_dkdv_hopper", "gluon M64N64w4", "M64N64w4s2-tma"),
+                       ("_attn_bwd_dq_hopper", "gluon M64N64w4 s2 ov1", "M64N64w4s2-tma")]),
+    (1024, 128, True, [("_attn_fwd_hopper", "gluon M128N64w8", "M128N64w8s2-tma"),
+                       ("_attn_bwd_preprocess", "tl", None),
+                       ("_attn_bwd_dkdv_hopper", "gluon M64N64w4", "M64N64w4s2-tma"),
+                       ("_attn_bwd_dq_hopper", "gluon M64N64w4 s2 ov1", "M64N64w4s2-tma")]),
+])
+def test_the_launches_a_dispatch_implies(monkeypatch, n, d, causal, want):
+    """launches(): the forward on the one-partition or warp-specialised Gluon kernel, the dK/dV
+    and dQ on theirs where dispatched, the `tl` kernels (with their own configs) elsewhere, in
+    the order the public functions launch them; the tables pinned here so that a re-tuned
+    table does not move the test."""
+    for name, table in TABLES.items():
+        monkeypatch.setattr(hopper, name, table)
+    got = dispatch.launches(n, d, causal, heads=4)
+    assert [(ln.function, ln.label if ln.gluon else "tl",
+             ln.config.short() if ln.gluon else None) for ln in got] == want
+    assert all(ln.label.startswith("tl M") for ln in got if not ln.gluon)
+    # no GPU (interpreter), explicit blocks: the `tl` launches of the same problem
+    tl = dispatch.launches(n, d, causal, heads=4, capability=None)
+    assert [ln.function for ln in tl] == ["_attn_fwd", "_attn_bwd_preprocess", "_attn_bwd_dkdv",
+                                          "_attn_bwd_dq"]
+    assert [ln.function for ln in dispatch.launches(n, d, causal, heads=4, backward=False)] \
+        == [want[0][0]]
+
+
+def test_tl_dv_apart_and_fused_dq_launches():
+    """The `tl` dK/dV: dV apart is two launches (parts 1, 2); a fused dQ has no dQ launch."""
+    apart = dispatch.launches(512, 256, True, capability=None,
+                              configs={"bwd_dkdv": KernelConfig(32, 128, 8, 3, True,
+                                                                dv_apart=True)})
+    assert [(ln.pass_, ln.part) for ln in apart] == [("fwd", 0), ("bwd_preprocess", 0),
+                                                     ("bwd_dkdv", 1), ("bwd_dkdv", 2),
+                                                     ("bwd_dq", 0)]
+    fused = dispatch.launches(512, 64, False, capability=None,
+                              configs={"bwd_dkdv": KernelConfig(64, 64, fused_dq=True)})
+    assert [ln.pass_ for ln in fused] == ["fwd", "bwd_preprocess", "bwd_dkdv"]
+
+
+GLUON_LABELS = [("fwd", "gluon M128N128w8"), ("fwd", "gluon M128N64w8"),
+                ("fwd", "gluon M128N128w12 ws-lag-s3"), ("fwd", "gluon M128N128w12 ws-pingpong-s2"),
+                ("fwd", "gluon M128N64w12 ws-ws-s2"),
+                ("bwd_dkdv", "gluon M64N64w4"), ("bwd_dkdv", "gluon M64N128w8"),
+                ("bwd_dq", "gluon M64N64w4 s2 ov1"), ("bwd_dq", "gluon M128N64w8")]
+
+
+@pytest.mark.parametrize("pass_,label", GLUON_LABELS)
+@pytest.mark.parametrize("n,d,causal", [(512, 64, False), (512, 128, True), (384, 64, True)])
+def test_gluon_launch_traffic_simulated_equals_the_hand_formula(pass_, label, n, d, causal):
+    """Every Gluon launch (the one-partition and warp-specialised forwards, the dK/dV, the dQ):
+    the tile simulator's bytes for its schedule equal the hand formula, to the byte; every
+    (rows, d) tile it reads comes through TMA (no pointer loads but lse / D rows, which each
+    warp of the dK/dV loads whole), the forwards' O through a TMA store."""
+    launch = dispatch.from_label(pass_, label)
+    if n % launch.config.block_m or n % launch.config.block_n:
+        pytest.skip("the Gluon kernels run N a multiple of the blocks")
+    sim = simulated_traffic(n, d, 2, 3, causal, pass_=pass_, config=launch.config,
+                            kernel=launch.label)
+    s = launch.schedule(n, d, 2, 3, causal)
+    assert sim.traffic == predict_traffic(s) and s.kernel == launch.label
+    stats = {"fwd": 0, "bwd_dkdv": 2, "bwd_dq": 2}[pass_]  # lse, D (4 B a row) by pointers
+    tiles = {"fwd": {"Q", "K", "V"}, "bwd_dkdv": {"K", "V", "Q", "dO"},
+             "bwd_dq": {"Q", "dO", "K", "V"}}[pass_]
+    assert set(sim.tma_tensors) == tiles
+    copies = launch.config.num_warps if pass_ == "bwd_dkdv" else 1  # every warp loads them
+    assert sim.pointer_read_bytes == copies * sum(sim.tensors[t][0] for t in ("lse", "D")[:stats])
+    assert sim.tma_stores == (("O",) if pass_ == "fwd" else ())
+    if pass_ == "fwd" and not causal:  # closed form: Q once, K and V once per program
+        e, bm = 2, launch.config.block_m
+        assert sim.read_bytes == 2 * 3 * (n * d * e + 2 * (n // bm) * n * d * e)
+        assert sim.write_bytes == 2 * 3 * (n * d * e + 4 * n)
+
+
+def test_the_warp_specialised_program_is_128_query_rows():
+    """The warp-specialised forward's two 64-row consumer warpgroups share one program's K/V
+    stream: its traffic is the one-partition kernel's at BLOCK_M 128, not 64."""
+    ws = dispatch.from_label("fwd", "gluon M128N128w12 ws-lag-s3")
+    one = dispatch.from_label("fwd", "gluon M128N128w8")
+    assert predict_traffic(ws.schedule(1024, 128, causal=True)) \
+        == predict_traffic(one.schedule(1024, 128, causal=True))
+    assert ws.schedule(1024, 128).grid == (1024 // 128, 1)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (dict(nk=1024), "N_q = N_k"), (dict(heads=8, kv_heads=2), "H_kv = H"),
+    (dict(n=200), "multiple of the blocks")])
+def test_a_gluon_schedule_refuses_what_the_kernels_do_not_run(args, needle):
+    launch = dispatch.from_label("bwd_dkdv", "gluon M64N64w4")
+    kw = dict(n=512, d=128, heads=1, nk=None, kv_heads=None) | args
+    with pytest.raises(ValueError, match=needle):
+        launch.schedule(kw["n"], kw["d"], 1, kw["heads"], False, nk=kw["nk"],
+                        kv_heads=kw["kv_heads"])
+    with pytest.raises(ValueError, match="Gluon kernel label"):
+        dispatch.from_label("fwd", "gluon X")
+    with pytest.raises(ValueError, match="no Gluon kernel"):
+        dispatch.from_label("bwd_preprocess", "gluon M64N64w4")
+
+
+def test_compare_walks_a_dispatched_case(tmp_path):
+    """traffic.compare on a --dispatch case: its launches are the Gluon kernels the case
+    records, in launch order, each checked against ncu's kernel name and predicted with the
+    Gluon schedule; a launch of another kernel is refused."""
+    from kernels_gpu.model import traffic
+
+    cfg = {p: KernelConfig(128, 64, 8, 3, True).to_dict() for p in ("fwd", "bwd_dkdv", "bwd_dq")}
+    case = {"d": 128, "n": 512, "causal": False, "configs": cfg,
+            "kernels": {"fwd": "gluon M128N128w12 ws-lag-s3", "bwd_dkdv": "gluon M64N64w4"}}
+    names = ["_attn_fwd_ws", "_attn_bwd_preprocess", "_attn_bwd_dkdv_hopper", "_attn_bwd_dq"]
+    launches = [{"id": i, "kernel": k, "metrics": {}} for i, k in enumerate(names)]
+    rows = traffic.compare(launches, [case])
+    assert [r["function"] for r in rows] == names
+    assert [r.get("kernel") for r in rows] == ["gluon M128N128w12 ws-lag-s3", None,
+                                               "gluon M64N64w4", None]
+    assert rows[0]["tma_tensors"] == ["Q", "K", "V"] and rows[0]["pred_pointer_read"] == 0
+    assert rows[3]["config"] == "M128N64w8s3-tma"
+    table = traffic.render(rows)
+    assert "| fwd | 128 | 512 | no | gluon M128N128w12 ws-lag-s3 |" in table
+    with pytest.raises(ValueError, match="expected _attn_bwd_dkdv_hopper"):
+        traffic.compare([{**ln, "kernel": "_attn_bwd_dkdv"} if ln["id"] == 2 else ln
+                         for ln in launches], [case])
+
+
+def test_gluon_launches_against_the_stored_h100_measurements():
+    """The ncu run of the public path (fifth session, results/traffic_gluon_h100.*): 16
+    launches, the host's dispatch = model.dispatch's in every case; the Gluon forwards (one
+    partition, warp-specialised lag and ping-pong), dK/dV and dQ predicted with their own
+    schedule. Pointer loads to the byte in all 16 (the Gluon dK/dV's lse and D once per warp);
+    writes to the byte but for the Gluon backward's plain stores from the wgmma accumulator
+    layout (each warp store fills half of each 32-byte sector: about 2 L2 write sectors per
+    sector of dK, dV, dQ) and the split's register spills (the whole gap is local stores);
+    DRAM reads within 4 % of the compulsory bytes but the split (K/V read from L2)."""
+    import json
+    from pathlib import Path
+
+    from kernels_gpu.model import traffic
+
+    results = Path(traffic.RESULTS_DIR)
+    cases = json.loads((results / "traffic_gluon_h100_cases.json").read_text())
+    assert all(c["model_agrees"] for c in cases)
+    rows = traffic.compare(traffic.parse_ncu_csv((results / "traffic_gluon_h100.csv").read_text()),
+                           cases)
+    assert len(rows) == 16
+    assert {r["function"] for r in rows} >= {"_attn_fwd_hopper", "_attn_fwd_ws",
+                                             "_attn_bwd_dkdv_hopper", "_attn_bwd_dq_hopper"}
+    for r in rows:
+        assert r["pred_pointer_read"] == r["l1_ld_read"], r
+        spills = r["l1_local_st"]
+        if r["function"] in ("_attn_bwd_dkdv_hopper", "_attn_bwd_dq_hopper"):
+            assert 1.85 < (r["l2_tex_write"] - spills) / r["pred_write"] < 2.05, r
+            assert 0.95 < r["dram_write"] / r["pred_write"] < 1.1, r  # the bytes themselves
+        elif KernelConfig.from_short(r["config"]).split > 1:
+            assert abs(r["l2_tex_write"] - r["pred_write"] - spills) < 1e-4 * spills, r
+        else:
+            assert r["pred_write"] == r["l2_tex_write"] and spills == 0, r
+        if r["function"].startswith("_attn_fwd_"):  # every tile through TMA, O by TMA store
+            assert r["pred_pointer_read"] == 0 and r["tma_stores"] == ["O"]
+        if r.get("kv_heads") is None:
+            assert 1.0 <= r["dram_read"] / r["pred_compulsory_read"] < 1.04, r
