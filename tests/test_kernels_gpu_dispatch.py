@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from kernels_gpu import KernelConfig, predict_traffic  # noqa: E402
-from kernels_gpu.host import hopper  # noqa: E402
+from kernels_gpu.host import hopper, hopper_d192  # noqa: E402
+from kernels_gpu.host import launch as host_launch  # noqa: E402
 from kernels_gpu.model import dispatch  # noqa: E402
 from kernels_gpu.model.tile_traffic import simulated_traffic  # noqa: E402
 
@@ -27,6 +28,8 @@ def _host_choice(n, d, causal, heads, kv_heads, nk, elem_bytes) -> dict:
     out["fwd_ws"] = hopper.dispatch_ws(p, False)
     out["bwd_dkdv"] = hopper.dispatch_dkdv(p, False)
     out["bwd_dq"] = hopper.dispatch_dq(p, False)
+    if out["bwd_dkdv"] is None:  # flash_attn: the Gluon dK/dV first, else the chunked d 192
+        out["bwd_d192"] = hopper_d192.dispatch_d192(p, False)
     return {k: tuple(v) for k, v in out.items() if v is not None}
 
 
@@ -35,6 +38,9 @@ def sm90(monkeypatch):
     monkeypatch.setattr(hopper, "_capability", lambda device: (9, 0))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(hopper, "HAVE_GLUON", True)
+    monkeypatch.setattr(host_launch, "_capability", lambda device: (9, 0))  # hopper_d192's
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(hopper_d192, "HAVE_GLUON", True)
     monkeypatch.delenv("KERNELS_GPU_HOPPER", raising=False)
     monkeypatch.delenv("KERNELS_GPU_WS", raising=False)
 
@@ -42,13 +48,14 @@ def sm90(monkeypatch):
 @pytest.mark.parametrize("env", [{}, {"KERNELS_GPU_WS": "0"}, {"KERNELS_GPU_HOPPER": "0"}])
 def test_the_model_dispatch_is_the_hosts(sm90, monkeypatch, env):
     """gluon_choice (no GPU) = host/hopper.py's dispatch_config / dispatch_ws / dispatch_dkdv /
-    dispatch_dq on an sm_90 GPU, over head dims, lengths (multiples of the blocks or not),
+    dispatch_dq and host/hopper_d192.py's dispatch_d192 (the chunked d 192 backward) on an
+    sm_90 GPU, over head dims, lengths (multiples of the blocks or not, below N 1k or not),
     causal, grouped heads, cross-attention, dtypes, and the two switches."""
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     seen = set()
-    for d in (32, 64, 96, 128, 256):
-        for n in (192, 256, 512, 640, 1024, 2048, 3072, 4096, 8192, 16384):
+    for d in (32, 64, 96, 128, 192, 256):
+        for n in (192, 256, 512, 640, 1024, 1088, 2048, 3072, 4096, 8192, 16384):
             for causal in (False, True):
                 for heads, kv_heads, nk in ((4, 4, n), (8, 2, n), (4, 4, 2 * n)):
                     for eb in (2, 4):
@@ -58,7 +65,8 @@ def test_the_model_dispatch_is_the_hosts(sm90, monkeypatch, env):
                         seen.add(tuple(sorted(got)))
     if not env:  # the grid reached every kind of decision
         assert {(), ("fwd",), ("bwd_dkdv", "fwd"), ("bwd_dkdv", "bwd_dq", "fwd"),
-                ("bwd_dkdv", "fwd", "fwd_ws"), ("bwd_dkdv", "bwd_dq", "fwd", "fwd_ws")} <= seen
+                ("bwd_dkdv", "fwd", "fwd_ws"), ("bwd_dkdv", "bwd_dq", "fwd", "fwd_ws"),
+                ("bwd_d192",)} <= seen
     assert dispatch.gluon_choice(4096, 128, True, capability=None) == {}  # no GPU: interpreter
     assert dispatch.gluon_choice(4096, 128, True, capability=(8, 0)) == {}  # not Hopper
 

@@ -6,7 +6,8 @@ kernel function (the name ncu reports), the label the bench writes (`"tl M128N64
 `"gluon M128N64w8"`, `"gluon M128N128w12 ws-lag-s3"`, `"gluon M64N64w4"`, `"gluon M64N64w4 s2
 ov1"`) and the tiles its schedule runs. The decision is the host's (`host/hopper.py`:
 `dispatch_config`, `dispatch_ws`, `dispatch_dkdv`, `dispatch_dq`, from the tables `DISPATCH`,
-`DISPATCH_CAUSAL`, `DISPATCH_WS`, `DISPATCH_DKDV`, `DISPATCH_DQ`), made here without a GPU:
+`DISPATCH_CAUSAL`, `DISPATCH_WS`, `DISPATCH_DKDV`, `DISPATCH_DQ`; `host/hopper_d192.py`:
+`dispatch_d192` from `DISPATCH_D192`, the chunked d 192 backward), made here without a GPU:
 the same tables, the same conditions, the GPU's compute capability given (`capability`; None:
 no GPU, the interpreter — no Gluon kernel). A CPU test holds `gluon_choice` equal to the host's
 functions on a grid of problems.
@@ -17,6 +18,14 @@ forward 128 query rows — two consumer warpgroups of 64 — x BLOCK_N, the prod
 per program; the dK/dV K, V held, Q, dO streamed; the dQ Q, dO held, K, V streamed), every
 (rows, d) tile through TMA, lse and D rows with pointer loads, O by a TMA store, dK / dV / dQ
 by pointer stores (`schedule.Schedule.tma_tensors`, `tma_stores`).
+
+The chunked d 192 backward (`kernels/hopper_bwd_chunked.py`) is named per launch:
+"gluon192 dv M64N128w8s2" (PART 1: K held; Q, dO, lse streamed), "gluon192 dk M64N128w8s2"
+(PART 2: K, V held; Q, dO, lse, D streamed), "gluon192 dkdv M64N64w4s2" (PART 0, both), and
+"gluon192 dq M128N64w8s2"; a pass's label (`host_labels`, a traffic case's "kernels") joins
+the launches of the pass: "gluon192 dv M32N64w4s2 dk M64N128w8s2" (`pass_labels`,
+`d192_launches`). TMA boxes of 64 columns on the unpadded (B·H·N, 192) rows: a tile moves
+d x elem_bytes bytes a row, as the schedule counts.
 """
 from __future__ import annotations
 
@@ -29,7 +38,7 @@ from ..host.configs import KernelConfig
 from .schedule import PREPROCESS_CONFIG, Schedule, launch_config, schedule
 
 __all__ = ["Launch", "gluon_choice", "launches", "from_label", "case_launches", "host_labels",
-           "TL_FUNCTIONS",
+           "TL_FUNCTIONS", "d192_labels", "d192_launches", "pass_labels", "D192_FUNCTIONS",
            "GLUON_FUNCTIONS", "SM90"]
 
 SM90 = (9, 0)
@@ -40,6 +49,12 @@ GLUON_FUNCTIONS = {"fwd": "_attn_fwd_hopper", "fwd_ws": "_attn_fwd_ws",
 WS_ROWS = 128  # query rows of a warp-specialised program (kernels.hopper_ws: 2 x WG_ROWS)
 WS_WARPS = 12  # two consumer warpgroups and the producer's, padded to a warpgroup
 _LABEL = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-(ws|lag|pingpong)-s(\d+)| s(\d+) ov(\d+))?")
+D192_FUNCTIONS = {"bwd_dkdv": "_attn_bwd_dkdv_d192", "bwd_dq": "_attn_bwd_dq_d192"}
+D192_PARTS = {"dkdv": ("bwd_dkdv", 0), "dv": ("bwd_dkdv", 1), "dk": ("bwd_dkdv", 2),
+              "dq": ("bwd_dq", 0)}
+_BLOCKS = r"M(\d+)N(\d+)w(\d+)s(\d+)"
+_D192_LABEL = re.compile(rf"gluon192 (dkdv|dv|dk|dq) {_BLOCKS}")
+_D192_KINDS = {"bwd_dkdv": (("dkdv",), ("dv", "dk")), "bwd_dq": (("dq",),)}
 
 
 @dataclass(frozen=True)
@@ -55,7 +70,8 @@ class Launch:
 
     @property
     def gluon(self) -> bool:
-        return self.label.startswith("gluon ")
+        """A Gluon kernel: "gluon ..." or the chunked d 192 backward's "gluon192 ..."."""
+        return self.label.startswith(("gluon ", "gluon192 "))
 
     def schedule(self, n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
                  elem_bytes: int = 2, nk: int | None = None,
@@ -70,20 +86,23 @@ def gluon_choice(n: int, d: int, causal: bool = False, heads: int = 1,
                  capability: tuple[int, int] | None = SM90,
                  env: Mapping[str, str] | None = None) -> dict[str, tuple]:
     """{"fwd": host/hopper.py's `dispatch_config` tuple, "fwd_ws": `dispatch_ws`'s, "bwd_dkdv":
-    `dispatch_dkdv`'s, "bwd_dq": `dispatch_dq`'s} for the passes the host dispatches to a Gluon
-    kernel (absent: the `tl` kernel), for a launch with no explicit blocks or config. elem_bytes
-    2 = fp16 / bf16; `env` the environment (KERNELS_GPU_HOPPER=0, KERNELS_GPU_WS=0 turn the
-    kernels off; default os.environ)."""
+    `dispatch_dkdv`'s, "bwd_dq": `dispatch_dq`'s, "bwd_d192": host/hopper_d192.py's
+    `dispatch_d192` D192Config (the chunked d 192 backward, where no Gluon dK/dV is)} for the
+    passes the host dispatches to a Gluon kernel (absent: the `tl` kernel), for a launch with
+    no explicit blocks or config. elem_bytes 2 = fp16 / bf16; `env` the environment
+    (KERNELS_GPU_HOPPER=0, KERNELS_GPU_WS=0 turn the kernels off; default os.environ)."""
     from ..host import hopper  # the tables and HAVE_GLUON; nothing runs on a GPU
 
     env = os.environ if env is None else env
     nk = n if nk is None else nk
     kv_heads = heads if kv_heads is None else kv_heads
-    cfg = (hopper.DISPATCH_CAUSAL if causal else hopper.DISPATCH).get(d)
-    if (cfg is None or capability is None or capability[0] != 9 or not hopper.HAVE_GLUON
-            or kv_heads != heads or nk != n or n % max(cfg[0], cfg[1]) or elem_bytes != 2
-            or env.get("KERNELS_GPU_HOPPER", "1") == "0"):
+    if (capability is None or capability[0] != 9 or kv_heads != heads or nk != n
+            or elem_bytes != 2 or env.get("KERNELS_GPU_HOPPER", "1") == "0"):
         return {}
+    cfg = (hopper.DISPATCH_CAUSAL if causal else hopper.DISPATCH).get(d)
+    if cfg is None or not hopper.HAVE_GLUON or n % max(cfg[0], cfg[1]):
+        d192 = _d192_choice(n, d, causal)
+        return {"bwd_d192": d192} if d192 else {}
     out: dict[str, tuple] = {"fwd": tuple(cfg)}
     rows = hopper.DISPATCH_WS.get((d, bool(causal)))
     if rows is not None and env.get("KERNELS_GPU_WS", "1") != "0" and n % WS_ROWS == 0:
@@ -96,11 +115,64 @@ def gluon_choice(n: int, d: int, causal: bool = False, heads: int = 1,
         dq = hopper.DISPATCH_DQ.get((d, bool(causal)))
         if dq is not None and n % max(dq[:2]) == 0:
             out["bwd_dq"] = tuple(dq)
+    else:
+        d192 = _d192_choice(n, d, causal)
+        out.update({"bwd_d192": d192} if d192 else {})
     return out
 
 
-def _gluon_launch(pass_: str, choice: dict[str, tuple]) -> Launch | None:
-    """The Gluon launch of `pass_` in a `gluon_choice`, or None (the `tl` kernel runs)."""
+def _d192_choice(n: int, d: int, causal: bool) -> tuple | None:
+    """host/hopper_d192.py's `dispatch_d192` past the conditions the Gluon kernels share
+    (sm_90, H_kv = H, N_q = N_k, fp16 / bf16, the switch): d 192, DISPATCH_D192's row for N,
+    N a multiple of every block of its launches."""
+    from ..host import hopper_d192
+
+    if d != 192 or not hopper_d192.HAVE_GLUON:
+        return None
+    cfg = next((c for largest, c in hopper_d192.DISPATCH_D192.get(bool(causal), [])
+                if n <= largest), None)
+    if cfg is None or any(n % b for blk in cfg if blk for b in blk[:2]):
+        return None
+    return cfg
+
+
+def d192_labels(cfg) -> dict[str, str]:
+    """pass -> label of a chunked d 192 backward (a D192Config (dv, dk, dq)): "bwd_dkdv"
+    "gluon192 dv M..s.. dk M..s.." (dV apart) or "gluon192 dkdv M..s..", "bwd_dq" "gluon192 dq
+    M..s.." (host_labels, a traffic case's "kernels")."""
+    dv, dk, dq = cfg
+    f = "M{}N{}w{}s{}".format
+    kv = f"dv {f(*dv)} dk {f(*dk)}" if dv else f"dkdv {f(*dk)}"
+    return {"bwd_dkdv": f"gluon192 {kv}", "bwd_dq": f"gluon192 dq {f(*dq)}"}
+
+
+def d192_launches(pass_: str, label: str) -> list[Launch]:
+    """The launches of a chunked d 192 pass label (`d192_labels`): the dK/dV's one launch
+    (PART 0) or two (dV, dK), or the dQ launch, each named by its own label."""
+    words = label.split()
+    kinds = tuple(words[1::2])
+    if (words[:1] != ["gluon192"] or len(words) % 2 == 0
+            or kinds not in _D192_KINDS.get(pass_, ())):
+        raise ValueError(f"not a chunked d 192 {pass_} label: {label!r} "
+                         "(expected like 'gluon192 dv M64N128w8s2 dk M64N128w8s2')")
+    return [from_label(pass_, f"gluon192 {kind} {blocks}")
+            for kind, blocks in zip(words[1::2], words[2::2])]
+
+
+def pass_labels(plan: list[Launch]) -> dict[str, str]:
+    """pass -> label of the Gluon launches of a plan, as `host_labels` names them (the chunked
+    d 192 dV and dK launches as one pass label)."""
+    out: dict[str, str] = {}
+    for ln in plan:
+        if ln.gluon:
+            more = ln.label.split(" ", 1)[1] if ln.pass_ in out else ""
+            out[ln.pass_] = f"{out[ln.pass_]} {more}" if more else ln.label
+    return out
+
+
+def _gluon_launch(pass_: str, choice: dict[str, tuple]) -> Launch | list[Launch] | None:
+    """The Gluon launch of `pass_` in a `gluon_choice` (a list: the chunked d 192 ones), or
+    None (the `tl` kernel runs)."""
     if pass_ == "fwd" and "fwd_ws" in choice:
         bn, sched, stages = choice["fwd_ws"]
         return from_label("fwd", f"gluon M{WS_ROWS}N{bn}w{WS_WARPS} ws-{sched}-s{stages}")
@@ -110,6 +182,8 @@ def _gluon_launch(pass_: str, choice: dict[str, tuple]) -> Launch | None:
         bm, bn, w, stages, _ = choice["bwd_dkdv"]
         return Launch(pass_, GLUON_FUNCTIONS[pass_], f"gluon M{bm}N{bn}w{w}",
                       KernelConfig(bm, bn, w, stages, True))
+    if "bwd_d192" in choice and pass_ in ("bwd_dkdv", "bwd_dq"):
+        return d192_launches(pass_, d192_labels(choice["bwd_d192"])[pass_])
     if pass_ == "bwd_dq" and "bwd_dq" in choice:
         return from_label("bwd_dq", "gluon M{}N{}w{} s{} ov{}".format(*choice["bwd_dq"]))
     return None
@@ -117,8 +191,17 @@ def _gluon_launch(pass_: str, choice: dict[str, tuple]) -> Launch | None:
 
 def from_label(pass_: str, label: str, config: KernelConfig | None = None) -> Launch:
     """The launch a bench / traffic-case label names: a Gluon label (its function and tiles;
-    a one-partition kernel's ring is 2 stages unless the label says), or "tl ..." / anything
-    else with the `tl` config that ran (`config`)."""
+    a one-partition kernel's ring is 2 stages unless the label says; a chunked d 192 launch's
+    "dv" / "dk" its part 1 / 2, a dV-apart config), or "tl ..." / anything else with the `tl`
+    config that ran (`config`)."""
+    d192 = _D192_LABEL.fullmatch(label.strip())
+    if d192 is not None:  # one launch of the chunked d 192 backward
+        want, part = D192_PARTS[d192.group(1)]
+        if pass_ != want:
+            raise ValueError(f"{label!r} is a {want} launch, not {pass_}")
+        bm, bn, w, stages = (int(g) for g in d192.group(2, 3, 4, 5))
+        return Launch(pass_, D192_FUNCTIONS[pass_], label.strip(),
+                      KernelConfig(bm, bn, w, stages, True, dv_apart=part > 0), part)
     m = _LABEL.fullmatch(label.strip())
     if m is None:
         if label.startswith("gluon"):
@@ -162,6 +245,8 @@ def launches(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int
     out.append(Launch("bwd_preprocess", TL_FUNCTIONS["bwd_preprocess"],
                       "tl " + PREPROCESS_CONFIG.short(), PREPROCESS_CONFIG))
     dkdv = _gluon_launch("bwd_dkdv", choice)
+    if isinstance(dkdv, list):  # the chunked d 192 backward: its dK/dV and dQ launches
+        return out + dkdv + _gluon_launch("bwd_dq", choice)
     if dkdv is not None:
         out.append(dkdv)
     else:
@@ -188,7 +273,9 @@ def case_launches(case: Mapping) -> list[Launch]:
                                   PREPROCESS_CONFIG))
             continue
         label = kernels.get(pass_, "")
-        if label.startswith("gluon "):
+        if label.startswith("gluon192 "):
+            out += d192_launches(pass_, label)
+        elif label.startswith("gluon "):
             out.append(from_label(pass_, label))
         elif pass_ in configs:
             cfg = configs[pass_]
@@ -200,9 +287,10 @@ def case_launches(case: Mapping) -> list[Launch]:
 
 
 def host_labels(q, k, v, causal) -> dict[str, str]:
-    """pass -> label of the Gluon kernels the host's own dispatch (host/hopper.py) runs for
-    these CUDA tensors through the public functions with no explicit blocks; absent: `tl`."""
-    from ..host import hopper
+    """pass -> label of the Gluon kernels the host's own dispatch (host/hopper.py,
+    host/hopper_d192.py) runs for these CUDA tensors through the public functions with no
+    explicit blocks; absent: `tl`."""
+    from ..host import hopper, hopper_d192
     from ..host.launch import problem_of
 
     p = problem_of(q, k, v, causal)
@@ -212,4 +300,6 @@ def host_labels(q, k, v, causal) -> dict[str, str]:
     labels = {"fwd": hopper.ws_label(ws) if ws else fwd and "gluon M{}N{}w{}".format(*fwd),
               "bwd_dkdv": dkdv and "gluon M{}N{}w{}".format(*dkdv),
               "bwd_dq": dq and "gluon M{}N{}w{} s{} ov{}".format(*dq)}
+    d192 = hopper_d192.dispatch_d192(p, False) if dkdv is None else None
+    labels.update(d192_labels(d192) if d192 else {})  # as flash_attn: dK/dV's dispatch first
     return {pass_: label for pass_, label in labels.items() if label}

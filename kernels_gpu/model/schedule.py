@@ -215,12 +215,14 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
     nk: keys (default n; causal aligned bottom-right), kv_heads: K/V heads (default heads).
     part: a dK/dV config with dv_apart is two launches, 1 (dV: K held; Q, dO, lse streamed)
     and 2 (dK: K, V held; Q, dO, lse, D streamed). kernel: the label of the Gluon kernel that
-    runs the launch (model.dispatch; `config` its tiles): the same loops, other loads."""
+    runs the launch (model.dispatch; `config` its tiles): the same loops, other loads; the
+    chunked d 192 dK/dV's dV / dK launches are part 1 / 2 of a dV-apart config, and their
+    64-column TMA boxes on the unpadded rows move d x elem_bytes bytes a row, as here."""
     nk = n if nk is None else nk
     kv_heads = heads if kv_heads is None else kv_heads
     off = nk - n
     if kernel:
-        _check_gluon(kernel, pass_, n, nk, heads, kv_heads, config)
+        _check_gluon(kernel, pass_, n, nk, heads, kv_heads, config, d)
     config = launch_config(n, d, causal, block_m, block_n, pass_, elem_bytes, config, nk)
     part = dkdv_part(pass_, config, part)
     bm, bn = config.block_m, config.block_n
@@ -277,15 +279,21 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
 
 
 def _check_gluon(kernel: str, pass_: str, n: int, nk: int, heads: int, kv_heads: int,
-                 config: KernelConfig | None) -> None:
-    """The Gluon kernels' limits (host/hopper.py): one pass each, N_q = N_k a multiple of
-    both blocks, H_kv = H, tiles given, no split / dV apart / fused dQ."""
-    if pass_ not in ("fwd", "bwd_dkdv", "bwd_dq") or not kernel.startswith("gluon "):
+                 config: KernelConfig | None, d: int) -> None:
+    """The Gluon kernels' limits (host/hopper.py, host/hopper_d192.py): one pass each, N_q =
+    N_k a multiple of both blocks, H_kv = H, tiles given, no split / fused dQ; dV apart only
+    for the chunked d 192 dK/dV's "dv" / "dk" launches (d 192 alone)."""
+    chunked = kernel.startswith("gluon192 ")
+    if (pass_ not in (("bwd_dkdv", "bwd_dq") if chunked else ("fwd", "bwd_dkdv", "bwd_dq"))
+            or not (chunked or kernel.startswith("gluon "))):
         raise ValueError(f"no Gluon kernel {kernel!r} runs the {pass_} launch")
     if config is None:
         raise ValueError("a Gluon kernel's schedule needs its tiles (config)")
+    if chunked and d != 192:
+        raise ValueError(f"the chunked Gluon backward runs d 192 only; got d {d}")
+    apart = chunked and kernel.split()[1] in ("dv", "dk")
     if (nk != n or kv_heads != heads or n % config.block_m or n % config.block_n
-            or config.split > 1 or config.fused_dq or config.dv_apart):
+            or config.split > 1 or config.fused_dq or config.dv_apart != apart):
         raise ValueError(f"the Gluon kernels run N_q = N_k a multiple of the blocks and H_kv = H "
                          f"only; got N {n}/{nk}, H {heads}/{kv_heads}, {config.short()}")
 
