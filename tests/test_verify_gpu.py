@@ -178,3 +178,77 @@ def test_the_plan_follows_the_hosts_labels_for_the_passes_run(monkeypatch, pass_
     assert [ln.function for ln in plan] == want
     assert got == ({"fwd": labels["fwd"]} if pass_ == "forward" else labels)
     assert plan[0].config == KernelConfig(128, 128, 12, 3, True)
+
+
+def test_the_plan_runs_the_chunked_d192_launches(monkeypatch):
+    """d 192 on sm_90: the host's labels name the chunked Gluon backward (dV and dK apart, dQ);
+    verify-gpu's plan lists the `tl` forward and preprocess, then `_attn_bwd_dkdv_d192` twice
+    (parts 1, 2) and `_attn_bwd_dq_d192`, model.dispatch agrees, and the simulator takes dV
+    from the dV launch's blocks, dK from the dK launch's, dQ from the dQ's."""
+    from kernels_gpu import KernelConfig
+    from kernels_gpu.host import hopper_d192
+    from kernels_gpu.model import dispatch
+
+    labels = dispatch.d192_labels(hopper_d192.CANDIDATES["g-best"])
+    monkeypatch.setattr(verify_mod, "INTERPRETER", False)
+    monkeypatch.setattr(verify_mod, "host_labels", lambda *a: dict(labels))
+    monkeypatch.setattr(verify_mod, "resolve_config", lambda p, *a, **k: KernelConfig(128, 64, 8, 2))
+    monkeypatch.delenv("KERNELS_GPU_AUTOTUNE", raising=False)
+    plan, got = verify_mod._plan(None, None, None, True, "backward", None, None, "fp16", False)
+    assert got == labels
+    assert [(ln.function, ln.part, ln.label if ln.gluon else None) for ln in plan] == [
+        ("_attn_fwd", 0, None), ("_attn_bwd_preprocess", 0, None),
+        ("_attn_bwd_dkdv_d192", 1, "gluon192 dv M32N64w4s2"),
+        ("_attn_bwd_dkdv_d192", 2, "gluon192 dk M64N128w8s2"),
+        ("_attn_bwd_dq_d192", 0, "gluon192 dq M128N64w8s2")]
+    assert verify_mod._sim_blocks(plan) == {"O": (128, 64), "L": (128, 64), "dV": (32, 64),
+                                            "dK": (64, 128), "dQ": (128, 64)}
+    assert verify_mod._dispatch_text(False, got, plan) == "on: bwd_dkdv, bwd_dkdv, bwd_dq on Gluon kernels"
+    assert [verify_mod._part(ln) for ln in plan] == [""] * 5  # the chunked labels say dv / dk
+    monkeypatch.setattr(hopper_d192, "DISPATCH_D192", {c: [(1 << 62, hopper_d192.CANDIDATES["g-best"])]
+                                                       for c in (False, True)})
+    monkeypatch.setattr(hopper_d192, "HAVE_GLUON", True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    assert verify_mod._agrees(got, 1024, 192, True, 1, 1, 1024, 2, True) is True
+    assert verify_mod._agrees({"bwd_dkdv": labels["bwd_dkdv"]}, 1024, 192, True, 1, 1, 1024, 2, True) is False
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter; on a GPU: tests/test_verify_gpu_dispatch.py")
+def test_a_d192_plan_is_simulated_launch_by_launch(monkeypatch):
+    """The whole verify-gpu run at d 192 with a chunked plan (its blocks small enough for the
+    interpreter, which runs the `tl` kernels for the values): every quantity agrees, each
+    launch is named with its hand-formula bytes at 192 x 2 bytes a row, the blocks line lists
+    the dV, dK and dQ launches, the backward's simulated HBM words are the cost model's for
+    the dK launch's blocks."""
+    from kernels_gpu import predict_traffic
+    from kernels_gpu.host import hopper_d192
+    from kernels_gpu.host.hopper_d192 import D192Config
+    from kernels_gpu.model import dispatch
+
+    cfg = D192Config((16, 32, 4, 2), (32, 16, 4, 2), (16, 16, 4, 2))
+    real = verify_mod._plan
+
+    def plan(*a):
+        tl, _ = real(*a)
+        labels = dispatch.d192_labels(cfg)
+        return tl[:2] + dispatch.case_launches({"configs": {}, "kernels": labels})[1:], labels
+
+    monkeypatch.setattr(verify_mod, "_plan", plan)
+    monkeypatch.setattr(hopper_d192, "DISPATCH_D192", {c: [(1 << 62, cfg)] for c in (False, True)})
+    monkeypatch.setattr(hopper_d192, "HAVE_GLUON", True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    v = verify_mod.verify(n=64, d=192, causal=True, pass_="backward")
+    assert v.ok, v.comparisons
+    s = v.params
+    assert s["model_dispatch_agrees"] is True
+    assert [(x["function"], x["kernel"], x["part"]) for x in s["launches"][2:]] == [
+        ("_attn_bwd_dkdv_d192", "gluon192 dv M16N32w4s2", 1), ("_attn_bwd_dkdv_d192", "gluon192 dk M32N16w4s2", 2),
+        ("_attn_bwd_dq_d192", "gluon192 dq M16N16w4s2", 0)]
+    for x in s["launches"][2:]:
+        t = predict_traffic(dispatch.from_label(x["pass"], x["kernel"]).schedule(64, 192, causal=True))
+        assert (x["read_bytes"], x["write_bytes"]) == (t.read_bytes, t.write_bytes)
+        assert x["write_bytes"] == 64 * 192 * 2
+    assert "bwd_dkdv BLOCK_M 16 × BLOCK_N 32; bwd_dkdv BLOCK_M 32 × BLOCK_N 16; bwd_dq BLOCK_M 16 × BLOCK_N 16" \
+        in v.setup["blocks"]
+    assert s["sim_hbm_backward"] == s["cost_hbm_backward"] == verify_mod._closed_form(
+        "backward", "split", n=64, d=192, batch=1, heads=1, causal=True, block_m=32, block_n=16, scale=s["scale"])

@@ -1,14 +1,16 @@
 """`toym verify-gpu`: the tile simulator and the Triton kernel, on the same inputs.
 
 The kernels run as the public functions run them: without --block-m / --block-n on an sm_90
-GPU that is the dispatched Gluon kernels where `host/hopper.py` picks them (the one-partition or
-warp-specialised forward, the Gluon dK/dV and dQ), elsewhere the `tl` kernels with each pass's
-own config; explicit blocks turn the dispatch off (the `tl` kernels with those blocks). Which
+GPU that is the dispatched Gluon kernels where `host/hopper.py` / `host/hopper_d192.py` pick
+them (the one-partition or warp-specialised forward, the Gluon dK/dV and dQ, the chunked d 192
+backward), elsewhere the `tl` kernels with each pass's own config; explicit blocks turn the
+dispatch off (the `tl` kernels with those blocks). Which
 kernel ran is said (`kernels`, from the host's dispatch; `model.dispatch` predicts the same
 without a GPU). The tile machine runs FlashAttention-2 with the blocks of the launch it stands
 for: the forward's BLOCK_M x BLOCK_N (128 query rows for the warp-specialised kernel), the
-backward's dK/dV blocks for dK, dV (and dQ, unless the dQ launch's blocks differ: then a second
-run with those gives dQ). The kernel runs on CUDA when there is a GPU, otherwise in Triton's
+backward's dK/dV blocks for dK, dV (a dV-apart pair, as the chunked d 192 Gluon backward: dV
+with the dV launch's, dK with the dK launch's), the dQ launch's for dQ: one run per distinct
+blocks. The kernel runs on CUDA when there is a GPU, otherwise in Triton's
 interpreter on the CPU (small sizes only: the interpreter executes every program in Python). Both see the same
 inputs: deterministic values from ``toymachine.sim.memory.random_block`` (the simulator's own
 random inputs), rounded to the kernel's dtype before either side sees them.
@@ -40,7 +42,7 @@ from toymachine.render.cells import Num
 from ..host.configs import autotune_enabled
 from ..host.flash_attn import (INTERPRETER, MAX_HEAD_DIM, flash_attention_backward, flash_attention_forward,
                          resolve_config)
-from ..model.dispatch import Launch, case_launches, host_labels, launches
+from ..model.dispatch import Launch, case_launches, host_labels, launches, pass_labels
 from ..model.schedule import predict_traffic
 
 __all__ = ["Comparison", "Verification", "verify", "verification_report", "TOLERANCE"]
@@ -165,8 +167,8 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
         cfg = resolve_config("fwd", qd, causal, block_m, block_n, k=kd)
         block_m, block_n = cfg.block_m, cfg.block_n
     plan, labels = _plan(qd, kd, vd, causal, pass_, block_m, block_n, dtype, explicit)
-    blocks = {ln.pass_: (ln.config.block_m, ln.config.block_n) for ln in reversed(plan)}
-    bm, bn = blocks["fwd"]
+    blocks = _sim_blocks(plan)
+    bm, bn = blocks["O"]
     o_gpu, lse_gpu = flash_attention_forward(qd, kd, vd, causal=causal, sm_scale=tau, block_m=block_m,
                                              block_n=block_n)
     gpu = {"O": o_gpu.double().cpu().numpy(), "L": lse_gpu.double().cpu().numpy()}
@@ -178,13 +180,15 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
                                               block_m=block_m, block_n=block_n)
         gpu.update(dQ=dq.double().cpu().numpy(), dK=dk.double().cpu().numpy(), dV=dv.double().cpu().numpy())
         order = _kernel_order()
-        bwd_blocks = blocks["bwd_dkdv"]
-        back = run_attention(q64, k64, v64, do64, block_m=bwd_blocks[0], block_n=bwd_blocks[1], order=order, **run)
-        sim.update({x: back[x] for x in ("dQ", "dK", "dV", "backward")})
-        if blocks.get("bwd_dq", bwd_blocks) != bwd_blocks:  # the dQ launch's own blocks
-            dq_blocks = blocks["bwd_dq"]
-            sim["dQ"] = run_attention(q64, k64, v64, do64, block_m=dq_blocks[0], block_n=dq_blocks[1], order=order,
-                                      **run)["dQ"]
+        bwd_blocks = blocks["dK"]
+        runs = {bwd_blocks: run_attention(q64, k64, v64, do64, block_m=bwd_blocks[0], block_n=bwd_blocks[1],
+                                          order=order, **run)}
+        sim["backward"] = runs[bwd_blocks]["backward"]
+        for x in ("dQ", "dK", "dV"):  # each from a run with the blocks of the launch that writes it
+            if blocks[x] not in runs:
+                runs[blocks[x]] = run_attention(q64, k64, v64, do64, block_m=blocks[x][0], block_n=blocks[x][1],
+                                                order=order, **run)
+            sim[x] = runs[blocks[x]][x]
     ref = _reference(q64, k64, v64, do64 if pass_ == "backward" else None, causal, tau)
     comparisons = []
     for name in ("O", "L") + (("dQ", "dK", "dV") if pass_ == "backward" else ()):
@@ -200,7 +204,7 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
     cost_fwd = _closed_form("forward", order, **cost_shape)
     cost_bwd = None
     if pass_ == "backward":
-        cost_shape.update(block_m=blocks["bwd_dkdv"][0], block_n=blocks["bwd_dkdv"][1])
+        cost_shape.update(block_m=blocks["dK"][0], block_n=blocks["dK"][1])
         cost_bwd = _closed_form("backward", order, **cost_shape)
     elem = 4 if dtype == "fp32" else 2
     shape = dict(batch=batch, heads=heads, causal=causal, elem_bytes=elem, nk=nk, kv_heads=kv_heads)
@@ -219,8 +223,9 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
     }
     if pass_ == "backward":
         bwd = sim["backward"]
-        setup["blocks"] += "".join(f"; {p} BLOCK_M {blocks[p][0]} × BLOCK_N {blocks[p][1]}"
-                                   for p in ("bwd_dkdv", "bwd_dq") if p in blocks)
+        setup["blocks"] += "".join(
+            f"; {ln.pass_}{_part(ln)} BLOCK_M {ln.config.block_m} × BLOCK_N {ln.config.block_n}"
+            for ln in plan if ln.pass_ in ("bwd_dkdv", "bwd_dq"))
         setup["simulated HBM (backward)"] = f"{bwd.dram_reads} elements read, {bwd.dram_writes} written"
         setup["closed-form HBM (backward)"] = f"{cost_bwd['reads']} read, {cost_bwd['writes']} written"
     alarms = [f"{side}: {a.kind} at step {a.step} ({a.instruction})" for side in ("forward", "backward")
@@ -263,13 +268,31 @@ def _agrees(labels: dict | None, n: int, d: int, causal: bool, heads: int, kv_he
     if labels is None:
         return None
     cap = tuple(torch.cuda.get_device_capability())
-    model = {ln.pass_: ln.label for ln in launches(n, d, causal, heads, kv_heads, nk, elem_bytes, cap, backward)
-             if ln.gluon}
+    model = pass_labels(launches(n, d, causal, heads, kv_heads, nk, elem_bytes, cap, backward))
     return model == {p: label for p, label in labels.items() if backward or p == "fwd"}
 
 
 def _part(ln: Launch) -> str:
-    return ("", " dV", " dK")[ln.part]
+    """The suffix " dV" / " dK" of a `tl` dV-apart launch (a chunked d 192 label says it)."""
+    return "" if ln.gluon else ("", " dV", " dK")[ln.part]
+
+
+def _sim_blocks(plan: list[Launch]) -> dict[str, tuple[int, int]]:
+    """quantity -> (BLOCK_M, BLOCK_N) of the launch that writes it: O, L the forward's; dK,
+    dV the dK/dV launch's (a dV-apart pair: dV part 1's, dK part 2's); dQ the dQ launch's (the
+    dK/dV's when it writes dQ itself). The simulator runs each with those blocks."""
+    out: dict[str, tuple[int, int]] = {}
+    for ln in plan:
+        bl = (ln.config.block_m, ln.config.block_n)
+        if ln.pass_ == "fwd":
+            out.update(O=bl, L=bl)
+        elif ln.pass_ == "bwd_dkdv":
+            out.update({"dV": bl} if ln.part == 1 else {"dK": bl} if ln.part == 2 else {"dK": bl, "dV": bl})
+            if ln.config.fused_dq:
+                out["dQ"] = bl
+        elif ln.pass_ == "bwd_dq":
+            out["dQ"] = bl
+    return out
 
 
 def _dispatch_text(explicit: bool, labels: dict | None, plan: list[Launch]) -> str:

@@ -25,7 +25,9 @@ _attn_bwd_dq), and reads per launch:
 ncu flushes the caches before each kernel (--cache-control all), with --clock-control none.
 --dispatch runs each case through the public functions with no configs, so that the Gluon
 kernels run where the host dispatches them (their names: _attn_fwd_hopper, _attn_fwd_ws,
-_attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper); the case records which ("kernels").
+_attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper; at d 192 the chunked backward's
+_attn_bwd_dkdv_d192, twice when dV is apart, and _attn_bwd_dq_d192); the case records which
+("kernels").
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ import subprocess
 import sys
 
 from ..host.configs import KernelConfig
-from .dispatch import case_launches, host_labels, launches as dispatched_launches
+from .dispatch import case_launches, host_labels, launches as dispatched_launches, pass_labels
 from .tile_traffic import TILE_PROGRAM, LaunchPrediction, simulated_traffic
 
 __all__ = ["LaunchPrediction", "simulated_traffic", "TILE_PROGRAM", "parse_ncu_csv", "compare",
@@ -101,9 +103,8 @@ def run_target(out: str, configs_path: str | None, only: list | None = None,
             if not fwd_only:
                 fa.flash_attention_backward(q, k, v, o, lse, do, causal)
             kernels = host_labels(q, k, v, causal)
-            model = {ln.pass_: ln.label for ln in dispatched_launches(
-                n, d, causal, HEADS, kv_heads, nk, capability=torch.cuda.get_device_capability())
-                if ln.gluon}
+            model = pass_labels(dispatched_launches(
+                n, d, causal, HEADS, kv_heads, nk, capability=torch.cuda.get_device_capability()))
             extra = {"kernels": kernels, "model_agrees": model == kernels}
         else:
             o, lse = fa.flash_attention_forward(q, k, v, causal, config=cfg["fwd"])
