@@ -10,6 +10,10 @@
 #   verify   `toym verify-gpu` without blocks (the dispatch on): the warp-specialised forward
 #            and the Gluon backward, simulator vs kernel
 #   tests    tests/test_verify_gpu_dispatch.py (sm_90 only: the dispatched kernels' values)
+#   d192     (not in the default list) the chunked d 192 Gluon backward: ncu traffic of the
+#            public path at d 192, N 4096, causal or not (fp16, B 4 x H 32: `tl` forward and
+#            preprocess, dV, dK, dQ chunked; 10 launches) into gluon192_*, and `toym
+#            verify-gpu --d 192 --pass backward` at N 1024 into verify_gluon192.md
 # Everything lands in $OUT (default ./device_out): traffic_gluon.{json,md,csv}, the cases
 # file, verify_gluon.md and the log.
 set -u
@@ -39,6 +43,18 @@ for stage in ${STAGES:-traffic verify tests}; do
             done 2>&1 | tee "$OUT/verify_gluon.md" | tee -a "$LOG" ;;
     tests) timeout "${TESTS_TIMEOUT:-90}" python3 -m pytest -q -rs -p no:cacheprovider -x \
              tests/test_verify_gpu_dispatch.py 2>&1 | tail -8 | tee -a "$LOG" ;;
+    d192) mkdir -p "$OUT/t192"
+          timeout "${TRAFFIC_TIMEOUT:-150}" python3 -m kernels_gpu.model.traffic --profile \
+            --dispatch --only 192,4096,0 --only 192,4096,1 --out "$OUT/t192" 2>&1 | tee -a "$LOG"
+          for f in traffic.json traffic.md ncu_traffic.csv traffic_cases.json; do
+            [ -f "$OUT/t192/$f" ] && mv "$OUT/t192/$f" "$OUT/gluon192_$f"
+          done
+          rm -rf "$OUT/t192"
+          for args in "--n 1024 --d 192 --pass backward" "--n 1024 --d 192 --causal --pass backward"; do
+            echo "## toym verify-gpu $args"
+            timeout "${VERIFY_TIMEOUT:-60}" python3 -m toymachine verify-gpu $args -f markdown
+            echo "exit status $?"
+          done 2>&1 | tee "$OUT/verify_gluon192.md" | tee -a "$LOG" ;;
     *) echo "unknown stage $stage" | tee -a "$LOG" ;;
   esac
 done

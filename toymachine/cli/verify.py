@@ -40,8 +40,12 @@ def verify_gpu_command(
                                                                      "== 0; 1 = multi-query). Default heads."),
     causal: bool = typer.Option(False, "--causal/--no-causal", help="Causal mask."),
     dtype: KernelDType = typer.Option(KernelDType.fp16, "--dtype", help="The kernel's input/output dtype."),
-    block_m: Optional[int] = typer.Option(None, "--block-m", help="Query rows per tile (default: the kernel's config)."),
-    block_n: Optional[int] = typer.Option(None, "--block-n", help="Key rows per tile (default: the kernel's config)."),
+    block_m: Optional[int] = typer.Option(None, "--block-m", help="Query rows per tile. Default: none given, so the "
+                                                                  "dispatched kernels run, each launch with its own "
+                                                                  "blocks (Gluon on sm_90); blocks turn the dispatch off."),
+    block_n: Optional[int] = typer.Option(None, "--block-n", help="Key rows per tile. Default: none given, so the "
+                                                                  "dispatched kernels run, each launch with its own "
+                                                                  "blocks (Gluon on sm_90); blocks turn the dispatch off."),
     pass_: Pass = typer.Option(Pass.forward, "--pass", help="forward: O and log-sum-exp; backward: also dQ, dK, dV."),
     seed: int = typer.Option(0, "--seed", help="Seed of the inputs (the simulator's deterministic random values)."),
     scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale (default 1/√d)."),
