@@ -36,7 +36,7 @@ from __future__ import annotations
 import torch
 import triton
 
-from . import graphs, hopper
+from . import graphs, hopper, hopper_bwd_ws
 from . import launch as L
 from .configs import KernelConfig, autotune_enabled
 from ..kernels import INTERPRETER
@@ -220,10 +220,14 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
     dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
 
     gluon_dq = hopper.dispatch_dq(p, False) if gluon is not None else None
+    ws = hopper_bwd_ws.dispatch_dkdv_ws(p, False) if gluon is not None else None
 
     def launch():
         L.launch_preprocess(p, o, do, delta)
-        if gluon is not None:
+        if ws is not None:  # the warp-specialised dK/dV (host/hopper_bwd_ws.py)
+            hopper_bwd_ws.attention_backward_dkdv_ws(q, k, v, do, lse, delta, scale, p.causal,
+                                                     *ws, out=(dk, dv))
+        elif gluon is not None:
             hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, scale, p.causal,
                                                   *gluon, out=(dk, dv))
         else:
@@ -234,7 +238,7 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
         elif gluon is not None or not dkdv_cfg.fused_dq:  # else the dK/dV launch wrote dQ
             L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
 
-    _replayable(("bwd", p, scale, dkdv_cfg, dq_cfg, gluon, gluon_dq),
+    _replayable(("bwd", p, scale, dkdv_cfg, dq_cfg, gluon, gluon_dq, ws),
                 (q, k, v, o, lse, do, delta, dq, dk, dv), launch, p)
     return dq, dk, dv
 
