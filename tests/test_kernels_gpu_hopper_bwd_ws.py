@@ -32,7 +32,8 @@ SM90 = pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernels need an 
 
 @GLUON
 def test_the_warp_specialised_dkdv_compiles_to_wgmma_with_the_register_split():
-    """Offline sm_90 build of every (stages, overlap) config, causal or not: wgmma in the SASS,
+    """Offline sm_90 build of every (stages, overlap, fused dQ) config, causal or not: wgmma in
+    the SASS,
     the consumers raised to 240 registers and the producer lowered to 24 (setmaxnreg), one
     program's shared memory within the 227 KB an sm_90 block may have."""
     env = dict(os.environ, TRITON_INTERPRET="0")
@@ -40,7 +41,7 @@ def test_the_warp_specialised_dkdv_compiles_to_wgmma_with_the_register_split():
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| gluon dkdv ws")]
-    assert len(rows) == 12  # 2 depths x 3 overlaps, non-causal and causal
+    assert len(rows) == 16  # 2 depths x 3 overlaps + 2 fused dQ, non-causal and causal
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[7].startswith("HGMMA"), row
@@ -63,14 +64,14 @@ def test_the_dispatch_follows_the_table(monkeypatch):
     monkeypatch.setattr(hopper_bwd_ws, "dispatch_config",
                         lambda p, interp: None if interp else (1,))
     monkeypatch.setitem(hopper_bwd_ws.DISPATCH_DKDV_WS, (128, True),
-                        [(1024, None), (4096, (64, 3, 1)), (1 << 62, (64, 2, 1))])
+                        [(1024, None), (4096, (64, 3, 1, 0)), (1 << 62, (64, 2, 1, 1))])
     monkeypatch.delitem(hopper_bwd_ws.DISPATCH_DKDV_WS, (128, False), raising=False)
     f = hopper_bwd_ws.dispatch_dkdv_ws
     assert f(_problem(causal=False), False) is None
     assert f(_problem(causal=True, nq=1024), False) is None
-    assert f(_problem(causal=True, nq=2048), False) == (64, 3, 1)
-    assert f(_problem(causal=True, nq=4096), False) == (64, 3, 1)
-    assert f(_problem(causal=True, nq=8192), False) == (64, 2, 1)
+    assert f(_problem(causal=True, nq=2048), False) == (64, 3, 1, 0)
+    assert f(_problem(causal=True, nq=4096), False) == (64, 3, 1, 0)
+    assert f(_problem(causal=True, nq=8192), False) == (64, 2, 1, 1)
     assert f(_problem(causal=True, nq=8192), True) is None
     assert f(_problem(causal=True, nq=8192 + 64), False) is None
     monkeypatch.setenv("KERNELS_GPU_WS_BWD", "0")
@@ -141,25 +142,32 @@ def test_the_warp_specialised_dkdv_computes_the_gradients(dtype, d, bm, st, ov, 
 
 @GLUON
 @SM90
+@pytest.mark.parametrize("fused", [0, 1], ids=["dkdv", "fused-dq"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_the_public_backward_runs_the_warp_specialised_dkdv_where_dispatched(
-        dtype, causal, monkeypatch):
+        dtype, causal, fused, monkeypatch):
     """With a DISPATCH_DKDV_WS row for the point, flash_attention_backward's dK, dV are the
-    warp-specialised kernel's bit for bit and all three gradients within tolerance of float64;
-    autograd gives the same; KERNELS_GPU_WS_BWD=0 falls back to the one-partition kernel."""
+    warp-specialised kernel's bit for bit (fused: dQ too comes from it, by atomics) and all
+    three gradients within tolerance of float64; autograd gives the same; KERNELS_GPU_WS_BWD=0
+    falls back to the one-partition kernel."""
     from kernels_gpu import flash_attention, flash_attention_backward
     from kernels_gpu.host import hopper, hopper_bwd_ws, launch
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
 
-    monkeypatch.setitem(hopper_bwd_ws.DISPATCH_DKDV_WS, (128, causal), [(1 << 62, (64, 2, 1))])
+    monkeypatch.setitem(hopper_bwd_ws.DISPATCH_DKDV_WS, (128, causal),
+                        [(1 << 62, (64, 2, 1, fused))])
     (q, k, v, do, o, lse, delta), grads = _inputs(11 + causal, 384, 128, dtype, causal, 1, 2)
     p = launch.problem_of(q, k, v, causal)
     cfg = hopper_bwd_ws.dispatch_dkdv_ws(p, False)
-    assert cfg == (64, 2, 1)
+    assert cfg == (64, 2, 1, fused)
     dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal)
-    wk, wv = hopper_bwd_ws.attention_backward_dkdv_ws(q, k, v, do, lse, delta, None, causal,
-                                                      *cfg)
+    if fused:
+        _, wk, wv = hopper_bwd_ws.attention_backward_ws_fused(q, k, v, do, lse, delta, None,
+                                                              causal, *cfg[:3])
+    else:
+        wk, wv = hopper_bwd_ws.attention_backward_dkdv_ws(q, k, v, do, lse, delta, None,
+                                                          causal, *cfg)
     assert torch.equal(dk, wk) and torch.equal(dv, wv)
     tol = output_tolerance(dtype, True, backward=True)
     for got, ref in zip((dq, dk, dv), grads):
@@ -167,8 +175,35 @@ def test_the_public_backward_runs_the_warp_specialised_dkdv_where_dispatched(
     qa, ka, va = (t.clone().requires_grad_() for t in (q, k, v))
     flash_attention(qa, ka, va, causal).backward(do)
     assert torch.equal(ka.grad, wk) and torch.equal(va.grad, wv)
+    assert rel_err(qa.grad, grads[0]) < tol
     monkeypatch.setenv("KERNELS_GPU_WS_BWD", "0")
     _, ok, ov = flash_attention_backward(q, k, v, o, lse, do, causal)
     one = hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal,
                                                 *hopper.dispatch_dkdv(p, False))
     assert torch.equal(ok, one[0]) and torch.equal(ov, one[1])
+
+
+@GLUON
+@SM90
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("st,ov", [(2, 0), (2, 1), (3, 1)])
+def test_the_fused_dq_launch_computes_all_three_gradients(dtype, st, ov, causal):
+    """dQ by fp32 atomics inside the warp-specialised dK/dV (no dQ launch): dQ, dK, dV against
+    float64 autograd, fresh random inputs, N 640, outputs poisoned with NaN first; dK, dV bit
+    for bit the unfused launch's (the same products in the same order)."""
+    from kernels_gpu.host.hopper_bwd_ws import (attention_backward_dkdv_ws,
+                                                attention_backward_ws_fused)
+    from kernels_gpu.host.tolerance import output_tolerance, rel_err
+
+    (q, k, v, do, _, lse, delta), grads = _inputs(40 + st + ov, 640, 128, dtype, causal)
+    out = tuple(torch.full_like(q, float("nan")) for _ in range(3))
+    dq, dk, dv = attention_backward_ws_fused(q, k, v, do, lse, delta, None, causal, 64, st, ov,
+                                             out=out)
+    assert all(t.data_ptr() == o_.data_ptr() for t, o_ in zip((dq, dk, dv), out))
+    assert not any(t.isnan().any() for t in (dq, dk, dv))
+    tol = output_tolerance(dtype, True, backward=True)
+    for got, ref in zip((dq, dk, dv), grads):
+        assert rel_err(got, ref) < tol
+    uk, uv = attention_backward_dkdv_ws(q, k, v, do, lse, delta, None, causal, 64, st, ov)
+    assert torch.equal(dk, uk) and torch.equal(dv, uv)

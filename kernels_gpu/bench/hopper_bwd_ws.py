@@ -18,14 +18,18 @@ import torch
 from ..host import flash_attn as fa
 from ..host import hopper
 from ..host import launch as L
-from ..host.hopper_bwd_ws import attention_backward_dkdv_ws, ws_bwd_label
+from ..host.hopper_bwd_ws import (attention_backward_dkdv_ws, attention_backward_ws_fused,
+                                  ws_bwd_label)
 from . import study
 from .hopper_bwd import label
 from .run import attention_flops, environment
 
-# (BLOCK_M, ring stages, overlap) of the warp-specialised dK/dV
-VARIANTS = [(64, 2, 0), (64, 2, 1), (64, 3, 1), (64, 2, 2), (64, 3, 0), (32, 2, 1),
-            (32, 3, 1)]
+# (BLOCK_M, ring stages, overlap, fused dQ) of the warp-specialised dK/dV; fused dQ 1: dQ
+# by atomics in the same launch (its time includes zeroing the fp32 accumulator and the cast).
+# The first call also timed (64, 2, 0), (64, 3, 0), (32, 2, 1), (32, 3, 1) without dQ: slower
+# (results/hopper_bwd_ws_h100.json)
+VARIANTS = [(64, 2, 1, 0), (64, 2, 2, 0), (64, 3, 1, 0), (64, 2, 0, 1), (64, 2, 1, 1),
+            (64, 3, 1, 1)]
 
 
 def main(argv=None) -> int:
@@ -80,6 +84,8 @@ def point(d: int, n: int, causal: bool, repeats: int, variants) -> dict:
                                                 *gdq, out=dq.view(-1, d))
         else:
             L.launch_dq(p, qd, kd, vd, dod, dq, lse, delta, scale, dq_cfg)
+    dq_launch()
+    rq = dq.clone()  # the separate dQ launch's: what a fused dQ is compared with
 
     one = label("dkdv", kv1)
     study.time_into(row, one, lambda: hopper.attention_backward_dkdv_hopper(
@@ -93,21 +99,29 @@ def point(d: int, n: int, causal: bool, repeats: int, variants) -> dict:
     study.time_into(row, f"backward with {one}", whole1, repeats)
     for cfg in variants:
         name = ws_bwd_label(cfg)
+        fused = len(cfg) > 3 and cfg[3]
+
+        def run(cfg=cfg, fused=fused):
+            if fused:
+                return attention_backward_ws_fused(qd, kd, vd, dod, lse, delta, scale, causal,
+                                                   *cfg[:3])
+            return (rq, *attention_backward_dkdv_ws(qd, kd, vd, dod, lse, delta, scale,
+                                                    causal, *cfg))
         try:
-            dk, dv = attention_backward_dkdv_ws(qd, kd, vd, dod, lse, delta, scale, causal, *cfg)
+            got = run()
             torch.cuda.synchronize()
             row["err"][name] = max(float((x.float() - r.float()).norm() / r.float().norm())
-                                   for x, r in ((dk, rk), (dv, rv)))
+                                   for x, r in zip(got, (rq, rk, rv)))
         except Exception as e:  # noqa: BLE001 - a variant that fails is reported
             row["err"][name] = f"{type(e).__name__}: {str(e)[-300:]}"
             continue
-        study.time_into(row, name, lambda: attention_backward_dkdv_ws(
-            qd, kd, vd, dod, lse, delta, scale, causal, *cfg), repeats)
+        study.time_into(row, name, run, repeats)
 
-        def whole(cfg=cfg):
+        def whole(run=run, fused=fused):
             L.launch_preprocess(p, o, dod, delta)
-            attention_backward_dkdv_ws(qd, kd, vd, dod, lse, delta, scale, causal, *cfg)
-            dq_launch()
+            run()
+            if not fused:
+                dq_launch()
         study.time_into(row, f"backward with {name}", whole, repeats)
     study.time_into(row, "dispatched backward", lambda: fa.flash_attention_backward(
         qd, kd, vd, o, lse, dod, causal), repeats)

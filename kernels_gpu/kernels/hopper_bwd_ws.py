@@ -32,7 +32,8 @@ from __future__ import annotations
 try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
+    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
+                                                                  tma, warpgroup_mma,
                                                                   warpgroup_mma_wait)
     HAVE_GLUON = True
 except ImportError:  # pragma: no cover - a Triton without Gluon
@@ -68,7 +69,8 @@ if HAVE_GLUON:
     @gluon.jit
     def _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA, qk_scale,
                   row0, first, k_pos, m_off, st_zero, op_layout: gl.constexpr,
-                  STAGES: gl.constexpr, MASK: gl.constexpr, OVERLAP: gl.constexpr):
+                  STAGES: gl.constexpr, MASK: gl.constexpr, OVERLAP: gl.constexpr,
+                  ds_t, DQA, FUSED_DQ: gl.constexpr):
         """One query tile (stage i % STAGES) into dK, dV; MASK: the causal mask (keys past the
         query give 0); the stage released when every wgmma reading it has retired."""
         BLOCK_M: gl.constexpr = q_smem.type.shape[1]
@@ -92,7 +94,36 @@ if HAVE_GLUON:
         if MASK:
             q_pos = start_m + m_off
             pt = gl.where(gl.expand_dims(k_pos, 1) <= gl.expand_dims(q_pos, 0), pt, 0.0)
-        if OVERLAP == 2:
+        if FUSED_DQ:
+            # dS^T through shared memory: the A operand of dK += dS^T Q and, transposed, of
+            # this warpgroup's part of dQ = dS K, added to the fp32 dQ with atomics
+            dv_tok = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv,
+                                   is_async=True)
+            if OVERLAP:
+                dpt = warpgroup_mma_wait(1, deps=[dpt_tok])
+            else:
+                dpt = warpgroup_mma(v_t, do_t.permute((1, 0)), st_zero, use_acc=False)
+            ds_t.store((pt * (dpt - gl.expand_dims(delta, 0))).to(dtype))
+            fence_async_shared()
+            gl.thread_barrier()  # the warpgroup's dS^T rows all written
+            dk_tok = warpgroup_mma(ds_t, q_t, dk, is_async=True)
+            HEAD_DIM: gl.constexpr = q_t.type.shape[1]
+            HALF: gl.constexpr = HEAD_DIM // 2  # dQ in two column halves: 32 registers each
+            dq_layout: gl.constexpr = gl.NVMMADistributedLayout(
+                version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HALF, 16])
+            dq_zero = gl.zeros([BLOCK_M, HALF], gl.float32, layout=dq_layout)
+            rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, dq_layout))
+            cols = gl.arange(0, HALF, layout=gl.SliceLayout(0, dq_layout))
+            offs = gl.expand_dims((row0 + start_m + rows) * HEAD_DIM, 1) + gl.expand_dims(cols, 0)
+            dq_tok = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(0, HALF, dim=1), dq_zero,
+                                   use_acc=False, is_async=True)
+            dv, dk, dq = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok, dq_tok])
+            mbarrier.arrive(empty.index(s), count=1)
+            gl.atomic_add(DQA + offs, dq, sem="relaxed")
+            dq = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(HALF, HALF, dim=1), dq_zero,
+                               use_acc=False)
+            gl.atomic_add(DQA + offs + HALF, dq, sem="relaxed")
+        elif OVERLAP == 2:
             dv_tok = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv,
                                    is_async=True)
             dpt = warpgroup_mma_wait(1, deps=[dpt_tok])
@@ -110,14 +141,15 @@ if HAVE_GLUON:
             dpt = warpgroup_mma(v_t, do_t.permute((1, 0)), st_zero, use_acc=False)
             dst = pt * (dpt - gl.expand_dims(delta, 0))
             dk = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk)
-        mbarrier.arrive(empty.index(s), count=1)
+        if not FUSED_DQ:
+            mbarrier.arrive(empty.index(s), count=1)
         return dk, dv
 
     @gluon.jit
-    def _bwd_consumer(wg: gl.constexpr, DK, DV, LSE, DELTA, k_smem, v_smem, q_smem, do_smem,
-                      kv_bar, ready, empty, sm_scale, row0, start_n, first, n_tiles,
-                      HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                      OVERLAP: gl.constexpr):
+    def _bwd_consumer(wg: gl.constexpr, DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem,
+                      do_smem, ds_smem, kv_bar, ready, empty, sm_scale, row0, start_n, first,
+                      n_tiles, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+                      CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr):
         """One warpgroup's 64 key rows: dK, dV over the program's query tiles, then stored."""
         ROWS: gl.constexpr = k_smem.type.shape[1]
         BLOCK_M: gl.constexpr = q_smem.type.shape[1]
@@ -134,6 +166,7 @@ if HAVE_GLUON:
         my_n = start_n + wg * ROWS
         k_t = k_smem.index(wg)
         v_t = v_smem.index(wg)
+        ds_t = ds_smem.index(wg)
         dk = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=acc_layout)
         dv = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=acc_layout)
         st_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=st_layout)
@@ -153,11 +186,11 @@ if HAVE_GLUON:
         for i in range(skip, skip + n_diag):
             dk, dv = _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA,
                                qk_scale, row0, first, k_pos, m_off, st_zero, op_layout,
-                               STAGES, True, OVERLAP)
+                               STAGES, True, OVERLAP, ds_t, DQA, FUSED_DQ)
         for i in range(skip + n_diag, n_tiles):
             dk, dv = _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA,
                                qk_scale, row0, first, k_pos, m_off, st_zero, op_layout,
-                               STAGES, False, OVERLAP)
+                               STAGES, False, OVERLAP, ds_t, DQA, FUSED_DQ)
 
         rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
         cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
@@ -167,22 +200,24 @@ if HAVE_GLUON:
         gl.store(DV + offs, dv.to(dtype))
 
     @gluon.jit
-    def _bwd_consumer_wg1(DK, DV, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, kv_bar, ready,
-                          empty, sm_scale, row0, start_n, first, n_tiles,
+    def _bwd_consumer_wg1(DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, ds_smem,
+                          kv_bar, ready, empty, sm_scale, row0, start_n, first, n_tiles,
                           HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                          OVERLAP: gl.constexpr):
-        _bwd_consumer(1, DK, DV, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, kv_bar, ready,
-                      empty, sm_scale, row0, start_n, first, n_tiles, HEAD_DIM, STAGES, CAUSAL,
-                      OVERLAP)
+                          OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr):
+        _bwd_consumer(1, DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, ds_smem,
+                      kv_bar, ready, empty, sm_scale, row0, start_n, first, n_tiles, HEAD_DIM,
+                      STAGES, CAUSAL, OVERLAP, FUSED_DQ)
 
     @gluon.jit
-    def _attn_bwd_dkdv_ws(q_desc, k_desc, v_desc, do_desc, DK, DV, LSE, DELTA, sm_scale, N,
-                          HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                          OVERLAP: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                          num_warps: gl.constexpr):
-        """dK, dV of 128 key rows of one head from Q, dO, lse (natural log) and D. Grid
-        (N / 128, B * H); num_warps 4 (the first consumer warpgroup; the second and the
-        producer are worker partitions). Causal: program 0 (the most query tiles) first."""
+    def _attn_bwd_dkdv_ws(q_desc, k_desc, v_desc, do_desc, DK, DV, DQA, LSE, DELTA, sm_scale,
+                          N, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+                          CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr,
+                          CONSUMER_REGS: gl.constexpr, num_warps: gl.constexpr):
+        """dK, dV of 128 key rows of one head from Q, dO, lse (natural log) and D; FUSED_DQ:
+        also this program's part of dQ / sm_scale added to the fp32 DQA (zeroed by the caller)
+        with atomics (DQA unused otherwise). Grid (N / 128, B * H); num_warps 4 (the first
+        consumer warpgroup; the second and the producer are worker partitions). Causal:
+        program 0 (the most query tiles) first."""
         ROWS: gl.constexpr = k_desc.block_type.shape[0]
         BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
         pid_n = gl.program_id(0)
@@ -199,6 +234,10 @@ if HAVE_GLUON:
         v_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], v_desc.layout)
         q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
         do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
+        ds_smem = gl.allocate_shared_memory(  # each warpgroup's dS^T (FUSED_DQ)
+            dtype, [2, ROWS, BLOCK_M],
+            gl.NVMMASharedLayout(swizzle_byte_width=min(128, 2 * BLOCK_M), element_bitwidth=16,
+                                 rank=2))
         kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -207,12 +246,12 @@ if HAVE_GLUON:
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=2)
         gl.warp_specialize([
-            (_bwd_consumer, (0, DK, DV, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, kv_bar,
-                             ready, empty, sm_scale, row0, start_n, first, n_tiles, HEAD_DIM,
-                             STAGES, CAUSAL, OVERLAP)),
-            (_bwd_consumer_wg1, (DK, DV, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, kv_bar,
-                                 ready, empty, sm_scale, row0, start_n, first, n_tiles,
-                                 HEAD_DIM, STAGES, CAUSAL, OVERLAP)),
+            (_bwd_consumer, (0, DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem,
+                             ds_smem, kv_bar, ready, empty, sm_scale, row0, start_n, first,
+                             n_tiles, HEAD_DIM, STAGES, CAUSAL, OVERLAP, FUSED_DQ)),
+            (_bwd_consumer_wg1, (DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem,
+                                 ds_smem, kv_bar, ready, empty, sm_scale, row0, start_n, first,
+                                 n_tiles, HEAD_DIM, STAGES, CAUSAL, OVERLAP, FUSED_DQ)),
             (_bwd_producer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem,
                              kv_bar, ready, empty, row0, start_n, first, n_tiles, STAGES)),
         ], [4, 1], [CONSUMER_REGS, 24])
