@@ -41,7 +41,7 @@ def test_the_warp_specialised_dkdv_compiles_to_wgmma_with_the_register_split():
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| gluon dkdv ws")]
-    assert len(rows) == 16  # 2 depths x 3 overlaps + 2 fused dQ, non-causal and causal
+    assert len(rows) == 24  # 2 depths x 3 overlaps + 2 x 3 fused dQ, non-causal and causal
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[7].startswith("HGMMA"), row
@@ -50,6 +50,11 @@ def test_the_warp_specialised_dkdv_compiles_to_wgmma_with_the_register_split():
     ptx = compile_bwd_ws(128, 2, 1, causal=True).asm["ptx"]
     assert "setmaxnreg.inc.sync.aligned.u32 \t240" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 \t24" in ptx
+    for vec, red in ((1, "atom.global.gpu.relaxed.add.f32"),
+                     (2, "red.relaxed.gpu.global.add.v2.f32"),
+                     (4, "red.relaxed.gpu.global.add.v4.f32")):  # the fused dQ's atomics
+        ptx = compile_bwd_ws(128, 2, 1, fused_dq=vec).asm["ptx"]
+        assert ptx.count(red) == 128 // vec, vec  # 64 x 64 floats a half, 128 threads, 2 x 2
 
 
 def _problem(d=128, causal=False, nq=1024, group=1, dtype=torch.float16):
@@ -90,7 +95,8 @@ def test_the_launch_refuses_what_the_kernel_cannot_run():
         s = torch.zeros(1, 1, n, device=dev)
         return attention_backward_dkdv_ws(q, q, q, q, s, s, **kw)
 
-    for kw in ({"n": 192}, {"d": 96}, {"block_m": 128}, {"stages": 1}, {"overlap": 3}):
+    for kw in ({"n": 192}, {"d": 96}, {"block_m": 128}, {"stages": 1}, {"overlap": 3},
+               {"fused_dq": 3}, {"fused_dq": 2}):  # 3: no such atomic; 2 needs dq_acc
         with pytest.raises(ValueError):
             call(**kw)
 
@@ -142,7 +148,7 @@ def test_the_warp_specialised_dkdv_computes_the_gradients(dtype, d, bm, st, ov, 
 
 @GLUON
 @SM90
-@pytest.mark.parametrize("fused", [0, 1], ids=["dkdv", "fused-dq"])
+@pytest.mark.parametrize("fused", [0, 1, 4], ids=["dkdv", "fused-dq", "fused-dq-v4"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_the_public_backward_runs_the_warp_specialised_dkdv_where_dispatched(
@@ -164,7 +170,7 @@ def test_the_public_backward_runs_the_warp_specialised_dkdv_where_dispatched(
     dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal)
     if fused:
         _, wk, wv = hopper_bwd_ws.attention_backward_ws_fused(q, k, v, do, lse, delta, None,
-                                                              causal, *cfg[:3])
+                                                              causal, *cfg)
     else:
         wk, wv = hopper_bwd_ws.attention_backward_dkdv_ws(q, k, v, do, lse, delta, None,
                                                           causal, *cfg)
@@ -187,8 +193,9 @@ def test_the_public_backward_runs_the_warp_specialised_dkdv_where_dispatched(
 @SM90
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
-@pytest.mark.parametrize("st,ov", [(2, 0), (2, 1), (3, 1)])
-def test_the_fused_dq_launch_computes_all_three_gradients(dtype, st, ov, causal):
+@pytest.mark.parametrize("st,ov,vec", [(2, 0, 1), (2, 1, 1), (3, 1, 1), (2, 1, 2), (2, 1, 4),
+                                       (2, 0, 4)])
+def test_the_fused_dq_launch_computes_all_three_gradients(dtype, st, ov, vec, causal):
     """dQ by fp32 atomics inside the warp-specialised dK/dV (no dQ launch): dQ, dK, dV against
     float64 autograd, fresh random inputs, N 640, outputs poisoned with NaN first; dK, dV bit
     for bit the unfused launch's (the same products in the same order)."""
@@ -199,7 +206,7 @@ def test_the_fused_dq_launch_computes_all_three_gradients(dtype, st, ov, causal)
     (q, k, v, do, _, lse, delta), grads = _inputs(40 + st + ov, 640, 128, dtype, causal)
     out = tuple(torch.full_like(q, float("nan")) for _ in range(3))
     dq, dk, dv = attention_backward_ws_fused(q, k, v, do, lse, delta, None, causal, 64, st, ov,
-                                             out=out)
+                                             vec, out=out)
     assert all(t.data_ptr() == o_.data_ptr() for t, o_ in zip((dq, dk, dv), out))
     assert not any(t.isnan().any() for t in (dq, dk, dv))
     tol = output_tolerance(dtype, True, backward=True)

@@ -25,11 +25,12 @@ from .hopper_bwd import label
 from .run import attention_flops, environment
 
 # (BLOCK_M, ring stages, overlap, fused dQ) of the warp-specialised dK/dV; fused dQ 1: dQ
-# by atomics in the same launch (its time includes zeroing the fp32 accumulator and the cast).
+# by atomics of 1 / 2 / 4 floats in the same launch (its time includes zeroing the fp32
+# accumulator and the cast).
 # The first call also timed (64, 2, 0), (64, 3, 0), (32, 2, 1), (32, 3, 1) without dQ: slower
 # (results/hopper_bwd_ws_h100.json)
 VARIANTS = [(64, 2, 1, 0), (64, 2, 2, 0), (64, 3, 1, 0), (64, 2, 0, 1), (64, 2, 1, 1),
-            (64, 3, 1, 1)]
+            (64, 3, 1, 1), (64, 2, 1, 2), (64, 2, 1, 4), (64, 2, 0, 4)]
 
 
 def main(argv=None) -> int:
@@ -104,7 +105,7 @@ def point(d: int, n: int, causal: bool, repeats: int, variants) -> dict:
         def run(cfg=cfg, fused=fused):
             if fused:
                 return attention_backward_ws_fused(qd, kd, vd, dod, lse, delta, scale, causal,
-                                                   *cfg[:3])
+                                                   *cfg)
             return (rq, *attention_backward_dkdv_ws(qd, kd, vd, dod, lse, delta, scale,
                                                     causal, *cfg))
         try:

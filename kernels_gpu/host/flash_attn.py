@@ -226,7 +226,7 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
         L.launch_preprocess(p, o, do, delta)
         if ws is not None and ws[3]:  # dQ, dK, dV in one warp-specialised launch
             hopper_bwd_ws.attention_backward_ws_fused(q, k, v, do, lse, delta, scale, p.causal,
-                                                      *ws[:3], out=(dq, dk, dv))
+                                                      *ws, out=(dq, dk, dv))
             return
         if ws is not None:  # the warp-specialised dK/dV (host/hopper_bwd_ws.py)
             hopper_bwd_ws.attention_backward_dkdv_ws(q, k, v, do, lse, delta, scale, p.causal,

@@ -18,7 +18,8 @@ __all__ = ["DISPATCH_DKDV_WS", "dispatch_dkdv_ws", "attention_backward_dkdv_ws",
            "attention_backward_ws_fused", "ws_bwd_label"]
 
 # (head dim, causal) -> [(largest N, (BLOCK_M, stages, overlap, fused dQ) or None)]: the first
-# row whose largest N covers N_q; fused dQ 1: dQ too, by atomics (no dQ launch). Empty until
+# row whose largest N covers N_q; fused dQ 1 / 2 / 4: dQ too, by atomics of that many floats
+# (no dQ launch). Empty until
 # measured (RESULTS.md, "A warp-specialised Gluon backward").
 DISPATCH_DKDV_WS: dict[tuple[int, bool], list[tuple[int, tuple[int, int, int, int] | None]]] = {}
 
@@ -41,7 +42,7 @@ def ws_bwd_label(cfg: tuple[int, ...]) -> str:
     producer's padded to a warpgroup); "+dq" where dQ is fused in by atomics."""
     bm, st, ov, fused = (*cfg, 0)[:4]
     return (f"gluon {'dkdv+dq' if fused else 'dkdv'} ws M{bm}N128w12 s{st}"
-            + (f" ov{ov}" if ov else ""))
+            + (f" ov{ov}" if ov else "") + (f" red{fused}" if fused else ""))
 
 
 def attention_backward_dkdv_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -56,12 +57,13 @@ def attention_backward_dkdv_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     consumer warpgroups of 64 key rows) from the forward's lse (natural log, fp32) and
     D = rowsum(dO * O) (fp32), both (B, H, N); `out` = (dk, dv) contiguous buffers to write,
     else new ones. `stages`: the Q/dO ring's depth; `overlap` as kernels.hopper_bwd's;
-    `fused_dq`: also dQ / sm_scale added into `dq_acc` ((B·H·N, d) fp32, zeroed) by atomics."""
+    `fused_dq` 1 / 2 / 4: also dQ / sm_scale added into `dq_acc` ((B·H·N, d) fp32, zeroed) by
+    atomics of that many floats (red.f32, red.v2.f32, red.v4.f32)."""
     from ..kernels.hopper_bwd_ws import WG_ROWS, _attn_bwd_dkdv_ws
 
     if (not hopper_supported(q, k, 2 * WG_ROWS, 2 * WG_ROWS) or v.shape != k.shape
             or do.shape != q.shape or block_m not in (32, 64) or stages < 2
-            or overlap not in (0, 1, 2)
+            or overlap not in (0, 1, 2) or fused_dq not in (0, 1, 2, 4)
             or (fused_dq and (dq_acc is None or q.numel() >= 2**31))):
         raise ValueError("the warp-specialised Gluon dK/dV takes q, k, v, do of one shape "
                          "(B, H, N, d), fp16/bf16, d 64 or 128, N a multiple of 128, block_m "
@@ -72,7 +74,7 @@ def attention_backward_dkdv_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     descs = _descriptors(q.dtype, (q2, block_m), (k2, WG_ROWS), (v2, WG_ROWS), (do2, block_m))
     _attn_bwd_dkdv_ws[(n // (2 * WG_ROWS), b * h)](
         *descs, dk, dv, dq_acc if fused_dq else delta, lse.contiguous(), delta.contiguous(),
-        scale, n, d, int(stages), bool(causal), int(overlap), bool(fused_dq), int(consumer_regs),
+        scale, n, d, int(stages), bool(causal), int(overlap), int(fused_dq), int(consumer_regs),
         num_warps=4, maxnreg=WS_MAXNREG)
     return dk.view(b, h, n, d), dv.view(b, h, n, d)
 
@@ -81,16 +83,17 @@ def attention_backward_ws_fused(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
                                 do: torch.Tensor, lse: torch.Tensor, delta: torch.Tensor,
                                 sm_scale: float | None = None, causal: bool = False,
                                 block_m: int = 64, stages: int = 2, overlap: int = 1,
-                                out: tuple[torch.Tensor, ...] | None = None
+                                vec: int = 1, out: tuple[torch.Tensor, ...] | None = None
                                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (B, H, N, d) in one warp-specialised launch (dQ by fp32 atomics into a
     zeroed accumulator, then scaled and cast: FA2 / FA3's way, no second pass over K and V);
-    `out` = (dq, dk, dv) contiguous buffers to write, else new ones."""
+    `vec`: floats an atomic adds (1, 2, 4); `out` = (dq, dk, dv) contiguous buffers to write,
+    else new ones."""
     b, h, n, d = q.shape
     acc = torch.zeros(b * h * n, d, device=q.device, dtype=torch.float32)
     kv = None if out is None else (out[1].view(-1, d), out[2].view(-1, d))
     dk, dv = attention_backward_dkdv_ws(q, k, v, do, lse, delta, sm_scale, causal, block_m,
-                                        stages, overlap, 1, out=kv, dq_acc=acc)
+                                        stages, overlap, vec, out=kv, dq_acc=acc)
     scale = sm_scale if sm_scale is not None else d ** -0.5
     if out is None:
         return acc.mul_(scale).to(q.dtype).view(b, h, n, d), dk, dv

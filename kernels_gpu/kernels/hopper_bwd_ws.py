@@ -19,12 +19,15 @@ partitions (`gl.warp_specialize`, as `hopper_ws.py`'s forward):
 
   on wgmma (P^T and dS^T from registers), lse and D = rowsum(dO * O) read with plain loads.
   OVERLAP as `hopper_bwd.py`'s: 0 every wgmma waited; 1 dP^T issued with S^T and retired after
-  P^T's exponentials; 2 also P^T dO left running while dS^T is formed. Causal: the second
+  P^T's exponentials; 2 also P^T dO left running while dS^T is formed. FUSED_DQ (item 3 (c)):
+  dS^T goes through shared memory instead, feeding dK += dS^T Q and dQ_part = dS K (two column
+  halves of 32 registers), added to an fp32 dQ with atomics (FA2 / FA3's fused dQ; FA3 reduces
+  with bulk TMA, which Gluon 3.6 does not offer). Causal: the second
   warpgroup's keys start 64 rows later, so it skips the program's first query tiles (it only
   releases their stage).
 
-dK is scaled by sm_scale at the end; dK, dV stored with plain stores. dQ stays a separate
-launch (`hopper_bwd._attn_bwd_dq_hopper` or the `tl` one). H_kv = H, N_q = N_k a multiple of
+dK is scaled by sm_scale at the end; dK, dV stored with plain stores. Without FUSED_DQ, dQ is
+a separate launch (`hopper_bwd._attn_bwd_dq_hopper` or the `tl` one). H_kv = H, N_q = N_k a multiple of
 128, d 64 / 128, fp16 / bf16. Grid (N / 128, B * H); num_warps 4.
 """
 from __future__ import annotations
@@ -65,6 +68,25 @@ if HAVE_GLUON:
             tma.async_copy_global_to_shared(q_desc, [m_row, 0], ready.index(s), q_smem.index(s))
             tma.async_copy_global_to_shared(do_desc, [m_row, 0], ready.index(s),
                                             do_smem.index(s))
+
+    @gluon.jit
+    def _red_add(ptrs, vals, VEC: gl.constexpr):
+        """*ptrs += vals in fp32, relaxed, no result: VEC 1 Triton's atomic_add (one red.f32 an
+        element); 2 / 4 PTX red.global.add.v2 / .v4.f32 (sm_90) on a thread's consecutive
+        elements, which the layout must make contiguous in memory."""
+        if VEC == 1:
+            gl.atomic_add(ptrs, vals, sem="relaxed")
+        elif VEC == 2:
+            gl.inline_asm_elementwise(
+                "red.relaxed.gpu.global.add.v2.f32 [$2], {$4, $5};\n"
+                "mov.b32 $0, 0;\nmov.b32 $1, 0;", "=r,=r,l,l,f,f", [ptrs.to(gl.int64), vals],
+                dtype=gl.int32, is_pure=False, pack=2)
+        else:
+            gl.inline_asm_elementwise(
+                "red.relaxed.gpu.global.add.v4.f32 [$4], {$8, $9, $10, $11};\n"
+                "mov.b32 $0, 0;\nmov.b32 $1, 0;\nmov.b32 $2, 0;\nmov.b32 $3, 0;",
+                "=r,=r,=r,=r,l,l,l,l,f,f,f,f", [ptrs.to(gl.int64), vals], dtype=gl.int32,
+                is_pure=False, pack=4)
 
     @gluon.jit
     def _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA, qk_scale,
@@ -112,17 +134,22 @@ if HAVE_GLUON:
             dq_layout: gl.constexpr = gl.NVMMADistributedLayout(
                 version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HALF, 16])
             dq_zero = gl.zeros([BLOCK_M, HALF], gl.float32, layout=dq_layout)
-            rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, dq_layout))
-            cols = gl.arange(0, HALF, layout=gl.SliceLayout(0, dq_layout))
+            if FUSED_DQ == 4:  # 4 contiguous columns a thread: one red.v4 each
+                red_layout: gl.constexpr = gl.BlockedLayout([1, 4], [128 // HALF, HALF // 4],
+                                                            [4, 1], [1, 0])
+            else:
+                red_layout: gl.constexpr = dq_layout
+            rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, red_layout))
+            cols = gl.arange(0, HALF, layout=gl.SliceLayout(0, red_layout))
             offs = gl.expand_dims((row0 + start_m + rows) * HEAD_DIM, 1) + gl.expand_dims(cols, 0)
             dq_tok = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(0, HALF, dim=1), dq_zero,
                                    use_acc=False, is_async=True)
             dv, dk, dq = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok, dq_tok])
             mbarrier.arrive(empty.index(s), count=1)
-            gl.atomic_add(DQA + offs, dq, sem="relaxed")
+            _red_add(DQA + offs, gl.convert_layout(dq, red_layout), FUSED_DQ)
             dq = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(HALF, HALF, dim=1), dq_zero,
                                use_acc=False)
-            gl.atomic_add(DQA + offs + HALF, dq, sem="relaxed")
+            _red_add(DQA + offs + HALF, gl.convert_layout(dq, red_layout), FUSED_DQ)
         elif OVERLAP == 2:
             dv_tok = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv,
                                    is_async=True)
@@ -213,9 +240,9 @@ if HAVE_GLUON:
                           N, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
                           CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr,
                           CONSUMER_REGS: gl.constexpr, num_warps: gl.constexpr):
-        """dK, dV of 128 key rows of one head from Q, dO, lse (natural log) and D; FUSED_DQ:
-        also this program's part of dQ / sm_scale added to the fp32 DQA (zeroed by the caller)
-        with atomics (DQA unused otherwise). Grid (N / 128, B * H); num_warps 4 (the first
+        """dK, dV of 128 key rows of one head from Q, dO, lse (natural log) and D; FUSED_DQ
+        1 / 2 / 4: also this program's part of dQ / sm_scale added to the fp32 DQA (zeroed by
+        the caller) with atomics of that many floats (`_red_add`; DQA unused with 0). Grid (N / 128, B * H); num_warps 4 (the first
         consumer warpgroup; the second and the producer are worker partitions). Causal:
         program 0 (the most query tiles) first."""
         ROWS: gl.constexpr = k_desc.block_type.shape[0]
