@@ -41,7 +41,7 @@ def test_the_warp_specialised_dkdv_compiles_to_wgmma_with_the_register_split():
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| gluon dkdv ws")]
-    assert len(rows) == 24  # 2 depths x 3 overlaps + 2 x 3 fused dQ, non-causal and causal
+    assert len(rows) == 28  # 2 depths x 3 overlaps + 2 x 3 fused dQ + 2 split, x causal
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[7].startswith("HGMMA"), row
@@ -55,6 +55,8 @@ def test_the_warp_specialised_dkdv_compiles_to_wgmma_with_the_register_split():
                      (4, "red.relaxed.gpu.global.add.v4.f32")):  # the fused dQ's atomics
         ptx = compile_bwd_ws(128, 2, 1, fused_dq=vec).asm["ptx"]
         assert ptx.count(red) == 128 // vec, vec  # 64 x 64 floats a half, 128 threads, 2 x 2
+    ptx = compile_bwd_ws(128, 2, 1, fused_dq=4, dq_split=1).asm["ptx"]
+    assert ptx.count("red.relaxed.gpu.global.add.v4.f32") == 16  # one half a warpgroup
 
 
 def _problem(d=128, causal=False, nq=1024, group=1, dtype=torch.float16):
@@ -148,7 +150,7 @@ def test_the_warp_specialised_dkdv_computes_the_gradients(dtype, d, bm, st, ov, 
 
 @GLUON
 @SM90
-@pytest.mark.parametrize("fused", [0, 1, 4], ids=["dkdv", "fused-dq", "fused-dq-v4"])
+@pytest.mark.parametrize("fused", [(0,), (1,), (4, 1)], ids=["dkdv", "fused-dq", "split-v4"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_the_public_backward_runs_the_warp_specialised_dkdv_where_dispatched(
@@ -162,13 +164,13 @@ def test_the_public_backward_runs_the_warp_specialised_dkdv_where_dispatched(
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
 
     monkeypatch.setitem(hopper_bwd_ws.DISPATCH_DKDV_WS, (128, causal),
-                        [(1 << 62, (64, 2, 1, fused))])
+                        [(1 << 62, (64, 2, 1, *fused))])
     (q, k, v, do, o, lse, delta), grads = _inputs(11 + causal, 384, 128, dtype, causal, 1, 2)
     p = launch.problem_of(q, k, v, causal)
     cfg = hopper_bwd_ws.dispatch_dkdv_ws(p, False)
-    assert cfg == (64, 2, 1, fused)
+    assert cfg == (64, 2, 1, *fused)
     dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal)
-    if fused:
+    if fused[0]:
         _, wk, wv = hopper_bwd_ws.attention_backward_ws_fused(q, k, v, do, lse, delta, None,
                                                               causal, *cfg)
     else:
@@ -193,9 +195,10 @@ def test_the_public_backward_runs_the_warp_specialised_dkdv_where_dispatched(
 @SM90
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
-@pytest.mark.parametrize("st,ov,vec", [(2, 0, 1), (2, 1, 1), (3, 1, 1), (2, 1, 2), (2, 1, 4),
-                                       (2, 0, 4)])
-def test_the_fused_dq_launch_computes_all_three_gradients(dtype, st, ov, vec, causal):
+@pytest.mark.parametrize("st,ov,vec,split", [(2, 0, 1, 0), (2, 1, 1, 0), (3, 1, 1, 0),
+                                             (2, 1, 2, 0), (2, 1, 4, 0), (2, 0, 4, 0),
+                                             (2, 1, 4, 1), (2, 0, 4, 1), (3, 1, 1, 1)])
+def test_the_fused_dq_launch_computes_all_three_gradients(dtype, st, ov, vec, split, causal):
     """dQ by fp32 atomics inside the warp-specialised dK/dV (no dQ launch): dQ, dK, dV against
     float64 autograd, fresh random inputs, N 640, outputs poisoned with NaN first; dK, dV bit
     for bit the unfused launch's (the same products in the same order)."""
@@ -203,10 +206,11 @@ def test_the_fused_dq_launch_computes_all_three_gradients(dtype, st, ov, vec, ca
                                                 attention_backward_ws_fused)
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
 
-    (q, k, v, do, _, lse, delta), grads = _inputs(40 + st + ov, 640, 128, dtype, causal)
+    (q, k, v, do, _, lse, delta), grads = _inputs(40 + st + ov + split, 640, 128, dtype,
+                                                  causal)
     out = tuple(torch.full_like(q, float("nan")) for _ in range(3))
     dq, dk, dv = attention_backward_ws_fused(q, k, v, do, lse, delta, None, causal, 64, st, ov,
-                                             vec, out=out)
+                                             vec, split, out=out)
     assert all(t.data_ptr() == o_.data_ptr() for t, o_ in zip((dq, dk, dv), out))
     assert not any(t.isnan().any() for t in (dq, dk, dv))
     tol = output_tolerance(dtype, True, backward=True)

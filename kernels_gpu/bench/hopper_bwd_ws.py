@@ -24,13 +24,14 @@ from . import study
 from .hopper_bwd import label
 from .run import attention_flops, environment
 
-# (BLOCK_M, ring stages, overlap, fused dQ) of the warp-specialised dK/dV; fused dQ 1: dQ
+# (BLOCK_M, ring stages, overlap, fused dQ[, split]) of the warp-specialised dK/dV; fused dQ: dQ
 # by atomics of 1 / 2 / 4 floats in the same launch (its time includes zeroing the fp32
-# accumulator and the cast).
+# accumulator and the cast); split 1: the two warpgroups share dS^T, half the atomics.
 # The first call also timed (64, 2, 0), (64, 3, 0), (32, 2, 1), (32, 3, 1) without dQ: slower
 # (results/hopper_bwd_ws_h100.json)
 VARIANTS = [(64, 2, 1, 0), (64, 2, 2, 0), (64, 3, 1, 0), (64, 2, 0, 1), (64, 2, 1, 1),
-            (64, 3, 1, 1), (64, 2, 1, 2), (64, 2, 1, 4), (64, 2, 0, 4)]
+            (64, 3, 1, 1), (64, 2, 1, 2), (64, 2, 1, 4), (64, 2, 0, 4), (64, 2, 1, 4, 1),
+            (64, 2, 0, 4, 1)]
 
 
 def main(argv=None) -> int:

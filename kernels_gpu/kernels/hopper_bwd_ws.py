@@ -92,7 +92,8 @@ if HAVE_GLUON:
     def _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA, qk_scale,
                   row0, first, k_pos, m_off, st_zero, op_layout: gl.constexpr,
                   STAGES: gl.constexpr, MASK: gl.constexpr, OVERLAP: gl.constexpr,
-                  ds_t, DQA, FUSED_DQ: gl.constexpr):
+                  wg: gl.constexpr, k_smem, ds_smem, ds_bar, DQA, FUSED_DQ: gl.constexpr,
+                  DQ_SPLIT: gl.constexpr):
         """One query tile (stage i % STAGES) into dK, dV; MASK: the causal mask (keys past the
         query give 0); the stage released when every wgmma reading it has retired."""
         BLOCK_M: gl.constexpr = q_smem.type.shape[1]
@@ -125,12 +126,8 @@ if HAVE_GLUON:
                 dpt = warpgroup_mma_wait(1, deps=[dpt_tok])
             else:
                 dpt = warpgroup_mma(v_t, do_t.permute((1, 0)), st_zero, use_acc=False)
-            ds_t.store((pt * (dpt - gl.expand_dims(delta, 0))).to(dtype))
-            fence_async_shared()
-            gl.thread_barrier()  # the warpgroup's dS^T rows all written
-            dk_tok = warpgroup_mma(ds_t, q_t, dk, is_async=True)
             HEAD_DIM: gl.constexpr = q_t.type.shape[1]
-            HALF: gl.constexpr = HEAD_DIM // 2  # dQ in two column halves: 32 registers each
+            HALF: gl.constexpr = HEAD_DIM // 2  # dQ column halves: 32 registers each
             dq_layout: gl.constexpr = gl.NVMMADistributedLayout(
                 version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HALF, 16])
             dq_zero = gl.zeros([BLOCK_M, HALF], gl.float32, layout=dq_layout)
@@ -142,14 +139,41 @@ if HAVE_GLUON:
             rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, red_layout))
             cols = gl.arange(0, HALF, layout=gl.SliceLayout(0, red_layout))
             offs = gl.expand_dims((row0 + start_m + rows) * HEAD_DIM, 1) + gl.expand_dims(cols, 0)
-            dq_tok = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(0, HALF, dim=1), dq_zero,
-                                   use_acc=False, is_async=True)
-            dv, dk, dq = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok, dq_tok])
-            mbarrier.arrive(empty.index(s), count=1)
-            _red_add(DQA + offs, gl.convert_layout(dq, red_layout), FUSED_DQ)
-            dq = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(HALF, HALF, dim=1), dq_zero,
-                               use_acc=False)
-            _red_add(DQA + offs + HALF, gl.convert_layout(dq, red_layout), FUSED_DQ)
+            if DQ_SPLIT:
+                # both warpgroups' dS^T (double-buffered by tile parity), then warpgroup wg
+                # takes dQ's column half wg over all 128 keys: half the atomics
+                buf = i % 2
+                ds_t = ds_smem.index(2 * buf + wg)
+                ds_t.store((pt * (dpt - gl.expand_dims(delta, 0))).to(dtype))
+                fence_async_shared()
+                gl.thread_barrier()  # the warpgroup's dS^T rows all written
+                dk_tok = warpgroup_mma(ds_t, q_t, dk, is_async=True)
+                mbarrier.arrive(ds_bar.index(buf), count=1)
+                mbarrier.wait(ds_bar.index(buf), (i // 2) & 1)  # the other half written
+                dq_tok = warpgroup_mma(ds_smem.index(2 * buf).permute((1, 0)),
+                                       k_smem.index(0).slice(wg * HALF, HALF, dim=1), dq_zero,
+                                       use_acc=False, is_async=True)
+                dq_tok = warpgroup_mma(ds_smem.index(2 * buf + 1).permute((1, 0)),
+                                       k_smem.index(1).slice(wg * HALF, HALF, dim=1), dq_tok,
+                                       is_async=True)
+                dv, dk, dq = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok, dq_tok])
+                mbarrier.arrive(empty.index(s), count=1)
+                _red_add(DQA + offs + wg * HALF, gl.convert_layout(dq, red_layout), FUSED_DQ)
+            else:
+                # this warpgroup's 64 keys: dQ_part = dS K_wg in two column halves
+                ds_t = ds_smem.index(wg)
+                ds_t.store((pt * (dpt - gl.expand_dims(delta, 0))).to(dtype))
+                fence_async_shared()
+                gl.thread_barrier()  # the warpgroup's dS^T rows all written
+                dk_tok = warpgroup_mma(ds_t, q_t, dk, is_async=True)
+                dq_tok = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(0, HALF, dim=1),
+                                       dq_zero, use_acc=False, is_async=True)
+                dv, dk, dq = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok, dq_tok])
+                mbarrier.arrive(empty.index(s), count=1)
+                _red_add(DQA + offs, gl.convert_layout(dq, red_layout), FUSED_DQ)
+                dq = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(HALF, HALF, dim=1), dq_zero,
+                                   use_acc=False)
+                _red_add(DQA + offs + HALF, gl.convert_layout(dq, red_layout), FUSED_DQ)
         elif OVERLAP == 2:
             dv_tok = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv,
                                    is_async=True)
@@ -174,9 +198,10 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _bwd_consumer(wg: gl.constexpr, DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem,
-                      do_smem, ds_smem, kv_bar, ready, empty, sm_scale, row0, start_n, first,
-                      n_tiles, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
-                      CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr):
+                      do_smem, ds_smem, ds_bar, kv_bar, ready, empty, sm_scale, row0, start_n,
+                      first, n_tiles, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+                      CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr,
+                      DQ_SPLIT: gl.constexpr):
         """One warpgroup's 64 key rows: dK, dV over the program's query tiles, then stored."""
         ROWS: gl.constexpr = k_smem.type.shape[1]
         BLOCK_M: gl.constexpr = q_smem.type.shape[1]
@@ -193,7 +218,6 @@ if HAVE_GLUON:
         my_n = start_n + wg * ROWS
         k_t = k_smem.index(wg)
         v_t = v_smem.index(wg)
-        ds_t = ds_smem.index(wg)
         dk = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=acc_layout)
         dv = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=acc_layout)
         st_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=st_layout)
@@ -202,22 +226,27 @@ if HAVE_GLUON:
         skip = 0
         if CAUSAL:
             skip = my_n // BLOCK_M - first  # query tiles wholly before this warpgroup's keys
+        n_diag = 0
+        if CAUSAL:  # the tiles that cross this warpgroup's diagonal: masked, in their own loop
+            n_diag = ROWS // BLOCK_M
+        if DQ_SPLIT:  # both warpgroups take every tile (dQ needs both dS^T halves): masked
+            n_diag = n_diag + skip
+            skip = 0
         for i in range(skip):  # release them (the other warpgroup uses them)
             s = i % STAGES
             mbarrier.wait(ready.index(s), (i // STAGES) & 1)
             mbarrier.arrive(empty.index(s), count=1)
         mbarrier.wait(kv_bar, 0)
-        n_diag = 0
-        if CAUSAL:  # the tiles that cross this warpgroup's diagonal: masked, in their own loop
-            n_diag = ROWS // BLOCK_M
         for i in range(skip, skip + n_diag):
             dk, dv = _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA,
                                qk_scale, row0, first, k_pos, m_off, st_zero, op_layout,
-                               STAGES, True, OVERLAP, ds_t, DQA, FUSED_DQ)
+                               STAGES, True, OVERLAP, wg, k_smem, ds_smem, ds_bar, DQA,
+                               FUSED_DQ, DQ_SPLIT)
         for i in range(skip + n_diag, n_tiles):
             dk, dv = _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA,
                                qk_scale, row0, first, k_pos, m_off, st_zero, op_layout,
-                               STAGES, False, OVERLAP, ds_t, DQA, FUSED_DQ)
+                               STAGES, False, OVERLAP, wg, k_smem, ds_smem, ds_bar, DQA,
+                               FUSED_DQ, DQ_SPLIT)
 
         rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
         cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
@@ -228,18 +257,20 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _bwd_consumer_wg1(DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, ds_smem,
-                          kv_bar, ready, empty, sm_scale, row0, start_n, first, n_tiles,
+                          ds_bar, kv_bar, ready, empty, sm_scale, row0, start_n, first, n_tiles,
                           HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                          OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr):
+                          OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr,
+                          DQ_SPLIT: gl.constexpr):
         _bwd_consumer(1, DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, ds_smem,
-                      kv_bar, ready, empty, sm_scale, row0, start_n, first, n_tiles, HEAD_DIM,
-                      STAGES, CAUSAL, OVERLAP, FUSED_DQ)
+                      ds_bar, kv_bar, ready, empty, sm_scale, row0, start_n, first, n_tiles,
+                      HEAD_DIM, STAGES, CAUSAL, OVERLAP, FUSED_DQ, DQ_SPLIT)
 
     @gluon.jit
     def _attn_bwd_dkdv_ws(q_desc, k_desc, v_desc, do_desc, DK, DV, DQA, LSE, DELTA, sm_scale,
                           N, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
                           CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr,
-                          CONSUMER_REGS: gl.constexpr, num_warps: gl.constexpr):
+                          DQ_SPLIT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                          num_warps: gl.constexpr):
         """dK, dV of 128 key rows of one head from Q, dO, lse (natural log) and D; FUSED_DQ
         1 / 2 / 4: also this program's part of dQ / sm_scale added to the fp32 DQA (zeroed by
         the caller) with atomics of that many floats (`_red_add`; DQA unused with 0). Grid (N / 128, B * H); num_warps 4 (the first
@@ -262,23 +293,28 @@ if HAVE_GLUON:
         q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
         do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
         ds_smem = gl.allocate_shared_memory(  # each warpgroup's dS^T (FUSED_DQ)
-            dtype, [2, ROWS, BLOCK_M],
+            dtype, [2 + 2 * DQ_SPLIT, ROWS, BLOCK_M],
             gl.NVMMASharedLayout(swizzle_byte_width=min(128, 2 * BLOCK_M), element_bitwidth=16,
                                  rank=2))
+        ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
         kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         mbarrier.init(kv_bar, count=1)
+        for b in gl.static_range(2):  # DQ_SPLIT: both warpgroups' dS^T of a tile written
+            mbarrier.init(ds_bar.index(b), count=2)
         for i in gl.static_range(STAGES):
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=2)
         gl.warp_specialize([
             (_bwd_consumer, (0, DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem,
-                             ds_smem, kv_bar, ready, empty, sm_scale, row0, start_n, first,
-                             n_tiles, HEAD_DIM, STAGES, CAUSAL, OVERLAP, FUSED_DQ)),
+                             ds_smem, ds_bar, kv_bar, ready, empty, sm_scale, row0, start_n,
+                             first, n_tiles, HEAD_DIM, STAGES, CAUSAL, OVERLAP, FUSED_DQ,
+                             DQ_SPLIT)),
             (_bwd_consumer_wg1, (DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem,
-                                 ds_smem, kv_bar, ready, empty, sm_scale, row0, start_n, first,
-                                 n_tiles, HEAD_DIM, STAGES, CAUSAL, OVERLAP, FUSED_DQ)),
+                                 ds_smem, ds_bar, kv_bar, ready, empty, sm_scale, row0,
+                                 start_n, first, n_tiles, HEAD_DIM, STAGES, CAUSAL, OVERLAP,
+                                 FUSED_DQ, DQ_SPLIT)),
             (_bwd_producer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem,
                              kv_bar, ready, empty, row0, start_n, first, n_tiles, STAGES)),
         ], [4, 1], [CONSUMER_REGS, 24])
