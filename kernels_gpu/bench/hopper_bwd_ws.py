@@ -5,6 +5,7 @@ run on an sm_90 GPU. fp16, H 32, B·N = 16k; each figure the median of --repeats
 medians; every variant's dK, dV compared with the one-partition kernel's first.
 
     python -m kernels_gpu.bench.hopper_bwd_ws [--out DIR] [--repeats 3] [--ns 1024,4096,16384]
+        [--variants 64/2/1/0,...|none] [--public 64/2/1/0,...]
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import sys
 import torch
 
 from ..host import flash_attn as fa
-from ..host import hopper
+from ..host import hopper, hopper_bwd_ws
 from ..host import launch as L
 from ..host.hopper_bwd_ws import (attention_backward_dkdv_ws, attention_backward_ws_fused,
                                   ws_bwd_label)
@@ -41,18 +42,23 @@ def main(argv=None) -> int:
     ap.add_argument("--ns", default="1024,4096,16384")
     ap.add_argument("--variants", default="",
                     help="BLOCK_M/stages/overlap triples, e.g. 64/2/1,64/3/0 (default: all)")
+    ap.add_argument("--public", default="",
+                    help="configs (as --variants) to time through flash_attention_backward "
+                         "with DISPATCH_DKDV_WS naming each in turn, beside the dispatch as is")
     ap.add_argument("--name", default="hopper_bwd_ws")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("kernels_gpu.bench.hopper_bwd_ws needs a CUDA GPU", file=sys.stderr)
         return 2
-    variants = ([tuple(int(x) for x in v.split("/")) for v in args.variants.split(",")]
-                if args.variants else VARIANTS)
+    def configs(text):
+        return [tuple(int(x) for x in v.split("/")) for v in text.split(",") if v]
+    variants = VARIANTS if not args.variants else configs(args.variants.replace("none", ""))
+    public = configs(args.public)
     os.makedirs(args.out, exist_ok=True)
     rows = []
     for causal in (False, True):
         for n in (int(x) for x in args.ns.split(",")):
-            rows.append(point(128, n, causal, args.repeats, variants))
+            rows.append(point(128, n, causal, args.repeats, variants, public))
             tmp = os.path.join(args.out, args.name + ".tmp")
             with open(tmp, "w") as f:
                 json.dump({"env": environment(), "rows": rows}, f, indent=1)
@@ -60,7 +66,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def point(d: int, n: int, causal: bool, repeats: int, variants) -> dict:
+def point(d: int, n: int, causal: bool, repeats: int, variants, public=()) -> dict:
     b, h = max(1, 16384 // n), 32
     torch.manual_seed(n + d + causal)
     q, k, v, do = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16,
@@ -127,6 +133,18 @@ def point(d: int, n: int, causal: bool, repeats: int, variants) -> dict:
         study.time_into(row, f"backward with {name}", whole, repeats)
     study.time_into(row, "dispatched backward", lambda: fa.flash_attention_backward(
         qd, kd, vd, o, lse, dod, causal), repeats)
+    table = hopper_bwd_ws.DISPATCH_DKDV_WS
+    saved = table.get((d, causal))
+    try:
+        for cfg in public:  # the public path with the warp-specialised kernel dispatched
+            table[(d, causal)] = [(1 << 62, cfg)]
+            study.time_into(row, f"dispatched backward with {ws_bwd_label(cfg)}",
+                            lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, dod,
+                                                                causal), repeats)
+    finally:
+        table.pop((d, causal), None)
+        if saved is not None:
+            table[(d, causal)] = saved
     study.time_sdpa_backward(row, q, k, v, dod, causal, repeats)
     flops = attention_flops(b, h, n, d, causal, "bwd")
     row["tflops"] = {k_: flops / ms * 1e-9 for k_, ms in row["ms"].items()}
