@@ -169,6 +169,29 @@ def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: in
                           target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
 
 
+BWD_WS_CONFIGS = tuple((st, ov, 0, 0) for st in (2, 3) for ov in (0, 1, 2)) + tuple(
+    (2, ov, vec, 0) for ov in (0, 1) for vec in (1, 2, 4)) + ((2, 1, 4, 1), (2, 0, 4, 1))
+
+
+def compile_bwd_ws(d: int, stages: int = 2, overlap: int = 1, arch: int = 90,
+                   causal: bool = False, block_m: int = 64, consumer_regs: int = 240,
+                   fused_dq: int = 0, dq_split: int = 0):
+    """The warp-specialised Gluon dK/dV (kernels.hopper_bwd_ws) compiled for sm_<arch>, fp16."""
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from ..host.hopper import WS_MAXNREG
+    from ..kernels.hopper_bwd_ws import WG_ROWS, _attn_bwd_dkdv_ws
+
+    sig = _descriptors(d, q_desc=block_m, k_desc=WG_ROWS, v_desc=WG_ROWS, do_desc=block_m)
+    consts = {"HEAD_DIM": d, "STAGES": stages, "CAUSAL": causal, "OVERLAP": overlap,
+              "FUSED_DQ": int(fused_dq), "DQ_SPLIT": int(dq_split), "CONSUMER_REGS": consumer_regs, "num_warps": 4}
+    sig.update(DK="*fp16", DV="*fp16", DQA="*fp32", LSE="*fp32", DELTA="*fp32", sm_scale="fp32", N="i32",
+               **{k: "constexpr" for k in consts})
+    return triton.compile(GluonASTSource(_attn_bwd_dkdv_ws, sig, consts),
+                          target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": 4, "maxnreg": WS_MAXNREG})
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", type=int, default=90)
@@ -178,11 +201,26 @@ def main(argv=None) -> int:
     ap.add_argument("--hopper", action="store_true", help="the Gluon Hopper forward instead")
     ap.add_argument("--ws", action="store_true",
                     help="the warp-specialised Gluon forward (kernels.hopper_ws) instead")
+    ap.add_argument("--ws-bwd", action="store_true",
+                    help="the warp-specialised Gluon dK/dV (kernels.hopper_bwd_ws) instead")
     args = ap.parse_args(argv)
     if INTERPRETER:
         print("run with TRITON_INTERPRET=0 in the environment (the kernels are interpreter "
               "functions now)", file=sys.stderr)
         return 2
+    if args.ws_bwd:
+        print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
+        print("|---|---|---|---|---|---|---|---|")
+        for causal in (False, True):
+            for st, ov, fused, split in BWD_WS_CONFIGS:
+                r = resources(compile_bwd_ws(128, st, ov, args.arch, causal, fused_dq=fused,
+                                             dq_split=split))
+                mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
+                name = "gluon dkdv ws causal" if causal else "gluon dkdv ws"
+                print(f"| {name} | 128 | M64 s{st} ov{ov}{f' +dq red{fused}' if fused else ''}{' split' if split else ''} | "
+                      f"{r['regs']} | {r['local_bytes']} | {r['spill_stores']} | {r['smem']} | "
+                      f"{mma} |", flush=True)
+        return 0
     if args.ws:
         print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
         print("|---|---|---|---|---|---|---|---|")

@@ -7,7 +7,9 @@ warm-up launches).
 fp16, H 32, B 4, N 4096: the Gluon Hopper forward and the `tl` forward at d 128 (non-causal),
 the d 256 backward (dV apart: the dV and dK launches) causal and not, and the warp-specialised
 Gluon forward at d 128 in each schedule (`ws_<schedule>_d128`, block_n 128, 2 stages), and the
-d 128 non-causal backward with its dK/dV on the Gluon kernel or on the `tl` one (TUNED).
+d 128 non-causal backward with its dK/dV on the Gluon kernel or on the `tl` one (TUNED), the
+warp-specialised Gluon dK/dV (`ws_dkdv_d128`, M64, 2 stages, OVERLAP 1) and the same with dQ
+fused in by atomics (`ws_fused_d128`).
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ import sys
 import torch
 
 CASES = ("gluon_fwd_d128", "tl_fwd_d128", "bwd_d256_causal", "bwd_d256_full",
-         "ws_ws_d128", "ws_lag_d128", "ws_pingpong_d128", "gluon_dkdv_d128", "tl_dkdv_d128")
+         "ws_ws_d128", "ws_lag_d128", "ws_pingpong_d128", "gluon_dkdv_d128", "tl_dkdv_d128",
+         "ws_dkdv_d128", "ws_fused_d128")
 WARMUP = 2  # runs before the profiled one
 
 
@@ -38,6 +41,15 @@ def main(argv=None) -> int:
     if case == "gluon_fwd_d128":
         run = lambda: attention_forward_hopper(q, k, v, block_m=128, block_n=64,  # noqa: E731
                                                num_warps=8)
+    elif case in ("ws_dkdv_d128", "ws_fused_d128"):
+        from ..host import hopper_bwd_ws as wsb
+        from ..host import launch as L
+        o, lse = fa.flash_attention_forward(q, k, v, False)
+        delta = torch.empty(q.shape[:3], device="cuda", dtype=torch.float32)
+        L.launch_preprocess(L.problem_of(q, k, v, False), o, do, delta)
+        fn = wsb.attention_backward_ws_fused if "fused" in case else \
+            wsb.attention_backward_dkdv_ws
+        run = lambda: fn(q, k, v, do, lse, delta, None, False, 64, 2, 1)  # noqa: E731
     elif case.startswith("ws_"):
         sched = case.split("_")[1]
         run = lambda: attention_forward_ws(q, k, v, block_n=128, schedule=sched)  # noqa: E731

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Where the time goes (issue 21 item 3): ncu on the launches of kernels_gpu/bench/profile_target.py
-# (the Gluon and `tl` forwards at d 128, the warp-specialised Gluon forward's schedules, the d 256 backward's dV / dK launches, causal or not).
+# (the Gluon and `tl` forwards at d 128, the warp-specialised Gluon forward's schedules, the d 256 backward's dV / dK launches, causal or not;
+# the one-partition and warp-specialised Gluon dK/dV at d 128, the latter also with dQ fused in).
 # Per launch: duration, SM throughput, tensor-pipe activity, warps active and the warp stall
 # reasons (cycles per issued instruction), as ncu's raw metrics in $OUT/ncu/<case>.csv.
 #   bash kernels_gpu/device/profile.sh        # on a CUDA machine with ncu (PROFILE_CASES: a subset)
@@ -28,6 +29,7 @@ for case in ${PROFILE_CASES:-gluon_fwd_d128 tl_fwd_d128 bwd_d256_causal bwd_d256
   case $case in
     gluon_fwd_d128) prof "$case" '_attn_fwd_hopper' 2 1 ;;
     tl_fwd_d128) prof "$case" '^_attn_fwd$' 2 1 ;;
+    ws_dkdv_d128|ws_fused_d128) prof "$case" '_attn_bwd_dkdv_ws' 2 1 ;;
     ws_*) prof "$case" '_attn_fwd_ws' 2 1 ;;
     gluon_dkdv_d128) prof "$case" '_attn_bwd_dkdv_hopper' 2 1 ;;
     tl_dkdv_d128) prof "$case" '^_attn_bwd_dkdv$' 2 1 ;;

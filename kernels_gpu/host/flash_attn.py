@@ -36,7 +36,7 @@ from __future__ import annotations
 import torch
 import triton
 
-from . import graphs, hopper, hopper_d192
+from . import graphs, hopper, hopper_bwd_ws, hopper_d192
 from . import launch as L
 from .configs import KernelConfig, autotune_enabled
 from ..kernels import INTERPRETER
@@ -223,10 +223,18 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
     dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
 
     gluon_dq = hopper.dispatch_dq(p, False) if gluon is not None else None
+    ws = hopper_bwd_ws.dispatch_dkdv_ws(p, False) if gluon is not None else None
 
     def launch():
         L.launch_preprocess(p, o, do, delta)
-        if gluon is not None:
+        if ws is not None and ws[3]:  # dQ, dK, dV in one warp-specialised launch
+            hopper_bwd_ws.attention_backward_ws_fused(q, k, v, do, lse, delta, scale, p.causal,
+                                                      *ws, out=(dq, dk, dv))
+            return
+        if ws is not None:  # the warp-specialised dK/dV (host/hopper_bwd_ws.py)
+            hopper_bwd_ws.attention_backward_dkdv_ws(q, k, v, do, lse, delta, scale, p.causal,
+                                                     *ws, out=(dk, dv))
+        elif gluon is not None:
             hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, scale, p.causal,
                                                   *gluon, out=(dk, dv))
         else:
@@ -237,7 +245,7 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
         elif gluon is not None or not dkdv_cfg.fused_dq:  # else the dK/dV launch wrote dQ
             L.launch_dq(p, q, k, v, do, dq, lse, delta, scale, dq_cfg)
 
-    _replayable(("bwd", p, scale, dkdv_cfg, dq_cfg, gluon, gluon_dq),
+    _replayable(("bwd", p, scale, dkdv_cfg, dq_cfg, gluon, gluon_dq, ws),
                 (q, k, v, o, lse, do, delta, dq, dk, dv), launch, p)
     return dq, dk, dv
 

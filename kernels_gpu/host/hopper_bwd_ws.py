@@ -1,0 +1,107 @@
+"""Host side of the warp-specialised Gluon dK/dV (kernels.hopper_bwd_ws, issue 21 item 3 (b)):
+the launch and its dispatch table.
+
+`flash_attention_backward` (and autograd) run it instead of the one-partition Gluon dK/dV
+(`hopper.DISPATCH_DKDV`) where `DISPATCH_DKDV_WS` names a config for the point; dQ stays the
+launch `hopper.dispatch_dq` picks. H_kv = H, N_q = N_k a multiple of 128, fp16/bf16, d 64/128,
+sm_90.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+from .hopper import WS_MAXNREG, _descriptors, _rows, dispatch_config, hopper_supported
+
+__all__ = ["DISPATCH_DKDV_WS", "dispatch_dkdv_ws", "attention_backward_dkdv_ws",
+           "attention_backward_ws_fused", "ws_bwd_label"]
+
+# (head dim, causal) -> [(largest N, (BLOCK_M, stages, overlap, fused dQ, split) or None)]: the
+# first row whose largest N covers N_q; fused dQ 1 / 2 / 4: dQ too, by atomics of that many
+# floats (no dQ launch); split 1: the two warpgroups share dS and each adds half of dQ's columns. Empty until
+# measured (RESULTS.md, "A warp-specialised Gluon backward").
+DISPATCH_DKDV_WS: dict[tuple[int, bool], list[tuple[int, tuple[int, ...] | None]]] = {}
+
+
+def dispatch_dkdv_ws(p, interpreter: bool) -> tuple[int, ...] | None:
+    """(BLOCK_M, stages, overlap, fused dQ, split) of the warp-specialised dK/dV for a launch.Problem where it
+    measured faster (DISPATCH_DKDV_WS; the Gluon forward's conditions, N a multiple of 128),
+    else None. KERNELS_GPU_HOPPER=0 turns it off with the other Gluon kernels,
+    KERNELS_GPU_WS_BWD=0 alone."""
+    rows = DISPATCH_DKDV_WS.get((p.d, bool(p.causal)))
+    if (not rows or os.environ.get("KERNELS_GPU_WS_BWD", "1") == "0"
+            or dispatch_config(p, interpreter) is None or p.nq % 128):
+        return None
+    return next((cfg for largest, cfg in rows if p.nq <= largest), None)
+
+
+def ws_bwd_label(cfg: tuple[int, ...]) -> str:
+    """The bench's name for a warp-specialised dK/dV config (BLOCK_M, stages, overlap[, fused
+    dQ[, split]]): 128 key rows (two warpgroups of 64), BLOCK_M query rows a tile, 12 warps
+    (the producer's padded to a warpgroup); "+dq" where dQ is fused in by atomics."""
+    bm, st, ov, fused, split = (*cfg, 0, 0)[:5]
+    return (f"gluon {'dkdv+dq' if fused else 'dkdv'} ws M{bm}N128w12 s{st}"
+            + (f" ov{ov}" if ov else "") + (f" red{fused}" if fused else "")
+            + (" split" if split else ""))
+
+
+def attention_backward_dkdv_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                               do: torch.Tensor, lse: torch.Tensor, delta: torch.Tensor,
+                               sm_scale: float | None = None, causal: bool = False,
+                               block_m: int = 64, stages: int = 2, overlap: int = 1,
+                               fused_dq: int = 0, dq_split: int = 0, consumer_regs: int = 240,
+                               out: tuple[torch.Tensor, torch.Tensor] | None = None,
+                               dq_acc: torch.Tensor | None = None
+                               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """dK, dV (B, H, N, d) on the warp-specialised Gluon dK/dV (a TMA producer warp, two
+    consumer warpgroups of 64 key rows) from the forward's lse (natural log, fp32) and
+    D = rowsum(dO * O) (fp32), both (B, H, N); `out` = (dk, dv) contiguous buffers to write,
+    else new ones. `stages`: the Q/dO ring's depth; `overlap` as kernels.hopper_bwd's;
+    `fused_dq` 1 / 2 / 4: also dQ / sm_scale added into `dq_acc` ((B·H·N, d) fp32, zeroed) by
+    atomics of that many floats (red.f32, red.v2.f32, red.v4.f32); `dq_split` 1: the two
+    warpgroups share dS^T and each adds one half of dQ's columns (half the atomics)."""
+    from ..kernels.hopper_bwd_ws import WG_ROWS, _attn_bwd_dkdv_ws
+
+    if (not hopper_supported(q, k, 2 * WG_ROWS, 2 * WG_ROWS) or v.shape != k.shape
+            or do.shape != q.shape or block_m not in (32, 64) or stages < 2
+            or overlap not in (0, 1, 2) or fused_dq not in (0, 1, 2, 4)
+            or (fused_dq and (dq_acc is None or q.numel() >= 2**31))):
+        raise ValueError("the warp-specialised Gluon dK/dV takes q, k, v, do of one shape "
+                         "(B, H, N, d), fp16/bf16, d 64 or 128, N a multiple of 128, block_m "
+                         "32 or 64, stages >= 2, overlap 0-2, on an sm_90 GPU (fused dQ: an fp32 "
+                         "dq_acc, fewer than 2**31 elements)")
+    (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
+    dk, dv = (torch.empty_like(k2), torch.empty_like(v2)) if out is None else out
+    descs = _descriptors(q.dtype, (q2, block_m), (k2, WG_ROWS), (v2, WG_ROWS), (do2, block_m))
+    _attn_bwd_dkdv_ws[(n // (2 * WG_ROWS), b * h)](
+        *descs, dk, dv, dq_acc if fused_dq else delta, lse.contiguous(), delta.contiguous(),
+        scale, n, d, int(stages), bool(causal), int(overlap), int(fused_dq), int(dq_split),
+        int(consumer_regs),
+        num_warps=4, maxnreg=WS_MAXNREG)
+    return dk.view(b, h, n, d), dv.view(b, h, n, d)
+
+
+def attention_backward_ws_fused(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                do: torch.Tensor, lse: torch.Tensor, delta: torch.Tensor,
+                                sm_scale: float | None = None, causal: bool = False,
+                                block_m: int = 64, stages: int = 2, overlap: int = 1,
+                                vec: int = 1, split: int = 0,
+                                out: tuple[torch.Tensor, ...] | None = None
+                                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dQ, dK, dV (B, H, N, d) in one warp-specialised launch (dQ by fp32 atomics into a
+    zeroed accumulator, then scaled and cast: FA2 / FA3's way, no second pass over K and V);
+    `vec`: floats an atomic adds (1, 2, 4); `split` 1: the warpgroups split dQ's columns;
+    `out` = (dq, dk, dv) contiguous buffers to write,
+    else new ones."""
+    b, h, n, d = q.shape
+    acc = torch.zeros(b * h * n, d, device=q.device, dtype=torch.float32)
+    kv = None if out is None else (out[1].view(-1, d), out[2].view(-1, d))
+    dk, dv = attention_backward_dkdv_ws(q, k, v, do, lse, delta, sm_scale, causal, block_m,
+                                        stages, overlap, vec, split, out=kv, dq_acc=acc)
+    scale = sm_scale if sm_scale is not None else d ** -0.5
+    if out is None:
+        return acc.mul_(scale).to(q.dtype).view(b, h, n, d), dk, dv
+    torch.mul(acc, scale, out=acc)
+    out[0].view(-1, d).copy_(acc)
+    return out[0].view(b, h, n, d), dk, dv

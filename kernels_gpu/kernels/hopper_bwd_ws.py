@@ -1,0 +1,320 @@
+"""The FlashAttention-3 backward's structure in Gluon (Triton 3.6): a warp-specialised dK/dV
+(issue 21, item 3 (b), fifth session).
+
+One program owns 128 key rows of one head (two blocks of WG_ROWS = 64) and runs three
+partitions (`gl.warp_specialize`, as `hopper_ws.py`'s forward):
+
+* a **producer** (1 warp, 24 registers): loads the program's two K and two V blocks once, then
+  streams the query tiles (BLOCK_M rows of Q and of dO) through a ring of STAGES shared-memory
+  buffers with TMA; per stage a `ready` mbarrier (the copy engine completes it with the tile's
+  bytes) and an `empty` one (both consumers arrive when they are done with the tile). Each Q/dO
+  tile is loaded once for both warpgroups (the one-partition kernel, two programs of 64 key rows
+  per SM, loads it twice);
+* two **consumer warpgroups** (4 warps each, CONSUMER_REGS registers by setmaxnreg; the default
+  partition is the first): each owns 64 key rows, holds its dK, dV accumulators (64 x d fp32)
+  and runs, per query tile, transposed so that the key rows stay with the warps:
+
+      S^T  = K Q^T;  P^T = exp2(S^T * scale*log2e - lse2)  (causal: keys past the query 0)
+      dV  += P^T dO;  dP^T = V dO^T;  dS^T = P^T * (dP^T - D);  dK += dS^T Q
+
+  on wgmma (P^T and dS^T from registers), lse and D = rowsum(dO * O) read with plain loads.
+  OVERLAP as `hopper_bwd.py`'s: 0 every wgmma waited; 1 dP^T issued with S^T and retired after
+  P^T's exponentials; 2 also P^T dO left running while dS^T is formed. FUSED_DQ (item 3 (c)):
+  dS^T goes through shared memory instead, feeding dK += dS^T Q and dQ_part = dS K (two column
+  halves of 32 registers), added to an fp32 dQ with atomics (FA2 / FA3's fused dQ; FA3 reduces
+  with bulk TMA, which Gluon 3.6 does not offer). Causal: the second
+  warpgroup's keys start 64 rows later, so it skips the program's first query tiles (it only
+  releases their stage).
+
+dK is scaled by sm_scale at the end; dK, dV stored with plain stores. Without FUSED_DQ, dQ is
+a separate launch (`hopper_bwd._attn_bwd_dq_hopper` or the `tl` one). H_kv = H, N_q = N_k a multiple of
+128, d 64 / 128, fp16 / bf16. Grid (N / 128, B * H); num_warps 4.
+"""
+from __future__ import annotations
+
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
+                                                                  tma, warpgroup_mma,
+                                                                  warpgroup_mma_wait)
+    HAVE_GLUON = True
+except ImportError:  # pragma: no cover - a Triton without Gluon
+    HAVE_GLUON = False
+
+__all__ = ["HAVE_GLUON", "WG_ROWS", "_attn_bwd_dkdv_ws"]
+
+WG_ROWS = 64  # key rows per consumer warpgroup; a program has two
+
+if HAVE_GLUON:
+    @gluon.jit
+    def _bwd_producer(q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem, kv_bar,
+                      ready, empty, row0, start_n, first, n_tiles, STAGES: gl.constexpr):
+        """TMA loads: the two K and V blocks once, then Q_i and dO_i into stage i % STAGES as
+        soon as both consumers have released that stage (fresh mbarriers pass phase 1)."""
+        ROWS: gl.constexpr = k_desc.block_type.shape[0]
+        BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+        mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
+        for w in gl.static_range(2):
+            tma.async_copy_global_to_shared(k_desc, [row0 + start_n + w * ROWS, 0], kv_bar,
+                                            k_smem.index(w))
+            tma.async_copy_global_to_shared(v_desc, [row0 + start_n + w * ROWS, 0], kv_bar,
+                                            v_smem.index(w))
+        for i in range(n_tiles):
+            s = i % STAGES
+            mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(s), 2 * q_desc.block_type.nbytes)
+            m_row = row0 + (first + i) * BLOCK_M
+            tma.async_copy_global_to_shared(q_desc, [m_row, 0], ready.index(s), q_smem.index(s))
+            tma.async_copy_global_to_shared(do_desc, [m_row, 0], ready.index(s),
+                                            do_smem.index(s))
+
+    @gluon.jit
+    def _red_add(ptrs, vals, VEC: gl.constexpr):
+        """*ptrs += vals in fp32, relaxed, no result: VEC 1 Triton's atomic_add (one red.f32 an
+        element); 2 / 4 PTX red.global.add.v2 / .v4.f32 (sm_90) on a thread's consecutive
+        elements, which the layout must make contiguous in memory."""
+        if VEC == 1:
+            gl.atomic_add(ptrs, vals, sem="relaxed")
+        elif VEC == 2:
+            gl.inline_asm_elementwise(
+                "red.relaxed.gpu.global.add.v2.f32 [$2], {$4, $5};\n"
+                "mov.b32 $0, 0;\nmov.b32 $1, 0;", "=r,=r,l,l,f,f", [ptrs.to(gl.int64), vals],
+                dtype=gl.int32, is_pure=False, pack=2)
+        else:
+            gl.inline_asm_elementwise(
+                "red.relaxed.gpu.global.add.v4.f32 [$4], {$8, $9, $10, $11};\n"
+                "mov.b32 $0, 0;\nmov.b32 $1, 0;\nmov.b32 $2, 0;\nmov.b32 $3, 0;",
+                "=r,=r,=r,=r,l,l,l,l,f,f,f,f", [ptrs.to(gl.int64), vals], dtype=gl.int32,
+                is_pure=False, pack=4)
+
+    @gluon.jit
+    def _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA, qk_scale,
+                  row0, first, k_pos, m_off, st_zero, op_layout: gl.constexpr,
+                  STAGES: gl.constexpr, MASK: gl.constexpr, OVERLAP: gl.constexpr,
+                  wg: gl.constexpr, k_smem, ds_smem, ds_bar, DQA, FUSED_DQ: gl.constexpr,
+                  DQ_SPLIT: gl.constexpr):
+        """One query tile (stage i % STAGES) into dK, dV; MASK: the causal mask (keys past the
+        query give 0); the stage released when every wgmma reading it has retired."""
+        BLOCK_M: gl.constexpr = q_smem.type.shape[1]
+        dtype: gl.constexpr = q_smem.dtype
+        s = i % STAGES
+        start_m = (first + i) * BLOCK_M
+        lse2 = gl.load(LSE + row0 + start_m + m_off) * 1.4426950408889634
+        delta = gl.load(DELTA + row0 + start_m + m_off)
+        mbarrier.wait(ready.index(s), (i // STAGES) & 1)
+        q_t = q_smem.index(s)
+        do_t = do_smem.index(s)
+        if OVERLAP:
+            st_tok = warpgroup_mma(k_t, q_t.permute((1, 0)), st_zero, use_acc=False,
+                                   is_async=True)
+            dpt_tok = warpgroup_mma(v_t, do_t.permute((1, 0)), st_zero, use_acc=False,
+                                    is_async=True)
+            st = warpgroup_mma_wait(1, deps=[st_tok])
+        else:
+            st = warpgroup_mma(k_t, q_t.permute((1, 0)), st_zero, use_acc=False)
+        pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
+        if MASK:
+            q_pos = start_m + m_off
+            pt = gl.where(gl.expand_dims(k_pos, 1) <= gl.expand_dims(q_pos, 0), pt, 0.0)
+        if FUSED_DQ:
+            # dS^T through shared memory: the A operand of dK += dS^T Q and, transposed, of
+            # this warpgroup's part of dQ = dS K, added to the fp32 dQ with atomics
+            dv_tok = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv,
+                                   is_async=True)
+            if OVERLAP:
+                dpt = warpgroup_mma_wait(1, deps=[dpt_tok])
+            else:
+                dpt = warpgroup_mma(v_t, do_t.permute((1, 0)), st_zero, use_acc=False)
+            HEAD_DIM: gl.constexpr = q_t.type.shape[1]
+            HALF: gl.constexpr = HEAD_DIM // 2  # dQ column halves: 32 registers each
+            dq_layout: gl.constexpr = gl.NVMMADistributedLayout(
+                version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HALF, 16])
+            dq_zero = gl.zeros([BLOCK_M, HALF], gl.float32, layout=dq_layout)
+            if FUSED_DQ == 4:  # 4 contiguous columns a thread: one red.v4 each
+                red_layout: gl.constexpr = gl.BlockedLayout([1, 4], [128 // HALF, HALF // 4],
+                                                            [4, 1], [1, 0])
+            else:
+                red_layout: gl.constexpr = dq_layout
+            rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, red_layout))
+            cols = gl.arange(0, HALF, layout=gl.SliceLayout(0, red_layout))
+            offs = gl.expand_dims((row0 + start_m + rows) * HEAD_DIM, 1) + gl.expand_dims(cols, 0)
+            if DQ_SPLIT:
+                # both warpgroups' dS^T (double-buffered by tile parity), then warpgroup wg
+                # takes dQ's column half wg over all 128 keys: half the atomics
+                buf = i % 2
+                ds_t = ds_smem.index(2 * buf + wg)
+                ds_t.store((pt * (dpt - gl.expand_dims(delta, 0))).to(dtype))
+                fence_async_shared()
+                gl.thread_barrier()  # the warpgroup's dS^T rows all written
+                dk_tok = warpgroup_mma(ds_t, q_t, dk, is_async=True)
+                mbarrier.arrive(ds_bar.index(buf), count=1)
+                mbarrier.wait(ds_bar.index(buf), (i // 2) & 1)  # the other half written
+                dq_tok = warpgroup_mma(ds_smem.index(2 * buf).permute((1, 0)),
+                                       k_smem.index(0).slice(wg * HALF, HALF, dim=1), dq_zero,
+                                       use_acc=False, is_async=True)
+                dq_tok = warpgroup_mma(ds_smem.index(2 * buf + 1).permute((1, 0)),
+                                       k_smem.index(1).slice(wg * HALF, HALF, dim=1), dq_tok,
+                                       is_async=True)
+                dv, dk, dq = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok, dq_tok])
+                mbarrier.arrive(empty.index(s), count=1)
+                _red_add(DQA + offs + wg * HALF, gl.convert_layout(dq, red_layout), FUSED_DQ)
+            else:
+                # this warpgroup's 64 keys: dQ_part = dS K_wg in two column halves
+                ds_t = ds_smem.index(wg)
+                ds_t.store((pt * (dpt - gl.expand_dims(delta, 0))).to(dtype))
+                fence_async_shared()
+                gl.thread_barrier()  # the warpgroup's dS^T rows all written
+                dk_tok = warpgroup_mma(ds_t, q_t, dk, is_async=True)
+                dq_tok = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(0, HALF, dim=1),
+                                       dq_zero, use_acc=False, is_async=True)
+                dv, dk, dq = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok, dq_tok])
+                mbarrier.arrive(empty.index(s), count=1)
+                _red_add(DQA + offs, gl.convert_layout(dq, red_layout), FUSED_DQ)
+                dq = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(HALF, HALF, dim=1), dq_zero,
+                                   use_acc=False)
+                _red_add(DQA + offs + HALF, gl.convert_layout(dq, red_layout), FUSED_DQ)
+        elif OVERLAP == 2:
+            dv_tok = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv,
+                                   is_async=True)
+            dpt = warpgroup_mma_wait(1, deps=[dpt_tok])
+            dst = pt * (dpt - gl.expand_dims(delta, 0))
+            dk_tok = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk,
+                                   is_async=True)
+            dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
+        elif OVERLAP == 1:
+            dpt = warpgroup_mma_wait(0, deps=[dpt_tok])
+            dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv)
+            dst = pt * (dpt - gl.expand_dims(delta, 0))
+            dk = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk)
+        else:
+            dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv)
+            dpt = warpgroup_mma(v_t, do_t.permute((1, 0)), st_zero, use_acc=False)
+            dst = pt * (dpt - gl.expand_dims(delta, 0))
+            dk = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk)
+        if not FUSED_DQ:
+            mbarrier.arrive(empty.index(s), count=1)
+        return dk, dv
+
+    @gluon.jit
+    def _bwd_consumer(wg: gl.constexpr, DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem,
+                      do_smem, ds_smem, ds_bar, kv_bar, ready, empty, sm_scale, row0, start_n,
+                      first, n_tiles, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+                      CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr,
+                      DQ_SPLIT: gl.constexpr):
+        """One warpgroup's 64 key rows: dK, dV over the program's query tiles, then stored."""
+        ROWS: gl.constexpr = k_smem.type.shape[1]
+        BLOCK_M: gl.constexpr = q_smem.type.shape[1]
+        dtype: gl.constexpr = k_smem.dtype
+        st_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+        op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout,
+                                                      k_width=2)
+        col_st: gl.constexpr = gl.SliceLayout(0, st_layout)
+        row_st: gl.constexpr = gl.SliceLayout(1, st_layout)
+        qk_scale = sm_scale * 1.4426950408889634
+        my_n = start_n + wg * ROWS
+        k_t = k_smem.index(wg)
+        v_t = v_smem.index(wg)
+        dk = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=acc_layout)
+        dv = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=acc_layout)
+        st_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=st_layout)
+        k_pos = my_n + gl.arange(0, ROWS, layout=row_st)
+        m_off = gl.arange(0, BLOCK_M, layout=col_st)
+        skip = 0
+        if CAUSAL:
+            skip = my_n // BLOCK_M - first  # query tiles wholly before this warpgroup's keys
+        n_diag = 0
+        if CAUSAL:  # the tiles that cross this warpgroup's diagonal: masked, in their own loop
+            n_diag = ROWS // BLOCK_M
+        if DQ_SPLIT:  # both warpgroups take every tile (dQ needs both dS^T halves): masked
+            n_diag = n_diag + skip
+            skip = 0
+        for i in range(skip):  # release them (the other warpgroup uses them)
+            s = i % STAGES
+            mbarrier.wait(ready.index(s), (i // STAGES) & 1)
+            mbarrier.arrive(empty.index(s), count=1)
+        mbarrier.wait(kv_bar, 0)
+        for i in range(skip, skip + n_diag):
+            dk, dv = _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA,
+                               qk_scale, row0, first, k_pos, m_off, st_zero, op_layout,
+                               STAGES, True, OVERLAP, wg, k_smem, ds_smem, ds_bar, DQA,
+                               FUSED_DQ, DQ_SPLIT)
+        for i in range(skip + n_diag, n_tiles):
+            dk, dv = _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA,
+                               qk_scale, row0, first, k_pos, m_off, st_zero, op_layout,
+                               STAGES, False, OVERLAP, wg, k_smem, ds_smem, ds_bar, DQA,
+                               FUSED_DQ, DQ_SPLIT)
+
+        rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
+        cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
+        offs = (row0 + my_n + gl.expand_dims(rows, 1)).to(gl.int64) * HEAD_DIM \
+            + gl.expand_dims(cols, 0)
+        gl.store(DK + offs, (dk * sm_scale).to(dtype))
+        gl.store(DV + offs, dv.to(dtype))
+
+    @gluon.jit
+    def _bwd_consumer_wg1(DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, ds_smem,
+                          ds_bar, kv_bar, ready, empty, sm_scale, row0, start_n, first, n_tiles,
+                          HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                          OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr,
+                          DQ_SPLIT: gl.constexpr):
+        _bwd_consumer(1, DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, ds_smem,
+                      ds_bar, kv_bar, ready, empty, sm_scale, row0, start_n, first, n_tiles,
+                      HEAD_DIM, STAGES, CAUSAL, OVERLAP, FUSED_DQ, DQ_SPLIT)
+
+    @gluon.jit
+    def _attn_bwd_dkdv_ws(q_desc, k_desc, v_desc, do_desc, DK, DV, DQA, LSE, DELTA, sm_scale,
+                          N, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+                          CAUSAL: gl.constexpr, OVERLAP: gl.constexpr, FUSED_DQ: gl.constexpr,
+                          DQ_SPLIT: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                          num_warps: gl.constexpr):
+        """dK, dV of 128 key rows of one head from Q, dO, lse (natural log) and D; FUSED_DQ
+        1 / 2 / 4: also this program's part of dQ / sm_scale added to the fp32 DQA (zeroed by
+        the caller) with atomics of that many floats (`_red_add`; DQA unused with 0). Grid (N / 128, B * H); num_warps 4 (the first
+        consumer warpgroup; the second and the producer are worker partitions). Causal:
+        program 0 (the most query tiles) first."""
+        ROWS: gl.constexpr = k_desc.block_type.shape[0]
+        BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+        pid_n = gl.program_id(0)
+        bh = gl.program_id(1)
+        start_n = pid_n * (2 * ROWS)
+        row0 = bh * N  # the head's first row in the (B*H*N, d) views
+        if CAUSAL:
+            first = start_n // BLOCK_M  # the first query tile that sees any of these keys
+        else:
+            first = 0
+        n_tiles = N // BLOCK_M - first
+        dtype: gl.constexpr = q_desc.dtype
+        k_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], k_desc.layout)
+        v_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], v_desc.layout)
+        q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
+        do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
+        ds_smem = gl.allocate_shared_memory(  # each warpgroup's dS^T (FUSED_DQ)
+            dtype, [2 + 2 * DQ_SPLIT, ROWS, BLOCK_M],
+            gl.NVMMASharedLayout(swizzle_byte_width=min(128, 2 * BLOCK_M), element_bitwidth=16,
+                                 rank=2))
+        ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        mbarrier.init(kv_bar, count=1)
+        for b in gl.static_range(2):  # DQ_SPLIT: both warpgroups' dS^T of a tile written
+            mbarrier.init(ds_bar.index(b), count=2)
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)
+        gl.warp_specialize([
+            (_bwd_consumer, (0, DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem,
+                             ds_smem, ds_bar, kv_bar, ready, empty, sm_scale, row0, start_n,
+                             first, n_tiles, HEAD_DIM, STAGES, CAUSAL, OVERLAP, FUSED_DQ,
+                             DQ_SPLIT)),
+            (_bwd_consumer_wg1, (DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem,
+                                 ds_smem, ds_bar, kv_bar, ready, empty, sm_scale, row0,
+                                 start_n, first, n_tiles, HEAD_DIM, STAGES, CAUSAL, OVERLAP,
+                                 FUSED_DQ, DQ_SPLIT)),
+            (_bwd_producer, (q_desc, k_desc, v_desc, do_desc, k_smem, v_smem, q_smem, do_smem,
+                             kv_bar, ready, empty, row0, start_n, first, n_tiles, STAGES)),
+        ], [4, 1], [CONSUMER_REGS, 24])
