@@ -247,3 +247,14 @@ def test_gluon_launches_against_the_stored_h100_measurements():
             assert r["pred_pointer_read"] == 0 and r["tma_stores"] == ["O"]
         if r.get("kv_heads") is None:
             assert 1.0 <= r["dram_read"] / r["pred_compulsory_read"] < 1.04, r
+
+
+def test_the_warp_specialised_backward_is_not_dispatched_until_the_model_knows_it():
+    """host/flash_attn.py runs the warp-specialised dK/dV (host/hopper_bwd_ws.py) wherever
+    DISPATCH_DKDV_WS names a config, but model/dispatch.py, the traffic model and verify-gpu
+    do not describe it (it measured within the spread, RESULTS.md fifth session). A row added
+    to that table without teaching the model would make them describe the wrong kernel."""
+    from kernels_gpu.host import hopper_bwd_ws
+    assert hopper_bwd_ws.DISPATCH_DKDV_WS == {}, (
+        "teach model/dispatch.py (and the schedule, verify-gpu, model/gluon.py) the "
+        "warp-specialised dK/dV before dispatching it")
