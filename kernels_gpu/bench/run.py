@@ -176,9 +176,9 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
         row["fwd_kernel"] = hopper.ws_label(ws) if ws else row["fwd_kernel"]
         dkdv = hopper.dispatch_dkdv(launch.problem_of(qd, kd, kd, causal), False)
         if dkdv is not None:  # the backward's dK/dV ran on the Gluon kernel
-            row["bwd_dkdv_kernel"] = "gluon M{}N{}w{}".format(*dkdv)
+            row["bwd_dkdv_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dkdv)
             dq = hopper.dispatch_dq(launch.problem_of(qd, kd, kd, causal), False)
-            if dq is not None:  # and its dQ too (the model still predicts the `tl` dQ)
+            if dq is not None:  # and its dQ too (model/gluon.py reads both names)
                 row["bwd_dq_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dq)
     return row
 

@@ -43,9 +43,9 @@ from ..host.configs import KernelConfig
 from .occupancy import resources as tl_resources
 from .schedule import Schedule, schedule
 
-__all__ = ["GluonKernel", "parse", "resources", "program_time", "launch_schedule", "GLUON_FILE",
-           "WS_ROWS",
-           "CONSUMER_REGS", "PRODUCER_REGS"]
+__all__ = ["GluonKernel", "parse", "from_study", "Kind", "KINDS", "resources", "program_time",
+           "PipelineTerms", "PIPELINE", "GLUON_FIT_SUBSET", "launch_schedule", "GLUON_FILE",
+           "WS_ROWS", "CONSUMER_REGS", "PRODUCER_REGS"]
 
 GLUON_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                           "results", "resources_gluon_sm90.json")
@@ -54,18 +54,22 @@ CONSUMER_REGS = 240    # setmaxnreg of each consumer warpgroup (kernels/hopper_w
 PRODUCER_REGS = 24     # setmaxnreg of the producer's warpgroup
 BARRIER_BYTES = 8      # one mbarrier
 
-_NAME = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-(ws|lag|pingpong)-s(\d+))?")
+_NAME = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-(ws|lag|pingpong)-s(\d+))?(?: s(\d+))?"
+                   r"(?: ov(\d+))?")
+_STUDY_WS = re.compile(r"ws N(\d+) (ws|lag|pingpong) s(\d+)")
+PASSES = ("fwd", "bwd_dkdv", "bwd_dq")
 
 
 @dataclass(frozen=True)
 class GluonKernel:
     label: str
-    pass_: str          # "fwd" or "bwd_dkdv"
+    pass_: str          # "fwd", "bwd_dkdv" or "bwd_dq"
     block_m: int
     block_n: int
     num_warps: int
-    stages: int         # the K/V (forward) or Q/dO (dK/dV) TMA ring
+    stages: int         # the K/V (forward, dQ) or Q/dO (dK/dV) TMA ring
     schedule: str = ""  # "" (one partition), "ws", "lag" or "pingpong"
+    overlap: int = 0    # the backward's asynchronous wgmma schedule (kernels/hopper_bwd.py)
 
     @property
     def config(self) -> KernelConfig:
@@ -76,20 +80,87 @@ class GluonKernel:
     def specialised(self) -> bool:
         return bool(self.schedule)
 
+    @property
+    def kind(self) -> str:
+        """Its row of KINDS."""
+        return f"{self.pass_}-{self.schedule}" if self.schedule else self.pass_
+
+    @property
+    def canonical(self) -> str:
+        """The name with the defaults left out (the key of the stored compile)."""
+        base = f"gluon M{self.block_m}N{self.block_n}w{self.num_warps}"
+        if self.schedule:
+            return f"{base} ws-{self.schedule}-s{self.stages}"
+        return base + (f" s{self.stages}" if self.stages != 2 else "") + (
+            f" ov{self.overlap}" if self.overlap else "")
+
 
 def parse(label: str | None, pass_: str) -> GluonKernel | None:
-    """The Gluon kernel a bench row names (`fwd_kernel` / `bwd_dkdv_kernel`), or None for the
-    `tl` kernel (absent, or a name not starting with "gluon ")."""
+    """The Gluon kernel a bench row names (`fwd_kernel`, `bwd_dkdv_kernel`, `bwd_dq_kernel`),
+    or None for the `tl` kernel (absent, or a name not starting with "gluon "). Names: "gluon
+    M<bm>N<bn>w<warps>", then " ws-<schedule>-s<stages>" (the warp-specialised forward) or
+    " s<stages>" (2 if absent), then " ov<overlap>" (0 if absent)."""
     if not label or not label.startswith("gluon "):
         return None
     m = _NAME.fullmatch(label.strip())
-    if m is None:
-        raise ValueError(f"not a Gluon kernel name: {label!r} "
-                         "(expected like 'gluon M128N64w8' or 'gluon M128N128w12 ws-lag-s3')")
+    if m is None or pass_ not in PASSES or (m.group(4) and pass_ != "fwd"):
+        raise ValueError(f"not a Gluon kernel name for {pass_}: {label!r} (expected like "
+                         "'gluon M128N64w8', 'gluon M128N128w12 ws-lag-s3' or "
+                         "'gluon M64N64w4 s2 ov1')")
     bm, bn, w = (int(g) for g in m.group(1, 2, 3))
-    if m.group(4):
-        return GluonKernel(label.strip(), pass_, bm, bn, w, int(m.group(5)), m.group(4))
-    return GluonKernel(label.strip(), pass_, bm, bn, w, 2)
+    stages = int(m.group(5) or m.group(6) or 2)
+    kernel = GluonKernel(label.strip(), pass_, bm, bn, w, stages, m.group(4) or "",
+                         int(m.group(7) or 0))
+    if kernel.kind not in KINDS:
+        raise ValueError(f"no time model for the Gluon kernel {label!r} ({kernel.kind}); "
+                         "add its row to model/gluon.py KINDS")
+    return kernel
+
+
+def from_study(name: str) -> GluonKernel | None:
+    """The Gluon kernel a study's column names (bench/hopper.py, hopper_bwd.py): "gluon
+    M128N64w8" (forward), "ws N128 lag s2" (warp-specialised forward), "gluon dkdv M64N64w4 s3
+    ov2", "gluon dq M64N64w4 ov1"; None for any other column ("tl ...", "flash", "backward
+    ...")."""
+    ws = _STUDY_WS.fullmatch(name)
+    if ws:
+        return parse(f"gluon M{WS_ROWS}N{ws.group(1)}w12 ws-{ws.group(2)}-s{ws.group(3)}",
+                     "fwd")
+    for prefix, pass_ in (("gluon dkdv ", "bwd_dkdv"), ("gluon dq ", "bwd_dq")):
+        if name.startswith(prefix):
+            return parse("gluon " + name[len(prefix):], pass_)
+    return parse(name, "fwd") if _NAME.fullmatch(name) else None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How the time model runs one family of Gluon kernels (module docstring)."""
+    schedule: str       # "chain" (one program's units in series, predict.schedule_time) or
+    #                     "pipeline" (softmax overlapped with the GEMMs, pipeline_time)
+    overlap_share: float  # OVERLAP >= 1: the share of the launch's tensor time (one GEMM of
+    #                       equal ones) issued under the exponentials, 0: none
+    doc: str
+
+
+# Every Gluon kernel the model knows, keyed by GluonKernel.kind (the pass, and the
+# warp-specialised schedule). A new kernel: its name grammar in `parse`, a row here, and,
+# if its schedule is neither, a branch in predict.scheduled.
+KINDS = {
+    "fwd": Kind("chain", 0.0, "one-partition forward (kernels/hopper.py): every tile and "
+                "product waited in turn, like `tl`"),
+    "fwd-ws": Kind("pipeline", 0.0, "warp-specialised forward, no lag: the two consumer "
+                   "warpgroups overlap each other's softmax"),
+    "fwd-lag": Kind("pipeline", 0.0, "warp-specialised forward, the softmax of tile j under "
+                    "P V of tile j-1"),
+    "fwd-pingpong": Kind("pipeline", 0.0, "warp-specialised forward, the two warpgroups' "
+                         "GEMMs alternated by a named barrier"),
+    # four equal GEMMs an iteration (S^T, dP^T, dV, dK): dP^T is a quarter of the tensor time
+    "bwd_dkdv": Kind("chain", 1 / 4, "dK/dV (kernels/hopper_bwd.py): K, V held, Q, dO "
+                     "through the ring; OVERLAP 1 issues dP^T with S^T"),
+    # three (S, dP, dQ): dP is a third
+    "bwd_dq": Kind("chain", 1 / 3, "dQ (kernels/hopper_bwd.py): Q, dO held, K, V through "
+                   "the ring; OVERLAP 1 issues dP with S"),
+}
 
 
 @lru_cache(maxsize=4)
@@ -116,20 +187,41 @@ def resources(kernel: GluonKernel, d: int, causal: bool, elem_bytes: int = 2
               ) -> tuple[int, int, str]:
     """(registers, shared-memory bytes, "compiled" or "closed form") of one program."""
     if elem_bytes == 2:
-        hit = compiled().get(f"{kernel.pass_}|{kernel.label}|{int(d)}|{int(bool(causal))}")
+        hit = compiled().get(
+            f"{kernel.pass_}|{kernel.canonical}|{int(d)}|{int(bool(causal))}")
         if hit:
             return hit["regs"], hit["smem"], "compiled"
     return (*closed_form(kernel, d, elem_bytes), "closed form")
 
 
-def program_time(iterations: int, tensor: float, softmax: float, rate: float) -> float:
-    """Seconds of one warp-specialised program (`lag` / `pingpong`) of `iterations` loop
-    iterations, each `tensor` s of matrix work and `softmax` s of vector + SFU work on its SM,
-    `rate` the SM's throughput bound per iteration (max of tensor, softmax, HBM and L2 shares):
-    a two-stage software pipeline, n max(stage) + min(stage) (docstring)."""
+@dataclass(frozen=True)
+class PipelineTerms:
+    """The warp-specialised forward's schedule constants (module docstring)."""
+    fixed_s: float          # per program: Q in, the ring's fill, O out (one program per SM,
+    #                         nothing co-resident hides it)
+    hidden: dict            # schedule -> the fraction of the shorter stage (softmax or
+    #                         GEMMs) hidden under the longer one, per iteration
+
+
+# Fitted by `python -m kernels_gpu.bench.fit_model --gluon` on GLUON_FIT_SUBSET (see there).
+PIPELINE = PipelineTerms(fixed_s=2e-6, hidden={"ws": 0.3, "lag": 0.45, "pingpong": 0.4})
+GLUON_FIT_SUBSET = ("the launch studies results/hopper_*_h100*.json (each Gluon kernel and "
+                    "`tl` dQ timed alone) at N 1024 and 16384; held out: their N 512, 2048, "
+                    "4096 and every dispatch run (results/frontier_*dispatch*_h100*.json)")
+
+
+def program_time(iterations: int, tensor: float, softmax: float, rate: float,
+                 hidden: float = 1.0) -> float:
+    """Seconds of one warp-specialised program of `iterations` loop iterations, each `tensor`
+    s of matrix work and `softmax` s of vector + SFU work on its SM, `rate` the SM's throughput
+    bound per iteration (max of tensor, softmax, HBM and L2 shares): a two-stage software
+    pipeline in which a fraction `hidden` of the shorter stage runs under the longer one,
+    n (max(rate, T, S) + (1 - hidden) min(T, S)) + hidden min(T, S) (the first softmax or the
+    last P V has nothing to hide under); hidden 1: n max + min (docstring)."""
     if iterations <= 0:
         return 0.0
-    return iterations * max(rate, tensor, softmax) + min(tensor, softmax)
+    short = min(tensor, softmax)
+    return iterations * (max(rate, tensor, softmax) + (1 - hidden) * short) + hidden * short
 
 
 def launch_schedule(kernel: GluonKernel, n: int, d: int, batch: int = 1, heads: int = 1,
