@@ -4,11 +4,19 @@ its schedule (issue 21, items 2 and 5).
 A bench row names the kernel that ran where it is not the `tl` one: `fwd_kernel` (e.g.
 "gluon M128N64w8", the one-partition Hopper forward of `kernels/hopper.py`, or
 "gluon M128N128w12 ws-lag-s3", the warp-specialised forward of `kernels/hopper_ws.py` with its
-schedule and ring stages) and `bwd_dkdv_kernel` ("gluon M64N64w4", the dK/dV of
-`kernels/hopper_bwd.py`). `parse` turns a name into a `GluonKernel`; absent or "tl ..." is the
-`tl` kernel (None), which the model handles as before.
+schedule and ring stages), `bwd_dkdv_kernel` and `bwd_dq_kernel` ("gluon M64N64w4 s2 ov1", the
+dK/dV and the dQ of `kernels/hopper_bwd.py` with ring stages and OVERLAP; " s2" and " ov0" may
+be left out). `parse` turns a name into a `GluonKernel`; absent or "tl ..." is the `tl` kernel
+(None). The launch studies (bench/hopper.py, hopper_bwd.py) name their columns differently
+("ws N128 lag s2", "gluon dq M64N64w4 ov1"): `from_study`.
 
-What the model takes from the kernel, all from its code, none fitted on its measurements:
+**The table** (`KINDS`, keyed by `GluonKernel.kind`: the pass, and the warp-specialised
+schedule) says how each family runs in the model. A new kernel: its name in `parse` (the bench
+row's `*_kernel` field), a row in KINDS, its offline compile (`fit_model --compile-gluon`), and
+if it schedules its work neither as a chain nor as the forward's pipeline, a branch in
+`predict.scheduled`; then refit (`python -m kernels_gpu.bench.fit_model --gluon`).
+
+What the model takes from the kernel:
 
 * **tiles** (`config`, `launch_schedule`): the blocks the tile machine and `schedule()` run,
   so the L2 words and the traffic (`schedule.predict_traffic`, `traffic.simulated_traffic(
@@ -16,20 +24,26 @@ What the model takes from the kernel, all from its code, none fitted on its meas
   of 64) x BLOCK_N for the warp-specialised forward, BLOCK_M x BLOCK_N for the others; all TMA.
 * **occupancy** (`resources`): registers and shared memory of one program. The stored offline
   sm_90 compile (`results/resources_gluon_sm90.json`, `TRITON_INTERPRET=0 python -m
-  kernels_gpu.bench.fit_model --compile-gluon`) where it has the kernel, else the closed form of
-  the kernel's budgets: the warp-specialised forward's registers are set by `setmaxnreg`, two
-  consumer warpgroups at 240 and the producer's warpgroup at 24 per thread (12 warps: 64 512
-  registers, one program per SM); its shared memory the two Q halves and K, V x stages. The
-  one-partition kernels: `occupancy.resources` of their config (2-stage TMA ring).
-* **schedule** (`overlapped`): the one-partition kernels wait for every tile and every product
-  in turn, like the `tl` kernels, so they run through the `tl` schedule (`predict.TERMS`). In
-  the `lag` and `pingpong` schedules the softmax of tile j runs while P V of tile j-1 (and the
-  other warpgroup's GEMMs) are on the tensor cores: matrix and softmax work are two stages of a
-  software pipeline. A program of n iterations of tensor time T and softmax time S (per SM) then
-  takes n max(T, S) + min(T, S) (the first softmax and the last P V have nothing to hide
-  under), and no exposed latency: the waits the `tl` model charges as `exposed` are what the
-  overlap hides. The `ws` schedule (no lag) is the two consumer warpgroups as two co-resident
-  programs of 64 rows each running the `tl` chain.
+  kernels_gpu.bench.fit_model --compile-gluon`: every kernel the dispatch runs and the launch
+  studies ran) where it has the kernel, else the closed form of the kernel's budgets: the
+  warp-specialised forward's registers are set by `setmaxnreg`, two consumer warpgroups at 240
+  and the producer's warpgroup at 24 per thread (12 warps: 64 512 registers, one program per
+  SM); its shared memory the two Q halves and K, V x stages. The one-partition kernels:
+  `occupancy.resources` of their config (a `stages`-deep TMA ring).
+* **schedule**. The one-partition kernels (forward, dK/dV, dQ) wait for every tile and every
+  product in turn, like the `tl` kernels: the chain of `predict.schedule_time`, with their own
+  constants (`predict.GLUON_TERMS`). The backward's OVERLAP 1 issues one GEMM (dP^T in the
+  dK/dV, a quarter of its four equal products; dP in the dQ, a third of three) with S and
+  retires it after the exponentials: `overlap_hidden` takes the shorter of that GEMM's time
+  and the exponentials' off the chain (a closed form, nothing fitted). The warp-specialised
+  forward is a two-stage software pipeline of matrix work T and softmax work S per iteration
+  on its SM (`program_time`): in `lag` the softmax of tile j runs under P V of tile j-1, in
+  `pingpong` under the other warpgroup's GEMMs, in `ws` only the other warpgroup's chain
+  overlaps. A fraction `hidden` of the shorter stage runs under the longer: an iteration takes
+  max(T, S) + (1 - hidden) min(T, S); a program adds `fixed_s` (Q in, the ring's fill, O out:
+  one program per SM, so nothing co-resident hides it). `PIPELINE` holds one fixed cost and a
+  `hidden` per schedule, fitted on `GLUON_FIT_SUBSET` (bench/fit_gluon.py). The ring's depth
+  enters through the shared memory (programs per SM); no per-stage constant.
 """
 from __future__ import annotations
 
@@ -40,11 +54,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..host.configs import KernelConfig
+from .occupancy import makespan
 from .occupancy import resources as tl_resources
 from .schedule import Schedule, schedule
 
 __all__ = ["GluonKernel", "parse", "from_study", "Kind", "KINDS", "resources", "program_time",
            "PipelineTerms", "PIPELINE", "GLUON_FIT_SUBSET", "launch_schedule", "GLUON_FILE",
+           "overlap_hidden", "overlapped_time",
            "WS_ROWS", "CONSUMER_REGS", "PRODUCER_REGS"]
 
 GLUON_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -222,6 +238,38 @@ def program_time(iterations: int, tensor: float, softmax: float, rate: float,
         return 0.0
     short = min(tensor, softmax)
     return iterations * (max(rate, tensor, softmax) + (1 - hidden) * short) + hidden * short
+
+
+def overlap_hidden(rate, kernel: GluonKernel | None) -> float:
+    """Seconds of the launch's serial chain that the backward's OVERLAP schedule takes off it:
+    the GEMM issued asynchronously (dP^T, dP: KINDS' share of the tensor time) runs
+    under the exponentials, so the shorter of the two leaves the chain; 0 with OVERLAP 0."""
+    if kernel is None or not kernel.overlap:
+        return 0.0
+    return min(KINDS[kernel.kind].overlap_share * rate.tensor_s, rate.sfu_s)
+
+
+def _per_sm_iteration(rate, iterations: int, sms: int):
+    """(tensor, vector + sfu, throughput bound) seconds of one program iteration on one SM."""
+    k = sms / iterations
+    softmax = rate.vector_s + rate.sfu_s
+    return (rate.tensor_s * k, softmax * k,
+            max(rate.tensor_s, softmax, rate.hbm_s, rate.l2_s) * k)
+
+
+def overlapped_time(rate, per: list[int], rows: int, occ: int, fixed_s: float,
+                    sms: int = 132, hidden: float = 1.0) -> float:
+    """Seconds of one launch of the warp-specialised forward: each program a two-stage
+    pipeline of matrix and softmax work hiding a fraction `hidden` of the shorter stage
+    (program_time); occ programs per SM share its units; the makespan as for the
+    others, plus the launch."""
+    iterations = sum(per) * rows
+    if iterations == 0:
+        return rate.total_s
+    tensor, softmax, thr = _per_sm_iteration(rate, iterations, sms)
+    durations = [fixed_s + program_time(i, occ * tensor, occ * softmax, occ * thr, hidden)
+                 for i in per]
+    return makespan(durations, rows, sms * occ) + rate.launch_s
 
 
 def launch_schedule(kernel: GluonKernel, n: int, d: int, batch: int = 1, heads: int = 1,

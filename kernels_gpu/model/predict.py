@@ -33,16 +33,19 @@ SMs x programs-per-SM slots (greedy, in launch order). Per iteration a slot take
 (occ: programs per SM from the config's registers and shared memory; one program's matrix
 and softmax work run in series plus the latency it cannot hide, `exposed`; a co-resident
 program overlaps a fraction `overlap` of it), and each program adds `fixed_s` (the held tile
-in, the pipeline's fill, the stores). predicted = makespan + launch. The three constants per
-pass (`TERMS`) are fitted on a declared calibration subset of the H100 frontier grid
-(`FIT_SUBSET`) and checked on the rest (`python -m kernels_gpu.bench.fit_model`).
+in, the pipeline's fill, the stores). predicted = makespan + launch. The constants (`TERMS`:
+the forward; the dK/dV launches; the dQ launch) are fitted on declared subsets: the forward's
+and the dK/dV's on the H100 frontier grid's `FIT_SUBSET` (`python -m
+kernels_gpu.bench.fit_model`, checked on the rest), the dQ's on the launch studies' `tl` dQ
+(`gluon.GLUON_FIT_SUBSET`, `fit_model --gluon`), then the dK/dV's with it held.
 
-Where a Gluon kernel ran (`kernel=` / `dkdv_kernel=`, model/gluon.py: the bench row's
-`fwd_kernel`, `bwd_dkdv_kernel`), its tiles, its programs per SM and its schedule replace the
-`tl` config's, with no constant fitted on its points: the one-partition kernels run the chain
-above; the `lag` / `pingpong` warp-specialised forward overlaps the softmax with the GEMMs, a
-program of n iterations taking n max(tensor, vector + sfu, rate) + min(tensor, vector + sfu)
-per SM (`overlapped_time`), with no exposed latency.
+Where a Gluon kernel ran (`kernel=` / `dkdv_kernel=` / `dq_kernel=`, model/gluon.py: the bench
+row's `fwd_kernel`, `bwd_dkdv_kernel`, `bwd_dq_kernel`), its tiles, its programs per SM and
+its schedule (gluon.KINDS) replace the `tl` config's: the one-partition kernels run the chain
+above with `GLUON_TERMS` (less the GEMM the backward's OVERLAP hides, `overlap_hidden`); the
+warp-specialised forward is a two-stage pipeline hiding a fraction of the shorter of its
+matrix and softmax stages (`overlapped_time`, gluon.PIPELINE). Both fitted on the launch
+studies (gluon.GLUON_FIT_SUBSET); the dispatch runs are held out.
 """
 from __future__ import annotations
 
@@ -55,13 +58,14 @@ from toymachine.cost import attention_tile_cost
 
 from ..kernels.common import padded_head_dim
 from . import gluon
+from .gluon import overlap_hidden, overlapped_time
 from .occupancy import makespan, program_resources, program_row, programs_per_sm
 from .schedule import schedule
 
 __all__ = ["Prediction", "predict_forward", "predict_backward", "predict_launch", "sequence",
            "machine_for",
            "calibration", "CALIBRATION_FILE", "ScheduleTerms", "TERMS", "FIT_SUBSET",
-           "GLUON_TERMS", "TERMS_OF",
+           "GLUON_TERMS", "TERMS_OF", "overlap_hidden", "overlapped_time",
            "scheduled", "schedule_time"]
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
@@ -122,6 +126,12 @@ class ScheduleTerms:
 # measured), grid search) on FIT_SUBSET of results/frontier_h100.json (H100, 2026-11-25);
 # a CPU test checks them. The forward's overlap is determined by its d 64 points alone (the
 # only forward launch with 3 programs per SM whose softmax is not hidden behind the L2 time).
+# "bwd_dq" (the dQ launch) is fitted first, on the `tl` dQ launches of the launch studies
+# (gluon.GLUON_FIT_SUBSET: timed alone, N 1k and 16k; `fit_model --gluon`), then "bwd" (the
+# dK/dV launches) on FIT_SUBSET with it held (fifth session; before, one "bwd" for both:
+# 5 us, 0.2, 0.375, which put the `tl` dQ launch alone at 0.81 - 1.37 x its measured time
+# and the `tl` dK/dV at 0.68 - 1.10: errors that cancelled in the whole `tl` backward, not
+# beside a Gluon dK/dV).
 TERMS = {"fwd": ScheduleTerms(fixed_s=0.0, exposed=0.1, overlap=0.125),
          "bwd": ScheduleTerms(fixed_s=8e-6, exposed=0.3, overlap=0.25),
          "bwd_dq": ScheduleTerms(fixed_s=3e-6, exposed=0.0, overlap=0.375)}
@@ -168,23 +178,6 @@ def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 
     return replace(rate, total_s=t, schedule_s=t - rate.total_s, occupancy=str(occ))
 
 
-def overlap_hidden(rate: Prediction, kernel: gluon.GluonKernel | None) -> float:
-    """Seconds of the launch's serial chain that the backward's OVERLAP schedule takes off it:
-    the GEMM issued asynchronously (dP^T, dP: gluon.KINDS' share of the tensor time) runs
-    under the exponentials, so the shorter of the two leaves the chain; 0 with OVERLAP 0."""
-    if kernel is None or not kernel.overlap:
-        return 0.0
-    return min(gluon.KINDS[kernel.kind].overlap_share * rate.tensor_s, rate.sfu_s)
-
-
-def _per_sm_iteration(rate: Prediction, iterations: int, sms: int):
-    """(tensor, vector + sfu, throughput bound) seconds of one program iteration on one SM."""
-    k = sms / iterations
-    softmax = rate.vector_s + rate.sfu_s
-    return (rate.tensor_s * k, softmax * k,
-            max(rate.tensor_s, softmax, rate.hbm_s, rate.l2_s) * k)
-
-
 def schedule_time(rate: Prediction, per: list[int], rows: int, occ: int,
                   terms: ScheduleTerms, sms: int = 132, hidden_s: float = 0.0) -> float:
     """Seconds of one launch: the makespan of `rows` rows of programs with `per` loop
@@ -200,21 +193,6 @@ def schedule_time(rate: Prediction, per: list[int], rows: int, occ: int,
     per_iteration = occ * max(thr, chain / (1 + terms.overlap * (occ - 1)))
     t = makespan([terms.fixed_s + i * per_iteration for i in per], rows, sms * occ)
     return t + rate.launch_s
-
-
-def overlapped_time(rate: Prediction, per: list[int], rows: int, occ: int, fixed_s: float,
-                    sms: int = 132, hidden: float = 1.0) -> float:
-    """Seconds of one launch of the warp-specialised forward: each program a two-stage
-    pipeline of matrix and softmax work hiding a fraction `hidden` of the shorter stage
-    (gluon.program_time); occ programs per SM share its units; the makespan as for the
-    others, plus the launch."""
-    iterations = sum(per) * rows
-    if iterations == 0:
-        return rate.total_s
-    tensor, softmax, thr = _per_sm_iteration(rate, iterations, sms)
-    durations = [fixed_s + gluon.program_time(i, occ * tensor, occ * softmax, occ * thr, hidden)
-                 for i in per]
-    return makespan(durations, rows, sms * occ) + rate.launch_s
 
 
 def calibration_file(gpu_name: str) -> str:
