@@ -36,7 +36,7 @@ from .tables import add_predictions
 
 __all__ = ["gluon_studies", "DISPATCH_RUNS", "StudyPoint", "study_points", "in_gluon_subset",
            "fit_pipeline", "fit_chain", "spread", "dispatch_ratios", "report", "HIDDEN_GRID",
-           "FIXED_GRID"]
+           "FIXED_GRID", "BALANCE_GRID"]
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 DISPATCH_RUNS = ("frontier_gluon_dispatch_h100.json", "frontier_ws_dispatch_h100.json",
@@ -44,6 +44,7 @@ DISPATCH_RUNS = ("frontier_gluon_dispatch_h100.json", "frontier_ws_dispatch_h100
 FIT_N = (1024, 16384)  # gluon.GLUON_FIT_SUBSET: the studies' N the pipeline is fitted on
 HIDDEN_GRID = tuple(i / 20 for i in range(21))
 FIXED_GRID = (0.0, 0.5e-6, 1e-6, 1.5e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6)
+BALANCE_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def gluon_studies() -> list[str]:
@@ -82,7 +83,8 @@ class StudyPoint:
         if self.group == "pipeline":
             pipeline = pipeline or gluon.PIPELINE
             return P.overlapped_time(self.rate, list(self.per), self.rows, self.occ,
-                                     pipeline.fixed_s, 132, pipeline.hidden[k.schedule])
+                                     pipeline.fixed_s, 132, pipeline.hidden[k.schedule],
+                                     pipeline.balance)
         terms = terms or (P.GLUON_TERMS if k is not None else P.TERMS)
         return P.schedule_time(self.rate, list(self.per), self.rows, self.occ,
                                terms[self.group], 132, P.overlap_hidden(self.rate, k))
@@ -161,20 +163,21 @@ def _loss(points, pipeline) -> float:
 
 def fit_pipeline(points: list[StudyPoint]) -> gluon.PipelineTerms:
     """The grid point of least loss on `points` (the warp-specialised ones): for each fixed
-    cost, each schedule's hidden fraction on its own points (the loss separates), first of
-    equals in grid order."""
+    cost and balance, each schedule's hidden fraction on its own points (the loss separates),
+    first of equals in grid order."""
     ws = [p for p in points if p.group == "pipeline"]
     scheds = sorted({p.kernel.schedule for p in ws})
     best = None
-    for fixed in FIXED_GRID:
-        hidden, total = {}, 0.0
-        for s in scheds:
-            mine = [p for p in ws if p.kernel.schedule == s]
-            v, h = min((round(_loss(mine, gluon.PipelineTerms(fixed, {s: h})), 9), h)
-                       for h in HIDDEN_GRID)
-            hidden[s], total = h, total + v
-        if best is None or round(total, 9) < best[0]:
-            best = (round(total, 9), gluon.PipelineTerms(fixed, hidden))
+    for balance in BALANCE_GRID:
+        for fixed in FIXED_GRID:
+            hidden, total = {}, 0.0
+            for s in scheds:
+                mine = [p for p in ws if p.kernel.schedule == s]
+                v, h = min((round(_loss(mine, gluon.PipelineTerms(fixed, {s: h}, balance)), 9),
+                            h) for h in HIDDEN_GRID)
+                hidden[s], total = h, total + v
+            if best is None or round(total, 9) < best[0]:
+                best = (round(total, 9), gluon.PipelineTerms(fixed, hidden, balance))
     return best[1]
 
 

@@ -217,27 +217,32 @@ class PipelineTerms:
     #                         nothing co-resident hides it)
     hidden: dict            # schedule -> the fraction of the shorter stage (softmax or
     #                         GEMMs) hidden under the longer one, per iteration
+    balance: float = 0.0    # the exposed rest scales with (shorter / longer) ** balance: the
+    #                         nearer the two stages, the less slack the longer leaves
 
 
 # Fitted by `python -m kernels_gpu.bench.fit_model --gluon` on GLUON_FIT_SUBSET (see there).
-PIPELINE = PipelineTerms(fixed_s=2e-6, hidden={"ws": 0.3, "lag": 0.45, "pingpong": 0.4})
+PIPELINE = PipelineTerms(fixed_s=2e-6, hidden={"ws": 0.25, "lag": 0.4, "pingpong": 0.35},
+                         balance=0.25)
 GLUON_FIT_SUBSET = ("the launch studies results/hopper_*_h100*.json (each Gluon kernel and "
                     "`tl` dQ timed alone) at N 1024 and 16384; held out: their N 512, 2048, "
                     "4096 and every dispatch run (results/frontier_*dispatch*_h100*.json)")
 
 
 def program_time(iterations: int, tensor: float, softmax: float, rate: float,
-                 hidden: float = 1.0) -> float:
+                 hidden: float = 1.0, balance: float = 0.0) -> float:
     """Seconds of one warp-specialised program of `iterations` loop iterations, each `tensor`
     s of matrix work and `softmax` s of vector + SFU work on its SM, `rate` the SM's throughput
     bound per iteration (max of tensor, softmax, HBM and L2 shares): a two-stage software
     pipeline in which a fraction `hidden` of the shorter stage runs under the longer one,
-    n (max(rate, T, S) + (1 - hidden) min(T, S)) + hidden min(T, S) (the first softmax or the
-    last P V has nothing to hide under); hidden 1: n max + min (docstring)."""
+    n (max(rate, T, S) + (1 - hidden) min (min / max) ** balance) + hidden min, min and max of
+    (T, S) (the first softmax or the last P V has nothing to hide under); hidden 1: n max +
+    min; balance 0: the exposed rest a fixed fraction of the shorter stage (docstring)."""
     if iterations <= 0:
         return 0.0
-    short = min(tensor, softmax)
-    return iterations * (max(rate, tensor, softmax) + (1 - hidden) * short) + hidden * short
+    short, long = min(tensor, softmax), max(tensor, softmax)
+    exposed = (1 - hidden) * short * ((short / long) ** balance if long > 0 else 0.0)
+    return iterations * (max(rate, long) + exposed) + hidden * short
 
 
 def overlap_hidden(rate, kernel: GluonKernel | None) -> float:
@@ -258,7 +263,7 @@ def _per_sm_iteration(rate, iterations: int, sms: int):
 
 
 def overlapped_time(rate, per: list[int], rows: int, occ: int, fixed_s: float,
-                    sms: int = 132, hidden: float = 1.0) -> float:
+                    sms: int = 132, hidden: float = 1.0, balance: float = 0.0) -> float:
     """Seconds of one launch of the warp-specialised forward: each program a two-stage
     pipeline of matrix and softmax work hiding a fraction `hidden` of the shorter stage
     (program_time); occ programs per SM share its units; the makespan as for the
@@ -267,8 +272,8 @@ def overlapped_time(rate, per: list[int], rows: int, occ: int, fixed_s: float,
     if iterations == 0:
         return rate.total_s
     tensor, softmax, thr = _per_sm_iteration(rate, iterations, sms)
-    durations = [fixed_s + program_time(i, occ * tensor, occ * softmax, occ * thr, hidden)
-                 for i in per]
+    durations = [fixed_s + program_time(i, occ * tensor, occ * softmax, occ * thr, hidden,
+                                        balance) for i in per]
     return makespan(durations, rows, sms * occ) + rate.launch_s
 
 

@@ -170,7 +170,7 @@ def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 
     if kind is not None and kind.schedule == "pipeline":
         pipeline = gluon.PIPELINE if pipeline is None else pipeline
         t = overlapped_time(rate, per, rows, occ, pipeline.fixed_s, sms,
-                            pipeline.hidden[kernel.schedule])
+                            pipeline.hidden[kernel.schedule], pipeline.balance)
     else:
         if kernel is not None:
             terms = chain or GLUON_TERMS[TERMS_OF[kernel.pass_]]
