@@ -12,11 +12,18 @@ Two kinds of measured points, all on the lent H100, all stored in `results/`:
   the whole forward and backward through the public path, the rows naming the Gluon kernels
   that ran (`tables.kernels_of`).
 
-`gluon.PIPELINE` (a per-program fixed cost and, per schedule, the fraction of the shorter
-stage hidden) is fitted by grid search, least squares of log(predicted / measured), on the
-studies' warp-specialised points at N 1024 and 16384 only; everything else is held out. The
-one-partition kernels (forward, dK/dV, dQ) run the `tl` chain with `predict.TERMS`, fitted on
-the `tl` grid: nothing is fitted on their Gluon points. Same input, same output.
+By grid search, least squares of log(predicted / measured), on the studies' points at N 1024
+and 16384 only (`gluon.GLUON_FIT_SUBSET`; everything else is held out):
+
+* `gluon.PIPELINE` (the warp-specialised forward: a per-program fixed cost, the balance
+  exponent and, per schedule, the fraction of the shorter stage hidden);
+* `predict.GLUON_TERMS` (the one-partition Gluon forward, dK/dV and dQ: the chain's three
+  constants each);
+* `predict.TERMS["bwd_dq"]` (the `tl` dQ launch, from the studies' `tl dq` columns; the `tl`
+  dK/dV's are then refitted on the `tl` grid with it held, `fit_model`).
+
+The report prints the fit beside the stored constants, so a stale constant shows. Same input,
+same output.
 """
 from __future__ import annotations
 

@@ -39,11 +39,13 @@ What the model takes from the kernel:
   forward is a two-stage software pipeline of matrix work T and softmax work S per iteration
   on its SM (`program_time`): in `lag` the softmax of tile j runs under P V of tile j-1, in
   `pingpong` under the other warpgroup's GEMMs, in `ws` only the other warpgroup's chain
-  overlaps. A fraction `hidden` of the shorter stage runs under the longer: an iteration takes
-  max(T, S) + (1 - hidden) min(T, S); a program adds `fixed_s` (Q in, the ring's fill, O out:
-  one program per SM, so nothing co-resident hides it). `PIPELINE` holds one fixed cost and a
-  `hidden` per schedule, fitted on `GLUON_FIT_SUBSET` (bench/fit_gluon.py). The ring's depth
-  enters through the shared memory (programs per SM); no per-stage constant.
+  overlaps. A fraction `hidden` of the shorter stage runs under the longer, and the exposed
+  rest grows as the two stages approach each other (the longer leaves less slack): an
+  iteration takes max(T, S) + (1 - hidden) min(T, S) (min / max) ** balance; a program adds
+  `fixed_s` (Q in, the ring's fill, O out: one program per SM, so nothing co-resident hides
+  it). `PIPELINE` holds one fixed cost, one balance and a `hidden` per schedule, fitted on
+  `GLUON_FIT_SUBSET` (bench/fit_gluon.py). The ring's depth enters through the shared memory
+  (programs per SM); no per-stage constant.
 """
 from __future__ import annotations
 
