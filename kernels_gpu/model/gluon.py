@@ -72,7 +72,7 @@ CONSUMER_REGS = 240    # setmaxnreg of each consumer warpgroup (kernels/hopper_w
 PRODUCER_REGS = 24     # setmaxnreg of the producer's warpgroup
 BARRIER_BYTES = 8      # one mbarrier
 
-_NAME = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-(ws|lag|pingpong)-s(\d+))?(?: s(\d+))?"
+_NAME = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-([a-z]+)-s(\d+))?(?: s(\d+))?"
                    r"(?: ov(\d+))?")
 _STUDY_WS = re.compile(r"ws N(\d+) (ws|lag|pingpong) s(\d+)")
 PASSES = ("fwd", "bwd_dkdv", "bwd_dq")
@@ -121,7 +121,7 @@ def parse(label: str | None, pass_: str) -> GluonKernel | None:
     if not label or not label.startswith("gluon "):
         return None
     m = _NAME.fullmatch(label.strip())
-    if m is None or pass_ not in PASSES or (m.group(4) and pass_ != "fwd"):
+    if m is None or pass_ not in PASSES:
         raise ValueError(f"not a Gluon kernel name for {pass_}: {label!r} (expected like "
                          "'gluon M128N64w8', 'gluon M128N128w12 ws-lag-s3' or "
                          "'gluon M64N64w4 s2 ov1')")
@@ -161,8 +161,10 @@ class Kind:
 
 
 # Every Gluon kernel the model knows, keyed by GluonKernel.kind (the pass, and the
-# warp-specialised schedule). A new kernel: its name grammar in `parse`, a row here, and,
-# if its schedule is neither, a branch in predict.scheduled.
+# warp-specialised schedule: "bwd_dkdv-ws" for a warp-specialised dK/dV named "gluon
+# M..N..w.. ws-ws-s2" in bwd_dkdv_kernel). A new kernel: a row here; if its schedule is
+# neither, a branch in predict.scheduled; its offline compile in bench/fit_model._compile_one.
+# A bench row naming a kind not here stops `--predict` with the name (no silent guess).
 KINDS = {
     "fwd": Kind("chain", 0.0, "one-partition forward (kernels/hopper.py): every tile and "
                 "product waited in turn, like `tl`"),
