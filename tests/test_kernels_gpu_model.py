@@ -490,3 +490,24 @@ def test_the_gluon_constants_are_fitted_on_their_declared_subset_only():
             if p.group == "pipeline" and not fit_gluon.in_gluon_subset(p)]
     assert len(held) > 40 and all(0.85 <= v <= 1.15 for v in held)
     assert all(0.85 <= p.predicted() / p.measured_s <= 1.15 for p in ws)
+
+
+def test_the_alarm_reads_the_launch_studies(tmp_path):
+    """`bench --predict --from` a launch study (results/hopper_*.json) predicts each Gluon (and
+    `tl` dQ) launch and raises no alarm on the stored one; the same study with one launch
+    measured 1.5 x slower is named, with its kernel, and the command exits 1."""
+    from kernels_gpu.bench import run
+    name = "hopper_bwd_overlap_h100_run2.json"
+    assert run.main(["--predict", "--from", os.path.join(RESULTS, name),
+                     "--out", str(tmp_path / "a")]) == 0
+    text = (tmp_path / "a" / "predict.md").read_text()
+    assert "| gluon dkdv M64N64w4 ov1 | 128 | yes | 4096 |" in text and "0 unexplained" in text
+    st = _stored(name)
+    row = next(r for r in st["rows"] if r["causal"] and r["n"] == 4096)
+    row["ms"]["gluon dq M64N64w4 ov1"] *= 1.5
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps(st))
+    assert run.main(["--predict", "--from", str(slow), "--out", str(tmp_path / "b")]) == 1
+    text = (tmp_path / "b" / "predict.md").read_text()
+    assert "1 unexplained" in text
+    assert "| bwd d 128 H 32/32 N 4096 causal fp16 (gluon dq M64N64w4 ov1) |" in text

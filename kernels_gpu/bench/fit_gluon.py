@@ -41,7 +41,8 @@ from ..model.occupancy import program_resources, program_row, programs_per_sm
 from ..model.schedule import schedule
 from .tables import add_predictions
 
-__all__ = ["gluon_studies", "DISPATCH_RUNS", "StudyPoint", "study_points", "in_gluon_subset",
+__all__ = ["gluon_studies", "DISPATCH_RUNS", "StudyPoint", "points_of", "study_points",
+           "study_rows", "render_study", "in_gluon_subset",
            "fit_pipeline", "fit_chain", "spread", "dispatch_ratios", "report", "HIDDEN_GRID",
            "FIXED_GRID", "BALANCE_GRID"]
 
@@ -109,37 +110,73 @@ def _tl_column(col: str):
     return None
 
 
+def points_of(st: dict, name: str, calib: dict | None = None) -> list[StudyPoint]:
+    """The StudyPoints of one stored launch study `st` (named `name`): every Gluon column and
+    `tl` dQ column, on the calibration of the GPU that ran unless `calib` is given."""
+    calib = calib or P.calibration(P.calibration_file(st["env"]["gpu"]))
+    m = P.machine_for(st["env"]["gpu"], 2, calib)
+    out = []
+    for r in st["rows"]:
+        causal = bool(r.get("causal"))
+        for col, ms in sorted(r["ms"].items()):
+            k = gluon.from_study(col)
+            tl = None if k is not None else _tl_column(col)
+            if (k is None and tl is None) or not ms == ms:
+                continue
+            pass_, cfg = (k.pass_, k.config) if k is not None else tl
+            rate = P._one(m, P.l2_rate(calib), calib["launch_s"], n=r["n"], nk=None,
+                          d=r["d"], batch=r["batch"], heads=r["heads"], causal=causal,
+                          block_m=cfg.block_m, block_n=cfg.block_n,
+                          pass_="forward" if pass_ == "fwd" else "backward",
+                          phase=_PHASE[pass_])
+            sched = schedule(r["n"], r["d"], r["batch"], r["heads"], causal, pass_=pass_,
+                             config=cfg)
+            per, rows = program_row(sched)
+            regs, smem, _ = (gluon.resources(k, r["d"], causal) if k is not None else
+                             program_resources(pass_, r["d"], causal, cfg))
+            out.append(StudyPoint(name, col, k, cfg, pass_, r["d"], r["n"], r["batch"],
+                                  r["heads"], causal, ms * 1e-3, rate, tuple(per), rows,
+                                  programs_per_sm(regs, smem, cfg.num_warps)))
+    return out
+
+
 def study_points(names: list[str] | None = None) -> list[StudyPoint]:
     """Every Gluon column (and `tl` dQ column) of the stored launch studies, as StudyPoints
     (the calibration of the GPU that ran)."""
     out = []
     for name in names or gluon_studies():
         with open(os.path.join(RESULTS, name)) as f:
-            st = json.load(f)
-        calib = P.calibration(P.calibration_file(st["env"]["gpu"]))
-        m = P.machine_for(st["env"]["gpu"], 2, calib)
-        for r in st["rows"]:
-            causal = bool(r.get("causal"))
-            for col, ms in sorted(r["ms"].items()):
-                k = gluon.from_study(col)
-                tl = None if k is not None else _tl_column(col)
-                if (k is None and tl is None) or not ms == ms:
-                    continue
-                pass_, cfg = (k.pass_, k.config) if k is not None else tl
-                rate = P._one(m, P.l2_rate(calib), calib["launch_s"], n=r["n"], nk=None,
-                              d=r["d"], batch=r["batch"], heads=r["heads"], causal=causal,
-                              block_m=cfg.block_m, block_n=cfg.block_n,
-                              pass_="forward" if pass_ == "fwd" else "backward",
-                              phase=_PHASE[pass_])
-                sched = schedule(r["n"], r["d"], r["batch"], r["heads"], causal, pass_=pass_,
-                                 config=cfg)
-                per, rows = program_row(sched)
-                regs, smem, _ = (gluon.resources(k, r["d"], causal) if k is not None else
-                                 program_resources(pass_, r["d"], causal, cfg))
-                out.append(StudyPoint(name, col, k, cfg, pass_, r["d"], r["n"], r["batch"],
-                                      r["heads"], causal, ms * 1e-3, rate, tuple(per), rows,
-                                      programs_per_sm(regs, smem, cfg.num_warps)))
+            out += points_of(json.load(f), name)
     return out
+
+
+def study_rows(points: list[StudyPoint]) -> list[dict]:
+    """The points as bench-like rows for the alarm (bench/alarm.py): one launch each, under
+    "fwd" (a forward launch) or "bwd" (a dK/dV or dQ launch), grid "study:<column>"."""
+    rows = []
+    for p in points:
+        pass_ = "fwd" if p.pass_ == "fwd" else "bwd"
+        t = p.predicted()
+        rows.append({"grid": f"study:{p.column}", "dtype": "fp16", "d": p.d, "heads": p.heads,
+                     "heads_kv": p.heads, "n": p.n, "nk": p.n, "causal": p.causal,
+                     "predict": {pass_: {"total_s": t}, f"{pass_}_ratio": t / p.measured_s}})
+    return rows
+
+
+def render_study(points: list[StudyPoint], env: dict) -> str:
+    """Markdown: every launch of a study with its predicted time (`bench --predict --from`
+    a launch study)."""
+    lines = [f"Measured: {env['gpu']}, {env['date']} (a launch study: each kernel timed alone). "
+             "Predicted: the time model (kernels_gpu.model.gluon, predict); occ = programs "
+             "per SM.", "", "| launch | d | causal | N | batch | measured ms | predicted ms | "
+             "pred/meas | occ |", "|---|---|---|---|---|---|---|---|---|"]
+    for p in points:
+        t = p.predicted()
+        lines.append(f"| {p.column} | {p.d} | {'yes' if p.causal else 'no'} | {p.n} | "
+                     f"{p.batch} | {p.measured_s * 1e3:.3f} | {t * 1e3:.3f} | "
+                     f"{t / p.measured_s:.2f} | {p.occ} |")
+    lines += ["", f"All launches: {spread([p.predicted() / p.measured_s for p in points])}.", ""]
+    return "\n".join(lines)
 
 
 def in_gluon_subset(p: StudyPoint) -> bool:

@@ -222,11 +222,16 @@ def run_predict(args) -> int:
         stored = json.load(f)
     gpu = stored["env"]["gpu"]
     calib = calibration(args.calibration or calibration_file(gpu))
-    rows = tables.add_predictions(stored["rows"], gpu, calib, stored["env"].get("date", ""))
+    if stored["rows"] and "ms" in stored["rows"][0]:  # a launch study (bench/hopper*.py)
+        from .fit_gluon import points_of, render_study, study_rows
+        points = points_of(stored, os.path.basename(src), calib)
+        rows, head = study_rows(points), render_study(points, stored["env"])
+    else:
+        rows = tables.add_predictions(stored["rows"], gpu, calib, stored["env"].get("date", ""))
+        head = tables.render_predict(rows, stored["env"], calib)
     found = alarm.alarms(rows, gpu, args.alarm)
     unexplained, _ = alarm.explain(found)
-    md = tables.render_predict(rows, stored["env"], calib) + "\n" + \
-        alarm.render(found, slower=args.alarm)
+    md = head + "\n" + alarm.render(found, slower=args.alarm)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "predict.md"), "w") as f:
         f.write(md)
