@@ -87,8 +87,9 @@ class Alarm:
     def where(self) -> str:
         lengths = str(self.n) if self.n == self.nk else f"{self.n}/{self.nk}"
         causal = {True: "causal", False: "full"}.get(self.causal, str(self.causal))
+        launch = f" ({self.grid[6:]})" if self.grid.startswith("study:") else ""
         return (f"{self.pass_} d {self.d} H {self.heads}/{self.heads_kv} N {lengths} {causal} "
-                f"{self.dtype}")
+                f"{self.dtype}{launch}")
 
 
 def alarms(rows: list[dict], gpu: str, slower: float = SLOWER) -> list[Alarm]:

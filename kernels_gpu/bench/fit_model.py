@@ -3,6 +3,7 @@
     python -m kernels_gpu.bench.fit_model [--from results/frontier_h100.json]
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile   # resources_sm90.json
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon  # the Gluon kernels'
+    python -m kernels_gpu.bench.fit_model --gluon   # the Gluon kernels' constants (fit_gluon.py)
 
 `model.predict.TERMS` holds, per pass, three constants (fixed cost per program, exposed latency,
 overlap of co-resident programs). This fits them by grid search, least squares of
@@ -27,13 +28,14 @@ from ..host.configs import KernelConfig
 from ..model import predict as P
 from ..model.occupancy import program_resources, program_row, programs_per_sm
 from ..model.schedule import schedule
+from .fit_gluon import gluon_studies
 from .tables import normalise
 
 __all__ = ["GRID", "in_subset", "launches", "ratios", "loss", "fit", "main"]
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
-GRID = {"fixed_s": (0.0, 0.5e-6, 1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 6e-6, 8e-6),
-        "exposed": (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3),
+GRID = {"fixed_s": (0.0, 0.5e-6, 1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 6e-6, 8e-6, 10e-6, 12e-6),
+        "exposed": (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4),
         "overlap": (0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0)}
 
 
@@ -49,6 +51,7 @@ class _Launch:
     rows: int
     occ: int
     sms: int
+    dq: bool = False    # the dQ launch: its own constants, predict.TERMS["bwd_dq"]
 
 
 def _launch(rate, sched, config, sms, part=None) -> _Launch:
@@ -56,7 +59,7 @@ def _launch(rate, sched, config, sms, part=None) -> _Launch:
     regs, smem, _ = program_resources(sched.pass_, sched.head_dim, sched.causal, config, part,
                                       sched.elem_bytes)
     occ = programs_per_sm(regs, smem, config.num_warps)
-    return _Launch(rate, tuple(per), rows, occ, sms)
+    return _Launch(rate, tuple(per), rows, occ, sms, sched.pass_ == "bwd_dq")
 
 
 def launches(r: dict, gpu: str, calib: dict) -> dict[str, list[_Launch]]:
@@ -92,9 +95,11 @@ def launches(r: dict, gpu: str, calib: dict) -> dict[str, list[_Launch]]:
 
 
 def _time(x: _Launch, t: P.ScheduleTerms) -> float:
-    """predict.scheduled's total_s for this launch and these terms."""
+    """predict.scheduled's total_s for this launch and these terms (a dQ launch: the stored
+    predict.TERMS["bwd_dq"], fitted on the launch studies, bench/fit_gluon.py)."""
     if not x.per:
         return x.rate.total_s
+    t = P.TERMS["bwd_dq"] if x.dq else t
     return P.schedule_time(x.rate, list(x.per), x.rows, x.occ, t, x.sms)
 
 
@@ -199,25 +204,37 @@ def compile_resources(stored: dict) -> dict:
 GLUON_RUNS = ("frontier_ws_dispatch_h100.json", "frontier_gluon_dispatch_h100.json")
 
 
+def _compile_one(k, d: int, causal: bool):
+    """One Gluon kernel (model.gluon.GluonKernel) compiled offline for sm_90, fp16."""
+    from .compile_check import compile_bwd, compile_hopper, compile_ws
+    if k.pass_ != "fwd":
+        return compile_bwd(d, k.block_m, k.block_n, k.num_warps, causal=causal,
+                           dq=k.pass_ == "bwd_dq", stages=k.stages, overlap=k.overlap)
+    if k.specialised:
+        return compile_ws(d, k.block_n, k.schedule, causal=causal, stages=k.stages)
+    return compile_hopper(d, k.block_m, k.block_n, k.num_warps, causal=causal)
+
+
 def compile_gluon(stored: dict) -> dict:
-    """{"pass|label|d|causal": registers, shared memory, spill stores, warps} of every Gluon
-    kernel the stored rows ran (tables.kernels_of), compiled offline for sm_90, fp16."""
-    from .compile_check import compile_bwd, compile_hopper, compile_ws, resources
+    """{"pass|name|d|causal": registers, shared memory, spill stores, warps} of every Gluon
+    kernel the stored rows ran (tables.kernels_of; a launch study's columns,
+    gluon.from_study), compiled offline for sm_90, fp16."""
+    from ..model import gluon
+    from .compile_check import resources
     from .tables import kernels_of
 
     out = {}
-    for r in map(normalise, stored["rows"]):
-        causal = bool(r["causal"])
-        for k in kernels_of(r, stored["env"].get("date", "")):
-            key = k and f"{k.pass_}|{k.label}|{r['d']}|{int(causal)}"
+    for r in stored["rows"]:
+        causal = bool(r.get("causal"))
+        if "ms" in r:  # a launch study (bench/hopper.py, hopper_bwd.py)
+            ran = [gluon.from_study(name) for name, ms in sorted(r["ms"].items()) if ms == ms]
+        else:
+            ran = kernels_of(normalise(r), stored["env"].get("date", ""))
+        for k in ran:
+            key = k and f"{k.pass_}|{k.canonical}|{r['d']}|{int(causal)}"
             if k is None or key in out:
                 continue
-            if k.pass_ == "bwd_dkdv":
-                kern = compile_bwd(r["d"], k.block_m, k.block_n, k.num_warps, causal=causal)
-            elif k.specialised:
-                kern = compile_ws(r["d"], k.block_n, k.schedule, causal=causal, stages=k.stages)
-            else:
-                kern = compile_hopper(r["d"], k.block_m, k.block_n, k.num_warps, causal=causal)
+            kern = _compile_one(k, r["d"], causal)
             res = resources(kern)
             out[key] = {**{x: res[x] for x in ("regs", "smem", "spill_stores")},
                         "num_warps": kern.metadata.num_warps}
@@ -229,6 +246,9 @@ def main(argv=None) -> int:
     ap.add_argument("--from", dest="from_", default=os.path.join(RESULTS, "frontier_h100.json"))
     ap.add_argument("--residuals", action="store_true",
                     help="print predicted / measured per (pass, d, causal, N), before / after")
+    ap.add_argument("--gluon", action="store_true",
+                    help="fit the Gluon kernels' constants on their declared subset; print "
+                         "the spread on every stored Gluon point (bench/fit_gluon.py)")
     ap.add_argument("--compile", action="store_true",
                     help="rewrite results/resources_sm90.json (offline sm_90 compile)")
     ap.add_argument("--compile-gluon", action="store_true",
@@ -239,11 +259,12 @@ def main(argv=None) -> int:
         stored = json.load(f)
     if args.compile_gluon:
         from ..model.gluon import GLUON_FILE
-        names = sorted({os.path.basename(args.from_), *GLUON_RUNS})
-        runs = [stored] + [json.load(open(os.path.join(RESULTS, name))) for name in GLUON_RUNS]
+        names = sorted({os.path.basename(args.from_), *GLUON_RUNS, *gluon_studies()})
+        runs = [json.load(open(os.path.join(RESULTS, name))) for name in names]
         how = ("TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon: every "
-               f"Gluon kernel {', '.join(names)} ran (fwd_kernel, bwd_dkdv_kernel), fp16, "
-               "sm_90, Triton's own ptxas (no GPU)")
+               f"Gluon kernel {', '.join(names)} ran (fwd_kernel, bwd_dkdv_kernel, "
+               "bwd_dq_kernel; the studies' Gluon columns), fp16, sm_90, Triton's own ptxas "
+               "(no GPU)")
         kernels = {k: v for run in runs for k, v in compile_gluon(run).items()}
         text = json.dumps({"how": how, "kernels": kernels}, indent=1, sort_keys=True)
         with open(GLUON_FILE, "w") as f:
@@ -260,6 +281,10 @@ def main(argv=None) -> int:
         with open(COMPILED_FILE, "w") as f:
             f.write(text + "\n")
         print(f"wrote {COMPILED_FILE}")
+        return 0
+    if args.gluon:
+        from .fit_gluon import report
+        print(report(GRID))
         return 0
     if args.residuals:
         print(residuals(stored))

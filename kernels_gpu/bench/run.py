@@ -176,9 +176,9 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
         row["fwd_kernel"] = hopper.ws_label(ws) if ws else row["fwd_kernel"]
         dkdv = hopper.dispatch_dkdv(launch.problem_of(qd, kd, kd, causal), False)
         if dkdv is not None:  # the backward's dK/dV ran on the Gluon kernel
-            row["bwd_dkdv_kernel"] = "gluon M{}N{}w{}".format(*dkdv)
+            row["bwd_dkdv_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dkdv)
             dq = hopper.dispatch_dq(launch.problem_of(qd, kd, kd, causal), False)
-            if dq is not None:  # and its dQ too (the model still predicts the `tl` dQ)
+            if dq is not None:  # and its dQ too (model/gluon.py reads both names)
                 row["bwd_dq_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dq)
     from ..host.hopper_d192 import dispatch_d192
     d192 = None if fp8 else dispatch_d192(launch.problem_of(qd, kd, kd, causal), False)
@@ -226,11 +226,16 @@ def run_predict(args) -> int:
         stored = json.load(f)
     gpu = stored["env"]["gpu"]
     calib = calibration(args.calibration or calibration_file(gpu))
-    rows = tables.add_predictions(stored["rows"], gpu, calib, stored["env"].get("date", ""))
+    if stored["rows"] and "ms" in stored["rows"][0]:  # a launch study (bench/hopper*.py)
+        from .fit_gluon import points_of, render_study, study_rows
+        points = points_of(stored, os.path.basename(src), calib)
+        rows, head = study_rows(points), render_study(points, stored["env"])
+    else:
+        rows = tables.add_predictions(stored["rows"], gpu, calib, stored["env"].get("date", ""))
+        head = tables.render_predict(rows, stored["env"], calib)
     found = alarm.alarms(rows, gpu, args.alarm)
     unexplained, _ = alarm.explain(found)
-    md = tables.render_predict(rows, stored["env"], calib) + "\n" + \
-        alarm.render(found, slower=args.alarm)
+    md = head + "\n" + alarm.render(found, slower=args.alarm)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "predict.md"), "w") as f:
         f.write(md)

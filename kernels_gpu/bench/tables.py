@@ -113,14 +113,14 @@ UNNAMED_DKDV = (("2026-11-25 21:02 UTC", "2026-11-25 21:09 UTC"), {128: "gluon M
 
 
 def kernels_of(r: dict, date: str = "") -> tuple:
-    """(forward, dK/dV) Gluon kernels a row ran (model.gluon.GluonKernel; None: the `tl`
+    """(forward, dK/dV, dQ) Gluon kernels a row ran (model.gluon.GluonKernel; None: the `tl`
     kernel). A run dated inside UNNAMED_DKDV's window gets the dK/dV its dispatch chose."""
     fwd = gluon.parse(r.get("fwd_kernel"), "fwd")
     name = r.get("bwd_dkdv_kernel")
     (start, end), rule = UNNAMED_DKDV
     if name is None and fwd is not None and start <= date < end:
         name = rule.get(r["d"])
-    return fwd, gluon.parse(name, "bwd_dkdv")
+    return fwd, gluon.parse(name, "bwd_dkdv"), gluon.parse(r.get("bwd_dq_kernel"), "bwd_dq")
 
 
 def add_predictions(rows: list[dict], gpu: str, calib: dict, date: str = "") -> list[dict]:
@@ -135,7 +135,7 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict, date: str = "") -> 
             c = {p: KernelConfig.from_dict(v) for p, v in r["configs"].items()}
             kw = dict(n=r["n"], d=r["d"], batch=r["batch"], heads=r["heads"],
                       causal=bool(r["causal"]), nk=r["nk"], kv_heads=r["heads_kv"])
-            fwd, kernel, dkdv_kernel = c["fwd"], *kernels_of(r, date)
+            fwd, (kernel, dkdv_kernel, dq_kernel) = c["fwd"], kernels_of(r, date)
             pred = {"fwd": predict_forward(m, calib, block_m=fwd.block_m,
                                            block_n=fwd.block_n, config=fwd, kernel=kernel,
                                            **kw).to_dict()}
@@ -148,7 +148,7 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict, date: str = "") -> 
                     dq=(c["bwd_dq"].block_m, c["bwd_dq"].block_n),
                     dkdv_split=c["bwd_dkdv"].split, dkdv_apart=c["bwd_dkdv"].dv_apart,
                     dkdv_config=c["bwd_dkdv"], dq_config=c["bwd_dq"],
-                    dkdv_kernel=dkdv_kernel, **kw).to_dict()
+                    dkdv_kernel=dkdv_kernel, dq_kernel=dq_kernel, **kw).to_dict()
                 if meas.get("bwd_ms", float("nan")) == meas.get("bwd_ms"):
                     pred["bwd_ratio"] = pred["bwd"]["total_s"] * 1e3 / meas["bwd_ms"]
             r["predict"] = pred
@@ -197,7 +197,7 @@ def render_predict(rows: list[dict], env: dict, calib: dict) -> str:
             ratio = r["predict"].get(f"{pass_}_ratio")
             if ratio is not None:
                 ratios.append(ratio)
-            ran = dict(zip(("fwd", "bwd_dkdv"), kernels_of(r, env.get("date", ""))))
+            ran = dict(zip(("fwd", "bwd_dkdv", "bwd_dq"), kernels_of(r, env.get("date", ""))))
             cfg = ("/".join(ran[k].label if ran.get(k) else
                             KernelConfig.from_dict(r["configs"][k]).short()
                             for k in ("bwd_dkdv", "bwd_dq")) if pass_ == "bwd" else

@@ -4,11 +4,19 @@ its schedule (issue 21, items 2 and 5).
 A bench row names the kernel that ran where it is not the `tl` one: `fwd_kernel` (e.g.
 "gluon M128N64w8", the one-partition Hopper forward of `kernels/hopper.py`, or
 "gluon M128N128w12 ws-lag-s3", the warp-specialised forward of `kernels/hopper_ws.py` with its
-schedule and ring stages) and `bwd_dkdv_kernel` ("gluon M64N64w4", the dK/dV of
-`kernels/hopper_bwd.py`). `parse` turns a name into a `GluonKernel`; absent or "tl ..." is the
-`tl` kernel (None), which the model handles as before.
+schedule and ring stages), `bwd_dkdv_kernel` and `bwd_dq_kernel` ("gluon M64N64w4 s2 ov1", the
+dK/dV and the dQ of `kernels/hopper_bwd.py` with ring stages and OVERLAP; " s2" and " ov0" may
+be left out). `parse` turns a name into a `GluonKernel`; absent or "tl ..." is the `tl` kernel
+(None). The launch studies (bench/hopper.py, hopper_bwd.py) name their columns differently
+("ws N128 lag s2", "gluon dq M64N64w4 ov1"): `from_study`.
 
-What the model takes from the kernel, all from its code, none fitted on its measurements:
+**The table** (`KINDS`, keyed by `GluonKernel.kind`: the pass, and the warp-specialised
+schedule) says how each family runs in the model. A new kernel: its name in `parse` (the bench
+row's `*_kernel` field), a row in KINDS, its offline compile (`fit_model --compile-gluon`), and
+if it schedules its work neither as a chain nor as the forward's pipeline, a branch in
+`predict.scheduled`; then refit (`python -m kernels_gpu.bench.fit_model --gluon`).
+
+What the model takes from the kernel:
 
 * **tiles** (`config`, `launch_schedule`): the blocks the tile machine and `schedule()` run,
   so the L2 words and the traffic (`schedule.predict_traffic`, `traffic.simulated_traffic(
@@ -16,20 +24,28 @@ What the model takes from the kernel, all from its code, none fitted on its meas
   of 64) x BLOCK_N for the warp-specialised forward, BLOCK_M x BLOCK_N for the others; all TMA.
 * **occupancy** (`resources`): registers and shared memory of one program. The stored offline
   sm_90 compile (`results/resources_gluon_sm90.json`, `TRITON_INTERPRET=0 python -m
-  kernels_gpu.bench.fit_model --compile-gluon`) where it has the kernel, else the closed form of
-  the kernel's budgets: the warp-specialised forward's registers are set by `setmaxnreg`, two
-  consumer warpgroups at 240 and the producer's warpgroup at 24 per thread (12 warps: 64 512
-  registers, one program per SM); its shared memory the two Q halves and K, V x stages. The
-  one-partition kernels: `occupancy.resources` of their config (2-stage TMA ring).
-* **schedule** (`overlapped`): the one-partition kernels wait for every tile and every product
-  in turn, like the `tl` kernels, so they run through the `tl` schedule (`predict.TERMS`). In
-  the `lag` and `pingpong` schedules the softmax of tile j runs while P V of tile j-1 (and the
-  other warpgroup's GEMMs) are on the tensor cores: matrix and softmax work are two stages of a
-  software pipeline. A program of n iterations of tensor time T and softmax time S (per SM) then
-  takes n max(T, S) + min(T, S) (the first softmax and the last P V have nothing to hide
-  under), and no exposed latency: the waits the `tl` model charges as `exposed` are what the
-  overlap hides. The `ws` schedule (no lag) is the two consumer warpgroups as two co-resident
-  programs of 64 rows each running the `tl` chain.
+  kernels_gpu.bench.fit_model --compile-gluon`: every kernel the dispatch runs and the launch
+  studies ran) where it has the kernel, else the closed form of the kernel's budgets: the
+  warp-specialised forward's registers are set by `setmaxnreg`, two consumer warpgroups at 240
+  and the producer's warpgroup at 24 per thread (12 warps: 64 512 registers, one program per
+  SM); its shared memory the two Q halves and K, V x stages. The one-partition kernels:
+  `occupancy.resources` of their config (a `stages`-deep TMA ring).
+* **schedule**. The one-partition kernels (forward, dK/dV, dQ) wait for every tile and every
+  product in turn, like the `tl` kernels: the chain of `predict.schedule_time`, with their own
+  constants (`predict.GLUON_TERMS`). The backward's OVERLAP 1 issues one GEMM (dP^T in the
+  dK/dV, a quarter of its four equal products; dP in the dQ, a third of three) with S and
+  retires it after the exponentials: `overlap_hidden` takes the shorter of that GEMM's time
+  and the exponentials' off the chain (a closed form, nothing fitted). The warp-specialised
+  forward is a two-stage software pipeline of matrix work T and softmax work S per iteration
+  on its SM (`program_time`): in `lag` the softmax of tile j runs under P V of tile j-1, in
+  `pingpong` under the other warpgroup's GEMMs, in `ws` only the other warpgroup's chain
+  overlaps. A fraction `hidden` of the shorter stage runs under the longer, and the exposed
+  rest grows as the two stages approach each other (the longer leaves less slack): an
+  iteration takes max(T, S) + (1 - hidden) min(T, S) (min / max) ** balance; a program adds
+  `fixed_s` (Q in, the ring's fill, O out: one program per SM, so nothing co-resident hides
+  it). `PIPELINE` holds one fixed cost, one balance and a `hidden` per schedule, fitted on
+  `GLUON_FIT_SUBSET` (bench/fit_gluon.py). The ring's depth enters through the shared memory
+  (programs per SM); no per-stage constant.
 """
 from __future__ import annotations
 
@@ -40,12 +56,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..host.configs import KernelConfig
+from .occupancy import makespan
 from .occupancy import resources as tl_resources
 from .schedule import Schedule, schedule
 
-__all__ = ["GluonKernel", "parse", "resources", "program_time", "launch_schedule", "GLUON_FILE",
-           "WS_ROWS",
-           "CONSUMER_REGS", "PRODUCER_REGS"]
+__all__ = ["GluonKernel", "parse", "from_study", "Kind", "KINDS", "resources", "program_time",
+           "PipelineTerms", "PIPELINE", "GLUON_FIT_SUBSET", "launch_schedule", "GLUON_FILE",
+           "overlap_hidden", "overlapped_time",
+           "WS_ROWS", "CONSUMER_REGS", "PRODUCER_REGS"]
 
 GLUON_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                           "results", "resources_gluon_sm90.json")
@@ -54,18 +72,22 @@ CONSUMER_REGS = 240    # setmaxnreg of each consumer warpgroup (kernels/hopper_w
 PRODUCER_REGS = 24     # setmaxnreg of the producer's warpgroup
 BARRIER_BYTES = 8      # one mbarrier
 
-_NAME = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-(ws|lag|pingpong)-s(\d+))?")
+_NAME = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-([a-z]+)-s(\d+))?(?: s(\d+))?"
+                   r"(?: ov(\d+))?")
+_STUDY_WS = re.compile(r"ws N(\d+) (ws|lag|pingpong) s(\d+)")
+PASSES = ("fwd", "bwd_dkdv", "bwd_dq")
 
 
 @dataclass(frozen=True)
 class GluonKernel:
     label: str
-    pass_: str          # "fwd" or "bwd_dkdv"
+    pass_: str          # "fwd", "bwd_dkdv" or "bwd_dq"
     block_m: int
     block_n: int
     num_warps: int
-    stages: int         # the K/V (forward) or Q/dO (dK/dV) TMA ring
+    stages: int         # the K/V (forward, dQ) or Q/dO (dK/dV) TMA ring
     schedule: str = ""  # "" (one partition), "ws", "lag" or "pingpong"
+    overlap: int = 0    # the backward's asynchronous wgmma schedule (kernels/hopper_bwd.py)
 
     @property
     def config(self) -> KernelConfig:
@@ -76,20 +98,89 @@ class GluonKernel:
     def specialised(self) -> bool:
         return bool(self.schedule)
 
+    @property
+    def kind(self) -> str:
+        """Its row of KINDS."""
+        return f"{self.pass_}-{self.schedule}" if self.schedule else self.pass_
+
+    @property
+    def canonical(self) -> str:
+        """The name with the defaults left out (the key of the stored compile)."""
+        base = f"gluon M{self.block_m}N{self.block_n}w{self.num_warps}"
+        if self.schedule:
+            return f"{base} ws-{self.schedule}-s{self.stages}"
+        return base + (f" s{self.stages}" if self.stages != 2 else "") + (
+            f" ov{self.overlap}" if self.overlap else "")
+
 
 def parse(label: str | None, pass_: str) -> GluonKernel | None:
-    """The Gluon kernel a bench row names (`fwd_kernel` / `bwd_dkdv_kernel`), or None for the
-    `tl` kernel (absent, or a name not starting with "gluon ")."""
+    """The Gluon kernel a bench row names (`fwd_kernel`, `bwd_dkdv_kernel`, `bwd_dq_kernel`),
+    or None for the `tl` kernel (absent, or a name not starting with "gluon "). Names: "gluon
+    M<bm>N<bn>w<warps>", then " ws-<schedule>-s<stages>" (the warp-specialised forward) or
+    " s<stages>" (2 if absent), then " ov<overlap>" (0 if absent)."""
     if not label or not label.startswith("gluon "):
         return None
     m = _NAME.fullmatch(label.strip())
-    if m is None:
-        raise ValueError(f"not a Gluon kernel name: {label!r} "
-                         "(expected like 'gluon M128N64w8' or 'gluon M128N128w12 ws-lag-s3')")
+    if m is None or pass_ not in PASSES:
+        raise ValueError(f"not a Gluon kernel name for {pass_}: {label!r} (expected like "
+                         "'gluon M128N64w8', 'gluon M128N128w12 ws-lag-s3' or "
+                         "'gluon M64N64w4 s2 ov1')")
     bm, bn, w = (int(g) for g in m.group(1, 2, 3))
-    if m.group(4):
-        return GluonKernel(label.strip(), pass_, bm, bn, w, int(m.group(5)), m.group(4))
-    return GluonKernel(label.strip(), pass_, bm, bn, w, 2)
+    stages = int(m.group(5) or m.group(6) or 2)
+    kernel = GluonKernel(label.strip(), pass_, bm, bn, w, stages, m.group(4) or "",
+                         int(m.group(7) or 0))
+    if kernel.kind not in KINDS:
+        raise ValueError(f"no time model for the Gluon kernel {label!r} ({kernel.kind}); "
+                         "add its row to model/gluon.py KINDS")
+    return kernel
+
+
+def from_study(name: str) -> GluonKernel | None:
+    """The Gluon kernel a study's column names (bench/hopper.py, hopper_bwd.py): "gluon
+    M128N64w8" (forward), "ws N128 lag s2" (warp-specialised forward), "gluon dkdv M64N64w4 s3
+    ov2", "gluon dq M64N64w4 ov1"; None for any other column ("tl ...", "flash", "backward
+    ...")."""
+    ws = _STUDY_WS.fullmatch(name)
+    if ws:
+        return parse(f"gluon M{WS_ROWS}N{ws.group(1)}w12 ws-{ws.group(2)}-s{ws.group(3)}",
+                     "fwd")
+    for prefix, pass_ in (("gluon dkdv ", "bwd_dkdv"), ("gluon dq ", "bwd_dq")):
+        if name.startswith(prefix):
+            return parse("gluon " + name[len(prefix):], pass_)
+    return parse(name, "fwd") if _NAME.fullmatch(name) else None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How the time model runs one family of Gluon kernels (module docstring)."""
+    schedule: str       # "chain" (one program's units in series, predict.schedule_time) or
+    #                     "pipeline" (softmax overlapped with the GEMMs, pipeline_time)
+    overlap_share: float  # OVERLAP >= 1: the share of the launch's tensor time (one GEMM of
+    #                       equal ones) issued under the exponentials, 0: none
+    doc: str
+
+
+# Every Gluon kernel the model knows, keyed by GluonKernel.kind (the pass, and the
+# warp-specialised schedule: "bwd_dkdv-ws" for a warp-specialised dK/dV named "gluon
+# M..N..w.. ws-ws-s2" in bwd_dkdv_kernel). A new kernel: a row here; if its schedule is
+# neither, a branch in predict.scheduled; its offline compile in bench/fit_model._compile_one.
+# A bench row naming a kind not here stops `--predict` with the name (no silent guess).
+KINDS = {
+    "fwd": Kind("chain", 0.0, "one-partition forward (kernels/hopper.py): every tile and "
+                "product waited in turn, like `tl`"),
+    "fwd-ws": Kind("pipeline", 0.0, "warp-specialised forward, no lag: the two consumer "
+                   "warpgroups overlap each other's softmax"),
+    "fwd-lag": Kind("pipeline", 0.0, "warp-specialised forward, the softmax of tile j under "
+                    "P V of tile j-1"),
+    "fwd-pingpong": Kind("pipeline", 0.0, "warp-specialised forward, the two warpgroups' "
+                         "GEMMs alternated by a named barrier"),
+    # four equal GEMMs an iteration (S^T, dP^T, dV, dK): dP^T is a quarter of the tensor time
+    "bwd_dkdv": Kind("chain", 1 / 4, "dK/dV (kernels/hopper_bwd.py): K, V held, Q, dO "
+                     "through the ring; OVERLAP 1 issues dP^T with S^T"),
+    # three (S, dP, dQ): dP is a third
+    "bwd_dq": Kind("chain", 1 / 3, "dQ (kernels/hopper_bwd.py): Q, dO held, K, V through "
+                   "the ring; OVERLAP 1 issues dP with S"),
+}
 
 
 @lru_cache(maxsize=4)
@@ -116,20 +207,78 @@ def resources(kernel: GluonKernel, d: int, causal: bool, elem_bytes: int = 2
               ) -> tuple[int, int, str]:
     """(registers, shared-memory bytes, "compiled" or "closed form") of one program."""
     if elem_bytes == 2:
-        hit = compiled().get(f"{kernel.pass_}|{kernel.label}|{int(d)}|{int(bool(causal))}")
+        hit = compiled().get(
+            f"{kernel.pass_}|{kernel.canonical}|{int(d)}|{int(bool(causal))}")
         if hit:
             return hit["regs"], hit["smem"], "compiled"
     return (*closed_form(kernel, d, elem_bytes), "closed form")
 
 
-def program_time(iterations: int, tensor: float, softmax: float, rate: float) -> float:
-    """Seconds of one warp-specialised program (`lag` / `pingpong`) of `iterations` loop
-    iterations, each `tensor` s of matrix work and `softmax` s of vector + SFU work on its SM,
-    `rate` the SM's throughput bound per iteration (max of tensor, softmax, HBM and L2 shares):
-    a two-stage software pipeline, n max(stage) + min(stage) (docstring)."""
+@dataclass(frozen=True)
+class PipelineTerms:
+    """The warp-specialised forward's schedule constants (module docstring)."""
+    fixed_s: float          # per program: Q in, the ring's fill, O out (one program per SM,
+    #                         nothing co-resident hides it)
+    hidden: dict            # schedule -> the fraction of the shorter stage (softmax or
+    #                         GEMMs) hidden under the longer one, per iteration
+    balance: float = 0.0    # the exposed rest scales with (shorter / longer) ** balance: the
+    #                         nearer the two stages, the less slack the longer leaves
+
+
+# Fitted by `python -m kernels_gpu.bench.fit_model --gluon` on GLUON_FIT_SUBSET (see there).
+PIPELINE = PipelineTerms(fixed_s=2e-6, hidden={"ws": 0.25, "lag": 0.4, "pingpong": 0.35},
+                         balance=0.25)
+GLUON_FIT_SUBSET = ("the launch studies results/hopper_*_h100*.json (each Gluon kernel and "
+                    "`tl` dQ timed alone) at N 1024 and 16384; held out: their N 512, 2048, "
+                    "4096 and every dispatch run (results/frontier_*dispatch*_h100*.json)")
+
+
+def program_time(iterations: int, tensor: float, softmax: float, rate: float,
+                 hidden: float = 1.0, balance: float = 0.0) -> float:
+    """Seconds of one warp-specialised program of `iterations` loop iterations, each `tensor`
+    s of matrix work and `softmax` s of vector + SFU work on its SM, `rate` the SM's throughput
+    bound per iteration (max of tensor, softmax, HBM and L2 shares): a two-stage software
+    pipeline in which a fraction `hidden` of the shorter stage runs under the longer one,
+    n (max(rate, T, S) + (1 - hidden) min (min / max) ** balance) + hidden min, min and max of
+    (T, S) (the first softmax or the last P V has nothing to hide under); hidden 1: n max +
+    min; balance 0: the exposed rest a fixed fraction of the shorter stage (docstring)."""
     if iterations <= 0:
         return 0.0
-    return iterations * max(rate, tensor, softmax) + min(tensor, softmax)
+    short, long = min(tensor, softmax), max(tensor, softmax)
+    exposed = (1 - hidden) * short * ((short / long) ** balance if long > 0 else 0.0)
+    return iterations * (max(rate, long) + exposed) + hidden * short
+
+
+def overlap_hidden(rate, kernel: GluonKernel | None) -> float:
+    """Seconds of the launch's serial chain that the backward's OVERLAP schedule takes off it:
+    the GEMM issued asynchronously (dP^T, dP: KINDS' share of the tensor time) runs
+    under the exponentials, so the shorter of the two leaves the chain; 0 with OVERLAP 0."""
+    if kernel is None or not kernel.overlap:
+        return 0.0
+    return min(KINDS[kernel.kind].overlap_share * rate.tensor_s, rate.sfu_s)
+
+
+def _per_sm_iteration(rate, iterations: int, sms: int):
+    """(tensor, vector + sfu, throughput bound) seconds of one program iteration on one SM."""
+    k = sms / iterations
+    softmax = rate.vector_s + rate.sfu_s
+    return (rate.tensor_s * k, softmax * k,
+            max(rate.tensor_s, softmax, rate.hbm_s, rate.l2_s) * k)
+
+
+def overlapped_time(rate, per: list[int], rows: int, occ: int, fixed_s: float,
+                    sms: int = 132, hidden: float = 1.0, balance: float = 0.0) -> float:
+    """Seconds of one launch of the warp-specialised forward: each program a two-stage
+    pipeline of matrix and softmax work hiding a fraction `hidden` of the shorter stage
+    (program_time); occ programs per SM share its units; the makespan as for the
+    others, plus the launch."""
+    iterations = sum(per) * rows
+    if iterations == 0:
+        return rate.total_s
+    tensor, softmax, thr = _per_sm_iteration(rate, iterations, sms)
+    durations = [fixed_s + program_time(i, occ * tensor, occ * softmax, occ * thr, hidden,
+                                        balance) for i in per]
+    return makespan(durations, rows, sms * occ) + rate.launch_s
 
 
 def launch_schedule(kernel: GluonKernel, n: int, d: int, batch: int = 1, heads: int = 1,

@@ -33,16 +33,19 @@ SMs x programs-per-SM slots (greedy, in launch order). Per iteration a slot take
 (occ: programs per SM from the config's registers and shared memory; one program's matrix
 and softmax work run in series plus the latency it cannot hide, `exposed`; a co-resident
 program overlaps a fraction `overlap` of it), and each program adds `fixed_s` (the held tile
-in, the pipeline's fill, the stores). predicted = makespan + launch. The three constants per
-pass (`TERMS`) are fitted on a declared calibration subset of the H100 frontier grid
-(`FIT_SUBSET`) and checked on the rest (`python -m kernels_gpu.bench.fit_model`).
+in, the pipeline's fill, the stores). predicted = makespan + launch. The constants (`TERMS`:
+the forward; the dK/dV launches; the dQ launch) are fitted on declared subsets: the forward's
+and the dK/dV's on the H100 frontier grid's `FIT_SUBSET` (`python -m
+kernels_gpu.bench.fit_model`, checked on the rest), the dQ's on the launch studies' `tl` dQ
+(`gluon.GLUON_FIT_SUBSET`, `fit_model --gluon`), then the dK/dV's with it held.
 
-Where a Gluon kernel ran (`kernel=` / `dkdv_kernel=`, model/gluon.py: the bench row's
-`fwd_kernel`, `bwd_dkdv_kernel`), its tiles, its programs per SM and its schedule replace the
-`tl` config's, with no constant fitted on its points: the one-partition kernels run the chain
-above; the `lag` / `pingpong` warp-specialised forward overlaps the softmax with the GEMMs, a
-program of n iterations taking n max(tensor, vector + sfu, rate) + min(tensor, vector + sfu)
-per SM (`overlapped_time`), with no exposed latency.
+Where a Gluon kernel ran (`kernel=` / `dkdv_kernel=` / `dq_kernel=`, model/gluon.py: the bench
+row's `fwd_kernel`, `bwd_dkdv_kernel`, `bwd_dq_kernel`), its tiles, its programs per SM and
+its schedule (gluon.KINDS) replace the `tl` config's: the one-partition kernels run the chain
+above with `GLUON_TERMS` (less the GEMM the backward's OVERLAP hides, `overlap_hidden`); the
+warp-specialised forward is a two-stage pipeline hiding a fraction of the shorter of its
+matrix and softmax stages (`overlapped_time`, gluon.PIPELINE). Both fitted on the launch
+studies (gluon.GLUON_FIT_SUBSET); the dispatch runs are held out.
 """
 from __future__ import annotations
 
@@ -55,11 +58,14 @@ from toymachine.cost import attention_tile_cost
 
 from ..kernels.common import padded_head_dim
 from . import gluon
+from .gluon import overlap_hidden, overlapped_time
 from .occupancy import makespan, program_resources, program_row, programs_per_sm
 from .schedule import schedule
 
-__all__ = ["Prediction", "predict_forward", "predict_backward", "sequence", "machine_for",
+__all__ = ["Prediction", "predict_forward", "predict_backward", "predict_launch", "sequence",
+           "machine_for",
            "calibration", "CALIBRATION_FILE", "ScheduleTerms", "TERMS", "FIT_SUBSET",
+           "GLUON_TERMS", "TERMS_OF", "overlap_hidden", "overlapped_time",
            "scheduled", "schedule_time"]
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
@@ -120,17 +126,35 @@ class ScheduleTerms:
 # measured), grid search) on FIT_SUBSET of results/frontier_h100.json (H100, 2026-11-25);
 # a CPU test checks them. The forward's overlap is determined by its d 64 points alone (the
 # only forward launch with 3 programs per SM whose softmax is not hidden behind the L2 time).
+# "bwd_dq" (the dQ launch) is fitted first, on the `tl` dQ launches of the launch studies
+# (gluon.GLUON_FIT_SUBSET: timed alone, N 1k and 16k; `fit_model --gluon`), then "bwd" (the
+# dK/dV launches) on FIT_SUBSET with it held (fifth session; before, one "bwd" for both:
+# 5 us, 0.2, 0.375, which put the `tl` dQ launch alone at 0.81 - 1.37 x its measured time
+# and the `tl` dK/dV at 0.68 - 1.10: errors that cancelled in the whole `tl` backward, not
+# beside a Gluon dK/dV).
 TERMS = {"fwd": ScheduleTerms(fixed_s=0.0, exposed=0.1, overlap=0.125),
-         "bwd": ScheduleTerms(fixed_s=5e-6, exposed=0.2, overlap=0.375)}
+         "bwd": ScheduleTerms(fixed_s=8e-6, exposed=0.3, overlap=0.25),
+         "bwd_dq": ScheduleTerms(fixed_s=3e-6, exposed=0.0, overlap=0.375)}
 FIT_SUBSET = "N_q = N_k in {1024, 4096, 16384}"  # held out: N 2048, 8192 and N_q != N_k
+# The same three constants for the one-partition Gluon kernels (their chain: TMA and wgmma
+# waited at mbarriers, not the `tl` pipeline), fitted by `python -m kernels_gpu.bench.fit_model
+# --gluon` on gluon.GLUON_FIT_SUBSET (the launch studies at N 1k and 16k).
+GLUON_TERMS = {"fwd": ScheduleTerms(fixed_s=0.5e-6, exposed=0.0, overlap=0.125),
+               "bwd": ScheduleTerms(fixed_s=5e-6, exposed=0.2, overlap=0.125),
+               "bwd_dq": ScheduleTerms(fixed_s=3e-6, exposed=0.15, overlap=0.25)}
+TERMS_OF = {"fwd": "fwd", "bwd_dkdv": "bwd", "bwd_dq": "bwd_dq"}  # a launch's pass -> its terms
 
 
 def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 132,
-              part: int | None = None, kernel: gluon.GluonKernel | None = None) -> Prediction:
+              part: int | None = None, kernel: gluon.GluonKernel | None = None,
+              pipeline: gluon.PipelineTerms | None = None,
+              chain: ScheduleTerms | None = None) -> Prediction:
     """One loop launch's prediction through its schedule (module docstring): `rate` is the
-    tile machine's, `sched` the launch's Schedule, `config` its KernelConfig; `kernel` the
-    Gluon kernel that ran (model/gluon.py: its occupancy, and for the `lag` / `pingpong`
-    warp-specialised forward the overlapped schedule), None for the `tl` kernel."""
+    tile machine's, `sched` the launch's Schedule, `config` its KernelConfig, `terms` the `tl`
+    chain's constants; `kernel` the Gluon kernel that ran (model/gluon.py KINDS: its
+    occupancy; the warp-specialised forward's pipeline with `pipeline`'s constants,
+    gluon.PIPELINE if None; the one-partition ones the chain with `chain`'s, GLUON_TERMS if
+    None, less the backward's OVERLAP), None for the `tl` kernel."""
     per, rows = program_row(sched)
     iterations = sum(per) * rows
     if iterations == 0:
@@ -142,51 +166,33 @@ def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 
     else:
         regs, smem, _ = gluon.resources(kernel, sched.head_dim, sched.causal, sched.elem_bytes)
         occ = programs_per_sm(regs, smem, kernel.num_warps)
-    if kernel is not None and kernel.schedule in ("lag", "pingpong"):
-        t = overlapped_time(rate, per, rows, occ, terms.fixed_s, sms)
-    else:  # the `ws` schedule: its two consumer warpgroups are two chains of one program
-        chains = 2 if kernel is not None and kernel.schedule == "ws" else 1
-        t = schedule_time(rate, per, rows, occ, terms, sms, chains)
+    kind = gluon.KINDS[kernel.kind] if kernel is not None else None
+    if kind is not None and kind.schedule == "pipeline":
+        pipeline = gluon.PIPELINE if pipeline is None else pipeline
+        t = overlapped_time(rate, per, rows, occ, pipeline.fixed_s, sms,
+                            pipeline.hidden[kernel.schedule], pipeline.balance)
+    else:
+        if kernel is not None:
+            terms = chain or GLUON_TERMS[TERMS_OF[kernel.pass_]]
+        t = schedule_time(rate, per, rows, occ, terms, sms, overlap_hidden(rate, kernel))
     return replace(rate, total_s=t, schedule_s=t - rate.total_s, occupancy=str(occ))
 
 
-def _per_sm_iteration(rate: Prediction, iterations: int, sms: int):
-    """(tensor, vector + sfu, throughput bound) seconds of one program iteration on one SM."""
-    k = sms / iterations
-    softmax = rate.vector_s + rate.sfu_s
-    return (rate.tensor_s * k, softmax * k,
-            max(rate.tensor_s, softmax, rate.hbm_s, rate.l2_s) * k)
-
-
 def schedule_time(rate: Prediction, per: list[int], rows: int, occ: int,
-                  terms: ScheduleTerms, sms: int = 132, chains: int = 1) -> float:
+                  terms: ScheduleTerms, sms: int = 132, hidden_s: float = 0.0) -> float:
     """Seconds of one launch: the makespan of `rows` rows of programs with `per` loop
-    iterations each on sms x occ slots (module docstring), plus the launch latency. `chains`:
-    independent serial chains per program (the `ws` forward's two consumer warpgroups), which
-    overlap like co-resident programs: occ x chains of them share an SM."""
+    iterations each on sms x occ slots (module docstring), plus the launch latency.
+    `hidden_s`: the launch's seconds of serial work overlapped inside a program
+    (overlap_hidden), taken off the chain."""
     iterations = sum(per) * rows
     if iterations == 0:
         return rate.total_s
-    serial = rate.tensor_s + rate.vector_s + rate.sfu_s
+    serial = rate.tensor_s + rate.vector_s + rate.sfu_s - hidden_s
     thr = max(rate.tensor_s, rate.vector_s + rate.sfu_s, rate.hbm_s, rate.l2_s) * sms / iterations
     chain = serial * (1 + terms.exposed) * sms / iterations
-    per_iteration = occ * max(thr, chain / (1 + terms.overlap * (occ * chains - 1)))
+    per_iteration = occ * max(thr, chain / (1 + terms.overlap * (occ - 1)))
     t = makespan([terms.fixed_s + i * per_iteration for i in per], rows, sms * occ)
     return t + rate.launch_s
-
-
-def overlapped_time(rate: Prediction, per: list[int], rows: int, occ: int, fixed_s: float,
-                    sms: int = 132) -> float:
-    """Seconds of one launch of the `lag` / `pingpong` warp-specialised forward: each program a
-    two-stage pipeline of matrix and softmax work (gluon.program_time), no exposed latency;
-    occ programs per SM share its units; the makespan as for the others, plus the launch."""
-    iterations = sum(per) * rows
-    if iterations == 0:
-        return rate.total_s
-    tensor, softmax, thr = _per_sm_iteration(rate, iterations, sms)
-    durations = [fixed_s + gluon.program_time(i, occ * tensor, occ * softmax, occ * thr)
-                 for i in per]
-    return makespan(durations, rows, sms * occ) + rate.launch_s
 
 
 def calibration_file(gpu_name: str) -> str:
@@ -297,7 +303,8 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
                      nk: int | None = None, kv_heads: int | None = None,
                      dkdv_split: int = 1, dkdv_apart: bool = False, dkdv_config=None,
                      dq_config=None, terms: dict = TERMS,
-                     dkdv_kernel: gluon.GluonKernel | None = None) -> Prediction:
+                     dkdv_kernel: gluon.GluonKernel | None = None,
+                     dq_kernel: gluon.GluonKernel | None = None) -> Prediction:
     """The three backward launches (preprocess, dK/dV, dQ) with their blocks (BM, BN), one
     after another. dkdv_split > 1 (a grouped-query head group split over programs): the dK/dV
     launch is the tile program with H_kv * split K/V heads (each program streams its share of
@@ -308,7 +315,9 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
     dq_config (the KernelConfigs that ran) the dK/dV and dQ launches go through the schedule
     (module docstring); the preprocess and the split's sum stay rate-bound launches.
     dkdv_kernel: the Gluon dK/dV that ran (model/gluon.py): its tiles, occupancy and config
-    replace dkdv and dkdv_config (one launch, no split)."""
+    replace dkdv and dkdv_config (one launch, no split); dq_kernel: the Gluon dQ, likewise."""
+    if dq_kernel is not None:
+        dq, dq_config = (dq_kernel.block_m, dq_kernel.block_n), dq_kernel.config
     if dkdv_kernel is not None:
         dkdv, dkdv_config = (dkdv_kernel.block_m, dkdv_kernel.block_n), dkdv_kernel.config
         dkdv_split, dkdv_apart = 1, False
@@ -332,12 +341,30 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
     p = _one(machine, l2, launch, block_m=dq[0], block_n=dq[1], phase="dq", **args)
     if dq_config is not None:
         sched = schedule(n, d, batch, heads, causal, pass_="bwd_dq", config=dq_config, **geo)
-        p = scheduled(p, sched, dq_config, terms["bwd"], sms)
+        p = scheduled(p, sched, dq_config, terms.get("bwd_dq", terms["bwd"]), sms,
+                      kernel=dq_kernel)
     parts.append(p)
     if dkdv_split > 1:
         parts.append(_split_sum(machine, launch, batch=batch, kv_heads=kv, split=dkdv_split,
                                 nk=n if nk is None else nk, d=d))
     return sequence(parts)
+
+
+def predict_launch(machine, calib: dict, kernel: gluon.GluonKernel, *, n: int, d: int,
+                   batch: int, heads: int, causal: bool, nk: int | None = None,
+                   kv_heads: int | None = None, terms: dict = TERMS,
+                   pipeline: gluon.PipelineTerms | None = None) -> Prediction:
+    """One launch of a Gluon kernel alone (the launch studies, bench/hopper*.py): the forward,
+    the dK/dV or the dQ, through its schedule."""
+    phase = {"fwd": None, "bwd_dkdv": "dkdv", "bwd_dq": "dq"}[kernel.pass_]
+    rate = _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
+                heads=heads, causal=causal, block_m=kernel.block_m, block_n=kernel.block_n,
+                pass_="forward" if phase is None else "backward", phase=phase,
+                kv_heads=kv_heads)
+    sched = schedule(n, d, batch, heads, causal, pass_=kernel.pass_, config=kernel.config,
+                     nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes)
+    return scheduled(rate, sched, kernel.config, terms["fwd" if phase is None else "bwd"],
+                     calib.get("sms") or 132, kernel=kernel, pipeline=pipeline)
 
 
 def _split_sum(machine, launch_s: float, *, batch: int, kv_heads: int, split: int, nk: int,
