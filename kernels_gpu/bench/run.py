@@ -64,6 +64,11 @@ GRIDS = {
                  + [_spec("frontier", d, nq, c, nk=nk, heads_kv=kv, batch=2)
                     for d in (64, 128) for c in (False, True) for kv in (32, 8)
                     for nq, nk in ((1024, 8192), (8192, 2048))]),
+    # d 192 (not in issue 21's grid): the same points, where the chunked Gluon backward runs
+    # (H_kv = H) and where the padded `tl` path still does (grouped heads)
+    "d192": [_spec("d192", 192, n, c, heads_kv=kv, batch=max(1, 16384 // n))
+             for c in (False, True) for kv in (32, 8, 4, 1)
+             for n in (1024, 2048, 4096, 8192, 16384)],
     "fp8": [_spec("fp8", d, n, c, dtype=dt) for dt in ("e5m2", "e4m3") for d in (64, 128)
             for c in (False, True) for n in (1024, 4096, 16384)],
 }
@@ -256,7 +261,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
-    ap.add_argument("--grid", default="main", help="comma list of main, shapes, fp8")
+    ap.add_argument("--grid", default="main", help="comma list of main, shapes, fp8, frontier, d192")
     ap.add_argument("--ns", help="only these N (comma list); with --memory: the probe's N")
     ap.add_argument("--dims", help="only these head dims (comma list)")
     ap.add_argument("--causal", default="0,1")
