@@ -37,7 +37,7 @@ def _problem(d=192, heads=4, heads_kv=4, nq=1024, nk=1024, dtype=torch.float16, 
 
 
 @GLUON
-def test_dispatch_takes_only_square_mha_d192_half_precision_on_sm90(monkeypatch):
+def test_dispatch_takes_square_d192_half_precision_on_sm90(monkeypatch):
     from kernels_gpu.host import launch
 
     monkeypatch.setitem(g.DISPATCH_D192, True, [(2048, CFG), (1 << 62, None)])
@@ -51,13 +51,19 @@ def test_dispatch_takes_only_square_mha_d192_half_precision_on_sm90(monkeypatch)
                       (_problem(nq=4096, nk=4096), False),  # the table's row says None
                       (_problem(causal=False), False),  # no non-causal row
                       (_problem(d=128), False), (_problem(d=256), False),
-                      (_problem(heads_kv=2), False),  # grouped heads: the `tl` path
                       (_problem(nq=512), False),  # cross-attention
                       (_problem(nq=1000, nk=1000), False),  # not a multiple of the blocks
                       (_problem(dtype=torch.float32), False)]:
         assert g.dispatch_d192(p, interp) is None, p
+    assert g.dispatch_d192(_problem(heads_kv=2), False) == CFG  # grouped: K/V copied out
+    assert g.dispatch_d192(_problem(heads_kv=1), False) == CFG
+    monkeypatch.setenv("KERNELS_GPU_D192_GROUPS", "0")
+    assert g.dispatch_d192(_problem(heads_kv=2), False) is None
+    assert g.dispatch_d192(_problem(), False) == CFG
+    monkeypatch.delenv("KERNELS_GPU_D192_GROUPS")
     monkeypatch.setenv("KERNELS_GPU_HOPPER", "0")
     assert g.dispatch_d192(_problem(), False) is None
+    assert g.dispatch_d192(_problem(heads_kv=2), False) is None
     monkeypatch.delenv("KERNELS_GPU_HOPPER")
     monkeypatch.setattr(launch, "_capability", lambda i: (8, 0))
     assert g.dispatch_d192(_problem(), False) is None
@@ -170,8 +176,8 @@ def test_flash_attention_backward_dispatches_d192_to_the_chunked_kernels(dtype, 
                                                                          monkeypatch):
     """With a DISPATCH_D192 entry (the table as measured, or each candidate the bench timed)
     flash_attention_backward's dQ, dK, dV are the chunked launches', bit for bit, and the
-    autograd path's too; all three against float64. Without one (or grouped heads) the `tl`
-    path runs, and is right."""
+    autograd path's too; all three against float64. Without one the `tl` path runs, and is
+    right; grouped heads likewise (below)."""
     from kernels_gpu import flash_attention, flash_attention_backward, flash_attention_forward
     from kernels_gpu.host import launch
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
@@ -194,9 +200,32 @@ def test_flash_attention_backward_dispatches_d192_to_the_chunked_kernels(dtype, 
         qa, ka, va = (t.clone().requires_grad_() for t in (q, k, v))
         flash_attention(qa, ka, va, causal).backward(do)
         assert all(torch.equal(a.grad, b) for a, b in zip((qa, ka, va), got))
-    # grouped heads: never dispatched, the `tl` path, right
-    q, k, v, do = _inputs(dtype, 5, heads=4, heads_kv=2)
-    assert g.dispatch_d192(launch.problem_of(q, k, v, causal), False) is None
-    o, lse = flash_attention_forward(q, k, v, causal)
-    got = flash_attention_backward(q, k, v, o, lse, do, causal)
-    assert max(rel_err(a, r) for a, r in zip(got, _reference(q, k, v, do, causal))) < tol
+    # grouped heads (2 and 4 query heads a K/V head): with a table entry the chunked launches
+    # on K/V copied out, dK and dV summed over the group in fp32; the `tl` path when switched
+    # off; both right, and the autograd path's gradients the public path's, bit for bit
+    for heads_kv in (2, 1):
+        q, k, v, do = _inputs(dtype, 5 + heads_kv, heads=4, heads_kv=heads_kv)
+        p = launch.problem_of(q, k, v, causal)
+        assert (g.dispatch_d192(p, False) is None) == (cfg is None)
+        refs = _reference(q, k, v, do, causal)
+        o, lse = flash_attention_forward(q, k, v, causal)
+        got = flash_attention_backward(q, k, v, o, lse, do, causal)
+        assert max(rel_err(a, r) for a, r in zip(got, refs)) < tol, heads_kv
+        qa, ka, va = (t.clone().requires_grad_() for t in (q, k, v))
+        flash_attention(qa, ka, va, causal).backward(do)
+        assert all(torch.equal(a.grad, b) for a, b in zip((qa, ka, va), got))
+        if cfg is not None:  # the group's sum of the MHA launches on copies of K and V
+            g_ = 4 // heads_kv
+            ke, ve = (t.repeat_interleave(g_, 1) for t in (k, v))
+            dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+            dk32, dv32 = (torch.empty_like(q, dtype=torch.float32) for _ in range(2))
+            g.backward_d192(q, ke, ve, do, lse, _delta(q, k, v, o, do, causal), 192 ** -0.5,
+                            causal, cfg, dq, dk32, dv32)
+            assert torch.equal(got[0], dq)
+            for mine, part in zip(got[1:], (dk32, dv32)):
+                want = part.view(2, heads_kv, g_, *part.shape[2:]).sum(2).to(mine.dtype)
+                assert torch.equal(mine, want)
+            monkeypatch.setenv("KERNELS_GPU_D192_GROUPS", "0")
+            off = flash_attention_backward(q, k, v, o, lse, do, causal)
+            monkeypatch.delenv("KERNELS_GPU_D192_GROUPS")
+            assert max(rel_err(a, r) for a, r in zip(off, refs)) < tol

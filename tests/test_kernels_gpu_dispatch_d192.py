@@ -39,8 +39,9 @@ def test_the_chunked_launches_a_d192_dispatch_implies(tables, causal, want):
     """d 192 on sm_90: the `tl` forward and preprocess, then the chunked dK/dV (dV and dK apart
     or one launch) and dQ with DISPATCH_D192's blocks, in the host's order; the pass labels
     are host_labels' (D192Config.label's pieces); anything the host keeps on the `tl` path
-    (N < 1k, N not a multiple of the blocks, grouped heads, cross-attention, fp32, no Hopper,
-    KERNELS_GPU_HOPPER=0) lists the `tl` launches."""
+    (N < 1k, N not a multiple of the blocks, cross-attention, fp32, no Hopper,
+    KERNELS_GPU_HOPPER=0, grouped heads with KERNELS_GPU_D192_GROUPS=0) lists the `tl` launches;
+    grouped heads otherwise list the chunked launches."""
     got = dispatch.launches(2048, 192, causal, heads=4)
     assert [ln.function for ln in got[:2]] == ["_attn_fwd", "_attn_bwd_preprocess"]
     assert not got[0].gluon and not got[1].gluon
@@ -51,11 +52,15 @@ def test_the_chunked_launches_a_d192_dispatch_implies(tables, causal, want):
     assert f"{labels['bwd_dkdv']} {labels['bwd_dq'].removeprefix('gluon192 ')}" == cfg.label()
     assert dispatch.case_launches({"configs": {}, "kernels": labels}) == got[1:]  # no fwd config
     tl = ["_attn_fwd", "_attn_bwd_preprocess", "_attn_bwd_dkdv", "_attn_bwd_dq"]
-    for kw in (dict(n=512), dict(n=2080), dict(kv_heads=2), dict(nk=4096), dict(elem_bytes=4),
-               dict(capability=(8, 0)), dict(capability=None), dict(env={"KERNELS_GPU_HOPPER": "0"})):
+    for kw in (dict(n=512), dict(n=2080), dict(nk=4096), dict(elem_bytes=4),
+               dict(capability=(8, 0)), dict(capability=None), dict(env={"KERNELS_GPU_HOPPER": "0"}),
+               dict(kv_heads=2, env={"KERNELS_GPU_D192_GROUPS": "0"})):
         args = dict(n=2048, heads=4) | kw
         names = [ln.function for ln in dispatch.launches(d=192, causal=causal, **args)]
         assert names[:2] == tl[:2] and "_attn_bwd_dkdv_d192" not in names, kw
+    # grouped heads: the same chunked launches, on K/V copied out to the query heads
+    grouped = dispatch.launches(2048, 192, causal, heads=4, kv_heads=2)
+    assert [(ln.function, ln.label, ln.part) for ln in grouped[2:]] == [w[:3] for w in want]
     assert dispatch.gluon_choice(2048, 192, causal, env={"KERNELS_GPU_WS": "0"}) \
         == {"bwd_d192": cfg}
 

@@ -3,9 +3,11 @@ launches, and the measured dispatch table (issue 21, item 4, fifth session).
 
 The backward at d 192 runs as: the `tl` preprocess (D = rowsum(dO * O)), the chunked dK/dV
 (one launch, or dV apart: a dV launch and a dK launch), the chunked dQ. TMA descriptors are
-made on the unpadded (B*H*N, 192) tensors with boxes of (rows, 64). H_kv = H, N_q = N_k a
-multiple of the blocks, fp16 / bf16, sm_90; anything else (grouped heads, cross-attention,
-ragged N) stays on the `tl` kernels padded to 256.
+made on the unpadded (B*H*N, 192) tensors with boxes of (rows, 64). N_q = N_k a multiple of
+the blocks, fp16 / bf16, sm_90; anything else (cross-attention, ragged N) stays on the `tl`
+kernels padded to 256. Grouped heads (H_kv < H) run the same launches on K and V copied out to
+H heads, with dK and dV written as fp32 partials per query head and summed over each group
+(the `tl` dK/dV's full split does the same in its kernel): the kernels stay the MHA ones.
 """
 from __future__ import annotations
 
@@ -68,10 +70,13 @@ def d192_supported(q: torch.Tensor, k: torch.Tensor, *blocks: int) -> bool:
 
 def dispatch_d192(p, interpreter: bool) -> D192Config | None:
     """The chunked Gluon backward's config for a launch.Problem where it measured faster
-    (DISPATCH_D192; d 192, H_kv = H, N_q = N_k a multiple of every block, fp16/bf16, sm_90),
-    else None. KERNELS_GPU_HOPPER=0 turns it off with the other Gluon kernels."""
+    (DISPATCH_D192; d 192, N_q = N_k a multiple of every block, fp16/bf16, sm_90; grouped
+    heads through run_backward_d192's copies), else None. KERNELS_GPU_HOPPER=0 turns it off
+    with the other Gluon kernels, KERNELS_GPU_D192_GROUPS=0 for grouped heads alone."""
     rows = DISPATCH_D192.get(bool(p.causal), [])
-    if (p.d != 192 or interpreter or not HAVE_GLUON or p.group != 1 or p.nq != p.nk
+    if p.group != 1 and os.environ.get("KERNELS_GPU_D192_GROUPS", "1") == "0":
+        return None
+    if (p.d != 192 or interpreter or not HAVE_GLUON or p.nq != p.nk
             or p.dtype not in (torch.float16, torch.bfloat16)
             or os.environ.get("KERNELS_GPU_HOPPER", "1") == "0" or not torch.cuda.is_available()
             or L._capability(torch.cuda.current_device())[0] != 9):
@@ -157,13 +162,35 @@ def backward_d192(q, k, v, do, lse, delta, scale, causal, cfg: D192Config, dq, d
 def run_backward_d192(p, q, k, v, o, lse, do, scale: float, cfg: D192Config, replayable):
     """(dq, dk, dv) of the whole backward on checked, contiguous inputs: the `tl` preprocess,
     then the chunked launches; `replayable` (flash_attn._replayable) replays small problems
-    as a CUDA graph."""
+    as a CUDA graph. Grouped heads: K and V copied out to the H query heads first (head h
+    reads K/V head h // group, as every kernel here maps them), dK and dV written in fp32 per
+    query head (the kernel stores in its output's dtype), then summed over each group."""
     delta = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
     dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
+    if p.group == 1:
+        def launch():
+            L.launch_preprocess(p, o, do, delta)
+            backward_d192(q, k, v, do, lse, delta, scale, p.causal, cfg, dq, dk, dv)
 
-    def launch():
+        replayable(("bwd-d192", p, scale, cfg), (q, k, v, o, lse, do, delta, dq, dk, dv),
+                   launch, p)
+        return dq, dk, dv
+    b, hkv, g, n, d = p.batch, p.heads_kv, p.group, p.nk, p.d
+    ke, ve = L.new_empty(q.shape, k), L.new_empty(q.shape, v)
+    dke, dve = (L.new_empty(q.shape, q, torch.float32) for _ in range(2))
+    sums = L.new_empty((2, b, hkv, n, d), q, torch.float32)
+
+    def launch_grouped():
         L.launch_preprocess(p, o, do, delta)
-        backward_d192(q, k, v, do, lse, delta, scale, p.causal, cfg, dq, dk, dv)
+        ke.view(b, hkv, g, n, d).copy_(k.unsqueeze(2).expand(b, hkv, g, n, d))
+        ve.view(b, hkv, g, n, d).copy_(v.unsqueeze(2).expand(b, hkv, g, n, d))
+        backward_d192(q, ke, ve, do, lse, delta, scale, p.causal, cfg, dq, dke, dve)
+        torch.sum(dke.view(b, hkv, g, n, d), dim=2, out=sums[0])
+        torch.sum(dve.view(b, hkv, g, n, d), dim=2, out=sums[1])
+        dk.copy_(sums[0])
+        dv.copy_(sums[1])
 
-    replayable(("bwd-d192", p, scale, cfg), (q, k, v, o, lse, do, delta, dq, dk, dv), launch, p)
+    replayable(("bwd-d192-grouped", p, scale, cfg),
+               (q, k, v, o, lse, do, delta, dq, dk, dv, ke, ve, dke, dve, sums),
+               launch_grouped, p)
     return dq, dk, dv

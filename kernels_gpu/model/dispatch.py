@@ -76,6 +76,12 @@ class Launch:
     def schedule(self, n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = False,
                  elem_bytes: int = 2, nk: int | None = None,
                  kv_heads: int | None = None) -> Schedule:
+        """The launch's schedule. The chunked d 192 launches of a grouped problem run on K and
+        V copied out to the H query heads (host/hopper_d192.run_backward_d192), so they are
+        scheduled as H_kv = H; the host's copies, the dK/dV partials' fp32 width and their
+        group sum are outside this schedule (as the `tl` split's host sum is)."""
+        if self.label.startswith("gluon192 "):
+            kv_heads = heads
         return schedule(n, d, batch, heads, causal, pass_=self.pass_, elem_bytes=elem_bytes,
                         config=self.config, nk=nk, kv_heads=kv_heads, part=self.part or None,
                         kernel=self.label if self.gluon else "")
@@ -96,9 +102,13 @@ def gluon_choice(n: int, d: int, causal: bool = False, heads: int = 1,
     env = os.environ if env is None else env
     nk = n if nk is None else nk
     kv_heads = heads if kv_heads is None else kv_heads
-    if (capability is None or capability[0] != 9 or kv_heads != heads or nk != n
+    if (capability is None or capability[0] != 9 or nk != n
             or elem_bytes != 2 or env.get("KERNELS_GPU_HOPPER", "1") == "0"):
         return {}
+    if kv_heads != heads:  # grouped heads: only the chunked d 192 backward (on K/V copied out)
+        d192 = (_d192_choice(n, d, causal)
+                if env.get("KERNELS_GPU_D192_GROUPS", "1") != "0" else None)
+        return {"bwd_d192": d192} if d192 else {}
     cfg = (hopper.DISPATCH_CAUSAL if causal else hopper.DISPATCH).get(d)
     if cfg is None or not hopper.HAVE_GLUON or n % max(cfg[0], cfg[1]):
         d192 = _d192_choice(n, d, causal)
