@@ -160,6 +160,28 @@ def test_split_is_a_divisor_of_the_group_and_named():
         KernelConfig.from_short("M64N128w4s3-sp0")
 
 
+def test_a_group_loop_that_would_underfill_the_gpu_is_split():
+    """LOOP_MIN_PROGRAMS: a d 64 non-causal group of >= 16 heads whose loop would run fewer
+    programs than the floor is split (one head a program there); enough programs, a small
+    group, a bucket without a floor, or an unknown grid keep TUNED_SPLIT's choice."""
+    from kernels_gpu.host import launch
+    from kernels_gpu.host.configs import LOOP_MIN_PROGRAMS, TUNED_SPLIT, dkdv_split
+
+    floor, per_program = LOOP_MIN_PROGRAMS[(64, False)]
+    big = max(n for n, _, _ in TUNED_SPLIT[(64, False)] if n < 1 << 40) * 2  # past the N rows
+    assert dkdv_split(32, 64, False, big) == 1  # the loop, as the table says
+    assert dkdv_split(32, 64, False, big, floor - 1) == 32 // per_program
+    assert dkdv_split(32, 64, False, big, floor) == 1
+    assert dkdv_split(8, 64, False, big, 1) == 1  # a group of 8: the loop fits
+    assert dkdv_split(32, 128, False, big, 1) == dkdv_split(32, 128, False, big)
+    # through resolve_config: the loop's grid is B * H_kv * ceil(N_k / BLOCK_N)
+    for batch, want_split in ((1, True), (64, False)):
+        p = launch.Problem(batch, 32, 1, big, big, 64, F16, False, 0)
+        cfg = launch.resolve_config("bwd_dkdv", p)
+        programs = batch * -(-big // cfg.block_n)
+        assert (cfg.split > 1) == (programs < floor) == want_split, (batch, cfg)
+
+
 def test_causal_alignments_match_sdpa():
     """bottom-right = SDPA with torch.nn.attention.bias.causal_lower_right (flash-attn's
     convention); top-left = SDPA's is_causal=True; grouped heads = SDPA's enable_gqa."""

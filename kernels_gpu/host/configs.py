@@ -22,7 +22,8 @@ import re
 from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
-__all__ = ["KernelConfig", "PASSES", "TUNED", "TUNED_SPLIT", "TUNED_CROSS", "dkdv_split",
+__all__ = ["KernelConfig", "PASSES", "TUNED", "TUNED_SPLIT", "TUNED_CROSS", "LOOP_MIN_PROGRAMS",
+           "dkdv_split",
            "cross_config", "candidates", "choose_config", "default_launch",
            "tuned_config", "tma_allowed", "smem_estimate", "SMEM_BYTES",
            "autotune_cache", "autotune_log", "autotune_enabled", "exclude_candidate"]
@@ -157,13 +158,32 @@ TUNED_SPLIT: dict[tuple[int, bool], list[tuple[int, int, int]]] = {
 }
 
 
-def dkdv_split(group: int, head_dim: int, causal: bool, n: int) -> int:
-    """The dK/dV split for a head group of `group` query heads (1: the group loop)."""
+# The group loop's grid is B·H_kv·⌈N_k / BLOCK_N⌉ programs, whatever the group size; with few
+# K/V heads and a small batch it can leave the GPU with one 4-warp program an SM.
+# (head_dim_bucket, causal) -> (fewest programs the loop may run, query heads per program of
+# the split used below that), for groups of at least 16 heads. Measured on the lent H100,
+# 2026-11-25 (bench --grid frontier, fifth session, RESULTS.md): d 64 non-causal multi-query at
+# B·N 16k (128 programs), N 8k / 16k: the loop 9.02 / 18.21 ms (1.08 / 1.06 x flash), the split
+# into one head a program 7.30 / 14.54 ms in the first session's run (1.34 / 1.31 x); the
+# study's B 4 (256 programs) had the loop within 1 % of flash-beating at N 8k.
+LOOP_MIN_PROGRAMS: dict[tuple[int, bool], tuple[int, int]] = {(64, False): (264, 1)}
+
+
+def dkdv_split(group: int, head_dim: int, causal: bool, n: int,
+               programs: int | None = None) -> int:
+    """The dK/dV split for a head group of `group` query heads (1: the group loop);
+    `programs`: the loop's grid size, where known (LOOP_MIN_PROGRAMS)."""
     if group <= 1:
         return 1
-    for n_max, min_group, per_program in TUNED_SPLIT.get((_d_bucket(head_dim), causal), ()):
+    bucket = _d_bucket(head_dim)
+    for n_max, min_group, per_program in TUNED_SPLIT.get((bucket, causal), ()):
         if n <= n_max:
-            return max(1, group // per_program) if group >= min_group else 1
+            if group >= min_group:
+                return max(1, group // per_program)
+            break
+    floor = LOOP_MIN_PROGRAMS.get((bucket, causal))
+    if floor is not None and programs is not None and programs < floor[0] and group >= 16:
+        return max(1, group // floor[1])
     return 1
 
 

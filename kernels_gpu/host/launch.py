@@ -173,7 +173,7 @@ def resolve_config(pass_: str, p: Problem, block_m: int | None = None,
     with use_tma already cleared where p or the GPU cannot honour it. Cached per problem
     shape (not while autotuning, whose own cache keeps the winner)."""
     key = (pass_, p.nq, p.nk, p.d, p.group, p.causal, p.causal_off, p.elem_bytes, block_m,
-           block_n, autotune, autotune_enabled())
+           block_n, autotune, autotune_enabled(), p.batch * p.heads_kv)
     cfg = _RESOLVED.get(key)
     if cfg is None:
         cfg = choose_config(pass_, p.dp, p.causal, p.elem_bytes, max(p.nq, p.nk),
@@ -184,7 +184,9 @@ def resolve_config(pass_: str, p: Problem, block_m: int | None = None,
                 and not (autotune or autotune_enabled()):
             cfg = cross
         if pass_ == "bwd_dkdv" and cfg.split == 1:
-            cfg = replace(cfg, split=dkdv_split(p.group, p.dp, p.causal, max(p.nq, p.nk)))
+            programs = p.batch * p.heads_kv * -(-p.nk // cfg.block_n)  # the loop's grid
+            cfg = replace(cfg, split=dkdv_split(p.group, p.dp, p.causal, max(p.nq, p.nk),
+                                                programs))
         cfg = honour(pass_, p, cfg)
         if not autotune:
             _RESOLVED[key] = cfg
