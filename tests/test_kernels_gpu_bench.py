@@ -389,3 +389,20 @@ def test_the_study_harness_records_failures_and_renders_ratios(monkeypatch):
         assert float(cells[lead + 3]) == round(2.0 / 1.25, 2)
         assert float(cells[lead + 4]) == round(1.5 / 1.25, 2)
     assert d256.render(rows).splitlines()[2].rstrip(" |").endswith("1.0e-03")
+
+
+def test_the_stored_final_frontier_table_is_the_generators_output():
+    """results/frontier_s5_h100.md (RESULTS.md's final grid) is what bench.frontier_table makes
+    of the stored runs, and it counts every point of the grid below SDPA-flash."""
+    from kernels_gpu.bench import frontier_table
+
+    res = RESULTS
+    runs = ["frontier_s5_d64_d128_h100.json", "frontier_s5_d256_d192_h100.json",
+            "frontier_s5_d192_grouped_h100.json", "frontier_s5_d64_split_h100.json"]
+    rows = frontier_table.load([os.path.join(res, r) for r in runs])
+    text = frontier_table.render(rows)
+    with open(os.path.join(res, "frontier_s5_h100.md")) as f:
+        assert f.read() == text
+    below = sum(1 for r in rows for p in ("fwd", "bwd")
+                if r["flash"][f"{p}_ms"] < r["ours"][f"{p}_ms"])
+    assert text.rstrip().endswith(f"**{below} below 1.0 × flash**")
