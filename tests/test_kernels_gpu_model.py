@@ -370,24 +370,41 @@ def test_the_traffic_follows_the_gluon_tiles(label, pass_, reads_kv):
 
 def test_every_study_column_names_a_known_kernel():
     """model/gluon.py KINDS is the table the model looks a bench row's or a study's kernel up
-    in: every Gluon column of the stored launch studies parses to a kind it has, and its
-    canonical name parses back to the same kernel; a kind it lacks is refused by name."""
+    in: every Gluon column of the stored launch studies (and every launch of the d 192 study,
+    `launch_ms`; the d 192 dK/dV pass as the dispatch names it) parses to a kind it has, and
+    its canonical name parses back to the same kernel; a kind it lacks is refused by name."""
     from kernels_gpu.bench.fit_gluon import gluon_studies
     from kernels_gpu.model import gluon
+    from kernels_gpu.model.dispatch import d192_labels
+    from kernels_gpu.host.hopper_d192 import DISPATCH_D192
     seen = set()
     for name in gluon_studies():
         for r in _stored(name)["rows"]:
-            for col in r["ms"]:
-                k = gluon.from_study(col)
+            ran = [(col, gluon.from_study(col)) for col in r["ms"]]
+            ran += [(key, gluon.from_d192_launch(key)) for key in r.get("launch_ms") or {}
+                    if key.split()[0] in gluon.D192_PART]
+            for col, k in ran:
                 if k is None:
-                    assert not col.startswith("gluon ") and not col.startswith("ws "), col
+                    assert not col.startswith(("gluon ", "ws ")), col
                     continue
                 assert k.kind in gluon.KINDS
                 again = gluon.parse(k.canonical, k.pass_)
-                assert (again.config, again.schedule, again.overlap) == \
-                    (k.config, k.schedule, k.overlap)
+                assert (again.config, again.schedule, again.overlap, again.family, again.part,
+                        again.fused) == (k.config, k.schedule, k.overlap, k.family, k.part,
+                                         k.fused)
                 seen.add(k.kind)
+    for rows in DISPATCH_D192.values():
+        for _, cfg in rows:
+            if cfg is not None:
+                pair = gluon.parse(d192_labels(cfg)["bwd_dkdv"], "bwd_dkdv")
+                assert [k.kind for k in pair.launches] == ["d192-dv", "d192-dk"]
+                seen.add(pair.kind)
     assert seen == set(gluon.KINDS)
+    assert gluon.from_study("gluon dkdv+dq ws M64N128w12 s2").fused == "red1"  # atomic_add
+    with pytest.raises(ValueError, match="Gluon backward name"):
+        gluon.parse("gluon192 dkdv M64N64w4s2", "bwd_dkdv")  # PART 0: not timed, no model
+    with pytest.raises(ValueError, match="Gluon backward name"):
+        gluon.parse("gluon192 dq M128N64w8s2", "bwd_dkdv")
     with pytest.raises(ValueError, match="KINDS|Gluon kernel name"):
         gluon.parse("gluon M128N128w12 ws-lag-s2", "bwd_dq")
     assert gluon.parse("gluon M64N64w4 s2 ov1", "bwd_dkdv").canonical == "gluon M64N64w4 ov1"

@@ -283,8 +283,11 @@ def main(argv=None) -> int:
         print(f"wrote {COMPILED_FILE}")
         return 0
     if args.gluon:
-        from .fit_gluon import report
-        print(report(GRID))
+        from .fit_gluon import report, study_points
+        from .fit_gluon_bwd import bwd_report
+        points = study_points()
+        print(report(GRID, points))
+        print(bwd_report(GRID, points))
         return 0
     if args.residuals:
         print(residuals(stored))
