@@ -49,7 +49,9 @@ __all__ = ["gluon_studies", "DISPATCH_RUNS", "StudyPoint", "points_of", "study_p
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 DISPATCH_RUNS = ("frontier_gluon_dispatch_h100.json", "frontier_ws_dispatch_h100.json",
                  "frontier_ws_dispatch_h100_run2.json")
-D192_STUDIES = ("d192_gluon_h100.json",)  # the d 192 launch study (bench/d192.py launch_ms)
+# the d 192 studies (bench/d192.py): each launch timed (`launch_ms`, the first), the whole
+# backward of each candidate and of the public path (both)
+D192_STUDIES = ("d192_gluon_h100.json", "d192_gluon_h100_run2.json")
 FIT_N = (1024, 16384)  # gluon.GLUON_FIT_SUBSET: the studies' N the pipeline is fitted on
 HIDDEN_GRID = tuple(i / 20 for i in range(21))
 FIXED_GRID = (0.0, 0.5e-6, 1e-6, 1.5e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6)

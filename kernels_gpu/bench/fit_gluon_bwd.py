@@ -22,14 +22,17 @@ import json
 import math
 import os
 
+from ..host.configs import KernelConfig
 from ..host.hopper_d192 import CANDIDATES, D192Config
 from ..model import gluon, gluon_bwd
 from ..model import predict as P
 from ..model.dispatch import d192_labels
-from .fit_gluon import RESULTS, StudyPoint, fit_chain, in_gluon_subset, spread, study_points
+from .fit_gluon import (RESULTS, StudyPoint, fit_chain, gluon_studies, in_gluon_subset, spread,
+                        study_points)
 
 __all__ = ["BWD_GROUPS", "bwd_grid", "ATOMIC_GRID", "fit_bwd", "fit_atomic", "atomic_loss",
-           "chain_points", "d192_whole", "D192_RUNS", "bwd_report"]
+           "chain_points", "d192_whole", "D192_RUNS", "bwd_report", "whole_of", "whole_rows",
+           "render_whole"]
 
 BWD_GROUPS = ("bwd_ws", "d192_dv", "d192_dk", "d192_dq")
 ATOMIC_GRID = tuple(round(1e12 + i * 0.1e12, 12) for i in range(91))  # 1 - 10 TB/s
@@ -68,34 +71,80 @@ def fit_atomic(points: list[StudyPoint]) -> dict:
     return {f: min(ATOMIC_GRID, key=lambda b: (atomic_loss(points, f, b), b)) for f in forms}
 
 
-def _predict_d192(cfg: D192Config, r: dict, m, calib: dict) -> float:
-    labels = d192_labels(cfg)
+def _whole(r: dict, m, calib: dict, dkdv_kernel, dq_kernel=None, dq_config=None) -> float:
+    dq = (dq_config.block_m, dq_config.block_n) if dq_config is not None else (0, 0)
     return P.predict_backward(
         m, calib, n=r["n"], d=r["d"], batch=r["batch"], heads=r["heads"],
-        causal=bool(r["causal"]), dkdv=(0, 0), dq=(0, 0),
-        dkdv_kernel=gluon.parse(labels["bwd_dkdv"], "bwd_dkdv"),
-        dq_kernel=gluon.parse(labels["bwd_dq"], "bwd_dq")).total_s
+        causal=bool(r["causal"]), dkdv=(0, 0), dq=dq, dkdv_kernel=dkdv_kernel,
+        dq_kernel=dq_kernel, dq_config=dq_config).total_s
+
+
+def _ran(col: str, r: dict):
+    """(dK/dV kernel, dQ kernel, `tl` dQ config) of a whole-backward column, or None: a d 192
+    candidate (host/hopper_d192.py CANDIDATES) or "public" (the dispatch the row names); a
+    warp-specialised study's "backward with <dK/dV column>" or "dispatched backward with
+    <...>" (its dQ: the row's "dq", none for a fused dQ)."""
+    cfg = CANDIDATES.get(col) if r["d"] == 192 else None
+    if cfg is None and col == "public" and r.get("dispatch"):
+        cfg = _config_of(r["dispatch"])
+    if cfg is not None:
+        labels = d192_labels(cfg)
+        return (gluon.parse(labels["bwd_dkdv"], "bwd_dkdv"),
+                gluon.parse(labels["bwd_dq"], "bwd_dq"), None)
+    for prefix in ("backward with ", "dispatched backward with "):
+        k = gluon.from_study(col[len(prefix):]) if col.startswith(prefix) else None
+        if k is not None and k.pass_ == "bwd_dkdv" and r.get("dq"):
+            if k.fused:
+                return k, None, None
+            dq = gluon.from_study(r["dq"])
+            return k, dq, None if dq is not None else KernelConfig.from_short(r["dq"].split()[2])
+    return None
+
+
+def whole_of(st: dict, name: str, calib: dict | None = None) -> list[tuple]:
+    """(run, column, row, predicted s, measured s) of every whole backward of a stored study
+    whose launches the model knows (`_ran`), on the calibration of the GPU that ran."""
+    calib = calib or P.calibration(P.calibration_file(st["env"]["gpu"]))
+    m = P.machine_for(st["env"]["gpu"], 2, calib)
+    out = []
+    for r in st["rows"]:
+        for col, ms in sorted(r["ms"].items()):
+            ran = _ran(col, r)
+            if ran is not None and ms == ms:
+                out.append((name, col, r, _whole(r, m, calib, *ran), ms * 1e-3))
+    return out
 
 
 def d192_whole(names: tuple = D192_RUNS) -> list[tuple]:
-    """(run, column, row, predicted s, measured s) of every chunked d 192 whole backward of the
-    d 192 study (a candidate of host/hopper_d192.py CANDIDATES, or "public": the dispatch the
-    row names)."""
+    """whole_of each stored study named (default: the d 192 ones, the candidates' and the
+    public path's backward)."""
     out = []
     for name in names:
         with open(os.path.join(RESULTS, name)) as f:
-            st = json.load(f)
-        calib = P.calibration(P.calibration_file(st["env"]["gpu"]))
-        m = P.machine_for(st["env"]["gpu"], 2, calib)
-        for r in st["rows"]:
-            for col, ms in sorted(r["ms"].items()):
-                cfg = CANDIDATES.get(col)
-                if cfg is None and col == "public" and r.get("dispatch"):
-                    cfg = _config_of(r["dispatch"])
-                if cfg is None or not ms == ms:
-                    continue
-                out.append((name, col, r, _predict_d192(cfg, r, m, calib), ms * 1e-3))
+            out += whole_of(json.load(f), name)
     return out
+
+
+def whole_rows(whole: list[tuple]) -> list[dict]:
+    """The whole backwards as bench-like rows for the alarm (grid "study:<column>")."""
+    return [{"grid": f"study:{col}", "dtype": "fp16", "d": r["d"], "heads": r["heads"],
+             "heads_kv": r["heads"], "n": r["n"], "nk": r["n"], "causal": bool(r["causal"]),
+             "predict": {"bwd": {"total_s": t}, "bwd_ratio": t / ms}}
+            for _, col, r, t, ms in whole]
+
+
+def render_whole(whole: list[tuple]) -> str:
+    """Markdown: each whole backward (preprocess, dK/dV launches, dQ) beside its prediction."""
+    if not whole:
+        return ""
+    lines = ["Whole backward (preprocess, the dK/dV launches, the dQ: each predicted as "
+             "above, summed):", "", "| backward | d | causal | N | batch | measured ms | "
+             "predicted ms | pred/meas |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {col} | {r['d']} | {'yes' if r['causal'] else 'no'} | {r['n']} | "
+              f"{r['batch']} | {ms * 1e3:.3f} | {t * 1e3:.3f} | {t / ms:.2f} |"
+              for _, col, r, t, ms in whole]
+    lines += ["", f"All whole backwards: {spread([t / ms for *_, t, ms in whole])}.", ""]
+    return "\n".join(lines)
 
 
 def _config_of(label: str) -> D192Config:
@@ -126,10 +175,10 @@ def bwd_report(grid: dict, points: list[StudyPoint] | None = None) -> str:
             if rs:
                 lines.append(f"| studies | {fam} | {'fitted' if fitted else 'held out'} | "
                              f"{spread(rs)} |")
-    whole = d192_whole()
-    for name in D192_RUNS:
+    whole = d192_whole(tuple(gluon_studies()))
+    for name in sorted({w[0] for w in whole}):
         rs = [t / ms for run, _, _, t, ms in whole if run == name]
-        lines.append(f"| {name} | d 192 whole backward | held out | {spread(rs)} |")
+        lines.append(f"| {name} | whole backward | held out | {spread(rs)} |")
     return "\n".join(lines)
 
 
