@@ -232,7 +232,7 @@ def compile_gluon(stored: dict) -> dict:
             ran = kernels_of(normalise(r), stored["env"].get("date", ""))
         for k in ran:
             key = k and f"{k.pass_}|{k.canonical}|{r['d']}|{int(causal)}"
-            if k is None or key in out:
+            if k is None or k.family or key in out:  # ws: closed form; d 192: compile_d192
                 continue
             kern = _compile_one(k, r["d"], causal)
             res = resources(kern)

@@ -8,7 +8,12 @@ schedule and ring stages), `bwd_dkdv_kernel` and `bwd_dq_kernel` ("gluon M64N64w
 dK/dV and the dQ of `kernels/hopper_bwd.py` with ring stages and OVERLAP; " s2" and " ov0" may
 be left out). `parse` turns a name into a `GluonKernel`; absent or "tl ..." is the `tl` kernel
 (None). The launch studies (bench/hopper.py, hopper_bwd.py) name their columns differently
-("ws N128 lag s2", "gluon dq M64N64w4 ov1"): `from_study`.
+("ws N128 lag s2", "gluon dq M64N64w4 ov1"): `from_study`. The fifth session's backward
+kernels (model/gluon_bwd.py: their resources and the fused dQ's atomics): the warp-specialised
+dK/dV "gluon ws M64N128w12 s2 ov1" (dQ fused by fp32 atomics: "gluon ws+dq ... red4 split"),
+a chain in each of its two consumer warpgroups (KINDS' `lanes` 2); the chunked d 192 launches
+"gluon192 dv|dk|dq M..N..w..s.." (`bwd_dkdv_kernel` "gluon192 dv .. dk ..": both launches),
+the chain on unpadded d 192 work, each with its own constants (KINDS' `terms`).
 
 **The table** (`KINDS`, keyed by `GluonKernel.kind`: the pass, and the warp-specialised
 schedule) says how each family runs in the model. A new kernel: its name in `parse` (the bench
@@ -338,8 +343,10 @@ class PipelineTerms:
 PIPELINE = PipelineTerms(fixed_s=2e-6, hidden={"ws": 0.25, "lag": 0.4, "pingpong": 0.35},
                          balance=0.25)
 GLUON_FIT_SUBSET = ("the launch studies results/hopper_*_h100*.json (each Gluon kernel and "
-                    "`tl` dQ timed alone) at N 1024 and 16384; held out: their N 512, 2048, "
-                    "4096 and every dispatch run (results/frontier_*dispatch*_h100*.json)")
+                    "`tl` dQ timed alone) and results/d192_gluon_h100.json (each d 192 launch "
+                    "alone, `launch_ms`) at N 1024 and 16384; held out: their N 512, 2048, "
+                    "4096, 8192, every whole backward of the studies and every dispatch run "
+                    "(results/frontier_*dispatch*_h100*.json)")
 
 
 def overlap_hidden(rate, kernel: GluonKernel | None) -> float:

@@ -45,7 +45,11 @@ its schedule (gluon.KINDS) replace the `tl` config's: the one-partition kernels 
 above with `GLUON_TERMS` (less the GEMM the backward's OVERLAP hides, `overlap_hidden`); the
 warp-specialised forward is a two-stage pipeline hiding a fraction of the shorter of its
 matrix and softmax stages (`overlapped_time`, gluon.PIPELINE). Both fitted on the launch
-studies (gluon.GLUON_FIT_SUBSET); the dispatch runs are held out.
+studies (gluon.GLUON_FIT_SUBSET); the dispatch runs are held out. The fifth session's backward
+kernels run the chain by their KINDS row (`chain_time`): the warp-specialised dK/dV two chains
+a program (`lanes`), its fused dQ 5 / 4 of the tensor time plus the fp32 reductions at their
+form's throughput (model/gluon_bwd.py); the chunked d 192 launches on unpadded d 192 work
+(`_one(pad=False)`), a dK/dV pass their dV and dK launches in turn (`predict_backward`).
 """
 from __future__ import annotations
 
