@@ -709,3 +709,5 @@ def test_a_d192_bench_row_names_its_launches_and_the_model_sums_them():
                        pass_="backward", phase="preprocess")
     assert got == pytest.approx(pre.total_s + sum(p.predicted() for p in launches), rel=1e-9)
     assert abs(got / tl - 1) > 0.05
+    with pytest.raises(ValueError, match="2 launches"):
+        predict.predict_launch(m, calib, dkdv, n=n, d=192, batch=4, heads=32, causal=causal)

@@ -337,6 +337,8 @@ def predict_launch(machine, calib: dict, kernel: gluon.GluonKernel, *, n: int, d
                    pipeline: gluon.PipelineTerms | None = None) -> Prediction:
     """One launch of a Gluon kernel alone (the launch studies, bench/hopper*.py): the forward,
     the dK/dV or the dQ, through its schedule."""
+    if kernel.launches:
+        raise ValueError(f"{kernel.label!r} is {len(kernel.launches)} launches: predict each")
     phase = gluon.phase(kernel)
     rate = _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
                 heads=heads, causal=causal, block_m=kernel.block_m, block_n=kernel.block_n,
