@@ -370,24 +370,41 @@ def test_the_traffic_follows_the_gluon_tiles(label, pass_, reads_kv):
 
 def test_every_study_column_names_a_known_kernel():
     """model/gluon.py KINDS is the table the model looks a bench row's or a study's kernel up
-    in: every Gluon column of the stored launch studies parses to a kind it has, and its
-    canonical name parses back to the same kernel; a kind it lacks is refused by name."""
+    in: every Gluon column of the stored launch studies (and every launch of the d 192 study,
+    `launch_ms`; the d 192 dK/dV pass as the dispatch names it) parses to a kind it has, and
+    its canonical name parses back to the same kernel; a kind it lacks is refused by name."""
     from kernels_gpu.bench.fit_gluon import gluon_studies
     from kernels_gpu.model import gluon
+    from kernels_gpu.model.dispatch import d192_labels
+    from kernels_gpu.host.hopper_d192 import DISPATCH_D192
     seen = set()
     for name in gluon_studies():
         for r in _stored(name)["rows"]:
-            for col in r["ms"]:
-                k = gluon.from_study(col)
+            ran = [(col, gluon.from_study(col)) for col in r["ms"]]
+            ran += [(key, gluon.from_d192_launch(key)) for key in r.get("launch_ms") or {}
+                    if key.split()[0] in gluon.D192_PART]
+            for col, k in ran:
                 if k is None:
-                    assert not col.startswith("gluon ") and not col.startswith("ws "), col
+                    assert not col.startswith(("gluon ", "ws ")), col
                     continue
                 assert k.kind in gluon.KINDS
                 again = gluon.parse(k.canonical, k.pass_)
-                assert (again.config, again.schedule, again.overlap) == \
-                    (k.config, k.schedule, k.overlap)
+                assert (again.config, again.schedule, again.overlap, again.family, again.part,
+                        again.fused) == (k.config, k.schedule, k.overlap, k.family, k.part,
+                                         k.fused)
                 seen.add(k.kind)
+    for rows in DISPATCH_D192.values():
+        for _, cfg in rows:
+            if cfg is not None:
+                pair = gluon.parse(d192_labels(cfg)["bwd_dkdv"], "bwd_dkdv")
+                assert [k.kind for k in pair.launches] == ["d192-dv", "d192-dk"]
+                seen.add(pair.kind)
     assert seen == set(gluon.KINDS)
+    assert gluon.from_study("gluon dkdv+dq ws M64N128w12 s2").fused == "red1"  # atomic_add
+    with pytest.raises(ValueError, match="Gluon backward name"):
+        gluon.parse("gluon192 dkdv M64N64w4s2", "bwd_dkdv")  # PART 0: not timed, no model
+    with pytest.raises(ValueError, match="Gluon backward name"):
+        gluon.parse("gluon192 dq M128N64w8s2", "bwd_dkdv")
     with pytest.raises(ValueError, match="KINDS|Gluon kernel name"):
         gluon.parse("gluon M128N128w12 ws-lag-s2", "bwd_dq")
     assert gluon.parse("gluon M64N64w4 s2 ov1", "bwd_dkdv").canonical == "gluon M64N64w4 ov1"
@@ -511,3 +528,186 @@ def test_the_alarm_reads_the_launch_studies(tmp_path):
     text = (tmp_path / "b" / "predict.md").read_text()
     assert "1 unexplained" in text
     assert "| bwd d 128 H 32/32 N 4096 causal fp16 (gluon dq M64N64w4 ov1) |" in text
+
+
+# --- the fifth session's Gluon backward kernels: warp-specialised dK/dV (and its fused dQ),
+# the d 192 chunked launches (model/gluon.py KINDS, model/gluon_bwd.py, bench/fit_gluon_bwd.py)
+
+def test_the_warp_specialised_dkdv_is_two_lanes_of_the_one_partition_chain():
+    """One program of two 64-key warpgroups (lanes 2, one program per SM) runs what two
+    co-resident 64-key programs run: with uniform programs and the same launch's rates the
+    chain's time is the same, whatever the constants (and lanes 1 is the old chain)."""
+    from kernels_gpu.model.occupancy import schedule_time
+    rate = predict.Prediction(3e-3, 1e-3, 2e-3, 1e-3, 1.5e-3, 5e-6, 0.0, 0.0, "compute")
+    for terms in (predict.ScheduleTerms(0.0, 0.2, 0.125), predict.ScheduleTerms(0.0, 0.9, 0.75)):
+        ws = schedule_time(rate, [32] * 8, 132, 1, terms, lanes=2)      # 128-key programs
+        two = schedule_time(rate, [32] * 16, 132, 2, terms)            # 64-key programs
+        assert ws == pytest.approx(two, rel=1e-12)
+        assert schedule_time(rate, [32] * 16, 132, 2, terms, lanes=1) == two
+
+
+def _pairs_oracle(n, block_m, causal, keys):
+    """Tile pairs a head computes, by brute force over the rows: a (key block, query tile)
+    pair is computed unless causal masks every one of its entries."""
+    import numpy as np
+    q = np.arange(n)
+    count = 0
+    for k0 in range(0, n, keys):
+        for q0 in range(0, n, block_m):
+            if not causal or (q[q0:q0 + block_m][:, None] >= np.arange(k0, min(k0 + keys, n))
+                              [None, :]).any():
+                count += 1
+    return count
+
+
+@pytest.mark.parametrize("n,block_m,causal", [(1024, 64, False), (1024, 64, True),
+                                              (640, 64, True), (512, 32, True)])
+def test_the_fused_dq_reduces_block_m_by_d_fp32_per_tile_pair(n, block_m, causal):
+    """gluon_bwd.atomic_bytes: BLOCK_M x d x 4 B a (64-key, BLOCK_M-query) tile pair, half with
+    split (128-key pairs), against a brute-force count of the pairs causal leaves."""
+    from kernels_gpu.model import gluon_bwd
+    d, batch, heads = 128, 2, 3
+    for split, keys in ((False, 64), (True, 128)):
+        want = _pairs_oracle(n, block_m, causal, keys) * block_m * d * 4 * batch * heads
+        assert gluon_bwd.atomic_bytes(n, d, batch, heads, causal, block_m, split) == want
+    if not causal:
+        assert gluon_bwd.atomic_bytes(n, d, 1, 1, False, 64, True) * 2 == \
+            gluon_bwd.atomic_bytes(n, d, 1, 1, False, 64, False)
+
+
+def test_the_fused_dq_time_is_its_bytes_over_the_atomic_throughput():
+    """A fused launch's prediction moves by bytes x (1 / rate1 - 1 / rate2) between two atomic
+    throughputs (the atomics a term of their own), and the fused launch is its unfused
+    chain's launch with 5 / 4 of the tensor time plus that term."""
+    from kernels_gpu.bench import fit_gluon
+    from kernels_gpu.model import gluon_bwd
+    pts = [p for p in fit_gluon.study_points(["hopper_bwd_ws_h100_run5.json"])
+           if p.kernel is not None and p.kernel.fused]
+    assert pts
+    for p in pts:
+        form = p.kernel.fused
+        red = gluon_bwd.atomic_bytes(p.n, p.d, p.batch, p.heads, p.causal, p.kernel.block_m,
+                                     form.endswith("split"))
+        t1, t2 = p.predicted(atomic={form: 2e12}), p.predicted(atomic={form: 4e12})
+        assert t1 - t2 == pytest.approx(red * (1 / 2e12 - 1 / 4e12), rel=1e-9)
+        assert p.predicted(atomic={form: 1e30}) > 0
+
+
+def test_the_d192_launches_run_unpadded_work_and_their_products():
+    """The chunked d 192 launches do no work on padding: their tensor time is 192 / 256 of
+    the padded one; the dV launch runs 2 products a tile pair, dK and dQ 3 (the tile
+    machine's FLOPs); KINDS' OVERLAP share is one of them (dP^T, dP; none in the dV)."""
+    from kernels_gpu.model import gluon
+    m = predict.machine_for("NVIDIA H100 80GB HBM3")
+    kw = dict(n=2048, nk=None, d=192, batch=2, heads=4, causal=False, block_m=64,
+              block_n=64, pass_="backward")
+    rates = {ph: predict._one(m, 1e12, 0.0, phase=ph, pad=False, **kw)
+             for ph in ("dv", "dk", "dq")}
+    padded = predict._one(m, 1e12, 0.0, phase="dk", **kw)
+    assert rates["dk"].tensor_s / padded.tensor_s == pytest.approx(192 / 256, rel=1e-3)
+    assert rates["dk"].tensor_s / rates["dv"].tensor_s == pytest.approx(3 / 2, rel=1e-2)
+    assert rates["dq"].tensor_s == pytest.approx(rates["dk"].tensor_s, rel=1e-3)
+    for ph, products in (("dv", 2), ("dk", 3), ("dq", 3)):
+        k = gluon.from_d192_launch(f"{ph} M64N64w4s2")
+        assert gluon.phase(k) == ph
+        share = gluon.KINDS[k.kind].overlap_share
+        assert share == (0 if ph == "dv" else 1 / products)
+        assert gluon.overlap_hidden(rates[ph], k) == \
+            min(share * rates[ph].tensor_s, rates[ph].sfu_s)
+
+
+def test_the_d192_programs_per_sm_come_from_the_stored_compile():
+    """gluon.resources of a d 192 launch reads results/resources_gluon_d192_sm90.md: the
+    M64N128w8 dK (196 632 B of shared memory) fits once per SM, the M32N64w4 dK twice."""
+    from kernels_gpu.model import gluon
+    from kernels_gpu.model.occupancy import programs_per_sm
+    dk = gluon.from_d192_launch("dk M64N128w8s2")
+    regs, smem, how = gluon.resources(dk, 192, True)
+    assert how == "compiled" and smem > 190_000 and programs_per_sm(regs, smem, 8) == 1
+    small = gluon.from_d192_launch("dk M32N64w4s2")
+    regs, smem, how = gluon.resources(small, 192, False)
+    assert how == "compiled" and smem < 100_000 and programs_per_sm(regs, smem, 4) == 2
+
+
+def test_the_new_backward_constants_are_fitted_on_their_declared_subset_only():
+    """GLUON_TERMS["bwd_ws", "d192_*"] and gluon_bwd.ATOMIC_BPS are minima of the loss on the
+    studies at N 1k and 16k (no grid neighbour better); the held-out launches (N 2k, 4k, 8k)
+    of the dispatched d 192 blocks and the warp-specialised M64 ones stay near the model."""
+    from kernels_gpu.bench import fit_gluon, fit_gluon_bwd as B
+    from kernels_gpu.model import gluon_bwd
+    points = fit_gluon.study_points()
+    sub = [p for p in points if fit_gluon.in_gluon_subset(p)]
+    grid = B.bwd_grid(fit_model.GRID)
+    for group in B.BWD_GROUPS:
+        mine = B.chain_points(sub, group)
+        assert mine and {p.n for p in mine} == {1024, 16384}
+        stored = predict.GLUON_TERMS[group]
+
+        def loss(t):
+            return sum(math.log(p.predicted(terms={group: t}) / p.measured_s) ** 2
+                       for p in mine)
+        base = loss(stored)
+        for field, values in grid.items():
+            for v in _neighbours(values, getattr(stored, field)):
+                assert loss(predict.ScheduleTerms(**{**stored.__dict__, field: v})) >= \
+                    base - 1e-9, (group, field, v)
+    for form, bps in gluon_bwd.ATOMIC_BPS.items():
+        base = B.atomic_loss(sub, form, bps)
+        for v in _neighbours(B.ATOMIC_GRID, bps):
+            assert B.atomic_loss(sub, form, v) >= base, (form, v)
+    held = [p for p in points if not fit_gluon.in_gluon_subset(p) and p.kernel is not None
+            and p.kernel.family and p.kernel.block_m >= 64]
+    assert len(held) > 80
+    rs = [p.predicted() / p.measured_s for p in held]
+    assert all(0.8 <= v <= 1.2 for v in rs)
+    assert sum(0.85 <= v <= 1.15 for v in rs) >= 0.9 * len(rs)
+
+
+def test_the_d192_whole_backward_is_predicted_and_raises_no_alarm():
+    """Held out wholly: every chunked d 192 whole backward of both d 192 calls (each
+    candidate, the public path) within 0.8 - 1.2 of the model, 9 in 10 within ±15 %; the
+    alarm stays silent on them."""
+    from kernels_gpu.bench import alarm, fit_gluon_bwd as B
+    whole = B.d192_whole()
+    assert len(whole) >= 60 and {w[1] for w in whole} >= {"g-n128", "public"}
+    rs = [t / ms for *_, t, ms in whole]
+    assert all(0.8 <= v <= 1.2 for v in rs)
+    assert sum(0.85 <= v <= 1.15 for v in rs) >= 0.9 * len(rs)
+    assert alarm.alarms(B.whole_rows(whole), "NVIDIA H100 80GB HBM3") == []
+
+
+def test_a_d192_bench_row_names_its_launches_and_the_model_sums_them():
+    """bench/run.py's d 192 row names (`d192_names`) parse to the dV and dK launches and the
+    dQ; the row's predicted backward is the preprocess plus the three launches as the launch
+    study predicts each (fit_gluon.points_of), not the `tl` path's."""
+    from kernels_gpu.bench import fit_gluon
+    from kernels_gpu.bench.run import d192_names
+    from kernels_gpu.host.hopper_d192 import CANDIDATES
+    from kernels_gpu.model.schedule import launch_config
+    cfg = CANDIDATES["g-n128"]
+    n, causal = 4096, True
+    row = {"grid": "main", "dtype": "fp16", "d": 192, "n": n, "nk": n, "batch": 4,
+           "heads": 32, "heads_kv": 32, "causal": causal,
+           "configs": {p: launch_config(n, 192, causal, pass_=p).to_dict()
+                       for p in ("fwd", "bwd_dkdv", "bwd_dq")},
+           "ours": {"fwd_ms": 3.0, "bwd_ms": 7.266}}
+    named = {**row, **d192_names(cfg)}
+    _, dkdv, dq = tables.kernels_of(named)
+    assert [k.kind for k in dkdv.launches] == ["d192-dv", "d192-dk"] and dq.kind == "d192-dq"
+    gpu = "NVIDIA H100 80GB HBM3"
+    calib = predict.calibration(predict.calibration_file(gpu))
+    got = tables.add_predictions([named], gpu, calib)[0]["predict"]["bwd"]["total_s"]
+    tl = tables.add_predictions([row], gpu, calib)[0]["predict"]["bwd"]["total_s"]
+    st = _stored("d192_gluon_h100.json")
+    st = {**st, "rows": [r for r in st["rows"] if r["n"] == n and r["causal"] == causal]}
+    labels = {k.label for k in (*dkdv.launches, dq)}
+    launches = [p for p in fit_gluon.points_of(st, "d192", calib) if p.kernel.label in labels]
+    assert len(launches) == 3
+    m = predict.machine_for(gpu, 2, calib)
+    pre = predict._one(m, predict.l2_rate(calib), calib["launch_s"], n=n, nk=n, d=192,
+                       batch=4, heads=32, causal=causal, block_m=128, block_n=128,
+                       pass_="backward", phase="preprocess")
+    assert got == pytest.approx(pre.total_s + sum(p.predicted() for p in launches), rel=1e-9)
+    assert abs(got / tl - 1) > 0.05
+    with pytest.raises(ValueError, match="2 launches"):
+        predict.predict_launch(m, calib, dkdv, n=n, d=192, batch=4, heads=32, causal=causal)

@@ -49,6 +49,9 @@ __all__ = ["gluon_studies", "DISPATCH_RUNS", "StudyPoint", "points_of", "study_p
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 DISPATCH_RUNS = ("frontier_gluon_dispatch_h100.json", "frontier_ws_dispatch_h100.json",
                  "frontier_ws_dispatch_h100_run2.json")
+# the d 192 studies (bench/d192.py): each launch timed (`launch_ms`, the first), the whole
+# backward of each candidate and of the public path (both)
+D192_STUDIES = ("d192_gluon_h100.json", "d192_gluon_h100_run2.json")
 FIT_N = (1024, 16384)  # gluon.GLUON_FIT_SUBSET: the studies' N the pipeline is fitted on
 HIDDEN_GRID = tuple(i / 20 for i in range(21))
 FIXED_GRID = (0.0, 0.5e-6, 1e-6, 1.5e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6)
@@ -56,9 +59,10 @@ BALANCE_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def gluon_studies() -> list[str]:
-    """The stored launch studies of the Gluon kernels on the H100 (file names, sorted)."""
+    """The stored launch studies of the Gluon kernels on the H100 (file names, sorted): the
+    bench/hopper*.py ones and the d 192 one with each launch timed (`launch_ms`)."""
     return sorted(os.path.basename(f) for f in glob.glob(os.path.join(RESULTS, "hopper_*.json"))
-                  if "h100" in os.path.basename(f))
+                  if "h100" in os.path.basename(f)) + list(D192_STUDIES)
 
 
 @dataclass(frozen=True)
@@ -78,15 +82,19 @@ class StudyPoint:
     per: tuple              # iterations of each program of a row, launch order
     rows: int
     occ: int
+    hbm_Bps: float = 0.0    # the GPU's HBM rate (a fused dQ's accumulator)
 
     @property
     def group(self) -> str:
         """"pipeline" (the warp-specialised forward), else its key in (GLUON_)TERMS."""
         if self.kernel is not None and self.kernel.specialised:
             return "pipeline"
+        if self.kernel is not None and gluon.KINDS[self.kernel.kind].terms:
+            return gluon.KINDS[self.kernel.kind].terms
         return P.TERMS_OF[self.pass_]
 
-    def predicted(self, pipeline: gluon.PipelineTerms = None, terms: dict = None) -> float:
+    def predicted(self, pipeline: gluon.PipelineTerms = None, terms: dict = None,
+                  atomic: dict | None = None) -> float:
         k = self.kernel
         if self.group == "pipeline":
             pipeline = pipeline or gluon.PIPELINE
@@ -94,8 +102,9 @@ class StudyPoint:
                                      pipeline.fixed_s, 132, pipeline.hidden[k.schedule],
                                      pipeline.balance)
         terms = terms or (P.GLUON_TERMS if k is not None else P.TERMS)
-        return P.schedule_time(self.rate, list(self.per), self.rows, self.occ,
-                               terms[self.group], 132, P.overlap_hidden(self.rate, k))
+        return P.chain_time(self.rate, list(self.per), self.rows, self.occ, terms[self.group],
+                            132, k, (self.n, self.d, self.batch, self.heads, self.causal, 2),
+                            self.hbm_Bps, atomic)
 
 
 _PHASE = {"fwd": None, "bwd_dkdv": "dkdv", "bwd_dq": "dq"}
@@ -116,10 +125,14 @@ def points_of(st: dict, name: str, calib: dict | None = None) -> list[StudyPoint
     calib = calib or P.calibration(P.calibration_file(st["env"]["gpu"]))
     m = P.machine_for(st["env"]["gpu"], 2, calib)
     out = []
+    hbm = m.hbm_bytes_per_cycle * m.clock_hz
     for r in st["rows"]:
         causal = bool(r.get("causal"))
-        for col, ms in sorted(r["ms"].items()):
-            k = gluon.from_study(col)
+        launches = [(col, gluon.from_study(col), ms) for col, ms in sorted(r["ms"].items())]
+        launches += [(key, gluon.from_d192_launch(key), ms)  # the d 192 study's launches
+                     for key, ms in sorted((r.get("launch_ms") or {}).items())
+                     if key.split()[0] in gluon.D192_PART]
+        for col, k, ms in launches:
             tl = None if k is not None else _tl_column(col)
             if (k is None and tl is None) or not ms == ms:
                 continue
@@ -128,15 +141,16 @@ def points_of(st: dict, name: str, calib: dict | None = None) -> list[StudyPoint
                           d=r["d"], batch=r["batch"], heads=r["heads"], causal=causal,
                           block_m=cfg.block_m, block_n=cfg.block_n,
                           pass_="forward" if pass_ == "fwd" else "backward",
-                          phase=_PHASE[pass_])
+                          phase=gluon.phase(k) if k is not None else _PHASE[pass_],
+                          pad=k is None or k.family != "d192")
             sched = schedule(r["n"], r["d"], r["batch"], r["heads"], causal, pass_=pass_,
-                             config=cfg)
+                             config=cfg, part=(k.part or None) if k is not None else None)
             per, rows = program_row(sched)
             regs, smem, _ = (gluon.resources(k, r["d"], causal) if k is not None else
                              program_resources(pass_, r["d"], causal, cfg))
             out.append(StudyPoint(name, col, k, cfg, pass_, r["d"], r["n"], r["batch"],
                                   r["heads"], causal, ms * 1e-3, rate, tuple(per), rows,
-                                  programs_per_sm(regs, smem, cfg.num_warps)))
+                                  programs_per_sm(regs, smem, cfg.num_warps), hbm))
     return out
 
 

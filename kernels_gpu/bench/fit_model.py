@@ -232,7 +232,7 @@ def compile_gluon(stored: dict) -> dict:
             ran = kernels_of(normalise(r), stored["env"].get("date", ""))
         for k in ran:
             key = k and f"{k.pass_}|{k.canonical}|{r['d']}|{int(causal)}"
-            if k is None or key in out:
+            if k is None or k.family or key in out:  # ws: closed form; d 192: compile_d192
                 continue
             kern = _compile_one(k, r["d"], causal)
             res = resources(kern)
@@ -283,8 +283,11 @@ def main(argv=None) -> int:
         print(f"wrote {COMPILED_FILE}")
         return 0
     if args.gluon:
-        from .fit_gluon import report
-        print(report(GRID))
+        from .fit_gluon import report, study_points
+        from .fit_gluon_bwd import bwd_report
+        points = study_points()
+        print(report(GRID, points))
+        print(bwd_report(GRID, points))
         return 0
     if args.residuals:
         print(residuals(stored))

@@ -187,9 +187,20 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
                 row["bwd_dq_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dq)
     from ..host.hopper_d192 import dispatch_d192
     d192 = None if fp8 else dispatch_d192(launch.problem_of(qd, kd, kd, causal), False)
-    if d192 is not None:  # the backward ran on the chunked Gluon d 192 launches (the time
-        row["bwd_kernel"] = d192.label()  # model still predicts the `tl` path there)
+    if d192 is not None:  # the backward ran on the chunked Gluon d 192 launches
+        row.update(d192_names(d192))
     return row
+
+
+def d192_names(cfg) -> dict:
+    """The bench row's names of a chunked d 192 backward (a host/hopper_d192.py D192Config):
+    `bwd_kernel` its whole label, `bwd_dkdv_kernel` its dV and dK launches ("gluon192 dv
+    M..s.. dk M..s.."), `bwd_dq_kernel` its dQ launch: what the time model predicts
+    (model/gluon.py parses them, tables.kernels_of)."""
+    from ..model.dispatch import d192_labels
+    labels = d192_labels(cfg)
+    return {"bwd_kernel": cfg.label(), "bwd_dkdv_kernel": labels["bwd_dkdv"],
+            "bwd_dq_kernel": labels["bwd_dq"]}
 
 
 def environment() -> dict:
@@ -233,8 +244,11 @@ def run_predict(args) -> int:
     calib = calibration(args.calibration or calibration_file(gpu))
     if stored["rows"] and "ms" in stored["rows"][0]:  # a launch study (bench/hopper*.py)
         from .fit_gluon import points_of, render_study, study_rows
+        from .fit_gluon_bwd import render_whole, whole_of, whole_rows
         points = points_of(stored, os.path.basename(src), calib)
-        rows, head = study_rows(points), render_study(points, stored["env"])
+        whole = whole_of(stored, os.path.basename(src), calib)  # d 192, ws: whole backwards
+        rows = study_rows(points) + whole_rows(whole)
+        head = render_study(points, stored["env"]) + render_whole(whole)
     else:
         rows = tables.add_predictions(stored["rows"], gpu, calib, stored["env"].get("date", ""))
         head = tables.render_predict(rows, stored["env"], calib)

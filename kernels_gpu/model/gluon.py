@@ -8,7 +8,12 @@ schedule and ring stages), `bwd_dkdv_kernel` and `bwd_dq_kernel` ("gluon M64N64w
 dK/dV and the dQ of `kernels/hopper_bwd.py` with ring stages and OVERLAP; " s2" and " ov0" may
 be left out). `parse` turns a name into a `GluonKernel`; absent or "tl ..." is the `tl` kernel
 (None). The launch studies (bench/hopper.py, hopper_bwd.py) name their columns differently
-("ws N128 lag s2", "gluon dq M64N64w4 ov1"): `from_study`.
+("ws N128 lag s2", "gluon dq M64N64w4 ov1"): `from_study`. The fifth session's backward
+kernels (model/gluon_bwd.py: their resources and the fused dQ's atomics): the warp-specialised
+dK/dV "gluon ws M64N128w12 s2 ov1" (dQ fused by fp32 atomics: "gluon ws+dq ... red4 split"),
+a chain in each of its two consumer warpgroups (KINDS' `lanes` 2); the chunked d 192 launches
+"gluon192 dv|dk|dq M..N..w..s.." (`bwd_dkdv_kernel` "gluon192 dv .. dk ..": both launches),
+the chain on unpadded d 192 work, each with its own constants (KINDS' `terms`).
 
 **The table** (`KINDS`, keyed by `GluonKernel.kind`: the pass, and the warp-specialised
 schedule) says how each family runs in the model. A new kernel: its name in `parse` (the bench
@@ -56,13 +61,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..host.configs import KernelConfig
-from .occupancy import makespan
+from . import gluon_bwd
+from .pipeline import overlapped_time, program_time  # noqa: F401 (re-exported)
 from .occupancy import resources as tl_resources
 from .schedule import Schedule, schedule
 
 __all__ = ["GluonKernel", "parse", "from_study", "Kind", "KINDS", "resources", "program_time",
            "PipelineTerms", "PIPELINE", "GLUON_FIT_SUBSET", "launch_schedule", "GLUON_FILE",
-           "overlap_hidden", "overlapped_time",
+           "overlap_hidden", "overlapped_time", "phase", "from_d192_launch",
            "WS_ROWS", "CONSUMER_REGS", "PRODUCER_REGS"]
 
 GLUON_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -75,6 +81,13 @@ BARRIER_BYTES = 8      # one mbarrier
 _NAME = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-([a-z]+)-s(\d+))?(?: s(\d+))?"
                    r"(?: ov(\d+))?")
 _STUDY_WS = re.compile(r"ws N(\d+) (ws|lag|pingpong) s(\d+)")
+# the warp-specialised dK/dV (kernels/hopper_bwd_ws.py; "+dq": dQ fused by fp32 atomics,
+# red1 Triton's atomic_add, red2 / red4 the vector reductions, split: half the atomics)
+_NAME_WS = re.compile(r"gluon ws(\+dq)? M(\d+)N(\d+)w(\d+)(?: s(\d+))?(?: ov(\d+))?"
+                      r"(?: red(\d))?( split)?")
+# one launch of the chunked d 192 backward (kernels/hopper_bwd_chunked.py, model/dispatch.py)
+_NAME_D192 = re.compile(r"gluon192 (dv|dk|dq) M(\d+)N(\d+)w(\d+)s(\d+)")
+D192_PART = {"dv": ("bwd_dkdv", 1), "dk": ("bwd_dkdv", 2), "dq": ("bwd_dq", 0)}
 PASSES = ("fwd", "bwd_dkdv", "bwd_dq")
 
 
@@ -88,11 +101,17 @@ class GluonKernel:
     stages: int         # the K/V (forward, dQ) or Q/dO (dK/dV) TMA ring
     schedule: str = ""  # "" (one partition), "ws", "lag" or "pingpong"
     overlap: int = 0    # the backward's asynchronous wgmma schedule (kernels/hopper_bwd.py)
+    family: str = ""    # "" (hopper.py, hopper_bwd.py, hopper_ws.py), "ws" (the warp-
+    #                     specialised dK/dV, hopper_bwd_ws.py), "d192" (hopper_bwd_chunked.py)
+    part: int = 0       # d192: 1 the dV launch, 2 the dK launch, 0 the dQ launch
+    fused: str = ""     # ws: the fused dQ's atomics, "red1", "red2", "red4", "red4 split"
+    launches: tuple = ()  # d192 "gluon192 dv .. dk ..": the pass's two launches (GluonKernels)
 
     @property
     def config(self) -> KernelConfig:
         """The tiles the tile machine and `schedule()` run for this kernel."""
-        return KernelConfig(self.block_m, self.block_n, self.num_warps, self.stages, True)
+        return KernelConfig(self.block_m, self.block_n, self.num_warps, self.stages, True,
+                            dv_apart=self.part > 0)
 
     @property
     def specialised(self) -> bool:
@@ -101,12 +120,23 @@ class GluonKernel:
     @property
     def kind(self) -> str:
         """Its row of KINDS."""
+        if self.family == "ws":
+            return "bwd_dkdv-ws+dq" if self.fused else "bwd_dkdv-ws"
+        if self.family == "d192":
+            return "d192-pair" if self.launches else f"d192-{('dq', 'dv', 'dk')[self.part]}"
         return f"{self.pass_}-{self.schedule}" if self.schedule else self.pass_
 
     @property
     def canonical(self) -> str:
         """The name with the defaults left out (the key of the stored compile)."""
         base = f"gluon M{self.block_m}N{self.block_n}w{self.num_warps}"
+        if self.family == "ws":
+            return (f"gluon ws{'+dq' if self.fused else ''} M{self.block_m}N{self.block_n}"
+                    f"w{self.num_warps} s{self.stages}" + (f" ov{self.overlap}" if self.overlap
+                                                           else "")
+                    + (f" {self.fused}" if self.fused else ""))
+        if self.family == "d192":
+            return " ".join(self.label.split())
         if self.schedule:
             return f"{base} ws-{self.schedule}-s{self.stages}"
         return base + (f" s{self.stages}" if self.stages != 2 else "") + (
@@ -118,8 +148,10 @@ def parse(label: str | None, pass_: str) -> GluonKernel | None:
     or None for the `tl` kernel (absent, or a name not starting with "gluon "). Names: "gluon
     M<bm>N<bn>w<warps>", then " ws-<schedule>-s<stages>" (the warp-specialised forward) or
     " s<stages>" (2 if absent), then " ov<overlap>" (0 if absent)."""
-    if not label or not label.startswith("gluon "):
+    if not label or not label.startswith(("gluon ", "gluon192 ")):
         return None
+    if label.startswith(("gluon ws ", "gluon ws+dq ", "gluon192 ")):
+        return _parse_bwd(label.strip(), pass_)
     m = _NAME.fullmatch(label.strip())
     if m is None or pass_ not in PASSES:
         raise ValueError(f"not a Gluon kernel name for {pass_}: {label!r} (expected like "
@@ -127,12 +159,57 @@ def parse(label: str | None, pass_: str) -> GluonKernel | None:
                          "'gluon M64N64w4 s2 ov1')")
     bm, bn, w = (int(g) for g in m.group(1, 2, 3))
     stages = int(m.group(5) or m.group(6) or 2)
-    kernel = GluonKernel(label.strip(), pass_, bm, bn, w, stages, m.group(4) or "",
-                         int(m.group(7) or 0))
+    return _known(GluonKernel(label.strip(), pass_, bm, bn, w, stages, m.group(4) or "",
+                              int(m.group(7) or 0)))
+
+
+def _known(kernel: GluonKernel) -> GluonKernel:
     if kernel.kind not in KINDS:
-        raise ValueError(f"no time model for the Gluon kernel {label!r} ({kernel.kind}); "
+        raise ValueError(f"no time model for the Gluon kernel {kernel.label!r} ({kernel.kind}); "
                          "add its row to model/gluon.py KINDS")
     return kernel
+
+
+def _parse_bwd(label: str, pass_: str) -> GluonKernel:
+    """The warp-specialised dK/dV ("gluon ws M64N128w12 s2 ov1", "gluon ws+dq M64N128w12 s2
+    ov1 red4 split"; a fused one without "red" ran Triton's atomic_add: red1) or the chunked d
+    192 launches ("gluon192 dq M128N64w8s2"; the dK/dV pass "gluon192 dv M..s.. dk M..s..",
+    its two launches in `launches`)."""
+    ws = _NAME_WS.fullmatch(label)
+    if ws and pass_ == "bwd_dkdv":
+        bm, bn, w = (int(g) for g in ws.group(2, 3, 4))
+        fused = (f"red{ws.group(7) or 1}" + (" split" if ws.group(8) else "")
+                 if ws.group(1) else "")
+        if not ws.group(1) and (ws.group(7) or ws.group(8)):
+            raise ValueError(f"{label!r}: 'red' and 'split' name a fused dQ (gluon ws+dq)")
+        return _known(GluonKernel(label, pass_, bm, bn, w, int(ws.group(5) or 2),
+                                  overlap=int(ws.group(6) or 0), family="ws", fused=fused))
+    words = label.split()
+    if words[0] == "gluon192" and len(words) == 5 and words[1::2] == ["dv", "dk"] \
+            and pass_ == "bwd_dkdv":
+        pair = tuple(_parse_bwd(f"gluon192 {k} {b}", pass_) for k, b in
+                     zip(words[1::2], words[2::2]))
+        return _known(GluonKernel(label, pass_, pair[1].block_m, pair[1].block_n,
+                                  pair[1].num_warps, pair[1].stages, family="d192",
+                                  launches=pair))
+    m = _NAME_D192.fullmatch(label)
+    if m and D192_PART[m.group(1)][0] == pass_:
+        bm, bn, w, st = (int(g) for g in m.group(2, 3, 4, 5))
+        part = D192_PART[m.group(1)][1]
+        return _known(GluonKernel(label, pass_, bm, bn, w, st, overlap=int(part != 1),
+                                  family="d192", part=part))
+    raise ValueError(f"not a Gluon backward name for {pass_}: {label!r} (expected like "
+                     "'gluon ws M64N128w12 s2 ov1', 'gluon ws+dq M64N128w12 s2 ov1 red4 "
+                     "split', 'gluon192 dv M64N128w8s2 dk M64N128w8s2', 'gluon192 dq "
+                     "M128N64w8s2')")
+
+
+def from_d192_launch(key: str) -> GluonKernel:
+    """The launch a d 192 study's `launch_ms` key names ("dv M64N128w8s2", "dq M128N64w8s2")."""
+    kind = key.split()[0]
+    if kind not in D192_PART:
+        raise ValueError(f"not a chunked d 192 launch: {key!r}")
+    return parse(f"gluon192 {key}", D192_PART[kind][0])
 
 
 def from_study(name: str) -> GluonKernel | None:
@@ -144,6 +221,9 @@ def from_study(name: str) -> GluonKernel | None:
     if ws:
         return parse(f"gluon M{WS_ROWS}N{ws.group(1)}w12 ws-{ws.group(2)}-s{ws.group(3)}",
                      "fwd")
+    for prefix, name_ in (("gluon dkdv ws ", "gluon ws "), ("gluon dkdv+dq ws ", "gluon ws+dq ")):
+        if name.startswith(prefix):
+            return parse(name_ + name[len(prefix):], "bwd_dkdv")
     for prefix, pass_ in (("gluon dkdv ", "bwd_dkdv"), ("gluon dq ", "bwd_dq")):
         if name.startswith(prefix):
             return parse("gluon " + name[len(prefix):], pass_)
@@ -158,6 +238,11 @@ class Kind:
     overlap_share: float  # OVERLAP >= 1: the share of the launch's tensor time (one GEMM of
     #                       equal ones) issued under the exponentials, 0: none
     doc: str
+    terms: str = ""     # its chain constants' key in predict.GLUON_TERMS ("": its pass's)
+    lanes: int = 1      # chains one program runs side by side (the warp-specialised dK/dV:
+    #                     two consumer warpgroups of 64 key rows, as two co-resident programs)
+    products: float = 1.0  # its tensor time over the tile machine's pass (fused dQ: 5 / 4)
+    atomics: bool = False  # adds the fused dQ's fp32 reductions (gluon_bwd.atomic_s)
 
 
 # Every Gluon kernel the model knows, keyed by GluonKernel.kind (the pass, and the
@@ -180,6 +265,25 @@ KINDS = {
     # three (S, dP, dQ): dP is a third
     "bwd_dq": Kind("chain", 1 / 3, "dQ (kernels/hopper_bwd.py): Q, dO held, K, V through "
                    "the ring; OVERLAP 1 issues dP with S"),
+    # the one-partition dK/dV's chain in each of two consumer warpgroups (64 key rows each)
+    # fed by one producer warp: two lanes on one program per SM; OVERLAP 1 and 2 both issue
+    # dP^T under the exponentials (the same closed form)
+    "bwd_dkdv-ws": Kind("chain", 1 / 4, "warp-specialised dK/dV (kernels/hopper_bwd_ws.py): "
+                        "two consumer warpgroups of 64 key rows, a TMA producer warp",
+                        terms="bwd_ws", lanes=2),
+    # five equal GEMMs (S^T, dP^T, dV, dK, dQ_part = dS K): the same chain with 5 / 4 of the
+    # tensor time, then the fp32 reductions of dQ_part at their form's throughput
+    "bwd_dkdv-ws+dq": Kind("chain", 1 / 5, "warp-specialised dK/dV with dQ fused by fp32 "
+                           "atomics (FUSED_DQ)", terms="bwd_ws", lanes=2, products=5 / 4,
+                           atomics=True),
+    # the d 192 chunked launches: the chain on d 192 work (three 64-wide chunks, no padding)
+    "d192-dv": Kind("chain", 0.0, "d 192 dV launch (kernels/hopper_bwd_chunked.py PART 1): "
+                    "S^T and dV, 2 products a tile pair", terms="d192_dv"),
+    "d192-dk": Kind("chain", 1 / 3, "d 192 dK launch (PART 2): S^T, dP^T (issued with S^T), "
+                    "dK, 3 products", terms="d192_dk"),
+    "d192-dq": Kind("chain", 1 / 3, "d 192 dQ launch: S, dP (issued with S), dQ, 3 products",
+                    terms="d192_dq"),
+    "d192-pair": Kind("launches", 0.0, "the d 192 dK/dV pass as its dV and dK launches"),
 }
 
 
@@ -206,6 +310,16 @@ def closed_form(kernel: GluonKernel, d: int, elem_bytes: int = 2) -> tuple[int, 
 def resources(kernel: GluonKernel, d: int, causal: bool, elem_bytes: int = 2
               ) -> tuple[int, int, str]:
     """(registers, shared-memory bytes, "compiled" or "closed form") of one program."""
+    if kernel.family == "d192" and elem_bytes == 2:
+        hit = gluon_bwd.d192_compiled().get(
+            (kernel.part or "dq", f"M{kernel.block_m}N{kernel.block_n}w{kernel.num_warps}"
+             f"s{kernel.stages}", bool(causal)))
+        if hit:
+            return (*hit, "compiled")
+    if kernel.family == "ws":
+        return (*gluon_bwd.ws_resources(kernel.block_m, kernel.block_n, kernel.num_warps,
+                                        kernel.stages, d, bool(kernel.fused), elem_bytes),
+                "closed form")
     if elem_bytes == 2:
         hit = compiled().get(
             f"{kernel.pass_}|{kernel.canonical}|{int(d)}|{int(bool(causal))}")
@@ -229,24 +343,10 @@ class PipelineTerms:
 PIPELINE = PipelineTerms(fixed_s=2e-6, hidden={"ws": 0.25, "lag": 0.4, "pingpong": 0.35},
                          balance=0.25)
 GLUON_FIT_SUBSET = ("the launch studies results/hopper_*_h100*.json (each Gluon kernel and "
-                    "`tl` dQ timed alone) at N 1024 and 16384; held out: their N 512, 2048, "
-                    "4096 and every dispatch run (results/frontier_*dispatch*_h100*.json)")
-
-
-def program_time(iterations: int, tensor: float, softmax: float, rate: float,
-                 hidden: float = 1.0, balance: float = 0.0) -> float:
-    """Seconds of one warp-specialised program of `iterations` loop iterations, each `tensor`
-    s of matrix work and `softmax` s of vector + SFU work on its SM, `rate` the SM's throughput
-    bound per iteration (max of tensor, softmax, HBM and L2 shares): a two-stage software
-    pipeline in which a fraction `hidden` of the shorter stage runs under the longer one,
-    n (max(rate, T, S) + (1 - hidden) min (min / max) ** balance) + hidden min, min and max of
-    (T, S) (the first softmax or the last P V has nothing to hide under); hidden 1: n max +
-    min; balance 0: the exposed rest a fixed fraction of the shorter stage (docstring)."""
-    if iterations <= 0:
-        return 0.0
-    short, long = min(tensor, softmax), max(tensor, softmax)
-    exposed = (1 - hidden) * short * ((short / long) ** balance if long > 0 else 0.0)
-    return iterations * (max(rate, long) + exposed) + hidden * short
+                    "`tl` dQ timed alone) and results/d192_gluon_h100.json (each d 192 launch "
+                    "alone, `launch_ms`) at N 1024 and 16384; held out: their N 512, 2048, "
+                    "4096, 8192, every whole backward of the studies and every dispatch run "
+                    "(results/frontier_*dispatch*_h100*.json)")
 
 
 def overlap_hidden(rate, kernel: GluonKernel | None) -> float:
@@ -258,27 +358,11 @@ def overlap_hidden(rate, kernel: GluonKernel | None) -> float:
     return min(KINDS[kernel.kind].overlap_share * rate.tensor_s, rate.sfu_s)
 
 
-def _per_sm_iteration(rate, iterations: int, sms: int):
-    """(tensor, vector + sfu, throughput bound) seconds of one program iteration on one SM."""
-    k = sms / iterations
-    softmax = rate.vector_s + rate.sfu_s
-    return (rate.tensor_s * k, softmax * k,
-            max(rate.tensor_s, softmax, rate.hbm_s, rate.l2_s) * k)
-
-
-def overlapped_time(rate, per: list[int], rows: int, occ: int, fixed_s: float,
-                    sms: int = 132, hidden: float = 1.0, balance: float = 0.0) -> float:
-    """Seconds of one launch of the warp-specialised forward: each program a two-stage
-    pipeline of matrix and softmax work hiding a fraction `hidden` of the shorter stage
-    (program_time); occ programs per SM share its units; the makespan as for the
-    others, plus the launch."""
-    iterations = sum(per) * rows
-    if iterations == 0:
-        return rate.total_s
-    tensor, softmax, thr = _per_sm_iteration(rate, iterations, sms)
-    durations = [fixed_s + program_time(i, occ * tensor, occ * softmax, occ * thr, hidden,
-                                        balance) for i in per]
-    return makespan(durations, rows, sms * occ) + rate.launch_s
+def phase(kernel: GluonKernel) -> str | None:
+    """The tile machine's phase of the kernel's launch (None: the forward)."""
+    if kernel.family == "d192":
+        return ("dq", "dv", "dk")[kernel.part]
+    return {"fwd": None, "bwd_dkdv": "dkdv", "bwd_dq": "dq"}[kernel.pass_]
 
 
 def launch_schedule(kernel: GluonKernel, n: int, d: int, batch: int = 1, heads: int = 1,
@@ -287,4 +371,4 @@ def launch_schedule(kernel: GluonKernel, n: int, d: int, batch: int = 1, heads: 
     """The launch's schedule with the kernel's tiles (its traffic: schedule.predict_traffic;
     the tile simulator's: traffic.simulated_traffic with config=kernel.config)."""
     return schedule(n, d, batch, heads, causal, pass_=kernel.pass_, config=kernel.config,
-                    nk=nk, kv_heads=kv_heads)
+                    nk=nk, kv_heads=kv_heads, part=kernel.part or None)

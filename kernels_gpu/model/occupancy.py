@@ -30,7 +30,7 @@ import os
 from functools import lru_cache
 
 __all__ = ["SM", "REG_OVERHEAD", "resources", "programs_per_sm", "program_row", "makespan",
-           "kernel_key", "compiled", "program_resources", "COMPILED_FILE"]
+           "kernel_key", "compiled", "program_resources", "COMPILED_FILE", "schedule_time"]
 
 COMPILED_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              "results", "resources_sm90.json")
@@ -144,3 +144,22 @@ def makespan(durations: list[float], rows: int, slots: int) -> float:
         for dur in durations:
             heapq.heapreplace(free, free[0] + dur)
     return max(free)
+
+
+def schedule_time(rate, per: list[int], rows: int, occ: int,
+                  terms, sms: int = 132, hidden_s: float = 0.0,
+                  lanes: int = 1) -> float:
+    """Seconds of one launch: the makespan of `rows` rows of programs with `per` loop
+    iterations each on sms x occ slots (module docstring), plus the launch latency.
+    `hidden_s`: the launch's seconds of serial work overlapped inside a program
+    (overlap_hidden), taken off the chain; `lanes`: chains inside one program (they overlap
+    as co-resident programs do)."""
+    iterations = sum(per) * rows
+    if iterations == 0:
+        return rate.total_s
+    serial = rate.tensor_s + rate.vector_s + rate.sfu_s - hidden_s
+    thr = max(rate.tensor_s, rate.vector_s + rate.sfu_s, rate.hbm_s, rate.l2_s) * sms / iterations
+    chain = serial * (1 + terms.exposed) * sms / iterations
+    per_iteration = occ * max(thr, chain / (1 + terms.overlap * (occ * lanes - 1)))
+    t = makespan([terms.fixed_s + i * per_iteration for i in per], rows, sms * occ)
+    return t + rate.launch_s

@@ -45,31 +45,32 @@ its schedule (gluon.KINDS) replace the `tl` config's: the one-partition kernels 
 above with `GLUON_TERMS` (less the GEMM the backward's OVERLAP hides, `overlap_hidden`); the
 warp-specialised forward is a two-stage pipeline hiding a fraction of the shorter of its
 matrix and softmax stages (`overlapped_time`, gluon.PIPELINE). Both fitted on the launch
-studies (gluon.GLUON_FIT_SUBSET); the dispatch runs are held out.
+studies (gluon.GLUON_FIT_SUBSET); the dispatch runs are held out. The fifth session's backward
+kernels run the chain by their KINDS row (`chain_time`): the warp-specialised dK/dV two chains
+a program (`lanes`), its fused dQ 5 / 4 of the tensor time plus the fp32 reductions at their
+form's throughput (model/gluon_bwd.py); the chunked d 192 launches on unpadded d 192 work
+(`_one(pad=False)`), a dK/dV pass their dV and dK launches in turn (`predict_backward`).
 """
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass, replace
 
-from toymachine import resolve_machine
 from toymachine.cost import attention_tile_cost
 
 from ..kernels.common import padded_head_dim
-from . import gluon
+from . import gluon, gluon_bwd
 from .gluon import overlap_hidden, overlapped_time
-from .occupancy import makespan, program_resources, program_row, programs_per_sm
+from .rates import (CALIBRATION_FILE, RESULTS_DIR, calibration, calibration_file,  # noqa: F401
+                    l2_rate, machine_for)
+from .occupancy import program_resources, program_row, programs_per_sm, schedule_time
 from .schedule import schedule
 
 __all__ = ["Prediction", "predict_forward", "predict_backward", "predict_launch", "sequence",
            "machine_for",
            "calibration", "CALIBRATION_FILE", "ScheduleTerms", "TERMS", "FIT_SUBSET",
            "GLUON_TERMS", "TERMS_OF", "overlap_hidden", "overlapped_time",
-           "scheduled", "schedule_time"]
+           "scheduled", "schedule_time", "chain_time"]
 
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
-CALIBRATION_FILE = os.path.join(RESULTS_DIR, "calibration_h200.json")
 PREPROCESS_BLOCK = 128  # launch.launch_preprocess's BLOCK_M on a GPU
 
 
@@ -141,20 +142,26 @@ FIT_SUBSET = "N_q = N_k in {1024, 4096, 16384}"  # held out: N 2048, 8192 and N_
 # --gluon` on gluon.GLUON_FIT_SUBSET (the launch studies at N 1k and 16k).
 GLUON_TERMS = {"fwd": ScheduleTerms(fixed_s=0.5e-6, exposed=0.0, overlap=0.125),
                "bwd": ScheduleTerms(fixed_s=5e-6, exposed=0.2, overlap=0.125),
-               "bwd_dq": ScheduleTerms(fixed_s=3e-6, exposed=0.15, overlap=0.25)}
+               "bwd_dq": ScheduleTerms(fixed_s=3e-6, exposed=0.15, overlap=0.25),
+               # the fifth session's backward kernels (gluon.KINDS' `terms`): the warp-
+               # specialised dK/dV (fused dQ or not), the d 192 dV, dK and dQ launches
+               "bwd_ws": ScheduleTerms(fixed_s=6e-6, exposed=0.95, overlap=0.75),
+               "d192_dv": ScheduleTerms(fixed_s=3e-6, exposed=0.45, overlap=0.125),
+               "d192_dk": ScheduleTerms(fixed_s=4e-6, exposed=0.55, overlap=0.0),
+               "d192_dq": ScheduleTerms(fixed_s=4e-6, exposed=0.4, overlap=0.0)}
 TERMS_OF = {"fwd": "fwd", "bwd_dkdv": "bwd", "bwd_dq": "bwd_dq"}  # a launch's pass -> its terms
 
 
 def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 132,
               part: int | None = None, kernel: gluon.GluonKernel | None = None,
               pipeline: gluon.PipelineTerms | None = None,
-              chain: ScheduleTerms | None = None) -> Prediction:
+              chain: ScheduleTerms | None = None, hbm_Bps: float = 0.0) -> Prediction:
     """One loop launch's prediction through its schedule (module docstring): `rate` is the
     tile machine's, `sched` the launch's Schedule, `config` its KernelConfig, `terms` the `tl`
     chain's constants; `kernel` the Gluon kernel that ran (model/gluon.py KINDS: its
     occupancy; the warp-specialised forward's pipeline with `pipeline`'s constants,
-    gluon.PIPELINE if None; the one-partition ones the chain with `chain`'s, GLUON_TERMS if
-    None, less the backward's OVERLAP), None for the `tl` kernel."""
+    gluon.PIPELINE if None; the others the chain with `chain`'s, GLUON_TERMS[its kind's] if
+    None: `chain_time`), None for the `tl` kernel. `hbm_Bps`: the fused dQ's accumulator."""
     per, rows = program_row(sched)
     iterations = sum(per) * rows
     if iterations == 0:
@@ -173,72 +180,33 @@ def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 
                             pipeline.hidden[kernel.schedule], pipeline.balance)
     else:
         if kernel is not None:
-            terms = chain or GLUON_TERMS[TERMS_OF[kernel.pass_]]
-        t = schedule_time(rate, per, rows, occ, terms, sms, overlap_hidden(rate, kernel))
+            terms = chain or GLUON_TERMS[kind.terms or TERMS_OF[kernel.pass_]]
+        geo = (sched.n, sched.head_dim, sched.batch, sched.heads, sched.causal,
+               sched.elem_bytes)
+        t = chain_time(rate, per, rows, occ, terms, sms, kernel, geo, hbm_Bps)
     return replace(rate, total_s=t, schedule_s=t - rate.total_s, occupancy=str(occ))
 
 
-def schedule_time(rate: Prediction, per: list[int], rows: int, occ: int,
-                  terms: ScheduleTerms, sms: int = 132, hidden_s: float = 0.0) -> float:
-    """Seconds of one launch: the makespan of `rows` rows of programs with `per` loop
-    iterations each on sms x occ slots (module docstring), plus the launch latency.
-    `hidden_s`: the launch's seconds of serial work overlapped inside a program
-    (overlap_hidden), taken off the chain."""
-    iterations = sum(per) * rows
-    if iterations == 0:
-        return rate.total_s
-    serial = rate.tensor_s + rate.vector_s + rate.sfu_s - hidden_s
-    thr = max(rate.tensor_s, rate.vector_s + rate.sfu_s, rate.hbm_s, rate.l2_s) * sms / iterations
-    chain = serial * (1 + terms.exposed) * sms / iterations
-    per_iteration = occ * max(thr, chain / (1 + terms.overlap * (occ - 1)))
-    t = makespan([terms.fixed_s + i * per_iteration for i in per], rows, sms * occ)
-    return t + rate.launch_s
-
-
-def calibration_file(gpu_name: str) -> str:
-    """results/calibration_h100.json for an H100 where that run exists, else the H200's."""
-    if "H100" in gpu_name.upper():
-        h100 = os.path.join(RESULTS_DIR, "calibration_h100.json")
-        if os.path.exists(h100):
-            return h100
-    return CALIBRATION_FILE
-
-
-def calibration(path: str = CALIBRATION_FILE) -> dict:
-    """The measured rates (kernels_gpu.model.calibrate's output) the h200 preset was set from."""
-    with open(path) as f:
-        return json.load(f)
-
-
-def l2_rate(calib: dict) -> float:
-    """Bytes per second the SMs read from L2: the tile-read measurement (calibrate's
-    l2_read_Bps), else the back-to-back copies (l2_copy_Bps, an underestimate)."""
-    return calib.get("l2_read_Bps") or calib["l2_copy_Bps"]
-
-
-def _same_gpu(a: str, b: str) -> bool:
-    """Both names of the same card (H100 or H200)."""
-    return any(k in a.upper() and k in b.upper() for k in ("H100", "H200"))
-
-
-def machine_for(gpu_name: str, elem_bytes: int = 2, calib: dict | None = None):
-    """The preset matching a GPU name, for inputs of elem_bytes (fp8: 1 byte per word and the
-    measured fp8 matrix rate, when the calibration has one); an H100 with a calibration of an
-    H100 gets that calibration's measured rates instead of the preset's datasheet ones."""
-    m = resolve_machine("h200" if "H200" in gpu_name.upper() else "h100")
-    if calib and _same_gpu(calib.get("gpu", ""), gpu_name) and "H200" not in gpu_name.upper():
-        # the h100 preset holds the datasheet's rates; a calibration of that GPU replaces them
-        # (the h200 preset holds its calibration's rates already: test_kernels_gpu_bench)
-        hz = m.clock_hz
-        m = m.with_(tensor_flops_per_cycle=calib["fp16_mm_flops"] / hz,
-                    hbm_bytes_per_cycle=calib["dram_copy_Bps"] / hz,
-                    vector_flops_per_cycle=calib["fma_flops"] / hz,
-                    sfu_ops_per_cycle=calib["exp2_per_s"] / hz)
-    if elem_bytes == 1 and calib and "fp8_mm_flops" in calib:
-        m = m.with_(word_bytes=1, tensor_flops_per_cycle=calib["fp8_mm_flops"] / m.clock_hz)
-    elif elem_bytes != m.word_bytes:
-        m = m.with_(word_bytes=elem_bytes)
-    return m
+def chain_time(rate: Prediction, per: list[int], rows: int, occ: int, terms: ScheduleTerms,
+               sms: int = 132, kernel: gluon.GluonKernel | None = None, geo: tuple = (),
+               hbm_Bps: float = 0.0, atomic: dict | None = None) -> float:
+    """Seconds of one chain launch: the `tl` kernel's (kernel None), or a Gluon kernel's by
+    its KINDS row: the tensor time x `products`, `lanes` chains a program, less the OVERLAP's
+    hidden GEMM; a fused dQ adds its atomics (gluon_bwd.atomic_s; `geo` = (n, d, batch,
+    heads, causal, elem_bytes), `atomic` the throughputs, ATOMIC_BPS if None)."""
+    kind = gluon.KINDS[kernel.kind] if kernel is not None else None
+    if kind is None:
+        return schedule_time(rate, per, rows, occ, terms, sms)
+    rate = replace(rate, tensor_s=rate.tensor_s * kind.products)
+    t = schedule_time(rate, per, rows, occ, terms, sms, overlap_hidden(rate, kernel),
+                      kind.lanes)
+    if kind.atomics:
+        if not hbm_Bps:
+            raise ValueError(f"{kernel.label}: the fused dQ's accumulator needs the HBM rate")
+        n, d, batch, heads, causal, eb = geo
+        t += gluon_bwd.atomic_s(kernel.fused, n, d, batch, heads, causal, kernel.block_m,
+                                hbm_Bps, rate.launch_s, atomic, eb)
+    return t
 
 
 _HEAD_ARRAYS = {"Q", "O", "dO", "dQ"}  # (B, H, n, d); K, V, dK, dV: (B, H_kv, nk, d); L, D: (B, H, n)
@@ -257,13 +225,16 @@ def _compulsory_words(traffic, *, n, nk, d, batch, heads, kv_heads) -> int:
 
 def _one(machine, l2_Bps: float, launch_s: float, *, n: int, nk: int | None, d: int,
          batch: int, heads: int, causal: bool, block_m: int, block_n: int, pass_: str,
-         phase: str | None = None, kv_heads: int | None = None) -> Prediction:
+         phase: str | None = None, kv_heads: int | None = None, pad: bool = True
+         ) -> Prediction:
+    """One launch at the tile machine's rates; `pad` False: FLOPs on the real head dim (the
+    chunked d 192 kernels: three 64-column chunks, no padding)."""
     nk = n if nk is None else nk
     kv_heads = heads if kv_heads is None else kv_heads
     kw = dict(n=n, batch=batch, heads=heads, causal=causal, algo="fa2", pass_=pass_,
               **({"order": "split", "phase": phase} if phase else {}),
               **({"nk": nk, "kv_heads": kv_heads} if (nk, kv_heads) != (n, heads) else {}))
-    work = attention_tile_cost(d=padded_head_dim(d), block_m=block_m, block_n=block_n, **kw)
+    work = attention_tile_cost(d=padded_head_dim(d) if pad else d, block_m=block_m, block_n=block_n, **kw)
     bytes_ = attention_tile_cost(d=d, block_m=block_m, block_n=block_n, **kw)
     once = _compulsory_words(bytes_.traffic, n=n, nk=nk, d=d, batch=batch, heads=heads,
                              kv_heads=kv_heads)
@@ -315,7 +286,8 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
     dq_config (the KernelConfigs that ran) the dK/dV and dQ launches go through the schedule
     (module docstring); the preprocess and the split's sum stay rate-bound launches.
     dkdv_kernel: the Gluon dK/dV that ran (model/gluon.py): its tiles, occupancy and config
-    replace dkdv and dkdv_config (one launch, no split); dq_kernel: the Gluon dQ, likewise."""
+    replace dkdv and dkdv_config (no split; the chunked d 192 pass: its dV and dK launches;
+    a fused dQ: no dQ launch); dq_kernel: the Gluon dQ, likewise (`predict_launch` each)."""
     if dq_kernel is not None:
         dq, dq_config = (dq_kernel.block_m, dq_kernel.block_n), dq_kernel.config
     if dkdv_kernel is not None:
@@ -330,7 +302,12 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
                   phase="preprocess", **args)]
     sms = calib.get("sms") or 132
     geo = dict(nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes)
-    for i, ph in enumerate(("dv", "dk") if dkdv_apart else ("dkdv",)):
+    one = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, nk=nk, kv_heads=kv_heads,
+               terms=terms)
+    for k in (dkdv_kernel.launches or (dkdv_kernel,)) if dkdv_kernel is not None else ():
+        parts.append(predict_launch(machine, calib, k, **one))  # Gluon: each launch its own
+    for i, ph in enumerate(() if dkdv_kernel is not None else ("dv", "dk") if dkdv_apart
+                           else ("dkdv",)):
         p = _one(machine, l2, launch, block_m=dkdv[0], block_n=dkdv[1], phase=ph, **dkdv_args)
         if dkdv_config is not None:
             part = i + 1 if dkdv_apart else None
@@ -338,6 +315,10 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
                              part=part, **geo)
             p = scheduled(p, sched, dkdv_config, terms["bwd"], sms, part, dkdv_kernel)
         parts.append(p)
+    if dkdv_kernel is not None and dkdv_kernel.fused:  # dQ in the dK/dV launch
+        return sequence(parts)
+    if dq_kernel is not None:
+        return sequence(parts + [predict_launch(machine, calib, dq_kernel, **one)])
     p = _one(machine, l2, launch, block_m=dq[0], block_n=dq[1], phase="dq", **args)
     if dq_config is not None:
         sched = schedule(n, d, batch, heads, causal, pass_="bwd_dq", config=dq_config, **geo)
@@ -356,15 +337,19 @@ def predict_launch(machine, calib: dict, kernel: gluon.GluonKernel, *, n: int, d
                    pipeline: gluon.PipelineTerms | None = None) -> Prediction:
     """One launch of a Gluon kernel alone (the launch studies, bench/hopper*.py): the forward,
     the dK/dV or the dQ, through its schedule."""
-    phase = {"fwd": None, "bwd_dkdv": "dkdv", "bwd_dq": "dq"}[kernel.pass_]
+    if kernel.launches:
+        raise ValueError(f"{kernel.label!r} is {len(kernel.launches)} launches: predict each")
+    phase = gluon.phase(kernel)
     rate = _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
                 heads=heads, causal=causal, block_m=kernel.block_m, block_n=kernel.block_n,
                 pass_="forward" if phase is None else "backward", phase=phase,
-                kv_heads=kv_heads)
+                kv_heads=kv_heads, pad=kernel.family != "d192")
     sched = schedule(n, d, batch, heads, causal, pass_=kernel.pass_, config=kernel.config,
-                     nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes)
+                     nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes,
+                     part=kernel.part or None)
     return scheduled(rate, sched, kernel.config, terms["fwd" if phase is None else "bwd"],
-                     calib.get("sms") or 132, kernel=kernel, pipeline=pipeline)
+                     calib.get("sms") or 132, kernel=kernel, pipeline=pipeline,
+                     hbm_Bps=machine.hbm_bytes_per_cycle * machine.clock_hz)
 
 
 def _split_sum(machine, launch_s: float, *, batch: int, kv_heads: int, split: int, nk: int,
