@@ -711,3 +711,35 @@ def test_a_d192_bench_row_names_its_launches_and_the_model_sums_them():
     assert abs(got / tl - 1) > 0.05
     with pytest.raises(ValueError, match="2 launches"):
         predict.predict_launch(m, calib, dkdv, n=n, d=192, batch=4, heads=32, causal=causal)
+
+
+def test_a_grouped_d192_row_is_the_mha_launches_plus_the_copy_and_the_group_sum():
+    """Grouped heads at d 192 run the MHA launches on K/V copied out to the query heads
+    (host/hopper_d192.run_backward_d192): the predicted backward is the H_kv = H one plus an
+    HBM-bound copy (K, V read at H_kv heads, written at H) and the fp32 partials' group sum;
+    a row named only by `bwd_kernel` (the fifth session's stored runs) reads the same."""
+    from kernels_gpu.bench.run import d192_names
+    from kernels_gpu.host.hopper_d192 import CANDIDATES
+    from kernels_gpu.model.schedule import launch_config
+    cfg, n, causal, b, h, kv = CANDIDATES["g-n128"], 4096, True, 4, 32, 4
+    gpu = "NVIDIA H100 80GB HBM3"
+    calib = predict.calibration(predict.calibration_file(gpu))
+
+    def row(heads_kv, **names):
+        return {"grid": "main", "dtype": "fp16", "d": 192, "n": n, "nk": n, "batch": b,
+                "heads": h, "heads_kv": heads_kv, "causal": causal,
+                "configs": {p: launch_config(n, 192, causal, pass_=p).to_dict()
+                            for p in ("fwd", "bwd_dkdv", "bwd_dq")},
+                "ours": {"fwd_ms": 3.0, "bwd_ms": 7.0}, **names}
+
+    def total(r):
+        return tables.add_predictions([r], gpu, calib)[0]["predict"]["bwd"]["total_s"]
+
+    mha, grouped = total(row(h, **d192_names(cfg))), total(row(kv, **d192_names(cfg)))
+    m = predict.machine_for(gpu, 2, calib)
+    rate = m.hbm_bytes_per_cycle * m.clock_hz
+    copy = 2 * b * n * 192 * 2 * (kv + h) / rate + 2 * calib["launch_s"]
+    summed = predict._split_sum(m, calib["launch_s"], batch=b, kv_heads=kv, split=h // kv,
+                                nk=n, d=192).total_s
+    assert grouped == pytest.approx(mha + copy + summed, rel=1e-9)
+    assert total(row(kv, bwd_kernel=cfg.label())) == pytest.approx(grouped, rel=1e-12)

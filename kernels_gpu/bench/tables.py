@@ -3,6 +3,8 @@ measured times (`bench --predict`). Pure functions of the stored rows: same rows
 """
 from __future__ import annotations
 
+import re
+
 import statistics
 
 from ..host.configs import KernelConfig
@@ -112,15 +114,25 @@ def normalise(r: dict) -> dict:
 UNNAMED_DKDV = (("2026-11-25 21:02 UTC", "2026-11-25 21:09 UTC"), {128: "gluon M64N64w4"})
 
 
+# Rows of the chunked d 192 backward stored before the bench named its launches apart (the
+# fifth session's frontier runs, results/frontier_s5_*): `bwd_kernel` holds the whole
+# D192Config label, "gluon192 dv <blocks> dk <blocks> dq <blocks>" (or "dkdv <blocks>").
+_D192_WHOLE = re.compile(r"(gluon192 (?:dv \S+ dk \S+|dkdv \S+)) dq (\S+)")
+
+
 def kernels_of(r: dict, date: str = "") -> tuple:
     """(forward, dK/dV, dQ) Gluon kernels a row ran (model.gluon.GluonKernel; None: the `tl`
-    kernel). A run dated inside UNNAMED_DKDV's window gets the dK/dV its dispatch chose."""
+    kernel). A run dated inside UNNAMED_DKDV's window gets the dK/dV its dispatch chose; a
+    chunked d 192 row named only by `bwd_kernel` gets its launches from that label."""
     fwd = gluon.parse(r.get("fwd_kernel"), "fwd")
-    name = r.get("bwd_dkdv_kernel")
+    name, dq = r.get("bwd_dkdv_kernel"), r.get("bwd_dq_kernel")
     (start, end), rule = UNNAMED_DKDV
     if name is None and fwd is not None and start <= date < end:
         name = rule.get(r["d"])
-    return fwd, gluon.parse(name, "bwd_dkdv"), gluon.parse(r.get("bwd_dq_kernel"), "bwd_dq")
+    whole = _D192_WHOLE.fullmatch(r.get("bwd_kernel") or "")
+    if name is None and dq is None and whole is not None:
+        name, dq = whole.group(1), "gluon192 dq " + whole.group(2)
+    return fwd, gluon.parse(name, "bwd_dkdv"), gluon.parse(dq, "bwd_dq")
 
 
 def add_predictions(rows: list[dict], gpu: str, calib: dict, date: str = "") -> list[dict]:

@@ -302,8 +302,12 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
                   phase="preprocess", **args)]
     sms = calib.get("sms") or 132
     geo = dict(nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes)
-    one = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, nk=nk, kv_heads=kv_heads,
-               terms=terms)
+    copied = (dkdv_kernel is not None and dkdv_kernel.family == "d192" and kv < heads)
+    one = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, nk=nk,
+               kv_heads=heads if copied else kv_heads, terms=terms)
+    if copied:  # grouped d 192: K, V copied out to the H query heads (host/hopper_d192.py)
+        parts.append(_kv_copy(machine, launch, batch=batch, kv_heads=kv, heads=heads,
+                              nk=n if nk is None else nk, d=d))
     for k in (dkdv_kernel.launches or (dkdv_kernel,)) if dkdv_kernel is not None else ():
         parts.append(predict_launch(machine, calib, k, **one))  # Gluon: each launch its own
     for i, ph in enumerate(() if dkdv_kernel is not None else ("dv", "dk") if dkdv_apart
@@ -317,6 +321,9 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
         parts.append(p)
     if dkdv_kernel is not None and dkdv_kernel.fused:  # dQ in the dK/dV launch
         return sequence(parts)
+    if copied:  # ... and the dK/dV written per query head in fp32, summed over each group
+        parts.append(_split_sum(machine, launch, batch=batch, kv_heads=kv, split=heads // kv,
+                                nk=n if nk is None else nk, d=d))
     if dq_kernel is not None:
         return sequence(parts + [predict_launch(machine, calib, dq_kernel, **one)])
     p = _one(machine, l2, launch, block_m=dq[0], block_n=dq[1], phase="dq", **args)
@@ -350,6 +357,15 @@ def predict_launch(machine, calib: dict, kernel: gluon.GluonKernel, *, n: int, d
     return scheduled(rate, sched, kernel.config, terms["fwd" if phase is None else "bwd"],
                      calib.get("sms") or 132, kernel=kernel, pipeline=pipeline,
                      hbm_Bps=machine.hbm_bytes_per_cycle * machine.clock_hz)
+
+
+def _kv_copy(machine, launch_s: float, *, batch: int, kv_heads: int, heads: int, nk: int,
+             d: int) -> Prediction:
+    """K and V copied out from H_kv to H heads (the grouped chunked d 192 backward): read
+    once, written H / H_kv times, in the dtype; HBM-bound, 2 torch launches."""
+    bytes_ = 2 * batch * nk * d * machine.word_bytes * (kv_heads + heads)
+    hbm = bytes_ / (machine.hbm_bytes_per_cycle * machine.clock_hz)
+    return _launch_prediction(0.0, 0.0, 0.0, hbm, 0.0, 2 * launch_s, hbm)
 
 
 def _split_sum(machine, launch_s: float, *, batch: int, kv_heads: int, split: int, nk: int,
