@@ -81,20 +81,25 @@ def compile_kernel(pass_: str, cfg: KernelConfig, d: int = 128, dtype: str = "fp
 
 def resources(kernel) -> dict:
     """Registers, spill bytes, shared memory and matrix instructions of a compiled kernel."""
-    path = "/tmp/_kernels_gpu_check.cubin"
-    with open(path, "wb") as f:
-        f.write(kernel.asm["cubin"])
-    usage = subprocess.run([os.path.join(BIN, "cuobjdump"), "--dump-resource-usage", path],
-                           capture_output=True, text=True).stdout
-    sass = subprocess.run([os.path.join(BIN, "cuobjdump"), "--dump-sass", path],
-                          capture_output=True, text=True).stdout
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:  # one file per call: tests compile in parallel
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(kernel.asm["cubin"])
+        usage = subprocess.run([os.path.join(BIN, "cuobjdump"), "--dump-resource-usage", path],
+                               capture_output=True, text=True).stdout
+        sass = subprocess.run([os.path.join(BIN, "cuobjdump"), "--dump-sass", path],
+                              capture_output=True, text=True).stdout
     reg = re.search(r"REG:(\d+)", usage)
     local = re.search(r"LOCAL:(\d+)", usage)
     mma = Counter(m.split(".")[0] for m in re.findall(r"\b[HQ]G?MMA\.[\w.]+", sass))
     return {"regs": int(reg.group(1)) if reg else None,
             "local_bytes": int(local.group(1)) if local else None,
             "spill_stores": len(re.findall(r"\bSTL\b", sass)),
-            "smem": kernel.metadata.shared, "mma": dict(mma)}
+            "smem": kernel.metadata.shared, "mma": dict(mma),
+            # register counts the warp-specialised kernels' partitions set (setmaxnreg)
+            "setmaxnreg": sorted(set(re.findall(
+                r"USETMAXREG\.\w+\.CTAPOOL (?:UP0, )?(0x[0-9a-f]+)", sass)))}
 
 
 def _descriptors(d: int, **rows: int) -> dict[str, str]:
