@@ -115,26 +115,9 @@ def _exact(run, line: int) -> None:
     code[2](run, line)
 
 
-def remember(arr, idx) -> None:
-    """A template STORE wrote block ``idx`` of an array whose unwritten cells matter: remembered, and
-    the blocks folded into one boolean mask (a region too) every ``REGIONS_LIMIT`` of them — memory
-    bounded by the array's cells, not by the trace's STOREs."""
-    regions = arr.regions
-    regions.append(idx)
-    if len(regions) > REGIONS_LIMIT:
-        first = regions[0]
-        if type(first) is np.ndarray:
-            mask, rest = first, regions[1:]
-        else:
-            mask, rest = np.zeros(tuple(arr.shape), dtype=bool), regions
-        for r in rest:
-            mask[r] = True
-        regions[:] = [mask]
-
-
-def remember_rows(arr, rows, cols) -> None:
-    """``remember`` for a batch of STOREs (``sim.tile_batch``): the rows (an array of row numbers per
-    block) and columns (a slice, or None for a 1-D array) written, marked in the mask at once."""
+def _folded(arr):
+    """``arr.regions`` folded into one boolean mask over the array's cells, left as its only
+    region and returned (a mask already there is extended, not copied)."""
     regions = arr.regions
     first = regions[0] if regions else None
     if type(first) is np.ndarray:
@@ -143,11 +126,27 @@ def remember_rows(arr, rows, cols) -> None:
         mask, rest = np.zeros(tuple(arr.shape), dtype=bool), regions
     for r in rest:
         mask[r] = True
+    regions[:] = [mask]
+    return mask
+
+
+def remember(arr, idx) -> None:
+    """A template STORE wrote block ``idx`` of an array whose unwritten cells matter: remembered, and
+    the blocks folded into one boolean mask (a region too) every ``REGIONS_LIMIT`` of them — memory
+    bounded by the array's cells, not by the trace's STOREs."""
+    arr.regions.append(idx)
+    if len(arr.regions) > REGIONS_LIMIT:
+        _folded(arr)
+
+
+def remember_rows(arr, rows, cols) -> None:
+    """``remember`` for a batch of STOREs (``sim.tile_batch``): the rows (an array of row numbers per
+    block) and columns (a slice, or None for a 1-D array) written, marked in the mask at once."""
+    mask = _folded(arr)
     if cols is None:
         mask[rows] = True
     else:
         mask[rows, cols] = True
-    regions[:] = [mask]
 
 
 def template_code(run, key: str, code: tuple, taken: list) -> tuple | None:
