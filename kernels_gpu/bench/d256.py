@@ -132,10 +132,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def render(rows) -> str:
-    """Backward ms of every variant, and each against SDPA-flash and cuDNN."""
-    return study.render(rows, ["d", "N", "causal"], lambda r: [
-        str(r["d"]), str(r["n"]), "yes" if r["causal"] else "no"], err=True)
+render = study.render_points  # backward ms of every variant, against flash and cuDNN
 
 
 if __name__ == "__main__":

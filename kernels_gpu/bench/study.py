@@ -10,7 +10,7 @@ import torch
 
 from .check import sdpa
 
-__all__ = ["median_ms", "time_into", "time_sdpa_backward", "render"]
+__all__ = ["median_ms", "time_into", "time_sdpa_backward", "render", "render_points"]
 
 
 def median_ms(fn, repeats: int, rep: int = 50) -> tuple[float, list[float]]:
@@ -69,3 +69,10 @@ def render(rows: list[dict], cols: list[str], cells, err: bool = False) -> str:
                 tail.append("" if e is None else f"{e:.1e}")
             lines.append("| " + " | ".join([*cells(r), *tail]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def render_points(rows: list[dict]) -> str:
+    """`render` of a study keyed by (d, N, causal), with each variant's "err" (the d 256 and
+    d 192 backward studies)."""
+    return render(rows, ["d", "N", "causal"], lambda r: [
+        str(r["d"]), str(r["n"]), "yes" if r["causal"] else "no"], err=True)
