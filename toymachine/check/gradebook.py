@@ -164,8 +164,8 @@ def check_submission(path: str | os.PathLike, problem: Problem, *, limits: Grade
     if os.path.isdir(path):
         sub = read_student_folder(path, problem.submission, limits, student)
     else:
-        text, reason = read_file(path, limits)
-        sub = Submission(student or "student", path, text, reason)
+        text, reason, warnings = read_file(path, limits)
+        sub = Submission(student or "student", path, text, reason, warnings)
     return _graded(problem, sub, limits, options)[0]
 
 
