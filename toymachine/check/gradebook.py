@@ -109,7 +109,7 @@ def grade_submissions(submissions: str | os.PathLike, problem: str | os.PathLike
     variants = load_variants(path, text)  # every variant checked before a student is graded
     count = variants[0].variant_count
     subs = collect_submissions(submissions, variants[0].submission, limits)
-    items = [(pick_variant(s.student, count, Path(path).stem) if count else None, s) for s in subs]
+    items = [(pick_variant(s.student, count, variants[0].id) if count else None, s) for s in subs]
     # a worker grades a batch per call: one trace takes about a millisecond, a round trip to a worker as long
     size = 1 if jobs <= 1 else max(1, min(32, len(items) // (4 * jobs)))
     batches = [(path, text, items[k:k + size], limits) for k in range(0, len(items), size)]
