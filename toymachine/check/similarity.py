@@ -1,0 +1,265 @@
+"""Copies and near-copies among a class's traces: clusters with a similarity score, never a
+change to a grade (a TA decides).
+
+A trace is first put in a **canonical form** that no cosmetic edit changes:
+
+1. it is assembled (comments, blank lines, spacing and letter case go);
+2. its instructions form a dependency graph — an instruction depends on the one that last
+   wrote each register it reads, and a LOAD or STORE on the last STORE to the same array (a
+   STORE also on the LOADs of that array since) — and are listed in a canonical topological
+   order: of the instructions ready, the one with the smallest (mnemonic, memory operands,
+   distances to the producers of its registers) comes first, so swapping two independent
+   instructions changes nothing;
+3. registers become values: each register read is written as the distance back to the
+   instruction that produced it (``LOAD a[0][0] → MAC_Z @1 @2``), so renaming registers, or
+   allocating them differently, changes nothing; the operands of ``MAC_Z``, ``MUL``, ``ADD``,
+   ``MAX`` (and the two factors of ``MAC``) are sorted, so swapping them changes nothing either.
+
+A trace that does not assemble falls back to its lines with comments and spacing dropped and
+registers renamed by first use. The canonical instructions' overlapping ``k``-grams (``K = 3``)
+are hashed into a set; the **similarity** of two traces is the Jaccard index of their sets.
+
+Comparing every pair is quadratic; instead each set gets a **MinHash** signature
+(``BANDS × ROWS`` = 16 × 4 hash minima) and the signatures are cut into 16 bands: two traces
+are compared only when some band of theirs is equal (locality-sensitive hashing: pairs at
+Jaccard 0.8 share a band with probability 1 − (1 − 0.8⁴)¹⁶ > 0.999). Traces with the same
+canonical form are one item. The work is linear in the class (one signature per trace, one
+bucket insert per band) plus one comparison per candidate pair — pairs inside one bucket,
+compared all-against-all up to ``FULL_BUCKET`` items and along a chain beyond (a chain of
+similar items still joins one cluster).
+
+Traces shorter than ``MIN_INSTRUCTIONS`` are not compared (too few ways to write them to
+tell anything), and a cluster holding more than a tenth of the class (at least
+``COMMON_MIN`` students) is reported as a *common solution* — the form most correct answers
+take, not evidence of copying — as is a cluster whose form is the problem's reference trace.
+"""
+
+from __future__ import annotations
+
+__all__ = ["canonical_form", "shingles", "jaccard", "find_clusters", "Cluster", "Pair", "similarity_csv",
+           "K", "THRESHOLD", "MIN_INSTRUCTIONS"]
+
+import csv
+import hashlib
+import io
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+K = 3
+BANDS, ROWS = 16, 4
+THRESHOLD = 0.8
+MIN_INSTRUCTIONS = 8
+FULL_BUCKET = 24
+COMMON_MIN = 6
+
+_COMMUTATIVE = {"MAC_Z": 2, "MAC": 2, "ADD": 2, "MUL": 2, "MAX": 2}  # how many leading sources commute
+_REG = re.compile(r"\b(?:R\d+|T\d+|ACC)\b", re.IGNORECASE)
+
+
+def _mem_text(arg) -> str:
+    return str(arg)
+
+
+def canonical_form(text: str) -> tuple[str, ...]:
+    """The trace's instructions in canonical order, registers as distances to their producers."""
+    from ..asm import parse
+    from ..errors import ToyMachineError
+    from ..isa import ISA
+    from ..program import Mem, Reg
+
+    try:
+        program = parse(text, "<trace>")
+    except (ToyMachineError, RecursionError, ValueError):
+        return _fallback(text)
+    instrs = program.instrs
+    n = len(instrs)
+    deps: list[list[int]] = [[] for _ in range(n)]
+    producer: list[list[int]] = [[] for _ in range(n)]  # per register read, the instruction that wrote it (-1: none)
+    writer: dict[str, int] = {}
+    last_store: dict[str, int] = {}
+    loads_since: dict[str, list[int]] = {}
+    for i, ins in enumerate(instrs):
+        spec = ISA.get(ins.op)
+        srcs = spec.sources if spec else ()
+        for k in srcs:
+            arg = ins.args[k] if k < len(ins.args) else None
+            w = writer.get(arg.name, -1) if isinstance(arg, Reg) else -1
+            producer[i].append(w)
+            if w >= 0:
+                deps[i].append(w)
+        for arg in ins.args:
+            if isinstance(arg, Mem):
+                if arg.array in last_store:
+                    deps[i].append(last_store[arg.array])
+                if ins.op == "STORE":
+                    deps[i] += loads_since.get(arg.array, [])
+                    last_store[arg.array] = i
+                    loads_since[arg.array] = []
+                else:
+                    loads_since.setdefault(arg.array, []).append(i)
+        dest = spec.dest if spec else None
+        if dest is not None and dest < len(ins.args) and isinstance(ins.args[dest], Reg):
+            writer[ins.args[dest].name] = i
+    waiting = [len(set(d)) for d in deps]
+    users: list[list[int]] = [[] for _ in range(n)]
+    for i, d in enumerate(deps):
+        for j in set(d):
+            users[j].append(i)
+    position = [-1] * n
+    ready = [i for i in range(n) if waiting[i] == 0]
+    out: list[str] = []
+
+    def distances(i: int) -> tuple[int, ...]:
+        d = [len(out) - position[p] if p >= 0 else 0 for p in producer[i]]
+        swap = _COMMUTATIVE.get(instrs[i].op, 0)
+        return tuple(sorted(d[:swap]) + d[swap:])
+
+    while ready:
+        def key(i: int) -> tuple:
+            ins = instrs[i]
+            return (ins.op, tuple(_mem_text(a) for a in ins.args if isinstance(a, Mem)), distances(i), i)
+
+        best = min(ready, key=key)
+        ready.remove(best)
+        ins = instrs[best]
+        mems = " ".join(_mem_text(a) for a in ins.args if isinstance(a, Mem))
+        regs = " ".join(f"@{d}" if d else "@in" for d in distances(best))
+        position[best] = len(out)
+        out.append(f"{ins.op} {mems} {regs}".strip())
+        for u in users[best]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    return tuple(out)
+
+
+def _fallback(text: str) -> tuple[str, ...]:
+    names: dict[str, str] = {}
+
+    def rename(m: re.Match) -> str:
+        return names.setdefault(m.group(0).upper(), f"r{len(names)}")
+
+    lines = []
+    for line in text.splitlines():
+        code = re.split(r"[;#]", line, maxsplit=1)[0]
+        code = " ".join(code.replace(",", " ").split()).upper()
+        if code:
+            lines.append(_REG.sub(rename, code))
+    return tuple(lines)
+
+
+def _h64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+
+
+def shingles(form: tuple[str, ...]) -> frozenset[int]:
+    """Hashes of the form's overlapping K-grams (the whole form when it is shorter)."""
+    if len(form) <= K:
+        return frozenset([_h64("\n".join(form))]) if form else frozenset()
+    return frozenset(_h64("\n".join(form[i:i + K])) for i in range(len(form) - K + 1))
+
+
+def jaccard(a: frozenset, b: frozenset) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+_RNG = np.random.default_rng(20261201)
+_A = _RNG.integers(1, 2**31, BANDS * ROWS, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+_B = _RNG.integers(0, 2**62, BANDS * ROWS, dtype=np.uint64)
+
+
+def _signature(items: frozenset[int]) -> np.ndarray:
+    x = np.fromiter(items, dtype=np.uint64, count=len(items))
+    with np.errstate(over="ignore"):
+        return ((_A[:, None] * x[None, :] + _B[:, None]) >> np.uint64(11)).min(axis=1)
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str
+    b: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Cluster:
+    students: tuple[str, ...]
+    similarity: float  # the least similarity along the pairs that joined it
+    identical: bool  # every trace has the same canonical form
+    common: bool = False  # the form most answers take (or the reference's): not evidence of copying
+    pairs: tuple[Pair, ...] = ()
+
+
+def find_clusters(traces: dict[str, str], *, threshold: float = THRESHOLD,
+                  reference: str | None = None) -> list[Cluster]:
+    """Clusters (two or more students) of ``traces`` (student → text) at similarity ≥ ``threshold``."""
+    forms: dict[tuple, list[str]] = {}
+    for student in sorted(traces):
+        form = canonical_form(traces[student])
+        if len(form) >= MIN_INSTRUCTIONS:
+            forms.setdefault(form, []).append(student)
+    items = list(forms)
+    sets = [shingles(f) for f in items]
+    parent = list(range(len(items)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    edges: dict[tuple[int, int], float] = {}
+    buckets: dict[tuple, list[int]] = {}
+    for i, s in enumerate(sets):
+        sig = _signature(s)
+        for band in range(BANDS):
+            buckets.setdefault((band, sig[band * ROWS:(band + 1) * ROWS].tobytes()), []).append(i)
+    for members in buckets.values():
+        if len(members) < 2:
+            continue
+        pairs = ([(members[x], members[y]) for x in range(len(members)) for y in range(x + 1, len(members))]
+                 if len(members) <= FULL_BUCKET else list(zip(members, members[1:])))
+        for i, j in pairs:
+            if (i, j) in edges:
+                continue
+            sim = jaccard(sets[i], sets[j])
+            edges[(i, j)] = sim
+            if sim >= threshold:
+                parent[find(i)] = find(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(items)):
+        groups.setdefault(find(i), []).append(i)
+    ref_form = canonical_form(reference) if reference else None
+    total = len(traces)
+    clusters = []
+    for members in groups.values():
+        students = tuple(sorted(s for i in members for s in forms[items[i]]))
+        if len(students) < 2:
+            continue
+        joined = [Pair(forms[items[i]][0], forms[items[j]][0], round(sim, 4)) for (i, j), sim in sorted(edges.items())
+                  if sim >= threshold and find(i) == find(members[0])]
+        same = [Pair(g[0], other, 1.0) for i in members for g in (forms[items[i]],) for other in g[1:]]
+        pairs = tuple(sorted(same + joined, key=lambda p: (p.a, p.b)))
+        score = min([p.similarity for p in pairs] or [1.0])
+        common = (len(students) >= COMMON_MIN and len(students) * 10 > total) or \
+            (ref_form is not None and any(items[i] == ref_form for i in members))
+        clusters.append(Cluster(students, score, len(members) == 1, common, pairs))
+    return sorted(clusters, key=lambda c: (c.common, -len(c.students), c.students))
+
+
+def similarity_csv(clusters: list[Cluster]) -> str:
+    """One row per pair that joined a cluster: cluster, student, student, similarity, kind."""
+    from .bookout import csv_cell
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["cluster", "student_a", "student_b", "similarity", "kind"])
+    for k, c in enumerate(clusters, 1):
+        kind = "common solution" if c.common else "identical" if c.identical else "similar"
+        for p in c.pairs:
+            w.writerow([k] + [csv_cell(v) for v in (p.a, p.b, p.similarity, kind)])
+    return buf.getvalue()
