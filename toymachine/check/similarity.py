@@ -28,8 +28,8 @@ bucket insert per band) plus one comparison per candidate pair — pairs inside 
 compared all-against-all up to ``FULL_BUCKET`` items and along a chain beyond (a chain of
 similar items still joins one cluster).
 
-Traces shorter than ``MIN_INSTRUCTIONS`` are not compared (too few ways to write them to
-tell anything), and a cluster holding more than a tenth of the class (at least
+Traces shorter than ``MIN_INSTRUCTIONS`` join a cluster only when their canonical forms are
+identical (too few ways to write them to tell near-copies apart), and a cluster holding more than a tenth of the class (at least
 ``COMMON_MIN`` students) is reported as a *common solution* — the form most correct answers
 take, not evidence of copying — as is a cluster whose form is the problem's reference trace.
 """
@@ -200,7 +200,7 @@ def find_clusters(traces: dict[str, str], *, threshold: float = THRESHOLD,
     forms: dict[tuple, list[str]] = {}
     for student in sorted(traces):
         form = canonical_form(traces[student])
-        if len(form) >= MIN_INSTRUCTIONS:
+        if form:
             forms.setdefault(form, []).append(student)
     items = list(forms)
     sets = [shingles(f) for f in items]
@@ -215,6 +215,8 @@ def find_clusters(traces: dict[str, str], *, threshold: float = THRESHOLD,
     edges: dict[tuple[int, int], float] = {}
     buckets: dict[tuple, list[int]] = {}
     for i, s in enumerate(sets):
+        if len(items[i]) < MIN_INSTRUCTIONS:  # too short to tell near-copies apart: only identical forms count
+            continue
         sig = _signature(s)
         for band in range(BANDS):
             buckets.setdefault((band, sig[band * ROWS:(band + 1) * ROWS].tobytes()), []).append(i)
