@@ -5,15 +5,16 @@ A trace is first put in a **canonical form** that no cosmetic edit changes:
 
 1. it is assembled (comments, blank lines, spacing and letter case go);
 2. its instructions form a dependency graph — an instruction depends on the one that last
-   wrote each register it reads, and a LOAD or STORE on the last STORE to the same array (a
-   STORE also on the LOADs of that array since) — and are listed in a canonical topological
-   order: of the instructions ready, the one with the smallest (mnemonic, memory operands,
-   distances to the producers of its registers) comes first, so swapping two independent
-   instructions changes nothing;
-3. registers become values: each register read is written as the distance back to the
-   instruction that produced it (``LOAD a[0][0] → MAC_Z @1 @2``), so renaming registers, or
-   allocating them differently, changes nothing; the operands of ``MAC_Z``, ``MUL``, ``ADD``,
-   ``MAX`` (and the two factors of ``MAC``) are sorted, so swapping them changes nothing either.
+   wrote each register it reads, a LOAD on the last STORE to the same cell (a block: to the
+   same array), a STORE also on the LOADs of that cell since — and are listed in a canonical
+   topological order: of the instructions ready, the one with the smallest token (step 3)
+   comes first (a heap: n log n), so swapping two independent instructions changes nothing;
+3. registers become values: each register read is written as a label of the value it holds,
+   a hash of how that value was made (``LOAD a[0][0]`` → ``MAC_Z 1f3a… 9c2e…``; a LOAD of a cell
+   the trace stored is the stored value), so renaming registers, allocating them differently or
+   reloading a value changes nothing, and an extra instruction changes only the tokens that use
+   its value; the operands of ``MAC_Z``, ``MUL``, ``ADD``, ``MAX`` (and the two factors of
+   ``MAC``) are sorted, so swapping them changes nothing either.
 
 A trace that does not assemble falls back to its lines with comments and spacing dropped and
 registers renamed by first use. The canonical instructions' overlapping ``k``-grams (``K = 3``)
@@ -41,6 +42,7 @@ __all__ = ["canonical_form", "shingles", "jaccard", "find_clusters", "Cluster", 
 
 import csv
 import hashlib
+import heapq
 import io
 import re
 from dataclasses import dataclass
@@ -58,10 +60,6 @@ _COMMUTATIVE = {"MAC_Z": 2, "MAC": 2, "ADD": 2, "MUL": 2, "MAX": 2}  # how many 
 _REG = re.compile(r"\b(?:R\d+|T\d+|ACC)\b", re.IGNORECASE)
 
 
-def _mem_text(arg) -> str:
-    return str(arg)
-
-
 def canonical_form(text: str) -> tuple[str, ...]:
     """The trace's instructions in canonical order, registers as distances to their producers."""
     from ..asm import parse
@@ -75,64 +73,105 @@ def canonical_form(text: str) -> tuple[str, ...]:
         return _fallback(text)
     instrs = program.instrs
     n = len(instrs)
-    deps: list[list[int]] = [[] for _ in range(n)]
+    deps: list[set[int]] = [set() for _ in range(n)]
     producer: list[list[int]] = [[] for _ in range(n)]  # per register read, the instruction that wrote it (-1: none)
     writer: dict[str, int] = {}
-    last_store: dict[str, int] = {}
-    loads_since: dict[str, list[int]] = {}
+    memory: dict[str, _ArrayUse] = {}
+    flows = [-1] * n  # a LOAD of a cell a STORE wrote: the instruction whose value it stored
+    stored: dict[int, int] = {}  # STORE → the instruction whose value it stored
     for i, ins in enumerate(instrs):
         spec = ISA.get(ins.op)
-        srcs = spec.sources if spec else ()
-        for k in srcs:
+        for k in spec.sources if spec else ():
             arg = ins.args[k] if k < len(ins.args) else None
             w = writer.get(arg.name, -1) if isinstance(arg, Reg) else -1
             producer[i].append(w)
             if w >= 0:
-                deps[i].append(w)
+                deps[i].add(w)
         for arg in ins.args:
             if isinstance(arg, Mem):
-                if arg.array in last_store:
-                    deps[i].append(last_store[arg.array])
+                use = memory.setdefault(arg.array, _ArrayUse())
+                cell = tuple(arg.index) if arg.is_scalar else None
                 if ins.op == "STORE":
-                    deps[i] += loads_since.get(arg.array, [])
-                    last_store[arg.array] = i
-                    loads_since[arg.array] = []
+                    deps[i] |= use.store(cell, i)
+                    if cell is not None and spec and spec.sources:
+                        stored[i] = producer[i][0] if producer[i] else -1
                 else:
-                    loads_since.setdefault(arg.array, []).append(i)
+                    flows[i] = stored.get(use.stores.get(cell, -1), -1) if cell is not None else -1
+                    deps[i] |= use.load(cell, i)
         dest = spec.dest if spec else None
         if dest is not None and dest < len(ins.args) and isinstance(ins.args[dest], Reg):
             writer[ins.args[dest].name] = i
-    waiting = [len(set(d)) for d in deps]
+    waiting = [len(d) for d in deps]
     users: list[list[int]] = [[] for _ in range(n)]
     for i, d in enumerate(deps):
-        for j in set(d):
+        for j in d:
             users[j].append(i)
-    position = [-1] * n
-    ready = [i for i in range(n) if waiting[i] == 0]
+    swaps = [_COMMUTATIVE.get(ins.op, 0) for ins in instrs]
+    mems = [" ".join(str(a) for a in ins.args if isinstance(a, Mem)) for ins in instrs]
+    label: list[str] = [""] * n  # the value an instruction computes, by what it is made of
+    token: list[str] = [""] * n
+
+    def place(i: int) -> None:  # every producer of i is placed: its token is fixed
+        srcs = [label[p] if p >= 0 else "in" for p in producer[i]]
+        srcs = sorted(srcs[:swaps[i]]) + srcs[swaps[i]:]
+        op = instrs[i].op
+        if op == "LOAD" and flows[i] >= 0:  # reads back a stored value: that value
+            label[i] = label[flows[i]]
+        else:
+            label[i] = _h64(f"{op} {mems[i]} {' '.join(srcs)}").to_bytes(8, "big").hex()[:8]
+        token[i] = f"{op} {mems[i]} {' '.join(srcs)}".strip()
+
+    ready = []
+    for i in range(n):
+        if waiting[i] == 0:
+            place(i)
+            ready.append((token[i], i))
+    heapq.heapify(ready)
     out: list[str] = []
-
-    def distances(i: int) -> tuple[int, ...]:
-        d = [len(out) - position[p] if p >= 0 else 0 for p in producer[i]]
-        swap = _COMMUTATIVE.get(instrs[i].op, 0)
-        return tuple(sorted(d[:swap]) + d[swap:])
-
     while ready:
-        def key(i: int) -> tuple:
-            ins = instrs[i]
-            return (ins.op, tuple(_mem_text(a) for a in ins.args if isinstance(a, Mem)), distances(i), i)
-
-        best = min(ready, key=key)
-        ready.remove(best)
-        ins = instrs[best]
-        mems = " ".join(_mem_text(a) for a in ins.args if isinstance(a, Mem))
-        regs = " ".join(f"@{d}" if d else "@in" for d in distances(best))
-        position[best] = len(out)
-        out.append(f"{ins.op} {mems} {regs}".strip())
+        text, best = heapq.heappop(ready)
+        out.append(text)
         for u in users[best]:
             waiting[u] -= 1
             if waiting[u] == 0:
-                ready.append(u)
+                place(u)
+                heapq.heappush(ready, (token[u], u))
     return tuple(out)
+
+
+class _ArrayUse:
+    """The accesses to one array that a later access must follow: the last STORE to each cell (or
+    of a block: ``span``), and the LOADs since. Two accesses conflict when one is a STORE and they
+    touch the same cell, or either is a block."""
+
+    def __init__(self) -> None:
+        self.stores: dict[tuple, int] = {}
+        self.span: int = -1
+        self.loads: dict[tuple, list[int]] = {}
+        self.span_loads: list[int] = []
+
+    def load(self, cell: tuple | None, i: int) -> set[int]:
+        deps = {self.span} if self.span >= 0 else set()
+        if cell is None:
+            deps |= set(self.stores.values())
+            self.span_loads.append(i)
+        else:
+            if cell in self.stores:
+                deps.add(self.stores[cell])
+            self.loads.setdefault(cell, []).append(i)
+        return deps
+
+    def store(self, cell: tuple | None, i: int) -> set[int]:
+        deps = ({self.span} if self.span >= 0 else set()) | set(self.span_loads)
+        if cell is None:
+            deps |= set(self.stores.values()) | {j for js in self.loads.values() for j in js}
+            self.stores, self.loads, self.span_loads, self.span = {}, {}, [], i
+        else:
+            if cell in self.stores:
+                deps.add(self.stores[cell])
+            deps |= set(self.loads.pop(cell, []))
+            self.stores[cell] = i
+        return deps
 
 
 def _fallback(text: str) -> tuple[str, ...]:

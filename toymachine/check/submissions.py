@@ -210,6 +210,10 @@ def collect_class(path: str | os.PathLike, wanted: list[str | None] | tuple = (N
     if lms is not None and lms not in LMS_NAMES:
         raise ConfigError(f"unknown LMS {lms!r}", hint=f"choose one of {', '.join(LMS_NAMES)}")
     if os.path.isdir(path):
+        inner = [e for e in os.listdir(path) if not e.startswith(".") and e != "__MACOSX"]
+        if len(inner) == 1 and os.path.isfile(os.path.join(path, inner[0], "submission_metadata.yml")) \
+                and not os.path.islink(os.path.join(path, inner[0])):  # Gradescope's export, unzipped
+            path = os.path.join(path, inner[0])
         return _group(path, _folder_tops(path, limits), wanted, lms, lambda h: read_file(h, limits),
                       lambda h: _read_bytes(h, limits))
     if os.path.isfile(path) and zipfile.is_zipfile(path):
