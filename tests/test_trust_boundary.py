@@ -171,3 +171,75 @@ def test_grade_refuses_a_problem_whose_machine_escapes(tmp_path, toym, monkeypat
     assert code == 2 and "no machine file or preset named" not in err  # a .yaml name is a file, not a preset
     assert "no machine file 'evil.yaml'" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "gradebook.csv").exists()
+
+
+def _zip(path, members: dict) -> None:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+
+
+def test_one_students_junk_in_a_zip_is_their_failing_row(tmp_path):
+    from toymachine.check.limits import GradeLimits
+    from toymachine.check.submissions import collect_submissions
+
+    members = {"class/alice/c.asm": "LOAD a[0], R0\n", "class/bob/c.asm": "LOAD a[0], R0\n"}
+    members.update({f"class/mallory/junk{k}.txt": "x" for k in range(12)})
+    _zip(tmp_path / "class.zip", members)
+    subs = {s.student: s for s in collect_submissions(tmp_path / "class.zip", limits=GradeLimits(max_files=10))}
+    assert subs["alice"].text and subs["bob"].text
+    assert subs["mallory"].text is None and "more than 10 files" in subs["mallory"].reason
+    # the same tree as a folder gives the same rows
+    for name, data in members.items():
+        (tmp_path / "tree" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tree" / name).write_text(data)
+    folder = {s.student: s for s in collect_submissions(tmp_path / "tree" / "class", limits=GradeLimits(max_files=10))}
+    assert folder["mallory"].reason == subs["mallory"].reason and folder["alice"].text == subs["alice"].text
+
+
+def test_grade_gives_the_junk_student_a_row_and_writes_the_gradebook(tmp_path, toym, monkeypatch):
+    monkeypatch.setenv("TOYM_MAX_GRADE_FILES", "10")
+    members = {"alice/c.asm": c_trace(0, 0)}
+    members.update({f"mallory/junk{k}.txt": "x" for k in range(12)})
+    _zip(tmp_path / "class.zip", members)
+    code, _, err = toym("grade", tmp_path / "class.zip", "-p", P1, "--out", tmp_path / "out", "-j", "1")
+    assert code in (0, 1), err
+    book = (tmp_path / "out" / "gradebook.csv").read_text()
+    assert "mallory" in book and "alice" in book
+
+
+def _forge_entry_count(path, entries: int, zip64: bool) -> None:
+    """Rewrite a small zip's end record to declare ``entries`` (and, for ``zip64``, add a ZIP64
+    record and locator that declare it): the directory itself stays three entries long."""
+    import struct
+
+    data = bytearray(path.read_bytes())
+    at = data.rfind(b"PK\x05\x06")
+    cd_size, cd_offset = struct.unpack_from("<II", data, at + 12)
+    if not zip64:
+        struct.pack_into("<HH", data, at + 8, entries, entries)
+        path.write_bytes(bytes(data))
+        return
+    record = struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, entries, entries, cd_size, cd_offset)
+    locator = struct.pack("<4sIQI", b"PK\x06\x07", 0, at, 1)
+    end = bytearray(data[at:])
+    struct.pack_into("<HH", end, 8, 0xFFFF, 0xFFFF)
+    path.write_bytes(bytes(data[:at]) + record + locator + bytes(end))
+
+
+@pytest.mark.parametrize("zip64,entries", [(False, 65_535), (True, 3_500_000)])
+def test_a_zips_entry_count_is_judged_from_its_end_record(tmp_path, toym, monkeypatch, zip64, entries):
+    from toymachine.check import submissions
+
+    _zip(tmp_path / "class.zip", {f"s{k}.asm": "LOAD a[0], R0\n" for k in range(3)})
+    _forge_entry_count(tmp_path / "class.zip", entries, zip64)
+    assert submissions.zip_entry_count(str(tmp_path / "class.zip")) == entries
+
+    def never(*args, **kwargs):
+        raise AssertionError("the central directory was parsed before the entry count was judged")
+
+    monkeypatch.setattr(submissions.zipfile, "ZipFile", never)
+    monkeypatch.setenv("TOYM_MAX_GRADE_CLASS_ENTRIES", "1000")
+    code, _, err = toym("grade", tmp_path / "class.zip", "-p", P1, "--out", tmp_path / "out", "-j", "1")
+    assert code == 2 and f"declares {entries:,} entries; the limit is 1,000" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
