@@ -405,7 +405,7 @@ def test_a_three_problem_assignment_gives_one_autograder_zip_that_grades_all_thr
     with zipfile.ZipFile(archive) as zf:
         names = zf.namelist()
         zf.extractall(root / "source")
-    assert {"p1_c00.yaml", "p3_matmul_outer.yaml", "p5_softmax_online.yaml", "toym_autograder.json"} <= set(names)
+    assert {"p1_c00.yaml", "p3_matmul_outer.yaml", "p5_softmax_online.yaml", "autograder.json"} <= set(names)
     run = (root / "source" / "run_autograder").read_text()
     assert "p1_c00" not in run and "yaml" not in run  # names are data, never pasted into the script
     sub = root / "submission"

@@ -13,8 +13,9 @@ The zip holds, at its root (Gradescope's layout: the zip's contents land in
   grades ``/autograder/submission`` against every problem into
   ``/autograder/results/results.json``, the student's variants picked by the e-mail address in
   ``submission_metadata.json``;
-* ``toym_autograder.json`` — the data ``gsrun`` reads: the title and each problem's file,
-  submission file name and points;
+* ``autograder.json`` — the data ``gsrun`` reads: the title, each problem's file, submission
+  file name and points, and the wheel's name. Both scripts are fixed text: no name a lecturer
+  chose is ever pasted into them;
 * the problem files (and the machine files they name, beside them), and the wheel.
 
 ``build_wheel`` makes the toymachine wheel from the installed package's own files with the
@@ -28,7 +29,7 @@ standard library's ``zipfile`` (the wheel format: the files, ``METADATA``, ``WHE
 from __future__ import annotations
 
 __all__ = ["autograder_zip", "build_wheel", "SETUP_SH", "RUN_AUTOGRADER", "run_autograder_script", "pinned_requirements",
-           "MANIFEST"]
+           "CONFIG_NAME"]
 
 import base64
 import hashlib
@@ -41,7 +42,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, Location
 
-MANIFEST = "toym_autograder.json"
+CONFIG_NAME = "autograder.json"  # every name the scripts use: problems, submission files, the wheel
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image: toym and the exact
@@ -56,7 +57,7 @@ pip3 install -r requirements.txt || pip3 install --break-system-packages -r requ
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission: grade /autograder/submission against the problems
-# that source/toym_autograder.json lists, into /autograder/results/results.json.
+# that source/autograder.json lists, into /autograder/results/results.json.
 # TOYM_AUTOGRADER_ROOT replaces /autograder (a test's temporary tree); TOYM_PYTHON the interpreter.
 set -u
 ROOT="${TOYM_AUTOGRADER_ROOT:-/autograder}"
@@ -76,6 +77,10 @@ def run_autograder_script(problem_name: str | None = None) -> str:
     """The ``run_autograder`` script: the same text for every problem (names are data, in the manifest)."""
     return RUN_AUTOGRADER
 
+
+# a wheel's file name (PEP 427): distribution-version(-build)?-python-abi-platform.whl
+_WHEEL_NAME = re.compile(r"[A-Za-z0-9_.]+-[A-Za-z0-9_.!+]+(-[0-9][A-Za-z0-9_.]*)?-[A-Za-z0-9_.]+-[A-Za-z0-9_.]+"
+                         r"-[A-Za-z0-9_.]+\.whl")
 
 WHEEL_EPOCH = (2026, 1, 1, 0, 0, 0)  # the date of every zip entry: the same inputs give the same bytes
 _SKIP = re.compile(r"(^|/)(__pycache__)(/|$)|\.py[co]$")
@@ -205,18 +210,20 @@ def _entry(name: str, data: bytes | str, mode: int) -> tuple[zipfile.ZipInfo, by
     return info, data.encode("utf-8") if isinstance(data, str) else data
 
 
-def _machine_files(problem_path: Path, variants) -> list[str]:
-    """The machine files a problem names, beside it (their names, relative to its folder)."""
-    names = set()
+def _machine_files(problem_path: Path, variants) -> dict[str, str]:
+    """The machine files a problem names: their paths relative to its folder → the real files."""
+    from ..named_paths import relative_to_folder
+
+    out: dict[str, str] = {}
     for v in variants:
-        node = v.locations.get("machine")
-        name = node.source_line.split(":", 1)[1].split("#")[0].strip().strip("'\"") if node and node.source_line else ""
-        if name and (problem_path.parent / name).is_file():
-            if "/" in name.replace("\\", "/") or name.startswith("."):
-                raise ConfigError(f"the machine file {name} must sit next to the problem to be bundled",
-                                  loc=Location(str(problem_path)), hint="copy it beside the problem file")
-            names.add(name)
-    return sorted(names)
+        if v.machine_file is None:
+            continue
+        relative = relative_to_folder(v.machine_file, problem_path)
+        if relative is None:  # only with --allow-outside, which the autograder never passes
+            raise ConfigError(f"the machine file {v.machine_file} lies outside the problem's folder",
+                              loc=Location(str(problem_path)), hint="copy it beside the problem file")
+        out[relative] = v.machine_file
+    return out
 
 
 def autograder_zip(problem: str | os.PathLike, wheel: tuple[str, bytes]) -> bytes:
@@ -226,8 +233,9 @@ def autograder_zip(problem: str | os.PathLike, wheel: tuple[str, bytes]) -> byte
 
     assignment = load_course_file(problem)  # a broken file fails here, not on Gradescope
     base = Path(assignment.file).parent
-    if not re.fullmatch(r"toymachine-[A-Za-z0-9_.+-]+\.whl", wheel[0]):
-        raise ConfigError(f"{wheel[0]} is not a toymachine wheel's file name", hint="toymachine-VERSION-py3-none-any.whl")
+    if not _WHEEL_NAME.fullmatch(wheel[0]):
+        raise ConfigError(f"'{wheel[0]}' is not a wheel's file name", loc=Location(wheel[0]),
+                          hint="a wheel is named NAME-VERSION-PYTHON-ABI-PLATFORM.whl, as pip wheel writes it")
     bundled: dict[str, bytes] = {}
     parts = []
     for part in assignment.parts:
@@ -235,14 +243,19 @@ def autograder_zip(problem: str | os.PathLike, wheel: tuple[str, bytes]) -> byte
         rel = path.name if assignment.single else os.path.relpath(path, base).replace(os.sep, "/")
         bundled[rel] = path.read_bytes()
         folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
-        for m in _machine_files(path, load_variants(path)):
-            bundled[folder + m] = (path.parent / m).read_bytes()
+        for relative, real in _machine_files(path, load_variants(path)).items():
+            bundled[folder + relative] = Path(real).read_bytes()
         parts.append({"id": part.id, "problem": rel, "submission": part.submission, "points": part.points})
-    manifest = json.dumps({"title": assignment.title, "single": assignment.single, "parts": parts}, indent=2,
-                          ensure_ascii=False, sort_keys=True) + "\n"
+    manifest = json.dumps({"title": assignment.title, "single": assignment.single, "parts": parts,
+                           "wheel": wheel[0]}, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
     requirements = "".join(f"{r}\n" for r in pinned_requirements()) + f"./{wheel[0]}\n"
     files = [_entry("setup.sh", SETUP_SH, 0o755), _entry("run_autograder", RUN_AUTOGRADER, 0o755),
-             _entry("requirements.txt", requirements, 0o644), _entry(MANIFEST, manifest, 0o644)]
+             _entry("requirements.txt", requirements, 0o644), _entry(CONFIG_NAME, manifest, 0o644)]
+    reserved = {info.filename for info, _ in files} | {wheel[0]}
+    for name in bundled:
+        if name in reserved:
+            raise ConfigError(f"a problem or machine file is named {name}, a name the autograder uses itself",
+                              loc=Location(assignment.file), hint="rename that file")
     files += [_entry(name, data, 0o644) for name, data in sorted(bundled.items())]
     files.append(_entry(wheel[0], wheel[1], 0o644))
     buf = io.BytesIO()

@@ -1,6 +1,6 @@
 """What ``run_autograder`` runs on Gradescope: ``python -m toymachine.check.gsrun ROOT``.
 
-Reads ``ROOT/source/toym_autograder.json`` (the problems, their submission file names and
+Reads ``ROOT/source/autograder.json`` (the problems, their submission file names and
 points), the student's e-mail address from ``ROOT/submission_metadata.json`` (their variant key,
 as ``toym grade`` keys a roster's student), grades ``ROOT/submission`` against each problem and
 writes ``ROOT/results/results.json``: one problem is ``check.gradescope``'s results as they are;
@@ -34,7 +34,7 @@ def results_for(root: Path) -> dict:
     from .problem import load_problem
 
     source = root / "source"
-    manifest = json.loads((source / "toym_autograder.json").read_text(encoding="utf-8"))
+    manifest = json.loads((source / "autograder.json").read_text(encoding="utf-8"))
     student = _student(root) or None
     results = []
     for part in manifest["parts"]:

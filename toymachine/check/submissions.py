@@ -11,12 +11,13 @@ its ``reason`` — one failing row, never an aborted batch.
 
 from __future__ import annotations
 
-__all__ = ["Submission", "Handin", "ClassExport", "collect_submissions", "collect_class", "read_student_folder", "read_file", "decode_trace",
-           "decode_submission", "safe_id"]
+__all__ = ["Submission", "Handin", "ClassExport", "collect_submissions", "collect_class", "read_student_folder",
+           "read_file", "decode_trace", "decode_submission", "safe_id", "zip_entry_count"]
 
 import os
 import re
 import stat
+import struct
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 
 from ..errors import ConfigError, Location
+from ..limits import LIMITS as TABLE
 from .limits import DEFAULT_LIMITS, GradeLimits
 from .lms import LMS_NAMES, SIDE_FILES, Owner, blackboard_prefix, canvas_copy_of, detect, gradescope_owners, parse_name
 
@@ -218,6 +220,13 @@ def collect_class(path: str | os.PathLike, wanted: list[str | None] | tuple = (N
                       lambda h: _read_bytes(h, limits))
     if os.path.isfile(path) and zipfile.is_zipfile(path):
         try:
+            entries = zip_entry_count(path)
+        except OSError as exc:
+            raise ConfigError(f"cannot read the zip {path}: {exc.strerror}", loc=Location(path)) from None
+        if entries is not None and entries > limits.max_entries:
+            raise ConfigError(f"{path} declares {entries:,} entries; the limit is {limits.max_entries:,}",
+                              loc=Location(path), hint=f"set {TABLE['grade_class_entries'].env} to lift it")
+        try:
             archive = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as exc:
             raise ConfigError(f"cannot read the zip {path}: {exc}", loc=Location(path)) from None
@@ -244,9 +253,9 @@ def _folder_tops(path: str, limits: GradeLimits) -> list[tuple[str, bool, list, 
                          key=lambda e: e.name)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}", loc=Location(path)) from None
-    if len(entries) > limits.max_files:
-        raise ConfigError(f"{path} holds {len(entries):,} entries; the limit is {limits.max_files:,}",
-                          loc=Location(path))
+    if len(entries) > limits.max_entries:
+        raise ConfigError(f"{path} holds {len(entries):,} entries; the limit is {limits.max_entries:,}",
+                          loc=Location(path), hint=f"set {TABLE['grade_class_entries'].env} to lift it")
     tops = []
     for e in entries:
         full = os.path.join(path, e.name)
@@ -270,9 +279,9 @@ def _folder_tops(path: str, limits: GradeLimits) -> list[tuple[str, bool, list, 
 
 def _zip_tops(archive: zipfile.ZipFile, path: str, wanted, limits: GradeLimits) -> tuple[list, list[Submission]]:
     infos = [i for i in archive.infolist() if not i.is_dir()]
-    if len(infos) > limits.max_files:
-        raise ConfigError(f"{path} holds {len(infos):,} files; the limit is {limits.max_files:,}",
-                          loc=Location(path))
+    if len(infos) > limits.max_entries:  # a directory longer than its record said
+        raise ConfigError(f"{path} holds {len(infos):,} files; the limit is {limits.max_entries:,}",
+                          loc=Location(path), hint=f"set {TABLE['grade_class_entries'].env} to lift it")
     members, bad = [], []
     for info in infos:
         parts = _member_parts(info.filename)
@@ -292,6 +301,9 @@ def _zip_tops(archive: zipfile.ZipFile, path: str, wanted, limits: GradeLimits) 
             tops[parts[0] + "\0file"] = (parts[0], False, [(parts[0], info)], "")
         else:
             tops.setdefault(parts[0] + "\0dir", (parts[0], True, [], ""))[2].append(("/".join(parts[1:]), info))
+    for k, (name, is_dir, files, _) in tops.items():
+        if len(files) > limits.max_files:  # one student's junk is their failing row, not the class's
+            tops[k] = (name, is_dir, [], f"more than {limits.max_files:,} files in the submission")
     return [tops[k] for k in sorted(tops)], bad
 
 
@@ -399,6 +411,31 @@ def _member_parts(name: str) -> list[str] | None:
         return None
     parts = [p for p in name.split("/") if p not in ("", ".")]
     return None if ".." in parts else parts
+
+
+def zip_entry_count(path: str) -> int | None:
+    """The number of entries a zip's end-of-central-directory record (or its ZIP64 record) declares,
+    read from the file's last 64 KiB: known before ``zipfile`` parses (and allocates) the directory.
+    None when no record is found (``zipfile`` then refuses the file itself)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        start = max(0, size - (22 + 65535))  # the record (22 bytes) and at most a 64 KiB comment
+        fh.seek(start)
+        tail = fh.read()
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < 22:
+            return None
+        entries = struct.unpack_from("<H", tail, at + 10)[0]
+        locator = at - 20  # the ZIP64 locator sits right before the record
+        if locator >= 0 and tail[locator:locator + 4] == b"PK\x06\x07":
+            offset = struct.unpack_from("<Q", tail, locator + 8)[0]
+            if 0 <= offset <= size - 56:
+                fh.seek(offset)
+                record = fh.read(56)
+                if record[:4] == b"PK\x06\x06":
+                    entries = max(entries, struct.unpack_from("<Q", record, 32)[0])
+        return entries
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: GradeLimits, budget: list) -> tuple[str | None, str, tuple[str, ...]]:
