@@ -141,9 +141,9 @@ def course_summary(cb: CourseBook) -> str:
             if not any_cluster:
                 out += ["", "| problem | cluster | students | similarity | kind |", "|---|---:|---|---:|---|"]
                 any_cluster = True
-            kind = "common solution" if c.common else "identical" if c.identical else "similar"
-            out.append(f"| {md_escape(part.id)} | {k} | {', '.join(md_escape(s) for s in c.students)} | "
-                       f"{c.similarity:.2f} | {kind} |")
+            shown = ", ".join(md_escape(s) for s in c.students[:12]) + (f" … ({len(c.students)})"
+                                                                        if len(c.students) > 12 else "")
+            out.append(f"| {md_escape(part.id)} | {k} | {shown} | {c.similarity:.2f} | {c.kind} |")
     if not any_cluster:
         out += ["", "No two traces are alike."]
     return "\n".join(out) + "\n"

@@ -30,7 +30,8 @@ compared all-against-all up to ``FULL_BUCKET`` items and along a chain beyond (a
 similar items still joins one cluster).
 
 Traces shorter than ``MIN_INSTRUCTIONS`` join a cluster only when their canonical forms are
-identical (too few ways to write them to tell near-copies apart), and a cluster holding more than a tenth of the class (at least
+identical, and such a cluster is reported as an *identical short trace* (too few ways to write
+them for that to mean much), and a cluster holding more than a tenth of the class (at least
 ``COMMON_MIN`` students) is reported as a *common solution* — the form most correct answers
 take, not evidence of copying — as is a cluster whose form is the problem's reference trace.
 """
@@ -231,6 +232,20 @@ class Cluster:
     identical: bool  # every trace has the same canonical form
     common: bool = False  # the form most answers take (or the reference's): not evidence of copying
     pairs: tuple[Pair, ...] = ()
+    short: bool = False  # shorter than MIN_INSTRUCTIONS: the same form is weak evidence
+
+    @property
+    def kind(self) -> str:
+        if self.common:
+            return "common solution"
+        if self.short:
+            return "identical short trace"
+        return "identical" if self.identical else "similar"
+
+    @property
+    def flagged(self) -> bool:
+        """Worth a TA's look: neither the common solution nor a trace too short to tell."""
+        return not self.common and not self.short
 
 
 def find_clusters(traces: dict[str, str], *, threshold: float = THRESHOLD,
@@ -288,8 +303,9 @@ def find_clusters(traces: dict[str, str], *, threshold: float = THRESHOLD,
         score = min([p.similarity for p in pairs] or [1.0])
         common = (len(students) >= COMMON_MIN and len(students) * 10 > total) or \
             (ref_form is not None and any(items[i] == ref_form for i in members))
-        clusters.append(Cluster(students, score, len(members) == 1, common, pairs))
-    return sorted(clusters, key=lambda c: (c.common, -len(c.students), c.students))
+        short = all(len(items[i]) < MIN_INSTRUCTIONS for i in members)
+        clusters.append(Cluster(students, score, len(members) == 1, common, pairs, short))
+    return sorted(clusters, key=lambda c: (not c.flagged, c.common, -len(c.students), c.students))
 
 
 def similarity_csv(clusters: list[Cluster]) -> str:
@@ -300,7 +316,6 @@ def similarity_csv(clusters: list[Cluster]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["cluster", "student_a", "student_b", "similarity", "kind"])
     for k, c in enumerate(clusters, 1):
-        kind = "common solution" if c.common else "identical" if c.identical else "similar"
         for p in c.pairs:
-            w.writerow([k] + [csv_cell(v) for v in (p.a, p.b, p.similarity, kind)])
+            w.writerow([k] + [csv_cell(v) for v in (p.a, p.b, p.similarity, c.kind)])
     return buf.getvalue()

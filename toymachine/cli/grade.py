@@ -148,7 +148,7 @@ def grade_command(
         late = sum(1 for r in rows if r.penalty)
         if late:
             extra.append(f"{late} late penalty(ies)")
-        flagged = sum(1 for cs in cb.clusters for c in cs if not c.common)
+        flagged = sum(1 for cs in cb.clusters for c in cs if c.flagged)
         if flagged:
             extra.append(f"{flagged} cluster(s) of similar traces (similarity.csv)")
         if extra:
