@@ -257,7 +257,7 @@ def grade_course(submissions: str | os.PathLike, file: str | os.PathLike, *, ros
         lost = _round(score * late.percent / 100)
         status = ("not graded" if statuses and all(s == "not graded" for s in statuses)
                   else "passed" if statuses and all(s == "passed" for s in statuses) else "failed")
-        rows.append(Row(h.student, h.name or (roster_student.name if roster_student else ""), roster_student, when,
+        rows.append(Row(h.student, (roster_student.name if roster_student else "") or h.name, roster_student, when,
                         h.late, late, tuple(scores), score, lost, _round(score - lost), status, "; ".join(reasons)))
     clusters = []
     problems = tuple(vs[0] for vs in variants)

@@ -97,7 +97,7 @@ def parse_name(lms: str, entry: str, is_dir: bool, *, prefix: str = "") -> Owner
             user = head[len(prefix):] if prefix and head.startswith(prefix) and len(head) > len(prefix) \
                 else head.rsplit("_", 1)[-1]
             when = datetime.strptime(m.group("time"), "%Y-%m-%d-%H-%M-%S")
-            return Owner(user, user, m.group("file"), submitted=when, attempt=m.group("time"),
+            return Owner(user, "", m.group("file"), submitted=when, attempt=m.group("time"),
                          receipt=bool(m.group("receipt")))
     elif lms == "brightspace" and not is_dir:
         m = _BRIGHTSPACE.match(entry)
