@@ -30,9 +30,9 @@ __all__ = ["Part", "Assignment", "load_course_file", "grade_course", "CourseBook
 import csv
 import io
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable
 
 import yaml
 
@@ -215,7 +215,7 @@ def grade_course(submissions: str | os.PathLike, file: str | os.PathLike, *, ros
     limits = GradeLimits.from_table() if limits is None else limits
     assignment = load_course_file(file)
     texts = [read_problem_text(p.problem) for p in assignment.parts]
-    variants = [load_variants(p.problem, t) for p, t in zip(assignment.parts, texts)]
+    variants = [load_variants(p.problem, t) for p, t in zip(assignment.parts, texts, strict=True)]
     export = collect_class(submissions, [p.submission for p in assignment.parts], limits, lms)
     the_roster = load_roster(roster) if roster else None
     joined = join(the_roster, [(h.student, h.name) for h in export.handins]) if the_roster else None
@@ -224,14 +224,15 @@ def grade_course(submissions: str | os.PathLike, file: str | os.PathLike, *, ros
     stamped = load_times(times) if times else {}
     books = []
     total_items = len(export.handins) * len(assignment.parts)
-    for k, (part, text, vs) in enumerate(zip(assignment.parts, texts, variants)):
+    for k, (part, text, vs) in enumerate(zip(assignment.parts, texts, variants, strict=True)):
         def step(done: int, total: int, k: int = k) -> None:
             if progress:
                 progress(k * len(export.handins) + done, total_items)
 
         books.append(grade_list(export.submissions[part.submission], part.problem, text, vs, keys=keys, jobs=jobs,
                                 limits=limits, progress=step if progress else None))
-    part_max = tuple(p.points if p.points is not None else vs[0].max_score for p, vs in zip(assignment.parts, variants))
+    part_max = tuple(p.points if p.points is not None else vs[0].max_score
+                     for p, vs in zip(assignment.parts, variants, strict=True))
     rows = []
     for h in export.handins:
         roster_student = matched.get(h.student)
@@ -243,7 +244,7 @@ def grade_course(submissions: str | os.PathLike, file: str | os.PathLike, *, ros
                 break
         late = penalty(assignment.deadline, when, h.late)
         scores, reasons, statuses = [], [], []
-        for part, book, most in zip(assignment.parts, books, part_max):
+        for part, book, most in zip(assignment.parts, books, part_max, strict=True):
             entry = next((e for e in book.entries if e.student == h.student), None)
             if entry is None:
                 scores.append(None)
@@ -261,7 +262,7 @@ def grade_course(submissions: str | os.PathLike, file: str | os.PathLike, *, ros
                         h.late, late, tuple(scores), score, lost, _round(score - lost), status, "; ".join(reasons)))
     clusters = []
     problems = tuple(vs[0] for vs in variants)
-    for part, problem, book in zip(assignment.parts, problems, books):
+    for part, problem in zip(assignment.parts, problems, strict=True):
         if not similarity:
             clusters.append(())
             continue

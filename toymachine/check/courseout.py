@@ -35,7 +35,7 @@ def course_gradebook_csv(cb: CourseBook) -> str:
     if cb.single:
         header += ["variant", "parameters"]
     else:
-        header += [f"{p.id} (of {_num(m)})" for p, m in zip(cb.assignment.parts, cb.part_max)]
+        header += [f"{p.id} (of {_num(m)})" for p, m in zip(cb.assignment.parts, cb.part_max, strict=True)]
     header += ["score", "max_score", "late_penalty", "final_score", "status", "reason"]
     if cb.single:
         for name in book.columns:
@@ -63,7 +63,7 @@ def course_similarity_csv(cb: CourseBook) -> str:
     if cb.single:
         return similarity_csv(list(cb.clusters[0]) if cb.clusters else [])
     out = ["problem," + similarity_csv([]).rstrip("\n")]
-    for part, clusters in zip(cb.assignment.parts, cb.clusters):
+    for part, clusters in zip(cb.assignment.parts, cb.clusters, strict=True):
         for line in similarity_csv(list(clusters)).splitlines()[1:]:
             out.append(f"{csv_cell(part.id)},{line}")
     return "\n".join(out) + "\n"
@@ -98,7 +98,7 @@ def course_summary(cb: CourseBook) -> str:
         out = [f"# Gradebook: {md_escape(cb.assignment.title)}", "",
                f"{len(rows)} student(s), {len(cb.assignment.parts)} problems, out of {_num(cb.max_score)}.", "",
                "| problem | file | points | mean | passed | not graded |", "|---|---|---:|---:|---:|---:|"]
-        for part, book, most in zip(cb.assignment.parts, cb.books, cb.part_max):
+        for part, book, most in zip(cb.assignment.parts, cb.books, cb.part_max, strict=True):
             scores = [e.report.score * most / (e.report.max_score or 1) for e in book.entries]
             mean = sum(scores) / len(scores) if scores else 0
             out.append(f"| {md_escape(part.id)} | {md_escape(part.submission or '')} | {_num(most)} | {_num(round(mean, 3))} | "
@@ -136,7 +136,7 @@ def course_summary(cb: CourseBook) -> str:
             "names and the order of independent instructions (`similarity.csv` lists the pairs). Scores are not "
             "changed: a TA decides."]
     any_cluster = False
-    for part, clusters in zip(cb.assignment.parts, cb.clusters):
+    for part, clusters in zip(cb.assignment.parts, cb.clusters, strict=True):
         for k, c in enumerate(clusters, 1):
             if not any_cluster:
                 out += ["", "| problem | cluster | students | similarity | kind |", "|---|---:|---|---:|---|"]

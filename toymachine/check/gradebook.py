@@ -196,7 +196,7 @@ def check_submission(path: str | os.PathLike, problem: Problem, *, limits: Grade
     """One student's hand-in (a folder such as Gradescope's /autograder/submission, or a file)
     graded within ``limits``: whatever is wrong with it is a failing report, never an error.
     ``options`` go to ``check_trace`` (seed, trials, machine)."""
-    from .submissions import read_file, read_student_folder
+    from .readers import read_file, read_student_folder
 
     limits = GradeLimits.from_table() if limits is None else limits
     path = os.fspath(path)

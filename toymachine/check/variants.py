@@ -93,7 +93,7 @@ def problem_id(src: Source, spec: dict, default: str = "") -> str:
 
 def pick_variant(student: str, count: int, salt: str) -> int:
     """The variant (0-based) of ``student``: stable across runs, Python versions and machines."""
-    from .submissions import safe_id  # the ID as toym grade names a file: the same variant everywhere
+    from .readers import safe_id  # the ID as toym grade names a file: the same variant everywhere
 
     key = safe_id(student).casefold()  # Alice@Uni.edu on Gradescope is alice@uni.edu in the folder
     digest = hashlib.sha256(f"{salt}\0{key}".encode("utf-8", "surrogatepass")).digest()

@@ -65,8 +65,12 @@ def write_course(cb, out: str) -> list[str]:
     import files; the feedback of a problem in DIR/feedback/ (one problem) or DIR/<problem id>/
     (an assignment: each with its own gradebook.csv and summary.md)."""
     from ..check.bookout import summary_markdown
-    from ..check.courseout import course_gradebook_csv, course_similarity_csv, course_summary, import_files
-    from ..check.gradebook import Gradebook  # noqa: F401  (the type of cb.books)
+    from ..check.courseout import (
+        course_gradebook_csv,
+        course_similarity_csv,
+        course_summary,
+        import_files,
+    )
 
     written = []
     if cb.single:
@@ -74,7 +78,7 @@ def write_course(cb, out: str) -> list[str]:
         png = _png(cb.books[0], out)
         summary = course_summary(cb) + (f"\n![scores and cycles]({png})\n" if png else "")
     else:
-        for part, book in zip(cb.assignment.parts, cb.books):
+        for part, book in zip(cb.assignment.parts, cb.books, strict=True):
             sub = os.path.join(out, part.id)
             written += write_gradebook(book, sub)
             write_output(summary_markdown(book, None), os.path.join(sub, "summary.md"))
