@@ -243,7 +243,9 @@ def grade_course(submissions: str | os.PathLike, file: str | os.PathLike, *, ros
                 when = stamped[name.casefold()]
                 break
         late = penalty(assignment.deadline, when, h.late)
-        scores, reasons, statuses = [], [], []
+        scores: list[float | None] = []
+        reasons: list[str] = []
+        statuses: list[str] = []
         for part, book, most in zip(assignment.parts, books, part_max, strict=True):
             entry = next((e for e in book.entries if e.student == h.student), None)
             if entry is None:
@@ -260,7 +262,7 @@ def grade_course(submissions: str | os.PathLike, file: str | os.PathLike, *, ros
                   else "passed" if statuses and all(s == "passed" for s in statuses) else "failed")
         rows.append(Row(h.student, (roster_student.name if roster_student else "") or h.name, roster_student, when,
                         h.late, late, tuple(scores), score, lost, _round(score - lost), status, "; ".join(reasons)))
-    clusters = []
+    clusters: list[tuple[Cluster, ...]] = []
     problems = tuple(vs[0] for vs in variants)
     for part, problem in zip(assignment.parts, problems, strict=True):
         if not similarity:

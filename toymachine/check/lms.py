@@ -118,7 +118,7 @@ def parse_name(lms: str, entry: str, is_dir: bool, *, prefix: str = "") -> Owner
 def canvas_copy_of(file: str, wanted: str) -> bool:
     """``hw3-1.asm`` is Canvas's name for a resubmitted ``hw3.asm``."""
     m = _CANVAS_COPY.match(file)
-    return bool(m) and (m.group("stem") + (m.group("ext") or "")) == wanted
+    return m is not None and (m.group("stem") + (m.group("ext") or "")) == wanted
 
 
 def detect(entries: list[tuple[str, bool]]) -> str | None:

@@ -65,9 +65,10 @@ def decode_submission(data: bytes, limits: GradeLimits = DEFAULT_LIMITS) -> tupl
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        text, reason, warnings = _comment_bytes(data.removeprefix(b"\xef\xbb\xbf"))
-        if text is None:
+        cleaned, reason, warnings = _comment_bytes(data.removeprefix(b"\xef\xbb\xbf"))
+        if cleaned is None:
             return None, reason, ()
+        text = cleaned
     lines = text.count("\n") + 1
     if lines > limits.max_instructions:
         return None, f"too long: {lines:,} lines; the limit is {limits.max_instructions:,} instructions", ()

@@ -34,6 +34,7 @@ import csv
 import io
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, Location
@@ -190,7 +191,7 @@ def _cells(values: list) -> list:
     return [csv_cell(v) for v in values]
 
 
-def canvas_import_csv(roster: Roster | None, title: str, max_score: float, grades: list[tuple[Student, object]]) -> str:
+def canvas_import_csv(roster: Roster | None, title: str, max_score: float, grades: Sequence[tuple[Student, object]]) -> str:
     """Canvas's gradebook import: the five identity columns, the assignment's column (the
     roster's own ``Title (id)`` header where it has one, so the import updates that assignment)
     and a ``Points Possible`` row; a blank grade changes nothing."""
@@ -216,7 +217,7 @@ def _moodle_field(value) -> str:
     return text
 
 
-def moodle_import_csv(roster: Roster | None, title: str, grades: list[tuple[Student, object]]) -> str:
+def moodle_import_csv(roster: Roster | None, title: str, grades: Sequence[tuple[Student, object]]) -> str:
     """Moodle's grade import (the grader report export's format): its identity columns as the
     roster has them (``First name``, ``Last name``, ``ID number``, ``Institution``, ``Department``,
     ``Email address`` without one) and ``Assignment: <title>``; map ``Email address`` to the

@@ -100,8 +100,9 @@ def canonical_form(text: str) -> tuple[str, ...]:
                     flows[i] = stored.get(use.stores.get(cell, -1), -1) if cell is not None else -1
                     deps[i] |= use.load(cell, i)
         dest = spec.dest if spec else None
-        if dest is not None and dest < len(ins.args) and isinstance(ins.args[dest], Reg):
-            writer[ins.args[dest].name] = i
+        target = ins.args[dest] if dest is not None and dest < len(ins.args) else None
+        if isinstance(target, Reg):
+            writer[target.name] = i
     waiting = [len(d) for d in deps]
     users: list[list[int]] = [[] for _ in range(n)]
     for i, d in enumerate(deps):
@@ -299,12 +300,12 @@ def find_clusters(traces: dict[str, str], *, threshold: float = THRESHOLD,
         joined = [Pair(forms[items[i]][0], forms[items[j]][0], round(sim, 4)) for (i, j), sim in sorted(edges.items())
                   if sim >= threshold and find(i) == find(members[0])]
         same = [Pair(g[0], other, 1.0) for i in members for g in (forms[items[i]],) for other in g[1:]]
-        pairs = tuple(sorted(same + joined, key=lambda p: (p.a, p.b)))
-        score = min([p.similarity for p in pairs] or [1.0])
+        found = tuple(sorted(same + joined, key=lambda p: (p.a, p.b)))
+        score = min([p.similarity for p in found] or [1.0])
         common = (len(students) >= COMMON_MIN and len(students) * 10 > total) or \
             (ref_form is not None and any(items[i] == ref_form for i in members))
         short = all(len(items[i]) < MIN_INSTRUCTIONS for i in members)
-        clusters.append(Cluster(students, score, len(members) == 1, common, pairs, short))
+        clusters.append(Cluster(students, score, len(members) == 1, common, found, short))
     return sorted(clusters, key=lambda c: (not c.flagged, c.common, -len(c.students), c.students))
 
 
