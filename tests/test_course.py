@@ -471,3 +471,59 @@ def test_the_autograder_builds_in_a_fresh_venv_after_a_plain_pip_install(tmp_pat
     assert "toymachine/check/grader.py" in wheel.namelist()
     record = wheel.read(f"{wheel_name.split('-py3')[0]}.dist-info/RECORD").decode()
     assert "toymachine/check/grader.py,sha256=" in record
+
+
+def test_a_brightspace_export_keeps_each_students_latest_file_and_ignores_its_index(tmp_path):
+    folder = tmp_path / "d2l"
+    folder.mkdir()
+    (folder / "index.html").write_text("<html></html>")
+    (folder / "111-222 - Ada Lovelace - Dec 1, 2026 1101 PM - c00.asm").write_text("nonsense\n")
+    (folder / "111-223 - Ada Lovelace - Dec 1, 2026 1158 PM - c00.asm").write_text(course_class.c_trace(0, 0))
+    (folder / "111-224 - Alan Turing - Dec 2, 2026 0105 AM - c00.asm").write_text(course_class.c_trace(1, 0))
+    export = collect_class(folder, ["c00.asm"])
+    assert export.lms == "brightspace" and not export.unrecognised
+    subs = {s.student: s for s in export.submissions["c00.asm"]}
+    assert set(subs) == {"Ada_Lovelace", "Alan_Turing"}
+    assert subs["Ada_Lovelace"].text == course_class.c_trace(0, 0)
+    times = {h.student: h.submitted for h in export.handins}
+    assert times["Alan_Turing"] == datetime(2026, 12, 2, 1, 5)
+
+
+def test_moodles_grading_worksheet_is_a_roster_keyed_on_the_participant_number(tmp_path):
+    from toymachine.check.roster import join, load_roster
+
+    students = course_class.make_class(3)
+    (tmp_path / "w.csv").write_text(
+        'Identifier,"Full name","Email address",Status,Grade,"Maximum Grade"\n'
+        + "".join(f"Participant {s.moodle_id},{s.name},{s.email},Submitted,,11\n" for s in students[:2]))
+    roster = load_roster(tmp_path / "w.csv")
+    assert roster.kind == "moodle-worksheet"
+    got = join(roster, [(s.moodle_id, s.name) for s in students])
+    assert {k: v.email for k, v in got.matched.items()} == {s.moodle_id: s.email for s in students[:2]}
+    assert got.unknown == (students[2].moodle_id,)
+
+
+def test_the_similarity_check_compares_far_fewer_pairs_than_the_class_has(monkeypatch):
+    """MinHash buckets: n distinct traces cost about n comparisons, not n²/2."""
+    import random
+
+    from toymachine.check import similarity
+
+    calls = []
+    real = similarity.jaccard
+    monkeypatch.setattr(similarity, "jaccard", lambda a, b: calls.append(1) or real(a, b))
+    rng = random.Random(5)
+
+    def trace() -> str:
+        lines = [f"LOAD {rng.choice('ab')}[{rng.randrange(4)}][{rng.randrange(4)}], R{rng.randrange(6)}"
+                 for _ in range(12)]
+        lines += [f"MAC R{rng.randrange(6)}, R{rng.randrange(6)}, R{rng.randrange(6)}, R{rng.randrange(6)}"
+                  for _ in range(8)]
+        return "\n".join(lines) + "\nSTORE R0, c[0][0]\n"
+
+    n = 400
+    traces = {f"s{k}": trace() for k in range(n)}
+    traces["copy"] = _renamed(traces["s7"])
+    clusters = similarity.find_clusters(traces)
+    assert [c.students for c in clusters] == [("copy", "s7")]
+    assert len(calls) < n  # every pair would be n (n + 1) / 2 = 80,200
