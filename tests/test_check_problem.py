@@ -115,7 +115,7 @@ def test_machine_file_relative_to_the_problem():
     text = "inputs:\n  a: [1]\nexpect:\n  c: a\nmachine: ../machines/slow_exp.yaml\n"
     p = load_problem(ROOT / "examples" / "problems" / "x.yaml", text, allow_outside=True)
     assert p.machine.name == "slow-exp" and p.machine.registers == 4
-    # outside the problem's folder only when allowed (issue 26: `machine: /etc/passwd`)
+    # outside the problem's folder only when allowed (`machine: /etc/passwd` is refused)
     with pytest.raises(ConfigError, match="outside the problem's folder") as err:
         load_problem(ROOT / "examples" / "problems" / "x.yaml", text)
     assert err.value.loc.line == 5

@@ -1,4 +1,4 @@
-"""The two explanation pages of issue 24 run as the docs convention says: every `toym ` line of a
+"""The two seed explanation pages run as the docs convention says: every `toym ` line of a
 bash fence runs in page order (stages joined by ` | `) in a folder holding copies of programs/ and
 examples/, and every `<!-- toym-output: ARGS -->` block equals what `toym ARGS` prints."""
 

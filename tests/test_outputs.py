@@ -1,4 +1,4 @@
-"""Output people can trust (issue 16): no silent defaults, JSON you can select, tables that fit,
+"""Output people can trust: no silent defaults, JSON you can select, tables that fit,
 cost on rate machines explained, files with the usual permissions."""
 
 import csv
@@ -224,7 +224,7 @@ def test_sim_equals_formula_compares_like_with_like(toym, monkeypatch):
     rows = sweep("attention-tile", {"n": "256", "d": "64", "algo": "fa1,fa2"}, machine=resolve_machine("h100"))
     for r in rows:
         assert r.cycles != int(r.cycles) and r.formula_cycles == pytest.approx(r.cycles, rel=1e-12) and r.matches
-    # a formula that gets the instructions right but the units' work wrong is a mismatch now
+    # a formula that gets the instructions right but the units' work wrong is a mismatch
     from toymachine.cost import Cost
     from toymachine.gen import registry
     from toymachine.gen.registry import GeneratorSpec, get_generator

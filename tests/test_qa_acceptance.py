@@ -1,4 +1,5 @@
-"""Regressions from the acceptance review of issues 22 and 24 (each failed before its fix)."""
+"""Courses and bounds end to end: one variant per student however named, zip submissions, handouts
+and reports that show text as text, hidden checks, and work bounded before it starts."""
 
 import zipfile
 

@@ -1,4 +1,4 @@
-"""Fast paths of issue 25 against the plain code they replace (differential, on random inputs):
+"""Fast paths against the plain code they replace (differential, on random inputs):
 an array's final contents without a Python step per cell (``Array.to_array``)."""
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ exit 0
 """
 
 
-WHEEL_EPOCH = 1767225600  # 2026-01-01 00:00 UTC, the date of the zip's other entries
+WHEEL_EPOCH = 1767225600  # midnight UTC, 1 January 2026: the date of the zip's other entries
 
 
 def build_wheel(project: str | os.PathLike | None = None) -> tuple[str, bytes]:

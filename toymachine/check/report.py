@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..render import Report, Section, render_report
-from ..render.report import format_number
+from ..render.cells import sig
 
 
 NO_POINTS = " (no points: an expected array is wrong)"  # a budget's message when a value check failed
@@ -126,4 +126,4 @@ def _whole(x):
 def _figure(x) -> str:
     if x is None:
         return ""
-    return format_number(x) if not isinstance(x, str) else x
+    return sig(x) if not isinstance(x, str) else x

@@ -8,7 +8,7 @@ metrics and units, ``toym sweep --columns help`` and the docs print it (``column
 generator's parameters (``n``, ``registers``, ``block_m`` …) are columns too, named as the
 parameter; a name is looked up as a parameter first, so ``registers`` is the register budget R in
 ``--columns`` and, where a generator has no such parameter or in ``--y`` (which plots measures
-only), the old plot name of ``registers_used``.
+only), an alias of ``registers_used``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ instruction counts and the arrays written.
 
 from __future__ import annotations
 
-__all__ = ["Report", "Section", "report_of", "format_number", "value_text", "memory_name", "seconds", "DISPLAY"]
+__all__ = ["Report", "Section", "report_of", "value_text", "memory_name", "seconds", "DISPLAY"]
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -18,8 +18,6 @@ from ..result import Result
 from .display import DISPLAY
 from .units import UNITS_HEADERS, memory_peak_text, units_rows
 from .cells import Arr, Code, Num, Qty, Sym, sig, value_text
-
-format_number = sig  # the old name (significant digits, integers whole)
 
 
 @dataclass(frozen=True)

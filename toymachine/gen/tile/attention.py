@@ -9,7 +9,7 @@ shape [n][d] — [batch][heads][n][d] when batch·heads > 1 — and the row stat
 (the log-sum-exp), ``m``, ``l``, ``D`` of shape [n] (or [batch][heads][n]). Inputs never
 given are the machine's deterministic random values, as for any program.
 
-Shapes users run (issue 14): ``nk`` keys/values of length Nk ≠ n (cross-attention: K, V, dK,
+Shapes users run: ``nk`` keys/values of length Nk ≠ n (cross-attention: K, V, dK,
 dV are [nk][d]; S, P [n][nk]); the causal mask is aligned bottom-right, as torch SDPA's
 ``causal_lower_right`` and flash-attn (≥ 2.1) do — query i attends keys j ≤ i + (nk − n), the
 last query sees every key; MASK gets the row offset i0 + nk − n — and needs nk ≥ n (else the
