@@ -268,7 +268,7 @@ def test_plot_is_checked_before_the_sweep_runs(toym, monkeypatch, tmp_path):
     def boom(*a, **k):
         raise AssertionError("the sweep ran")
 
-    monkeypatch.setattr("toymachine.cli.sweep.sweep", boom)
+    monkeypatch.setattr("toymachine.cli.sweep.sweep_table", boom)
     for args, needle in [(("--plot", tmp_path / "p.pdf"), ".png or .svg"), (("--plot", tmp_path / "p.png", "--y", "joy"),
                                                                              "unknown metric"),
                          (("--plot", tmp_path / "p.png", "--x", "algo"), "not a numeric parameter")]:

@@ -279,7 +279,7 @@ def _compose(path: str, text: str) -> tuple[Source, dict]:
     try:
         root = yamlsafe.compose(text, path, "problem file")
     except ConfigError as exc:
-        if "not valid YAML" in exc.message:
+        if exc.code == "yaml-syntax":
             exc.hint = "quote an expression that contains ': ' or starts with a special character"
         raise
     if root is None:
@@ -328,8 +328,7 @@ def load_problem(path: str | os.PathLike, text: str | None = None, *, variant: i
         src, spec = _compose(path, substitute(text, params[variant]))
         return _build(path, src, spec, params[variant], variant, len(params), allow_outside=allow_outside)
     except ConfigError as exc:
-        exc.message = f"{exc.message} [{label}]"
-        exc.args = (exc.message,)
+        exc.context = label
         raise
 
 

@@ -51,7 +51,8 @@ from ..sim.memory import random_block
 LEVELS = ("tile", "scalar")
 ALGOS = ("fa2", "fa1", "standard", "standard-3pass")
 VARIANTS = ("exact", "no-max", "no-rescale")
-DTYPES = ("fp64", "fp32", "bf16", "fp16")
+# the table's columns: every number format, the widest exponent range first (then the more bytes)
+DTYPES = tuple(sorted(_FORMATS, key=lambda name: (-_FORMATS[name].emax, -_FORMATS[name].bytes)))
 DEFAULT_N = {"tile": 256, "scalar": 16}
 DEFAULT_BLOCK = 64
 _SCALAR_ORDER = {"fa2": "inner", "fa1": "outer"}  # query loop outside = FA2, KV loop outside = FA1
@@ -339,7 +340,7 @@ def numerics_report(table: NumericsTable) -> Report:
     else:
         setting = (f"scalar level, {s['algo']} ({s['order']} order), n = {s['n']}, d = {s['d']}, {tau_text} "
                    "folded into Q")
-    limits = ", ".join(f"{name} {_exp_limit(name):.2f}" for name in ("fp16", "bf16", "fp32", "fp64"))
+    limits = ", ".join(f"{name} {_exp_limit(name):.2f}" for name in reversed(DTYPES))
     notes = [
         f"Setting: {setting}; inputs: the machine's random values for seed {s['seed']} (unit variance, |x| ≤ 2√3).",
         "Reference: float64 numpy softmax(τ·Q·Kᵀ)·V on the same inputs. max |O − ref| is nan if any output is NaN, "

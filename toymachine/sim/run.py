@@ -104,8 +104,8 @@ class Run:
                     f"{reg.name} would be register number {self.n_scalar + 1}"
                 raise MachineLimitError(
                     f"machine has {limit} register{'s' if limit != 1 else ''} (R0–R{limit - 1}); {what}",
-                    loc=self.loc(line, operand),
-                    hint=f"use --registers {max(limit + 1, (idx or 0) + 1)} or a machine file with more registers")
+                    loc=self.loc(line, operand), key="registers", suggestion=max(limit + 1, (idx or 0) + 1),
+                    alternative="a machine file with more registers")
         if not tile_reg:
             cap = self.machine.sram_words
             if cap is not None and self.n_scalar + 1 + self.sram_peak > cap:
