@@ -78,7 +78,7 @@ def _words(n: int, word_bytes: int, note: str = "") -> Qty:
 
 def report_of(result: Result, *, steps: bool = True, sym=None) -> Report:
     """The tables of a run: steps (if kept), summary, operation counts, written arrays."""
-    namer = getattr(result, "namer", None)
+    namer = result.namer
     sections = []
     notes = []
     if steps and result.steps:

@@ -115,9 +115,7 @@ def _register_texts(result: Result, steps: tuple) -> list[list[str]]:
     from .cells import text_of
     from .report import report_of
 
-    trimmed = dataclasses.replace(result, steps=steps)
-    if hasattr(result, "namer"):
-        object.__setattr__(trimmed, "namer", result.namer)
+    trimmed = dataclasses.replace(result, steps=steps)  # the namer goes with it
     section = report_of(trimmed, steps=True).sections[0]
     return [[text_of(c) for c in row[2:]] for row in section.rows]
 

@@ -32,7 +32,7 @@ from operator import ne, not_, sub
 from itertools import accumulate, chain, compress, islice
 
 from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
-from . import tile_blocks
+from . import compiled, tile_blocks
 from .block_ops import initial_reads
 from .block_keys import SEP as _SEP, cut_edges, tile_units, units
 from .loop import execute, execute_engines
@@ -72,6 +72,8 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
     often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
     (a tile instruction now and then) run in the loop where they stand."""
+    if not compiled.enabled():
+        return False
     keys = units(ktext)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
     keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
     total = count or ktext.count("\n") + 1  # the chunk's lines

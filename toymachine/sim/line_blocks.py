@@ -28,6 +28,7 @@ import math
 from collections import Counter
 from operator import itemgetter
 
+from . import compiled
 from .block_ops import ARITY as _ARITY, WordStatements, initial_reads
 from .blocks import Bail, _BAIL, _flush
 from .engines.kinds import LOAD, LOAD_T, SKIP, STORE, STORE_T
@@ -107,7 +108,7 @@ class LineBlocks:
         (``_compile(…, verify=True)``: the shape's character, by identity) and bails on any other,
         so the loop runs that period. False — nothing ran — where the head shows no such period."""
         n = len(codes)
-        if n < PERIOD_REPEATS * PIECE or run.record or run.symbolic:
+        if n < PERIOD_REPEATS * PIECE or run.record or run.symbolic or not compiled.enabled():
             return False
         try:
             head = shapes(codes[:2 * MAX_PERIOD + PIECE])
@@ -172,7 +173,7 @@ class LineBlocks:
         its STORE) runs in pieces of whole periods that start at that shape — the same piece
         for every segment, whatever line it starts at; the lines before and after run as below."""
         n = end - pos
-        if n < MIN_SEGMENT or run.record or run.symbolic:
+        if n < MIN_SEGMENT or run.record or run.symbolic or not compiled.enabled():
             execute(run, codes[pos:end], first + pos)
             return
         span = _period(sig) if n >= PERIOD_REPEATS * PIECE else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = ["ProgramKeys", "run_program_blocks"]
 
 from ..program import Reg
+from . import compiled
 from .blocks import BlockCache, run_blocks
 from .engines import scalar
 from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, STORE, STORE_T, TERNARY, UNARY
@@ -84,7 +85,7 @@ class ProgramKeys:
 def run_program_blocks(run, state: ProgramKeys, chunk: list, first: int) -> bool:
     """Run a chunk of a generated program (lines ``first`` …) block by block, as text mode runs
     a template chunk; False — nothing ran — where it cannot (the caller runs the loop)."""
-    if state.off or run.record or run.symbolic:
+    if state.off or run.record or run.symbolic or not compiled.enabled():
         return False
     made = state.keys(chunk, first)
     if made is None:

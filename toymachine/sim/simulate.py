@@ -249,19 +249,18 @@ def _result(run: Run, machine: Machine, fname: str, warnings: tuple = ()) -> Res
     for engine in ENGINES:
         extra.update(engine.report(run, machine, issue, flops, work, arrays))
     extra["intensity"] = arithmetic_intensity(sum(flops), run.reads + run.writes, machine.word_bytes)
-    result = Result(
+    namer = None
+    if run.symbolic:
+        inputs = {n: a.shape[0] for n, a in run.memory.arrays.items() if a.read and a.shape and len(a.shape) == 1}
+        namer = Namer(run.outputs, inputs)
+    return Result(
         file=fname, machine=machine.to_dict(), cycles=cycles, instructions=run.step, ops=ops,
         dram_reads=run.reads, dram_writes=run.writes, word_bytes=machine.word_bytes,
         register_names=names, registers=regs, memory=memory, steps=steps, steps_dropped=run.steps_dropped,
         alarms=tuple(run.alarms), underflows=run.underflows, first_underflow=run.first_underflow,
         symbolic=run.symbolic, dtype=run.dt.name,
         written_arrays=tuple(sorted(n for n, a in run.memory.arrays.items() if a.written)), extra=extra,
-        warnings=warnings)
-    if run.symbolic:
-        inputs = {n: a.shape[0] for n, a in run.memory.arrays.items() if a.read and a.shape and len(a.shape) == 1}
-        namer = Namer(run.outputs, inputs)
-        object.__setattr__(result, "namer", namer)
-    return result
+        warnings=warnings, namer=namer)
 
 
 def _symbolic_nested(arr):
