@@ -25,6 +25,8 @@ bails.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["BlockCache", "run_blocks"]
 
 from bisect import bisect_right
@@ -37,6 +39,9 @@ from .block_ops import initial_reads
 from .block_keys import SEP as _SEP, cut_edges, tile_units, units
 from .loop import execute, execute_engines
 
+if TYPE_CHECKING:
+    from .run import Run
+
 BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
 MIN_REPEATS = 16  # a chunk takes the block path when its blocks come back this often on average
 MAX_BAILS = 64  # a block that bails more often in one chunk runs in the loop from then on
@@ -46,7 +51,7 @@ CACHE_LIMIT = 4096  # distinct compiled blocks kept
 class BlockCache:
     """The compiled blocks of one run (key: the block's template text)."""
 
-    def __init__(self, run):
+    def __init__(self, run: Run):
         self.run = run
         self.blocks: dict[str, _Block] = {}  # a block without ``fn`` runs in the loop
         self.initial = initial_reads(run, _BAIL)  # first reads of cells (one per run: the rounded lists are shared)
@@ -65,7 +70,7 @@ class BlockCache:
         return block
 
 
-def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, count: int | None = None) -> bool:
+def run_blocks(run: Run, ktext: str, first: int, cache: BlockCache, templates: dict, count: int | None = None) -> bool:
     """Run a template chunk (``ktext``: its template text without the final newline; its lines
     ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little,
     one of them is not compiled (a template never seen) or most of them are blocks the loop runs
@@ -110,7 +115,7 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     return True
 
 
-def _run_keys(run, keys: list, first: int, cache: BlockCache, uniq: dict, looped: list) -> None:
+def _run_keys(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, looped: list) -> None:
     """``run_blocks`` once its blocks are compiled: runs of one block as one call each, tile blocks
     apart, or block by block (stand-ins for the blocks the loop runs)."""
     blocks = [b for b in uniq.values() if b.compiled]
@@ -156,7 +161,7 @@ def _run_keys(run, keys: list, first: int, cache: BlockCache, uniq: dict, looped
     return True
 
 
-def _looped(run, block, blocks: list, offsets: list, first: int, state: list):
+def _looped(run: Run, block, blocks: list, offsets: list, first: int, state: list):
     """The stand-in of a block the loop runs, in ``run_blocks``: the counters of the blocks before it
     added, its codes run by the loop (its indices from the stream, in order) at its own lines."""
     codes = block.codes
@@ -170,7 +175,7 @@ def _looped(run, block, blocks: list, offsets: list, first: int, state: list):
     return stand_in
 
 
-def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, runs: list) -> bool:
+def _run_runs(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, runs: list) -> bool:
     """``run_blocks`` for a chunk of long runs of one block: each run is one call of the block's
     ``multi`` function; a bail is handled as there, and the chunk goes on after the block that bailed."""
     multi = {b.fn: b.multi for b in blocks}
@@ -200,7 +205,7 @@ def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks
     return True
 
 
-def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, fns: list,
+def _run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, fns: list,
                apart: set) -> bool:
     """``run_blocks`` for a chunk of word blocks in long runs broken by tile blocks that share no
     register and no array with them (the benchmark's mixed trace: a tile block after every third
@@ -312,7 +317,7 @@ def _call_runs(calls: list, g: int, skip: int, nxt) -> list | None:
     return None
 
 
-def _rerun(run, block, taken: list, line: int) -> None:
+def _rerun(run: Run, block, taken: list, line: int) -> None:
     """The block that bailed, again in the loop from ``line``: its indices those it had taken, then
     the chunk's stream where it stopped."""
     nxt = run.next_index
@@ -323,7 +328,7 @@ def _rerun(run, block, taken: list, line: int) -> None:
         run.next_index = nxt
 
 
-def _flush(run, blocks: list) -> int:
+def _flush(run: Run, blocks: list) -> int:
     """Add the counters of the block calls made since the last flush; how many calls that was."""
     total = 0
     counts = run.counts
@@ -344,7 +349,7 @@ def _flush(run, blocks: list) -> int:
     return total
 
 
-def _flush_steps(run, blocks: list) -> int:
+def _flush_steps(run: Run, blocks: list) -> int:
     """``_flush`` for a stand-in: only the step count (an alarm quotes it); the other counters,
     read only at the end, wait for the next ``_flush``."""
     total = step = 0

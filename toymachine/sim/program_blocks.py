@@ -5,6 +5,8 @@ template chunk of text does (``run_program_blocks``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["ProgramKeys", "run_program_blocks"]
 
 from ..program import Reg
@@ -13,12 +15,15 @@ from .blocks import BlockCache, run_blocks
 from .engines import scalar
 from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, STORE, STORE_T, TERNARY, UNARY
 
+if TYPE_CHECKING:
+    from .run import Run
+
 
 class ProgramKeys:
     """A generated ``Program``'s chunks as text mode's template keys and index stream, made from
     its ``Instr`` objects without writing the text (``run_program_blocks``)."""
 
-    def __init__(self, run):
+    def __init__(self, run: Run):
         self.run = run
         self.by_id: dict[int, str] = {}  # id of a shared register Instr → its key (generators share them)
         self.memory: dict[tuple, str] = {}  # (op, array, register) → template key
@@ -82,7 +87,7 @@ class ProgramKeys:
         return "\n".join(keys), indices
 
 
-def run_program_blocks(run, state: ProgramKeys, chunk: list, first: int) -> bool:
+def run_program_blocks(run: Run, state: ProgramKeys, chunk: list, first: int) -> bool:
     """Run a chunk of a generated program (lines ``first`` …) block by block, as text mode runs
     a template chunk; False — nothing ran — where it cannot (the caller runs the loop)."""
     if state.off or run.record or run.symbolic or not compiled.enabled():

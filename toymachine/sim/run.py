@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = ["Run"]
 
+from collections import Counter
 from typing import Any, Callable
 
 from ..asm import operand_spans, parse_line, strip_comment
@@ -27,6 +28,16 @@ from .memory import Memory
 
 class Run:
     """Mutable state of one run (``sim.loop.execute`` runs the instructions)."""
+
+    # set by the engines' ``setup`` and by text mode, as they need them
+    memory_templates: dict  # scalar: (LOAD/STORE, array, register) → compiled parts
+    units: list[int] | None  # units: cycles of each unit, on a machine that prices them
+    vpu_by_op: Counter[str]  # units: vector work per opcode
+    seed_state: dict[str, Any]  # seed_units: the seed's accounting of a FlashAttention program
+    sram_exact: bool  # tile: every T register counts against SRAM (not sram_rule: paper)
+    tile_line_cap: int  # tile_lines: elements a tile line may name
+    tile_bounds: tuple[list[int], list[int]] | None  # text mode: the chunk's cut tile bounds, position
+    slice_probe: list  # text mode: the last probe of new tile blocks, chunks until the next
 
     def __init__(self, machine: Machine, memory: Memory, *, dtype: str, symbolic: bool, steps: bool | None,
                  step_limit: int, strict: bool, file: str, source: Callable[[int], str | None]):

@@ -22,6 +22,8 @@ in the block wrote, SRAM is counted exactly (not ``sram_rule: paper``) and no st
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["compile_tile_block", "TileBlock", "separate"]
 
 import math
@@ -31,6 +33,9 @@ import numpy as np
 from .engines.kinds import EXEC, MM, SFU, VEC
 from .engines.tile_templates import block_index, remember
 from .tile_batch import compile_batch
+
+if TYPE_CHECKING:
+    from .run import Run
 
 _FLOP = {MM: "fm", VEC: "fv", SFU: "fs"}
 
@@ -46,7 +51,7 @@ class TileBlock:
     __slots__ = ("block", "multi", "skip", "words", "pure", "signature", "loads", "stores", "streamed", "batch")
 
 
-def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
+def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
     """The ``TileBlock`` of a block of tile codes, or None where it is not compiled here."""
     if run.record or not run.sram_exact or not codes:
         return None
