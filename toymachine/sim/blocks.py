@@ -124,13 +124,15 @@ def _run_keys(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, l
         cuts = [0, *compress(range(1, len(fns)), map(ne, fns, islice(fns, 1, None))), len(fns)]  # where runs
         if (len(cuts) - 1) * MIN_RUN <= len(fns):  # start (found without a Python step): one call per run
             runs = list(zip(map(fns.__getitem__, cuts[:-1]), map(sub, cuts[1:], cuts[:-1])))
-            return _run_runs(run, keys, first, cache, uniq, blocks, runs)
+            _run_runs(run, keys, first, cache, uniq, blocks, runs)
+            return
         apart = {b.fn for b in blocks if b.apart}
         if apart and not any(b.tile is not None and not b.apart for b in blocks):  # tile blocks that share
             # nothing with the word blocks between them (and no tile block reads a word): set them apart
             words = [fn for fn in fns if fn not in apart]
             if (sum(map(ne, words, islice(words, 1, None))) + 1) * MIN_RUN <= len(words):
-                return _run_apart(run, keys, first, cache, uniq, blocks, fns, apart)
+                _run_apart(run, keys, first, cache, uniq, blocks, fns, apart)
+                return
     offsets = list(accumulate(map({k: b.lines for k, b in uniq.items()}.__getitem__, keys), initial=0))
     state = [0]  # the blocks done before the last slow path or looped block
     if looped:  # a block the loop runs is called where it stands (no Bail raised for it)
@@ -156,9 +158,8 @@ def _run_keys(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, l
             cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + offsets[k + 1])
-            return True
+            return
     _flush(run, blocks)
-    return True
 
 
 def _looped(run: Run, block, blocks: list, offsets: list, first: int, state: list):
@@ -175,7 +176,7 @@ def _looped(run: Run, block, blocks: list, offsets: list, first: int, state: lis
     return stand_in
 
 
-def _run_runs(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, runs: list) -> bool:
+def _run_runs(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, runs: list) -> None:
     """``run_blocks`` for a chunk of long runs of one block: each run is one call of the block's
     ``multi`` function; a bail is handled as there, and the chunk goes on after the block that bailed."""
     multi = {b.fn: b.multi for b in blocks}
@@ -198,15 +199,14 @@ def _run_runs(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, b
             cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + p_done)
-            return True
+            return
         g = bisect_right(starts, done) - 1  # go on from block k + 1, inside its run
         skip = done - starts[g]
     _flush(run, blocks)
-    return True
 
 
 def _run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, fns: list,
-               apart: set) -> bool:
+               apart: set) -> None:
     """``run_blocks`` for a chunk of word blocks in long runs broken by tile blocks that share no
     register and no array with them (the benchmark's mixed trace: a tile block after every third
     softmax step). The word blocks run first, as runs (``multi``); the tile blocks after them, in
@@ -295,12 +295,11 @@ def _run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, 
             settle(k + 1)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + before(k + 1, "lines"))
-            return True
+            return
         g = bisect_right(cuts, done) - 1
         skip = done - cuts[g]
     tiles_before(n)
     settle(n)
-    return True
 
 
 def _call_runs(calls: list, g: int, skip: int, nxt) -> list | None:
