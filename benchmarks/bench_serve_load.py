@@ -94,9 +94,19 @@ def scenario(port: int, pid: int, flood: int, clients: int, timeout: float) -> d
     for t in threads:
         t.start()
     time.sleep(1.0)  # the flood is queued
-    meta_status, meta_s = request(port, "GET", "/api/meta", None, "127.0.0.2", timeout)
-    run_status, run_s = request(port, "POST", "/api/run", ONE_LINE_RUN, "127.0.0.3", timeout)
+    short: dict[str, tuple[int, float]] = {}
+    probes = [threading.Thread(target=lambda: short.__setitem__("meta", request(
+                  port, "GET", "/api/meta", None, "127.0.0.2", timeout)), daemon=True),
+              threading.Thread(target=lambda: short.__setitem__("run", request(
+                  port, "POST", "/api/run", ONE_LINE_RUN, "127.0.0.3", timeout)), daemon=True)]
+    for p in probes:
+        p.start()
+    time.sleep(0.5)
     peak = rss_bytes(pid)
+    for p in probes:
+        p.join(timeout)
+    meta_status, meta_s = short.get("meta", (0, timeout))
+    run_status, run_s = short.get("run", (0, timeout))
     for t in threads:
         t.join(max(0.0, timeout - (time.perf_counter() - start)))
     return {"flood": flood, "clients": clients, "meta": (meta_status, meta_s), "run": (run_status, run_s),
