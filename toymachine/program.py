@@ -86,7 +86,7 @@ class Instr:
         return f"{self.op} {', '.join(format_operand(a) for a in self.args)}"
 
 
-def operands(ins: Instr) -> tuple[Any, ...]:
+def operands_of(ins: Instr) -> tuple[Any, ...]:
     """``ins.args`` for code that compiles it: the parser checked each operand's kind against the
     ISA signature (``isa.ISA[op].signature``), so a compiler takes them by position."""
     return ins.args

@@ -72,7 +72,7 @@ def execute(run: Run, codes: list, first: int, lines=None) -> None:
         elif kind == LOAD_T:  # text mode: the index is the line's, taken from the chunk's index stream
             arr = code[2]
             if code[3] == 1:
-                idx = (nxt(),)
+                idx: tuple[int, ...] = (nxt(),)
                 if idx[0] >= arr.shape[0]:  # past the shape known so far: grow it, or fault
                     if arr.fixed:
                         _fault(run, arr, idx, _line(first, lines, step + shift), 0)

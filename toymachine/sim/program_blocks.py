@@ -5,11 +5,12 @@ template chunk of text does (``run_program_blocks``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 __all__ = ["ProgramKeys", "run_program_blocks"]
 
-from ..program import Reg
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..program import Instr, Reg
 from . import compiled
 from .blocks import BlockCache, run_blocks
 from .engines import scalar
@@ -31,7 +32,7 @@ class ProgramKeys:
         self.cache = BlockCache(run)
         self.off = False  # a tile program, ACC, a computed index: this program runs in the loop
 
-    def keys(self, chunk: list, first: int):
+    def keys(self, chunk: Sequence[Instr], first: int):
         """(template text, indices) of ``chunk`` (lines ``first`` …), or None where an instruction
         is not a word instruction on R registers."""
         by_id, memory, templates, run = self.by_id, self.memory, self.templates, self.run
@@ -42,7 +43,8 @@ class ProgramKeys:
             while True:
                 k = keys.index(None, k + 1)
                 ins = chunk[k]
-                op, a = ins.op, ins.args
+                op = ins.op
+                a: tuple[Any, ...] = ins.args  # operand kinds checked against the ISA when parsed
                 if op == "LOAD" or op == "STORE":
                     mem, reg = (a[0], a[1]) if op == "LOAD" else (a[1], a[0])
                     key = memory.get((op, mem.array, reg.name))
@@ -87,7 +89,7 @@ class ProgramKeys:
         return "\n".join(keys), indices
 
 
-def run_program_blocks(run: Run, state: ProgramKeys, chunk: list, first: int) -> bool:
+def run_program_blocks(run: Run, state: ProgramKeys, chunk: Sequence[Instr], first: int) -> bool:
     """Run a chunk of a generated program (lines ``first`` …) block by block, as text mode runs
     a template chunk; False — nothing ran — where it cannot (the caller runs the loop)."""
     if state.off or run.record or run.symbolic or not compiled.enabled():

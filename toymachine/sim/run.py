@@ -19,7 +19,7 @@ from ..dtypes import get_dtype
 from ..errors import AsmError, DataError, Location, MachineLimitError, NumericsError, RuntimeFault
 from ..isa import ISA
 from ..machine import Machine
-from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Reg
+from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Reg, operands_of
 from ..result import Alarm, Step
 from .engines import ENGINES, engine_for
 from .engines.kinds import COUNT_SLOTS, TEMPLATES, code_text
@@ -188,23 +188,25 @@ class Run:
                            loc=self.loc(decl.line), hint="put .data/.array directives before the code")
         if data and decl.name in data:
             given = self.memory.arrays.get(decl.name)
+            declared = decl.shape or ()  # an .array has a shape; .data's comes from its values
             if decl.values is None and given is not None and given.shape is not None \
-                    and tuple(given.shape) != tuple(decl.shape):
-                dims = "".join(f"[{d}]" for d in decl.shape)
+                    and tuple(given.shape) != tuple(declared):
+                dims = "".join(f"[{d}]" for d in declared)
                 raise DataError(f"data for '{decl.name}' has shape {tuple(given.shape)} but the program declares "
                                 f"{decl.name}{dims}", loc=self.loc(decl.line),
-                                hint=f"give '{decl.name}' as an array of shape {tuple(decl.shape)}")
+                                hint=f"give '{decl.name}' as an array of shape {tuple(declared)}")
             return  # --data overrides the inline values
         rnd = None if self.symbolic else self.dt.round_array
+        shape = decl.shape or ()  # (the parser gives every .array its shape)
         if decl.values is not None and self.symbolic:
-            self.memory.declare(decl.name, decl.shape, None, line=decl.line)
+            self.memory.declare(decl.name, shape, None, line=decl.line)
         elif decl.values is not None:
             self.memory.give(decl.name, decl.values, round_fn=rnd, line=decl.line)
         else:
             fill = decl.fill
             if fill is not None and not self.symbolic and self.round:
                 fill = self.round(fill)
-            self.memory.declare(decl.name, decl.shape, fill, line=decl.line)
+            self.memory.declare(decl.name, shape, fill, line=decl.line)
 
     def alarm(self, kind: str, line: int, code: tuple, operands: tuple, result, *, where: str = "",
                count: int = 1) -> None:
@@ -239,7 +241,7 @@ class Run:
         srcs = [i for i, k in enumerate(ISA[ins.op].signature) if k == "src"]
         for pos, val in zip(srcs, operands):
             if val is None:
-                name = ins.args[pos].name
+                name = operands_of(ins)[pos].name
                 raise RuntimeFault(f"{name} is read before anything was written to it",
                                    loc=self.loc(line, pos),
                                    hint=f"LOAD a value into {name} (or compute one) before this instruction")

@@ -259,8 +259,8 @@ def _run_templates(run: Run, text: str, ktext: str, first: int, templates: dict,
     missing = [key for key in dict.fromkeys(keys) if key not in templates]
     split = 0
     if 0 < len(missing) <= FEW_NEW_TEMPLATES:  # a few new templates (a softmax's second pass, new tile lines)
-        at = list(compress(range(len(keys)), map(set(missing).__contains__, keys)))
-        at = dict(zip(map(keys.__getitem__, reversed(at)), reversed(at)))  # key → its first line (of the chunk)
+        lines_at = list(compress(range(len(keys)), map(set(missing).__contains__, keys)))
+        at = dict(zip(map(keys.__getitem__, reversed(lines_at)), reversed(lines_at)))  # key → its first line
         head = text.split("\n", max(at.values()) + 1)  # the lines up to the last first one, not the whole chunk
         for key in missing:
             code = template_ahead(run, key, head[at[key]])
@@ -284,6 +284,12 @@ def _run_templates(run: Run, text: str, ktext: str, first: int, templates: dict,
         if None not in codes and run_blocks(run, ktext, first, blocks, templates, count):
             return  # every line compiled ahead: the blocks run the chunk
 
+    def forget_compiled() -> None:  # an array switched to tile storage: every compiled access is stale
+        templates.clear()
+        exact.clear()
+        blocks.blocks.clear()
+        pieces.clear()
+
     def compile_miss(j: int) -> tuple:
         line, key = lines[j], keys[j]
         code = templates.get(key)
@@ -292,7 +298,7 @@ def _run_templates(run: Run, text: str, ktext: str, first: int, templates: dict,
         n = first + j
         if MARK in key and run.tile_bounds is not None:  # a tile line with cut bounds (sim.text_slices)
             return tile_miss(run, n, key, line, templates, exact, _compile_line,
-                             lambda: (templates.clear(), exact.clear(), blocks.blocks.clear(), pieces.clear()))
+                             forget_compiled)
         count = key.count("[]")
         if count:
             code = scalar.compile_memory_line(run, n, line)

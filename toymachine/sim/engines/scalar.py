@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ...errors import AsmError, RuntimeFault
 from ...isa import ISA, MNEMONICS
 from ...asm import parse_line, strip_comment
-from ...program import ACCUMULATOR, Instr, Reg, operands
+from ...program import ACCUMULATOR, Instr, Reg, operands_of
 from ..memory import SCALAR, TILE
 from ..symbolic import SYMBOLIC_OPS
 from .kinds import BINARY, COPY, EXEC, LOAD, LOAD_T, MM, OPINDEX, SFU, STORE, STORE_T, TERNARY, TILE_BASE, UNARY, VEC
@@ -275,7 +275,7 @@ def _compile_element(run: Run, ins: Instr, line: int, text: str | None, arr) -> 
     op = TILE_BASE + OPINDEX[ins.op]
     tag = (ins, text, False)
     if ins.op == "LOAD":
-        mem, reg = operands(ins)
+        mem, reg = operands_of(ins)
         idx = tuple(mem.index)
         d = run.slot(reg, line, 1)
 
@@ -286,7 +286,7 @@ def _compile_element(run: Run, ins: Instr, line: int, text: str | None, arr) -> 
             r.reads += 1
 
         return (EXEC, op, load, tag)
-    reg, mem = operands(ins)
+    reg, mem = operands_of(ins)
     idx = tuple(mem.index)
     s = run.slot(reg, line, 0)
 

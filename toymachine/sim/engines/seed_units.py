@@ -30,7 +30,7 @@ import math
 from typing import Callable, TYPE_CHECKING
 
 from ...cost import tpu_seed as S
-from ...program import operands
+from ...program import operands_of
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -86,7 +86,7 @@ def seed_pricer(run: Run, op: str, srcs: tuple, ins) -> Callable:
 
         return price_matmul
     if op == "FILL":
-        value, rows, cols = (float(x) for x in operands(ins)[:3])
+        value, rows, cols = (float(x) for x in operands_of(ins)[:3])
         rows, cols = int(rows), int(cols)
 
         def price_fill(regs, r):
@@ -95,7 +95,7 @@ def seed_pricer(run: Run, op: str, srcs: tuple, ins) -> Callable:
                 st["acc"] = dst
                 note(S.UNCHARGED[1])
             elif value not in (0, -math.inf) and rows * cols == 1:  # the softmax scale τ
-                st["tau"] = operands(ins)[-1].name
+                st["tau"] = operands_of(ins)[-1].name
                 note(S.UNCHARGED[0])
             elif value == -math.inf:
                 if not st["called"]:

@@ -72,7 +72,7 @@ import numpy as np
 from ...errors import AsmError, RuntimeFault
 from ...limits import LIMITS
 from ...isa import ISA
-from ...program import Instr, Mem, Reg, Span, operands
+from ...program import Instr, Mem, Reg, Span, operands_of
 from ..memory import SCALAR
 from . import tile_ops, units
 from .kinds import EXEC, MM, OPINDEX, SFU, SKIP_SLOT, TILE_BASE, VEC
@@ -206,7 +206,7 @@ def note_paper_registers(run: Run, instrs) -> None:
     (a register FILLed before its first STORE counts from the FILL on): ``Run.slot`` counts them."""
     for ins in instrs:
         if ins.op in ("LOAD", "STORE"):
-            mem, reg = operands(ins) if ins.op == "LOAD" else operands(ins)[::-1]
+            mem, reg = operands_of(ins) if ins.op == "LOAD" else operands_of(ins)[::-1]
             if isinstance(mem, Mem) and isinstance(reg, Reg) and sum(isinstance(i, Span) for i in mem.index) == 2:
                 run.paper_names.add(reg.name)
                 if reg.name in run.slots:

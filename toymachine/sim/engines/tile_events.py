@@ -10,7 +10,7 @@ from typing import Callable, TYPE_CHECKING
 import numpy as np
 
 from ...errors import AsmError, MachineLimitError, RuntimeFault
-from ...program import operands
+from ...program import operands_of
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -142,7 +142,7 @@ def tile_rounder(run: Run) -> Callable | None:
 
 def bad_store(run: Run, line: int, code: tuple, v, shape: tuple, transposed: bool) -> None:
     ins = code[-1][0]
-    src, mem = operands(ins)
+    src, mem = operands_of(ins)
     if v is None:
         raise RuntimeFault(f"{src.name} is read before anything was written to it", loc=run.loc(line, 0),
                            hint=f"LOAD a block into {src.name} (or compute one) before this instruction")
