@@ -43,6 +43,7 @@ def test_the_docs_have_commands_and_outputs():
     assert sum(s.kind == "output" for s in all_steps) >= 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[_rel(p) for p in PAGES])
 def test_page_commands_run_and_outputs_are_real(page, toym):
     failures = []
@@ -147,6 +148,7 @@ def test_api_page_documents_the_public_modules():
 
 
 # -- live pages ------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_step_viewers_are_offline_pages_embedded_in_the_docs():
     files = live.files()
     embedded = "\n".join(p.read_text(encoding="utf-8") for p in english_pages())
