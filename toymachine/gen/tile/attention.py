@@ -99,13 +99,15 @@ from ...machine.config import SRAM_RULES
 from ...program import Program
 from .backward import emit_backward, emit_split_phase, emit_standard_backward
 from ..common import MAX_INSTRUCTIONS, check_size
+from .eager import eager_program, eager_shapes
 from .emit import TAU, Dropout, Emitter
 from .forward import emit_forward
 from .fused import emit_fused, machine_blocks
 from .header import array_declarations, program_header
 from .reference import attention_backward_reference, attention_reference
 
-ALGOS = ("standard", "standard-3pass", "fa1", "fa2", "fused")  # fused: S on chip, one block (gen.tile.fused)
+# eager: one kernel per op (gen.tile.eager); fused: S on chip, one block (gen.tile.fused)
+ALGOS = ("eager", "standard", "standard-3pass", "fa1", "fa2", "fused")
 PASSES = ("forward", "backward")
 ORDERS = ("row", "col", "split")  # backward; split's launches: SPLIT_PHASES (from cost.tile)
 VARIANTS = ("exact", "no-max", "no-rescale")
@@ -168,12 +170,14 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
 
 def array_shapes(*, n: int, d: int, batch: int = 1, heads: int = 1, algo: str = "fa2",
                  pass_: str = "forward", nk: int | None = None,
-                 kv_heads: int | None = None) -> dict[str, tuple[int, ...]]:
+                 kv_heads: int | None = None, dropout: bool = False) -> dict[str, tuple[int, ...]]:
     """Name → shape of every array the program declares (inputs and outputs): Q, O, dO, dQ
     ``[batch][heads][n][d]``; K, V, dK, dV ``[batch][kv_heads][nk][d]`` (the leading axes when
     batch·heads > 1); the statistics ``[batch][heads][n]``; standard attention's S, P ``[n][nk]``."""
     keys = n if nk is None else nk
     kvh = heads if kv_heads is None else kv_heads
+    if algo == "eager":
+        return eager_shapes(n=n, d=d, batch=batch, heads=heads, pass_=pass_, nk=keys, dropout=dropout)
     many = batch * heads > 1
     lead, klead = ((batch, heads), (batch, kvh)) if many else ((), ())
     mat, kmat, vec = lead + (n, d), klead + (keys, d), lead + (n,)
@@ -264,6 +268,12 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     if not math.isfinite(tau) or tau == 0.0:
         raise ConfigError(f"--scale must be a finite non-zero number, got {scale!r}")
     scaled = tau != 1.0
+    if algo == "eager":
+        return eager_program(n=n, d=d, nk=keys, batch=batch, heads=heads, kv_heads=kvh, causal=bool(causal),
+                             pass_=pass_, block_m=block_m, block_n=block_n, sram_words=sram_words, variant=variant,
+                             order=order, precompute_d=precompute_d, phase=phase, tau=tau, scale=scale,
+                             dropout=p_drop, dropout_seed=int(dropout_seed), with_data=with_data, seed=seed,
+                             max_instructions=max_instructions, on_size=on_size)
     br, bc, how = resolve_blocks(n=n, d=d, algo=algo, pass_=pass_, block_m=block_m, block_n=block_n,
                                  sram_words=sram_words, variant=variant, scaled=scaled, precompute_d=precompute_d,
                                  order=order, heads=batch * heads, phase=phase, nk=keys,
