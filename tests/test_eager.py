@@ -9,7 +9,11 @@ import pytest
 from toymachine.cost.tile import attention_tile_cost
 from toymachine.cost.tile.eager import eager_blocks
 from toymachine.errors import ConfigError
-from toymachine.gen.tile import attention_backward_reference, attention_program, attention_reference
+from toymachine.gen.tile import (
+    attention_backward_reference,
+    attention_program,
+    attention_reference,
+)
 from toymachine.machine import resolve_machine
 from toymachine.sim import simulate
 from toymachine.sim.memory import random_block

@@ -81,7 +81,8 @@ VOCABULARY: tuple[Flag, ...] = (
          short_on=("run",)),
     Flag("--steps/--no-steps", None, "show the per-step register table"),
     Flag("--symbolic", None, "registers as expressions over the inputs"),
-    Flag("--strict", None, "an array read but never given is an error, not a warning"),
+    Flag("--strict", None, "stop at what is otherwise reported and passed over: run — an array read but never given "
+                           "(an error, not a warning); sweep — an infeasible point (an error, not a row saying why)"),
     Flag("--strict-numerics", None, "the first numerical alarm is an error"),
     Flag("--json-fields", None, "JSON: only these keys (dram.reads reaches inside)"),
     Flag("--no-memory", None, "JSON: leave out the arrays' contents"),

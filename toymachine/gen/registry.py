@@ -59,6 +59,7 @@ class GeneratorSpec:
     cost: Callable[..., Cost] | None = None  # cost(**params) -> Cost (closed form)
     bound: Callable[..., Bound] | None = None  # bound(**params) -> Bound
     machine: Callable[[Mapping[str, Any], Machine], Machine] | None = None  # the machine for one point
+    size: Callable[..., int] | None = None  # size(**params): score elements, for ``experiments.simulable``
 
     def param(self, name: str) -> Param:
         for p in self.params:

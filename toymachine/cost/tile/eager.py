@@ -32,7 +32,7 @@ then last) — a fixed number of steps, never the instructions.
 
 from __future__ import annotations
 
-__all__ = ["tally_eager", "eager_peak", "eager_blocks", "eager_words", "eager_footprint", "EAGER_REGISTERS"]
+__all__ = ["EAGER_REGISTERS", "eager_blocks", "eager_footprint", "eager_peak", "eager_words", "tally_eager"]
 
 from ...errors import ConfigError
 from .blocks import Blocks

@@ -20,7 +20,7 @@ matrices S, P, Pd (dropout), dP, dS [n][nk] per head.
 
 from __future__ import annotations
 
-__all__ = ["EAGER_REGS", "EAGER_TITLE", "emit_eager", "eager_shapes", "eager_program", "eager_kernels"]
+__all__ = ["EAGER_REGS", "EAGER_TITLE", "eager_kernels", "eager_program", "eager_shapes", "emit_eager"]
 
 from ...cost.tile import Blocks, attention_tile_cost
 from ...cost.tile.eager import eager_blocks
@@ -189,8 +189,8 @@ def eager_program(*, n: int, d: int, nk: int, batch: int, heads: int, kv_heads: 
              "Registers (SRAM): " + EAGER_REGS[pass_] + (f" · T{TAU} τ (1×1)" if scaled else "") + ".",
              f"SRAM peak: {cost.sram_peak} words" + (f" of M = {sram_words}" if sram_words is not None else "") + ".",
              f"HBM per head: {cost.formula}.",
-             f"Cost: {cost.reads} words read, {cost.writes} written; {cost.flops_matmul} matmul FLOPs, "
-             f"{cost.flops_other} other; {cost.instructions} instructions (toymachine.cost.tile)."]
+             (f"Cost: {cost.reads} words read, {cost.writes} written; {cost.flops_matmul} matmul FLOPs, "
+              f"{cost.flops_other} other; {cost.instructions} instructions (toymachine.cost.tile).")]
     return Program(tuple(e.instrs), tuple(arrays), header=tuple(lines))
 
 
