@@ -30,7 +30,7 @@ from typing import Sequence
 from ..cost.tile import attention_tile_cost
 from ..errors import ConfigError
 from ..limits import LIMITS
-from ..gen.tile import attention_program, resolve_blocks
+from ..gen.tile import ALGOS, attention_program, resolve_blocks
 from ..gen.tile.fused import machine_blocks
 from ..machine import Machine
 from ..params import check_choice, check_int
@@ -38,7 +38,6 @@ from ..render.report import Report, Section
 from ..sim import simulate
 from .simulable import CHECK_ELEMENTS, simulable
 
-ALGOS = ("standard", "fused", "fa2")
 MB = 1 << 20
 
 
