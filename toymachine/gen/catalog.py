@@ -128,7 +128,7 @@ def _tile_cost(machine: Machine | None = None, **p) -> Cost:
         breakdown.update({"MXU cycles": u.mxu, "VPU cycles": u.vpu, "unit cycles": u.total})
     return Cost(ops=dict(c.ops), registers=c.registers, breakdown=breakdown,
                 work={"words": c.reads + c.writes, "matmul": c.flops_matmul, "vector": c.flops_other - c.sfu_ops,
-                      "sfu": c.sfu_ops})
+                      "sfu": c.sfu_ops, "matmul_outputs": c.mac_z_outputs})
 
 
 def _tile_bound(**p) -> Bound:

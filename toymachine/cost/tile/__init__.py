@@ -133,7 +133,7 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
     else:  # Q O dO dQ and the statistics (L, or m and l) and D per query head; K V dK dV per key/value head
         footprint = h * (4 * n * d + (3 * n if algo == "fa1" else 2 * n)) + hk * 4 * keys * d
     return TileCost(ops=dict(t.ops), reads=sum(t.reads.values()), writes=sum(t.writes.values()), traffic=traffic,
-                    flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, sram_peak=peak,
+                    flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, mac_z_outputs=t.mzo, sram_peak=peak,
                     registers=_registers(algo, pass_, variant, scaled, precompute_d, bc >= keys, order, phase)
                     + (1 if dropout and _holds_dropped_p(algo, pass_, order, phase) else 0),
                     hbm_footprint=footprint,
@@ -149,7 +149,7 @@ def _eager_cost(t: Tally, g: Blocks, d: int, h: int, pass_: str, scaled: bool, d
                       dropout=dropout, causal=g.causal)
     traffic = {a: (t.reads[a], t.writes[a]) for a in sorted(set(t.reads) | set(t.writes))}
     return TileCost(ops=dict(t.ops), reads=sum(t.reads.values()), writes=sum(t.writes.values()), traffic=traffic,
-                    flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, sram_peak=peak,
+                    flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, mac_z_outputs=t.mzo, sram_peak=peak,
                     registers=EAGER_REGISTERS + (1 if scaled else 0),
                     hbm_footprint=eager_footprint(g.n, g.keys, d, h, pass_, dropout),
                     formula=eager_words(pass_, scaled, g.causal, dropout), breakdown={**s, "R": rows})

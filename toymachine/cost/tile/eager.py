@@ -60,7 +60,7 @@ def tally_eager(t: Tally, g: Blocks, d: int, h: int, pass_: str, scaled: bool, d
     if pass_ == "forward":
         t.load("Q", h * n * d, h * tr)
         t.load("K", h * tr * nk * d, h * pairs)
-        t.op("MAC_Z", h * pairs, elems=h * nn * (2 * d - 1), unit="mm")
+        t.op("MAC_Z", h * pairs, elems=h * nn * (2 * d - 1), unit="mm", outputs=h * nn)
         t.store("S", h * nn, h * pairs)
         if scaled:
             elementwise("S", "MUL")
@@ -79,17 +79,18 @@ def tally_eager(t: Tally, g: Blocks, d: int, h: int, pass_: str, scaled: bool, d
             t.store("Pd", h * nn, h * pairs)
         t.load("Pd" if dropout else "P", h * nn, h * pairs)
         t.load("V", h * tr * nk * d, h * pairs)
-        t.op("MAC_Z", h * tr, elems=h * n * d * (2 * nk - 1), unit="mm")  # the chain MAC_Z, MAC, … per O_i
+        t.op("MAC_Z", h * tr, elems=h * n * d * (2 * nk - 1), unit="mm",
+                  outputs=h * n * d)  # the chain MAC_Z, MAC, … per O_i
         t.op("MAC", h * (pairs - tr))
         t.store("O", h * n * d, h * tr)
         return
     t.load("dO", h * n * d, h * tr)  # dP = dO·Vᵀ
     t.load("V", h * tr * nk * d, h * pairs)
-    t.op("MAC_Z", h * pairs, elems=h * nn * (2 * d - 1), unit="mm")
+    t.op("MAC_Z", h * pairs, elems=h * nn * (2 * d - 1), unit="mm", outputs=h * nn)
     t.store("dP", h * nn, h * pairs)
     t.load("Pd" if dropout else "P", h * nn, h * pairs)  # dV = Pdᵀ·dO
     t.load("dO", h * tc * n * d, h * pairs)
-    t.op("MAC_Z", h * tc, elems=h * nk * d * (2 * n - 1), unit="mm")
+    t.op("MAC_Z", h * tc, elems=h * nk * d * (2 * n - 1), unit="mm", outputs=h * nk * d)
     t.op("MAC", h * (pairs - tc))
     t.store("dV", h * nk * d, h * tc)
     if dropout:
@@ -107,7 +108,8 @@ def tally_eager(t: Tally, g: Blocks, d: int, h: int, pass_: str, scaled: bool, d
     t.load("dS", 2 * h * nn, 2 * h * pairs)  # dQ = dS·K, dK = dSᵀ·Q
     t.load("K", h * tr * nk * d, h * pairs)
     t.load("Q", h * tc * n * d, h * pairs)
-    t.op("MAC_Z", h * (tr + tc), elems=h * (n * d * (2 * nk - 1) + nk * d * (2 * n - 1)), unit="mm")
+    t.op("MAC_Z", h * (tr + tc), elems=h * (n * d * (2 * nk - 1) + nk * d * (2 * n - 1)), unit="mm",
+              outputs=h * (n + nk) * d)
     t.op("MAC", h * (2 * pairs - tr - tc))
     t.store("dQ", h * n * d, h * tr)
     t.store("dK", h * nk * d, h * tc)
