@@ -53,7 +53,7 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--block-n", None, "key/value block rows Bc"),
     Flag("--sram", None, "SRAM size M in words: sizes the blocks"),
     Flag("--pass", None, "forward or backward"),
-    Flag("--algo", None, "algorithm: softmax naive/safe/online; attention standard/standard-3pass/fa1/fa2/fused"),
+    Flag("--algo", None, "algorithm: softmax naive/safe/online; attention eager/standard/standard-3pass/fa1/fa2/fused"),
     Flag("--variant", None, "exact, no-max, no-rescale (seed 003's breaks; numerics: a comma list)"),
     Flag("--order", None, "loop order: inner (query loop outside) or outer (key/value loop outside) — row and col "
                           "are the same two; split: FA2's three backward kernels"),

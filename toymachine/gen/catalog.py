@@ -157,7 +157,8 @@ register(GeneratorSpec(
      Param("d", int, 64, "head dimension", minimum=1),
      Param("nk", int, None, "keys/values length Nk (default n; causal aligned bottom-right, needs nk ≥ n)",
            minimum=1),
-     Param("algo", str, "fa2", "standard (Algorithm 0), standard-3pass, fa1, fa2 or fused (S on chip)", choices=ALGOS),
+     Param("algo", str, "fa2", "eager (one kernel per op), standard (Algorithm 0), standard-3pass, fa1, fa2 or fused "
+           "(S on chip)", choices=ALGOS),
      Param("pass", str, "forward", "forward or backward", choices=PASSES),
      Param("batch", int, 1, "batch size", minimum=1),
      Param("heads", int, 1, "heads", minimum=1),
