@@ -236,10 +236,9 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
           scheduler: str | None = None, strict: bool = False) -> list[SweepRow]:
     """Generate, simulate and cost every point of ``grid`` (name → values or a values string).
 
-    A point too big to simulate (``experiments.simulable``: the generator's ``size``) is costed by
-    its closed form and its row says so (``source``). An infeasible point (its blocks overflow the
-    SRAM, a parameter it refuses, …) becomes a row that says why (``error``) and the sweep goes on;
-    ``strict`` raises its error instead.
+    A point too big to simulate (``experiments.simulable``) is costed by its closed form, its row says so
+    (``source``); an infeasible one (blocks that overflow the SRAM, …) is a row that says why (``error``)
+    and the sweep goes on (``strict`` raises). Rows show what the defaults chose (``spec.resolved``).
 
     ``jobs``: worker processes for the points (``experiments.parallel``; the rows are the same, in
     the same order, for any number); ``executor="dask"`` with ``scheduler`` (``tcp://HOST:PORT``)
@@ -290,7 +289,9 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
                     raise MachineLimitError(sim["error"]["message"], hint=sim["error"]["hint"])
                 rows.append(_failed(params, sim["error"]))
                 continue
-        rows.append(SweepRow(params=dict(params), formula=formula, formula_cycles=formula_cycles,
+        chosen = spec.resolved(**params, machine=point_machine) if spec.resolved else {}  # what the defaults chose
+        rows.append(SweepRow(params={**params, **{k: v for k, v in chosen.items() if params.get(k) is None}},
+                             formula=formula, formula_cycles=formula_cycles,
                              bound=spec.bound(**params) if spec.bound else None,
                              source="closed form" if closed[i] else "sim", **sim))
     return rows

@@ -20,6 +20,7 @@ from ..machine import Machine
 from ..machine.config import SRAM_RULES
 from ..program import Program
 from ..cost.units import UNIT_ALGOS, attention_unit_cycles
+from ..cost.tile import default_order
 from ..cost.tile.eager import eager_blocks
 from .tile import ALGOS, ORDERS, PASSES, VARIANTS, array_shapes, attention_program as tile_program, resolve_blocks
 from .tile.fused import machine_blocks
@@ -97,25 +98,36 @@ def _sizing(machine: Machine | None) -> Machine | None:
 def _tile_build(with_data: bool = False, seed: int = 0, machine: Machine | None = None, **p) -> Program:
     return tile_program(**_tile_params(p, machine), with_data=with_data, seed=seed, machine=_sizing(machine))
 
-def _tile_cost(machine: Machine | None = None, **p) -> Cost:
+def _tile_blocks(p: dict, machine: Machine | None) -> tuple[dict, int, int, int | None]:
+    """The point's keywords (algo, order and SRAM resolved) and its blocks Br, Bc (eager: and R)."""
     q = _tile_params(p, machine)
-    sizing = _sizing(machine)
+    q["order"] = default_order(q["algo"], q["order"])
     q["algo"], q["block_m"], q["block_n"], q["sram_words"] = machine_blocks(
-        sizing, n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"], block_n=q["block_n"],
-        sram_words=q["sram_words"], variant=q["variant"])
-    tau = 1.0 / math.sqrt(q["d"])
-    rows = None
+        _sizing(machine), n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"],
+        block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"])
     if q["algo"] == "eager":
-        br, bc, rows, _ = eager_blocks(pass_=q["pass_"], n=q["n"], nk=q["nk"] or q["n"], d=q["d"],
-                                       sram_words=q["sram_words"], block_m=q["block_m"], block_n=q["block_n"],
-                                       heads=q["batch"] * q["heads"], scaled=True, dropout=False, causal=q["causal"])
-    else:
-        br, bc, _ = resolve_blocks(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"],
-                                   block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"],
-                                   scaled=tau != 1.0, precompute_d=q["precompute_d"], order=q["order"],
-                                   heads=q["batch"] * q["heads"], nk=q["nk"],
-                                   kv_heads=None if q["kv_heads"] is None else q["batch"] * q["kv_heads"],
-                                   sram_rule=q["sram_rule"])
+        return q, *eager_blocks(pass_=q["pass_"], n=q["n"], nk=q["nk"] or q["n"], d=q["d"], sram_words=q["sram_words"],
+                                block_m=q["block_m"], block_n=q["block_n"], heads=q["batch"] * q["heads"],
+                                scaled=q["d"] != 1, dropout=False, causal=q["causal"])[:3]
+    br, bc, _ = resolve_blocks(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"],
+                               block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"],
+                               scaled=q["d"] != 1, precompute_d=q["precompute_d"], order=q["order"],
+                               heads=q["batch"] * q["heads"], nk=q["nk"],
+                               kv_heads=None if q["kv_heads"] is None else q["batch"] * q["kv_heads"],
+                               sram_rule=q["sram_rule"])
+    return q, br, bc, None
+
+def _tile_resolved(machine: Machine | None = None, **p) -> dict:
+    """What ran where the point left it to the defaults: the blocks and the backward's loop order."""
+    q, br, bc, _ = _tile_blocks(p, machine)
+    out = {"block_m": br, "block_n": bc}
+    if p["pass"] == "backward" and q["algo"] in ("fa1", "fa2"):
+        out["order"] = q["order"]
+    return out
+
+def _tile_cost(machine: Machine | None = None, **p) -> Cost:
+    q, br, bc, rows = _tile_blocks(p, machine)
+    sizing = _sizing(machine)
     c = attention_tile_cost(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], batch=q["batch"],
                             heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"],
                             precompute_d=q["precompute_d"], order=q["order"], nk=q["nk"], kv_heads=q["kv_heads"],
@@ -170,8 +182,8 @@ register(GeneratorSpec(
      Param("sram_rule", str, None, "what M bounds: exact (every tile; the default) or paper (Q_i, K_j, V_j, O_i … "
            "blocks only)", choices=SRAM_RULES),
      Param("variant", str, "exact", "exact, no-max or no-rescale (seed 003's breaks)", choices=VARIANTS),
-     Param("order", str, "row", "backward: row (Q outer), col (K outer) or split (FA2's three kernels)",
-           choices=ORDERS),
+     Param("order", str, None, "backward: row (Q outer), col (K outer) or split (FA2's three kernels); default the "
+           "algorithm's own (fa1: col, Algorithm 4; others: row)", choices=ORDERS),
      Param("precompute_d", bool, True, "backward: D = rowsum(dO∘O) first (K, V loaded once)")),
     build=_tile_build, cost=_tile_cost, bound=_tile_bound, machine=_tile_machine,
-    size=lambda **p: p["batch"] * p["heads"] * p["n"] * (p["nk"] or p["n"])))
+    size=lambda **p: p["batch"] * p["heads"] * p["n"] * (p["nk"] or p["n"]), resolved=_tile_resolved))

@@ -60,6 +60,8 @@ class GeneratorSpec:
     bound: Callable[..., Bound] | None = None  # bound(**params) -> Bound
     machine: Callable[[Mapping[str, Any], Machine], Machine] | None = None  # the machine for one point
     size: Callable[..., int] | None = None  # size(**params): score elements, for ``experiments.simulable``
+    # resolved(**params, machine=…): the values a point left to the defaults took (blocks, order), which its row shows
+    resolved: Callable[..., Mapping[str, Any]] | None = None
 
     def param(self, name: str) -> Param:
         for p in self.params:

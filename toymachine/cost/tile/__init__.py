@@ -64,12 +64,13 @@ functions ``gen.tile`` uses) and assembles a program's cost; the parts: ``blocks
 
 from __future__ import annotations
 
-__all__ = ["Blocks", "TileCost", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
+__all__ = ["default_order", "Blocks", "TileCost", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
            "check_split"]
 
 from .backward import (backward_words, split_words, standard_backward_words, tally_backward, tally_split,
                        tally_standard_backward)
-from .blocks import APART_PHASES, KV_PHASES, SPLIT_PHASES, Blocks, check_split, fit_blocks, paper_blocks, sram_peak
+from .blocks import (APART_PHASES, KV_PHASES, SPLIT_PHASES, Blocks, check_split, default_order, fit_blocks, paper_blocks,
+                     sram_peak)
 from .counts import Tally, TileCost
 from .eager import EAGER_REGISTERS, eager_footprint, eager_peak, eager_words, tally_eager
 from .forward import forward_words, tally_forward
@@ -84,7 +85,7 @@ def _rows_sums(g: Blocks) -> dict[str, int]:
 
 def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", batch: int = 1, heads: int = 1,
                         causal: bool = False, block_m: int, block_n: int, variant: str = "exact",
-                        precompute_d: bool = True, order: str = "row", scale: float | None = None,
+                        precompute_d: bool = True, order: str | None = None, scale: float | None = None,
                         phase: str | None = None, nk: int | None = None, kv_heads: int | None = None,
                         dropout: float = 0.0, dropout_seed: int = 0, sram_rule: str = "exact",
                         block_rows: int | None = None) -> TileCost:
@@ -93,7 +94,9 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
     heads, default ``heads``; ``dropout``: the drop probability — DROPOUT instructions, r·c FLOPs each;
     ``dropout_seed`` changes which elements drop, not what it costs; ``sram_rule``: how ``sram_peak``
     counts — exact, every tile, or paper, only blocks of HBM matrices; ``block_rows``: eager
-    attention's row-wise kernels' rows R, default Br — ``cost.tile.eager``)."""
+    attention's row-wise kernels' rows R, default Br — ``cost.tile.eager``; ``order`` None: the
+    algorithm's own, ``blocks.default_order``)."""
+    order = default_order(algo, order)
     check_split(pass_, order, precompute_d, phase)
     if algo == "fused":  # S on chip, one block (cost.tile.fused)
         return fused_cost(n=n, d=d, batch=batch, heads=heads, causal=causal, variant=variant,
