@@ -87,3 +87,13 @@ def test_paper_cli_lists_and_refuses_unknown_names():
     assert ok.returncode == 0 and "fa1-fig2" in ok.stdout
     bad = subprocess.run([sys.executable, "-m", "toymachine", "paper", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "toym paper --list" in bad.stderr
+
+
+def test_seed004_ratios_grow_with_the_sequence():
+    """HBM accesses: eager Θ(N²) against FlashAttention's Θ(N²d²/M) per token — the ratio grows with N
+    and passes the seed's 9× within the lengths shown; the time ratio stays above its 3×."""
+    report = figure_report("seed004")
+    per_n = next(s for s in report.sections if s.title.startswith("Per sequence length")).rows
+    hbm = [r[4] for r in per_n]
+    assert hbm == sorted(hbm) and hbm[-1] > 9
+    assert all(r[5] > 3 for r in per_n)
