@@ -42,9 +42,10 @@ DEFAULT_ORDERS = {"fa1": "col"}  # each algorithm's own backward loop order: FA1
 
 
 def default_order(algo: str, order: str | None = None) -> str:
-    """The backward's loop order: ``order`` if given, else the algorithm's own — fa1 Algorithm 4's
-    (col: K_j, V_j outer, dQ read-modify-written), every other row (Q_i outer; FlashAttention-2's
-    per-row schedule, which split divides into its kernels)."""
+    """The backward's loop order: ``order`` if given, else the algorithm's default — fa1 Algorithm 4's
+    (col: K_j, V_j outer, dQ read-modify-written), every other row (Q_i outer, dK and dV
+    read-modify-written). FlashAttention-2's kernels run split (``--order split``: the dkdv and dq
+    launches), its paper's Algorithm 2 col with dQ added atomically."""
     return order if order is not None else DEFAULT_ORDERS.get(algo, "row")
 
 
