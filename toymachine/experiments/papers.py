@@ -148,7 +148,7 @@ def fa2_efficiency(machine: Machine) -> Report:
             r = sweep("attention-tile", {"n": n, "d": d, "batch": batch, "heads": heads, "algo": "fa2"},
                       machine=machine, strict=True)[0]
             flops = 4 * batch * n * n * heads * d
-            peak = machine.tensor_flops_per_cycle * machine.clock_hz
+            peak = (machine.tensor_flops_per_cycle or 0) * (machine.clock_hz or 0) or float("nan")
             rows.append((d, n, batch, heads, round(flops / (r.time_s or 1) / 1e12, 1),
                          f"{100 * flops / (r.time_s or 1) / peak:.0f} %"))
     cmd = "toym sweep attention-tile --algo fa2 --n 4096 --d 128 --batch 4 --heads 16 -m a100 --columns time_s,flops"

@@ -282,7 +282,7 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
         if formula is not None:
             formula_cycles = formula.breakdown.get("unit cycles") if point_machine.has_units \
                 else formula.cycles(point_machine)
-        if closed[i]:
+        if closed[i] and formula is not None:  # closed[i] holds only where the generator has a cost
             sim = closed_form_point(formula, formula_cycles, point_machine)
             if "error" in sim:
                 if strict:
@@ -293,7 +293,7 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
         rows.append(SweepRow(params={**params, **{k: v for k, v in chosen.items() if params.get(k) is None}},
                              formula=formula, formula_cycles=formula_cycles,
                              bound=spec.bound(**params) if spec.bound else None,
-                             source="closed form" if closed[i] else "sim", **sim))
+                             source="closed form" if closed[i] else "sim", **(sim or {})))
     return rows
 
 
