@@ -18,8 +18,8 @@ from __future__ import annotations
 
 __all__ = ["FIGURES", "figure_report", "figures_report"]
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..errors import ConfigError
 from ..machine import Machine, resolve_machine
@@ -113,8 +113,8 @@ def fa1_fig2(machine: Machine) -> Report:
                 note=f"{mid_cmd} — the paper: HBM accesses fall as the block grows and the runtime stops falling "
                      "once compute-bound; toym's traffic falls with Tc = ⌈N/Bc⌉ passes over Q, O and its time "
                      "flattens where the roofline turns compute-bound")),
-        ("toym's numbers: the closed form at this shape (too big to simulate), held equal to the simulator on "
-         "every shape small enough to run",))
+        (("toym's numbers: the closed form at this shape (too big to simulate), held equal to the simulator on "
+          "every shape small enough to run"),))
 
 
 def seed004_claims(machine: Machine) -> Report:
@@ -176,9 +176,9 @@ def _section(title: str, rows: list[Row]) -> Section:
 
 
 FIGURES: dict[str, tuple[str, Callable[[Machine], Report]]] = {
-    "fa1-fig2": ("FlashAttention (2022) Figure 2: GFLOPs, HBM R/W and runtime of standard attention and "
-                 "FlashAttention on GPT-2 medium; forward runtime and HBM R/W against block size — seed 004's "
-                 "\"up to 9×\" and \"up to 3×\"", fa1_fig2),
+    "fa1-fig2": (("FlashAttention (2022) Figure 2: GFLOPs, HBM R/W and runtime of standard attention and "
+                  "FlashAttention on GPT-2 medium; forward runtime and HBM R/W against block size — seed 004's "
+                  "\"up to 9×\" and \"up to 3×\""), fa1_fig2),
     "seed004": ("Seed 004's \"up to 9×\" fewer HBM accesses and \"up to 3×\" faster, across sequence lengths",
                 seed004_claims),
     "fa2-efficiency": ("FlashAttention-2 (2023): the forward pass at 50–73 % of the A100's peak", fa2_efficiency),

@@ -8,9 +8,10 @@ attention: the work that grows fastest); a generator with no size is always simu
 
 from __future__ import annotations
 
-__all__ = ["CHECK_ELEMENTS", "simulable", "closed_form_point", "point_error", "guarded"]
+__all__ = ["CHECK_ELEMENTS", "closed_form_point", "guarded", "point_error", "simulable"]
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..cost import Cost
 from ..errors import ToyMachineError
