@@ -1,10 +1,12 @@
 """The docs cannot drift (docs/, mkdocs.yml).
 
-* Every ```` ```bash ```` ``toym …`` command of every page — English and translated — runs, in page order,
-  in a folder holding copies of programs/ and examples/ (``docs/docgen/pages.py`` says how), and exits 0.
-* Every ``<!-- toym-output: ARGS -->`` block is exactly what ``toym ARGS`` prints (``toym-error``: what it
-  prints on stderr, exiting 2; ``python docs/refresh_outputs.py`` rewrites them from real runs), and a
-  ``<!-- toym-file: PATH -->`` block is written to PATH before the commands after it.
+* What a reader sees is what runs: every ```` ```bash ```` ``toym …`` command of every page — English and
+  translated — runs, in page order, in a folder holding copies of programs/ and examples/
+  (``docs/docgen/pages.py`` says how), and exits 0.
+* Every ``<!-- toym-output -->`` block is exactly what the command shown directly above it prints
+  (``toym-error``: what it prints on stderr, exiting 2; ``python docs/refresh_outputs.py`` rewrites them
+  from real runs). A marker cannot name a command of its own; a titled fence is a file the page writes,
+  and every bundled file an output's command reads is shown on the page.
 * A translated page runs the same commands as its English page, and shows the same outputs.
 * The generated reference is complete: every command and option of the app, every opcode, every JSON key
   a run writes, every machine and problem-file key.
@@ -20,16 +22,26 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS))
 
 from docgen import live, reference  # noqa: E402
-from docgen.pages import LANGUAGES, english_pages, normalise, pages, run_page, steps  # noqa: E402
+from docgen.pages import (  # noqa: E402
+    LANGUAGES,
+    PageError,
+    english_pages,
+    normalise,
+    pages,
+    run_page,
+    stale_files,
+    steps,
+    unshown_files,
+)
 
 PAGES = pages()
+EVERY_PAGE = [ROOT / "README.md", *PAGES]
 TRANSLATED = ("get-started.md", "tutorials/lecturer.md", "tutorials/student.md")
 
 
@@ -51,13 +63,67 @@ def test_page_commands_run_and_outputs_are_real(page, toym):
         if code != want:
             failures.append(f"toym {step.text} exited {code}, not {want}: {err[-800:]}")
         elif step.kind == "error" and normalise(err) != normalise(step.expected):
-            failures.append(f"<!-- toym-error: {step.text} --> is not what the command prints on stderr "
-                            f"(python docs/refresh_outputs.py {_rel(page)}):\n--- page\n{step.expected}\n--- toym\n{err}")
+            failures.append(f"line {step.line}: the error block under `toym {step.text}` is not what it prints on "
+                            f"stderr (python docs/refresh_outputs.py {_rel(page)}):\n--- page\n{step.expected}\n--- toym\n{err}")
         elif step.kind == "output" and normalise(out) != normalise(step.expected):
-            failures.append(f"<!-- toym-output: {step.text} --> is not what the command prints "
+            failures.append(f"line {step.line}: the output block under `toym {step.text}` is not what it prints "
                             f"(python docs/refresh_outputs.py {_rel(page)}):\n--- page\n{step.expected}\n--- toym\n{out}")
     assert not failures, "\n".join(failures)
     assert not [p for p in os.listdir(".") if p.startswith(".toym-")]
+
+
+# -- what a reader sees is what runs ----------------------------------------------------------------------
+SHOWN = """Run it:
+
+```bash
+toym gen matmul --n 2 -o m.asm
+toym run m.asm --no-steps   # the summary
+```
+
+<!-- toym-output -->
+```text
+Summary
+```
+"""
+
+
+def test_an_output_block_belongs_to_the_last_command_shown_above_it():
+    found = [(s.kind, s.text, s.expected) for s in steps(SHOWN)]
+    assert found == [("command", "gen matmul --n 2 -o m.asm", None), ("output", "run m.asm --no-steps", "Summary\n")]
+
+
+@pytest.mark.parametrize("page", [
+    SHOWN.replace("<!-- toym-output -->", "<!-- toym-output: run other.asm -->"),  # a hidden command
+    SHOWN.replace("Run it:\n\n```bash", "```bash").replace("```\n\n<!--", "```\n\nProse.\n\n<!--"),  # prose between
+    SHOWN.replace("```bash", "```sh"),  # not a bash fence
+    SHOWN.replace("toym gen matmul --n 2 -o m.asm\ntoym run m.asm --no-steps   # the summary\n", "ls\n"),  # no toym command
+    SHOWN.replace("<!-- toym-output -->\n```text", "<!-- toym-output -->\n```bash"),  # not over a text fence
+    SHOWN.replace("<!-- toym-output -->", "<!-- toym-ouput -->"),  # a misspelt marker is not ignored
+    SHOWN + "\n<!-- toym-output -->\n```text\nagain\n```\n",  # a second block for one command
+], ids=["names-a-command", "prose-between", "not-bash", "no-toym-command", "not-over-text", "misspelt",
+        "second-block"])
+def test_a_marker_that_could_hide_its_command_is_refused(page):
+    with pytest.raises(PageError):
+        steps(page)
+
+
+@pytest.mark.parametrize("page", EVERY_PAGE, ids=[str(p.relative_to(ROOT)) for p in EVERY_PAGE])
+def test_every_file_an_output_reads_is_on_the_page(page):
+    """A trace, a machine or problem file, an input: a bundled file an output's command reads is shown on
+    the page (a titled fence or a ``--8<--`` include), and a titled fence of a bundled file is that file."""
+    text = page.read_text(encoding="utf-8")
+    assert [f"line {s.line}: `toym {s.text}` reads {path}" for s, path in unshown_files(text)] == []
+    assert stale_files(text) == []
+
+
+@pytest.mark.parametrize("page", EVERY_PAGE, ids=[str(p.relative_to(ROOT)) for p in EVERY_PAGE])
+def test_no_unmarked_block_looks_like_toym_output(page):
+    """A ```` ```text ```` fence that holds a table rule or an ``error:`` line is toym output: it must be an
+    output block under its command, so that the test runs it."""
+    text = page.read_text(encoding="utf-8")
+    outputs = {s.expected for s in steps(text) if s.kind in ("output", "error")}
+    blocks = re.findall(r"^ *```text\n(.*?)^ *```$", text, flags=re.DOTALL | re.MULTILINE)
+    assert [b[:200] for b in blocks if b not in outputs and re.search(r"━━━|^\s*error: ", b, flags=re.MULTILINE)] == []
 
 
 def test_every_persona_tutorial_is_one_click_from_the_home_page():
@@ -112,7 +178,9 @@ def test_every_json_key_a_run_writes_is_explained():
     keys = reference.json_keys()
     assert {"cycles", "dram", "ops", "memory", "steps", "warnings", "units", "sram_rule", "time_s"} <= set(keys)
     assert [k for k in keys if k not in reference.JSON_MEANINGS] == []
-    from toymachine.render.jsonout import JSON_KEYS  # the keys --json-fields always accepts
+    from toymachine.render.jsonout import (
+        JSON_KEYS,  # the keys --json-fields always accepts
+    )
 
     assert [k for k in JSON_KEYS if f"| `{k}` |" not in REFERENCE["reference/json.md"]] == []
     assert "**undocumented**" not in REFERENCE["reference/json.md"]

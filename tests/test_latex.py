@@ -54,7 +54,7 @@ def _fragments(toym, tmp_path, monkeypatch) -> list[tuple[str, str]]:
             for step in steps(page.read_text(encoding="utf-8")):
                 if step.kind == "file":
                     Path(step.text).write_text(step.expected, encoding="utf-8")
-                if step.kind != "command":
+                if step.kind not in ("command", "output") or step.exit_status != 0:
                     continue
                 command = "toym " + step.text
                 stages = [shlex.split(s) for s in command.split(" | ")]
