@@ -126,6 +126,24 @@ def test_no_unmarked_block_looks_like_toym_output(page):
     assert [b[:200] for b in blocks if b not in outputs and re.search(r"━━━|^\s*error: ", b, flags=re.MULTILINE)] == []
 
 
+def test_one_way_to_build_the_docs():
+    """README, Get started (every language) and mkdocs.yml give the same install for building the site, and
+    that extra holds everything the build uses (mkdocs and its plugins, and matplotlib for the plots)."""
+    import tomllib
+
+    installs = {}
+    for page in [ROOT / "README.md", *sorted(DOCS.glob("get-started*.md"))]:
+        fences = [f for f in re.findall(r"^```bash\n(.*?)^```$", page.read_text(encoding="utf-8"),
+                                        flags=re.DOTALL | re.MULTILINE) if "mkdocs build --strict" in f]
+        assert len(fences) == 1, f"{page.name} must say how to build the site, once"
+        installs[page.name] = re.findall(r"^pip install .*$", fences[0], flags=re.MULTILINE)
+    installs["mkdocs.yml"] = re.findall(r"`(pip install [^`]*)`", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert {name: found for name, found in installs.items() if found != ["pip install -e '.[docs]'"]} == {}
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    wanted = {"mkdocs", "mkdocs-material", "mkdocstrings", "mkdocs-static-i18n", "matplotlib"}
+    assert wanted <= {re.split(r"[\[<>=]", req)[0] for req in extra["docs"]}
+
+
 def test_every_persona_tutorial_is_one_click_from_the_home_page():
     home = (DOCS / "index.md").read_text(encoding="utf-8")
     tutorials = sorted(p.name for p in (DOCS / "tutorials").glob("*.md") if len(p.suffixes) == 1)
