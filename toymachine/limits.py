@@ -125,7 +125,11 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
           flag="--max-instructions", front=_GRADE),
     Limit("grade_seconds", 10.0, "seconds", "wall time to grade one submission, every trial", flag="--time-limit",
           integer=False, front=_GRADE),
-    Limit("grade_files", 10_000, "files", "entries of a submissions folder or zip", front=_GRADE),
+    Limit("grade_files", 10_000, "files", "files in one student's submission (a folder, or a folder in a zip): more "
+          "is that student's failing row", front=_GRADE),
+    Limit("grade_class_entries", 100_000, "entries", "entries of a whole submissions zip (counted from its "
+          "end-of-central-directory record before the directory is read) or of a submissions folder's top level",
+          front=_GRADE),
     Limit("grade_archive_bytes", 200_000_000, "bytes", "uncompressed bytes read from a submissions zip, all members",
           front=_GRADE),
     Limit("grade_zip_ratio", 200, "ratio", "how much one zip member may inflate (more is a zip bomb: a failing row)",
