@@ -284,44 +284,148 @@ def test_mkdocs_build_strict(site):
     assert embedded >= 3 * 3  # home, lecturer tutorial (2), seeds: in three languages
 
 
-def test_step_viewer_steps_inside_the_docs_page(site, tmp_path):
-    """Headless Chromium opens the lecturer tutorial from a local server, scrolls to the embedded step
-    viewer, clicks its → button: the viewer steps and its cycle counter follows; a screenshot is taken."""
+@pytest.fixture(scope="module")
+def served(site):
+    """The built site on a local HTTP server (a step viewer's frame is readable only over http): its URL."""
     import functools
     import http.server
     import threading
-    import time
 
-    from browser import Browser, find_chromium
-
-    chromium = find_chromium()
-    if chromium is None:
-        pytest.skip("no chromium installed (apt-get install -y chromium)")
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+def _chromium() -> str:
+    from browser import find_chromium
+
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no chromium installed (apt-get install -y chromium)")
+    return chromium
+
+
+@pytest.mark.browser
+def test_step_viewer_steps_inside_the_docs_page(served, tmp_path):
+    """Headless Chromium opens the lecturer tutorial from a local server, scrolls to the embedded step
+    viewer, clicks its → button: the viewer steps and its cycle counter follows; a screenshot is taken."""
+    import time
+
+    from browser import Browser
+
     frame = "document.querySelector('iframe.toym-live')"
     viewer = f"{frame}.contentWindow"
-    try:
-        with Browser(chromium) as b:
-            b.send("Page.enable")
-            b.send("Page.navigate", url=f"http://127.0.0.1:{server.server_address[1]}/tutorials/lecturer/")
-            deadline = time.time() + 60
-            while not b.eval(f"!!({frame} && ({frame}.scrollIntoView(), {viewer}.toym))"):
-                assert time.time() < deadline, "the embedded step viewer did not load"
-                time.sleep(0.1)
-            assert b.eval(f"{viewer}.toym.step()") == 0
-            b.eval(f"{viewer}.document.getElementById('b-next').click()")
-            assert b.eval(f"{viewer}.toym.step()") == 1
-            assert b.eval(f"{viewer}.document.getElementById('c-cycles').textContent") == "1"
-            shot = b.send("Page.captureScreenshot", format="png")["data"]
-    finally:
-        server.shutdown()
+    with Browser(_chromium()) as b:
+        b.send("Page.enable")
+        b.send("Page.navigate", url=served + "tutorials/lecturer/")
+        deadline = time.time() + 60
+        while not b.eval(f"!!({frame} && ({frame}.scrollIntoView(), {viewer}.toym))"):
+            assert time.time() < deadline, "the embedded step viewer did not load"
+            time.sleep(0.1)
+        assert b.eval(f"{viewer}.toym.step()") == 0
+        b.eval(f"{viewer}.document.getElementById('b-next').click()")
+        assert b.eval(f"{viewer}.toym.step()") == 1
+        assert b.eval(f"{viewer}.document.getElementById('c-cycles').textContent") == "1"
+        shot = b.send("Page.captureScreenshot", format="png")["data"]
     import base64
 
     png = base64.b64decode(shot)
     (tmp_path / "lecturer.png").write_bytes(png)
     assert png.startswith(b"\x89PNG") and len(png) > 20000  # a page drawn, not a blank one
+
+
+# -- pages that fit any screen ------------------------------------------------------------------------------
+SCREEN_PAGES = {"home": "", "get-started": "get-started/", "tutorial": "tutorials/lecturer/", "cli": "reference/cli/",
+                "translated": "zh/tutorials/lecturer/"}
+FIT = """(() => {
+  const page = document.documentElement;
+  const wide = [...document.querySelectorAll('pre > code')].filter(c => c.scrollWidth > c.clientWidth + 1);
+  const frames = [...document.querySelectorAll('iframe.toym-live')].map(f => {
+    const doc = f.contentDocument, box = f.getBoundingClientRect();
+    return {src: f.getAttribute('src'), height: box.height, width: box.width,
+            contentHeight: doc.documentElement.scrollHeight, contentWidth: doc.documentElement.scrollWidth,
+            viewWidth: doc.documentElement.clientWidth}; });
+  return {scrollWidth: page.scrollWidth, clientWidth: page.clientWidth, frames,
+          unscrolled: wide.filter(c => !['auto', 'scroll'].includes(getComputedStyle(c).overflowX)).length,
+          wideBlocks: wide.length};
+})()"""
+
+
+def _open(b, url: str) -> None:
+    """Navigate and wait until every embedded step viewer has loaded (lazy frames are made eager)."""
+    import time
+
+    b.send("Page.navigate", url=url)
+    deadline = time.time() + 60
+    while b.eval("document.readyState") != "complete" or not b.eval(
+            "[...document.querySelectorAll('iframe.toym-live')].every(f => (f.loading = 'eager', "
+            "f.contentWindow && f.contentWindow.toym && f.contentDocument.readyState === 'complete'))"):
+        assert time.time() < deadline, f"{url} did not load"
+        time.sleep(0.1)
+    time.sleep(0.3)  # the frames' resize observers run
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1280, 390], ids=["desktop", "phone"])
+def test_pages_fit_the_screen(served, width):
+    """Home, Get started, a tutorial, the CLI reference and a translation, at 1280 px and at 390 px (a phone):
+    the page never scrolls sideways, a wide code block scrolls inside itself, and each embedded step viewer
+    shows all of its content (as tall as its content, nothing wider than its frame)."""
+    from browser import Browser
+
+    failures = []
+    with Browser(_chromium()) as b:
+        b.send("Page.enable")
+        b.send("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=width < 600)
+        seen_frames = seen_wide = 0
+        for name, rel in SCREEN_PAGES.items():
+            _open(b, served + rel)
+            fit = b.eval(FIT)
+            if fit["scrollWidth"] > fit["clientWidth"]:
+                failures.append(f"{name}: the page scrolls sideways ({fit['scrollWidth']} > {fit['clientWidth']} px)")
+            if fit["unscrolled"]:
+                failures.append(f"{name}: {fit['unscrolled']} wide code block(s) do not scroll")
+            for f in fit["frames"]:
+                if f["contentHeight"] > f["height"] + 1 or f["contentWidth"] > f["viewWidth"] + 1:
+                    failures.append(f"{name}: the viewer {f['src']} is clipped: content {f['contentWidth']}×"
+                                    f"{f['contentHeight']} in a {f['width']:.0f}×{f['height']:.0f} frame")
+            seen_frames += len(fit["frames"])
+            seen_wide += fit["wideBlocks"]
+    assert not failures, "\n".join(failures)
+    assert seen_frames >= 3 and seen_wide >= 1  # the pages do hold viewers and a wide block to judge
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang,text", [("zh", "快速上手"), ("ja", "はじめに")])
+def test_translated_pages_draw_their_script_with_a_declared_font(served, lang, text):
+    """The heading of a translated Get started is drawn with a font from the CJK stack docs/assets/toym.css
+    declares for the language (not a fallback without the glyphs: empty boxes), as Chromium reports the
+    fonts it used. Skipped where no CJK font is installed (CI installs fonts-noto-cjk: .ci/run)."""
+    import shutil
+
+    from browser import Browser
+
+    if shutil.which("fc-list") is None or not subprocess.run(["fc-list", f":lang={lang}", "family"], capture_output=True,
+                                                             text=True, check=False).stdout.strip():
+        pytest.skip(f"no font with {lang} glyphs installed (apt-get install -y fonts-noto-cjk)")
+    css = (DOCS / "assets" / "toym.css").read_text(encoding="utf-8")
+    block = re.search(r'\[lang="' + lang + r'"\] \{(.*?)\}', css, flags=re.DOTALL).group(1)
+    stack = re.findall(r'"([^"]+)"', re.search(r"--md-text-font:(.*?);", block, flags=re.DOTALL).group(1))
+    with Browser(_chromium()) as b:
+        b.send("Page.enable")
+        _open(b, served + f"{lang}/get-started/")
+        assert b.eval("document.documentElement.lang") == lang
+        b.send("DOM.enable")
+        b.send("CSS.enable")
+        root = b.send("DOM.getDocument")["root"]["nodeId"]
+        h1 = b.send("DOM.querySelector", nodeId=root, selector="h1")["nodeId"]
+        assert text in b.eval("document.querySelector('h1').textContent")
+        fonts = b.send("CSS.getPlatformFontsForNode", nodeId=h1)["fonts"]
+    used = {f["familyName"] for f in fonts if f["glyphCount"]}
+    assert used and used <= set(stack), f"drawn with {used}, not the declared {stack}"
