@@ -302,25 +302,18 @@ def test_plot_series_are_distinguishable(tmp_path):
 
     from toymachine.experiments.sweep import plot_sweep, sweep
 
-    captured = {}
-    real_close = plt.close
+    from toymachine.experiments.plot import sweep_figure
+    from toymachine.experiments.sweep import sweep
 
-    def keep(fig):
-        captured["fig"] = fig
-
-    plt.close = keep
-    try:
-        rows = sweep("matmul", {"n": "2,4,8", "registers": "3", "schedule": "inner,best"})  # best is inner at R = 3
-        plot_sweep(rows, "matmul", str(tmp_path / "m.png"), metric="traffic")
-    finally:
-        plt.close = real_close
-    ax = captured["fig"].axes[0]
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    rows = sweep("matmul", {"n": "2,4,8", "registers": "3", "schedule": "inner,best"})  # best is inner at R = 3
+    fig = sweep_figure(rows, "matmul", metric="traffic")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["schedule=inner", "schedule=best (= schedule=inner)", "lower bound"]  # one entry each
     styles = {(ln.get_marker(), ln.get_linestyle()) for ln in ax.get_lines()[:2]}
     assert len(styles) == 2  # the coinciding series differ in marker and dash
     assert ax.get_xscale() == "log"  # 2, 4, 8: a geometric sweep
-    real_close(captured["fig"])
+    plt.close(fig)
 
 
 # -- files -----------------------------------------------------------------------------------------

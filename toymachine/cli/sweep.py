@@ -14,6 +14,7 @@ import typer
 from ..errors import ConfigError
 from ..experiments.columns import column_key, columns_report
 from ..experiments.parallel import EXECUTORS, default_jobs
+from ..experiments.plot import MAX_SERIES
 from ..experiments.sweep import check_plot, expand_grid, plot_sweep, sweep, sweep_report
 from ..gen.registry import generator_names, get_generator
 from ..machine import resolve_machine
@@ -146,7 +147,12 @@ def sweep_command(
     output: Optional[str] = output_option("Write the table to FILE instead of standard output."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Also draw the sweep to FILE.png or FILE.svg "
                                                             "(needs matplotlib: the 'plot' extra)."),
-    x: Optional[str] = typer.Option(None, "--x", help="Parameter on the plot's x axis (default: the first that varies)."),
+    x: Optional[str] = typer.Option(None, "--x", help="Parameter on the plot's x axis (default: the numeric one swept "
+                                                      "over the most values)."),
+    size: str = typer.Option("slide", "--size", help="Plot size: slide (16:9, large type) or page (7 × 4.5 in)."),
+    max_series: int = typer.Option(MAX_SERIES, "--max-series", min=1, help="The most lines a plot draws (one per "
+                                                                            "combination of the other swept "
+                                                                            "parameters); more is an error."),
     metric: str = typer.Option("cycles", "--y", help="Plotted metric, a column's name: cycles, loads, stores, "
                                                      "dram_reads, dram_writes, traffic (with its lower bound), "
                                                      "registers_used, intensity, gap …; tile machine: sram_peak, "
@@ -198,7 +204,7 @@ def sweep_command(
         grid = _grid_from_args(spec, list(ctx.args), locate=lambda k: _location(ctx, k))
         points = expand_grid(spec, grid)
         if plot:  # before the sweep runs: a bad --plot fails at once
-            check_plot(spec, points, plot, x=x, metric=metric)
+            check_plot(spec, points, plot, x=x, metric=metric, size=size, max_series=max_series)
         base = resolve_machine(machine)
         with progress_bar(f"sweep {spec.name}", show_progress(progress) and len(points) > 1) as update:
             rows = sweep(spec, grid, machine=base, on_point=update, jobs=jobs or default_jobs(),
@@ -208,7 +214,7 @@ def sweep_command(
             report = select_columns(report, [column_key(c, [p.name for p in spec.params]) for c in columns.split(",")])
         write_output(render_report(report, fmt.value, width=width), output)
         if plot:
-            plot_sweep(rows, spec, plot, x=x, metric=metric)
+            plot_sweep(rows, spec, plot, x=x, metric=metric, size=size, max_series=max_series)
         if any(r.matches is False for r in rows):
             typer.echo("error: a simulated count differs from its closed-form cost (sim = formula: NO)", err=True)
             raise typer.Exit(1)
