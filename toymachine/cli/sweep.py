@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Location
 from ..experiments.columns import column_key, columns_report
 from ..experiments.parallel import EXECUTORS, default_jobs
 from ..experiments.plot import MAX_SERIES
@@ -158,6 +158,9 @@ def sweep_command(
                                                      "registers_used, intensity, gap …; tile machine: sram_peak, "
                                                      "flops, time_s (a machine with a clock, e.g. --machine h100) "
                                                      "— --columns help lists them all."),
+    latex_fit: bool = typer.Option(False, "--latex-fit", help="With --format latex: scale each table down to fit "
+                                                             "the line width and a beamer frame's height "
+                                                             "(graphicx's \\resizebox; beamer loads graphicx)."),
     machine: Optional[str] = machine_option("Machine preset or YAML file: per-instruction cycles, unit rates, clock "
                                             "(each point's registers/SRAM come from its parameters)."),
     columns: Optional[str] = typer.Option(None, "--columns", help="Only these columns, in this order (e.g. "
@@ -200,6 +203,9 @@ def sweep_command(
         if generator is None:
             raise ConfigError("which generator? e.g. toym sweep matmul --registers 3..6",
                               hint="toym sweep --list shows the generators and their parameters")
+        if latex_fit and fmt.value != "latex":
+            raise ConfigError(f"--latex-fit scales LaTeX tables; the format is {fmt.value}", loc=Location("--latex-fit"),
+                              hint="add --format latex, or drop --latex-fit")
         spec = get_generator(generator)
         grid = _grid_from_args(spec, list(ctx.args), locate=lambda k: _location(ctx, k))
         points = expand_grid(spec, grid)
@@ -212,7 +218,7 @@ def sweep_command(
         report = sweep_report(rows, spec)
         if columns is not None:
             report = select_columns(report, [column_key(c, [p.name for p in spec.params]) for c in columns.split(",")])
-        write_output(render_report(report, fmt.value, width=width), output)
+        write_output(render_report(report, fmt.value, width=width, latex_fit=latex_fit), output)
         if plot:
             plot_sweep(rows, spec, plot, x=x, metric=metric, size=size, max_series=max_series)
         if any(r.matches is False for r in rows):

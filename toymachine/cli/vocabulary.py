@@ -98,6 +98,7 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--y", None, "plot: the metric on the y axis (a column's name, as --columns takes it)"),
     Flag("--size", None, "plot: slide (16:9, the default) or page"),
     Flag("--max-series", None, "plot: the most lines drawn (default 6)"),
+    Flag("--latex-fit", None, "latex: scale each table to fit the line width and a beamer frame (graphicx)"),
     Flag("--list", None, "list the generators and their parameters"),
     Flag("--check/--no-check", None, "memory: simulate the smaller points and compare with the formula"),
     Flag("--a", None, "systolic: matrix A (YAML, .npy, .npz)"),
