@@ -8,6 +8,8 @@ import sys
 import zipfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT
 from toymachine.check import load_problem
@@ -243,3 +245,25 @@ def test_a_zips_entry_count_is_judged_from_its_end_record(tmp_path, toym, monkey
     code, _, err = toym("grade", tmp_path / "class.zip", "-p", P1, "--out", tmp_path / "out", "-j", "1")
     assert code == 2 and f"declares {entries:,} entries; the limit is 1,000" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+SHELL_PIECES = ["$(", ")", "`", "'", '"', ";", "&", "|", "\n", " ", "$HOME", "\\", "*", "!", "#", "-", "<", ">", "é"]
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@given(pieces=st.lists(st.sampled_from(SHELL_PIECES) | st.text(max_size=4), max_size=8))
+def test_any_problem_name_reaches_the_zip_as_data(tmp_path_factory, pieces):
+    import io
+
+    from toymachine.check.autograder import CONFIG_NAME, RUN_AUTOGRADER, SETUP_SH, autograder_zip
+
+    name = "".join(pieces).replace("/", "_").replace("\0", "_") + ".yaml"
+    folder = tmp_path_factory.mktemp("p")
+    try:
+        (folder / name).write_bytes(P1.read_bytes())
+    except (OSError, UnicodeEncodeError):  # a name this file system refuses is no one's problem file
+        return
+    archive = autograder_zip(folder / name, ("toymachine-0.1.0-py3-none-any.whl", b"x"))
+    with zipfile.ZipFile(io.BytesIO(archive)) as zf:
+        assert zf.read("setup.sh").decode() == SETUP_SH and zf.read("run_autograder").decode() == RUN_AUTOGRADER
+        assert json.loads(zf.read(CONFIG_NAME))["problem"] == name and zf.read(name) == P1.read_bytes()

@@ -119,6 +119,10 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
           "and replaced", integer=False, front=_SERVE),
     Limit("serve_sweep_points", 64, "points", "points of one /api/sweep", front=_SERVE),
     Limit("serve_worker_memory_bytes", 3 << 30, "bytes", "a worker process's address space (RLIMIT_AS)", front=_SERVE),
+    Limit("serve_queue_seconds", 10.0, "seconds", "how long a request waits for a worker before it is answered 503 "
+          "with Retry-After", integer=False, front=_SERVE),
+    Limit("serve_client_requests", 4, "requests", "requests one client (address) may have waiting or running; one "
+          "more is answered 429 with Retry-After", front=_SERVE),
     # toym grade: what one submission may cost (check.limits.GradeLimits is the typed view of these rows)
     Limit("grade_bytes", 1_000_000, "bytes", "one submitted trace file", front=_GRADE),
     Limit("grade_instructions", 200_000, "lines", "lines of one submitted trace (each at most one instruction)",
