@@ -89,7 +89,12 @@ def _compile(engine: str, fragments: list[tuple[str, str]], folder) -> None:
     for i, (what, tex) in enumerate(fragments):
         (folder / f"f{i}.tex").write_text(tex, encoding="utf-8")
         body.append(f"\\typeout{{FRAGMENT {i}}}\\input{{f{i}}}\\clearpage")
-    doc = "\\documentclass{article}\n\\begin{document}\n" + "\n".join(body) + "\n\\end{document}\n"
+    from toymachine.render.tex import FIT_PACKAGES_LINE
+
+    # LaTeX's own commands only, but for --latex-fit fragments: their first line asks for graphicx
+    fit = any(tex.startswith(FIT_PACKAGES_LINE) for _, tex in fragments)
+    doc = ("\\documentclass{article}\n" + ("\\usepackage{graphicx}\n" if fit else "") + "\\begin{document}\n"
+           + "\n".join(body) + "\n\\end{document}\n")
     (folder / "all.tex").write_text(doc, encoding="utf-8")
     proc = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "all.tex"], cwd=folder,
                           capture_output=True, text=True, timeout=600, errors="replace")
