@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, built_once, need_tool
 
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS))
@@ -55,6 +55,7 @@ def test_the_docs_have_commands_and_outputs():
     assert sum(s.kind == "output" for s in all_steps) >= 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[_rel(p) for p in PAGES])
 def test_page_commands_run_and_outputs_are_real(page, toym):
     failures = []
@@ -233,6 +234,7 @@ def test_api_page_documents_the_public_modules():
 
 
 # -- live pages ------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_step_viewers_are_offline_pages_embedded_in_the_docs():
     files = live.files()
     embedded = "\n".join(p.read_text(encoding="utf-8") for p in english_pages())
@@ -253,19 +255,21 @@ def test_step_viewers_are_offline_pages_embedded_in_the_docs():
 HAVE_MKDOCS = importlib.util.find_spec("mkdocs") is not None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    """The site, built once with ``mkdocs build --strict`` (a warning fails the build)."""
-    if not HAVE_MKDOCS:
-        pytest.skip("mkdocs not installed (pip install -e '.[docs]')")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    out = tmp_path_factory.mktemp("site") / "site"
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-6000:]
-    return out
+    """The site, built once per session with ``mkdocs build --strict`` (a warning fails the build)."""
+    need_tool(HAVE_MKDOCS, "mkdocs", "pip install -e '.[docs]'")
+
+    def build(folder):
+        env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+        res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(folder)],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-6000:]
+
+    return built_once(tmp_path_factory, "site", build)
 
 
+@pytest.mark.docs
 def test_mkdocs_build_strict(site):
     for lang in ("", "zh/", "ja/"):
         assert (site / lang / "tutorials" / "lecturer" / "index.html").exists()
@@ -284,7 +288,7 @@ def test_mkdocs_build_strict(site):
     assert embedded >= 3 * 3  # home, lecturer tutorial (2), seeds: in three languages
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def served(site):
     """The built site on a local HTTP server (a step viewer's frame is readable only over http): its URL."""
     import functools
@@ -301,37 +305,27 @@ def served(site):
     server.shutdown()
 
 
-def _chromium() -> str:
-    from browser import find_chromium
-
-    chromium = find_chromium()
-    if chromium is None:
-        pytest.skip("no chromium installed (apt-get install -y chromium)")
-    return chromium
-
-
+@pytest.mark.docs
 @pytest.mark.browser
-def test_step_viewer_steps_inside_the_docs_page(served, tmp_path):
+def test_step_viewer_steps_inside_the_docs_page(served, browser, tmp_path):
     """Headless Chromium opens the lecturer tutorial from a local server, scrolls to the embedded step
     viewer, clicks its → button: the viewer steps and its cycle counter follows; a screenshot is taken."""
     import time
 
-    from browser import Browser
-
     frame = "document.querySelector('iframe.toym-live')"
     viewer = f"{frame}.contentWindow"
-    with Browser(_chromium()) as b:
-        b.send("Page.enable")
-        b.send("Page.navigate", url=served + "tutorials/lecturer/")
-        deadline = time.time() + 60
-        while not b.eval(f"!!({frame} && ({frame}.scrollIntoView(), {viewer}.toym))"):
-            assert time.time() < deadline, "the embedded step viewer did not load"
-            time.sleep(0.1)
-        assert b.eval(f"{viewer}.toym.step()") == 0
-        b.eval(f"{viewer}.document.getElementById('b-next').click()")
-        assert b.eval(f"{viewer}.toym.step()") == 1
-        assert b.eval(f"{viewer}.document.getElementById('c-cycles').textContent") == "1"
-        shot = b.send("Page.captureScreenshot", format="png")["data"]
+    b = browser
+    b.send("Page.enable")
+    b.send("Page.navigate", url=served + "tutorials/lecturer/")
+    deadline = time.time() + 60
+    while not b.eval(f"!!({frame} && ({frame}.scrollIntoView(), {viewer}.toym))"):
+        assert time.time() < deadline, "the embedded step viewer did not load"
+        time.sleep(0.1)
+    assert b.eval(f"{viewer}.toym.step()") == 0
+    b.eval(f"{viewer}.document.getElementById('b-next').click()")
+    assert b.eval(f"{viewer}.toym.step()") == 1
+    assert b.eval(f"{viewer}.document.getElementById('c-cycles').textContent") == "1"
+    shot = b.send("Page.captureScreenshot", format="png")["data"]
     import base64
 
     png = base64.b64decode(shot)
@@ -370,62 +364,60 @@ def _open(b, url: str) -> None:
     time.sleep(0.3)  # the frames' resize observers run
 
 
+@pytest.mark.docs
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [1280, 390], ids=["desktop", "phone"])
-def test_pages_fit_the_screen(served, width):
+def test_pages_fit_the_screen(served, browser, width):
     """Home, Get started, a tutorial, the CLI reference and a translation, at 1280 px and at 390 px (a phone):
     the page never scrolls sideways, a wide code block scrolls inside itself, and each embedded step viewer
     shows all of its content (as tall as its content, nothing wider than its frame)."""
-    from browser import Browser
-
     failures = []
-    with Browser(_chromium()) as b:
-        b.send("Page.enable")
-        b.send("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=width < 600)
-        seen_frames = seen_wide = 0
-        for name, rel in SCREEN_PAGES.items():
-            _open(b, served + rel)
-            fit = b.eval(FIT)
-            if fit["scrollWidth"] > fit["clientWidth"]:
-                failures.append(f"{name}: the page scrolls sideways ({fit['scrollWidth']} > {fit['clientWidth']} px)")
-            if fit["unscrolled"]:
-                failures.append(f"{name}: {fit['unscrolled']} wide code block(s) do not scroll")
-            for f in fit["frames"]:
-                if f["contentHeight"] > f["height"] + 1 or f["contentWidth"] > f["viewWidth"] + 1:
-                    failures.append(f"{name}: the viewer {f['src']} is clipped: content {f['contentWidth']}×"
-                                    f"{f['contentHeight']} in a {f['width']:.0f}×{f['height']:.0f} frame")
-            seen_frames += len(fit["frames"])
-            seen_wide += fit["wideBlocks"]
+    b = browser
+    b.send("Page.enable")
+    b.send("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=width < 600)
+    seen_frames = seen_wide = 0
+    for name, rel in SCREEN_PAGES.items():
+        _open(b, served + rel)
+        fit = b.eval(FIT)
+        if fit["scrollWidth"] > fit["clientWidth"]:
+            failures.append(f"{name}: the page scrolls sideways ({fit['scrollWidth']} > {fit['clientWidth']} px)")
+        if fit["unscrolled"]:
+            failures.append(f"{name}: {fit['unscrolled']} wide code block(s) do not scroll")
+        for f in fit["frames"]:
+            if f["contentHeight"] > f["height"] + 1 or f["contentWidth"] > f["viewWidth"] + 1:
+                failures.append(f"{name}: the viewer {f['src']} is clipped: content {f['contentWidth']}×"
+                                f"{f['contentHeight']} in a {f['width']:.0f}×{f['height']:.0f} frame")
+        seen_frames += len(fit["frames"])
+        seen_wide += fit["wideBlocks"]
     assert not failures, "\n".join(failures)
     assert seen_frames >= 3 and seen_wide >= 1  # the pages do hold viewers and a wide block to judge
 
 
+@pytest.mark.docs
 @pytest.mark.browser
 @pytest.mark.parametrize("lang,text", [("zh", "快速上手"), ("ja", "はじめに")])
-def test_translated_pages_draw_their_script_with_a_declared_font(served, lang, text):
+def test_translated_pages_draw_their_script_with_a_declared_font(served, browser, lang, text):
     """The heading of a translated Get started is drawn with a font from the CJK stack docs/assets/toym.css
     declares for the language (not a fallback without the glyphs: empty boxes), as Chromium reports the
     fonts it used. Skipped where no CJK font is installed (CI installs fonts-noto-cjk: .ci/run)."""
     import shutil
 
-    from browser import Browser
-
-    if shutil.which("fc-list") is None or not subprocess.run(["fc-list", f":lang={lang}", "family"], capture_output=True,
-                                                             text=True, check=False).stdout.strip():
-        pytest.skip(f"no font with {lang} glyphs installed (apt-get install -y fonts-noto-cjk)")
+    need_tool(shutil.which("fc-list") and subprocess.run(["fc-list", f":lang={lang}", "family"], capture_output=True,
+                                                         text=True, check=False).stdout.strip(),
+              f"a font with {lang} glyphs", "apt-get install -y fonts-noto-cjk")
     css = (DOCS / "assets" / "toym.css").read_text(encoding="utf-8")
     block = re.search(r'\[lang="' + lang + r'"\] \{(.*?)\}', css, flags=re.DOTALL).group(1)
     stack = re.findall(r'"([^"]+)"', re.search(r"--md-text-font:(.*?);", block, flags=re.DOTALL).group(1))
-    with Browser(_chromium()) as b:
-        b.send("Page.enable")
-        _open(b, served + f"{lang}/get-started/")
-        assert b.eval("document.documentElement.lang") == lang
-        b.send("DOM.enable")
-        b.send("CSS.enable")
-        root = b.send("DOM.getDocument")["root"]["nodeId"]
-        h1 = b.send("DOM.querySelector", nodeId=root, selector="h1")["nodeId"]
-        assert text in b.eval("document.querySelector('h1').textContent")
-        fonts = b.send("CSS.getPlatformFontsForNode", nodeId=h1)["fonts"]
+    b = browser
+    b.send("Page.enable")
+    _open(b, served + f"{lang}/get-started/")
+    assert b.eval("document.documentElement.lang") == lang
+    b.send("DOM.enable")
+    b.send("CSS.enable")
+    root = b.send("DOM.getDocument")["root"]["nodeId"]
+    h1 = b.send("DOM.querySelector", nodeId=root, selector="h1")["nodeId"]
+    assert text in b.eval("document.querySelector('h1').textContent")
+    fonts = b.send("CSS.getPlatformFontsForNode", nodeId=h1)["fonts"]
     used = {f["familyName"] for f in fonts if f["glyphCount"]}
     assert used and used <= set(stack), f"drawn with {used}, not the declared {stack}"

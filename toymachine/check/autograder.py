@@ -81,7 +81,7 @@ _WHEEL_NAME = re.compile(r"[A-Za-z0-9_.]+-[A-Za-z0-9_.!+]+(-[0-9][A-Za-z0-9_.]*)
                          r"-[A-Za-z0-9_.]+\.whl")
 
 
-WHEEL_EPOCH = 1767225600  # 2026-01-01 00:00 UTC, the date of the zip's other entries
+WHEEL_EPOCH = 1767225600  # midnight UTC, 1 January 2026: the date of the zip's other entries
 
 
 def build_wheel(project: str | os.PathLike | None = None) -> tuple[str, bytes]:

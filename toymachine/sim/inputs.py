@@ -16,11 +16,16 @@ Called once, after the run, from ``sim.simulate``: nothing here is on the interp
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["unset_inputs", "misread_inputs", "close_name", "empty_trace"]
 
 import re
 
 from ..errors import AsmError, DataError, Location
+
+if TYPE_CHECKING:
+    from .run import Run
 
 
 def _one_edit(a: str, b: str) -> bool:
@@ -61,7 +66,7 @@ def _surely_misread(name: str, guess: str) -> bool:
     return name.lower() == guess.lower() or min(len(name), len(guess)) >= MISREAD_MIN_LENGTH
 
 
-def _unset(run) -> list[tuple[str, str | None]]:
+def _unset(run: Run) -> list[tuple[str, str | None]]:
     """(name, the given array it is close to, or None) for each array read but never given, in order of first use."""
     arrays = run.memory.arrays
     given = [n for n, a in arrays.items() if a.given or a.fixed or a.fill is not None]
@@ -69,14 +74,14 @@ def _unset(run) -> list[tuple[str, str | None]]:
             if arrays[name].randomised and not (arrays[name].given or arrays[name].fixed or arrays[name].fill is not None)]
 
 
-def _where(run, name: str) -> Location:
+def _where(run: Run, name: str) -> Location:
     line = run.used_arrays.get(name, 0)
     src = run.first_use_text.get(name) or (run.source(line) if line else None)
     col, length = _column(src, name)
     return Location(run.file, line, col, src, length)
 
 
-def misread_inputs(run) -> list[DataError]:
+def misread_inputs(run: Run) -> list[DataError]:
     """One located error per array read but never given whose name is surely a typo of a given one's."""
     return [DataError(f"array '{name}' is read but never given: did you mean '{guess}'?", loc=_where(run, name),
                       hint=f"'{guess}' is given; read '{guess}', or give '{name}' with .data {name} = […], "
@@ -84,7 +89,7 @@ def misread_inputs(run) -> list[DataError]:
             for name, guess in _unset(run) if guess is not None and _surely_misread(name, guess)]
 
 
-def unset_inputs(run, strict: bool = False) -> list[DataError]:
+def unset_inputs(run: Run, strict: bool = False) -> list[DataError]:
     """One located error per array read but never given (in order of first use) and not a typo
     (``misread_inputs`` has those); ``strict``: worded as the error ``--strict`` makes it."""
     out = []
