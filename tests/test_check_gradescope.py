@@ -55,7 +55,7 @@ def test_check_prints_gradescope_results(toym):
     validate(d)
     assert code == 1 and d["score"] == 7 and [t["name"] for t in d["tests"]] == ["c", "cycles", "loads"]
     assert [(t["score"], t["max_score"]) for t in d["tests"]] == [(6, 6), (1, 3), (0, 1)]
-    assert d["tests"][1]["output"] == "cycles: 25 > 22 (≤ 25: 1 of 3 points)"
+    assert d["tests"][1]["output"] == "25 cycles: 3 over the budget of 22; 25 or fewer earns 1 of 3 points"
 
 
 def test_hidden_checks_are_hidden_tests(toym, tmp_path):
