@@ -1,5 +1,5 @@
-"""The chunked d 192 Gluon backward in the model (issue 21 item 5, follow-up), on the CPU: the
-launches model.dispatch lists where host/hopper_d192.py dispatches it, their labels, and each
+"""The chunked d 192 Gluon backward in the model, on the CPU: the launches model.dispatch lists
+where host/dispatch.py dispatches it, their labels, and each
 launch's schedule — the tile simulator's bytes against the hand formula and against a closed
 form of the kernel's loads (kernels/hopper_bwd_chunked.py: 64-column TMA boxes on the unpadded
 (B·H·N, 192) rows, so 192 x 2 bytes a row, not the 256 the `tl` kernels pad to on chip)."""
@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from kernels_gpu import KernelConfig, predict_traffic  # noqa: E402
+from kernels_gpu.host import dispatch as host_dispatch  # noqa: E402
 from kernels_gpu.host import hopper_d192  # noqa: E402
 from kernels_gpu.host.hopper_d192 import D192Config  # noqa: E402
 from kernels_gpu.model import dispatch  # noqa: E402
@@ -24,8 +25,8 @@ ONE = D192Config(None, (64, 64, 4, 2), (64, 32, 4, 2))
 def tables(monkeypatch):
     """DISPATCH_D192 pinned (a re-tuned table must not move these tests): dV apart when not
     causal, one dK/dV launch when causal; below N 1k nothing."""
-    monkeypatch.setattr(hopper_d192, "HAVE_GLUON", True)
-    monkeypatch.setattr(hopper_d192, "DISPATCH_D192", {False: [(1023, None), (1 << 62, APART)],
+    monkeypatch.setattr(host_dispatch, "HAVE_GLUON", True)
+    monkeypatch.setattr(host_dispatch, "DISPATCH_D192", {False: [(1023, None), (1 << 62, APART)],
                                                        True: [(1023, None), (1 << 62, ONE)]})
 
 
@@ -61,7 +62,7 @@ def test_the_chunked_launches_a_d192_dispatch_implies(tables, causal, want):
     # grouped heads: the same chunked launches, on K/V copied out to the query heads
     grouped = dispatch.launches(2048, 192, causal, heads=4, kv_heads=2)
     assert [(ln.function, ln.label, ln.part) for ln in grouped[2:]] == [w[:3] for w in want]
-    assert dispatch.gluon_choice(2048, 192, causal, env={"KERNELS_GPU_WS": "0"}) \
+    assert host_dispatch.choose(2048, 192, causal, env={"KERNELS_GPU_WS": "0"}) \
         == {"bwd_d192": cfg}
 
 

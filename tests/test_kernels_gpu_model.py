@@ -376,7 +376,7 @@ def test_every_study_column_names_a_known_kernel():
     from kernels_gpu.bench.fit_gluon import gluon_studies
     from kernels_gpu.model import gluon
     from kernels_gpu.model.dispatch import d192_labels
-    from kernels_gpu.host.hopper_d192 import DISPATCH_D192
+    from kernels_gpu.host.dispatch import DISPATCH_D192
     seen = set()
     for name in gluon_studies():
         for r in _stored(name)["rows"]:

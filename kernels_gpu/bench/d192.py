@@ -21,6 +21,7 @@ import sys
 
 import torch
 
+from ..host import dispatch
 from ..host import flash_attn as fa
 from ..host import hopper_d192 as g
 from ..host import launch as L
@@ -97,7 +98,7 @@ def main(argv=None) -> int:
             p = L.problem_of(qd, kd, vd, causal)
             old_cfgs = dict(dkdv_config=L.resolve_config("bwd_dkdv", p),
                             dq_config=L.resolve_config("bwd_dq", p))
-            disp = g.dispatch_d192(p, False)
+            disp = dispatch.choose_for(p, False).get("bwd_d192")
             row["dispatch"] = disp.label() if disp else None
             variants = {"old": lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do,
                                                                    causal, **old_cfgs),

@@ -16,11 +16,14 @@ import sys
 
 import torch
 
+from ..host import dispatch, hopper, hopper_bwd_ws
 from ..host import flash_attn as fa
-from ..host import hopper, hopper_bwd_ws
 from ..host import launch as L
-from ..host.hopper_bwd_ws import (attention_backward_dkdv_ws, attention_backward_ws_fused,
-                                  ws_bwd_label)
+from ..host.hopper_bwd_ws import (
+    attention_backward_dkdv_ws,
+    attention_backward_ws_fused,
+    ws_bwd_label,
+)
 from . import study
 from .hopper_bwd import label
 from .run import attention_flops, environment
@@ -78,8 +81,9 @@ def point(d: int, n: int, causal: bool, repeats: int, variants, public=()) -> di
     delta = L.new_empty((b, h, n), qd, torch.float32)
     dq = torch.empty_like(qd)
     dq_cfg = L.honour("bwd_dq", p, L.resolve_config("bwd_dq", p))
-    kv1 = hopper.dispatch_dkdv(p, False)  # the one-partition Gluon dK/dV dispatched before
-    gdq = hopper.dispatch_dq(p, False)
+    choice = dispatch.choose_for(p, False)
+    kv1 = choice.get("bwd_dkdv")  # the one-partition Gluon dK/dV dispatched before
+    gdq = choice.get("bwd_dq")
     row = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {}, "runs": {},
            "err": {}, "dq": label("dq", gdq) if gdq else f"tl dq {dq_cfg.short()}"}
     L.launch_preprocess(p, o, dod, delta)
@@ -133,7 +137,7 @@ def point(d: int, n: int, causal: bool, repeats: int, variants, public=()) -> di
         study.time_into(row, f"backward with {name}", whole, repeats)
     study.time_into(row, "dispatched backward", lambda: fa.flash_attention_backward(
         qd, kd, vd, o, lse, dod, causal), repeats)
-    table = hopper_bwd_ws.DISPATCH_DKDV_WS
+    table = dispatch.DISPATCH_DKDV_WS
     saved = table.get((d, causal))
     try:
         for cfg in public:  # the public path with the warp-specialised kernel dispatched

@@ -16,8 +16,8 @@ import statistics
 
 import torch
 
+from ..host import dispatch, hopper
 from ..host import flash_attn as fa
-from ..host import hopper
 from ..host import launch as L
 
 
@@ -29,7 +29,8 @@ def variants(d: int, n: int, causal: bool) -> dict:
     o, lse = fa.flash_attention_forward(q, k, v, causal)
     p = L.problem_of(q, k, v, causal)
     scale = fa.softmax_scale(None, d)
-    kv, dqc = hopper.dispatch_dkdv(p, False), hopper.dispatch_dq(p, False)
+    choice = dispatch.choose_for(p, False)
+    kv, dqc = choice.get("bwd_dkdv"), choice.get("bwd_dq")
     dq_cfg = L.honour("bwd_dq", p, L.resolve_config("bwd_dq", p))
     fixed = dict(delta=L.new_empty((b, h, n), q, torch.float32), dq=torch.empty_like(q),
                  dk=torch.empty_like(k), dv=torch.empty_like(v))

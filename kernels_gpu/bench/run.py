@@ -172,21 +172,19 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
         qd, kd = (t.to(DTYPES[spec["dtype"]]) for t in (qd, kd))
     passes = ("fwd",) if fp8 else cfgs.PASSES
     row["configs"] = {p: fa.resolve_config(p, qd, causal, k=kd).to_dict() for p in passes}
-    from ..host import hopper, launch
-    gluon = None if fp8 else hopper.dispatch_config(launch.problem_of(qd, kd, kd, causal),
-                                                    False)
+    from ..host import dispatch, hopper, launch
+    choice = {} if fp8 else dispatch.choose_for(launch.problem_of(qd, kd, kd, causal), False)
+    gluon = choice.get("fwd")
     if gluon is not None:  # the forward ran on the Gluon Hopper kernel, not configs["fwd"]
-        row["fwd_kernel"] = "gluon M{}N{}w{}".format(*gluon)
-        ws = hopper.dispatch_ws(launch.problem_of(qd, kd, kd, causal), False)
-        row["fwd_kernel"] = hopper.ws_label(ws) if ws else row["fwd_kernel"]
-        dkdv = hopper.dispatch_dkdv(launch.problem_of(qd, kd, kd, causal), False)
+        ws = choice.get("fwd_ws")
+        row["fwd_kernel"] = hopper.ws_label(ws) if ws else "gluon M{}N{}w{}".format(*gluon)
+        dkdv = choice.get("bwd_dkdv")
         if dkdv is not None:  # the backward's dK/dV ran on the Gluon kernel
             row["bwd_dkdv_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dkdv)
-            dq = hopper.dispatch_dq(launch.problem_of(qd, kd, kd, causal), False)
+            dq = choice.get("bwd_dq")
             if dq is not None:  # and its dQ too (model/gluon.py reads both names)
                 row["bwd_dq_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dq)
-    from ..host.hopper_d192 import dispatch_d192
-    d192 = None if fp8 else dispatch_d192(launch.problem_of(qd, kd, kd, causal), False)
+    d192 = choice.get("bwd_d192")
     if d192 is not None:  # the backward ran on the chunked Gluon d 192 launches
         row.update(d192_names(d192))
     return row
