@@ -4,8 +4,6 @@ list it implies, and each Gluon launch's schedule — the tile simulator's bytes
 formula, to the byte."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -17,7 +15,6 @@ from kernels_gpu.host import hopper_d192  # noqa: E402
 from kernels_gpu.host import launch as host_launch  # noqa: E402
 from kernels_gpu.model import dispatch  # noqa: E402
 from kernels_gpu.model.tile_traffic import simulated_traffic  # noqa: E402
-
 
 
 def test_choose_follows_the_tables(tables):
@@ -233,7 +230,7 @@ def test_compare_walks_a_dispatched_case(tmp_path):
 
 
 def test_gluon_launches_against_the_stored_h100_measurements():
-    """The ncu run of the public path (fifth session, results/traffic_gluon_h100.*): 16
+    """The ncu run of the public path (data/traffic_gluon_h100.*): 16
     launches, the host's dispatch = model.dispatch's in every case; the Gluon forwards (one
     partition, warp-specialised lag and ping-pong), dK/dV and dQ predicted with their own
     schedule. Pointer loads to the byte in all 16 (the Gluon dK/dV's lse and D once per warp);
@@ -241,16 +238,12 @@ def test_gluon_launches_against_the_stored_h100_measurements():
     layout (each warp store fills half of each 32-byte sector: about 2 L2 write sectors per
     sector of dK, dV, dQ) and the split's register spills (the whole gap is local stores);
     DRAM reads within 4 % of the compulsory bytes but the split (K/V read from L2)."""
-    import json
-    from pathlib import Path
 
-    from kernels_gpu.model import traffic
+    from kernels_gpu.model import data, traffic
 
-    results = Path(traffic.RESULTS_DIR)
-    cases = json.loads((results / "traffic_gluon_h100_cases.json").read_text())
+    cases = data.load_json("traffic_gluon_h100_cases.json")
     assert all(c["model_agrees"] for c in cases)
-    rows = traffic.compare(traffic.parse_ncu_csv((results / "traffic_gluon_h100.csv").read_text()),
-                           cases)
+    rows = traffic.stored_rows("traffic_gluon_h100.csv", "traffic_gluon_h100_cases.json")
     assert len(rows) == 16
     assert {r["function"] for r in rows} >= {"_attn_fwd_hopper", "_attn_fwd_ws",
                                              "_attn_bwd_dkdv_hopper", "_attn_bwd_dq_hopper"}

@@ -190,26 +190,3 @@ def test_compare_walks_a_d192_case():
         assert (r["pred_read"], r["pred_write"], r["config"]) == \
             (t.read_bytes, t.write_bytes, launch.config.short())
     assert "| gluon192 dv M32N64w4s2 |" in traffic.render(rows)
-
-
-def test_the_results_table_is_the_models():
-    """RESULTS.md's table of the chunked launches' predicted MB (fp16, B 4, H 32, N 4096, the
-    dispatched g-n128) is what model.dispatch and the tile simulator give now."""
-    import re
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parent.parent / "kernels_gpu" / "RESULTS.md").read_text()
-    rows = {m.group(1): [float(x) for x in re.findall(r"\d+\.\d", m.group(2))]
-            for m in re.finditer(r"^\| d[VKQ] \| (gluon192 \w+ M\w+) \|(.*)$", text, re.M)}
-    assert len(rows) == 3
-    got: dict[str, list] = {}
-    for causal in (False, True):
-        for ln in dispatch.d192_launches("bwd_dkdv", dispatch.d192_labels(
-                hopper_d192.CANDIDATES["g-n128"])["bwd_dkdv"]) + dispatch.d192_launches(
-                "bwd_dq", dispatch.d192_labels(hopper_d192.CANDIDATES["g-n128"])["bwd_dq"]):
-            p = simulated_traffic(4096, 192, 4, 32, causal, pass_=ln.pass_, config=ln.config,
-                                  part=ln.part or None, kernel=ln.label)
-            got.setdefault(ln.label, []).extend([p.read_bytes, p.pointer_read_bytes])
-            if causal:
-                got[ln.label] += [p.compulsory_read_bytes, p.write_bytes]
-    assert {k: [round(x / 1e6, 1) for x in v] for k, v in got.items()} == rows

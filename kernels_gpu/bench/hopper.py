@@ -17,8 +17,8 @@ import torch
 from ..host import flash_attn as fa
 from ..host.hopper import attention_forward_hopper, attention_forward_ws
 from .check import sdpa
-from .study import median_ms
 from .run import attention_flops, environment
+from .study import median_ms
 
 VARIANTS = {64: [(128, 128, 8), (128, 64, 8), (64, 128, 4)],
             128: [(128, 128, 8), (128, 64, 8), (64, 64, 4)]}

@@ -16,7 +16,7 @@ import sys
 
 import torch
 
-from ..host import dispatch, hopper, hopper_bwd_ws
+from ..host import dispatch, hopper
 from ..host import flash_attn as fa
 from ..host import launch as L
 from ..host.hopper_bwd_ws import (

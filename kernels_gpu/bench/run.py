@@ -31,9 +31,9 @@ import time
 
 import torch
 
-from . import alarm, tables
 from ..host import configs as cfgs
 from ..host import flash_attn as fa
+from . import alarm, tables
 from .check import DTYPES, check, compile_one, precompile, sdpa
 
 __all__ = ["GRIDS", "attention_flops", "time_point", "main"]
@@ -248,7 +248,7 @@ def run_predict(args) -> int:
         rows = study_rows(points) + whole_rows(whole)
         head = render_study(points, stored["env"]) + render_whole(whole)
     else:
-        rows = tables.add_predictions(stored["rows"], gpu, calib, stored["env"].get("date", ""))
+        rows = tables.add_predictions(stored["rows"], gpu, calib)
         head = tables.render_predict(rows, stored["env"], calib)
     found = alarm.alarms(rows, gpu, args.alarm)
     unexplained, _ = alarm.explain(found)

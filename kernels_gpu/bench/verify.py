@@ -33,15 +33,20 @@ import torch
 
 from toymachine.cost import attention_tile_cost
 from toymachine.errors import ConfigError
-from toymachine.result import json_value
 from toymachine.gen.tile import run_attention
-from toymachine.sim.memory import random_block
 from toymachine.render import Report, Section
 from toymachine.render.cells import Num
+from toymachine.result import json_value
+from toymachine.sim.memory import random_block
 
 from ..host.configs import autotune_enabled
-from ..host.flash_attn import (INTERPRETER, MAX_HEAD_DIM, flash_attention_backward, flash_attention_forward,
-                         resolve_config)
+from ..host.flash_attn import (
+    INTERPRETER,
+    MAX_HEAD_DIM,
+    flash_attention_backward,
+    flash_attention_forward,
+    resolve_config,
+)
 from ..model.dispatch import Launch, case_launches, host_labels, launches, pass_labels
 from ..model.schedule import predict_traffic
 

@@ -36,10 +36,10 @@ from __future__ import annotations
 import torch
 import triton
 
+from ..kernels import INTERPRETER
 from . import dispatch, graphs, hopper, hopper_bwd_ws, hopper_d192
 from . import launch as L
 from .configs import KernelConfig, autotune_enabled
-from ..kernels import INTERPRETER
 from .launch import FP8_DTYPES, MAX_HEAD_DIM, Problem
 from .reference import attention_reference, softmax_scale
 

@@ -19,10 +19,22 @@ from dataclasses import dataclass, replace
 import torch
 import triton
 
-from .configs import (KernelConfig, autotune_enabled, choose_config, cross_config, dkdv_split,
-                      tma_allowed)
-from ..kernels import (INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_bwd_preprocess,
-                      _attn_fwd, padded_head_dim)
+from ..kernels import (
+    INTERPRETER,
+    _attn_bwd_dkdv,
+    _attn_bwd_dq,
+    _attn_bwd_preprocess,
+    _attn_fwd,
+    padded_head_dim,
+)
+from .configs import (
+    KernelConfig,
+    autotune_enabled,
+    choose_config,
+    cross_config,
+    dkdv_split,
+    tma_allowed,
+)
 
 try:  # host-side TMA descriptors (triton >= 3.4)
     from triton.tools.tensor_descriptor import TensorDescriptor

@@ -60,9 +60,8 @@ from toymachine.cost import attention_tile_cost
 from ..kernels.common import padded_head_dim
 from . import gluon, gluon_bwd
 from .gluon import overlap_hidden, overlapped_time
-from .rates import (CALIBRATION_FILE, RESULTS_DIR, calibration, calibration_file,  # noqa: F401
-                    l2_rate, machine_for)
 from .occupancy import program_resources, program_row, programs_per_sm, schedule_time
+from .rates import CALIBRATION_FILE, calibration, calibration_file, l2_rate, machine_for  # noqa: F401
 from .schedule import schedule
 
 __all__ = ["Prediction", "predict_forward", "predict_backward", "predict_launch", "sequence",
