@@ -3,7 +3,7 @@
 padded to 256 on chip (the old path), the d 256 path on inputs padded to 256 on the host,
 SDPA-flash and cuDNN, in one run on the GPU.
 
-    python -m kernels_gpu.bench.d192 [--out DIR] [--ns 1024,...,16384] [--causal 1,0]
+    python -m kernels_gpu.bench.studies d192 [--out DIR] [--ns 1024,...,16384] [--causal 1,0]
                                      [--repeats 3] [--candidates g-n64,g-m32,...]
 
 Each point (fp16, H 32, B = 16384 / N, the frontier grid): the whole backward of every variant
@@ -14,10 +14,8 @@ say where the time goes. Writes d192.json and d192.md.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import sys
 
 import torch
 
@@ -26,7 +24,7 @@ from ..host import flash_attn as fa
 from ..host import hopper_d192 as g
 from ..host import launch as L
 from . import study
-from .run import attention_flops, environment
+from .run import attention_flops
 
 H = 32
 TOKENS = 16384
@@ -70,7 +68,8 @@ def _launches(row, p, qd, kd, vd, o, lse, do, causal, repeats):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.studies d192",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--ns", default="1024,2048,4096,8192,16384")
     ap.add_argument("--causal", default="1,0")
@@ -78,8 +77,7 @@ def main(argv=None) -> int:
     ap.add_argument("--candidates", default=",".join(g.CANDIDATES))
     ap.add_argument("--no-launches", action="store_true")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("kernels_gpu.bench.d192 needs a CUDA GPU", file=sys.stderr)
+    if not study.needs_cuda("d192"):
         return 2
     os.makedirs(args.out, exist_ok=True)
     cands = {c: g.CANDIDATES[c] for c in args.candidates.split(",") if c}
@@ -138,8 +136,7 @@ def main(argv=None) -> int:
                   f"{ours[best]:.3f} = {row['ms']['flash'] / ours[best]:.2f}x flash | "
                   + " ".join(f"{k_}={v_ if isinstance(v_, str) else round(v_, 3)}"
                              for k_, v_ in row.get("launch_ms", {}).items()), flush=True)
-            with open(os.path.join(args.out, "d192.json"), "w") as f:
-                json.dump({"env": environment(), "rows": rows}, f, indent=1)
+            study.save_rows(args.out, "d192", rows)
             del q, k, v, do, o, lse, qd, kd, vd, ref
             torch.cuda.empty_cache()
     with open(os.path.join(args.out, "d192.md"), "w") as f:
@@ -149,6 +146,3 @@ def main(argv=None) -> int:
 
 render = study.render_points  # backward ms of every variant, against flash and cuDNN
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,5 +15,5 @@ timeout -k 10 "${TESTS_TIMEOUT:-240}" python3 -m pytest -q -rs -x $XDIST -p no:c
 rc=$?
 tail -25 "$OUT/tests_ws_bwd.log"
 [ "$rc" -eq 0 ] || [ -n "${BENCH_ANYWAY:-}" ] || exit "$rc"
-timeout -k 10 "${BENCH_TIMEOUT:-330}" python3 -m kernels_gpu.bench.hopper_bwd_ws --out "$OUT" \
+timeout -k 10 "${BENCH_TIMEOUT:-330}" python3 -m kernels_gpu.bench.studies hopper_bwd_ws --out "$OUT" \
   ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_ws_bwd.log"

@@ -125,7 +125,7 @@ TUNED: dict[tuple[str, int, bool], list[tuple[int, KernelConfig]]] = {
     ("bwd_dq", 128, True): [(_BIG, _c(64, 32, 4, 4))],
     # d 129-256: the forward is the autotuner's pick on the lent H100, 2026-11-25 (bench --grid
     # frontier --dims 256 --tune, N 1k and 4k, causal and not). The backward is the winner of
-    # the d 256 study of 2026-11-25 (`python -m kernels_gpu.bench.d256`, RESULTS.md): dV apart
+    # the d 256 study of 2026-11-25 (`python -m kernels_gpu.bench.studies d256`, RESULTS.md): dV apart
     # from dK (two launches, one fp32 accumulator each: no spills at 237 registers) with
     # BLOCK_N 128, and 3 stages for dQ; 1.10-1.41 x flash where the autotuner's M64N64w8s2
     # (two accumulators, 255 registers) gave 0.89-1.16 x.
@@ -143,7 +143,7 @@ TUNED: dict[tuple[str, int, bool], list[tuple[int, KernelConfig]]] = {
 # the first row whose N covers the shape applies; a group of at least `smallest group` query
 # heads is split into programs of `heads per program` heads each (1: the MHA code per query
 # head; fp32 partials summed on the host), a smaller group keeps its loop in one program.
-# Measured on the lent H100, 2026-11-25 (`python -m kernels_gpu.bench.gqa`, RESULTS.md): the
+# Measured on the lent H100, 2026-11-25 (`python -m kernels_gpu.bench.studies gqa`, RESULTS.md): the
 # group loop with the d 64 causal N > 2k config (M64N128w4s3) spills registers and ran 3.7 -
 # 10 x slower than the split (the issue-21 cliff); without that config the loop wins by up to
 # 10 % for groups <= 8, the split for groups of 32 (multi-query).

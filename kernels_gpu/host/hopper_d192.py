@@ -39,7 +39,7 @@ class D192Config(NamedTuple):
         return f"gluon192 {kv} dq {f(*self.dq)}"
 
 
-# What the bench (`python -m kernels_gpu.bench.d192`) times: name -> config. The offline
+# What the bench (`python -m kernels_gpu.bench.studies d192`) times: name -> config. The offline
 # compile (`python -m kernels_gpu.bench.compile_d192`) dropped the rest (spills, shared memory).
 CANDIDATES: dict[str, D192Config] = {
     "g-n64": D192Config((64, 64, 4, 2), (64, 64, 4, 2), (64, 64, 4, 2)),
