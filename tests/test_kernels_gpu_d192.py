@@ -1,5 +1,5 @@
 """The d 192 backward in Gluon with the head dim as 3 x 64 chunks (kernels_gpu/kernels/
-hopper_bwd_chunked.py, issue 21 item 4): the dispatch decision and the offline sm_90 build on any
+hopper_bwd_chunked.py): the dispatch decision and the offline sm_90 build on any
 machine; on an sm_90 GPU every launch against float64 and the public backward's dispatch."""
 from __future__ import annotations
 

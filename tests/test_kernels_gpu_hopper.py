@@ -1,4 +1,4 @@
-"""The Gluon Hopper forward (kernels_gpu/kernels/hopper.py, issue 21 item 3): it compiles for
+"""The Gluon Hopper forward (kernels_gpu/kernels/hopper.py): it compiles for
 sm_90 to wgmma (HGMMA) without register spills (offline, on any machine: Triton's own ptxas),
 and on an sm_90 GPU it computes attention (against float64)."""
 from __future__ import annotations

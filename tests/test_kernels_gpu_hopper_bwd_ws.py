@@ -1,4 +1,4 @@
-"""The warp-specialised Gluon dK/dV (kernels_gpu/kernels/hopper_bwd_ws.py, issue 21 item 3 (b)):
+"""The warp-specialised Gluon dK/dV (kernels_gpu/kernels/hopper_bwd_ws.py):
 it compiles offline for sm_90 to wgmma with the producer / consumer register split (any
 machine: Triton's own ptxas), its dispatch follows the table, and on an sm_90 GPU it computes
 dK, dV (against float64) and the public backward runs it where the table says."""

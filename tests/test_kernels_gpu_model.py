@@ -1,4 +1,4 @@
-"""The time model's schedule terms (issue 21, item 2): programs per SM from the config, the
+"""The time model's schedule terms: programs per SM from the config, the
 makespan of a launch's programs, the fitted constants and the spread on the stored H100 grid.
 CPU only: closed forms on small cases, the stored offline compile, the stored measurements."""
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_resources_are_the_tiles_and_accumulators():
 
 
 def test_programs_per_sm_agree_with_the_offline_compile():
-    """results/resources_sm90.json: registers and shared memory of the frontier grid's 30
+    """data/resources_sm90.json: registers and shared memory of the frontier grid's 30
     kernels compiled offline for sm_90. The closed form gets the compiled programs per SM for
     27 of them; its shared memory is within 2 KB of the compiler's for every TMA kernel."""
     kernels = _stored("resources_sm90.json")["kernels"]
@@ -157,10 +157,9 @@ def _ratios(pass_):
 @pytest.mark.parametrize("pass_, lo, hi, inside", [("fwd", 0.76, 1.18, 127),
                                                    ("bwd", 0.85, 1.20, 129)])
 def test_the_spread_on_the_stored_h100_grid(pass_, lo, hi, inside):
-    """results/frontier_h100.json (132 points): predicted / measured within the bounds
-    RESULTS.md reports, and at least as many points within ±15 % (before the schedule terms:
+    """data/frontier_h100.json (132 points): predicted / measured within these bounds, and at least as many points within ±15 % (before the schedule terms:
     fwd 0.67 - 1.19, 114; bwd 0.62 - 1.12, 76; before the dQ launch had its own constants,
-    fifth session: bwd 0.85 - 1.21, 127)."""
+    bwd 0.85 - 1.21, 127)."""
     rs = _ratios(pass_)
     assert len(rs) == 132
     assert lo - 0.005 <= min(rs) and max(rs) <= hi + 0.005
@@ -189,7 +188,7 @@ def test_the_fit_holds_out_what_it_did_not_see():
 
 
 def test_the_alarm_on_the_stored_h100_grid(tmp_path):
-    """`bench --predict --from results/frontier_h100.json` exits 0: with the schedule one point
+    """`bench --predict --from data/frontier_h100.json` exits 0: with the schedule one point
     is measured > 1.3 x the model (fwd d 256 N 1k causal, 1.31 x), and KNOWN names it."""
     from kernels_gpu.bench import alarm, run
     out = tmp_path / "out"
@@ -205,7 +204,7 @@ def test_the_alarm_on_the_stored_h100_grid(tmp_path):
     assert (out / "predict.md").read_text().count("\n| fwd d 256 H 32/32 N 1024 causal") == 1
 
 
-# The Gluon kernels (issue 21, items 2 and 5): the model follows the kernel the row names.
+# The Gluon kernels: the model follows the kernel the row names.
 
 WS_RUN = "frontier_ws_dispatch_h100"
 
@@ -336,8 +335,8 @@ def _gluon_ratios(name):
     ("frontier_ws_dispatch_h100_run2", 10, 9)])
 def test_the_spread_on_the_gluon_points_of_the_dispatch_runs(name, fwd_inside, bwd_inside):
     """Every point of the stored dispatch runs where a Gluon kernel ran (none of them fitted
-    on): within 0.85 - 1.17 and at least as many within ±15 % as RESULTS.md reports (fifth
-    session; before: the warp-specialised forward 0.78 - 0.91, the backward 0.84 - 1.19)."""
+    on): within 0.85 - 1.17 and at least as many within ±15 % as the counts below (without
+    their own schedules: the warp-specialised forward 0.78 - 0.91, the backward 0.84 - 1.19)."""
     rs = _gluon_ratios(name)
     assert len(rs["fwd"]) == 10 and len(rs["bwd"]) == (0 if "gluon" in name else 10)
     for p in ("fwd", "bwd"):
@@ -377,7 +376,7 @@ def test_the_traffic_follows_the_gluon_tiles(label, pass_, reads_kv):
     assert hand.read_bytes == held + reads_kv
 
 
-# Fifth session: every dispatched Gluon kernel has its own schedule in the model.
+# Every dispatched Gluon kernel has its own schedule in the model.
 
 def test_every_study_column_names_a_known_kernel():
     """model/gluon.py KINDS is the table the model looks a bench row's or a study's kernel up
@@ -521,7 +520,7 @@ def test_the_gluon_constants_are_fitted_on_their_declared_subset_only():
 
 
 def test_the_alarm_reads_the_launch_studies(tmp_path):
-    """`bench --predict --from` a launch study (results/hopper_*.json) predicts each Gluon (and
+    """`bench --predict --from` a launch study (a part of data/gluon_studies_h100.json) predicts each Gluon (and
     `tl` dQ) launch and raises no alarm on the stored one; the same study with one launch
     measured 1.5 x slower is named, with its kernel, and the command exits 1."""
     from kernels_gpu.bench import run
@@ -541,7 +540,7 @@ def test_the_alarm_reads_the_launch_studies(tmp_path):
     assert "| bwd d 128 H 32/32 N 4096 causal fp16 (gluon dq M64N64w4 ov1) |" in text
 
 
-# --- the fifth session's Gluon backward kernels: warp-specialised dK/dV (and its fused dQ),
+# --- the other Gluon backward kernels: warp-specialised dK/dV (and its fused dQ),
 # the d 192 chunked launches (model/gluon.py KINDS, model/gluon_bwd.py, bench/fit_gluon_bwd.py)
 
 def test_the_warp_specialised_dkdv_is_two_lanes_of_the_one_partition_chain():
@@ -628,7 +627,7 @@ def test_the_d192_launches_run_unpadded_work_and_their_products():
 
 
 def test_the_d192_programs_per_sm_come_from_the_stored_compile():
-    """gluon.resources of a d 192 launch reads results/resources_gluon_d192_sm90.md: the
+    """gluon.resources of a d 192 launch reads data/resources_gluon_d192_sm90.json: the
     M64N128w8 dK (196 632 B of shared memory) fits once per SM, the M32N64w4 dK twice."""
     from kernels_gpu.model import gluon
     from kernels_gpu.model.occupancy import programs_per_sm
@@ -677,7 +676,7 @@ def test_the_new_backward_constants_are_fitted_on_their_declared_subset_only():
 def test_the_d192_whole_backward_is_predicted_and_raises_no_alarm():
     """Held out wholly: every chunked d 192 whole backward of both d 192 calls (each
     candidate, the public path) within 0.8 - 1.2 of the model, 9 in 10 within ±15 %; the
-    alarm stays silent on them."""
+    alarm raises nothing on them."""
     from kernels_gpu.bench import alarm, fit_gluon_bwd as B
     whole = B.d192_whole()
     assert len(whole) >= 60 and {w[1] for w in whole} >= {"g-n128", "public"}

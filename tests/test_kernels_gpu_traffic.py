@@ -100,7 +100,7 @@ def test_simulated_traffic_equals_the_hand_formula_for_cross_and_grouped(pass_, 
 @pytest.mark.parametrize("split", [2, 4])
 @pytest.mark.parametrize("n,nk,causal", [(64, 64, True), (48, 80, True), (96, 40, False)])
 def test_split_dkdv_traffic_simulated_equals_hand_formula(split, n, nk, causal):
-    """The grouped dK/dV split over programs (issue 21): the tile simulator's bytes (a program
+    """The grouped dK/dV split over programs: the tile simulator's bytes (a program
     = the tile program of its group / split query heads) equal the hand formula, to the byte;
     K/V are read once per program row (split x the group loop's), dK/dV written as fp32
     partials (split x 2 x the loop's bytes at fp16); Q, dO, lse, D read as often as before."""
@@ -218,7 +218,7 @@ def stored_traffic():
 
 
 def test_prediction_against_the_stored_h200_measurements(stored_traffic):
-    """The stored ncu run (results/ncu_traffic.csv) against the simulator: pointer loads and L2
+    """The stored ncu run (data/ncu_traffic.csv) against the simulator: pointer loads and L2
     writes equal the prediction to the byte; L2 reads never exceed it; DRAM reads are the
     compulsory bytes (every tensor once) — except where registers spilled."""
     assert len(stored_traffic) == 4 * len(STORED)

@@ -1,4 +1,4 @@
-"""The d 192 backward study (issue 21, item 4, fifth session): the chunked Gluon backward
+"""The d 192 backward study: the chunked Gluon backward
 (kernels.hopper_bwd_chunked, head dim as 3 x 64 columns, no padding) beside the `tl` kernels
 padded to 256 on chip (the old path), the d 256 path on inputs padded to 256 on the host,
 SDPA-flash and cuDNN, in one run on the GPU.

@@ -1,4 +1,4 @@
-"""The large-head-dim backward study (issue 21, item 1): variants of the d 256 (and d 192,
+"""The large-head-dim backward study: variants of the d 256 (and d 192,
 padded to 256) backward timed beside SDPA-flash and cuDNN in one run on the GPU.
 
     python -m kernels_gpu.bench.studies d256 [--out DIR] [--dims 256,192] [--ns 4096,8192,16384]

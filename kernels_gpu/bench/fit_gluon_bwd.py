@@ -1,4 +1,4 @@
-"""The time model on the fifth session's Gluon backward kernels: their constants fitted on the
+"""The time model on the other Gluon backward kernels (warp-specialised dK/dV, chunked d 192): their constants fitted on the
 declared subset (gluon.GLUON_FIT_SUBSET: the launch studies at N 1k and 16k), the spread
 on the rest, and the d 192 whole backward (held out wholly).
 
@@ -165,7 +165,7 @@ def bwd_report(grid: dict, points: list[StudyPoint] | None = None) -> str:
     launch family (fitted / held out), the d 192 whole backward."""
     points = study_points() if points is None else points
     sub = [p for p in points if in_gluon_subset(p)]
-    lines = ["", "The fifth session's backward kernels (fitted on the same subset):"]
+    lines = ["", "The warp-specialised and chunked d 192 backward kernels (fitted on the same subset):"]
     lines += [f"* chain {g}: {t} (stored: {P.GLUON_TERMS[g]})"
               for g, t in fit_bwd(sub, grid).items()]
     lines += [f"* fused dQ atomics {f}: {b / 1e12:.1f} TB/s (stored: "

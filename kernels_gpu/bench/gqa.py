@@ -1,4 +1,4 @@
-"""The grouped-query backward study (issue 21): dK/dV with the head-group loop in one program
+"""The grouped-query backward study: dK/dV with the head-group loop in one program
 (split 1, each autotune candidate) against the group split over programs (split = group, the
 MHA code per query head, fp32 partials summed; and split = group / 2), beside SDPA-flash and
 cuDNN, in one run on the GPU.

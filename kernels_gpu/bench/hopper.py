@@ -1,4 +1,4 @@
-"""The Gluon Hopper forward (kernels.hopper, issue 21 item 3) beside the `tl` kernel, SDPA-flash
+"""The Gluon Hopper forward (kernels.hopper) beside the `tl` kernel, SDPA-flash
 and cuDNN, in one run on an sm_90 GPU: correctness against float32 SDPA-math, then forward time
 (median of --repeats do_bench medians), fp16, H 32, B·N = 16k, non-causal (--causal: causal);
 --ws adds the warp-specialised kernel (kernels.hopper_ws) in its schedules.

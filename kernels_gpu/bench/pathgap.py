@@ -1,6 +1,6 @@
-"""The public backward against its own launches called directly, interleaved (RESULTS.md,
-fourth session: causal d 128 N 16k took 14.07 ms through `flash_attention_backward` and
-12.63 ms as the bench's direct launches; not seen non-causal). Each round times, in a rotated
+"""The public backward against its own launches called directly, interleaved (causal d 128
+N 16k once took 14.07 ms through `flash_attention_backward` and 12.63 ms as the bench's direct
+launches; not seen non-causal). Each round times, in a rotated
 order, (a) `flash_attention_backward`, (b) the same dispatched launches with new output
 buffers each call, (c) with buffers made once, (d) the autograd path (`flash_attention(...)
 .backward`), so that order and clock drift cannot make a gap. Prints a Markdown table and

@@ -1,7 +1,7 @@
 """Benchmark the Triton FlashAttention-2 against PyTorch SDPA (FLASH and cuDNN backends).
 
     python -m kernels_gpu.bench [--tune] [--precompile] [--grid main,shapes,fp8] [--out DIR]
-    python -m kernels_gpu.bench --predict [--from results/bench.json]   # time model beside it
+    python -m kernels_gpu.bench --predict [--from kernels_gpu/data/bench_h200.json]   # time model beside it
     python -m kernels_gpu.bench --memory [--ns 1024,...,32768]          # seed 003's probe
 
 1. checks ours against a float64 reference and SDPA on every shape (bench_check; exit 1 if one
@@ -56,7 +56,7 @@ GRIDS = {
                + [_spec("shapes", 128, nq, c, nk=nk) for nq, nk in ((1024, 16384), (4096, 8192),
                                                                    (16384, 2048))
                   for c in (False, True)]),
-    # issue 21: what users run, so that no cliff can hide. B*N = 16k tokens a head (each
+    # what users run, so that no cliff can hide. B*N = 16k tokens a head (each
     # point quick), H 32; H_kv in H, H/4, H/8, 1; N_q != N_k both ways, causal bottom-right.
     "frontier": ([_spec("frontier", d, n, c, heads_kv=kv, batch=max(1, 16384 // n))
                   for d in (64, 128, 256) for c in (False, True) for kv in (32, 8, 4, 1)
@@ -64,7 +64,7 @@ GRIDS = {
                  + [_spec("frontier", d, nq, c, nk=nk, heads_kv=kv, batch=2)
                     for d in (64, 128) for c in (False, True) for kv in (32, 8)
                     for nq, nk in ((1024, 8192), (8192, 2048))]),
-    # d 192 (not in issue 21's grid): the same points, where the chunked Gluon backward runs
+    # d 192 (beside the frontier grid): the same points, where the chunked Gluon backward runs
     # (H_kv = H) and where the padded `tl` path still does (grouped heads)
     "d192": [_spec("d192", 192, n, c, heads_kv=kv, batch=max(1, 16384 // n))
              for c in (False, True) for kv in (32, 8, 4, 1)
@@ -292,7 +292,7 @@ def main(argv=None) -> int:
     ap.add_argument("--predict", action="store_true", help="the tile machine's time beside it")
     ap.add_argument("--from", dest="from_", help="--predict on a stored bench.json (no GPU)")
     ap.add_argument("--calibration", default=None,
-                    help="calibration.json (default: results/calibration_<gpu>.json)")
+                    help="calibration.json (default: data/calibration_<gpu>.json)")
     ap.add_argument("--alarm", type=float, default=alarm.SLOWER,
                     help="--predict: flag points measured > this x predicted; exit 1 if one is "
                          "not listed in bench/alarm.py KNOWN")

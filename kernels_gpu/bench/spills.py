@@ -1,5 +1,5 @@
 """Register spills of a `tl` dK/dV launch, offline: where the compiled sm_90 code stores to
-local memory, and the bytes those stores write in one launch (issue 21 item 5: the write gap
+local memory, and the bytes those stores write in one launch (the write gap
 ncu measured beside the traffic model, which counts only the kernels' tensors).
 
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.spills [--out DIR]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The warp-specialised Gluon dK/dV (kernels/hopper_bwd_ws.py) on the lent GPU: its GPU tests
+# The warp-specialised Gluon dK/dV (kernels/hopper_bwd_ws.py) on a Hopper GPU: its GPU tests
 # (a hang or a failure stops here), then its bench beside the one-partition Gluon dK/dV,
 # SDPA-flash and cuDNN. Results under $OUT (default ./device_out).
 #   bash kernels_gpu/device/hopper_bwd_ws.sh            # BENCH_ARGS="--variants 64/2/1" etc.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 21 item 3 (third session): the warp-specialised Gluon forward on the lent GPU in one call.
+# The warp-specialised Gluon forward on a Hopper GPU in one call.
 # Stages (STAGES="tests bench traffic profile" by default):
 #   tests    its GPU tests (tests/test_kernels_gpu_hopper.py)
 #   bench    python -m kernels_gpu.bench.studies hopper --ws, non-causal and causal (d 64/128, N 1k/4k/16k)

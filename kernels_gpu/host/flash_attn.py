@@ -256,7 +256,7 @@ class FlashAttentionFunction(torch.autograd.Function):
 
     The backward goes straight to the three launches with the problem checked by the forward
     and the configs resolved once per shape (launch.resolve_config's cache): at small shapes
-    the backward is bound by host time, not by the GPU (hostprobe, NOTES.md)."""
+    the backward is bound by host time, not by the GPU (`python -m kernels_gpu.bench.hostprobe`)."""
 
     @staticmethod
     def forward(ctx, q, k, v, causal=False, sm_scale=None, block_m=None, block_n=None):

@@ -234,7 +234,7 @@ def _flat_desc_t(vt: torch.Tensor, block_cols: int):
 def _launch(kernel, grid, args: tuple, consts: dict) -> None:
     """kernel[grid](*args, **consts): one JIT launch, ~25 us of host time on the H200 machine
     (hostprobe). Calling the compiled kernel directly with a Python-built specialization key
-    was measured slower (NOTES.md), so every launch goes through Triton's JIT."""
+    was measured slower (ARCHITECTURE.md, host time), so every launch goes through Triton's JIT."""
     kernel[grid](*args, **consts)
 
 

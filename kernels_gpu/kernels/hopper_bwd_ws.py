@@ -1,5 +1,5 @@
 """The FlashAttention-3 backward's structure in Gluon (Triton 3.6): a warp-specialised dK/dV
-(issue 21, item 3 (b), fifth session).
+.
 
 One program owns 128 key rows of one head (two blocks of WG_ROWS = 64) and runs three
 partitions (`gl.warp_specialize`, as `hopper_ws.py`'s forward):

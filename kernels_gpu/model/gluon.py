@@ -1,5 +1,5 @@
 """The Gluon kernels as the time model sees them: which kernel ran, its tiles, its occupancy and
-its schedule (issue 21, items 2 and 5).
+its schedule.
 
 A bench row names the kernel that ran where it is not the `tl` one: `fwd_kernel` (e.g.
 "gluon M128N64w8", the one-partition Hopper forward of `kernels/hopper.py`, or
@@ -8,7 +8,7 @@ schedule and ring stages), `bwd_dkdv_kernel` and `bwd_dq_kernel` ("gluon M64N64w
 dK/dV and the dQ of `kernels/hopper_bwd.py` with ring stages and OVERLAP; " s2" and " ov0" may
 be left out). `parse` turns a name into a `GluonKernel`; absent or "tl ..." is the `tl` kernel
 (None). The launch studies (bench/hopper.py, hopper_bwd.py) name their columns differently
-("ws N128 lag s2", "gluon dq M64N64w4 ov1"): `from_study`. The fifth session's backward
+("ws N128 lag s2", "gluon dq M64N64w4 ov1"): `from_study`. The other backward
 kernels (model/gluon_bwd.py: their resources and the fused dQ's atomics): the warp-specialised
 dK/dV "gluon ws M64N128w12 s2 ov1" (dQ fused by fp32 atomics: "gluon ws+dq ... red4 split"),
 a chain in each of its two consumer warpgroups (KINDS' `lanes` 2); the chunked d 192 launches
@@ -247,7 +247,7 @@ class Kind:
 # warp-specialised schedule: "bwd_dkdv-ws" for a warp-specialised dK/dV named "gluon
 # M..N..w.. ws-ws-s2" in bwd_dkdv_kernel). A new kernel: a row here; if its schedule is
 # neither, a branch in predict.scheduled; its offline compile in bench/fit_model._compile_one.
-# A bench row naming a kind not here stops `--predict` with the name (no silent guess).
+# A bench row naming a kind not here stops `--predict` with the name (nothing is guessed).
 KINDS = {
     "fwd": Kind("chain", 0.0, "one-partition forward (kernels/hopper.py): every tile and "
                 "product waited in turn, like `tl`"),

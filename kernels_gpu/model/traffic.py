@@ -9,8 +9,8 @@ launch's own schedule; `model.dispatch` says which kernel each launch of a case 
 kernels with their configs, or the Gluon kernels the host dispatches to on sm_90), and so which
 schedule and which TMA loads the prediction takes.
 
-Without arguments the stored measurements (results/ncu_traffic.csv, results/traffic_cases.json:
-the H200 run of RESULTS.md) are put beside the prediction and printed; nothing is written
+Without arguments the stored measurements (data/ncu_traffic.csv, data/traffic_cases.json:
+the H200 run of PERFORMANCE.md) are put beside the prediction and printed; nothing is written
 unless --out is given. --profile runs this module's --target under Nsight Compute: for each
 case (d 64/128, N 1k/4k, causal or not; fp16, batch 4 x 32 heads) one forward and one
 backward, i.e. exactly four kernel launches (_attn_fwd, _attn_bwd_preprocess, _attn_bwd_dkdv,
