@@ -361,7 +361,7 @@ def test_the_ws_run_raises_no_alarm(tmp_path):
     # dK/dV M64N64: 512 / 64 = 8 programs each stream Q and dO (512 x 128) and lse, D (4 B)
     ("gluon M64N64w4", "bwd_dkdv", 8 * (2 * 512 * 128 * 2 + 2 * 512 * 4))])
 def test_the_traffic_follows_the_gluon_tiles(label, pass_, reads_kv):
-    """Item 5: the schedule and the tile simulator's bytes with the kernel's tiles, equal to
+    """The schedule and the tile simulator's bytes with the kernel's tiles, equal to
     each other and to the closed form (N 512, d 128, one head; held tiles read once)."""
     from kernels_gpu.model import gluon
     from kernels_gpu.model.schedule import predict_traffic
@@ -546,7 +546,7 @@ def test_the_alarm_reads_the_launch_studies(tmp_path):
 def test_the_warp_specialised_dkdv_is_two_lanes_of_the_one_partition_chain():
     """One program of two 64-key warpgroups (lanes 2, one program per SM) runs what two
     co-resident 64-key programs run: with uniform programs and the same launch's rates the
-    chain's time is the same, whatever the constants (and lanes 1 is the old chain)."""
+    chain's time is the same, whatever the constants (and lanes 1 is the one-partition chain)."""
     from kernels_gpu.model.occupancy import schedule_time
     rate = predict.Prediction(3e-3, 1e-3, 2e-3, 1e-3, 1.5e-3, 5e-6, 0.0, 0.0, "compute")
     for terms in (predict.ScheduleTerms(0.0, 0.2, 0.125), predict.ScheduleTerms(0.0, 0.9, 0.75)):
@@ -639,7 +639,7 @@ def test_the_d192_programs_per_sm_come_from_the_stored_compile():
     assert how == "compiled" and smem < 100_000 and programs_per_sm(regs, smem, 4) == 2
 
 
-def test_the_new_backward_constants_are_fitted_on_their_declared_subset_only():
+def test_the_backward_constants_are_fitted_on_their_declared_subset_only():
     """GLUON_TERMS["bwd_ws", "d192_*"] and gluon_bwd.ATOMIC_BPS are minima of the loss on the
     studies at N 1k and 16k (no grid neighbour better); the held-out launches (N 2k, 4k, 8k)
     of the dispatched d 192 blocks and the warp-specialised M64 ones stay near the model."""
