@@ -36,7 +36,7 @@ KERNELS_GPU_D192_GROUPS=0 the chunked d 192 backward for grouped heads.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Union
+from typing import Any, Mapping
 
 import torch
 
@@ -53,7 +53,6 @@ WS_ROWS = 128  # query (or key) rows of a warp-specialised program: two warpgrou
 FwdConfig = tuple[int, int, int]
 WsConfig = tuple[int, str, int]
 BwdConfig = tuple[int, int, int, int, int]
-Rows = list[tuple[int, "tuple | None"]]
 
 DISPATCH: dict[int, FwdConfig] = {64: (128, 128, 8), 128: (128, 64, 8)}
 DISPATCH_CAUSAL: dict[int, FwdConfig] = {64: (128, 128, 8), 128: (128, 64, 8)}
@@ -69,10 +68,10 @@ DISPATCH_D192: dict[bool, list[tuple[int, D192Config | None]]] = {
 
 # pass -> config: "fwd" (DISPATCH), "fwd_ws" (DISPATCH_WS), "bwd_dkdv" (DISPATCH_DKDV),
 # "bwd_dkdv_ws" (DISPATCH_DKDV_WS), "bwd_dq" (DISPATCH_DQ), "bwd_d192" (DISPATCH_D192)
-Choice = dict[str, Union[tuple, D192Config]]
+Choice = dict[str, tuple[Any, ...]]  # D192Config is a NamedTuple
 
 
-def _first_row(rows, n: int):
+def _first_row(rows: list[tuple[int, Any]], n: int) -> Any:
     """The config of the first (largest N, config) row whose largest N covers n, else None."""
     return next((cfg for largest, cfg in rows if n <= largest), None)
 
@@ -125,7 +124,7 @@ def capability_now(interpreter: bool) -> tuple[int, int] | None:
     return _capability(torch.cuda.current_device())
 
 
-def choose_for(p, interpreter: bool) -> Choice:
+def choose_for(p: Any, interpreter: bool) -> Choice:
     """`choose` for a launch.Problem on the current device."""
     return choose(p.nq, p.d, bool(p.causal), p.heads, p.heads_kv, p.nk, p.dtype.itemsize,
                   capability_now(interpreter))

@@ -11,7 +11,7 @@ import torch
 
 from ..kernels.hopper import HAVE_GLUON, _attn_fwd_hopper
 
-__all__ = ["hopper_supported", "attention_forward_hopper", "attention_forward_ws", "ws_label",
+__all__ = ["descriptors", "hopper_supported", "attention_forward_hopper", "attention_forward_ws", "ws_label",
            "attention_backward_dkdv_hopper", "attention_backward_dq_hopper"]
 
 LOG2E = 1.4426950408889634
@@ -51,7 +51,8 @@ def attention_forward_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return o.view(b, h, n, d)
 
 
-def _rows(q: torch.Tensor, sm_scale: float | None, *tensors: torch.Tensor):
+def _rows(q: torch.Tensor, sm_scale: float | None, *tensors: torch.Tensor
+          ) -> tuple[tuple[int, int, int, int], float, tuple[torch.Tensor, ...]]:
     """(q's shape (B, H, N, d), the softmax scale (1/√d unless given), the tensors as contiguous
     (B·H·N, d) row-major views): what every Gluon launch reads through TMA."""
     b, h, n, d = q.shape
@@ -66,16 +67,24 @@ def _forward_out(q2: torch.Tensor, out, d: int):
     return out[0].view(q2.shape[0], d), out[1]
 
 
-def _descriptors(dtype: torch.dtype, *tensor_rows: tuple[torch.Tensor, int]) -> list:
-    """A TMA descriptor for each (tensor, rows): the (B·H·N, d) tensor read `rows` rows at a time
-    into NVMMA-swizzled shared memory of the tensors' 16-bit type."""
+def descriptors(dtype: torch.dtype, *tensor_rows: tuple[torch.Tensor, int],
+                cols: int | None = None) -> list:
+    """A TMA descriptor for each (tensor, rows): the (B·H·N, d) tensor read in boxes of `rows`
+    rows and `cols` columns (default: all d) into NVMMA-swizzled shared memory of the tensors'
+    16-bit type. Every Gluon launch's descriptors are made here."""
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     gdt = gl.float16 if dtype == torch.float16 else gl.bfloat16
-    return [TensorDescriptor(t, list(t.shape), [t.shape[1], 1], [rows, t.shape[1]],
-                             gl.NVMMASharedLayout.get_default_for([rows, t.shape[1]], gdt))
-            for t, rows in tensor_rows]
+    out = []
+    for t, rows in tensor_rows:
+        box = [rows, cols or t.shape[1]]
+        out.append(TensorDescriptor(t, list(t.shape), [t.shape[1], 1], box,
+                                    gl.NVMMASharedLayout.get_default_for(box, gdt)))
+    return out
+
+
+_descriptors = descriptors
 
 
 def attention_forward_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,

@@ -11,13 +11,13 @@ H heads, with dK and dV written as fp32 partials per query head and summed over 
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
 
 from ..kernels.hopper_bwd_chunked import HAVE_GLUON
 from . import launch as L
+from .hopper import _rows, descriptors
 
 __all__ = ["D192Config", "CANDIDATES", "d192_supported",
            "attention_backward_dkdv_d192", "attention_backward_dq_d192", "backward_d192",
@@ -58,20 +58,8 @@ def d192_supported(q: torch.Tensor, k: torch.Tensor, *blocks: int) -> bool:
 
 def _descriptors(dtype: torch.dtype, *tensor_rows: tuple[torch.Tensor, int]) -> list:
     """A TMA descriptor for each (tensor, rows): the (B·H·N, 192) tensor read in (rows, 64)
-    boxes into NVMMA-swizzled shared memory."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    gdt = gl.float16 if dtype == torch.float16 else gl.bfloat16
-    return [TensorDescriptor(t, list(t.shape), [t.shape[1], 1], [rows, 64],
-                             gl.NVMMASharedLayout.get_default_for([rows, 64], gdt))
-            for t, rows in tensor_rows]
-
-
-def _rows(q, sm_scale, *tensors):
-    b, h, n, d = q.shape
-    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
-    return (b, h, n, d), scale, tuple(t.contiguous().view(b * h * n, d) for t in tensors)
+    boxes (hopper._descriptors' boxes of 64 columns)."""
+    return descriptors(dtype, *tensor_rows, cols=64)
 
 
 def _check(q, k, v, do, causal, block_m, block_n, held_first: bool) -> None:

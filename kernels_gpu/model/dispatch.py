@@ -115,23 +115,23 @@ def pass_labels(plan: list[Launch]) -> dict[str, str]:
     return out
 
 
-def _gluon_launch(pass_: str, choice: Choice) -> Launch | list[Launch] | None:
-    """The Gluon launch of `pass_` in a `choose` answer (a list: the chunked d 192 ones), or
-    None (the `tl` kernel runs)."""
+def _gluon_launch(pass_: str, choice: Choice) -> list[Launch]:
+    """The Gluon launches of `pass_` in a `choose` answer (two for the chunked d 192 dK/dV
+    with dV apart), or [] (the `tl` kernel runs)."""
     if pass_ == "fwd" and "fwd_ws" in choice:
         bn, sched, stages = choice["fwd_ws"]
-        return from_label("fwd", f"gluon M{WS_ROWS}N{bn}w{WS_WARPS} ws-{sched}-s{stages}")
+        return [from_label("fwd", f"gluon M{WS_ROWS}N{bn}w{WS_WARPS} ws-{sched}-s{stages}")]
     if pass_ == "fwd" and "fwd" in choice:
-        return from_label("fwd", "gluon M{}N{}w{}".format(*choice["fwd"]))
+        return [from_label("fwd", "gluon M{}N{}w{}".format(*choice["fwd"]))]
     if pass_ == "bwd_dkdv" and "bwd_dkdv" in choice:
         bm, bn, w, stages, _ = choice["bwd_dkdv"]
-        return Launch(pass_, GLUON_FUNCTIONS[pass_], f"gluon M{bm}N{bn}w{w}",
-                      KernelConfig(bm, bn, w, stages, True))
+        return [Launch(pass_, GLUON_FUNCTIONS[pass_], f"gluon M{bm}N{bn}w{w}",
+                       KernelConfig(bm, bn, w, stages, True))]
     if "bwd_d192" in choice and pass_ in ("bwd_dkdv", "bwd_dq"):
         return d192_launches(pass_, d192_labels(choice["bwd_d192"])[pass_])
     if pass_ == "bwd_dq" and "bwd_dq" in choice:
-        return from_label("bwd_dq", "gluon M{}N{}w{} s{} ov{}".format(*choice["bwd_dq"]))
-    return None
+        return [from_label("bwd_dq", "gluon M{}N{}w{} s{} ov{}".format(*choice["bwd_dq"]))]
+    return []
 
 
 def from_label(pass_: str, label: str, config: KernelConfig | None = None) -> Launch:
@@ -184,16 +184,16 @@ def launches(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int
         return configs.get(pass_) or launch_config(n, d, causal, pass_=pass_,
                                                    elem_bytes=elem_bytes, nk=nk)
 
-    out = [_gluon_launch("fwd", choice) or from_label("fwd", "tl", tl("fwd"))]
+    out = _gluon_launch("fwd", choice) or [from_label("fwd", "tl", tl("fwd"))]
     if not backward:
         return out
     out.append(Launch("bwd_preprocess", TL_FUNCTIONS["bwd_preprocess"],
                       "tl " + PREPROCESS_CONFIG.short(), PREPROCESS_CONFIG))
     dkdv = _gluon_launch("bwd_dkdv", choice)
-    if isinstance(dkdv, list):  # the chunked d 192 backward: its dK/dV and dQ launches
+    if "bwd_d192" in choice:  # the chunked d 192 backward: its dK/dV and dQ launches
         return out + dkdv + _gluon_launch("bwd_dq", choice)
-    if dkdv is not None:
-        out.append(dkdv)
+    if dkdv:
+        out += dkdv
     else:
         cfg = tl("bwd_dkdv")
         label = "tl " + cfg.short()
@@ -201,7 +201,7 @@ def launches(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int
                 if cfg.dv_apart else [Launch("bwd_dkdv", TL_FUNCTIONS["bwd_dkdv"], label, cfg)])
         if cfg.fused_dq:
             return out
-    out.append(_gluon_launch("bwd_dq", choice) or from_label("bwd_dq", "tl", tl("bwd_dq")))
+    out += _gluon_launch("bwd_dq", choice) or [from_label("bwd_dq", "tl", tl("bwd_dq"))]
     return out
 
 
