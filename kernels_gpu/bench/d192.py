@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from typing import Any
 
 import torch
 
@@ -94,7 +95,7 @@ def main(argv=None) -> int:
             qd, kd, vd = q.detach(), k.detach(), v.detach()
             o, lse = fa.flash_attention_forward(qd, kd, vd, causal)
             p = L.problem_of(qd, kd, vd, causal)
-            old_cfgs = dict(dkdv_config=L.resolve_config("bwd_dkdv", p),
+            old_cfgs: dict[str, Any] = dict(dkdv_config=L.resolve_config("bwd_dkdv", p),
                             dq_config=L.resolve_config("bwd_dq", p))
             disp = dispatch.choose_for(p, False).get("bwd_d192")
             row["dispatch"] = disp.label() if disp else None

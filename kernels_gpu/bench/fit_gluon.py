@@ -91,7 +91,7 @@ class StudyPoint:
             return gluon.KINDS[self.kernel.kind].terms
         return P.TERMS_OF[self.pass_]
 
-    def predicted(self, pipeline: gluon.PipelineTerms = None, terms: dict = None,
+    def predicted(self, pipeline: gluon.PipelineTerms | None = None, terms: dict | None = None,
                   atomic: dict | None = None) -> float:
         k = self.kernel
         if self.group == "pipeline":

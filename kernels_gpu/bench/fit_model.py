@@ -23,6 +23,7 @@ import os
 import statistics
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from ..host.configs import KernelConfig
 from ..model import data
@@ -67,9 +68,9 @@ def launches(r: dict, gpu: str, calib: dict) -> dict[str, list[_Launch]]:
     m = P.machine_for(gpu, 2, calib)
     l2, lt, sms = P.l2_rate(calib), calib["launch_s"], calib.get("sms") or 132
     c = {p: KernelConfig.from_dict(v) for p, v in r["configs"].items()}
-    kw = dict(n=r["n"], nk=r["nk"], d=r["d"], batch=r["batch"], heads=r["heads"],
+    kw: dict[str, Any] = dict(n=r["n"], nk=r["nk"], d=r["d"], batch=r["batch"], heads=r["heads"],
               causal=bool(r["causal"]), kv_heads=r["heads_kv"])
-    geo = dict(nk=r["nk"], kv_heads=r["heads_kv"])
+    geo: dict[str, Any] = dict(nk=r["nk"], kv_heads=r["heads_kv"])
     sargs = (r["n"], r["d"], r["batch"], r["heads"], bool(r["causal"]))
     f, kv, dq = c["fwd"], c["bwd_dkdv"], c["bwd_dq"]
     out = {"fwd": [_launch(P._one(m, l2, lt, block_m=f.block_m, block_n=f.block_n,
@@ -77,7 +78,7 @@ def launches(r: dict, gpu: str, calib: dict) -> dict[str, list[_Launch]]:
                            schedule(*sargs, pass_="fwd", config=f, **geo), f, sms)]}
     bwd = [_Launch(P._one(m, l2, lt, block_m=P.PREPROCESS_BLOCK, block_n=P.PREPROCESS_BLOCK,
                           pass_="backward", phase="preprocess", **kw), None, 0, 1, sms)]
-    kw2 = dict(kw, kv_heads=r["heads_kv"] * kv.split) if kv.split > 1 else kw
+    kw2: dict[str, Any] = dict(kw, kv_heads=r["heads_kv"] * kv.split) if kv.split > 1 else kw
     for i, ph in enumerate(("dv", "dk") if kv.dv_apart else ("dkdv",)):
         part = i + 1 if kv.dv_apart else None
         bwd.append(_launch(P._one(m, l2, lt, block_m=kv.block_m, block_n=kv.block_n,

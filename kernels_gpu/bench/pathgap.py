@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from typing import Any
 
 import torch
 
@@ -32,7 +33,7 @@ def variants(d: int, n: int, causal: bool) -> dict:
     choice = dispatch.choose_for(p, False)
     kv, dqc = choice.get("bwd_dkdv"), choice.get("bwd_dq")
     dq_cfg = L.honour("bwd_dq", p, L.resolve_config("bwd_dq", p))
-    fixed = dict(delta=L.new_empty((b, h, n), q, torch.float32), dq=torch.empty_like(q),
+    fixed: dict[str, Any] = dict(delta=L.new_empty((b, h, n), q, torch.float32), dq=torch.empty_like(q),
                  dk=torch.empty_like(k), dv=torch.empty_like(v))
 
     def direct(bufs=None):

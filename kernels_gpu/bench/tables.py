@@ -4,6 +4,8 @@ measured times (`bench --predict`). Pure functions of the stored rows: same rows
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
+from typing import Any
 
 from ..host.configs import KernelConfig
 from ..model import gluon
@@ -40,7 +42,7 @@ def one_line(r: dict) -> str:
                         for k in names) + f"  cfg {cfg}")
 
 
-def _speed_table(rows: list[dict], lead: list[tuple[str, callable]]) -> list[str]:
+def _speed_table(rows: list[dict], lead: list[tuple[str, Callable[[dict], str]]]) -> list[str]:
     head = [h for h, _ in lead] + ["fwd ours", "fwd flash", "fwd cudnn", "ours/flash",
                                    "ours/cudnn", "bwd ours", "bwd flash", "bwd cudnn",
                                    "ours/flash", "ours/cudnn"]
@@ -124,7 +126,7 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict) -> list[dict]:
             fp8 = r["dtype"] in FP8
             m = machine_for(gpu, 1 if fp8 else 2, calib)
             c = {p: KernelConfig.from_dict(v) for p, v in r["configs"].items()}
-            kw = dict(n=r["n"], d=r["d"], batch=r["batch"], heads=r["heads"],
+            kw: dict[str, Any] = dict(n=r["n"], d=r["d"], batch=r["batch"], heads=r["heads"],
                       causal=bool(r["causal"]), nk=r["nk"], kv_heads=r["heads_kv"])
             fwd, (kernel, dkdv_kernel, dq_kernel) = c["fwd"], kernels_of(r)
             pred = {"fwd": predict_forward(m, calib, block_m=fwd.block_m,

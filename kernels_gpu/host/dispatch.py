@@ -36,7 +36,8 @@ KERNELS_GPU_D192_GROUPS=0 the chunked d 192 backward for grouped heads.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 

@@ -26,8 +26,8 @@ d x elem_bytes bytes a row, as the schedule counts.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from ..host.configs import KernelConfig
 from ..host.dispatch import SM90, WS_ROWS, Choice, choose, choose_for
