@@ -233,6 +233,9 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
 
     held_rows: list[int] = []
     streamed: list[tuple[int, ...]] = []
+    held: tuple[TileRead, ...]
+    stream: tuple[TileRead, ...]
+    written: tuple[TileRead, ...]
     if pass_ in ("fwd", "bwd_dq"):
         for start_m in range(0, n, bm):
             held_rows.append(start_m)
