@@ -1,14 +1,14 @@
 """The d 192 backward study: the chunked Gluon backward
 (kernels.hopper_bwd_chunked, head dim as 3 x 64 columns, no padding) beside the `tl` kernels
-padded to 256 on chip (the old path), the d 256 path on inputs padded to 256 on the host,
+padded to 256 on chip (the `tl` path, column "old"), the d 256 path on inputs padded to 256 on the host,
 SDPA-flash and cuDNN, in one run on the GPU.
 
     python -m kernels_gpu.bench.studies d192 [--out DIR] [--ns 1024,...,16384] [--causal 1,0]
                                      [--repeats 3] [--candidates g-n64,g-m32,...]
 
 Each point (fp16, H 32, B = 16384 / N, the frontier grid): the whole backward of every variant
-(median of `--repeats` do_bench medians), its largest gradient difference to the old path's,
-and the launches alone (the old path's dK/dV and dQ, each chunked dV / dK / dQ block config) to
+(median of `--repeats` do_bench medians), its largest gradient difference to the `tl` path's,
+and the launches alone (the `tl` path's dK/dV and dQ, each chunked dV / dK / dQ block config) to
 say where the time goes. Writes d192.json and d192.md.
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _padded(qd, kd, vd, o, lse, do, causal):
 
 
 def _launches(row, p, qd, kd, vd, o, lse, do, causal, repeats):
-    """Each launch alone, ms: the old path's two, every chunked block config."""
+    """Each launch alone, ms: the `tl` path's two, every chunked block config."""
     scale = 1.0 / math.sqrt(D)
     t_kv, t_q = fa._backward_timers(p, qd, kd, vd, o, lse, do, scale)
     row["launch_ms"] = {"old dkdv": t_kv(L.resolve_config("bwd_dkdv", p)),
