@@ -90,7 +90,7 @@ def main(argv=None) -> int:
             q = torch.randn(b, H, n, D, device="cuda", dtype=torch.float16, requires_grad=True)
             k, v = (torch.randn_like(q).requires_grad_() for _ in range(2))
             do = torch.randn_like(q)
-            row = {"d": D, "n": n, "batch": b, "causal": causal, "heads": H, "ms": {},
+            row: dict[str, Any] = {"d": D, "n": n, "batch": b, "causal": causal, "heads": H, "ms": {},
                    "runs": {}, "err": {}, "dispatch": None}
             qd, kd, vd = q.detach(), k.detach(), v.detach()
             o, lse = fa.flash_attention_forward(qd, kd, vd, causal)

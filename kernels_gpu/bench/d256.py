@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 import torch
 
@@ -86,7 +87,7 @@ def main(argv=None) -> int:
                 for _ in range(2))
         do = torch.randn_like(q)
         flops = attention_flops(b, H, n, d, causal, "bwd")
-        row = {"d": d, "n": n, "batch": b, "causal": causal, "heads": H, "ms": {}, "runs": {},
+        row: dict[str, Any] = {"d": d, "n": n, "batch": b, "causal": causal, "heads": H, "ms": {}, "runs": {},
                "err": {}}
         qd, kd, vd = q.detach(), k.detach(), v.detach()
         o, lse = fa.flash_attention_forward(qd, kd, vd, causal)

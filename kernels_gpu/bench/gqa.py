@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import replace
+from typing import Any
 
 import torch
 
@@ -80,7 +81,7 @@ def main(argv=None) -> int:
                             requires_grad=True) for _ in range(2))
         do = torch.randn_like(q)
         flops = attention_flops(B, H, n, d, causal, "bwd")
-        row = {"d": d, "n": n, "causal": causal, "heads": H, "heads_kv": kv, "ms": {},
+        row: dict[str, Any] = {"d": d, "n": n, "causal": causal, "heads": H, "heads_kv": kv, "ms": {},
                "runs": {}}
         o, lse = fa.flash_attention_forward(q.detach(), k.detach(), v.detach(), causal)
         p = L.problem_of(q, k, v, causal)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 import torch
 
@@ -72,7 +73,7 @@ def main(argv=None) -> int:
             flops = attention_flops(b, h, n, d, c, "fwd")
             ref = sdpa(q.float(), k.float(), v.float(), c, SDPBackend.MATH) if n <= 4096 \
                 else None
-            row = {"d": d, "n": n, "batch": b, "heads": h, "causal": c, "ms": {}, "err": {}}
+            row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "causal": c, "ms": {}, "err": {}}
             for name, fn in variants(d, c, args.ws).items():
                 try:
                     o = fn(q, k, v)

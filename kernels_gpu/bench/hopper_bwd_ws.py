@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 import torch
 
@@ -78,7 +79,7 @@ def point(d: int, n: int, causal: bool, repeats: int, variants, public=()) -> di
     choice = dispatch.choose_for(p, False)
     kv1 = choice.get("bwd_dkdv")  # the one-partition Gluon dK/dV dispatched before
     gdq = choice.get("bwd_dq")
-    row = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {}, "runs": {},
+    row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {}, "runs": {},
            "err": {}, "dq": label("dq", gdq) if gdq else f"tl dq {dq_cfg.short()}"}
     L.launch_preprocess(p, o, dod, delta)
     rk, rv = hopper.attention_backward_dkdv_hopper(qd, kd, vd, dod, lse, delta, scale, causal,
