@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole GPU test suite on a CUDA machine (the lent GPU): every kernels_gpu test and
+# The whole GPU test suite on a CUDA machine (a Hopper GPU): every kernels_gpu test and
 # `toym verify-gpu`'s, on the GPU instead of Triton's interpreter. Prints the pass count last;
 # the log and a JUnit XML land under $OUT (default ./device_out).
 #   bash kernels_gpu/device/tests.sh            # PYTEST_ARGS="-x" etc. are passed on

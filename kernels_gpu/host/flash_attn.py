@@ -36,10 +36,10 @@ from __future__ import annotations
 import torch
 import triton
 
-from . import graphs, hopper, hopper_bwd_ws, hopper_d192
+from ..kernels import INTERPRETER
+from . import dispatch, graphs, hopper, hopper_bwd_ws, hopper_d192
 from . import launch as L
 from .configs import KernelConfig, autotune_enabled
-from ..kernels import INTERPRETER
 from .launch import FP8_DTYPES, MAX_HEAD_DIM, Problem
 from .reference import attention_reference, softmax_scale
 
@@ -115,16 +115,16 @@ def flash_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c
     q, k, v = q.contiguous(), k.contiguous(), _v_for(p, v)
     o = L.new_empty(q.shape, q, out_dtype)
     lse = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
-    gluon = (hopper.dispatch_config(p, INTERPRETER) if config is None and block_m is None
-             and block_n is None and not autotune and not autotune_enabled()
-             and descale is None and out_dtype == q.dtype else None)
-    ws = hopper.dispatch_ws(p, INTERPRETER) if gluon is not None else None
+    choice = (dispatch.choose_for(p, INTERPRETER) if config is None and block_m is None
+              and block_n is None and not autotune and not autotune_enabled()
+              and descale is None and out_dtype == q.dtype else {})
+    gluon, ws = choice.get("fwd"), choice.get("fwd_ws")
     if ws is not None:  # the warp-specialised Gluon forward where it measured fastest
         _replayable(("fwd-ws", p, scale, ws), (q, k, v, o, lse),
                     lambda: hopper.attention_forward_ws(q, k, v, scale, ws[0], ws[1], ws[2],
                                                         out=(o, lse), causal=p.causal), p)
         return o, lse
-    if gluon is not None:  # the Gluon Hopper kernel where it measured faster (host/hopper.py)
+    if gluon is not None:  # the one-partition Gluon forward (host/dispatch.py)
         bm, bn, w = gluon
         _replayable(("fwd-gluon", p, scale, gluon), (q, k, v, o, lse),
                     lambda: hopper.attention_forward_hopper(q, k, v, scale, bm, bn, w,
@@ -174,9 +174,8 @@ def flash_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
     do = do.to(q.dtype).contiguous()
     lse = lse.float().contiguous()
     scale = softmax_scale(sm_scale, p.d)
-    gluon = ((hopper.dispatch_dkdv(p, INTERPRETER) or hopper_d192.dispatch_d192(p, INTERPRETER))
-             if dkdv_config is None and block_m is None
-             and block_n is None and not autotune and not autotune_enabled() else None)
+    choice = (dispatch.choose_for(p, INTERPRETER) if dkdv_config is None and block_m is None
+              and block_n is None and not autotune and not autotune_enabled() else {})
     if dkdv_config is None or dq_config is None:
         timers = _backward_timers(p, q, k, v, o, lse, do, scale)
         if dkdv_config is None:
@@ -184,13 +183,13 @@ def flash_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
         if dq_config is None:
             dq_config = L.resolve_config("bwd_dq", p, block_m, block_n, autotune, timers[1])
     return _backward(p, q, k, v, o, lse, do, scale, L.honour("bwd_dkdv", p, dkdv_config),
-                     L.honour("bwd_dq", p, dq_config), gluon)
+                     L.honour("bwd_dq", p, dq_config), choice)
 
 
 def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
     """Autotuning timers of the dK/dV and dQ launches; their buffers (and the D they read) are
     made on the first timing only, so the untuned path pays nothing for them."""
-    bufs = {}
+    bufs: dict[str, torch.Tensor] = {}
 
     def buffers():
         if not bufs:
@@ -211,19 +210,21 @@ def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
 
 
 def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelConfig,
-              dq_cfg: KernelConfig, gluon: tuple[int, ...] | None = None):
+              dq_cfg: KernelConfig, choice: dispatch.Choice | None = None):
     """The three launches on checked, contiguous inputs with resolved configs (the autograd
-    path calls this directly: host time is what small shapes are bound by); gluon (BLOCK_M,
-    BLOCK_N, warps): dK/dV on the Gluon kernel (host/hopper.py DISPATCH_DKDV) instead. A
-    small problem seen before with the very same buffers replays the launches as one CUDA
-    graph (graphs); gluon a hopper_d192.D192Config: the chunked d 192 backward instead."""
-    if isinstance(gluon, hopper_d192.D192Config):
-        return hopper_d192.run_backward_d192(p, q, k, v, o, lse, do, scale, gluon, _replayable)
+    path calls this directly: host time is what small shapes are bound by); `choice`
+    (host/dispatch.py) names the passes that run on a Gluon kernel instead: the dK/dV (one
+    partition or warp-specialised), the dQ, or the whole chunked d 192 backward. A small
+    problem seen before with the very same buffers replays the launches as one CUDA graph
+    (graphs)."""
+    choice = choice or {}
+    d192 = choice.get("bwd_d192")
+    if isinstance(d192, hopper_d192.D192Config):
+        return hopper_d192.run_backward_d192(p, q, k, v, o, lse, do, scale, d192, _replayable)
     delta = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
     dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
-
-    gluon_dq = hopper.dispatch_dq(p, False) if gluon is not None else None
-    ws = hopper_bwd_ws.dispatch_dkdv_ws(p, False) if gluon is not None else None
+    gluon, gluon_dq, ws = (choice.get("bwd_dkdv"), choice.get("bwd_dq"),
+                           choice.get("bwd_dkdv_ws"))
 
     def launch():
         L.launch_preprocess(p, o, do, delta)
@@ -255,7 +256,7 @@ class FlashAttentionFunction(torch.autograd.Function):
 
     The backward goes straight to the three launches with the problem checked by the forward
     and the configs resolved once per shape (launch.resolve_config's cache): at small shapes
-    the backward is bound by host time, not by the GPU (hostprobe, NOTES.md)."""
+    the backward is bound by host time, not by the GPU (`python -m kernels_gpu.bench.hostprobe`)."""
 
     @staticmethod
     def forward(ctx, q, k, v, causal=False, sm_scale=None, block_m=None, block_n=None):
@@ -278,7 +279,7 @@ class FlashAttentionFunction(torch.autograd.Function):
                 do.to(q.dtype).contiguous(), softmax_scale(ctx.sm_scale, p.d),
                 L.resolve_config("bwd_dkdv", p, ctx.block_m, ctx.block_n),
                 L.resolve_config("bwd_dq", p, ctx.block_m, ctx.block_n),
-                (hopper.dispatch_dkdv(p, INTERPRETER) or hopper_d192.dispatch_d192(p, INTERPRETER))
+                dispatch.choose_for(p, INTERPRETER)
                 if ctx.block_m is None and ctx.block_n is None else None)
         return dq, dk, dv, None, None, None, None
 

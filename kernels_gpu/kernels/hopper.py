@@ -1,5 +1,5 @@
 """A Hopper-only attention forward in Gluon (`triton.experimental.gluon`, Triton 3.6): the first
-step toward the FlashAttention-3 schedule (issue 21, item 3).
+step toward the FlashAttention-3 schedule.
 
 What it has: Q, K, V tiles through TMA descriptors into NVMMA-swizzled shared memory, a
 two-stage K/V ring with one mbarrier per stage (the load of tile j+1 in flight while tile j is
@@ -7,7 +7,7 @@ computed), both matmuls on `warpgroup_mma` (wgmma; P from registers as the A ope
 online softmax in registers, O written through shared memory and a TMA store.
 What it does not have yet (FA3): a producer warp (warp specialisation), two consumer
 warpgroups in ping-pong, `setmaxnreg`, the overlap of one tile's softmax with the next tile's
-QK^T inside a warpgroup. Causal (square, second session) or not, H_kv = H, N a multiple of the blocks, d 64 or 128, fp16 /
+QK^T inside a warpgroup. Causal (square) or not, H_kv = H, N a multiple of the blocks, d 64 or 128, fp16 /
 bf16. The `tl` kernels stay the reference path (and the only one under the interpreter).
 
 Grid (N / BLOCK_M, B * H); 8 warps = two warpgroups, each owning BLOCK_M / 2 rows.

@@ -1,5 +1,5 @@
 """A Hopper dK/dV backward in Gluon (Triton 3.6): the backward's heavy launch on TMA + wgmma
-(issue 21, item 3, third and fourth sessions; one partition, no warp specialisation yet).
+(one partition, no warp specialisation yet).
 
 One program holds a (BLOCK_N, d) tile of K and of V in shared memory (TMA, once) and streams
 the query tiles (BLOCK_M rows of Q and dO) through a two-stage TMA ring, one mbarrier per stage.
@@ -17,7 +17,7 @@ kernel's, or `_attn_bwd_dq_hopper`'s: the mirror image (a Q / dO / lse / D tile 
 streamed; S = Q K^T, P, dP = dO V^T, dS, dQ += dS K). H_kv = H, N_q = N_k a multiple of the
 blocks, d 64 / 128, fp16 / bf16. dK/dV grid (N / BLOCK_N, B * H), dQ grid (N / BLOCK_M, B * H);
 num_warps 8: each warp owns 1/8 of the held tile's rows. STAGES: the streamed ring's depth.
-OVERLAP (fourth session): 0 every wgmma waited; 1 the two products of the streamed tile (S^T and
+OVERLAP: 0 every wgmma waited; 1 the two products of the streamed tile (S^T and
 dP^T; S and dP) issued together and dP^T waited only after P^T's exponentials; 2 (dK/dV) also
 P^T dO left running while dS^T is formed. Every wgmma of a tile retires before the next tile.
 """

@@ -1,5 +1,4 @@
-"""The d 192 backward in Gluon with the head dim as three 64-column chunks (issue 21, item 4,
-fifth session): every Gluon tensor has power-of-two dims, so a (rows, 192) tile is held as
+"""The d 192 backward in Gluon with the head dim as three 64-column chunks: every Gluon tensor has power-of-two dims, so a (rows, 192) tile is held as
 three (rows, 64) tiles. TMA reads the UNPADDED (B*H*N, 192) tensors through one descriptor of
 box (BLOCK, 64), loaded at columns 0, 64 and 128; no work is done on padding.
 

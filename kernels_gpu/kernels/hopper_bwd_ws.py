@@ -1,5 +1,5 @@
 """The FlashAttention-3 backward's structure in Gluon (Triton 3.6): a warp-specialised dK/dV
-(issue 21, item 3 (b), fifth session).
+.
 
 One program owns 128 key rows of one head (two blocks of WG_ROWS = 64) and runs three
 partitions (`gl.warp_specialize`, as `hopper_ws.py`'s forward):
@@ -19,7 +19,7 @@ partitions (`gl.warp_specialize`, as `hopper_ws.py`'s forward):
 
   on wgmma (P^T and dS^T from registers), lse and D = rowsum(dO * O) read with plain loads.
   OVERLAP as `hopper_bwd.py`'s: 0 every wgmma waited; 1 dP^T issued with S^T and retired after
-  P^T's exponentials; 2 also P^T dO left running while dS^T is formed. FUSED_DQ (item 3 (c)):
+  P^T's exponentials; 2 also P^T dO left running while dS^T is formed. FUSED_DQ:
   dS^T goes through shared memory instead, feeding dK += dS^T Q and dQ_part = dS K (two column
   halves of 32 registers), added to an fp32 dQ with atomics (FA2 / FA3's fused dQ; FA3 reduces
   with bulk TMA, which Gluon 3.6 does not offer). Causal: the second

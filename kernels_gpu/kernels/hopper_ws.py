@@ -1,5 +1,5 @@
 """The FlashAttention-3 schedule in Gluon (Triton 3.6) for Hopper: a warp-specialised forward
-(issue 21, item 3, third session).
+.
 
 One program owns 128 query rows of one head and runs three partitions (`gl.warp_specialize`):
 
