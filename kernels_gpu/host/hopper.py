@@ -13,6 +13,7 @@ import os
 import torch
 
 from ..kernels.hopper import HAVE_GLUON, _attn_fwd_hopper
+from . import support
 from .launch import _capability
 
 __all__ = ["DISPATCH", "DISPATCH_CAUSAL", "DISPATCH_WS", "dispatch_config", "dispatch_ws",
@@ -45,14 +46,16 @@ DISPATCH_CAUSAL: dict[int, tuple[int, int, int]] = {64: (128, 128, 8), 128: (128
 
 def dispatch_config(p, interpreter: bool) -> tuple[int, int, int] | None:
     """The Gluon config for a launch.Problem where the Gluon forward measured faster (non-causal,
-    H_kv = H, N_q = N_k a multiple of the blocks, d 64/128, fp16/bf16, sm_90), else None.
-    KERNELS_GPU_HOPPER=0 turns it off."""
+    H_kv = H, N_q = N_k a multiple of the blocks, d 64/128, fp16/bf16, sm_90, a Triton the
+    Gluon kernels are verified on: support.gluon_usable), else None. KERNELS_GPU_HOPPER=0
+    turns it off."""
     cfg = (DISPATCH_CAUSAL if p.causal else DISPATCH).get(p.d)
     if (cfg is None or interpreter or not HAVE_GLUON or p.group != 1
             or p.nq != p.nk or p.nq % max(cfg[0], cfg[1])
             or p.dtype not in (torch.float16, torch.bfloat16)
             or os.environ.get("KERNELS_GPU_HOPPER", "1") == "0"
-            or _capability(torch.cuda.current_device())[0] != 9):
+            or _capability(torch.cuda.current_device())[0] != 9
+            or not support.gluon_usable()):  # this Triton's Gluon verified (host/support.py)
         return None
     return cfg
 

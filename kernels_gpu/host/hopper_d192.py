@@ -19,6 +19,7 @@ import torch
 
 from ..kernels.hopper_bwd_chunked import HAVE_GLUON
 from . import launch as L
+from . import support
 
 __all__ = ["D192Config", "CANDIDATES", "DISPATCH_D192", "dispatch_d192", "d192_supported",
            "attention_backward_dkdv_d192", "attention_backward_dq_d192", "backward_d192",
@@ -82,7 +83,8 @@ def dispatch_d192(p, interpreter: bool) -> D192Config | None:
             or L._capability(torch.cuda.current_device())[0] != 9):
         return None
     cfg = next((c for largest, c in rows if p.nq <= largest), None)
-    if cfg is None or any(p.nq % b for blk in cfg if blk for b in blk[:2]):
+    if (cfg is None or any(p.nq % b for blk in cfg if blk for b in blk[:2])
+            or not support.gluon_usable()):  # this Triton's Gluon verified (host/support.py)
         return None
     return cfg
 

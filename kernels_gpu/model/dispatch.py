@@ -98,12 +98,14 @@ def gluon_choice(n: int, d: int, causal: bool = False, heads: int = 1,
     no explicit blocks or config. elem_bytes 2 = fp16 / bf16; `env` the environment
     (KERNELS_GPU_HOPPER=0, KERNELS_GPU_WS=0 turn the kernels off; default os.environ)."""
     from ..host import hopper  # the tables and HAVE_GLUON; nothing runs on a GPU
+    from ..host.support import gluon_status
 
     env = os.environ if env is None else env
     nk = n if nk is None else nk
     kv_heads = heads if kv_heads is None else kv_heads
     if (capability is None or capability[0] != 9 or nk != n
-            or elem_bytes != 2 or env.get("KERNELS_GPU_HOPPER", "1") == "0"):
+            or elem_bytes != 2 or env.get("KERNELS_GPU_HOPPER", "1") == "0"
+            or not gluon_status(env=env)[0]):  # this Triton's Gluon verified (host/support.py)
         return {}
     if kv_heads != heads:  # grouped heads: only the chunked d 192 backward (on K/V copied out)
         d192 = (_d192_choice(n, d, causal)
