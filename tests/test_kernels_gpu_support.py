@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 import warnings
 
 import pytest
+import tomllib
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -128,7 +128,7 @@ def test_a_gluon_compile_failure_runs_the_tl_forward_and_backward_warned_once(mo
     with pytest.warns(support.GluonFallbackWarning):
         got = flash_attn._backward(p, q, k, v, o, lse, do, p.d ** -0.5, *cfgs, (64, 64, 4, 2, 1))
     want = flash_attn._backward(p, q, k, v, o, lse, do, p.d ** -0.5, *cfgs, None)
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=False):
         assert torch.equal(a, b)
 
 
@@ -153,5 +153,14 @@ def test_on_sm90_an_unverified_triton_runs_the_tl_kernels(monkeypatch):
     monkeypatch.setattr(support.triton, "__version__", "3.7.1")
     with pytest.warns(support.GluonFallbackWarning):
         got = run()
-    for a, b in zip(got, tl):
+    for a, b in zip(got, tl, strict=False):
         assert torch.equal(a, b)
+
+
+@pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
+def test_verify_gpu_says_why_the_tl_kernels_ran(monkeypatch):
+    from kernels_gpu.bench import verify
+
+    monkeypatch.setattr(support.triton, "__version__", "3.7.1")
+    text = verify._dispatch_text(False, {}, [])
+    assert text.startswith("on: the tl kernels here (") and "3.7.1" in text

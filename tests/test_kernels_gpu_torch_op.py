@@ -19,8 +19,12 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
-from kernels_gpu import (SDPAUnsupported, attention_reference, flash_attention,  # noqa: E402
-                         scaled_dot_product_attention)
+from kernels_gpu import (  # noqa: E402
+    SDPAUnsupported,
+    attention_reference,
+    flash_attention,
+    scaled_dot_product_attention,
+)
 from kernels_gpu.host.tolerance import output_tolerance, rel_err  # noqa: E402
 
 CUDA = torch.cuda.is_available()
@@ -92,7 +96,20 @@ def test_opcheck_passes(causal):
 
 
 def _model_fn(q, k, v):
-    return (flash_attention(q, k, v, causal=True) * 1.5).float().sum()
+    return flash_attention(q, k, v, causal=True)
+
+
+def _compiled_equals_eager(compiled, q, k, v) -> None:
+    """The compiled function's output and gradients (for one random dO) equal eager's bit for
+    bit: the same kernels run inside the operator."""
+    out = compiled(q, k, v)
+    do = torch.randn_like(out)
+    grads = torch.autograd.grad(out, (q, k, v), do)
+    ref = _model_fn(q, k, v)
+    ref_grads = torch.autograd.grad(ref, (q, k, v), do)
+    assert torch.equal(out, ref)
+    for g, r in zip(grads, ref_grads, strict=False):
+        assert torch.equal(g, r)
 
 
 @pytest.mark.interpreter
@@ -106,14 +123,8 @@ def test_compile_fullgraph_traces_forward_and_backward_like_eager(dynamic):
     backend = "inductor" if CUDA else "aot_eager"
     dtype = torch.float16 if CUDA else torch.float32
     q, k, v = _qkv(n=128 if CUDA else 32, d=64 if CUDA else 16, dtype=dtype, grad=True)
-    compiled = torch.compile(_model_fn, fullgraph=True, backend=backend, dynamic=dynamic)
-    out = compiled(q, k, v)
-    grads = torch.autograd.grad(out, (q, k, v))
-    ref = _model_fn(q, k, v)
-    ref_grads = torch.autograd.grad(ref, (q, k, v))
-    assert torch.equal(out, ref)
-    for g, r in zip(grads, ref_grads):
-        assert torch.equal(g, r)
+    _compiled_equals_eager(torch.compile(_model_fn, fullgraph=True, backend=backend,
+                                         dynamic=dynamic), q, k, v)
 
 
 def test_dynamo_sees_one_operator_and_no_graph_break():
@@ -239,7 +250,7 @@ def test_a_nanogpt_block_trains_with_sdpa_losses():
     ref = _train(F.scaled_dot_product_attention, 5, **size)
     tol = 2e-3 if CUDA else 1e-5
     assert ours[-1] < ours[0]
-    for a, b in zip(ours, ref):
+    for a, b in zip(ours, ref, strict=False):
         assert abs(a - b) <= tol * abs(b), (ours, ref)
 
 
@@ -250,7 +261,7 @@ def test_a_compiled_nanogpt_block_trains_like_eager():
     eager = _train(scaled_dot_product_attention, 5, **size)
     torch._dynamo.reset()
     compiled = _train(scaled_dot_product_attention, 5, compile_=True, **size)
-    for a, b in zip(compiled, eager):
+    for a, b in zip(compiled, eager, strict=False):
         assert abs(a - b) <= 1e-3 * abs(b), (compiled, eager)
 
 
@@ -276,7 +287,7 @@ def test_reduce_overhead_captures_the_operator_in_cuda_graphs(d, causal):
     ref = f(q, k, v)
     ref_grads = torch.autograd.grad(ref, (q, k, v))
     assert torch.equal(out, ref)
-    for g, r in zip(grads, ref_grads):
+    for g, r in zip(grads, ref_grads, strict=False):
         assert torch.equal(g, r)
     assert counters["inductor"]["cudagraph_skips"] == 0
 
@@ -288,11 +299,26 @@ def test_compiled_hopper_path_matches_eager_on_the_dispatched_kernels():
     the compiled graph (inductor), bit for bit the eager results."""
     torch._dynamo.reset()
     q, k, v = _qkv(b=1, h=4, n=1024, d=128, dtype=torch.float16, grad=True)
-    compiled = torch.compile(_model_fn, fullgraph=True)
-    out = compiled(q, k, v)
-    grads = torch.autograd.grad(out, (q, k, v))
-    ref = _model_fn(q, k, v)
-    ref_grads = torch.autograd.grad(ref, (q, k, v))
-    assert torch.equal(out, ref)
-    for g, r in zip(grads, ref_grads):
-        assert torch.equal(g, r)
+    _compiled_equals_eager(torch.compile(_model_fn, fullgraph=True), q, k, v)
+
+
+@pytest.mark.interpreter
+@pytest.mark.slow
+@CPU_ONLY
+def test_the_how_to_page_shows_what_the_example_prints():
+    """docs/how-to/use-in-a-model.md shows `python examples/use_in_a_model.py` and, in the
+    block right under it, exactly what it prints (on a CPU: the interpreter)."""
+    import re
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    page = open(os.path.join(root, "docs", "how-to", "use-in-a-model.md"), encoding="utf-8").read()
+    m = re.search(r"```bash\npython examples/use_in_a_model.py\n```\n\n```text\n(.*?)```", page,
+                  re.S)
+    assert m, "the page shows the command and its output block"
+    env = dict(os.environ, PYTHONPATH=root)
+    r = subprocess.run([sys.executable, "examples/use_in_a_model.py"], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout == m.group(1)
