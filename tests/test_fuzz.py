@@ -238,7 +238,8 @@ def problems(draw):
     title, desc = json.dumps(draw(HOSTILE_TEXT)), json.dumps(draw(HOSTILE_TEXT))
     shape = draw(st.sampled_from(["[3]", "[3, 1]", "[1, 3]", "[100000, 100000]", "[0]", "[-1]", "3", "[[3]]"]))
     extra = draw(st.sampled_from(["", "trials: 1000000000\n", "trials: 2\n", "machine: /etc/passwd\n",
-                                  "machine: ../m.yaml\n", "tolerance: .nan\n", "max_cycles: -1\n",
+                                  "machine: ../m.yaml\n", "machine: m.yaml\n",
+                                  "machine: ../../../../../dev/stdin\n", "machine: p.yaml\n", "tolerance: .nan\n", "max_cycles: -1\n",
                                   "seed: 99999999999999999999999\n", "registers: 0\n"]))
     return (f"title: {title}\ndescription: {desc}\ninputs:\n  x: {{shape: {shape}}}\n  y: [1, 2, 3]\n"
             f"expect:\n  y: {json.dumps(draw(expressions()))}\n{extra}")
