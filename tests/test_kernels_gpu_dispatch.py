@@ -14,8 +14,13 @@ pytest.importorskip("triton")
 from kernels_gpu import KernelConfig, predict_traffic  # noqa: E402
 from kernels_gpu.host import hopper, hopper_d192  # noqa: E402
 from kernels_gpu.host import launch as host_launch  # noqa: E402
+from kernels_gpu.host.support import gluon_status  # noqa: E402
 from kernels_gpu.model import dispatch  # noqa: E402
 from kernels_gpu.model.tile_traffic import simulated_traffic  # noqa: E402
+
+# only on a Triton the Gluon kernels are dispatched on (kernels_gpu/host/support.py); elsewhere
+# the model and the host both run the `tl` kernels
+DISPATCHED = pytest.mark.skipif(not gluon_status(env={})[0], reason=gluon_status(env={})[1])
 
 DTYPES = {2: torch.float16, 4: torch.float32}
 
@@ -46,6 +51,7 @@ def sm90(monkeypatch):
 
 
 @pytest.mark.parametrize("env", [{}, {"KERNELS_GPU_WS": "0"}, {"KERNELS_GPU_HOPPER": "0"}])
+@DISPATCHED
 def test_the_model_dispatch_is_the_hosts(sm90, monkeypatch, env):
     """gluon_choice (no GPU) = host/hopper.py's dispatch_config / dispatch_ws / dispatch_dkdv /
     dispatch_dq and host/hopper_d192.py's dispatch_d192 (the chunked d 192 backward) on an
@@ -96,6 +102,7 @@ TABLES = dict(DISPATCH={64: (128, 128, 8), 128: (128, 64, 8)},
                        ("_attn_bwd_dkdv_hopper", "gluon M64N64w4", "M64N64w4s2-tma"),
                        ("_attn_bwd_dq_hopper", "gluon M64N64w4 s2 ov1", "M64N64w4s2-tma")]),
 ])
+@DISPATCHED
 def test_the_launches_a_dispatch_implies(monkeypatch, n, d, causal, want):
     """launches(): the forward on the one-partition or warp-specialised Gluon kernel, the dK/dV
     and dQ on theirs where dispatched, the `tl` kernels (with their own configs) elsewhere, in

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from kernels_gpu import KernelConfig, predict_traffic  # noqa: E402
-from kernels_gpu.host import hopper_d192  # noqa: E402
+from kernels_gpu.host import hopper_d192, support  # noqa: E402
 from kernels_gpu.host.hopper_d192 import D192Config  # noqa: E402
 from kernels_gpu.model import dispatch  # noqa: E402
 from kernels_gpu.model.tile_traffic import simulated_traffic  # noqa: E402
@@ -25,6 +25,8 @@ def tables(monkeypatch):
     """DISPATCH_D192 pinned (a re-tuned table must not move these tests): dV apart when not
     causal, one dK/dV launch when causal; below N 1k nothing."""
     monkeypatch.setattr(hopper_d192, "HAVE_GLUON", True)
+    # the tables on any Triton: this one taken as verified (host/support.py)
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
     monkeypatch.setattr(hopper_d192, "DISPATCH_D192", {False: [(1023, None), (1 << 62, APART)],
                                                        True: [(1023, None), (1 << 62, ONE)]})
 
