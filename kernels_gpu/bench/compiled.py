@@ -20,7 +20,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -215,7 +215,8 @@ def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
 
 
 def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelConfig,
-              dq_cfg: KernelConfig, gluon: tuple[int, ...] | None = None):
+              dq_cfg: KernelConfig,
+              gluon: tuple[int, ...] | hopper_d192.D192Config | None = None):
     """The three launches on checked, contiguous inputs with resolved configs (the autograd
     path calls this directly: host time is what small shapes are bound by); gluon (BLOCK_M,
     BLOCK_N, warps): dK/dV on the Gluon kernel (host/hopper.py DISPATCH_DKDV) instead. A

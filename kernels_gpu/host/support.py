@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Mapping
 
 import triton
 
@@ -65,8 +66,10 @@ def triton_version(version: str | None = None) -> tuple[int, int]:
     return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
 
 
-def gluon_status(version: str | None = None, env: dict | None = None) -> tuple[bool, str]:
-    """(whether the Gluon kernels may be dispatched, why) for this Triton (or `version`)."""
+def gluon_status(version: str | None = None,
+                 env: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """(whether the Gluon kernels may be dispatched, why) for this Triton (or `version`) and
+    the switches in `env` (default os.environ)."""
     env = os.environ if env is None else env
     shown = version or triton.__version__
     if env.get("KERNELS_GPU_HOPPER", "1") == "0":

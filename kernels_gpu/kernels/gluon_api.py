@@ -21,13 +21,6 @@ from typing import Any
 __all__ = ["HAVE_GLUON", "gluon", "gl", "fence_async_shared", "mbarrier", "tma",
            "warpgroup_mma", "warpgroup_mma_wait", "tma_load", "tma_store", "thread_barrier"]
 
-gluon: Any
-gl: Any
-fence_async_shared: Any
-mbarrier: Any
-tma: Any
-warpgroup_mma: Any
-warpgroup_mma_wait: Any
 tma_load: Any
 tma_store: Any
 thread_barrier: Any
@@ -45,8 +38,8 @@ try:
     HAVE_GLUON = True
 except ImportError:  # pragma: no cover - a Triton without Gluon
     HAVE_GLUON = False
-    gluon = gl = fence_async_shared = mbarrier = tma = None
-    warpgroup_mma = warpgroup_mma_wait = None
+    gluon = gl = fence_async_shared = mbarrier = tma = None  # type: ignore[assignment]
+    warpgroup_mma = warpgroup_mma_wait = None  # type: ignore[assignment]
 
 if HAVE_GLUON:
     # the renamed TMA copies (Triton > 3.6) where this Triton has them
