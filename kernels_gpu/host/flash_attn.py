@@ -194,7 +194,7 @@ def flash_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
 def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
     """Autotuning timers of the dK/dV and dQ launches; their buffers (and the D they read) are
     made on the first timing only, so the untuned path pays nothing for them."""
-    bufs = {}
+    bufs: dict[str, torch.Tensor] = {}
 
     def buffers():
         if not bufs:
