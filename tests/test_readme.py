@@ -1,11 +1,13 @@
 """The README stays true: every `toym …` command in its bash blocks runs as written, in order, in one
 folder holding copies of programs/ and examples/ (a later command may read an earlier one's -o file),
-and every `<!-- toym-output/toym-error: ARGS -->` block is what the command prints — the same rules as
-the docs pages (docs/docgen/pages.py; tests/test_docs.py runs those)."""
+and every `<!-- toym-output -->`/`<!-- toym-error -->` block is what the command shown directly above it
+prints — the same rules as the docs pages (docs/docgen/pages.py; tests/test_docs.py runs those)."""
 
 import os
 import re
 import sys
+
+import pytest
 
 from conftest import ROOT
 
@@ -32,6 +34,7 @@ def test_readme_is_a_front_page():
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 150
 
 
+@pytest.mark.slow
 def test_readme_commands_run_in_order(toym):
     failures = []
     for step, code, out, err in run_page(README, toym):
