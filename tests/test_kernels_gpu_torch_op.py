@@ -127,6 +127,7 @@ def test_compile_fullgraph_traces_forward_and_backward_like_eager(dynamic):
                                          dynamic=dynamic), q, k, v)
 
 
+@pytest.mark.interpreter
 def test_dynamo_sees_one_operator_and_no_graph_break():
     """Dynamo's own account of the trace: one graph, no break, the forward operator in it."""
     torch._dynamo.reset()
