@@ -19,10 +19,13 @@ from kernels_gpu import attention_reference  # noqa: E402
 from kernels_gpu.host import dispatch as host_dispatch  # noqa: E402
 from kernels_gpu.host import hopper_d192 as g  # noqa: E402
 from kernels_gpu.host.launch import Problem  # noqa: E402
+from kernels_gpu.host.support import gluon_status  # noqa: E402
 from kernels_gpu.kernels.hopper_bwd_chunked import HAVE_GLUON  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GLUON = pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
+# the dispatch's tests: only on a Triton the Gluon kernels are dispatched on (host/support.py)
+DISPATCHED = pytest.mark.skipif(not gluon_status(env={})[0], reason=gluon_status(env={})[1])
 CFG = g.D192Config((32, 64, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2))
 
 
@@ -45,6 +48,7 @@ def _problem(d=192, heads=4, heads_kv=4, nq=1024, nk=1024, dtype=torch.float16, 
 
 
 @GLUON
+@DISPATCHED
 def test_dispatch_takes_square_d192_half_precision_on_sm90(monkeypatch):
     from kernels_gpu.host import launch
 

@@ -13,6 +13,7 @@ from kernels_gpu import KernelConfig, predict_traffic  # noqa: E402
 from kernels_gpu.host import dispatch as host_dispatch  # noqa: E402
 from kernels_gpu.host import hopper_d192  # noqa: E402
 from kernels_gpu.host import launch as host_launch  # noqa: E402
+from kernels_gpu.host import support  # noqa: E402
 from kernels_gpu.model import dispatch  # noqa: E402
 from kernels_gpu.model.tile_traffic import simulated_traffic  # noqa: E402
 
@@ -93,7 +94,9 @@ def tables(monkeypatch):
     for name, table in TABLES.items():
         monkeypatch.setattr(host_dispatch, name, {k: list(v) if isinstance(v, list) else v
                                                   for k, v in table.items()})
-    monkeypatch.setattr(host_dispatch, "HAVE_GLUON", True)
+    monkeypatch.setattr(support, "HAVE_GLUON", True)  # the tables on any Triton: this one taken as verified
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
+    support.reset()
     for key in ("KERNELS_GPU_HOPPER", "KERNELS_GPU_WS", "KERNELS_GPU_WS_BWD",
                 "KERNELS_GPU_D192_GROUPS"):
         monkeypatch.delenv(key, raising=False)

@@ -14,6 +14,7 @@ from kernels_gpu import KernelConfig, predict_traffic  # noqa: E402
 from kernels_gpu.host import dispatch as host_dispatch  # noqa: E402
 from kernels_gpu.host import hopper_d192  # noqa: E402
 from kernels_gpu.host.hopper_d192 import D192Config  # noqa: E402
+from kernels_gpu.host import support  # noqa: E402
 from kernels_gpu.model import dispatch  # noqa: E402
 from kernels_gpu.model.tile_traffic import simulated_traffic  # noqa: E402
 
@@ -25,7 +26,9 @@ ONE = D192Config(None, (64, 64, 4, 2), (64, 32, 4, 2))
 def tables(monkeypatch):
     """DISPATCH_D192 pinned (a re-tuned table must not move these tests): dV apart when not
     causal, one dK/dV launch when causal; below N 1k nothing."""
-    monkeypatch.setattr(host_dispatch, "HAVE_GLUON", True)
+    monkeypatch.setattr(support, "HAVE_GLUON", True)  # the tables on any Triton: this one taken as verified
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
+    support.reset()
     monkeypatch.setattr(host_dispatch, "DISPATCH_D192", {False: [(1023, None), (1 << 62, APART)],
                                                        True: [(1023, None), (1 << 62, ONE)]})
 

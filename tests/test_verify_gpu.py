@@ -185,6 +185,10 @@ def test_the_plan_runs_the_chunked_d192_launches(monkeypatch):
     verify-gpu's plan lists the `tl` forward and preprocess, then `_attn_bwd_dkdv_d192` twice
     (parts 1, 2) and `_attn_bwd_dq_d192`, model.dispatch agrees, and the simulator takes dV
     from the dV launch's blocks, dK from the dK launch's, dQ from the dQ's."""
+    from kernels_gpu.host import support
+
+    # the tables on any Triton: this one taken as verified (host/support.py)
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
     from kernels_gpu import KernelConfig
     from kernels_gpu.host import dispatch as host_dispatch
     from kernels_gpu.host import hopper_d192
@@ -221,6 +225,10 @@ def test_a_d192_plan_is_simulated_launch_by_launch(monkeypatch):
     launch is named with its hand-formula bytes at 192 x 2 bytes a row, the blocks line lists
     the dV, dK and dQ launches, the backward's simulated HBM words are the cost model's for
     the dK launch's blocks."""
+    from kernels_gpu.host import support
+
+    # the tables on any Triton: this one taken as verified (host/support.py)
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
     from kernels_gpu import predict_traffic
     from kernels_gpu.host import dispatch as host_dispatch
     from kernels_gpu.host.hopper_d192 import D192Config

@@ -33,6 +33,7 @@ import torch
 
 from ..host import configs as cfgs
 from ..host import flash_attn as fa
+from ..host import support
 from . import alarm, tables
 from .check import DTYPES, check, compile_one, precompile, sdpa
 
@@ -207,7 +208,8 @@ def environment() -> dict:
     return {"gpu": torch.cuda.get_device_name(0), "sms": p.multi_processor_count,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "torch": torch.__version__, "triton": triton.__version__,
-            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
+            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+            "gluon": support.gluon_status()[1]}  # whether the Gluon kernels run, and why
 
 
 def _precompile_specs(specs: list[dict], fwd_only: bool) -> list[dict]:

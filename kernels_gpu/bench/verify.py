@@ -48,6 +48,7 @@ from ..host.flash_attn import (
     flash_attention_forward,
     resolve_config,
 )
+from ..host.support import gluon_status
 from ..model.dispatch import Launch, case_launches, host_labels, launches, pass_labels
 from ..model.schedule import predict_traffic
 
@@ -307,7 +308,10 @@ def _dispatch_text(explicit: bool, labels: dict | None, plan: list[Launch]) -> s
     if labels is None:
         return "none (Triton interpreter: the tl kernels)" if INTERPRETER else "off (autotuning)"
     gluon = [ln.pass_ for ln in plan if ln.gluon]
-    return "on: " + (", ".join(gluon) + " on Gluon kernels" if gluon else "the tl kernels here")
+    if gluon:
+        return "on: " + ", ".join(gluon) + " on Gluon kernels"
+    usable, why = gluon_status()
+    return "on: the tl kernels here" + ("" if usable else f" ({why})")
 
 
 def _kernel_order() -> str:

@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from ..kernels.hopper import HAVE_GLUON
+from . import support
 from .hopper_d192 import CANDIDATES, D192Config
 
 __all__ = ["DISPATCH", "DISPATCH_CAUSAL", "DISPATCH_WS", "DISPATCH_DKDV", "DISPATCH_DQ",
@@ -88,8 +88,9 @@ def choose(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int |
     env = os.environ if env is None else env
     nk = n if nk is None else nk
     kv_heads = heads if kv_heads is None else kv_heads
-    if (capability is None or capability[0] != 9 or not HAVE_GLUON or nk != n
-            or elem_bytes != 2 or env.get("KERNELS_GPU_HOPPER", "1") == "0"):
+    if (capability is None or capability[0] != 9 or nk != n
+            or elem_bytes != 2 or env.get("KERNELS_GPU_HOPPER", "1") == "0"
+            or not support.gluon_status(env=env)[0]):  # this Triton's Gluon verified (host/support.py)
         return {}
     out: Choice = {}
     fwd = (DISPATCH_CAUSAL if causal else DISPATCH).get(d)
@@ -126,6 +127,10 @@ def capability_now(interpreter: bool) -> tuple[int, int] | None:
 
 
 def choose_for(p: Any, interpreter: bool) -> Choice:
-    """`choose` for a launch.Problem on the current device."""
+    """`choose` for a launch.Problem on the current device (no Gluon pass, and one
+    GluonFallbackWarning, where this Triton's Gluon is not verified: host/support.py)."""
+    capability = capability_now(interpreter)
+    if capability is not None and capability[0] == 9 and not support.gluon_usable():
+        return {}
     return choose(p.nq, p.d, bool(p.causal), p.heads, p.heads_kv, p.nk, p.dtype.itemsize,
-                  capability_now(interpreter))
+                  capability)
