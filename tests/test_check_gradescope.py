@@ -123,6 +123,7 @@ def autograder(tmp_path, toym):
     return submit
 
 
+@pytest.mark.slow
 def test_the_autograder_grades_good_and_bad_submissions(autograder):
     k = pick_variant("alice@uni.edu", 4, "p1_c00")
     i, j = divmod(k, 2)  # the variants list (0,0), (0,1), (1,0), (1,1)
@@ -142,6 +143,7 @@ def test_the_autograder_grades_good_and_bad_submissions(autograder):
     assert "--registers" not in broken["tests"][0]["output"]  # hints name what the exercise allows
 
 
+@pytest.mark.slow
 def test_autograder_bundles_a_real_wheel(tmp_path):
     from toymachine.check.autograder import autograder_zip, build_wheel
 

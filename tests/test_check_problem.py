@@ -32,7 +32,7 @@ def error(text):
     return info.value
 
 
-def test_the_issue_example_loads():
+def test_the_matmul_example_problem_loads():
     p = load(GOOD)
     assert p.title.startswith("2x2 matmul") and p.machine.registers == 6
     assert p.budgets == {"max_cycles": 22} and p.tolerance == 1e-9 and p.trials == 3

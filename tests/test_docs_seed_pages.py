@@ -15,6 +15,7 @@ from conftest import ROOT
 PAGES = ["docs/explanation/tpu-model-vs-seed.md", "docs/explanation/seed001-walk.md"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_page_runs_and_its_outputs_are_current(page, tmp_path, monkeypatch):
     from typer.testing import CliRunner

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from fuzz_corpus.runner import Worker, inert_problems
 
+pytestmark = pytest.mark.fuzz
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM_LINES = sorted({line for p in sorted((ROOT / "programs").glob("*.asm"))
                         for line in p.read_text(encoding="utf-8").splitlines() if line.strip()})

@@ -76,7 +76,7 @@ def test_visible_pairs_count_the_causal_mask():
     assert bench.attention_flops(4, 32, 1024, 64, False, "bwd") == 2.5 * 4 * 4 * 32 * 1024 ** 2 * 64
 
 
-def test_grids_cover_the_issue_shapes():
+def test_grids_cover_head_dims_grouped_heads_cross_attention_and_fp8():
     shapes = bench.GRIDS["shapes"]
     assert {s["d"] for s in shapes} >= {32, 80, 96, 192, 256}
     assert any(s["heads_kv"] == 1 for s in shapes) and any(1 < s["heads_kv"] < 32 for s in shapes)

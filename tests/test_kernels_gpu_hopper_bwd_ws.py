@@ -27,7 +27,9 @@ def _sm90() -> bool:
     return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 
 
-SM90 = pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernels need an sm_90 GPU")
+def SM90(test):
+    """The gpu mark, and a skip where there is no sm_90 GPU (the Gluon Hopper kernels need one)."""
+    return pytest.mark.gpu(pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernels need an sm_90 GPU")(test))
 
 
 @GLUON

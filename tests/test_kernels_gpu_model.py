@@ -628,7 +628,7 @@ def test_the_d192_programs_per_sm_come_from_the_stored_compile():
     assert how == "compiled" and smem < 100_000 and programs_per_sm(regs, smem, 4) == 2
 
 
-def test_the_new_backward_constants_are_fitted_on_their_declared_subset_only():
+def test_the_backward_constants_are_fitted_on_their_declared_subset_only():
     """GLUON_TERMS["bwd_ws", "d192_*"] and gluon_bwd.ATOMIC_BPS are minima of the loss on the
     studies at N 1k and 16k (no grid neighbour better); the held-out launches (N 2k, 4k, 8k)
     of the dispatched d 192 blocks and the warp-specialised M64 ones stay near the model."""

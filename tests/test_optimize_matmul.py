@@ -69,6 +69,7 @@ def test_accumulator_is_worth_a_register_for_two_by_two():
     assert [optimize_matmul(2, R, mac_accumulator=True).cycles for R in (2, 3, 4, 5)] == [25, 22, 21, 20]
 
 
+@pytest.mark.slow
 def test_two_by_two_at_four_registers_equals_brute_force():
     """The issue's 22: exhaustive search over every register file of 4 registers agrees."""
     assert brute_force_matmul(2, 2, 2, 4) == optimize_matmul(2, 4).cycles == 22

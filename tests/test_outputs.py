@@ -153,7 +153,8 @@ def test_significant_digits(value, text):
 
 
 def test_every_human_format_rounds_numbers_and_csv_is_numeric(toym):
-    args = ("sweep", "attention-tile", "--n", "256", "--d", "64", "--algo", "fa1,fa2", "--machine", "h100")
+    args = ("sweep", "attention-tile", "--n", "256", "--d", "64", "--algo", "fa1,fa2", "--block-m", "64", "--block-n", "64",
+            "--machine", "h100")
     for fmt in ("table", "markdown", "csv", "latex", "html"):
         out = toym(*args, "-f", fmt)[1]
         assert "758.501" in out and "758.50" + "1" + "2" not in out and not re.search(r"\d\.\d{7,}", out)

@@ -20,7 +20,7 @@ pytest.importorskip("httpx")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from conftest import PROGRAMS, ROOT  # noqa: E402
+from conftest import PROGRAMS, ROOT, need_tool  # noqa: E402
 from toymachine.serve.app import STATIC_FILES, create_app  # noqa: E402
 from toymachine.serve.limits import LIMITS  # noqa: E402
 
@@ -250,9 +250,10 @@ def test_odd_text_is_an_error_and_never_kills_the_server(client):
 FRONTEND = ROOT / "toymachine" / "serve" / "frontend"
 
 
-@pytest.mark.skipif(not (FRONTEND / "node_modules").is_dir() or not shutil.which("node"),
-                    reason="the page's npm packages are not installed (cd toymachine/serve/frontend && npm ci)")
+@pytest.mark.slow
 def test_the_committed_bundle_is_built_from_its_sources(tmp_path):
+    need_tool((FRONTEND / "node_modules").is_dir() and shutil.which("node"), "the page's npm packages",
+              "cd toymachine/serve/frontend && npm ci")
     env = dict(os.environ, TOYM_BUNDLE_OUT=str(tmp_path))
     subprocess.run(["node", "build.mjs"], cwd=FRONTEND, env=env, check=True, capture_output=True, timeout=300)
     static = ROOT / "toymachine" / "serve" / "static"

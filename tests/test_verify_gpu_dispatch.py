@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
     pytest.skip("needs an sm_90 GPU (the Gluon kernels)", allow_module_level=True)
 

@@ -345,7 +345,7 @@ _KNOWN = [
                "-m", "toysram"], "SRAM overflow"),
     ("sweep softmax", ["--n"], "--n needs values"),
     ("gen attention", ["--n", "4", "--d", "2", "--registers", "3"], "needs"),
-    ("sweep attention", ["--n", "4", "--d", "2", "--registers", "3"], "needs"),
+    ("sweep attention", ["--n", "4", "--d", "2", "--registers", "3", "--strict"], "needs"),
     ("optimize matmul", ["--n", "2", "--registers", "1"], "register"),
 ]
 

@@ -168,15 +168,17 @@ def run_file(path: str, *, machine: str | Machine | None = None, registers: int 
 
 def sweep_table(spec: GeneratorSpec, grid: dict[str, str], *, machine: Machine | None = None,
                 columns: str | None = None, jobs: int = 1, executor: str = "local", scheduler: str | None = None,
-                on_point: Callable[[int, int], None] | None = None) -> tuple[Report, list[Any]]:
+                on_point: Callable[[int, int], None] | None = None, strict: bool = False) -> tuple[Report, list[Any]]:
     """``toym sweep``'s table: the generator ``spec`` run over ``grid`` (parameter → its values'
     text, ``2,4,8`` or ``3..6``), one row per point, narrowed to ``columns`` (comma-separated names
-    of the one column vocabulary, aliases too) — and the rows, for a plot or the exit status."""
+    of the one column vocabulary, aliases too) — and the rows, for a plot or the exit status. An
+    infeasible point is a row saying why unless ``strict``."""
     from .experiments.columns import column_key
     from .experiments.sweep import sweep, sweep_report
     from .render.columns import select_columns
 
-    rows = sweep(spec, grid, machine=machine, on_point=on_point, jobs=jobs, executor=executor, scheduler=scheduler)
+    rows = sweep(spec, grid, machine=machine, on_point=on_point, jobs=jobs, executor=executor, scheduler=scheduler,
+                 strict=strict)
     report = sweep_report(rows, spec)
     if columns is not None:
         report = select_columns(report, [column_key(c, [p.name for p in spec.params]) for c in columns.split(",")])

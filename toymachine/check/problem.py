@@ -240,10 +240,9 @@ def _inside(address: Mem, shape: tuple) -> bool:
 
 
 def _machine(src: Source, spec: dict, path: str, allow_outside: bool = False) -> tuple[Machine, str | None]:
-    """The problem's machine and, when ``machine:`` names a file, that file's real path (resolved
-    against the problem's folder by ``named_paths``: never the working directory)."""
-    from ..machine import DEFAULT_MACHINE, PRESET_DIR, load_machine, preset_names
-    from ..named_paths import NamedPathError, resolve_named_file
+    """The problem's machine and the real path of the file ``machine:`` names (None: a preset)."""
+    from ..machine import DEFAULT_MACHINE, load_named_machine
+    from ..named_paths import NamedPathError
 
     machine, machine_file = DEFAULT_MACHINE, None
     if "machine" in spec:
@@ -251,20 +250,10 @@ def _machine(src: Source, spec: dict, path: str, allow_outside: bool = False) ->
         name = value_of(node)
         if not isinstance(name, str) or not name.strip():
             raise src.error(f"'machine' must be a preset name or a machine file, got {name!r}", node)
-        looks_like_path = "/" in name or "\\" in name or name.lower().endswith((".yaml", ".yml"))
         try:
-            if not looks_like_path and name.lower() in preset_names():
-                machine = load_machine(PRESET_DIR / f"{name.lower()}.yaml")  # never a file in the working directory
-            else:
-                machine_file = resolve_named_file(name, path, what="machine file", allow_outside=allow_outside)
-                machine = load_machine(machine_file)
+            machine, machine_file = load_named_machine(name, path, allow_outside=allow_outside)
         except NamedPathError as exc:
-            message, hint = exc.message, exc.hint
-            if exc.reason == "missing" and not looks_like_path:
-                message = f"no machine file or preset named '{name}'"
-                hint = f"built-in machines: {', '.join(preset_names())}; or a YAML file next to the problem"
-            raise NamedPathError(message, reason=exc.reason, name=exc.name, folder=exc.folder, hint=hint,
-                                 loc=src.loc(node)) from None
+            raise exc.with_loc(src.loc(node)) from None
         except ConfigError as exc:
             raise src.error(exc.message, node, hint=exc.hint) from None
     if "registers" in spec:

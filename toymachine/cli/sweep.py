@@ -168,6 +168,9 @@ def sweep_command(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:PORT "
                                                                       "(with --executor dask)."),
     list_generators: bool = typer.Option(False, "--list", help="List the generators and their parameters."),
+    strict: bool = typer.Option(False, "--strict", help="Stop (exit 2) at the first infeasible point (blocks that "
+                                                        "overflow the SRAM, a refused parameter …) instead of a row "
+                                                        "saying why."),
 ) -> None:
     """Run a generator over its parameters' ranges: one cost row per point.
 
@@ -202,10 +205,11 @@ def sweep_command(
         base = resolve_machine(machine)
         with progress_bar(f"sweep {spec.name}", show_progress(progress) and len(points) > 1) as update:
             report, rows = sweep_table(spec, grid, machine=base, columns=columns, on_point=update,
-                                       jobs=jobs or default_jobs(), executor=executor.value, scheduler=scheduler)
+                                       jobs=jobs or default_jobs(), executor=executor.value, scheduler=scheduler,
+                                       strict=strict)
         write_output(render_report(report, fmt.value, width=width), output)
         if plot:
-            plot_sweep(rows, spec, plot, x=x, metric=metric)
+            plot_sweep([r for r in rows if r.error is None], spec, plot, x=x, metric=metric)
         if any(r.matches is False for r in rows):
             typer.echo("error: a simulated count differs from its closed-form cost (sim = formula: NO)", err=True)
             raise typer.Exit(1)

@@ -121,8 +121,9 @@ def _summary(result: Result) -> list[tuple[str, Any, str]]:
     rows: list[tuple[str, Any, str]] = []
     if rated:
         parts = " + ".join(f"{_UNIT_NAMES.get(k, k)} {sig(v)}" for k, v in breakdown.items() if v)
-        half = "" if float(breakdown.get("tensor", 0)).is_integer() else (
-            " (a half cycle: a dot product of length k is 2k − 1 FLOPs, at 2 FLOPs — one MAC — per cycle)")
+        clocked = (result.machine or {}).get("clock_hz") is not None
+        half = "" if all(float(v).is_integer() for v in breakdown.values()) else (
+            " (averages of the machine's rates, not whole cycles" + ("; its time is below)" if clocked else ")"))
         rows.append(("cycles", Qty(result.cycles, "cycles"),
                      f"in order, units never overlap: {parts}{half}"))
     else:

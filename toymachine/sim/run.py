@@ -60,7 +60,7 @@ class Run:
         self.n_scalar = 0
         self.sram_occ = 0  # words held by T registers now
         self.sram_peak = 0  # most words T registers ever held at once
-        self.flops = [0, 0, 0]  # tile FLOPs: matmul, vector, special-function (EXP/LOG)
+        self.flops = [0, 0, 0, 0]  # tile FLOPs: matmul, vector, special-function (EXP/LOG); MAC_Z outputs
         self.tile_reads = self.tile_writes = 0
         self.flush = False  # an array switched to tile storage: recompile cached word accesses
         self.steps: list[Step] = []

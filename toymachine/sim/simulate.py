@@ -31,7 +31,7 @@ from ..machine import DEFAULT_MACHINE, Machine
 from ..program import ArrayDecl, Program
 from ..result import MemoryView, Result, Step, arithmetic_intensity
 from .engines import ENGINES, scalar, tile, units
-from .engines.kinds import MM, SFU, VEC
+from .engines.kinds import MM, MZO, SFU, VEC
 from .engines.kinds import EXEC, LOAD, STORE
 from .program_blocks import ProgramKeys, run_program_blocks
 from .inputs import empty_trace, unset_inputs
@@ -223,7 +223,8 @@ def _result(run: Run, machine: Machine, fname: str, warnings: tuple = ()) -> Res
     issue = sum(machine.op_cycles(m) * n for m, n in ops.items())
     flops = list(run.flops)
     scalar.scalar_flops(run.counts, flops)
-    work = machine.work_cycles(words=run.reads + run.writes, matmul=flops[MM], vector=flops[VEC], sfu=flops[SFU])
+    work = machine.work_cycles(words=run.reads + run.writes, matmul=flops[MM], vector=flops[VEC], sfu=flops[SFU],
+                               matmul_outputs=flops[MZO])
     if machine.has_units:  # tile instructions cost their unit's cycles instead (tile LOAD/STORE: DMA, overlapped)
         assert run.units is not None  # the units engine keeps them on such a machine
         issue -= sum(machine.op_cycles(m) * run.counts[nm + i] for i, m in enumerate(MNEMONICS) if machine.unit_of(m))
@@ -232,6 +233,8 @@ def _result(run: Run, machine: Machine, fname: str, warnings: tuple = ()) -> Res
                 if words and machine.hbm_bytes_per_cycle else 0,
                 "mxu": run.units[units.MXU_CYCLES], "vpu": run.units[units.VPU_CYCLES]}
     cycles = issue + sum(work.values()) if any(work.values()) else issue
+    if machine.whole_cycles and float(cycles).is_integer():  # a cycle-level machine: whole cycles, printed so
+        cycles = int(cycles)
     order = sorted(range(len(run.names)), key=lambda i: _reg_key(run.names[i]))
     names = tuple(run.names[i] for i in order)
     steps = None
@@ -245,7 +248,8 @@ def _result(run: Run, machine: Machine, fname: str, warnings: tuple = ()) -> Res
     extra = {}
     for engine in ENGINES:
         extra.update(engine.report(run, machine, issue, flops, work, arrays))
-    extra["intensity"] = arithmetic_intensity(sum(flops), run.reads + run.writes, machine.word_bytes)
+    extra["intensity"] = arithmetic_intensity(flops[MM] + flops[VEC] + flops[SFU], run.reads + run.writes,
+                                              machine.word_bytes)
     namer = None
     if run.symbolic:
         inputs = {n: a.shape[0] for n, a in run.memory.arrays.items() if a.read and a.shape and len(a.shape) == 1}

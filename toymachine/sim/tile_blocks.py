@@ -30,14 +30,14 @@ import math
 
 import numpy as np
 
-from .engines.kinds import EXEC, MM, SFU, VEC
+from .engines.kinds import EXEC, MM, MZO, SFU, VEC
 from .engines.tile_templates import block_index, remember
 from .tile_batch import compile_batch
 
 if TYPE_CHECKING:
     from .run import Run
 
-_FLOP = {MM: "fm", VEC: "fv", SFU: "fs"}
+_FLOP = {MM: "fm", VEC: "fv", SFU: "fs", MZO: "fo"}  # fo: the elements MAC_Z wrote
 
 
 class TileBlock:
@@ -191,7 +191,7 @@ def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
         tail.append(f"P[0] = p + {bounds}")
     tail.append("H[0] += 1")
     skip.append("H[0] += n")
-    env["L"] = [0, 0, 0]  # the FLOPs of the block's last run (MM, VEC, SFU)
+    env["L"] = [0, 0, 0, 0]  # the FLOPs of the block's last run (MM, VEC, SFU) and its MAC_Z outputs
     lines = ["def block(nxt):", "    try:"]
     for stmt in top + body:
         lines.extend("        " + s for s in stmt.split("\n"))
@@ -248,7 +248,8 @@ def _expr(what: tuple, src, bind, body: list, flops: set) -> str | None:
         (sa, ta, _), (sb, tb, _), c = what[1], what[2], what[3]
         body.append(f"x = {src(sa, ta)}\nr = x @ {src(sb, tb)}")
         if c is None:
-            body.append("fm += r.size * (2 * x.shape[1] - 1)")
+            body.append("fm += r.size * (2 * x.shape[1] - 1)\nfo += r.size")
+            flops.add("fo")
         else:
             body.append(f"r += {src(c[0], c[1])}\nfm += 2 * r.size * x.shape[1]")
         flops.add("fm")

@@ -33,7 +33,8 @@ from ...asm import parse_line, strip_comment
 from ...program import ACCUMULATOR, Instr, Reg, operands_of
 from ..memory import SCALAR, TILE
 from ..symbolic import SYMBOLIC_OPS
-from .kinds import BINARY, COPY, EXEC, LOAD, LOAD_T, MM, OPINDEX, SFU, STORE, STORE_T, TERNARY, TILE_BASE, UNARY, VEC
+from .kinds import (BINARY, COPY, EXEC, LOAD, LOAD_T, MM, MZO, OPINDEX, SFU, STORE, STORE_T, TERNARY, TILE_BASE, UNARY,
+                    VEC)
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -354,6 +355,7 @@ def scalar_flops(counts: list[int], flops: list) -> None:
         if counts[i] and m in _SCALAR_FLOPS:
             unit, per = _SCALAR_FLOPS[m]
             flops[unit] += per * counts[i]
+    flops[MZO] += counts[OPINDEX["MAC_Z"]]  # a scalar MAC_Z writes one element
 
 
 def _ieee_div(a: float, b: float) -> float:

@@ -1,5 +1,6 @@
-"""Courses and bounds end to end: one variant per student however named, zip submissions, handouts
-and reports that show text as text, hidden checks, and work bounded before it starts."""
+"""Grading, handouts and the table commands on unusual and hostile inputs: any student name, unsafe zip
+members, markup in statements and traces, hidden checks, problem files asking for unbounded work, and
+the flags the systolic, TPU, times and bf16 tables must keep."""
 
 import zipfile
 
