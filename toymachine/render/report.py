@@ -12,7 +12,7 @@ from __future__ import annotations
 __all__ = ["Report", "Section", "report_of", "value_text", "memory_name", "seconds", "DISPLAY"]
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..result import Result
 from .display import DISPLAY

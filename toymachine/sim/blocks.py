@@ -77,7 +77,7 @@ def run_blocks(run: Run, ktext: str, first: int, cache: BlockCache, templates: d
     (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
     often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
     (a tile instruction now and then) run in the loop where they stand."""
-    if not compiled.enabled():
+    if not compiled.ENABLED:
         return False
     keys = units(ktext)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
     keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]

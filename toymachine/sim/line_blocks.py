@@ -113,7 +113,7 @@ class LineBlocks:
         (``_compile(…, verify=True)``: the shape's character, by identity) and bails on any other,
         so the loop runs that period. False — nothing ran — where the head shows no such period."""
         n = len(codes)
-        if n < PERIOD_REPEATS * PIECE or run.record or run.symbolic or not compiled.enabled():
+        if n < PERIOD_REPEATS * PIECE or run.record or run.symbolic or not compiled.ENABLED:
             return False
         try:
             head = shapes(codes[:2 * MAX_PERIOD + PIECE])
@@ -178,7 +178,7 @@ class LineBlocks:
         its STORE) runs in pieces of whole periods that start at that shape — the same piece
         for every segment, whatever line it starts at; the lines before and after run as below."""
         n = end - pos
-        if n < MIN_SEGMENT or run.record or run.symbolic or not compiled.enabled():
+        if n < MIN_SEGMENT or run.record or run.symbolic or not compiled.ENABLED:
             execute(run, codes[pos:end], first + pos)
             return
         span = _period(sig) if n >= PERIOD_REPEATS * PIECE else None

@@ -92,7 +92,7 @@ class ProgramKeys:
 def run_program_blocks(run: Run, state: ProgramKeys, chunk: Sequence[Instr], first: int) -> bool:
     """Run a chunk of a generated program (lines ``first`` …) block by block, as text mode runs
     a template chunk; False — nothing ran — where it cannot (the caller runs the loop)."""
-    if state.off or run.record or run.symbolic or not compiled.enabled():
+    if state.off or run.record or run.symbolic or not compiled.ENABLED:
         return False
     made = state.keys(chunk, first)
     if made is None:

@@ -30,6 +30,7 @@ from ..isa import MNEMONICS
 from ..machine import DEFAULT_MACHINE, Machine
 from ..program import ArrayDecl, Program
 from ..result import MemoryView, Result, Step, arithmetic_intensity
+from . import engines
 from .engines import ENGINES, scalar, tile, units
 from .engines.kinds import MM, MZO, SFU, VEC
 from .engines.kinds import EXEC, LOAD, STORE
@@ -73,6 +74,7 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
     memory = Memory(seed)
     run = Run(machine, memory, dtype=machine.dtype, symbolic=symbolic, steps=steps, step_limit=step_limit,
                strict=strict_numerics, file=fname, source=lambda line: None)
+    engines.setup(run)
     run.data = data
     rnd = None if (symbolic or run.dt.exact) else run.dt.round_array
     for name, values in (data or {}).items():
@@ -180,7 +182,7 @@ def _run_program(run: Run, program: Program, data: dict | None) -> None:
                     code = by_id.get(id(ins))  # compiled at an earlier occurrence in this chunk
                     if code is None:
                         line = first + start + k if lines is None else lines[start + k]
-                        code = scalar.compile_memory(run, ins, line) or run.compile(ins, line)
+                        code = scalar.compile_memory(run, ins, line) or engines.compile_instr(run, ins, line)
                         if run.flush:
                             break
                         if code[0] != LOAD and code[0] != STORE:  # a LOAD/STORE Instr is rarely seen twice

@@ -37,7 +37,7 @@ from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
 from .line_blocks import MISS, MISS_CODE, LineBlocks
 from .line_cache import LineCache
-from .engines import scalar
+from .engines import compile_instr, scalar
 from .engines.tile_lines import compile_tile_line
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
@@ -355,4 +355,4 @@ def _compile_line(run: Run, n: int, text: str):
     if isinstance(item, ArrayDecl):
         run.declare(item, run.data)
         return None
-    return run.compile(item, n, text=strip_comment(text).strip())
+    return compile_instr(run, item, n, text=strip_comment(text).strip())
