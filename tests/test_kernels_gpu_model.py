@@ -151,6 +151,7 @@ def test_the_spread_on_the_stored_h100_grid(pass_, lo, hi, inside):
     assert sum(0.85 <= v <= 1.15 for v in rs) >= inside
 
 
+@pytest.mark.slow
 def test_the_fit_holds_out_what_it_did_not_see():
     """The constants are fitted on predict.FIT_SUBSET only (72 points a pass); the held-out
     60 (N 2k, 8k, N_q != N_k) are within ±15 % at 58 (fwd) and 58 (bwd; the dQ launch with
@@ -172,6 +173,7 @@ def test_the_fit_holds_out_what_it_did_not_see():
                     assert fit_model.loss(fit_model.ratios(cal, other)) >= best - 1e-9, other
 
 
+@pytest.mark.slow
 def test_the_alarm_on_the_stored_h100_grid(tmp_path):
     """`bench --predict --from results/frontier_h100.json` exits 0: with the schedule one point
     is measured > 1.3 x the model (fwd d 256 N 1k causal, 1.31 x), and KNOWN names it."""
@@ -468,6 +470,7 @@ def _neighbours(values, v):
     return [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
 
 
+@pytest.mark.slow
 def test_the_gluon_constants_are_fitted_on_their_declared_subset_only():
     """gluon.PIPELINE and predict.GLUON_TERMS / TERMS["bwd_dq"] are minima of the fit's loss on
     gluon.GLUON_FIT_SUBSET (the launch studies at N 1k and 16k): no neighbour on the grid does
