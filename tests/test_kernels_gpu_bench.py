@@ -328,6 +328,7 @@ def test_the_model_follows_dv_apart_from_dk():
     assert apart.bound.count("+") == both.bound.count("+") + 1
 
 
+@pytest.mark.slow  # an offline sm_90 compile (ptxas)
 def test_the_d256_backward_configs_compile_to_wgmma_without_spills():
     """The TUNED d 256 backward (dV apart from dK: two launches of one fp32 accumulator each,
     BLOCK_N 128; dQ 3 stages) compiles for sm_90 to wgmma without local-memory spills and

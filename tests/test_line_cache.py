@@ -60,6 +60,7 @@ def memory_lines(draw):
     return f"{op} {reg}{comma}{name}{index}{tail}"
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(line=memory_lines())
 def test_the_canonical_reader_agrees_with_the_string_methods(line):
