@@ -191,6 +191,7 @@ def test_compare_walks_a_d192_case():
     assert "| gluon192 dv M32N64w4s2 |" in traffic.render(rows)
 
 
+@pytest.mark.slow
 def test_the_results_table_is_the_models():
     """RESULTS.md's table of the chunked launches' predicted MB (fp16, B 4, H 32, N 4096, the
     dispatched g-n128) is what model.dispatch and the tile simulator give now."""
