@@ -91,6 +91,7 @@ def traces(draw):
     return "".join(lines)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=traces(), dtype=st.sampled_from(["fp64", "fp16"]))
 def test_blocks_agree_with_the_loop(monkeypatch, force, text, dtype):
