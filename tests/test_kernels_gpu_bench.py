@@ -131,6 +131,7 @@ def test_backward_prediction_is_three_launches_in_sequence():
                         / (m.tensor_flops_per_cycle * m.clock_hz))
 
 
+@pytest.mark.slow
 def test_predict_table_from_the_stored_run(tmp_path):
     """`bench --predict --from` on the stored H200 run: every point the tile machine models
     (square, multi-head) gets a prediction and a ratio, the others none; a spread line per

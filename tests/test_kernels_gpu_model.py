@@ -138,6 +138,7 @@ def _ratios(pass_):
     return [r["predict"][f"{pass_}_ratio"] for r in rows if "predict" in r]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pass_, lo, hi, inside", [("fwd", 0.76, 1.18, 127),
                                                    ("bwd", 0.85, 1.20, 129)])
 def test_the_spread_on_the_stored_h100_grid(pass_, lo, hi, inside):
@@ -632,6 +633,7 @@ def test_the_d192_programs_per_sm_come_from_the_stored_compile():
     assert how == "compiled" and smem < 100_000 and programs_per_sm(regs, smem, 4) == 2
 
 
+@pytest.mark.slow
 def test_the_backward_constants_are_fitted_on_their_declared_subset_only():
     """GLUON_TERMS["bwd_ws", "d192_*"] and gluon_bwd.ATOMIC_BPS are minima of the loss on the
     studies at N 1k and 16k (no grid neighbour better); the held-out launches (N 2k, 4k, 8k)
