@@ -116,7 +116,7 @@ def test_machine_file_relative_to_the_problem():
     text = "inputs:\n  a: [1]\nexpect:\n  c: a\nmachine: ../machines/slow_exp.yaml\n"
     p = load_problem(ROOT / "examples" / "problems" / "x.yaml", text, allow_outside=True)
     assert p.machine.name == "slow-exp" and p.machine.registers == 4
-    # outside the problem's folder only when allowed (`machine: /etc/passwd`)
+    # outside the problem's folder only when allowed (`machine: /etc/passwd` is refused)
     with pytest.raises(NamedPathError) as err:
         load_problem(ROOT / "examples" / "problems" / "x.yaml", text)
     assert err.value.reason == "outside" and err.value.loc.line == 5

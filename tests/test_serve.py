@@ -121,8 +121,19 @@ def test_check_is_the_clis_grade(client, toym, problem):
     r = client.post("/api/check", json={"trace": ref.read_text(encoding="utf-8"), "problem": problem.stem,
                                         "options": {"file": str(ref)}})
     assert code == 0 and r.status_code == 200
-    assert r.json() == {**json.loads(out), "problem_file": str(problem)}  # the server names its own copy
+    assert r.json() == {**json.loads(out), "problem_file": problem.name}  # the bundled name, not a server path
     assert r.json()["passed"] is True
+
+
+def test_a_grade_shows_no_server_path(client):
+    """The table and the JSON name the bundled problem by its file name: nothing of the server's folders."""
+    from toymachine.serve.examples import problem_path
+
+    folder = os.path.dirname(problem_path("p1_c00"))
+    for fmt in ("table", "json", "markdown"):
+        r = client.post("/api/check", json={"trace": "LOAD a[0][0], R0\nSTORE R0, c[0][0]\n", "problem": "p1_c00",
+                                            "options": {"format": fmt}})
+        assert r.status_code == 200 and "p1_c00.yaml" in r.text and folder not in r.text, fmt
 
 
 def test_check_reports_a_wrong_trace_and_refuses_unbundled_problems(client):
@@ -260,3 +271,50 @@ def test_the_committed_bundle_is_built_from_its_sources(tmp_path):
     static = ROOT / "toymachine" / "serve" / "static"
     for name in ("playground.js", "THIRD_PARTY_LICENSES.txt"):
         assert (tmp_path / name).read_bytes() == (static / name).read_bytes(), f"rebuild: node build.mjs ({name})"
+
+
+# -- one path: the playground and the command line decide through the same functions ---------------
+@pytest.mark.parametrize("columns", ["registers,reads,cycles", "registers,DRAM reads (words),sim = formula"])
+def test_sweep_columns_are_read_as_the_cli_reads_them(client, toym, columns):
+    """Column aliases (the plot's ``reads``, a header) name the same columns in both (``api.sweep_table``)."""
+    code, out, _ = toym("sweep", "matmul", "--n", "2", "--registers", "3..4", "--columns", columns, "-f", "csv",
+                        "-j", "1")
+    r = client.post("/api/sweep", json={"generator": "matmul", "params": {"n": "2", "registers": "3..4"},
+                                        "options": {"format": "csv", "columns": columns}})
+    assert code == 0 and r.status_code == 200 and r.text == out
+    assert "DRAM reads (words)" in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "html"])
+@pytest.mark.parametrize("flags, options", [
+    (["--registers", "7", "--dtype", "fp16", "--no-steps"], {"registers": 7, "dtype": "fp16", "steps": False}),
+    (["--symbolic", "--seed", "3"], {"symbolic": True, "seed": 3}),
+    (["--json-fields", "cycles,dram", "--no-memory"], {"json_fields": "cycles,dram", "no_memory": True}),
+])
+def test_run_options_give_the_clis_bytes(client, toym, fmt, flags, options):
+    """Every run option, given as a flag or as a request key, gives the same bytes (``api.RunOptions``)."""
+    path = PROGRAMS / "softmax_online.asm"
+    code, out, _ = toym("run", path, "-f", fmt, *flags)
+    r = client.post("/api/run", json={"trace": path.read_text(encoding="utf-8"),
+                                      "options": {"file": str(path), "format": fmt, **options}})
+    assert (code, r.status_code, r.text) == (0, 200, out)
+
+
+def test_a_registers_error_is_the_same_error_both_ways(client, toym):
+    path = PROGRAMS / "c00.asm"
+    code, out, _ = toym("run", path, "-f", "json", "--registers", "2")
+    r = client.post("/api/run", json={"trace": path.read_text(encoding="utf-8"),
+                                      "options": {"file": str(path), "registers": 2}})
+    assert (code, r.status_code, r.text) == (2, 422, out)
+    assert r.json()["error"]["hint"] == "use --registers 3 or a machine file with more registers"
+
+
+def test_the_pickers_offer_the_clis_choices(client):
+    """One declaration each: the formats and dtypes /api/meta offers are the CLI's choices."""
+    from toymachine.cli.common import DType, Format
+    from toymachine.dtypes import DTYPES
+    from toymachine.render import FORMATS
+
+    meta = client.get("/api/meta").json()
+    assert meta["formats"] == [f.value for f in Format] == list(FORMATS)
+    assert meta["dtypes"] == [d.value for d in DType] == list(DTYPES)

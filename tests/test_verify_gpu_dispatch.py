@@ -1,4 +1,4 @@
-"""`toym verify-gpu` on an sm_90 GPU runs the dispatched Gluon kernels (issue 21 item 5): the
+"""`toym verify-gpu` on an sm_90 GPU runs the dispatched Gluon kernels: the
 simulator agrees with them, the launches named are the host's dispatch and model.dispatch's
 prediction of it (the chunked d 192 backward too). GPU only: skipped without CUDA or on a GPU
 that is not a Hopper."""

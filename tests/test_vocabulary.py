@@ -3,6 +3,7 @@ are checked as they land), against the table in toymachine/cli/vocabulary.py and
 
 import json
 import re
+import sys
 
 import pytest
 import typer
@@ -304,9 +305,20 @@ def _hints(text: str) -> list[str]:
     return [m.strip() for m in re.findall(r"= hint: (.*)", text)]
 
 
-def test_the_flags_a_hint_names():
-    from toymachine.errors import flags_named
+_QUALIFIED = re.compile(r"`?toym [a-z][a-z-]*(?: [a-z][a-z-]*)?[^;()`]*`?")
+_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*[a-z]|(?<![\w-])--[a-z]\b")
 
+
+def flags_named(text: str | None) -> list[str]:
+    """The ``--flags`` a hint tells the user to give *to the command that printed it*: those not in
+    a ``toym COMMAND …`` of their own (``use --registers 6`` names one; ``toym gen matmul --n 4``
+    none). Each command's hints may name only its own."""
+    if not text:
+        return []
+    return _FLAG.findall(_QUALIFIED.sub(" ", text))
+
+
+def test_the_flags_a_hint_names():
     assert flags_named("use --registers 6 or a machine file with more registers") == ["--registers"]
     assert flags_named("e.g. toym sweep matmul --registers 3..6") == []
     assert flags_named("use smaller blocks (toym gen attention-tile --block-m/--block-n, or --sram 5)") == []
@@ -334,7 +346,7 @@ _KNOWN = [
                "-m", "toysram"], "SRAM overflow"),
     ("sweep softmax", ["--n"], "--n needs values"),
     ("gen attention", ["--n", "4", "--d", "2", "--registers", "3"], "needs"),
-    ("sweep attention", ["--n", "4", "--d", "2", "--registers", "3"], "needs"),
+    ("sweep attention", ["--n", "4", "--d", "2", "--registers", "3", "--strict"], "needs"),
     ("optimize matmul", ["--n", "2", "--registers", "1"], "register"),
 ]
 
@@ -344,8 +356,6 @@ def test_known_hints_name_the_commands_own_flags(toym, traces, path, args, says)
     code, out, err = toym(*path.split(), *(a.format(t=traces) for a in args))
     hints = _hints(out + err)
     assert code != 0 and hints and says in out + err, (out, err)
-    from toymachine.errors import flags_named
-
     for hint in hints:
         foreign = set(flags_named(hint)) - _flags_of(path)
         assert not foreign, f"`toym {path}` prints a hint naming {sorted(foreign)}, which it does not take: {hint}"
@@ -361,8 +371,6 @@ def test_command_modules_hints_name_their_commands_flags():
     module defines (a dynamic part, a flag computed from the generator, is not seen here)."""
     import ast
     import inspect
-
-    from toymachine.errors import flags_named
 
     by_module: dict[str, set[str]] = {}
     for path, cmd in COMMANDS.items():
@@ -386,12 +394,15 @@ def test_command_modules_hints_name_their_commands_flags():
 
 
 def test_docs_error_examples_are_what_toym_prints(capsys, monkeypatch):
-    """docs/reference/vocabulary.md's `<!-- toym-error: ARGS -->` blocks are `toym ARGS`'s stderr (exit 2)."""
+    """docs/reference/vocabulary.md's `<!-- toym-error -->` blocks are their commands' stderr (exit 2)."""
     import shlex
+
+    sys.path.insert(0, str(ROOT / "docs"))
+    from docgen.pages import steps
 
     monkeypatch.chdir(ROOT)
     page = (ROOT / "docs" / "reference" / "vocabulary.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"<!-- toym-error: (.*?) -->\n```text\n(.*?)\n```", page, flags=re.S)
+    blocks = [(s.text, s.expected) for s in steps(page) if s.kind == "error"]
     assert len(blocks) >= 3
     for args, shown in blocks:
         code, _, err = _main(capsys, *shlex.split(args))

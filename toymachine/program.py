@@ -10,7 +10,7 @@ __all__ = ["Reg", "Mem", "Span", "Instr", "ArrayDecl", "Program", "format_value"
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Any, Iterable, Union
 
 
 ACCUMULATOR = "ACC"  # the MAC unit's internal accumulator register (seed 000's Blackwell remark)
@@ -84,6 +84,12 @@ class Instr:
 
     def __str__(self) -> str:
         return f"{self.op} {', '.join(format_operand(a) for a in self.args)}"
+
+
+def operands_of(ins: Instr) -> tuple[Any, ...]:
+    """``ins.args`` for code that compiles it: the parser checked each operand's kind against the
+    ISA signature (``isa.ISA[op].signature``), so a compiler takes them by position."""
+    return ins.args
 
 
 def format_operand(a: Operand) -> str:

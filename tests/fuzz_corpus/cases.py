@@ -1,4 +1,4 @@
-"""The regression corpus of issue 26: every hostile case the issue lists, as files to write and a
+"""The regression corpus of hostile inputs: every case of every input channel, as files to write and a
 ``toym`` command line to run on them. ``tests/test_hostile_corpus.py`` runs each in a subprocess
 under a 1 GB address-space cap and asserts the documented outcome (exit 2 unless stated, a short
 message, no traceback, quick where a closed form decides, hostile text inert in the output).

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 __all__ = ["check_trace", "draw_inputs"]
 
+import copy
 import dataclasses
 import math
 import os
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..asm import parse
-from ..errors import ConfigError, Location, ToyMachineError, flags_named
+from ..errors import ConfigError, Location, ToyMachineError, option_name
 from ..limits import LIMITS
 from ..machine import Machine
 from ..program import Mem, Program, Span
@@ -34,7 +35,7 @@ from ..result import Result
 from ..sim import simulate
 from .expr_eval import evaluate
 from .problem import ARRAY_BUDGETS, BUDGETS, Expectation, Problem, load_problem
-from .report import NO_POINTS, Check, CheckReport
+from .report import Check, CheckReport
 from .rules import CHECK_NAMES
 
 
@@ -165,7 +166,8 @@ def _compare(exp: Expectation, result: Result, want: np.ndarray, tol: float) -> 
     g, w = float(got[where]), float(want[where])
     cell = name + "".join(f"[{i}]" for i in full_index(where))
     first = {"index": full_index(where), "got": g, "expected": w}
-    return False, worst, f"{cell} = {g:.10g}, expected {w:.10g} ({exp.text}); |diff| {abs(g - w):.3g}", first
+    return False, worst, (f"{cell} is {g:.10g} where {exp.text} gives {w:.10g}: off by {abs(g - w):.3g}, "
+                          f"over the tolerance {tol:g}"), first
 
 
 def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike | Problem, *,
@@ -205,8 +207,7 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
             results.append(simulate(program, problem.machine, draw_inputs(problem, seed, t), seed=seed + t,
                                     steps=False))
     except ToyMachineError as err:
-        _exercise_hint(err, problem, machine is not None)
-        checks.append(Check("run", "run", False, message=_for_grading(err, problem).render(),
+        checks.append(Check("run", "run", False, message=_for_grading(err, problem, machine is not None).render(),
                             max_points=problem.max_score))  # worth the whole score, as on Gradescope
         return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes,
                            problem.max_score, problem.variant_label)
@@ -216,15 +217,6 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
         checks.append(_ops_check(problem, results))
     return CheckReport(problem.title, problem.file, name, tuple(_scored(problem, checks)), trials, seed, notes,
                        problem.max_score, problem.variant_label, _metrics(results))
-
-
-def _exercise_hint(err: ToyMachineError, problem: Problem, overridden: bool) -> None:
-    """A hint that names a flag of ``toym run`` (--registers) says what the exercise allows
-    instead: under ``toym check`` the problem fixes the machine."""
-    if err.hint and "--registers" in err.hint:
-        n = problem.machine.registers
-        err.hint = (f"the exercise's machine has {n} registers (R0–R{n - 1}): reuse a register once its value "
-                    f"is no longer needed" + ("" if overridden else "; toym check --machine tries a bigger machine"))
 
 
 def _metrics(results: list[Result]) -> dict:
@@ -243,9 +235,10 @@ def _ops_check(problem: Problem, results: list[Result]) -> Check:
     extra = {op: n for op, n in used.items() if op not in problem.allowed_ops}
     allowed = ", ".join(problem.allowed_ops)
     if not extra:
-        return Check("instructions", "ops", True, 0, 0, f"only {allowed}")
+        return Check("instructions", "ops", True, 0, 0, f"uses only the allowed instructions: {allowed}")
     listed = ", ".join(f"{op} ({n}×)" for op, n in sorted(extra.items()))
-    return Check("instructions", "ops", False, sum(extra.values()), 0, f"uses {listed}; allowed: {allowed}")
+    return Check("instructions", "ops", False, sum(extra.values()), 0,
+                 f"uses {listed}, which this problem does not allow (allowed: {allowed})")
 
 
 def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
@@ -267,11 +260,10 @@ def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
             points = rule.earned(c.figure)
             tier = rule.tier_of(c.figure)
             if len(rule.tiers) > 1 and 0 < points < rule.points:
-                message += f" (≤ {tier:g}: {points:g} of {rule.points:g} points)"
-        if points and not values_right:
-            points, message = 0, message + NO_POINTS
-        out.append(dataclasses.replace(c, message=message, points=points, max_points=rule.points,
-                                       hidden=rule.hidden))
+                message += f"; {tier:g} or fewer earns {points:g} of {rule.points:g} points"
+        no_points = bool(points) and not values_right
+        out.append(dataclasses.replace(c, message=message, points=0 if no_points else points,
+                                       max_points=rule.points, hidden=rule.hidden, no_points=no_points))
     return out
 
 
@@ -279,20 +271,20 @@ def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
 CHECK_FLAGS = ("--problem", "--machine", "--seed", "--trials", "--format", "--output")
 
 
-def _for_grading(err: ToyMachineError, problem: Problem) -> ToyMachineError:
-    """A run's error as a grade shows it: a hint that names flags ``toym check`` lacks (``use
-    --registers 6``: the machine is the problem's) says what fixes the *trace* instead."""
-    if all(f in CHECK_FLAGS for f in flags_named(err.hint)):
+def _for_grading(err: ToyMachineError, problem: Problem, overridden: bool) -> ToyMachineError:
+    """A run's error as a grade shows it: where its fix is an option ``toym check`` lacks (``use
+    --registers 6``: the machine is the exercise's), the hint says what fixes the *trace* instead."""
+    if err.key is None or err.suggestion is None or option_name(err.key) in CHECK_FLAGS:
         return err
     m = problem.machine
-    regs = f"{m.registers} registers (R0–R{m.registers - 1})" if m.registers else "its registers"
-    if "register" in err.message and "SRAM" not in err.message and "VMEM" not in err.message:
-        hint = f"the problem's machine has {regs}: rewrite the trace to use fewer (toym check --machine FILE " \
-               f"grades on another machine, with a note)"
+    if err.key == "registers":
+        hint = (f"the exercise's machine has {m.registers} registers (R0–R{m.registers - 1}): reuse a register once "
+                f"its value is no longer needed" + ("" if overridden else "; toym check --machine tries a bigger machine"))
     else:
         hint = f"the trace must fit the problem's machine ({m.name}); toym check --machine FILE grades on another " \
                f"machine, with a note"
-    graded = type(err)(err.message, loc=err.loc, hint=hint)
+    graded = copy.copy(err)
+    graded.suggestion, graded.hint = None, hint
     return graded
 
 
@@ -307,7 +299,7 @@ def _value_checks(problem: Problem, results: list[Result], seed: int) -> list[Ch
             if not ok and failure is None:
                 failure = (t, message + (f" (trial {t + 1} of {len(results)})" if len(results) > 1 else ""), first)
         if failure is None:
-            message = f"max |diff| {worst:.3g} over {len(results)} trial(s)"
+            message = f"right in every trial: largest error {worst:.3g} over {len(results)} trial(s), tolerance {problem.tolerance:g}"
             out.append(Check(exp.target, "value", True, worst, problem.tolerance, message))
         else:
             t, message, first = failure
@@ -331,6 +323,15 @@ def _figure(key: str, result: Result) -> Any:
     return result.extra.get("sram_peak", result.registers_used)  # max_sram; the scalar machine: its registers
 
 
+def _budget_words(what: str, figure: float, limit: float) -> str:
+    """A budget's verdict in words: ``25 cycles: 3 over the budget of 22``."""
+    if figure == 1 and what.endswith(" instructions"):
+        what = what.removesuffix("s")
+    if figure <= limit:
+        return f"{figure:g} {what}: within the budget of {limit:g}"
+    return f"{figure:g} {what}: {figure - limit:g} over the budget of {limit:g}"
+
+
 def _budget_checks(problem: Problem, results: list[Result], program: Program) -> list[Check]:
     out = []
     for key, limit in problem.budgets.items():
@@ -338,8 +339,7 @@ def _budget_checks(problem: Problem, results: list[Result], program: Program) ->
         figure = int(figure) if float(figure).is_integer() else figure
         what = BUDGETS[key]
         passed = figure <= limit
-        out.append(Check(CHECK_NAMES[key], "budget", passed, figure, limit,
-                         f"{what}: {figure:g} {'≤' if passed else '>'} {limit:g}"))
+        out.append(Check(CHECK_NAMES[key], "budget", passed, figure, limit, _budget_words(what, figure, limit)))
     memory = results[0].memory  # shapes of the arrays budgets name only: never every array's cells
     named = {a for per_array in problem.array_budgets.values() for a in per_array if a in memory}
     shapes = {n: memory.shape(n) if hasattr(memory, "shape") else _nested_shape(memory[n]) for n in named}
@@ -352,5 +352,5 @@ def _budget_checks(problem: Problem, results: list[Result], program: Program) ->
                         if ins.op == ("LOAD" if kind == "load" else "STORE") and ins.args[pos].array == array)
             passed = words <= limit
             out.append(Check(f"{key.removeprefix('max_')} {array}", "budget", passed, words, limit,
-                             f"{ARRAY_BUDGETS[key]} {array}: {words} {'≤' if passed else '>'} {limit}"))
+                             _budget_words(f"{ARRAY_BUDGETS[key]} {array}", words, limit)))
     return out

@@ -17,17 +17,12 @@ from typing import Any, Callable, Iterator, Optional
 
 import typer
 
+from ..dtypes import DTYPES
 from ..errors import ConfigError, ToyMachineError
 from ..render import FORMATS
 
-Format = Enum("Format", {f: f for f in FORMATS}, type=str)
-
-
-class DType(str, Enum):
-    fp64 = "fp64"
-    fp32 = "fp32"
-    fp16 = "fp16"
-    bf16 = "bf16"
+Format = Enum("Format", {f: f for f in FORMATS}, type=str)  # type: ignore[misc]
+DType = Enum("DType", {d: d for d in DTYPES}, type=str)  # type: ignore[misc]
 
 
 # -- the shared options (one name, one meaning: see cli.vocabulary) ------------------------------
@@ -36,8 +31,7 @@ def machine_option(help: str = "Machine YAML file or preset name (toy, toy3, toy
 
 
 def format_option(default: str = "table") -> Any:
-    return typer.Option(default, "--format", "-f", help="Output format: table, markdown, csv, json, latex, html, "
-                                                        "html-fragment.")
+    return typer.Option(default, "--format", "-f", help=f"Output format: {', '.join(FORMATS)}.")
 
 
 def output_option(help: str = "Write to FILE instead of standard output.") -> Any:
