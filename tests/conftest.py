@@ -2,7 +2,7 @@
 
 Markers (registered in pyproject.toml; ``--strict-markers`` makes any other an error):
 
-* ``slow`` — takes over about 2 s here; ``python -m pytest -m "not slow"`` is the fast tier.
+* ``slow`` — takes over about 2 s of CPU; ``python -m pytest -m "not slow"`` is the fast tier.
 * ``browser`` (headless Chromium), ``latex`` (pdflatex / lualatex), ``docs`` (an ``mkdocs build`` of
   the site), ``fuzz`` (the property-based fuzz suite), ``interpreter`` (Triton kernels launched in
   its interpreter on a CPU): each implies ``slow`` (``pytest_collection_modifyitems`` below adds it).
@@ -12,6 +12,10 @@ A test that builds a wheel, runs a notebook kernel, rebuilds the npm bundle or c
 offline is marked ``slow`` by hand, as is any other test over about 2 s. Module-wide marks go in
 ``pytestmark``. A ``browser`` or ``latex`` test skips where its tool is missing (``need_tool``),
 except under ``TOYM_REQUIRE_TOOLS=1`` (CI, which installs every tool), where it fails.
+
+Every run spreads over the cores (pytest-xdist; ``-n auto`` in pyproject.toml's addopts, ``-n 0`` for
+one process): a build several tests read is made once for every worker (``built_once``); ``chromium``
+is one browser per worker and ``browser`` a fresh page of it.
 """
 
 import os

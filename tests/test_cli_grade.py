@@ -15,6 +15,7 @@ CLASS = ROOT / "examples" / "submissions" / "p1_c00"
 P1 = PROBLEMS / "p1_c00.yaml"
 
 
+@pytest.mark.slow
 def test_grade_writes_gradebook_feedback_and_summary(toym, tmp_path):
     out = tmp_path / "out"
     code, stdout, err = toym("grade", CLASS, "--problem", P1, "--out", out)

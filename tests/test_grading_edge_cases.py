@@ -4,6 +4,8 @@ the flags the systolic, TPU, times and bf16 tables must keep."""
 
 import zipfile
 
+import pytest
+
 from conftest import ROOT
 from toymachine.check import load_problem
 from toymachine.check.gradebook import grade_submissions
@@ -250,6 +252,7 @@ def test_the_bf16_table_does_not_drop_break_it_flags(toym):
     assert code == 2 and out == "" and "it takes no --n, --d" in err
 
 
+@pytest.mark.slow
 def test_the_autograder_zip_is_the_same_bytes_each_build():
     """Generated files are deterministic: the wheel inside autograder.zip carried the build's
     clock in its dist-info dates, so two builds of one problem differed."""

@@ -10,6 +10,8 @@ import pytest
 from fuzz_corpus.cases import CASES
 from fuzz_corpus.runner import inert_problems, run_toym, write_files
 
+pytestmark = pytest.mark.fuzz  # a fresh toym process a case
+
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_hostile_case(case, tmp_path):

@@ -55,6 +55,7 @@ def reference_grads(q, k, v, do, causal, sm_scale=None):
 SHAPES = [(128, 32, 32), (128, 64, 32), (96, 32, 64), (100, 32, 32), (77, 16, 32)]
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16],
                          ids=["fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("causal", [False, True])
@@ -77,6 +78,7 @@ def test_forward_and_backward_match_float64(dtype, causal, n, block_m, block_n):
         assert rel_err(got, ref) < tol(dtype, backward=True)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [16, 64])
 def test_head_dims_and_custom_scale(causal, d):
@@ -91,6 +93,7 @@ def test_head_dims_and_custom_scale(causal, d):
     assert max(rel_err(dq, ref_dq), rel_err(dk, ref_dk), rel_err(dv, ref_dv)) < 3e-3
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("causal", [False, True])
 def test_tma_descriptor_path(causal):
     """The TensorDescriptor (Hopper TMA) path; the interpreter emulates the descriptors."""
@@ -131,6 +134,7 @@ def test_config_names_round_trip():
         KernelConfig.from_short("M128x64")
 
 
+@pytest.mark.interpreter
 def test_autograd_function_and_default_config():
     q, k, v = make_qkv(1, 2, 64, 32, torch.float32, seed=11)
     q, k, v = (t.requires_grad_() for t in (q, k, v))
@@ -143,6 +147,7 @@ def test_autograd_function_and_default_config():
                rel_err(v.grad, ref_dv)) < tol(torch.float32, backward=True)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("nq,nk,h,h_kv,d,causal", [
     (100, 100, 2, 2, 16, False), (77, 50, 4, 2, 24, True), (40, 72, 2, 1, 80, "top_left")],
     ids=["ragged", "cross-gqa-padded-d", "cross-mqa-top-left"])

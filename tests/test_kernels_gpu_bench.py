@@ -131,6 +131,7 @@ def test_backward_prediction_is_three_launches_in_sequence():
                         / (m.tensor_flops_per_cycle * m.clock_hz))
 
 
+@pytest.mark.slow
 def test_predict_table_from_the_stored_run(tmp_path):
     """`bench --predict --from` on the stored H200 run: every point the tile machine models
     (square, multi-head) gets a prediction and a ratio, the others none; a spread line per
@@ -328,6 +329,7 @@ def test_the_model_follows_dv_apart_from_dk():
     assert apart.bound.count("+") == both.bound.count("+") + 1
 
 
+@pytest.mark.slow  # an offline sm_90 compile (ptxas)
 def test_the_d256_backward_configs_compile_to_wgmma_without_spills():
     """The TUNED d 256 backward (dV apart from dK: two launches of one fp32 accumulator each,
     BLOCK_N 128; dQ 3 stages) compiles for sm_90 to wgmma without local-memory spills and

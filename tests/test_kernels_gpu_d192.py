@@ -82,6 +82,7 @@ def test_dispatch_takes_square_d192_half_precision_on_sm90(monkeypatch):
 
 
 @GLUON
+@pytest.mark.slow  # an offline sm_90 compile (ptxas)
 def test_the_dispatched_d192_configs_compile_to_wgmma_without_spills():
     """Offline sm_90 builds (Triton's ptxas) of every launch of every DISPATCH_D192 entry,
     causal or not as dispatched: HGMMA, no local memory, shared memory within an SM's 227 KB."""

@@ -232,6 +232,7 @@ def test_compare_walks_a_dispatched_case(tmp_path):
                          for ln in launches], [case])
 
 
+@pytest.mark.slow  # simulates the launches at the measured sizes
 def test_gluon_launches_against_the_stored_h100_measurements():
     """The ncu run of the public path (data/traffic_gluon_h100.*): 16
     launches, the host's dispatch = model.dispatch's in every case; the Gluon forwards (one

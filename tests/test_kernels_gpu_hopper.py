@@ -26,6 +26,7 @@ def _sm90() -> bool:
 
 
 @GLUON
+@pytest.mark.slow  # an offline sm_90 compile (ptxas)
 def test_the_gluon_forward_compiles_to_wgmma_without_spills():
     env = dict(os.environ, TRITON_INTERPRET="0")  # compile, not interpret (kernels_gpu's
     # __init__ would set 1 on a machine without CUDA)
@@ -118,6 +119,7 @@ def test_the_warp_specialised_forward_computes_attention(dtype, d, bn, stages, s
 
 
 @GLUON
+@pytest.mark.slow  # an offline sm_90 compile (ptxas)
 def test_the_dispatched_warp_specialised_forwards_compile_to_wgmma_without_spills():
     """Offline sm_90 builds (Triton's ptxas) of every DISPATCH_WS entry: wgmma, no local memory,
     and setmaxnreg giving the second consumer warpgroup 240 registers and the producer 24."""

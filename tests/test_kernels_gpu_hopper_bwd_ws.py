@@ -32,6 +32,7 @@ def SM90(test):
 
 
 @GLUON
+@pytest.mark.slow  # an offline sm_90 compile (ptxas)
 def test_the_warp_specialised_dkdv_compiles_to_wgmma_with_the_register_split():
     """Offline sm_90 build of every (stages, overlap, fused dQ) config, causal or not: wgmma in
     the SASS,

@@ -154,6 +154,7 @@ def _ratios(pass_):
     return [r["predict"][f"{pass_}_ratio"] for r in rows if "predict" in r]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pass_, lo, hi, inside", [("fwd", 0.76, 1.18, 127),
                                                    ("bwd", 0.85, 1.20, 129)])
 def test_the_spread_on_the_stored_h100_grid(pass_, lo, hi, inside):
@@ -166,6 +167,7 @@ def test_the_spread_on_the_stored_h100_grid(pass_, lo, hi, inside):
     assert sum(0.85 <= v <= 1.15 for v in rs) >= inside
 
 
+@pytest.mark.slow
 def test_the_fit_holds_out_what_it_did_not_see():
     """The constants are fitted on predict.FIT_SUBSET only (72 points a pass); the held-out
     60 (N 2k, 8k, N_q != N_k) are within ±15 % at 58 (fwd) and 58 (bwd; the dQ launch with
@@ -187,6 +189,7 @@ def test_the_fit_holds_out_what_it_did_not_see():
                     assert fit_model.loss(fit_model.ratios(cal, other)) >= best - 1e-9, other
 
 
+@pytest.mark.slow
 def test_the_alarm_on_the_stored_h100_grid(tmp_path):
     """`bench --predict --from data/frontier_h100.json` exits 0: with the schedule one point
     is measured > 1.3 x the model (fwd d 256 N 1k causal, 1.31 x), and KNOWN names it."""
@@ -478,6 +481,7 @@ def _neighbours(values, v):
     return [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
 
 
+@pytest.mark.slow
 def test_the_gluon_constants_are_fitted_on_their_declared_subset_only():
     """gluon.PIPELINE and predict.GLUON_TERMS / TERMS["bwd_dq"] are minima of the fit's loss on
     gluon.GLUON_FIT_SUBSET (the launch studies at N 1k and 16k): no neighbour on the grid does
@@ -639,6 +643,7 @@ def test_the_d192_programs_per_sm_come_from_the_stored_compile():
     assert how == "compiled" and smem < 100_000 and programs_per_sm(regs, smem, 4) == 2
 
 
+@pytest.mark.slow
 def test_the_backward_constants_are_fitted_on_their_declared_subset_only():
     """GLUON_TERMS["bwd_ws", "d192_*"] and gluon_bwd.ATOMIC_BPS are minima of the loss on the
     studies at N 1k and 16k (no grid neighbour better); the held-out launches (N 2k, 4k, 8k)

@@ -50,6 +50,7 @@ def check(q, k, v, do, causal, dtype=F16, **blocks):
     return errs
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("d", [16, 32, 80, 96, 192, 256])
 def test_head_dims(d):
     """d not a power of two (80, 96, 192) runs padded to 128 / 256 with masked columns; 256 is
@@ -57,6 +58,7 @@ def test_head_dims(d):
     check(*inputs(1, 2, 2, 72, 72, d, seed=d), True, block_m=32, block_n=32)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("causal", [False, True, "top_left"], ids=["full", "bottom-right",
                                                                     "top-left"])
 @pytest.mark.parametrize("nq,nk", [(48, 96), (96, 40), (1, 64), (64, 1)])
@@ -71,6 +73,7 @@ def test_cross_attention(nq, nk, causal):
         assert (o[:, :, :empty] == 0).all() and (lse[:, :, :empty] == float("-inf")).all()
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("h,h_kv", [(4, 2), (4, 1), (6, 3)], ids=["gqa", "mqa", "gqa-3"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_grouped_query_attention(h, h_kv, causal):
@@ -79,6 +82,7 @@ def test_grouped_query_attention(h, h_kv, causal):
     check(*inputs(2, h, h_kv, 64, 80, 32, seed=h * h_kv), causal, block_m=32, block_n=32)
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("split", [1, 2, 4], ids=["group-loop", "half-groups", "one-head"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_grouped_dkdv_split_over_programs(split, causal):
@@ -102,6 +106,7 @@ def test_grouped_dkdv_split_over_programs(split, causal):
     assert rel_err(dk, dk1) < 4e-3 and rel_err(dv, dv1) < 4e-3
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("variant", ["dv", "fq", "sp2-dv"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_dkdv_variants_match_the_two_accumulator_kernel(variant, causal):
@@ -182,6 +187,7 @@ def test_a_group_loop_that_would_underfill_the_gpu_is_split():
         assert (cfg.split > 1) == (programs < floor) == want_split, (batch, cfg)
 
 
+@pytest.mark.interpreter
 def test_causal_alignments_match_sdpa():
     """bottom-right = SDPA with torch.nn.attention.bias.causal_lower_right (flash-attn's
     convention); top-left = SDPA's is_causal=True; grouped heads = SDPA's enable_gqa."""
@@ -201,6 +207,7 @@ def test_causal_alignments_match_sdpa():
         assert rel_err(o, want) < output_tolerance(torch.float32, CUDA)
 
 
+@pytest.mark.interpreter
 def test_autograd_with_grouped_heads_and_cross_lengths():
     q, k, v, do = inputs(1, 4, 2, 48, 64, 64, seed=3)
     q, k, v = (t.requires_grad_() for t in (q, k, v))
@@ -221,6 +228,7 @@ def fp8_ok():
         torch.cuda.get_device_capability() == (8, 9)
 
 
+@pytest.mark.interpreter
 @FP8
 @pytest.mark.parametrize("dtype", FP8_DTYPES, ids=lambda t: str(t).removeprefix("torch."))
 @pytest.mark.parametrize("nq,nk,d,causal", [(64, 64, 32, True), (96, 40, 80, False),
@@ -239,6 +247,7 @@ def test_fp8_forward(dtype, nq, nk, d, causal):
     assert rel_err(lse, ref_lse) < 1e-5  # scores are exact products of fp8 values, fp32 sums
 
 
+@pytest.mark.interpreter
 @FP8
 def test_fp8_v_layouts_descale_and_no_backward():
     """V given already transposed in memory (the tutorial's permute-contiguous-permute) is read

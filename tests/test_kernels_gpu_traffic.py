@@ -217,6 +217,7 @@ def stored_traffic():
                            [cases[i] for i in keep])
 
 
+@pytest.mark.slow  # simulates the launches at the measured sizes
 def test_prediction_against_the_stored_h200_measurements(stored_traffic):
     """The stored ncu run (data/ncu_traffic.csv) against the simulator: pointer loads and L2
     writes equal the prediction to the byte; L2 reads never exceed it; DRAM reads are the
@@ -238,6 +239,7 @@ def test_prediction_against_the_stored_h200_measurements(stored_traffic):
     assert dkdv["pred_read"] == dkdv["l1_ld_read"] == dkdv["l2_tex_read"]
 
 
+@pytest.mark.slow  # simulates the launches at the measured sizes
 def test_the_performance_page_holds_the_recomputed_table(stored_traffic):
     """PERFORMANCE.md's traffic tables are render()'s output: the rows checked here are there."""
     from pathlib import Path
@@ -271,6 +273,7 @@ def test_traffic_main_parses_a_run_and_prints_the_table(tmp_path, capsys):
     assert [r["pass"] for r in rows] == list(LAUNCHES) * 2
 
 
+@pytest.mark.slow  # simulates the launches at the measured sizes
 def test_cross_and_grouped_launches_against_the_stored_h200_measurements():
     """The stored ncu run of cross-attention, grouped/multi-query and padded-head-dim cases
     (data/ncu_traffic_shapes.csv) against the simulator: pointer loads to the byte in all 16
@@ -293,6 +296,7 @@ def test_cross_and_grouped_launches_against_the_stored_h200_measurements():
             assert r["pred_compulsory_read"] <= r["dram_read"] <= 1.01 * r["pred_compulsory_read"], r
 
 
+@pytest.mark.slow  # simulates the launches at the measured sizes
 def test_split_and_dv_apart_launches_against_the_stored_h100_measurements():
     """The ncu run of the dV-apart pair (d 256) and the grouped dK/dV split
     (data/ncu_traffic_split.csv): compare() walks each case's launches in order (5 when dV is

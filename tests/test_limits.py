@@ -154,6 +154,7 @@ def test_an_unexpected_exception_is_an_internal_error(tmp_path, debug):
 
 
 # -- generators stream ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_gen_softmax_streams_the_same_bytes():
     import io
 
@@ -166,6 +167,7 @@ def test_gen_softmax_streams_the_same_bytes():
             assert buf.getvalue() == softmax_program(n=n, algo=algo, with_data=data, seed=3).to_text()
 
 
+@pytest.mark.slow
 def test_gen_softmax_writes_more_than_its_memory_holds(tmp_path):
     """4.2 million instructions (63 MB of text) under a 400 MB address-space cap: as a Program they
     would need about a gigabyte."""

@@ -60,6 +60,7 @@ def memory_lines(draw):
     return f"{op} {reg}{comma}{name}{index}{tail}"
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(line=memory_lines())
 def test_the_canonical_reader_agrees_with_the_string_methods(line):
@@ -103,6 +104,7 @@ def repeated_traces(draw):
     return head + "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=repeated_traces(), chunk=st.integers(20, 3000), piece=st.sampled_from([1, 3, 24]),
        dtype=st.sampled_from(["fp64", "bf16"]))
@@ -324,6 +326,7 @@ def new_address_traces(draw):
     return head + "\n".join(lines * draw(st.integers(1, 3))) + "\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=new_address_traces(), chunk=st.integers(20, 2000), dtype=st.sampled_from(["fp64", "bf16"]))
 def test_the_fast_path_for_new_lines_agrees_with_compile_ahead(monkeypatch, text, chunk, dtype):

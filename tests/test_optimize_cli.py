@@ -46,6 +46,7 @@ def test_optimize_matmul_on_an_accumulator_machine(toym, tmp_path):
     assert r.cycles == 22 and r.registers_used <= 3
 
 
+@pytest.mark.slow
 def test_optimize_matmul_time_limit_gives_the_gap(toym):
     code, out, _ = toym("optimize", "matmul", "--n", "4", "-r", "6", "--time-limit", "0.5", "-f", "json")
     d = json.loads(out)

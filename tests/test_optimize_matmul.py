@@ -15,8 +15,10 @@ from toymachine.optimize.matmul_space import MatmulSpace
 from toymachine.optimize.matmul_symmetry import Canonicalizer
 
 WEIGHTED = Machine(name="weighted", cycles={"LOAD": 3, "STORE": 2, "MAC_Z": 1, "MAC": 5})
-TINY = [(1, 1, 1, 3), (1, 1, 2, 3), (1, 2, 2, 3), (2, 1, 2, 3), (2, 2, 1, 3), (2, 2, 2, 3), (1, 3, 2, 3),
-        (1, 2, 3, 3), (2, 2, 1, 4), (1, 2, 2, 4), (2, 1, 3, 4)]
+# the two largest take the oracle seconds each: the slow tier; the rest keep it honest in the fast one
+TINY = [(1, 1, 1, 3), (1, 1, 2, 3), (1, 2, 2, 3), (2, 1, 2, 3), (2, 2, 1, 3),
+        pytest.param(2, 2, 2, 3, marks=pytest.mark.slow), (1, 3, 2, 3), (1, 2, 3, 3), (2, 2, 1, 4), (1, 2, 2, 4),
+        pytest.param(2, 1, 3, 4, marks=pytest.mark.slow)]
 
 
 def check_schedule(opt, machine=None):

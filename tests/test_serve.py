@@ -247,6 +247,7 @@ def test_a_port_in_use_is_a_located_error(toym):
     assert code == 2 and "cannot listen on 127.0.0.1:" in err and "--port 0" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_odd_text_is_an_error_and_never_kills_the_server(client):
     r = client.post("/api/run", content=b'{"trace": "LOAD x[0], R\\ud800\\n"}', headers={"content-type": "application/json"})
     assert r.status_code == 400 and "not JSON" in r.json()["error"]["message"]

@@ -91,6 +91,7 @@ def traces(draw):
     return "".join(lines)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=traces(), dtype=st.sampled_from(["fp64", "fp16"]))
 def test_blocks_agree_with_the_loop(monkeypatch, force, text, dtype):
@@ -486,6 +487,7 @@ def test_short_word_units_are_not_grouped_with_tile_units(monkeypatch, force):
     assert any(force) and apart and isinstance(got, dict) and got["instructions"] == 800 * 5 + 200 * 3 + 2
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(new_every=st.integers(20, 120), zeros=st.lists(st.integers(0, 599), max_size=3),
        hot=st.one_of(st.none(), st.integers(0, 40)), dtype=st.sampled_from(["fp64", "fp16"]))
@@ -540,6 +542,7 @@ def test_word_stores_into_a_block_array_remember_each_line_once(monkeypatch):
     assert sizes and max(sizes) <= 3
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(chunk=400, zeros=[21], bad=None, dtype="fp64")  # the first division by zero in a chunk's cut last unit
 @example(chunk=400, zeros=[102], bad=None, dtype="fp64")  # … in a chunk's cut first unit

@@ -11,6 +11,7 @@ import kernels_gpu  # noqa: E402,F401  (sets TRITON_INTERPRET=1 on a machine wit
 from kernels_gpu.bench import verify as verify_mod  # noqa: E402
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("causal,dtype", [(False, "fp16"), (True, "bf16")])
 def test_forward_agrees(toym, causal, dtype):
     args = ["verify-gpu", "--n", "64", "--d", "32", "--block-m", "32", "--block-n", "16", "--dtype", dtype, "-f", "csv"]
@@ -25,6 +26,7 @@ def test_forward_agrees(toym, causal, dtype):
     assert any(r["table"] == "Setup" for r in rows)
 
 
+@pytest.mark.interpreter
 def test_backward_agrees_and_both_sides_are_near_the_reference():
     v = verify_mod.verify(n=48, d=16, causal=True, pass_="backward", block_m=16, block_n=16, dtype="fp16")
     assert v.ok and [c.quantity for c in v.comparisons] == ["O", "L", "dQ", "dK", "dV"]
@@ -33,6 +35,7 @@ def test_backward_agrees_and_both_sides_are_near_the_reference():
         assert c.gpu_vs_ref < c.tolerance
 
 
+@pytest.mark.interpreter
 def test_a_wrong_kernel_is_caught(toym, monkeypatch):
     real = verify_mod.flash_attention_forward
 
@@ -61,6 +64,7 @@ def test_missing_gpu_extra_is_a_clear_error(toym, monkeypatch):
     assert code == 2 and "pip install -e '.[gpu]'" in err
 
 
+@pytest.mark.interpreter
 def test_json_is_typed_with_snake_case_keys(toym):
     """`verify-gpu -f json`: numbers as numbers, booleans as booleans, stable snake_case keys."""
     import json
@@ -89,6 +93,7 @@ def test_errors_under_json_are_a_json_object(toym):
     assert "head dims" in json.loads(out)["error"]["message"]
 
 
+@pytest.mark.interpreter
 @pytest.mark.parametrize("args", [
     ["--n", "32", "--nk", "48", "--heads", "4", "--kv-heads", "2", "--d", "96", "--causal", "--pass", "backward"],
     ["--n", "40", "--nk", "24", "--heads", "2", "--kv-heads", "1", "--d", "24", "--pass", "backward"],
@@ -124,6 +129,7 @@ def test_bad_shapes_exit_2(toym, args, needle):
     assert code == 2 and needle in err and "Traceback" not in err
 
 
+@pytest.mark.interpreter
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's launches; on a GPU: "
                     "tests/test_verify_gpu_dispatch.py")
 def test_without_blocks_each_launch_is_named_and_simulated_with_its_own_blocks(monkeypatch):
@@ -154,6 +160,7 @@ def test_without_blocks_each_launch_is_named_and_simulated_with_its_own_blocks(m
     assert "bwd_dq BLOCK_M 16 × BLOCK_N 16" in v.setup["blocks"]
 
 
+@pytest.mark.interpreter
 def test_explicit_blocks_turn_the_dispatch_off():
     v = verify_mod.verify(n=32, d=16, block_m=16, block_n=16)
     assert v.params["dispatch"] is False and "explicit blocks" in v.setup["dispatch"]
@@ -218,6 +225,7 @@ def test_the_plan_runs_the_chunked_d192_launches(monkeypatch):
     assert verify_mod._agrees({"bwd_dkdv": labels["bwd_dkdv"]}, 1024, 192, True, 1, 1, 1024, 2, True) is False
 
 
+@pytest.mark.interpreter
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter; on a GPU: tests/test_verify_gpu_dispatch.py")
 def test_a_d192_plan_is_simulated_launch_by_launch(monkeypatch):
     """The whole verify-gpu run at d 192 with a chunked plan (its blocks small enough for the
