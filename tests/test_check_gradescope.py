@@ -89,15 +89,19 @@ def autograder(tmp_path, toym):
     root = tmp_path / "autograder"
     with zipfile.ZipFile(archive) as zf:
         names = zf.namelist()
-        assert {"setup.sh", "run_autograder", "autograder.json", "p1_c00.yaml", wheel.name} == set(names)
+        assert {"setup.sh", "run_autograder", "requirements.txt", "autograder.json", "p1_c00.yaml",
+                wheel.name} == set(names)
         assert zf.getinfo("run_autograder").external_attr >> 16 & 0o111  # executable
         zf.extractall(root / "source")
     for name in ("setup.sh", "run_autograder"):
         os.chmod(root / "source" / name, 0o755)
     (root / "run_autograder").write_bytes((root / "source" / "run_autograder").read_bytes())
     os.chmod(root / "run_autograder", 0o755)
+    assert "pip3 install -r requirements.txt" in (root / "source" / "setup.sh").read_text()
+    assert (root / "source" / "requirements.txt").read_text().endswith("\n./toymachine-0.1.0-py3-none-any.whl\n")
     config = json.loads((root / "source" / "autograder.json").read_text())
-    assert config == {"problem": "p1_c00.yaml", "wheel": wheel.name}
+    assert config["wheel"] == wheel.name
+    assert [(p["problem"], p["submission"]) for p in config["parts"]] == [("p1_c00.yaml", None)]
 
     def submit(files: dict, email: str = "alice@uni.edu") -> dict:
         sub = root / "submission"

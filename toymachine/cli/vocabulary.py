@@ -108,8 +108,15 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--trials", None, "numerics --table bf16: how many input seeds (the spread over them)"),
     Flag("--watch", None, "walk: the array shown after every STORE to it (seed 001 prints O after each visit)"),
     Flag("--dataflow", None, "systolic array dataflow: weight (stationary B, the TPU's MXU) or output (stationary C)"),
-    Flag("--problem", "-p", "check, grade: the problem file (YAML) a trace is graded against; run: run on its "
-                            "machine with its inputs"),
+    Flag("--problem", "-p", "check, grade: the problem file (YAML) a trace is graded against (grade: or an "
+                            "assignment file listing several); run: run on its machine with its inputs"),
+    Flag("--roster", None, "grade: the class list (a Canvas or Moodle gradebook export, or a CSV with an id column), "
+                           "joined on the LMS's id; the LMS import files are written from it"),
+    Flag("--lms", None, "grade: read the export's names as this LMS writes them (canvas, moodle, blackboard, "
+                        "brightspace, gradescope; default: detected from the names)"),
+    Flag("--times", None, "grade: a CSV of submission times (student, submitted) for the late policy"),
+    Flag("--similarity/--no-similarity", None, "grade: find clusters of similar traces (similarity.csv; scores are "
+                                               "never changed)"),
     Flag("--student", None, "check, run, problem show: the student's ID, which picks their variant of a problem"),
     Flag("--out", None, "grade: the folder the gradebook, feedback pages and summary are written to"),
     Flag("--wheel", None, "autograder: the toymachine wheel to bundle (default: built from this source tree)"),
