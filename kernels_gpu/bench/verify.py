@@ -27,21 +27,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 
 from toymachine.cost import attention_tile_cost
 from toymachine.errors import ConfigError
-from toymachine.result import json_value
 from toymachine.gen.tile import run_attention
-from toymachine.sim.memory import random_block
 from toymachine.render import Report, Section
 from toymachine.render.cells import Num
+from toymachine.result import json_value
+from toymachine.sim.memory import random_block
 
 from ..host.configs import autotune_enabled
-from ..host.flash_attn import (INTERPRETER, MAX_HEAD_DIM, flash_attention_backward, flash_attention_forward,
-                         resolve_config)
+from ..host.flash_attn import (
+    INTERPRETER,
+    MAX_HEAD_DIM,
+    flash_attention_backward,
+    flash_attention_forward,
+    resolve_config,
+)
+from ..host.support import gluon_status
 from ..model.dispatch import Launch, case_launches, host_labels, launches, pass_labels
 from ..model.schedule import predict_traffic
 
@@ -116,7 +123,7 @@ def _reference(q, k, v, do, causal: bool, scale: float):
 
 def _closed_form(pass_: str, order: str, **shape) -> dict:
     """The cost model's HBM words for the simulated program (toymachine.cost.tile)."""
-    kw = dict(pass_="backward", order=order) if pass_ == "backward" else {}
+    kw: dict[str, Any] = dict(pass_="backward", order=order) if pass_ == "backward" else {}
     c = attention_tile_cost(algo="fa2", **shape, **kw)
     return {"reads": c.reads, "writes": c.writes}
 
@@ -173,7 +180,7 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
                                              block_n=block_n)
     gpu = {"O": o_gpu.double().cpu().numpy(), "L": lse_gpu.double().cpu().numpy()}
     order = "col"
-    run = dict(algo="fa2", causal=causal, scale=tau, dtype=sim_dtype)
+    run: dict[str, Any] = dict(algo="fa2", causal=causal, scale=tau, dtype=sim_dtype)
     sim = run_attention(q64, k64, v64, None, block_m=bm, block_n=bn, order=order, **run)
     if pass_ == "backward":
         dq, dk, dv = flash_attention_backward(qd, kd, vd, o_gpu, lse_gpu, dod, causal=causal, sm_scale=tau,
@@ -199,7 +206,7 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
                                       TOLERANCE[name] * EPS[dtype] * max(top, 1.0),
                                       float(np.max(np.abs(s - r))), float(np.max(np.abs(g - r)))))
     fwd = sim["forward"]
-    cost_shape = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, block_m=bm, block_n=bn, scale=tau,
+    cost_shape: dict[str, Any] = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, block_m=bm, block_n=bn, scale=tau,
                       **({"nk": nk, "kv_heads": kv_heads} if (nk, kv_heads) != (n, heads) else {}))
     cost_fwd = _closed_form("forward", order, **cost_shape)
     cost_bwd = None
@@ -207,7 +214,7 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
         cost_shape.update(block_m=blocks["dK"][0], block_n=blocks["dK"][1])
         cost_bwd = _closed_form("backward", order, **cost_shape)
     elem = 4 if dtype == "fp32" else 2
-    shape = dict(batch=batch, heads=heads, causal=causal, elem_bytes=elem, nk=nk, kv_heads=kv_heads)
+    shape: dict[str, Any] = dict(batch=batch, heads=heads, causal=causal, elem_bytes=elem, nk=nk, kv_heads=kv_heads)
     traffic = [predict_traffic(ln.schedule(n, d, **shape)) for ln in plan]
     kv = "" if (nk, kv_heads) == (n, heads) else f" (K/V: heads {kv_heads} × N {nk})"
     setup = {
@@ -301,7 +308,10 @@ def _dispatch_text(explicit: bool, labels: dict | None, plan: list[Launch]) -> s
     if labels is None:
         return "none (Triton interpreter: the tl kernels)" if INTERPRETER else "off (autotuning)"
     gluon = [ln.pass_ for ln in plan if ln.gluon]
-    return "on: " + (", ".join(gluon) + " on Gluon kernels" if gluon else "the tl kernels here")
+    if gluon:
+        return "on: " + ", ".join(gluon) + " on Gluon kernels"
+    usable, why = gluon_status()
+    return "on: the tl kernels here" + ("" if usable else f" ({why})")
 
 
 def _kernel_order() -> str:
