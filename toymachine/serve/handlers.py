@@ -15,7 +15,6 @@ from __future__ import annotations
 __all__ = ["HANDLERS", "Reply", "RequestError", "handle"]
 
 import dataclasses
-import io
 import json
 import os
 from typing import Any, Callable
