@@ -29,6 +29,7 @@ from .limits import Limits
 
 Reply = tuple[int, str, str]
 _HEADER = struct.Struct(">I")  # each message: its length, then JSON
+_START_SECONDS = 60  # how long a fresh worker may take to import the simulator and say it is ready
 
 
 def _write(fh, obj) -> None:
@@ -116,7 +117,7 @@ class _Worker:
         if not self.ready:
             try:
                 self.ready = self.receive(timeout) == ["ready"]
-            except TimeoutError:
+            except (TimeoutError, EOFError):  # still importing, or it exited before it was ready
                 return False
         return self.ready
 
@@ -125,8 +126,9 @@ class _Worker:
             self.proc.kill()
             self.proc.wait(5)
         for fh in (self.proc.stdin, self.proc.stdout):
-            with contextlib.suppress(Exception):
-                fh.close()
+            if fh is not None:
+                with contextlib.suppress(Exception):
+                    fh.close()
 
 
 class WorkerPool:
@@ -138,7 +140,7 @@ class WorkerPool:
         self.idle: queue.Queue[_Worker] = queue.Queue()
         self.all: list[_Worker] = []
         self.lock = threading.Lock()
-        for _ in range(limits.workers):
+        for _ in range(self.limits.workers):
             self._add()
 
     def _add(self) -> None:
@@ -152,8 +154,13 @@ class WorkerPool:
         from ..render.jsonout import error_json
 
         w = self.idle.get()
+        # a fresh worker is still importing: its start-up is not the request's time
+        if not w.wait_ready(_START_SECONDS):
+            self._replace(w)
+            return 422, error_json(ConfigError(f"the playground's worker process did not start within "
+                                               f"{_START_SECONDS} s (see the server's log)",
+                                               hint="run it with toym run FILE")), "application/json"
         try:
-            w.wait_ready(60)  # a fresh worker is still importing: its start-up is not the request's time
             text = body.decode("utf-8", "replace") if isinstance(body, bytes) else json.dumps(body)
             _write(w.proc.stdin, [kind, text])
             status, reply, media = w.receive(self.limits.run_seconds)
