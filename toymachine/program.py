@@ -85,6 +85,27 @@ class Instr:
     def __str__(self) -> str:
         return f"{self.op} {', '.join(format_operand(a) for a in self.args)}"
 
+    def reg(self, i: int) -> Reg:
+        """Operand ``i``, where the instruction's signature puts a register."""
+        a = self.args[i]
+        if not isinstance(a, Reg):
+            raise TypeError(f"{self.op}: operand {i} is {format_operand(a)}, not a register")
+        return a
+
+    def mem(self, i: int) -> Mem:
+        """Operand ``i``, where the instruction's signature puts a memory address."""
+        a = self.args[i]
+        if not isinstance(a, Mem):
+            raise TypeError(f"{self.op}: operand {i} is {format_operand(a)}, not a memory address")
+        return a
+
+    def value(self, i: int) -> float:
+        """Operand ``i``, where the instruction's signature puts a number."""
+        a = self.args[i]
+        if isinstance(a, (Reg, Mem)):
+            raise TypeError(f"{self.op}: operand {i} is {a}, not a number")
+        return a
+
 
 def format_operand(a: Operand) -> str:
     if isinstance(a, (Reg, Mem)):
