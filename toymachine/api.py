@@ -12,7 +12,7 @@ __all__ = ["run_file"]
 
 import os
 import sys
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from .asm import Chunks, binary_chunks, decode_source, open_error, text_chunks
 from .errors import Location
@@ -36,13 +36,14 @@ def run_file(path: str, *, machine: str | Machine | None = None, registers: int 
     rows of runs of at most ``step_limit`` steps (default: the simulator's, 200). ``machine`` may
     be a ``Machine`` and ``data`` the arrays themselves (``toym run --problem``: the exercise's)."""
     mach = machine if isinstance(machine, Machine) else resolve_machine(machine)
+    arrays: dict | None
     if isinstance(data, dict):
         arrays, data_warns = data, []
     else:
         arrays, data_warns = load_data(data) if data else (None, [])
     if data_warns and strict_inputs:
         raise data_warns[0]
-    kwargs = dict(registers=registers, seed=seed, symbolic=symbolic, steps=steps, dtype=dtype,
+    kwargs: dict[str, Any] = dict(registers=registers, seed=seed, symbolic=symbolic, steps=steps, dtype=dtype,
                   strict_numerics=strict_numerics, strict_inputs=strict_inputs)
     if step_limit is not None:
         kwargs["step_limit"] = step_limit

@@ -11,7 +11,7 @@ __all__ = ["optimize_app", "analyze_command"]
 import json
 import sys
 from enum import Enum
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -128,7 +128,7 @@ def optimize_attention_tile_command(
         if emit:
             from ..gen.tile import attention_program
 
-            kw = dict(order=s.best.order) if s.best.order else {}
+            kw: dict[str, Any] = dict(order=s.best.order) if s.best.order else {}
             write_output(attention_program(n=n, d=d, algo=s.best.algo, pass_=pass_.value, heads=heads, causal=causal,
                                            block_m=s.best.br, block_n=s.best.bc, sram_words=s.sram_words,
                                            **kw).to_text(), emit)

@@ -89,7 +89,7 @@ __all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_p
            "attention_reference", "attention_backward_reference", "array_shapes"]
 
 import math
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -136,7 +136,7 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
     """(Br, Bc, how they were chosen): given, from the SRAM size, or 64 × 64; Br clamped to n
     (the queries), Bc to nk (the keys, default n). ``heads``/``kv_heads``: all batches' heads."""
     keys = n if nk is None else nk
-    fit = dict(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
+    fit: dict[str, Any] = dict(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
                precompute_d=precompute_d, order=order, heads=heads, phase=phase, nk=nk, kv_heads=kv_heads,
                dropout=dropout, sram_rule=sram_rule)
     if block_m is not None or block_n is not None or sram_words is None:
@@ -304,7 +304,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                     emit_forward(e, g, d, pre, algo=algo, variant=variant, scaled=scaled, kpre=kpre, dropout=dr)
     peak_kw = dict(algo=algo, pass_=pass_, d=d, variant=variant, scaled=scaled, precompute_d=precompute_d, order=order,
                    n=n, heads=batch * heads, phase=phase, nk=keys, kv_heads=batch * kvh, dropout=bool(p_drop))
-    drop_kw = dict(dropout=p_drop, dropout_seed=int(dropout_seed)) if p_drop else {}
+    drop_kw: dict[str, Any] = dict(dropout=p_drop, dropout_seed=int(dropout_seed)) if p_drop else {}
     shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_=pass_, **extra)
     arrays = array_declarations(shapes, algo, pass_, precompute_d, order, with_data, seed, tau, bool(causal), n, d,
                                 phase, **drop_kw)
