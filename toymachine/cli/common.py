@@ -20,7 +20,9 @@ import typer
 from ..errors import ConfigError, ToyMachineError
 from ..render import FORMATS
 
-Format = Enum("Format", {f: f for f in FORMATS}, type=str)
+# Typer's choices are str Enums made from the one declaration of each list (here FORMATS); mypy
+# cannot list members made at run time, hence `type: ignore[misc]` on each such Enum in the CLI.
+Format = Enum("Format", {f: f for f in FORMATS}, type=str)  # type: ignore[misc]
 
 
 class DType(str, Enum):
@@ -128,7 +130,7 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_output(text: str | Callable[[Callable[[str], None]], None], path: Optional[str]) -> None:
+def write_output(text: str | Callable[[Callable[[str], object]], None], path: Optional[str]) -> None:
     """Print, or write ``path`` atomically (no half-written file on error) with the mode a
     plain ``open`` would give it (an existing file keeps its mode). ``text`` may be a function
     that streams: it is called with the ``write`` to hand each block of text to."""

@@ -25,9 +25,9 @@ from ..optimize import (analysis_report, analyze, block_table, block_table_repor
 from ..render import render_report
 from .common import Format, guard, machine_option, output_option, write_output
 
-Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)
-BlockAlgo = Enum("BlockAlgo", {a: a for a in ("fa1", "fa2")}, type=str)
-BlockOrder = Enum("BlockOrder", {o: o for o in ("row", "col", "split", "inner", "outer")}, type=str)
+Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)  # type: ignore[misc]
+BlockAlgo = Enum("BlockAlgo", {a: a for a in ("fa1", "fa2")}, type=str)  # type: ignore[misc]
+BlockOrder = Enum("BlockOrder", {o: o for o in ("row", "col", "split", "inner", "outer")}, type=str)  # type: ignore[misc]
 
 optimize_app = typer.Typer(
     help="Provably optimal schedules and block sizes: the least-cycle matmul schedule on R registers "

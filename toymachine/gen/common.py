@@ -75,7 +75,7 @@ class LineSink:
 
     __slots__ = ("write", "lines", "texts")
 
-    def __init__(self, write: Callable[[str], None]):
+    def __init__(self, write: Callable[[str], object]):
         self.write = write
         self.lines: list[str] = []
         self.texts: dict[int, str] = {}

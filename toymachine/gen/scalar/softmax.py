@@ -95,10 +95,10 @@ def softmax_program(n: int = ..., algo: str = ..., *, with_data: bool = ..., see
                     max_instructions: int | None = ..., on_size=..., stream: None = ...) -> Program: ...
 @overload
 def softmax_program(n: int = ..., algo: str = ..., *, with_data: bool = ..., seed: int = ...,
-                    max_instructions: int | None = ..., on_size=..., stream: Callable[[str], None]) -> None: ...
+                    max_instructions: int | None = ..., on_size=..., stream: Callable[[str], object]) -> None: ...
 def softmax_program(n: int = 6, algo: str = "online", *, with_data: bool = True, seed: int = 0,
                     max_instructions: int | None = MAX_INSTRUCTIONS, on_size=None,
-                    stream: Callable[[str], None] | None = None) -> Program | None:
+                    stream: Callable[[str], object] | None = None) -> Program | None:
     """``toym gen softmax``: softmax of x[0..n−1] into out[0..n−1]. With ``stream``, the program's
     text (``Program.to_text()``'s bytes) goes to ``stream`` in blocks as it is generated, and the
     result is None: ``--n 100000000 --no-data`` costs a block of text in memory, not the program."""
