@@ -27,14 +27,15 @@ ROWS = {"max_bytes": "grade_bytes", "max_instructions": "grade_instructions", "s
 
 @dataclass(frozen=True)
 class GradeLimits:
-    """The rows' defaults; ``from_table()`` for the values in force."""
+    """The rows' defaults; ``from_table()`` for the values in force (a count, or ``math.inf`` where
+    its ``TOYM_MAX_GRADE_…`` variable lifts it to no limit)."""
 
-    max_bytes: int = TABLE[ROWS["max_bytes"]].default  # one submitted trace file
-    max_instructions: int = TABLE[ROWS["max_instructions"]].default  # lines of a trace (at most one instruction each)
+    max_bytes: float = TABLE[ROWS["max_bytes"]].default  # one submitted trace file
+    max_instructions: float = TABLE[ROWS["max_instructions"]].default  # lines of a trace (at most one instruction each)
     seconds: float = TABLE[ROWS["seconds"]].default  # wall time to grade one submission (every trial)
-    max_files: int = TABLE[ROWS["max_files"]].default  # entries of a submissions folder or zip
-    max_total_bytes: int = TABLE[ROWS["max_total_bytes"]].default  # uncompressed bytes read from a zip, all members
-    max_ratio: int = TABLE[ROWS["max_ratio"]].default  # a zip member that inflates more than this is a bomb
+    max_files: float = TABLE[ROWS["max_files"]].default  # entries of a submissions folder or zip
+    max_total_bytes: float = TABLE[ROWS["max_total_bytes"]].default  # uncompressed bytes read from a zip, all members
+    max_ratio: float = TABLE[ROWS["max_ratio"]].default  # a zip member that inflates more than this is a bomb
 
     @classmethod
     def from_table(cls, **overrides) -> "GradeLimits":

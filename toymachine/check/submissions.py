@@ -13,6 +13,7 @@ from __future__ import annotations
 
 __all__ = ["Submission", "collect_submissions", "read_student_folder", "read_file", "decode_trace", "safe_id"]
 
+import math
 import os
 import re
 import stat
@@ -58,6 +59,11 @@ def decode_trace(data: bytes, limits: GradeLimits = DEFAULT_LIMITS) -> tuple[str
     return (text if text.endswith("\n") else text + "\n"), ""
 
 
+def _read_size(limit: float) -> int:
+    """How many bytes to read to tell content over ``limit`` bytes from content at it (-1: all of it)."""
+    return -1 if limit == math.inf else int(limit) + 1
+
+
 def read_file(path: str, limits: GradeLimits) -> tuple[str | None, str]:
     try:
         st = os.lstat(path)
@@ -69,7 +75,7 @@ def read_file(path: str, limits: GradeLimits) -> tuple[str | None, str]:
             return None, f"too large: {st.st_size:,} bytes; the limit is {limits.max_bytes:,}"
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
-            data = fh.read(limits.max_bytes + 1)
+            data = fh.read(_read_size(limits.max_bytes))
     except OSError as exc:
         return None, f"cannot read: {exc.strerror}"
     return decode_trace(data, limits)
@@ -230,7 +236,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: GradeL
         return None, f"the archive's read budget ({limits.max_total_bytes:,} bytes) is spent"
     try:
         with archive.open(info) as fh:  # the header may lie: read at most max_bytes + 1
-            data = fh.read(min(limits.max_bytes, budget[0]) + 1)
+            data = fh.read(_read_size(min(limits.max_bytes, budget[0])))
     except Exception as exc:  # zipfile, zlib and bz2 raise their own kinds for a damaged member
         return None, f"a damaged archive member: {exc}"
     budget[0] -= len(data)
