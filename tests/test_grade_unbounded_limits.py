@@ -24,3 +24,11 @@ def test_unbounded_byte_limits_read_folder_and_zip_submissions_whole(tmp_path, m
     for path, student in ((folder, "alice"), (archive, "bob")):
         (sub,) = collect_submissions(path, limits=limits)
         assert (sub.student, sub.text, sub.reason) == (student, text, "")
+
+
+def test_unbounded_time_limit_runs_the_block_without_a_timer():
+    from toymachine.check.limits import time_limit
+
+    with time_limit(math.inf):
+        done = sum(range(1000))
+    assert done == 499500
