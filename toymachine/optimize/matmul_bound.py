@@ -188,7 +188,7 @@ def space_bound(space, key: int) -> float:
             total += got
         return space.cl * total
     codes = [((st >> (o * w)) & code_mask) & line_mask for o in range(space.outputs)]
-    total = _spilled(space, st)
+    total: float = _spilled(space, st)
     for i in range(space.m):
         total += _line(rows, full, (key >> (i * k)) & full, codes[i * n:(i + 1) * n])
     for j in range(n):
