@@ -132,7 +132,7 @@ class Result:
     word_bytes: int
     register_names: tuple[str, ...]
     registers: dict[str, Any]
-    memory: dict[str, list]
+    memory: Mapping[str, list]  # a dict, or a MemoryView (converted on first access)
     steps: tuple[Step, ...] | None = None
     steps_dropped: bool = False
     alarms: tuple[Alarm, ...] = ()

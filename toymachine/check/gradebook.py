@@ -117,7 +117,8 @@ def grade_submissions(submissions: str | os.PathLike, problem: str | os.PathLike
 
     def counted(finished: int, total: int) -> None:
         done[0] = min(len(items), finished * size)
-        progress(done[0], len(items))
+        if progress is not None:
+            progress(done[0], len(items))
 
     results = run_points(grade_batch, batches, jobs=jobs, on_point=counted if progress else None) if batches else []
     entries = [e for batch in results for e in batch]

@@ -57,7 +57,7 @@ def handout_rows(problem: Problem) -> dict[str, list[tuple[str, str]]]:
             grading.append((name, f"{_num(rule.points)} points: within {_num(problem.tolerance)} of the expected "
                                   f"value on {problem.trials} random draw(s)"))
         elif rule.kind == "ops":
-            grading.append((name, f"{_num(rule.points)} points: only {', '.join(problem.allowed_ops)}"))
+            grading.append((name, f"{_num(rule.points)} points: only {', '.join(problem.allowed_ops or ())}"))
         else:
             what = BUDGETS.get(names.get(name, ""), name)
             tiers = ", ".join(f"≤ {_num(lim)}: {_num(pts)}" for lim, pts in rule.tiers)
