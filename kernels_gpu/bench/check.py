@@ -13,6 +13,8 @@ that fails or is wrong is excluded from autotuning (configs.exclude_candidate).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import concurrent.futures as cf
 import json
 import subprocess
@@ -138,7 +140,7 @@ def compile_one(spec: dict) -> dict:
         err, tol = rel_err(o, ref), 2 * output_tolerance(dtype, True)
     else:
         o, lse = fa.flash_attention_forward(q, k, v, causal, block_m=64, block_n=64)
-        kw = {"dkdv_config": cfg} if pass_ == "bwd_dkdv" else {"dq_config": cfg}
+        kw: dict[str, Any] = {"dkdv_config": cfg} if pass_ == "bwd_dkdv" else {"dq_config": cfg}
         dq, dk, dv = fa.flash_attention_backward(q, k, v, o, lse, do, causal, **kw)
         qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
         fa.attention_reference(qr, kr, vr, causal)[0].backward(do.double())

@@ -13,6 +13,8 @@ say where the time goes. Writes d192.json and d192.md.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import json
 import math
@@ -95,7 +97,7 @@ def main(argv=None) -> int:
             qd, kd, vd = q.detach(), k.detach(), v.detach()
             o, lse = fa.flash_attention_forward(qd, kd, vd, causal)
             p = L.problem_of(qd, kd, vd, causal)
-            old_cfgs = dict(dkdv_config=L.resolve_config("bwd_dkdv", p),
+            old_cfgs: dict[str, Any] = dict(dkdv_config=L.resolve_config("bwd_dkdv", p),
                             dq_config=L.resolve_config("bwd_dq", p))
             disp = g.dispatch_d192(p, False)
             row["dispatch"] = disp.label() if disp else None

@@ -25,6 +25,8 @@ too, so a mismatch says which side is off.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import math
 from dataclasses import dataclass, field
 
@@ -116,7 +118,7 @@ def _reference(q, k, v, do, causal: bool, scale: float):
 
 def _closed_form(pass_: str, order: str, **shape) -> dict:
     """The cost model's HBM words for the simulated program (toymachine.cost.tile)."""
-    kw = dict(pass_="backward", order=order) if pass_ == "backward" else {}
+    kw: dict[str, Any] = dict(pass_="backward", order=order) if pass_ == "backward" else {}
     c = attention_tile_cost(algo="fa2", **shape, **kw)
     return {"reads": c.reads, "writes": c.writes}
 
@@ -173,7 +175,7 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
                                              block_n=block_n)
     gpu = {"O": o_gpu.double().cpu().numpy(), "L": lse_gpu.double().cpu().numpy()}
     order = "col"
-    run = dict(algo="fa2", causal=causal, scale=tau, dtype=sim_dtype)
+    run: dict[str, Any] = dict(algo="fa2", causal=causal, scale=tau, dtype=sim_dtype)
     sim = run_attention(q64, k64, v64, None, block_m=bm, block_n=bn, order=order, **run)
     if pass_ == "backward":
         dq, dk, dv = flash_attention_backward(qd, kd, vd, o_gpu, lse_gpu, dod, causal=causal, sm_scale=tau,
@@ -207,7 +209,7 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
         cost_shape.update(block_m=blocks["dK"][0], block_n=blocks["dK"][1])
         cost_bwd = _closed_form("backward", order, **cost_shape)
     elem = 4 if dtype == "fp32" else 2
-    shape = dict(batch=batch, heads=heads, causal=causal, elem_bytes=elem, nk=nk, kv_heads=kv_heads)
+    shape: dict[str, Any] = dict(batch=batch, heads=heads, causal=causal, elem_bytes=elem, nk=nk, kv_heads=kv_heads)
     traffic = [predict_traffic(ln.schedule(n, d, **shape)) for ln in plan]
     kv = "" if (nk, kv_heads) == (n, heads) else f" (K/V: heads {kv_heads} × N {nk})"
     setup = {

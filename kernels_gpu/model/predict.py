@@ -53,6 +53,8 @@ form's throughput (model/gluon_bwd.py); the chunked d 192 launches on unpadded d
 """
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import asdict, dataclass, replace
 
 from toymachine.cost import attention_tile_cost
@@ -231,7 +233,7 @@ def _one(machine, l2_Bps: float, launch_s: float, *, n: int, nk: int | None, d: 
     chunked d 192 kernels: three 64-column chunks, no padding)."""
     nk = n if nk is None else nk
     kv_heads = heads if kv_heads is None else kv_heads
-    kw = dict(n=n, batch=batch, heads=heads, causal=causal, algo="fa2", pass_=pass_,
+    kw: dict[str, Any] = dict(n=n, batch=batch, heads=heads, causal=causal, algo="fa2", pass_=pass_,
               **({"order": "split", "phase": phase} if phase else {}),
               **({"nk": nk, "kv_heads": kv_heads} if (nk, kv_heads) != (n, heads) else {}))
     work = attention_tile_cost(d=padded_head_dim(d) if pad else d, block_m=block_m, block_n=block_n, **kw)
@@ -294,16 +296,16 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
         dkdv, dkdv_config = (dkdv_kernel.block_m, dkdv_kernel.block_n), dkdv_kernel.config
         dkdv_split, dkdv_apart = 1, False
     kv = heads if kv_heads is None else kv_heads
-    args = dict(n=n, nk=nk, d=d, batch=batch, heads=heads, causal=causal, pass_="backward",
+    args: dict[str, Any] = dict(n=n, nk=nk, d=d, batch=batch, heads=heads, causal=causal, pass_="backward",
                 kv_heads=kv_heads)
     l2, launch = l2_rate(calib), calib["launch_s"]
-    dkdv_args = dict(args, kv_heads=kv * dkdv_split) if dkdv_split > 1 else args
+    dkdv_args: dict[str, Any] = dict(args, kv_heads=kv * dkdv_split) if dkdv_split > 1 else args
     parts = [_one(machine, l2, launch, block_m=PREPROCESS_BLOCK, block_n=PREPROCESS_BLOCK,
                   phase="preprocess", **args)]
     sms = calib.get("sms") or 132
     geo = dict(nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes)
     copied = (dkdv_kernel is not None and dkdv_kernel.family == "d192" and kv < heads)
-    one = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, nk=nk,
+    one: dict[str, Any] = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, nk=nk,
                kv_heads=heads if copied else kv_heads, terms=terms)
     if copied:  # grouped d 192: K, V copied out to the H query heads (host/hopper_d192.py)
         parts.append(_kv_copy(machine, launch, batch=batch, kv_heads=kv, heads=heads,

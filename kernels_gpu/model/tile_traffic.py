@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from toymachine.gen.tile import attention_program
 from toymachine.sim import simulate
@@ -105,7 +105,7 @@ def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bo
     # a grouped dK/dV split over `split` programs: each is the tile program of group / split
     # query heads with its own copy of the K/V tile, writing fp32 partials
     split = cfg.split if pass_ == "bwd_dkdv" and group > 1 else 1
-    shape = {"nk": nk, "kv_heads": 1} if (nk, group // split) != (n, 1) else {}
+    shape: dict[str, Any] = {"nk": nk, "kv_heads": 1} if (nk, group // split) != (n, 1) else {}
     program = attention_program(n=n, d=d, algo="fa2", causal=causal, block_m=cfg.block_m,
                                 block_n=cfg.block_n, heads=group // split, **shape,
                                 **dict(TILE_PROGRAM[pass_], **({"phase": ("dv", "dk")[part - 1]}
