@@ -33,6 +33,8 @@ CUDA) the kernels run in Triton's interpreter on torch CPU tensors.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import triton
 
@@ -190,7 +192,7 @@ def flash_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
 def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
     """Autotuning timers of the dK/dV and dQ launches; their buffers (and the D they read) are
     made on the first timing only, so the untuned path pays nothing for them."""
-    bufs = {}
+    bufs: dict[str, Any] = {}
 
     def buffers():
         if not bufs:
@@ -211,7 +213,7 @@ def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
 
 
 def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelConfig,
-              dq_cfg: KernelConfig, gluon: tuple[int, ...] | None = None):
+              dq_cfg: KernelConfig, gluon: tuple[int, ...] | hopper_d192.D192Config | None = None):
     """The three launches on checked, contiguous inputs with resolved configs (the autograd
     path calls this directly: host time is what small shapes are bound by); gluon (BLOCK_M,
     BLOCK_N, warps): dK/dV on the Gluon kernel (host/hopper.py DISPATCH_DKDV) instead. A

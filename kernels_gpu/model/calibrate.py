@@ -141,7 +141,7 @@ def measure() -> dict:
     dst = torch.empty_like(big)
     copy_ms = events_ms(lambda: dst.copy_(big), 20)
     res["dram_copy_Bps"] = 2 * big.numel() * 2 / (copy_ms * 1e-3)
-    big = dst = None  # free the 4 GiB before the next measurement
+    del big, dst  # free the 4 GiB before the next measurement
     small = torch.rand(1 << 22, device="cuda")  # 16 MiB
     sdst = torch.empty_like(small)
     reps = 200

@@ -249,14 +249,17 @@ def launches(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int
         return configs.get(pass_) or launch_config(n, d, causal, pass_=pass_,
                                                    elem_bytes=elem_bytes, nk=nk)
 
-    out = [_gluon_launch("fwd", choice) or from_label("fwd", "tl", tl("fwd"))]
+    fwd = _gluon_launch("fwd", choice)
+    out: list[Launch] = [fwd if isinstance(fwd, Launch) else from_label("fwd", "tl", tl("fwd"))]
     if not backward:
         return out
     out.append(Launch("bwd_preprocess", TL_FUNCTIONS["bwd_preprocess"],
                       "tl " + PREPROCESS_CONFIG.short(), PREPROCESS_CONFIG))
     dkdv = _gluon_launch("bwd_dkdv", choice)
     if isinstance(dkdv, list):  # the chunked d 192 backward: its dK/dV and dQ launches
-        return out + dkdv + _gluon_launch("bwd_dq", choice)
+        dq = _gluon_launch("bwd_dq", choice)
+        assert isinstance(dq, list)  # the chunked backward's dQ launches too
+        return out + dkdv + dq
     if dkdv is not None:
         out.append(dkdv)
     else:
@@ -266,7 +269,8 @@ def launches(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int
                 if cfg.dv_apart else [Launch("bwd_dkdv", TL_FUNCTIONS["bwd_dkdv"], label, cfg)])
         if cfg.fused_dq:
             return out
-    out.append(_gluon_launch("bwd_dq", choice) or from_label("bwd_dq", "tl", tl("bwd_dq")))
+    dq_launch = _gluon_launch("bwd_dq", choice)
+    out.append(dq_launch if isinstance(dq_launch, Launch) else from_label("bwd_dq", "tl", tl("bwd_dq")))
     return out
 
 

@@ -33,7 +33,7 @@ __all__ = ["LaunchPrediction", "simulated_traffic", "TILE_PROGRAM", "TENSOR_OF_A
 
 # ---------------------------------------------------------------- the simulator's prediction
 # the tile program of each launch (toymachine.gen.tile.attention_program keywords)
-TILE_PROGRAM = {
+TILE_PROGRAM: dict[str, dict[str, Any]] = {
     "fwd": dict(pass_="forward"),
     "bwd_preprocess": dict(pass_="backward", order="split", phase="preprocess"),
     "bwd_dkdv": dict(pass_="backward", order="split", phase="dkdv"),
@@ -114,7 +114,7 @@ def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bo
     words = {a: (t["reads"], t["writes"]) for a, t in result.extra["tile_traffic"].items()}
     copies = batch * kv_heads * split  # the simulated K/V head (or share), once per program row
     tensors, compulsory = {}, 0
-    sizes = {a.name: math.prod(a.shape) for a in program.arrays}
+    sizes = {a.name: math.prod(a.shape) for a in program.arrays if a.shape is not None}
     for array, (r, w) in words.items():
         tensor = TENSOR_OF_ARRAY.get(array, array)
         per = LSE_BYTES if tensor in STAT_TENSORS else elem_bytes
