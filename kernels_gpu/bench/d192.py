@@ -101,7 +101,7 @@ def main(argv=None) -> int:
                             dq_config=L.resolve_config("bwd_dq", p))
             disp = g.dispatch_d192(p, False)
             row["dispatch"] = disp.label() if disp else None
-            variants = {"old": lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do,
+            variants: dict[str, Any] = {"old": lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do,
                                                                    causal, **old_cfgs),
                         "pad256": lambda: _padded(qd, kd, vd, o, lse, do, causal),
                         "public": lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do,
@@ -133,7 +133,7 @@ def main(argv=None) -> int:
             rows.append(row)
             ours = {nm: ms for nm, ms in row["ms"].items()
                     if nm not in ("flash", "cudnn") and ms == ms}
-            best = min(ours, key=ours.get)
+            best = min(ours, key=ours.__getitem__)
             print(f"N={n} causal={int(causal)}: old {row['ms']['old']:.3f} flash "
                   f"{row['ms']['flash']:.3f} cudnn {row['ms']['cudnn']:.3f} | best {best} "
                   f"{ours[best]:.3f} = {row['ms']['flash'] / ours[best]:.2f}x flash | "

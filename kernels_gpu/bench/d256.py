@@ -117,7 +117,7 @@ def main(argv=None) -> int:
         rows.append(row)
         ours = {nm: ms for nm, ms in row["ms"].items() if nm not in ("flash", "cudnn")
                 and ms == ms}
-        best = min(ours, key=ours.get)
+        best = min(ours, key=ours.__getitem__)
         print(f"d={d} N={n} causal={int(causal)}: tuned {row['ms']['tuned']:.3f} "
               f"(dkdv {row['launch_ms']['bwd_dkdv']:.3f} dq {row['launch_ms']['bwd_dq']:.3f}) "
               f"flash {row['ms']['flash']:.3f} cudnn {row['ms']['cudnn']:.3f} | best {best} "

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 import torch
 
@@ -73,7 +74,7 @@ def point(d: int, n: int, causal: bool, repeats: int) -> dict:
     dq_cfg = L.honour("bwd_dq", p, L.resolve_config("bwd_dq", p))
     dkdv_cfg = L.honour("bwd_dkdv", p, L.resolve_config("bwd_dkdv", p))
     ref = fa.flash_attention_backward(qd, kd, vd, o, lse, dod, causal)
-    row = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {}, "runs": {},
+    row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {}, "runs": {},
            "err": {}, "tl_dkdv_config": dkdv_cfg.short()}
     L.launch_preprocess(p, o, dod, delta)
     for cfg in VARIANTS[d]:

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 import torch
 
@@ -80,7 +81,9 @@ def point(d: int, n: int, causal: bool, repeats: int, variants, public=()) -> di
     dq_cfg = L.honour("bwd_dq", p, L.resolve_config("bwd_dq", p))
     kv1 = hopper.dispatch_dkdv(p, False)  # the one-partition Gluon dK/dV dispatched before
     gdq = hopper.dispatch_dq(p, False)
-    row = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {}, "runs": {},
+    if kv1 is None:
+        raise ValueError(f"no one-partition Gluon dK/dV is dispatched at d = {d}, n = {n}")
+    row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {}, "runs": {},
            "err": {}, "dq": label("dq", gdq) if gdq else f"tl dq {dq_cfg.short()}"}
     L.launch_preprocess(p, o, dod, delta)
     rk, rv = hopper.attention_backward_dkdv_hopper(qd, kd, vd, dod, lse, delta, scale, causal,

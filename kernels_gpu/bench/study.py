@@ -23,6 +23,7 @@ def median_ms(fn, repeats: int, rep: int = 50) -> tuple[float, list[float]]:
 
 def time_into(row: dict, name: str, fn, repeats: int) -> float:
     """row["ms"][name], row["runs"][name] = fn's median_ms, or NaN and the error."""
+    runs: list[float] | list[str]
     try:
         ms, runs = median_ms(fn, repeats)
     except Exception as e:  # noqa: BLE001 - a variant that fails is reported, the study goes on

@@ -4,6 +4,7 @@ measured times (`bench --predict`). Pure functions of the stored rows: same rows
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import statistics
 
@@ -42,7 +43,7 @@ def one_line(r: dict) -> str:
                         for k in names) + f"  cfg {cfg}")
 
 
-def _speed_table(rows: list[dict], lead: list[tuple[str, callable]]) -> list[str]:
+def _speed_table(rows: list[dict], lead: list[tuple[str, Callable[[dict], str]]]) -> list[str]:
     head = [h for h, _ in lead] + ["fwd ours", "fwd flash", "fwd cudnn", "ours/flash",
                                    "ours/cudnn", "bwd ours", "bwd flash", "bwd cudnn",
                                    "ours/flash", "ours/cudnn"]
