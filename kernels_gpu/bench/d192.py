@@ -20,6 +20,7 @@ import json
 import math
 import os
 import sys
+from functools import partial
 
 import torch
 
@@ -101,15 +102,16 @@ def main(argv=None) -> int:
                             dq_config=L.resolve_config("bwd_dq", p))
             disp = g.dispatch_d192(p, False)
             row["dispatch"] = disp.label() if disp else None
-            variants: dict[str, Any] = {"old": lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do,
-                                                                   causal, **old_cfgs),
-                        "pad256": lambda: _padded(qd, kd, vd, o, lse, do, causal),
-                        "public": lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do,
-                                                                      causal)}
+            # each variant's call, its tensors bound now (they are freed at the end of the loop)
+            variants: dict[str, Any] = {
+                "old": partial(fa.flash_attention_backward, qd, kd, vd, o, lse, do, causal,
+                               **old_cfgs),
+                "pad256": partial(_padded, qd, kd, vd, o, lse, do, causal),
+                "public": partial(fa.flash_attention_backward, qd, kd, vd, o, lse, do, causal)}
             for name, cfg in cands.items():
-                variants[name] = lambda cfg=cfg: g.run_backward_d192(
-                    p, qd, kd, vd, o, lse, do, 1.0 / math.sqrt(D), cfg,
-                    lambda what, ts, launch, p_: launch())
+                variants[name] = partial(g.run_backward_d192, p, qd, kd, vd, o, lse, do,
+                                         1.0 / math.sqrt(D), cfg,
+                                         lambda what, ts, launch, p_: launch())
             ref = None
             for name, fn in variants.items():
                 try:

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+from functools import partial
 
 import torch
 
@@ -106,8 +107,8 @@ def main(argv=None) -> int:
                 row["ms"][name], row["runs"][name] = float("nan"), [f"{type(e).__name__}: "
                                                                     f"{str(e)[:160]}"]
                 continue
-            study.time_into(row, name, lambda: fa.flash_attention_backward(
-                qd, kd, vd, o, lse, do, causal, dkdv_config=ckv, dq_config=cq), args.repeats)
+            study.time_into(row, name, partial(fa.flash_attention_backward, qd, kd, vd, o, lse, do,
+                                               causal, dkdv_config=ckv, dq_config=cq), args.repeats)
         p = L.problem_of(qd, kd, vd, causal)
         t_kv, t_q = fa._backward_timers(p, qd, kd, vd, o, lse, do, fa.softmax_scale(None, d))
         base_kv, base_q = variants(d, causal, n, [], [])["tuned"]
