@@ -10,7 +10,7 @@ __all__ = ["Reg", "Mem", "Span", "Instr", "ArrayDecl", "Program", "format_value"
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Iterable
 
 
 ACCUMULATOR = "ACC"  # the MAC unit's internal accumulator register (seed 000's Blackwell remark)
@@ -48,7 +48,7 @@ class Span:
         return f"{a}:{b}"
 
 
-Index = Union[int, Span]
+Index = int | Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,7 @@ class Mem:
         return f"{self.array}[{', '.join(str(i) for i in index)}]"
 
 
-Operand = Union[Reg, Mem, float]
+Operand = Reg | Mem | float
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,7 +73,7 @@ def guard(fmt: Any = None) -> Iterator[None]:
     except BrokenPipeError:  # `toym run … | head`
         with contextlib.suppress(Exception):
             sys.stdout = open(os.devnull, "w")
-        raise typer.Exit(0)
+        raise typer.Exit(0) from None
 
 
 def warn(warnings) -> None:

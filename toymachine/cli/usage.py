@@ -224,7 +224,7 @@ def _bounded(text: str | None) -> str | None:
     if text is None:
         return None
     text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-    return re.sub(r"\S{%d,}" % (_TOKEN_SHOWN + 1), lambda m: m.group(0)[:_TOKEN_SHOWN - 1] + "…", text)
+    return re.sub(rf"\S{{{_TOKEN_SHOWN + 1},}}", lambda m: m.group(0)[:_TOKEN_SHOWN - 1] + "…", text)
 
 
 def _sentence(text: str) -> str:
