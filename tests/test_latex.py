@@ -86,7 +86,7 @@ def _fragments(toym, tmp_path, monkeypatch) -> list[tuple[str, str]]:
 
 def _compile(engine: str, fragments: list[tuple[str, str]], folder) -> None:
     body = []
-    for i, (what, tex) in enumerate(fragments):
+    for i, (_, tex) in enumerate(fragments):
         (folder / f"f{i}.tex").write_text(tex, encoding="utf-8")
         body.append(f"\\typeout{{FRAGMENT {i}}}\\input{{f{i}}}\\clearpage")
     doc = "\\documentclass{article}\n\\begin{document}\n" + "\n".join(body) + "\n\\end{document}\n"
