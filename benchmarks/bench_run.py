@@ -64,7 +64,7 @@ SHAPES = {
     "mixed-new": "mixed, every tile LOAD/STORE line new (no tile line repeats)",
     "program": "the softmax as a generated Program (Python API, no text)",
 }
-TARGET = 3.0  # M instructions/s end to end (issue 25)
+TARGET = 3.0  # M instructions/s end to end: the throughput the simulator holds
 ROUNDS = 3  # each figure is the median of this many runs (a shared machine's load moves single runs)
 
 

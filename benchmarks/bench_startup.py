@@ -12,7 +12,7 @@ the cores). The baseline is ``python -c "import numpy"`` measured in the same ro
 as an installed package has it (a private ``PYTHONPYCACHEPREFIX``, written by a first, unmeasured
 run): with ``PYTHONDONTWRITEBYTECODE`` every run would compile the package again.
 
-Targets (issue 25): ≤ 0.25 s and ≤ 1.4 × the numpy import, both commands.
+Targets: ≤ 0.25 s and ≤ 1.4 × the numpy import, both commands.
 
 Usage:  python benchmarks/bench_startup.py [--rounds 10] [--json FILE]
 """

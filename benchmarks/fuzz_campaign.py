@@ -1,4 +1,4 @@
-"""A mutation-fuzzing campaign over the bundled programs (issue 26), with a fixed budget.
+"""A mutation-fuzzing campaign over the bundled programs, with a fixed budget.
 
 Each mutant is a bundled program (``programs/*.asm``) with 1–4 mutations — a byte flipped, a
 token deleted, duplicated or swapped, a number made long (5,000 digits, 10³⁰, a Unicode digit),

@@ -1,9 +1,11 @@
-"""A headless Chromium for tests: ``--dump-dom`` and a tiny DevTools-protocol client.
+"""A headless Chromium for tests: a tiny DevTools-protocol client.
 
 Only the standard library: the DevTools protocol is JSON over a WebSocket, and the
 WebSocket here is the RFC 6455 minimum a client needs (handshake, masked text frames out,
-unmasked frames in). Tests skip where no Chromium is installed (Debian: ``apt-get install
--y chromium``).
+unmasked frames in). One ``Chromium`` process serves a whole test session (the ``chromium``
+fixture of tests/conftest.py); each ``Browser`` is a page of its own in a fresh browser context
+(no cookies, storage or cache of another page). Tests skip where no Chromium is installed
+(Debian: ``apt-get install -y chromium``): the ``browser`` mark.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import struct
 import subprocess
 import tempfile
 import time
-import urllib.request
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
@@ -31,22 +32,6 @@ def find_chromium() -> str | None:
         if path:
             return path
     return None
-
-
-def dump_dom(chromium: str, url: str, timeout: float = 90) -> str:
-    """The DOM after the page's scripts ran (Chromium's --dump-dom)."""
-    with tempfile.TemporaryDirectory() as profile:
-        proc = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", url],
-                              capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0 or "<html" not in proc.stdout:
-        raise RuntimeError(f"chromium --dump-dom failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return proc.stdout
-
-
-def screenshot(chromium: str, url: str, path: str, size: str = "1400,1000", timeout: float = 90) -> None:
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", f"--window-size={size}",
-                        f"--screenshot={path}", url], capture_output=True, timeout=timeout, check=True)
 
 
 class _WebSocket:
@@ -116,29 +101,59 @@ class _WebSocket:
         self.sock.close()
 
 
-class Browser:
-    """``with Browser(chromium) as b: b.open(url); b.key("ArrowRight"); b.eval("...")``."""
+class Chromium:
+    """A headless Chromium process; ``new_page()`` opens a ``Browser`` on it."""
 
-    def __init__(self, chromium: str, timeout: float = 60):
+    def __init__(self, chromium: str, timeout: float = 90):
         self.timeout = timeout
         self.profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)  # chromium may still be writing
         self.proc = subprocess.Popen([chromium, *FLAGS, f"--user-data-dir={self.profile.name}",
                                       "--remote-debugging-port=0", "--window-size=1400,1000", "about:blank"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        port = None
+        url = None
         deadline = time.time() + timeout
-        while port is None and time.time() < deadline:
+        while url is None and time.time() < deadline:
             line = self.proc.stderr.readline()
             if not line and self.proc.poll() is not None:
                 raise RuntimeError("chromium exited before opening its DevTools port")
-            m = re.search(r"DevTools listening on ws://[^:]+:(\d+)/", line)
+            m = re.search(r"DevTools listening on (ws://[^:]+:(\d+)/\S+)", line)
             if m:
-                port = int(m.group(1))
-        if port is None:
+                url, self.port = m.group(1), int(m.group(2))
+        if url is None:
+            self.close()
             raise RuntimeError("chromium did not open a DevTools port")
-        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=timeout))
-        page = next(t for t in targets if t.get("type") == "page")
-        self.ws = _WebSocket(page["webSocketDebuggerUrl"], timeout)
+        self.endpoint = _Endpoint(url, timeout)
+
+    def new_page(self, width: int = 1400, height: int = 1000) -> "Browser":
+        context = self.endpoint.send("Target.createBrowserContext")["browserContextId"]
+        target = self.endpoint.send("Target.createTarget", url="about:blank", browserContextId=context,
+                                    width=width, height=height)["targetId"]
+        return Browser(self, f"ws://127.0.0.1:{self.port}/devtools/page/{target}", target, context)
+
+    def close(self) -> None:
+        try:
+            if getattr(self, "endpoint", None) is not None:
+                self.endpoint.close()
+        finally:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.profile.cleanup()
+
+    def __enter__(self) -> "Chromium":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _Endpoint:
+    """A DevTools connection: ``send(method, **params)`` returns the command's result."""
+
+    def __init__(self, url: str, timeout: float):
+        self.ws = _WebSocket(url, timeout)
         self.next_id = 0
 
     def send(self, method: str, **params) -> dict:
@@ -151,6 +166,21 @@ class Browser:
                     raise RuntimeError(f"{method}: {msg['error']}")
                 return msg.get("result", {})
 
+    def close(self) -> None:
+        self.ws.close()
+
+
+class Browser:
+    """A page of a ``Chromium``: ``with chromium.new_page() as b: b.open(url); b.key("ArrowRight"); b.eval("...")``."""
+
+    def __init__(self, chromium: Chromium, url: str, target: str, context: str):
+        self.chromium, self.target, self.context = chromium, target, context
+        self.timeout = chromium.timeout
+        self.endpoint = _Endpoint(url, self.timeout)
+
+    def send(self, method: str, **params) -> dict:
+        return self.endpoint.send(method, **params)
+
     def eval(self, expression: str):
         got = self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in got:
@@ -158,13 +188,20 @@ class Browser:
         return got["result"].get("value")
 
     def open(self, url: str) -> None:
+        """Load ``url`` afresh (a page of the step viewer: until its script is up)."""
         self.send("Page.enable")
+        self.send("Page.navigate", url="about:blank")
         self.send("Page.navigate", url=url)
         deadline = time.time() + self.timeout
         while self.eval("document.readyState") != "complete" or not self.eval("!!window.toym"):
             if time.time() > deadline:
                 raise TimeoutError(f"{url} did not finish loading")
             time.sleep(0.05)
+
+    def dom(self, url: str) -> str:
+        """The DOM of ``url`` once loaded and its scripts ran."""
+        self.open(url)
+        return self.eval("'<!DOCTYPE html>\\n' + document.documentElement.outerHTML")
 
     def key(self, key: str, code: int, shift: bool = False) -> None:
         """A real key press (keyDown + keyUp), as the keyboard would send it."""
@@ -182,14 +219,10 @@ class Browser:
 
     def close(self) -> None:
         try:
-            self.ws.close()
+            self.endpoint.close()
         finally:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-            self.profile.cleanup()
+            self.chromium.endpoint.send("Target.closeTarget", targetId=self.target)
+            self.chromium.endpoint.send("Target.disposeBrowserContext", browserContextId=self.context)
 
     def __enter__(self) -> "Browser":
         return self

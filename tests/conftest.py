@@ -1,9 +1,29 @@
+"""Shared fixtures and the suite's tiers.
+
+Markers (registered in pyproject.toml; ``--strict-markers`` makes any other an error):
+
+* ``slow`` — takes over about 2 s here; ``python -m pytest -m "not slow"`` is the fast tier.
+* ``browser`` (headless Chromium), ``latex`` (pdflatex / lualatex), ``docs`` (an ``mkdocs build`` of
+  the site), ``fuzz`` (the property-based fuzz suite), ``interpreter`` (Triton kernels launched in
+  its interpreter on a CPU): each implies ``slow`` (``pytest_collection_modifyitems`` below adds it).
+* ``gpu`` — needs a CUDA GPU (sm_90 for the Gluon kernels); skips without one.
+
+A test that builds a wheel, runs a notebook kernel, rebuilds the npm bundle or compiles kernels
+offline is marked ``slow`` by hand, as is any other test over about 2 s. Module-wide marks go in
+``pytestmark``. A ``browser`` or ``latex`` test skips where its tool is missing (``need_tool``),
+except under ``TOYM_REQUIRE_TOOLS=1`` (CI, which installs every tool), where it fails.
+"""
+
 import os
 
 # Small matrices only: BLAS threads would just contend for this machine's two cores.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import fcntl  # noqa: E402
+import shutil  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -63,9 +83,8 @@ def regen(request):
     return request.config.getoption("--regen-golden")
 
 
-@pytest.fixture
-def toym():
-    """Run the CLI in-process: returns (exit_code, stdout, stderr)."""
+def cli_runner():
+    """A function running the CLI in-process: ``call(*args, input=None)`` returns (exit_code, stdout, stderr)."""
     from typer.testing import CliRunner
 
     from toymachine.cli import app
@@ -77,3 +96,85 @@ def toym():
         return res.exit_code, res.stdout, res.stderr
 
     return call
+
+
+@pytest.fixture
+def toym():
+    """Run the CLI in-process: returns (exit_code, stdout, stderr)."""
+    return cli_runner()
+
+
+# -- tiers --------------------------------------------------------------------------------------------
+SLOW_TOOLS = ("browser", "latex", "docs", "fuzz", "interpreter")
+REQUIRE_TOOLS = os.environ.get("TOYM_REQUIRE_TOOLS") == "1"
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects on the marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("slow") is None and any(item.get_closest_marker(m) for m in SLOW_TOOLS):
+            item.add_marker(pytest.mark.slow)
+
+
+def need_tool(found, what: str, install: str):
+    """``found`` (a path, a flag) if the tool is there; else skip the test, or fail it under
+    ``TOYM_REQUIRE_TOOLS=1``, where a missing tool means the suite did not run what it claims."""
+    if found:
+        return found
+    if REQUIRE_TOOLS:
+        pytest.fail(f"{what} is missing and TOYM_REQUIRE_TOOLS=1 requires it ({install})", pytrace=False)
+    pytest.skip(f"{what} is not installed ({install})")
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures start anything
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("browser") is not None:
+        from browser import find_chromium
+
+        need_tool(find_chromium(), "Chromium", "apt-get install -y chromium")
+    if item.get_closest_marker("latex") is not None:
+        need_tool(shutil.which("pdflatex"), "pdflatex", "apt-get install -y texlive-latex-base")
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder that ``build(folder)`` fills once per test session and every pytest-xdist worker shares:
+    the first worker to ask builds it under a file lock, the others wait and reuse it. A failed build
+    fails every test that asks for it, in every worker (the traceback is kept beside the folder).
+    ``build`` does not skip: check for the tools it needs (``need_tool``) before asking."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, above each worker's own
+    folder, done, failed = base / name, base / f"{name}.done", base / f"{name}.failed"
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not done.exists() and not failed.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                try:
+                    build(folder)
+                except (Exception, pytest.fail.Exception):
+                    failed.write_text(traceback.format_exc(), encoding="utf-8")
+                    raise
+                done.touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    if failed.exists():
+        pytest.fail(f"building {name} failed:\n{failed.read_text(encoding='utf-8')[-6000:]}", pytrace=False)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless Chromium for the session (for each pytest-xdist worker); tests take pages of it."""
+    from browser import Chromium, find_chromium
+
+    with Chromium(need_tool(find_chromium(), "Chromium", "apt-get install -y chromium")) as process:
+        yield process
+
+
+@pytest.fixture
+def browser(chromium):
+    """A page of the session's Chromium in a fresh browser context (nothing kept from another test)."""
+    with chromium.new_page() as page:
+        yield page

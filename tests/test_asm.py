@@ -107,6 +107,7 @@ decls = st.builds(lambda n, v: ArrayDecl(n, (len(v),), values=v), st.sampled_fro
                   st.lists(floats, min_size=1, max_size=4))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(instrs, max_size=30), st.lists(decls, max_size=2, unique_by=lambda d: d.name))
 def test_round_trip(instr_list, decl_list):

@@ -89,14 +89,15 @@ def autograder(tmp_path, toym):
     root = tmp_path / "autograder"
     with zipfile.ZipFile(archive) as zf:
         names = zf.namelist()
-        assert {"setup.sh", "run_autograder", "p1_c00.yaml", wheel.name} == set(names)
+        assert {"setup.sh", "run_autograder", "autograder.json", "p1_c00.yaml", wheel.name} == set(names)
         assert zf.getinfo("run_autograder").external_attr >> 16 & 0o111  # executable
         zf.extractall(root / "source")
     for name in ("setup.sh", "run_autograder"):
         os.chmod(root / "source" / name, 0o755)
     (root / "run_autograder").write_bytes((root / "source" / "run_autograder").read_bytes())
     os.chmod(root / "run_autograder", 0o755)
-    assert "pip3 install ./toymachine-0.1.0-py3-none-any.whl" in (root / "source" / "setup.sh").read_text()
+    config = json.loads((root / "source" / "autograder.json").read_text())
+    assert config == {"problem": "p1_c00.yaml", "wheel": wheel.name}
 
     def submit(files: dict, email: str = "alice@uni.edu") -> dict:
         sub = root / "submission"
@@ -122,6 +123,7 @@ def autograder(tmp_path, toym):
     return submit
 
 
+@pytest.mark.slow
 def test_the_autograder_grades_good_and_bad_submissions(autograder):
     k = pick_variant("alice@uni.edu", 4, "p1_c00")
     i, j = divmod(k, 2)  # the variants list (0,0), (0,1), (1,0), (1,1)
@@ -141,6 +143,7 @@ def test_the_autograder_grades_good_and_bad_submissions(autograder):
     assert "--registers" not in broken["tests"][0]["output"]  # hints name what the exercise allows
 
 
+@pytest.mark.slow
 def test_autograder_bundles_a_real_wheel(tmp_path):
     from toymachine.check.autograder import autograder_zip, build_wheel
 

@@ -2,7 +2,6 @@
 `toym run --problem`, `toym check --student`; exit codes and errors."""
 
 import csv
-import shutil
 import subprocess
 
 import pytest
@@ -67,7 +66,7 @@ def test_run_with_problem_uses_its_machine_and_inputs(toym):
     assert code == 2 and "leave out --machine and --data" in err
 
 
-def test_the_old_hint_named_a_flag_check_lacks(toym):
+def test_check_hints_name_the_exercises_machine_not_a_flag(toym):
     code, out, _ = toym("check", PROGRAMS / "matmul_outer_2x2.asm", "-p", PROBLEMS / "p2_matmul_inner.yaml")
     assert code == 1 and "--registers" not in out and "the exercise's machine has 3 registers" in out
 
@@ -103,7 +102,7 @@ def test_handouts_escape_the_statement(tmp_path):
         in tex
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
+@pytest.mark.latex
 def test_every_bundled_handout_compiles(tmp_path):
     body = []
     for k, path in enumerate(sorted(PROBLEMS.glob("*.yaml"))):

@@ -75,7 +75,7 @@ def test_every_name_selects_its_column(reports):
 
 
 def test_old_names_still_work():
-    """The names the issue found in three vocabularies: the plot's, the headers', the old JSON keys."""
+    """The names of three vocabularies, still accepted as aliases: the plot's, the headers', the JSON's earlier keys."""
     assert column_key("reads") == column_key("DRAM reads (words)") == column_key("dram_reads") == "dram_reads"
     assert column_key("DRAM reads") == column_key("HBM reads (words)") == "dram_reads"
     assert column_key("registers used") == column_key("registers") == "registers_used"

@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, built_once, need_tool
 
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS))
@@ -43,6 +43,7 @@ def test_the_docs_have_commands_and_outputs():
     assert sum(s.kind == "output" for s in all_steps) >= 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[_rel(p) for p in PAGES])
 def test_page_commands_run_and_outputs_are_real(page, toym):
     failures = []
@@ -147,6 +148,7 @@ def test_api_page_documents_the_public_modules():
 
 
 # -- live pages ------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_step_viewers_are_offline_pages_embedded_in_the_docs():
     files = live.files()
     embedded = "\n".join(p.read_text(encoding="utf-8") for p in english_pages())
@@ -167,19 +169,21 @@ def test_step_viewers_are_offline_pages_embedded_in_the_docs():
 HAVE_MKDOCS = importlib.util.find_spec("mkdocs") is not None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    """The site, built once with ``mkdocs build --strict`` (a warning fails the build)."""
-    if not HAVE_MKDOCS:
-        pytest.skip("mkdocs not installed (pip install -e '.[docs]')")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    out = tmp_path_factory.mktemp("site") / "site"
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-6000:]
-    return out
+    """The site, built once per session with ``mkdocs build --strict`` (a warning fails the build)."""
+    need_tool(HAVE_MKDOCS, "mkdocs", "pip install -e '.[docs]'")
+
+    def build(folder):
+        env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+        res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(folder)],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-6000:]
+
+    return built_once(tmp_path_factory, "site", build)
 
 
+@pytest.mark.docs
 def test_mkdocs_build_strict(site):
     for lang in ("", "zh/", "ja/"):
         assert (site / lang / "tutorials" / "lecturer" / "index.html").exists()
@@ -198,7 +202,9 @@ def test_mkdocs_build_strict(site):
     assert embedded >= 3 * 3  # home, lecturer tutorial (2), seeds: in three languages
 
 
-def test_step_viewer_steps_inside_the_docs_page(site, tmp_path):
+@pytest.mark.docs
+@pytest.mark.browser
+def test_step_viewer_steps_inside_the_docs_page(site, browser, tmp_path):
     """Headless Chromium opens the lecturer tutorial from a local server, scrolls to the embedded step
     viewer, clicks its → button: the viewer steps and its cycle counter follows; a screenshot is taken."""
     import functools
@@ -206,11 +212,6 @@ def test_step_viewer_steps_inside_the_docs_page(site, tmp_path):
     import threading
     import time
 
-    from browser import Browser, find_chromium
-
-    chromium = find_chromium()
-    if chromium is None:
-        pytest.skip("no chromium installed (apt-get install -y chromium)")
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
@@ -220,18 +221,17 @@ def test_step_viewer_steps_inside_the_docs_page(site, tmp_path):
     frame = "document.querySelector('iframe.toym-live')"
     viewer = f"{frame}.contentWindow"
     try:
-        with Browser(chromium) as b:
-            b.send("Page.enable")
-            b.send("Page.navigate", url=f"http://127.0.0.1:{server.server_address[1]}/tutorials/lecturer/")
-            deadline = time.time() + 60
-            while not b.eval(f"!!({frame} && ({frame}.scrollIntoView(), {viewer}.toym))"):
-                assert time.time() < deadline, "the embedded step viewer did not load"
-                time.sleep(0.1)
-            assert b.eval(f"{viewer}.toym.step()") == 0
-            b.eval(f"{viewer}.document.getElementById('b-next').click()")
-            assert b.eval(f"{viewer}.toym.step()") == 1
-            assert b.eval(f"{viewer}.document.getElementById('c-cycles').textContent") == "1"
-            shot = b.send("Page.captureScreenshot", format="png")["data"]
+        browser.send("Page.enable")
+        browser.send("Page.navigate", url=f"http://127.0.0.1:{server.server_address[1]}/tutorials/lecturer/")
+        deadline = time.time() + 60
+        while not browser.eval(f"!!({frame} && ({frame}.scrollIntoView(), {viewer}.toym))"):
+            assert time.time() < deadline, "the embedded step viewer did not load"
+            time.sleep(0.1)
+        assert browser.eval(f"{viewer}.toym.step()") == 0
+        browser.eval(f"{viewer}.document.getElementById('b-next').click()")
+        assert browser.eval(f"{viewer}.toym.step()") == 1
+        assert browser.eval(f"{viewer}.document.getElementById('c-cycles').textContent") == "1"
+        shot = browser.send("Page.captureScreenshot", format="png")["data"]
     finally:
         server.shutdown()
     import base64

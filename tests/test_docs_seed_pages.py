@@ -1,4 +1,4 @@
-"""The two explanation pages of issue 24 run as the docs convention says: every `toym ` line of a
+"""The two seed explanation pages run as the docs convention says: every `toym ` line of a
 bash fence runs in page order (stages joined by ` | `) in a folder holding copies of programs/ and
 examples/, and every `<!-- toym-output: ARGS -->` block equals what `toym ARGS` prints."""
 
@@ -15,6 +15,7 @@ from conftest import ROOT
 PAGES = ["docs/explanation/tpu-model-vs-seed.md", "docs/explanation/seed001-walk.md"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_page_runs_and_its_outputs_are_current(page, tmp_path, monkeypatch):
     from typer.testing import CliRunner

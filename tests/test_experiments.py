@@ -141,7 +141,7 @@ def test_no_max_overflows_in_the_first_tile_with_scale_one(scale_one_table):
 
 def test_scale_one_exact_error_grows_with_the_scores(scale_one_table, default_table):
     """Larger scores carry larger absolute rounding errors (|S|·u): fp16 1.1e-2 at τ = 1 vs 1.0e-3,
-    still inside the bound; no-rescale's tiles now differ by e^(tens): error 3.06."""
+    still inside the bound; no-rescale's tiles differ by e^(tens): error 3.06."""
     inp = attention_inputs(n=256, d=64)
     r = scale_one_table.row("exact", "fp16")
     assert r.max_error > 5 * default_table.row("exact", "fp16").max_error
@@ -260,7 +260,7 @@ def test_cli_errors_exit_2(toym, args, words):
 
 
 def test_old_spellings_are_hidden_aliases(toym):
-    """--dtypes/--variants (the old spellings) still work for one release, with a note; not both."""
+    """--dtypes/--variants (deprecated spellings) still work for one release, with a note; not both."""
     new = toym("numerics", "--n", "32", "--d", "8", "--dtype", "fp16", "--variant", "exact", "-f", "csv")
     old = toym("numerics", "--n", "32", "--d", "8", "--dtypes", "fp16", "--variants", "exact", "-f", "csv")
     assert new[0] == old[0] == 0 and new[1] == old[1] and "--dtypes is now spelled --dtype" in old[2]

@@ -1,4 +1,4 @@
-"""Issue 26's regression corpus: every hostile case the issue lists (``tests/fuzz_corpus/cases.py``),
+"""The regression corpus: every hostile case (``tests/fuzz_corpus/cases.py``),
 run as ``toym`` in a subprocess under a 1 GiB address-space cap. Each must end with its documented
 exit status (2 unless the case says otherwise), a short message on stderr and no traceback, within
 its time budget; hostile text must stay inert in the format it reaches."""

@@ -170,6 +170,7 @@ def test_every_output_element_is_written(monkeypatch, nq, nk, h, h_kv, d, causal
             assert rel_err(got, ref) < tol(torch.float16, backward=True)
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(INTERPRETER, reason="CUDA graphs need a GPU")
 def test_repeated_backward_replays_a_graph_with_the_same_results():
     """The third backward with the same buffers replays the captured CUDA graph of the three

@@ -76,7 +76,7 @@ def test_visible_pairs_count_the_causal_mask():
     assert bench.attention_flops(4, 32, 1024, 64, False, "bwd") == 2.5 * 4 * 4 * 32 * 1024 ** 2 * 64
 
 
-def test_grids_cover_the_issue_shapes():
+def test_grids_cover_head_dims_grouped_heads_cross_attention_and_fp8():
     shapes = bench.GRIDS["shapes"]
     assert {s["d"] for s in shapes} >= {32, 80, 96, 192, 256}
     assert any(s["heads_kv"] == 1 for s in shapes) and any(1 < s["heads_kv"] < 32 for s in shapes)
@@ -194,7 +194,7 @@ def test_h200_preset_holds_the_measured_calibration():
     assert m.tensor_flops_per_cycle * hz < 0.8 * 989.4e12  # sustained, below the datasheet
 
 
-# ------------------------------------------------------------------ the alarm (issue 21)
+# ------------------------------------------------------------------ the alarm
 def _predicted_rows(measured_over_predicted: dict[str, float]):
     """One modelled row whose measured times are the model's times x the given factors."""
     row = {"grid": "frontier", "d": 64, "n": 4096, "nk": 4096, "heads": 32, "heads_kv": 8,
@@ -210,8 +210,8 @@ def _predicted_rows(measured_over_predicted: dict[str, float]):
 
 
 def test_the_alarm_flags_points_slower_than_the_model():
-    """measured > 1.3 x predicted raises the alarm, 1.2 x does not (the issue-21 cliff: the
-    grouped backward at 4.2 x its prediction)."""
+    """measured > 1.3 x predicted raises the alarm, 1.2 x does not (the cliff it exists
+    for: a grouped backward at 4.2 x its prediction)."""
     from kernels_gpu.bench import alarm
     rows = bench_tables.add_predictions([_predicted_rows({"fwd": 1.2, "bwd": 4.2})],
                                         "NVIDIA H200", CALIB)
@@ -255,7 +255,7 @@ def test_bench_predict_fails_on_an_unexplained_point(tmp_path, capsys):
 
 
 def test_the_model_schedule_explains_the_multi_query_backward_of_the_stored_h200_run():
-    """The run before issue 21's fix: the multi-query causal backward (d 128, H_kv 1, N 4k, the
+    """The stored run of the grouped-loop dispatch: the multi-query causal backward (d 128, H_kv 1, N 4k, the
     group loop) was 1.72 x the rate model. With the schedule (B x H_kv x N / BLOCK_N = 256
     dK/dV programs, each looping over 32 query heads) the model predicts 0.83 of its time (the
     constants fitted on the H100) and says where the time goes: more than a quarter is the

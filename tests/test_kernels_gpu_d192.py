@@ -1,5 +1,5 @@
 """The d 192 backward in Gluon with the head dim as 3 x 64 chunks (kernels_gpu/kernels/
-hopper_bwd_chunked.py, issue 21 item 4): the dispatch decision and the offline sm_90 build on any
+hopper_bwd_chunked.py): the dispatch decision and the offline sm_90 build on any
 machine; on an sm_90 GPU every launch against float64 and the public backward's dispatch."""
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def _sm90() -> bool:
     return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 
 
-SM90 = pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernels need an sm_90 GPU")
+def SM90(test):
+    """The gpu mark, and a skip where there is no sm_90 GPU (the Gluon Hopper kernels need one)."""
+    return pytest.mark.gpu(pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernels need an sm_90 GPU")(test))
 
 
 def _problem(d=192, heads=4, heads_kv=4, nq=1024, nk=1024, dtype=torch.float16, causal=True):

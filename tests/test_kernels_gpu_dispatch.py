@@ -1,5 +1,5 @@
 """The kernel each launch runs (kernels_gpu.model.dispatch) and the traffic of the Gluon launches
-(issue 21 item 5), on the CPU: the dispatch decision made without a GPU against the host's own
+on the CPU: the dispatch decision made without a GPU against the host's own
 functions, the launch list it implies, and each Gluon launch's schedule — the tile simulator's
 bytes against the hand formula, to the byte."""
 from __future__ import annotations
@@ -212,7 +212,7 @@ def test_compare_walks_a_dispatched_case(tmp_path):
 
 
 def test_gluon_launches_against_the_stored_h100_measurements():
-    """The ncu run of the public path (fifth session, results/traffic_gluon_h100.*): 16
+    """The ncu run of the public path (results/traffic_gluon_h100.*): 16
     launches, the host's dispatch = model.dispatch's in every case; the Gluon forwards (one
     partition, warp-specialised lag and ping-pong), dK/dV and dQ predicted with their own
     schedule. Pointer loads to the byte in all 16 (the Gluon dK/dV's lse and D once per warp);
@@ -252,7 +252,7 @@ def test_gluon_launches_against_the_stored_h100_measurements():
 def test_the_warp_specialised_backward_is_not_dispatched_until_the_model_knows_it():
     """host/flash_attn.py runs the warp-specialised dK/dV (host/hopper_bwd_ws.py) wherever
     DISPATCH_DKDV_WS names a config, but model/dispatch.py, the traffic model and verify-gpu
-    do not describe it (it measured within the spread, RESULTS.md fifth session). A row added
+    do not describe it (it measured within the spread, RESULTS.md). A row added
     to that table without teaching the model would make them describe the wrong kernel."""
     from kernels_gpu.host import hopper_bwd_ws
     assert hopper_bwd_ws.DISPATCH_DKDV_WS == {}, (

@@ -1,4 +1,4 @@
-"""The chunked d 192 Gluon backward in the model (issue 21 item 5, follow-up), on the CPU: the
+"""The chunked d 192 Gluon backward in the model, on the CPU: the
 launches model.dispatch lists where host/hopper_d192.py dispatches it, their labels, and each
 launch's schedule — the tile simulator's bytes against the hand formula and against a closed
 form of the kernel's loads (kernels/hopper_bwd_chunked.py: 64-column TMA boxes on the unpadded
@@ -193,7 +193,7 @@ def test_compare_walks_a_d192_case():
 
 def test_the_results_table_is_the_models():
     """RESULTS.md's table of the chunked launches' predicted MB (fp16, B 4, H 32, N 4096, the
-    dispatched g-n128) is what model.dispatch and the tile simulator give now."""
+    dispatched g-n128) is what model.dispatch and the tile simulator give."""
     import re
     from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""The Gluon Hopper forward (kernels_gpu/kernels/hopper.py, issue 21 item 3): it compiles for
+"""The Gluon Hopper forward (kernels_gpu/kernels/hopper.py): it compiles for
 sm_90 to wgmma (HGMMA) without register spills (offline, on any machine: Triton's own ptxas),
 and on an sm_90 GPU it computes attention (against float64)."""
 from __future__ import annotations
@@ -40,6 +40,7 @@ def test_the_gluon_forward_compiles_to_wgmma_without_spills():
 
 
 @GLUON
+@pytest.mark.gpu
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
@@ -63,6 +64,7 @@ def test_the_gluon_forward_computes_attention(dtype, d, bm, bn, w, causal):
 
 
 @GLUON
+@pytest.mark.gpu
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("d", [64, 128])
@@ -91,6 +93,7 @@ def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d, c
 
 
 @GLUON
+@pytest.mark.gpu
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
@@ -141,6 +144,7 @@ def test_the_dispatched_warp_specialised_forwards_compile_to_wgmma_without_spill
 
 
 @GLUON
+@pytest.mark.gpu
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_flash_attention_dispatches_to_the_warp_specialised_forward(causal):
@@ -172,6 +176,7 @@ def test_flash_attention_dispatches_to_the_warp_specialised_forward(causal):
 
 
 @GLUON
+@pytest.mark.gpu
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
@@ -203,6 +208,7 @@ def test_the_gluon_dkdv_computes_the_gradients(dtype, d, bm, bn, w, st, ov, caus
 
 
 @GLUON
+@pytest.mark.gpu
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
@@ -253,6 +259,7 @@ def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal, tables
 
 
 @GLUON
+@pytest.mark.gpu
 @pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernel needs an sm_90 GPU")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])

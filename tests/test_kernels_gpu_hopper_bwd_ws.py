@@ -1,4 +1,4 @@
-"""The warp-specialised Gluon dK/dV (kernels_gpu/kernels/hopper_bwd_ws.py, issue 21 item 3 (b)):
+"""The warp-specialised Gluon dK/dV (kernels_gpu/kernels/hopper_bwd_ws.py):
 it compiles offline for sm_90 to wgmma with the producer / consumer register split (any
 machine: Triton's own ptxas), its dispatch follows the table, and on an sm_90 GPU it computes
 dK, dV (against float64) and the public backward runs it where the table says."""
@@ -27,7 +27,9 @@ def _sm90() -> bool:
     return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 
 
-SM90 = pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernels need an sm_90 GPU")
+def SM90(test):
+    """The gpu mark, and a skip where there is no sm_90 GPU (the Gluon Hopper kernels need one)."""
+    return pytest.mark.gpu(pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernels need an sm_90 GPU")(test))
 
 
 @GLUON

@@ -1,4 +1,4 @@
-"""The time model's schedule terms (issue 21, item 2): programs per SM from the config, the
+"""The time model's schedule terms: programs per SM from the config, the
 makespan of a launch's programs, the fitted constants and the spread on the stored H100 grid.
 CPU only: closed forms on small cases, the stored offline compile, the stored measurements."""
 from __future__ import annotations
@@ -142,9 +142,8 @@ def _ratios(pass_):
                                                    ("bwd", 0.85, 1.20, 129)])
 def test_the_spread_on_the_stored_h100_grid(pass_, lo, hi, inside):
     """results/frontier_h100.json (132 points): predicted / measured within the bounds
-    RESULTS.md reports, and at least as many points within ±15 % (before the schedule terms:
-    fwd 0.67 - 1.19, 114; bwd 0.62 - 1.12, 76; before the dQ launch had its own constants,
-    fifth session: bwd 0.85 - 1.21, 127)."""
+    RESULTS.md reports, and at least as many points within ±15 % (the rate model without the
+    schedule terms gives fwd 0.67 - 1.19, 114; bwd 0.62 - 1.12, 76)."""
     rs = _ratios(pass_)
     assert len(rs) == 132
     assert lo - 0.005 <= min(rs) and max(rs) <= hi + 0.005
@@ -189,7 +188,7 @@ def test_the_alarm_on_the_stored_h100_grid(tmp_path):
     assert (out / "predict.md").read_text().count("\n| fwd d 256 H 32/32 N 1024 causal") == 1
 
 
-# The Gluon kernels (issue 21, items 2 and 5): the model follows the kernel the row names.
+# The Gluon kernels: the model follows the kernel the row names.
 
 WS_RUN = "frontier_ws_dispatch_h100.json"
 
@@ -325,8 +324,8 @@ def _gluon_ratios(name):
     ("frontier_ws_dispatch_h100_run2.json", 10, 9)])
 def test_the_spread_on_the_gluon_points_of_the_dispatch_runs(name, fwd_inside, bwd_inside):
     """Every point of the stored dispatch runs where a Gluon kernel ran (none of them fitted
-    on): within 0.85 - 1.17 and at least as many within ±15 % as RESULTS.md reports (fifth
-    session; before: the warp-specialised forward 0.78 - 0.91, the backward 0.84 - 1.19)."""
+    on): within 0.85 - 1.17 and at least as many within ±15 % as RESULTS.md
+    reports."""
     rs = _gluon_ratios(name)
     assert len(rs["fwd"]) == 10 and len(rs["bwd"]) == (0 if "gluon" in name else 10)
     for p in ("fwd", "bwd"):
@@ -351,7 +350,7 @@ def test_the_ws_run_raises_no_alarm(tmp_path):
     # dK/dV M64N64: 512 / 64 = 8 programs each stream Q and dO (512 x 128) and lse, D (4 B)
     ("gluon M64N64w4", "bwd_dkdv", 8 * (2 * 512 * 128 * 2 + 2 * 512 * 4))])
 def test_the_traffic_follows_the_gluon_tiles(label, pass_, reads_kv):
-    """Item 5: the schedule and the tile simulator's bytes with the kernel's tiles, equal to
+    """The schedule and the tile simulator's bytes with the kernel's tiles, equal to
     each other and to the closed form (N 512, d 128, one head; held tiles read once)."""
     from kernels_gpu.model import gluon
     from kernels_gpu.model.schedule import predict_traffic
@@ -366,7 +365,7 @@ def test_the_traffic_follows_the_gluon_tiles(label, pass_, reads_kv):
     assert hand.read_bytes == held + reads_kv
 
 
-# Fifth session: every dispatched Gluon kernel has its own schedule in the model.
+# Every dispatched Gluon kernel has its own schedule in the model.
 
 def test_every_study_column_names_a_known_kernel():
     """model/gluon.py KINDS is the table the model looks a bench row's or a study's kernel up
@@ -530,13 +529,13 @@ def test_the_alarm_reads_the_launch_studies(tmp_path):
     assert "| bwd d 128 H 32/32 N 4096 causal fp16 (gluon dq M64N64w4 ov1) |" in text
 
 
-# --- the fifth session's Gluon backward kernels: warp-specialised dK/dV (and its fused dQ),
+# --- the Gluon backward kernels: warp-specialised dK/dV (and its fused dQ),
 # the d 192 chunked launches (model/gluon.py KINDS, model/gluon_bwd.py, bench/fit_gluon_bwd.py)
 
 def test_the_warp_specialised_dkdv_is_two_lanes_of_the_one_partition_chain():
     """One program of two 64-key warpgroups (lanes 2, one program per SM) runs what two
     co-resident 64-key programs run: with uniform programs and the same launch's rates the
-    chain's time is the same, whatever the constants (and lanes 1 is the old chain)."""
+    chain's time is the same, whatever the constants (and lanes 1 is the one-partition chain)."""
     from kernels_gpu.model.occupancy import schedule_time
     rate = predict.Prediction(3e-3, 1e-3, 2e-3, 1e-3, 1.5e-3, 5e-6, 0.0, 0.0, "compute")
     for terms in (predict.ScheduleTerms(0.0, 0.2, 0.125), predict.ScheduleTerms(0.0, 0.9, 0.75)):
@@ -629,7 +628,7 @@ def test_the_d192_programs_per_sm_come_from_the_stored_compile():
     assert how == "compiled" and smem < 100_000 and programs_per_sm(regs, smem, 4) == 2
 
 
-def test_the_new_backward_constants_are_fitted_on_their_declared_subset_only():
+def test_the_backward_constants_are_fitted_on_their_declared_subset_only():
     """GLUON_TERMS["bwd_ws", "d192_*"] and gluon_bwd.ATOMIC_BPS are minima of the loss on the
     studies at N 1k and 16k (no grid neighbour better); the held-out launches (N 2k, 4k, 8k)
     of the dispatched d 192 blocks and the warp-specialised M64 ones stay near the model."""
@@ -717,7 +716,7 @@ def test_a_grouped_d192_row_is_the_mha_launches_plus_the_copy_and_the_group_sum(
     """Grouped heads at d 192 run the MHA launches on K/V copied out to the query heads
     (host/hopper_d192.run_backward_d192): the predicted backward is the H_kv = H one plus an
     HBM-bound copy (K, V read at H_kv heads, written at H) and the fp32 partials' group sum;
-    a row named only by `bwd_kernel` (the fifth session's stored runs) reads the same."""
+    a row named only by `bwd_kernel` (as in the stored d 192 runs) reads the same."""
     from kernels_gpu.bench.run import d192_names
     from kernels_gpu.host.hopper_d192 import CANDIDATES
     from kernels_gpu.model.schedule import launch_config

@@ -269,6 +269,7 @@ BIG = [(2, 8, 8, 1024, 1024, d, c) for d in (64, 96, 128, 256) for c in (False, 
     (2, 16, 4, 777, 777, 192, False), (1, 8, 8, 4096, 512, 32, "top_left")]
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(INTERPRETER, reason="GPU-sized: minutes in the interpreter")
 @pytest.mark.parametrize("b,h,h_kv,nq,nk,d,causal", BIG)
 @pytest.mark.parametrize("dtype", [F16, torch.bfloat16], ids=["fp16", "bf16"])
@@ -278,6 +279,7 @@ def test_bigger_shapes_on_the_gpu(b, h, h_kv, nq, nk, d, causal, dtype):
     check(*inputs(b, h, h_kv, nq, nk, d, dtype=dtype, seed=nq + d), causal, dtype=dtype)
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(INTERPRETER or not FP8_DTYPES, reason="GPU-sized fp8")
 @pytest.mark.parametrize("d,causal", [(64, False), (128, True), (96, True)])
 def test_bigger_fp8_on_the_gpu(d, causal):

@@ -100,7 +100,7 @@ def test_simulated_traffic_equals_the_hand_formula_for_cross_and_grouped(pass_, 
 @pytest.mark.parametrize("split", [2, 4])
 @pytest.mark.parametrize("n,nk,causal", [(64, 64, True), (48, 80, True), (96, 40, False)])
 def test_split_dkdv_traffic_simulated_equals_hand_formula(split, n, nk, causal):
-    """The grouped dK/dV split over programs (issue 21): the tile simulator's bytes (a program
+    """The grouped dK/dV split over programs: the tile simulator's bytes (a program
     = the tile program of its group / split query heads) equal the hand formula, to the byte;
     K/V are read once per program row (split x the group loop's), dK/dV written as fp32
     partials (split x 2 x the loop's bytes at fp16); Q, dO, lse, D read as often as before."""
@@ -306,8 +306,8 @@ def test_cross_and_grouped_launches_against_the_stored_h200_measurements():
 
 
 def test_split_and_dv_apart_launches_against_the_stored_h100_measurements():
-    """The ncu run of the dV-apart pair (d 256) and the grouped dK/dV split (issue 21 item 5,
-    results/ncu_traffic_split.csv): compare() walks each case's launches in order (5 when dV is
+    """The ncu run of the dV-apart pair (d 256) and the grouped dK/dV split
+    (results/ncu_traffic_split.csv): compare() walks each case's launches in order (5 when dV is
     apart: schedule.launch_order); pointer loads equal the prediction in every launch, writes
     in every launch but the split's (its fp32 partials are modelled, the extra bytes are not),
     and the causal dV-apart pair's L2 reads to the byte."""

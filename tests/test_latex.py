@@ -1,7 +1,9 @@
 """LaTeX that compiles: every `--format latex` output of the commands of the README and the docs pages
-and of the bundled programs goes through pdflatex (and lualatex where installed) in one document, and any TeX error
-fails the test. Skipped where pdflatex is absent (CI installs texlive-latex-base: .ci/run)."""
+and of the bundled programs goes through pdflatex and lualatex in one document per engine, and any TeX error
+fails the test. The outputs are made once per session and shared by both engines. Skipped where an engine
+is absent (CI installs texlive-latex-base and texlive-luatex: .ci/run)."""
 
+import json
 import re
 import shlex
 import shutil
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROGRAMS, ROOT, program_machine
+from conftest import PROGRAMS, ROOT, built_once, cli_runner, need_tool, program_machine
 
 sys.path.insert(0, str(ROOT / "docs"))
 from docgen.pages import english_pages, steps, workdir  # noqa: E402
@@ -44,7 +46,10 @@ def _importable(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-def _fragments(toym, tmp_path, monkeypatch) -> list[tuple[str, str]]:
+pytestmark = pytest.mark.latex
+
+
+def _fragments(toym) -> list[tuple[str, str]]:
     """(what, LaTeX) for every command of the README and the docs pages that prints a report, and every
     bundled program. Each page runs in its own folder, as tests/test_readme.py and test_docs.py run it."""
     have_gpu = _importable("torch") and _importable("triton")
@@ -103,12 +108,21 @@ def _compile(engine: str, fragments: list[tuple[str, str]], folder) -> None:
         pytest.fail(f"{engine}: {errors[:5] or missing[:5]} in the output of `{culprit[0]}`:\n{culprit[1][:3000]}")
 
 
+@pytest.fixture(scope="session")
+def fragments(tmp_path_factory) -> list[tuple[str, str]]:
+    """Every LaTeX output, made once for both engines (and every pytest-xdist worker)."""
+
+    def build(folder):
+        (folder / "fragments.json").write_text(json.dumps(_fragments(cli_runner())), encoding="utf-8")
+
+    folder = built_once(tmp_path_factory, "latex-fragments", build)
+    return [tuple(f) for f in json.loads((folder / "fragments.json").read_text(encoding="utf-8"))]
+
+
 @pytest.mark.parametrize("engine", ["pdflatex", "lualatex"])
-def test_every_latex_output_compiles(engine, toym, tmp_path, monkeypatch):
-    if shutil.which(engine) is None:
-        pytest.skip(f"{engine} is not installed (apt-get install texlive-latex-base"
-                    f"{' texlive-luatex' if engine == 'lualatex' else ''})")
-    fragments = _fragments(toym, tmp_path, monkeypatch)
+def test_every_latex_output_compiles(engine, fragments, tmp_path):
+    need_tool(shutil.which(engine), engine,
+              f"apt-get install -y texlive-latex-base{' texlive-luatex' if engine == 'lualatex' else ''}")
     assert len(fragments) >= 25
     assert any("--symbolic" in what and "softmax_safe" in what for what, _ in fragments)
     build = tmp_path / "build"

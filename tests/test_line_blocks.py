@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from toymachine import AsmError, NumericsError, RuntimeFault, simulate
 from toymachine.asm import source
 
+compiled = importlib.import_module("toymachine.sim.compiled")
 line_blocks = importlib.import_module("toymachine.sim.line_blocks")
 text_mode = importlib.import_module("toymachine.sim.text")
 loop = importlib.import_module("toymachine.sim.loop")
@@ -64,7 +65,7 @@ def pieces(monkeypatch):
 def _both(monkeypatch, text, **kw):
     got = _outcome(text, **kw)
     with monkeypatch.context() as m:
-        m.setattr(line_blocks, "MIN_SEGMENT", 10 ** 12)  # the oracle: every segment in the loop
+        m.setattr(compiled, "ENABLED", False)  # the oracle: every segment in the loop
         want = _outcome(text, **kw)
     assert got == want
     return got

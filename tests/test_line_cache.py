@@ -1,4 +1,4 @@
-"""Lines mode's fast paths (issue 25) against the plain code they replace, on random inputs: the
+"""Lines mode's fast paths against the plain code they replace, on random inputs: the
 line cache that compiles new lines ahead as the chunk's lookup meets them (``sim.text.LineCache``),
 the lines compiled in trace order that stand compiled at their later places, the shapes a code
 carries (``sim.line_blocks``), codes template mode cached without one, and the one regular

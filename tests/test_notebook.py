@@ -54,6 +54,7 @@ def test_view_without_ipython_returns_the_page(monkeypatch):
     assert isinstance(page, str) and page.startswith("<!DOCTYPE html>")
 
 
+@pytest.mark.slow  # a notebook kernel
 def test_the_example_notebook_runs_top_to_bottom():
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

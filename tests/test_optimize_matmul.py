@@ -53,7 +53,7 @@ def test_spills_searched_equal_brute_force_with_spills(m, n, k, R):
                                      (2, 1, 2, 3), (2, 2, 1, 3)])
 @pytest.mark.parametrize("machine", [Machine(), WEIGHTED], ids=["unit", "weighted"])
 def test_accumulator_optimum_equals_brute_force(m, n, k, R, machine):
-    """The MAC unit's ACC (issue 15 item 5): one slot only partial sums use, in the oracle as in the search."""
+    """The MAC unit's ACC: one slot only partial sums use, in the oracle as in the search."""
     machine = machine.with_(mac_accumulator=True)
     cyc = {op: machine.op_cycles(op) for op in ("LOAD", "STORE", "MAC_Z", "MAC")}
     oracle = brute_force_matmul(m, n, k, R, load=cyc["LOAD"], store=cyc["STORE"], mac_z=cyc["MAC_Z"], mac=cyc["MAC"],
@@ -69,6 +69,7 @@ def test_accumulator_is_worth_a_register_for_two_by_two():
     assert [optimize_matmul(2, R, mac_accumulator=True).cycles for R in (2, 3, 4, 5)] == [25, 22, 21, 20]
 
 
+@pytest.mark.slow
 def test_two_by_two_at_four_registers_equals_brute_force():
     """The issue's 22: exhaustive search over every register file of 4 registers agrees."""
     assert brute_force_matmul(2, 2, 2, 4) == optimize_matmul(2, 4).cycles == 22
@@ -76,7 +77,7 @@ def test_two_by_two_at_four_registers_equals_brute_force():
 
 @pytest.mark.parametrize("R,cycles,loads", [(3, 25, 13), (4, 22, 10), (5, 21, 9), (6, 20, 8), (7, 20, 8), (8, 20, 8)])
 def test_two_by_two_targets_proven(R, cycles, loads):
-    """Issue 11: 25/22/21/20 at 3/4/5/6 registers, proven in well under a second each."""
+    """25/22/21/20 cycles at 3/4/5/6 registers, proven in well under a second each."""
     opt = optimize_matmul(2, R)
     assert (opt.cycles, opt.loads, opt.proven_optimal) == (cycles, loads, True)
     assert opt.seconds < 5

@@ -89,7 +89,7 @@ def test_gen_best_uses_the_table_and_its_cost_equals_the_simulator(shape):
         last = r.cycles
 
 
-def test_issue_figures_two_by_two():
+def test_two_by_two_matmul_figures_are_the_proven_optima():
     assert [matmul_cost(2, R).cycles() for R in range(3, 9)] == [25, 22, 21, 20, 20, 20]
     assert all(KNOWN[(2, 2, 2, R)][2] for R in range(3, 7))
     header = matmul_program(2, 4).header

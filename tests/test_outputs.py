@@ -1,4 +1,4 @@
-"""Output people can trust (issue 16): no silent defaults, JSON you can select, tables that fit,
+"""Output people can trust: no silent defaults, JSON you can select, tables that fit,
 cost on rate machines explained, files with the usual permissions."""
 
 import csv
@@ -153,7 +153,8 @@ def test_significant_digits(value, text):
 
 
 def test_every_human_format_rounds_numbers_and_csv_is_numeric(toym):
-    args = ("sweep", "attention-tile", "--n", "256", "--d", "64", "--algo", "fa1,fa2", "--machine", "h100")
+    args = ("sweep", "attention-tile", "--n", "256", "--d", "64", "--algo", "fa1,fa2", "--block-m", "64", "--block-n", "64",
+            "--machine", "h100")
     for fmt in ("table", "markdown", "csv", "latex", "html"):
         out = toym(*args, "-f", fmt)[1]
         assert "758.501" in out and "758.50" + "1" + "2" not in out and not re.search(r"\d\.\d{7,}", out)
@@ -224,7 +225,7 @@ def test_sim_equals_formula_compares_like_with_like(toym, monkeypatch):
     rows = sweep("attention-tile", {"n": "256", "d": "64", "algo": "fa1,fa2"}, machine=resolve_machine("h100"))
     for r in rows:
         assert r.cycles != int(r.cycles) and r.formula_cycles == pytest.approx(r.cycles, rel=1e-12) and r.matches
-    # a formula that gets the instructions right but the units' work wrong is a mismatch now
+    # a formula that gets the instructions right but the units' work wrong is a mismatch
     from toymachine.cost import Cost
     from toymachine.gen import registry
     from toymachine.gen.registry import GeneratorSpec, get_generator
@@ -268,7 +269,7 @@ def test_plot_is_checked_before_the_sweep_runs(toym, monkeypatch, tmp_path):
     def boom(*a, **k):
         raise AssertionError("the sweep ran")
 
-    monkeypatch.setattr("toymachine.cli.sweep.sweep", boom)
+    monkeypatch.setattr("toymachine.cli.sweep.sweep_table", boom)
     for args, needle in [(("--plot", tmp_path / "p.pdf"), ".png or .svg"), (("--plot", tmp_path / "p.png", "--y", "joy"),
                                                                              "unknown metric"),
                          (("--plot", tmp_path / "p.png", "--x", "algo"), "not a numeric parameter")]:

@@ -186,7 +186,7 @@ def test_a_run_without_steps_shows_its_final_state_and_says_why():
     assert "Steps were not recorded" in render(r, "html")
 
 
-def test_fragment_format_keeps_the_old_tables():
+def test_fragment_format_is_the_tables_without_a_page():
     r = run("c00.asm")
     assert "html-fragment" in FORMATS
     frag = render(r, "html-fragment")

@@ -116,7 +116,7 @@ def test_header_states_cost(name):
 def test_symbolic_constants_have_no_leaves():
     """A fill value loaded in symbolic mode is a constant node (row_max = −inf in the scalar
     attention): naming a max over it must not look for inputs inside the number (the LaTeX
-    renderer crashed with AttributeError on programs/attention_inner_3x2.asm --symbolic)."""
+    renderer names such maxima in programs/attention_inner_3x2.asm --symbolic)."""
     from toymachine.sim.symbolic import const, leaf
 
     assert const(float("-inf")).leaves() == frozenset()

@@ -7,6 +7,8 @@ import os
 import re
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "docs"))
@@ -32,6 +34,7 @@ def test_readme_is_a_front_page():
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 150
 
 
+@pytest.mark.slow
 def test_readme_commands_run_in_order(toym):
     failures = []
     for step, code, out, err in run_page(README, toym):

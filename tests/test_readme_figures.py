@@ -6,7 +6,7 @@ docs/explanation/intensity.md, docs/how-to/generate.md … — and are checked w
   command's output (``-f csv``) in those columns, row for row. One tolerance, for numbers below
   1e-14 (fp64 round-off): they must both be below 1e-14 — their last digits depend on the CPU's
   BLAS kernels (OpenBLAS picks them at run time), e.g. ``toym numerics``'s no-max fp64 row is
-  7.77e-16 on this machine's AMD EPYC and 8.33e-16 where issue 15 was audited.
+  7.77e-16 on this machine's AMD EPYC and 8.33e-16 on another x86-64 host.
 * **Claims**: each function below runs a command (or the library call behind it) and builds the
   README's sentence from what it prints; the sentence must appear in the README verbatim. A
   change that alters a figure fails here until the README says the new one.

@@ -20,7 +20,7 @@ pytest.importorskip("httpx")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from conftest import PROGRAMS, ROOT  # noqa: E402
+from conftest import PROGRAMS, ROOT, need_tool  # noqa: E402
 from toymachine.serve.app import STATIC_FILES, create_app  # noqa: E402
 from toymachine.serve.limits import LIMITS  # noqa: E402
 
@@ -250,11 +250,59 @@ def test_odd_text_is_an_error_and_never_kills_the_server(client):
 FRONTEND = ROOT / "toymachine" / "serve" / "frontend"
 
 
-@pytest.mark.skipif(not (FRONTEND / "node_modules").is_dir() or not shutil.which("node"),
-                    reason="the page's npm packages are not installed (cd toymachine/serve/frontend && npm ci)")
+@pytest.mark.slow
 def test_the_committed_bundle_is_built_from_its_sources(tmp_path):
+    need_tool((FRONTEND / "node_modules").is_dir() and shutil.which("node"), "the page's npm packages",
+              "cd toymachine/serve/frontend && npm ci")
     env = dict(os.environ, TOYM_BUNDLE_OUT=str(tmp_path))
     subprocess.run(["node", "build.mjs"], cwd=FRONTEND, env=env, check=True, capture_output=True, timeout=300)
     static = ROOT / "toymachine" / "serve" / "static"
     for name in ("playground.js", "THIRD_PARTY_LICENSES.txt"):
         assert (tmp_path / name).read_bytes() == (static / name).read_bytes(), f"rebuild: node build.mjs ({name})"
+
+
+# -- one path: the playground and the command line decide through the same functions ---------------
+@pytest.mark.parametrize("columns", ["registers,reads,cycles", "registers,DRAM reads (words),sim = formula"])
+def test_sweep_columns_are_read_as_the_cli_reads_them(client, toym, columns):
+    """Column aliases (the plot's ``reads``, a header) name the same columns in both (``api.sweep_table``)."""
+    code, out, _ = toym("sweep", "matmul", "--n", "2", "--registers", "3..4", "--columns", columns, "-f", "csv",
+                        "-j", "1")
+    r = client.post("/api/sweep", json={"generator": "matmul", "params": {"n": "2", "registers": "3..4"},
+                                        "options": {"format": "csv", "columns": columns}})
+    assert code == 0 and r.status_code == 200 and r.text == out
+    assert "DRAM reads (words)" in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "html"])
+@pytest.mark.parametrize("flags, options", [
+    (["--registers", "7", "--dtype", "fp16", "--no-steps"], {"registers": 7, "dtype": "fp16", "steps": False}),
+    (["--symbolic", "--seed", "3"], {"symbolic": True, "seed": 3}),
+    (["--json-fields", "cycles,dram", "--no-memory"], {"json_fields": "cycles,dram", "no_memory": True}),
+])
+def test_run_options_give_the_clis_bytes(client, toym, fmt, flags, options):
+    """Every run option, given as a flag or as a request key, gives the same bytes (``api.RunOptions``)."""
+    path = PROGRAMS / "softmax_online.asm"
+    code, out, _ = toym("run", path, "-f", fmt, *flags)
+    r = client.post("/api/run", json={"trace": path.read_text(encoding="utf-8"),
+                                      "options": {"file": str(path), "format": fmt, **options}})
+    assert (code, r.status_code, r.text) == (0, 200, out)
+
+
+def test_a_registers_error_is_the_same_error_both_ways(client, toym):
+    path = PROGRAMS / "c00.asm"
+    code, out, _ = toym("run", path, "-f", "json", "--registers", "2")
+    r = client.post("/api/run", json={"trace": path.read_text(encoding="utf-8"),
+                                      "options": {"file": str(path), "registers": 2}})
+    assert (code, r.status_code, r.text) == (2, 422, out)
+    assert r.json()["error"]["hint"] == "use --registers 3 or a machine file with more registers"
+
+
+def test_the_pickers_offer_the_clis_choices(client):
+    """One declaration each: the formats and dtypes /api/meta offers are the CLI's choices."""
+    from toymachine.cli.common import DType, Format
+    from toymachine.dtypes import DTYPES
+    from toymachine.render import FORMATS
+
+    meta = client.get("/api/meta").json()
+    assert meta["formats"] == [f.value for f in Format] == list(FORMATS)
+    assert meta["dtypes"] == [d.value for d in DType] == list(DTYPES)

@@ -19,13 +19,12 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from browser import Browser, find_chromium  # noqa: E402
+from browser import Browser  # noqa: E402
 from conftest import ROOT  # noqa: E402
 from toymachine import parse, simulate  # noqa: E402
 from toymachine.experiments.sweep import sweep  # noqa: E402
 
-CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install -y chromium)")
+pytestmark = pytest.mark.browser
 HOSTILE = '</script><!--<script><img src=x onerror="window.__pwned=1">'
 
 
@@ -45,8 +44,8 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def page(server):
-    with Browser(CHROMIUM, timeout=90) as b:
+def page(server, chromium):
+    with chromium.new_page() as b:
         load(b, server)
         yield b
 
@@ -166,7 +165,7 @@ def test_the_cost_controls_rerun_the_trace(page):
     wait(page, "playground.result.cycles === 4", what="the machine's own costs again")
 
 
-def test_compare_check_export_and_share(page, server):
+def test_compare_check_export_and_share(page, server, chromium):
     page.eval("document.querySelector('#tabs [data-tab=compare]').click()")
     wait(page, "playground.resultB", what="trace B's run")
     assert page.eval("playground.resultB.cycles") == 22  # matmul_outer_2x2.asm: the seed's figure
@@ -187,7 +186,7 @@ def test_compare_check_export_and_share(page, server):
     click(page, "#share")
     link = wait(page, "document.getElementById('share-url').value", what="the share link")
     trace = page.eval("playground.editor.state.doc.toString()")
-    with Browser(CHROMIUM, timeout=90) as other:
+    with chromium.new_page() as other:  # a browser context of its own: nothing but the link is shared
         load(other, link)
         assert other.eval("playground.editor.state.doc.toString()") == trace
         wait(other, "playground.result && playground.result.cycles === 4", what="the shared trace's run")
@@ -236,13 +235,12 @@ def test_hostile_text_in_every_field_stays_text(page):
     assert page.eval(frame("window.__pwned")) is None and page.eval("window.__pwned") is None
 
 
-def test_screenshot_for_the_docs(server, tmp_path):
+def test_screenshot_for_the_docs(server, browser):
     """The docs' screenshot: the playground on matmul_inner_2x2.asm at step 13."""
-    with Browser(CHROMIUM, timeout=90) as b:
-        load(b, server)
-        wait(b, frame("toym"), what="the step viewer")
-        b.eval(frame("toym.goTo(13)"))
-        shot = base64.b64decode(b.send("Page.captureScreenshot", format="png")["data"])
+    load(browser, server)
+    wait(browser, frame("toym"), what="the step viewer")
+    browser.eval(frame("toym.goTo(13)"))
+    shot = base64.b64decode(browser.send("Page.captureScreenshot", format="png")["data"])
     assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 20_000
     if os.environ.get("TOYM_UPDATE_SCREENSHOT"):
         (ROOT / "docs" / "assets").mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from conftest import PROGRAMS, ROOT
 PROBLEMS = ROOT / "examples" / "problems"
 
 pytest.importorskip("setuptools", minversion="70.1")  # the test extra asks for it
+pytestmark = pytest.mark.slow  # a wheel build and a virtual environment
 
 _PROBE = r"""
 import json, sys

@@ -29,6 +29,9 @@ class _StandInWorker:
     def wait_ready(self, timeout: float) -> bool:
         return self.ready
 
+    def poll_ready(self) -> bool:
+        return self.ready
+
     def receive(self, timeout: float):
         return [200, "{}", "application/json"]
 
@@ -57,8 +60,8 @@ def test_call_on_a_worker_that_never_became_ready_replaces_it_and_sends_nothing(
     (first,) = pool.all
     stand_in.ready = False
     status, body, media = pool.call("run", {"trace": "LOAD x[0], R0\n"})
-    assert (status, media) == (422, "application/json")
-    assert json.loads(body)["error"]["hint"] == "run it with toym run FILE"
+    assert (status, media) == (503, "application/json")
+    assert json.loads(body)["error"]["hint"] == "try again in a moment; the server's log says more"
     assert first.killed and first.proc.stdin.getvalue() == b""  # no request was written to it
     assert first not in pool.all and len(pool.all) == 1  # a fresh one took its place
 

@@ -14,6 +14,7 @@ from toymachine.errors import MachineLimitError
 from toymachine.asm import source
 from toymachine.gen import matmul_program, softmax_program, variance_program
 
+compiled = importlib.import_module("toymachine.sim.compiled")
 blocks = importlib.import_module("toymachine.sim.blocks")
 block_keys = importlib.import_module("toymachine.sim.block_keys")
 text_mode = importlib.import_module("toymachine.sim.text")
@@ -58,10 +59,9 @@ def force(monkeypatch):
 
 
 def _loop_only(monkeypatch, run):
-    """The same run with the block path off (the oracle)."""
+    """The same run with the compiled path off (the oracle: the interpreter loop alone)."""
     with monkeypatch.context() as m:
-        m.setattr(text_mode, "run_blocks", lambda *a: False)
-        m.setattr(sim, "run_program_blocks", lambda *a: False)
+        m.setattr(compiled, "ENABLED", False)
         return _outcome(run)
 
 
@@ -576,3 +576,14 @@ def test_units_split_as_str_split(head, unit, m, rest):
     (and on any others)."""
     for ktext in (head + ("\nLOAD " + unit) * m + rest, head + unit * m + rest):
         assert block_keys.units(ktext) == ktext.split("\nLOAD "), ktext
+
+
+def test_the_door_closed_runs_every_instruction_in_the_loop(monkeypatch, force):
+    """``sim.compiled.ENABLED = False`` is the loop-only simulator: no block runs, and the result is
+    the compiled path's."""
+    text = "".join(f"LOAD x[{i}], R0\nMUL R0, R0, R1\nSTORE R1, y[{i}]\n" for i in range(400))
+    fast = _outcome(lambda: simulate(io.StringIO(text), steps=False))
+    assert any(force)
+    force.clear()
+    monkeypatch.setattr(compiled, "ENABLED", False)
+    assert _outcome(lambda: simulate(io.StringIO(text), steps=False)) == fast and not any(force)

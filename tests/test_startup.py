@@ -1,4 +1,4 @@
-"""Start-up (issue 25): the command line imports only what a command uses.
+"""Start-up: the command line imports only what a command uses.
 
 Each check runs a fresh interpreter and reads its ``sys.modules``: ``import toymachine.cli``,
 ``toym --help`` and a small ``toym run`` must not pull in the heavy parts (renderers of other

@@ -179,7 +179,7 @@ def test_tile_sweep_rows_carry_sram_peak_flops_and_time():
     assert scalar[0].sram_peak is None and "sram_peak" not in sweep_report(scalar, "softmax").sections[0].json_keys()
 
 
-def test_tile_sweep_over_every_algorithm_backward_and_the_new_parameters():
+def test_tile_sweep_over_every_algorithm_backward_and_attention_shapes():
     """Every tile algorithm and pass sweeps with its closed form and bound (Algorithm 3 reads P
     instead of O and the statistics); cross-attention, grouped heads and the SRAM rule are sweep
     parameters; intensity is a column and a metric."""

@@ -1,4 +1,4 @@
-"""The tile attention generator on the shapes users run (issue 14): keys of another length than
+"""The tile attention generator on the shapes users run: keys of another length than
 the queries (cross-attention; causal aligned bottom-right, as torch SDPA's causal_lower_right and
 flash-attn do), grouped-query / multi-query attention (K, V with fewer heads than Q) and head
 dimensions that are not powers of two — forward and backward in every order, against float64

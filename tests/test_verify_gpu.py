@@ -165,8 +165,8 @@ def test_explicit_blocks_turn_the_dispatch_off():
     ("backward", ["_attn_fwd_ws", "_attn_bwd_preprocess", "_attn_bwd_dkdv_hopper", "_attn_bwd_dq"])])
 def test_the_plan_follows_the_hosts_labels_for_the_passes_run(monkeypatch, pass_, want):
     """On a GPU verify-gpu's launches are the host's dispatch (its Gluon labels; `tl` configs
-    elsewhere), only those of the passes the run launches (the device run of the fifth session
-    listed the backward's Gluon dK/dV under a forward-only run: fixed here)."""
+    elsewhere), only those of the passes the run launches (a forward-only
+    run lists no backward kernel)."""
     from kernels_gpu import KernelConfig
 
     labels = {"fwd": "gluon M128N128w12 ws-lag-s3", "bwd_dkdv": "gluon M64N64w4"}

@@ -1,4 +1,4 @@
-"""`toym verify-gpu` on an sm_90 GPU runs the dispatched Gluon kernels (issue 21 item 5): the
+"""`toym verify-gpu` on an sm_90 GPU runs the dispatched Gluon kernels: the
 simulator agrees with them, the launches named are the host's dispatch and model.dispatch's
 prediction of it (the chunked d 192 backward too). GPU only: skipped without CUDA or on a GPU
 that is not a Hopper."""
@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
     pytest.skip("needs an sm_90 GPU (the Gluon kernels)", allow_module_level=True)
 

@@ -140,13 +140,25 @@ def test_walk_page_is_the_slides(toym, tmp_path):
     assert data["slides"][0]["array"] == [["0.0000"] * 3] * 5  # O starts at zero in HBM
 
 
-def test_half_cycle_is_explained_where_printed(toym, tmp_path):
-    code, out, _ = toym("run", str(ROOT / "programs" / "fa1_n5_d3.asm"), "--machine", "toysram-paper", "--no-steps")
-    line = next(x for x in out.splitlines() if x.lstrip().startswith("cycles"))
-    assert code == 0 and "666.5" in line and "2k − 1 FLOPs" in line  # 245 matmul FLOPs at 2 per cycle
-    prog = tmp_path / "ex2.asm"  # 4 pairs × (1 output of k = 4: 7 FLOPs + 4 of k = 1: 4) = 44 FLOPs: 22 cycles
+def test_cycle_level_machines_count_whole_macs(toym, tmp_path):
+    """toysram does one MAC a cycle: a length-k dot product is k multiply-adds, k cycles — not 2k − 1
+    FLOPs at 2 a cycle. Seed 001's walk ends on a whole cycle."""
+    prog = tmp_path / "ex2.asm"  # 4 pairs × (S_ij: 1×4·4×1, 4 MACs + P̃_ij·V_j: 1×1·1×4, 4 MACs) = 32 MACs
     toym("gen", "attention", "--level", "tile", "--algo", "fa1", "--n", 2, "--d", 4, "--block-m", 1, "--block-n", 1,
          "--scale", 1, "-o", prog)
     code, out, _ = toym("run", prog, "--machine", "toysram", "--no-steps")
     line = next(x for x in out.splitlines() if x.lstrip().startswith("cycles"))
-    assert code == 0 and "tensor 22 " in line and "2k − 1" not in line
+    assert code == 0 and "tensor 32 " in line and "averages" not in line
+    result = simulate((ROOT / "programs" / "fa1_n5_d3.asm").read_text(), resolve_machine("toysram-paper"), steps=True)
+    slides = walk_slides(result)
+    assert all(float(s.cycles).is_integer() for s in slides) and slides[-1].cycles == result.cycles
+    assert result.extra["cycle_breakdown"]["tensor"] == 150  # 245 FLOPs + 55 elements MAC_Z wrote = 150 MACs
+
+
+def test_bandwidth_models_say_their_cycles_are_averages(toym, tmp_path):
+    prog = tmp_path / "ex2.asm"
+    toym("gen", "attention", "--level", "tile", "--algo", "fa1", "--n", 2, "--d", 4, "--block-m", 1, "--block-n", 1,
+         "-o", prog)
+    code, out, _ = toym("run", prog, "--machine", "a100", "--no-steps")
+    line = next(x for x in out.splitlines() if x.lstrip().startswith("cycles"))
+    assert code == 0 and "averages" in line and "time is below" in line

@@ -12,8 +12,10 @@ __all__ = ["DType", "DTYPES", "get_dtype"]
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class DType:
         return r
 
     def round_array(self, a: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         """Round a float64 array to this format (returned as float64)."""
         a = np.asarray(a, dtype=np.float64)
         if self.name == "fp64":

@@ -23,13 +23,16 @@ __all__ = [
     "RuntimeFault",
     "NumericsError",
     "Location",
-    "flags_named",
+    "option_name",
     "excerpt",
     "EXCERPT_CHARS",
 ]
 
-import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # typing.Self is Python 3.11's; the package supports 3.10
+    from typing_extensions import Self
 
 EXCERPT_CHARS = 200  # an error quotes at most this much of an offending line (or of a message)
 
@@ -62,15 +65,52 @@ def excerpt(text: str, col: int = 1, width: int = EXCERPT_CHARS) -> tuple[str, i
 
 
 class ToyMachineError(Exception):
-    """Base class: a message a person can act on, with where and how to fix it."""
+    """Base class: a message a person can act on, with where and how to fix it.
+
+    Besides the text, an error carries fields callers test and change instead of its words:
+    ``key``, the option or file key it is about (a name such as ``registers``, never its flag
+    spelling); ``suggestion``, a value of ``key`` that fixes it (the hint then reads ``use
+    --KEY VALUE``, or ``… or ALTERNATIVE``); ``code``, what went wrong, where one kind of error
+    has several causes (``yaml-syntax``); ``context``, where in a larger input it arose (a
+    problem's variant), shown after the message."""
 
     kind = "error"
 
-    def __init__(self, message: str, *, loc: Location | None = None, hint: str | None = None):
+    def __init__(self, message: str, *, loc: Location | None = None, hint: str | None = None,
+                 key: str | None = None, suggestion: object = None, alternative: str | None = None,
+                 code: str | None = None, context: str | None = None):
         super().__init__(message)
         self.message = message
         self.loc = loc
-        self.hint = hint
+        self._hint = hint
+        self.key = key
+        self.suggestion = suggestion
+        self.alternative = alternative
+        self.code = code
+        self.context = context
+
+    @property
+    def hint(self) -> str | None:
+        """How to fix it: the hint given, else the suggestion worded as the option to give."""
+        if self._hint is not None or self.key is None or self.suggestion is None:
+            return self._hint
+        text = f"use {option_name(self.key)} {self.suggestion}"
+        return text + (f" or {self.alternative}" if self.alternative else "")
+
+    @hint.setter
+    def hint(self, text: str | None) -> None:
+        self._hint = text
+
+    @property
+    def text(self) -> str:
+        """The message as shown: with its context, if any."""
+        return self.message if self.context is None else f"{self.message} [{self.context}]"
+
+    @classmethod
+    def of_option(cls, key: str, problem: str, **kwargs: Any) -> Self:
+        """An error about option ``key``'s value: ``--KEY PROBLEM`` (``of_option("jobs", "must be
+        at least 1, got 0")``), with ``key`` set for callers to test."""
+        return cls(f"{option_name(key)} {problem}", key=key, **kwargs)
 
     def with_loc(self, loc: Location) -> "ToyMachineError":
         """Attach a location if the error has none yet (returns self)."""
@@ -79,8 +119,9 @@ class ToyMachineError(Exception):
         return self
 
     def render(self) -> str:
-        message = self.message if len(self.message) <= 4 * EXCERPT_CHARS else \
-            self.message[:4 * EXCERPT_CHARS] + f"… ({len(self.message):,} characters)"
+        shown = self.text
+        message = shown if len(shown) <= 4 * EXCERPT_CHARS else \
+            shown[:4 * EXCERPT_CHARS] + f"… ({len(shown):,} characters)"
         out = [f"error: {message}"]
         loc = self.loc
         if loc is not None:
@@ -104,7 +145,7 @@ class ToyMachineError(Exception):
         return "\n".join(out)
 
     def to_dict(self) -> dict:
-        d: dict = {"kind": self.kind, "message": self.message[:4 * EXCERPT_CHARS]}
+        d: dict = {"kind": self.kind, "message": self.text[:4 * EXCERPT_CHARS]}
         if self.loc is not None:
             d.update(file=self.loc.file, line=self.loc.line, col=self.loc.col)
         if self.hint:
@@ -151,14 +192,6 @@ class NumericsError(RuntimeFault):
     kind = "numerics"
 
 
-_QUALIFIED = re.compile(r"`?toym [a-z][a-z-]*(?: [a-z][a-z-]*)?[^;()`]*`?")
-_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*[a-z]|(?<![\w-])--[a-z]\b")
-
-
-def flags_named(text: str | None) -> list[str]:
-    """The ``--flags`` a hint tells the user to give *to the command that printed it*: those not in
-    a ``toym COMMAND …`` of their own (``use --registers 6`` names one; ``toym gen matmul --n 4``
-    none). Each command's hints may name only its own (``tests/test_vocabulary.py``)."""
-    if not text:
-        return []
-    return _FLAG.findall(_QUALIFIED.sub(" ", text))
+def option_name(key: str) -> str:
+    """How the command line spells option ``key``: ``block_m`` → ``--block-m``."""
+    return "--" + key.replace("_", "-")

@@ -119,13 +119,21 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
           "and replaced", integer=False, front=_SERVE),
     Limit("serve_sweep_points", 64, "points", "points of one /api/sweep", front=_SERVE),
     Limit("serve_worker_memory_bytes", 3 << 30, "bytes", "a worker process's address space (RLIMIT_AS)", front=_SERVE),
+    Limit("serve_queue_seconds", 10.0, "seconds", "how long a request waits for a worker before it is answered 503 "
+          "with Retry-After", integer=False, front=_SERVE),
+    Limit("serve_client_requests", 4, "requests", "requests one client (address) may have waiting or running; one "
+          "more is answered 429 with Retry-After", front=_SERVE),
     # toym grade: what one submission may cost (check.limits.GradeLimits is the typed view of these rows)
     Limit("grade_bytes", 1_000_000, "bytes", "one submitted trace file", front=_GRADE),
     Limit("grade_instructions", 200_000, "lines", "lines of one submitted trace (each at most one instruction)",
           flag="--max-instructions", front=_GRADE),
     Limit("grade_seconds", 10.0, "seconds", "wall time to grade one submission, every trial", flag="--time-limit",
           integer=False, front=_GRADE),
-    Limit("grade_files", 10_000, "files", "entries of a submissions folder or zip", front=_GRADE),
+    Limit("grade_files", 10_000, "files", "files in one student's submission (a folder, or a folder in a zip): more "
+          "is that student's failing row", front=_GRADE),
+    Limit("grade_class_entries", 100_000, "entries", "entries of a whole submissions zip (counted from its "
+          "end-of-central-directory record before the directory is read) or of a submissions folder's top level",
+          front=_GRADE),
     Limit("grade_archive_bytes", 200_000_000, "bytes", "uncompressed bytes read from a submissions zip, all members",
           front=_GRADE),
     Limit("grade_zip_ratio", 200, "ratio", "how much one zip member may inflate (more is a zip bomb: a failing row)",

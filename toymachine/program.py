@@ -10,7 +10,7 @@ __all__ = ["Reg", "Mem", "Span", "Instr", "ArrayDecl", "Program", "format_value"
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 
 ACCUMULATOR = "ACC"  # the MAC unit's internal accumulator register (seed 000's Blackwell remark)
@@ -105,6 +105,12 @@ class Instr:
         if isinstance(a, (Reg, Mem)):
             raise TypeError(f"{self.op}: operand {i} is {a}, not a number")
         return a
+
+
+def operands_of(ins: Instr) -> tuple[Any, ...]:
+    """``ins.args`` for code that compiles it: the parser checked each operand's kind against the
+    ISA signature (``isa.ISA[op].signature``), so a compiler takes them by position."""
+    return ins.args
 
 
 def format_operand(a: Operand) -> str:

@@ -132,7 +132,7 @@ class Result:
     word_bytes: int
     register_names: tuple[str, ...]
     registers: dict[str, Any]
-    memory: Mapping[str, list]  # a dict, or a MemoryView (converted on first access)
+    memory: Mapping[str, list]  # a MemoryView: nested lists made on first access
     steps: tuple[Step, ...] | None = None
     steps_dropped: bool = False
     alarms: tuple[Alarm, ...] = ()
@@ -143,6 +143,8 @@ class Result:
     written_arrays: tuple[str, ...] = ()  # arrays the program stored to
     extra: dict = field(default_factory=dict)  # tile machine: sram_peak, flops, time_s …
     warnings: tuple = ()  # located ToyMachineErrors the run survived (arrays read but never given)
+    # symbolic runs: names whole expressions as the seed does (c₀₀, m), for the tables (sim.symbolic.Namer)
+    namer: Any = field(default=None, compare=False, repr=False)
 
     @property
     def registers_used(self) -> int:

@@ -50,7 +50,8 @@ class SafeYamlLoader(yaml.SafeLoader):
 
 
 class _YamlProblem(Exception):
-    def __init__(self, message: str, node, limit: bool = False):
+    def __init__(self, message: str, node, limit: str | None = None):
+        """``limit``: the name in ``LIMITS`` of the limit the value is over (None: not a limit)."""
         super().__init__(message)
         self.message, self.node, self.limit = message, node, limit
 
@@ -79,9 +80,9 @@ def _check(root, max_nodes: float, max_depth: float, max_digits: float) -> None:
             depth = 1 + max((sizes[id(k)][1] for k in kids), default=0)
             if total > max_nodes:
                 raise _YamlProblem(f"this value expands to more than {max_nodes:,} YAML nodes (aliases counted "
-                                   f"each time they are used)", node, limit=True)
+                                   f"each time they are used)", node, limit="yaml_nodes")
             if depth > max_depth:
-                raise _YamlProblem(f"YAML nested deeper than {max_depth} levels", node, limit=True)
+                raise _YamlProblem(f"YAML nested deeper than {max_depth} levels", node, limit="yaml_depth")
             sizes[key] = (total, depth)
             continue
         if key in sizes:
@@ -95,12 +96,12 @@ def _check(root, max_nodes: float, max_depth: float, max_digits: float) -> None:
         if isinstance(node, yaml.ScalarNode):
             if node.tag in (_T + "int", _T + "float") and len(node.value) > max_digits:
                 raise _YamlProblem(f"a number of {len(node.value):,} characters (the limit is {max_digits})",
-                                   node, limit=True)
+                                   node, limit="literal_digits")
             sizes[key] = (1, 1)
             continue
         active.add(key)
         if len(active) > max_depth:
-            raise _YamlProblem(f"YAML nested deeper than {max_depth} levels", node, limit=True)
+            raise _YamlProblem(f"YAML nested deeper than {max_depth} levels", node, limit="yaml_depth")
         stack.append((node, True))
         for kid in _children(node):
             if id(kid) not in sizes:
@@ -178,8 +179,7 @@ def load(text: str, path: str, what: str = "YAML file", error: Callable[..., Toy
 def _error(exc: _YamlProblem, path: str, lines: list[str], what: str, error) -> ToyMachineError:
     loc = node_location(path, exc.node, lines)
     if exc.limit:
-        name = "yaml_depth" if "deeper" in exc.message else "literal_digits" if "number" in exc.message else "yaml_nodes"
-        return LimitError(f"{what}: {exc.message}", loc=loc, hint=LIMITS[name].lift_hint())
+        return LimitError(f"{what}: {exc.message}", loc=loc, hint=LIMITS[exc.limit].lift_hint())
     return error(f"{what}: {exc.message}", loc=loc, hint="toym reads plain YAML: no duplicate keys, no tags, "
                                                           "scalar keys, aliases within the node limit")
 
@@ -194,4 +194,4 @@ def _syntax(exc: yaml.YAMLError, path: str, lines: list[str], what: str, error) 
         loc = Location(path)
     if isinstance(exc, yaml.constructor.ConstructorError):
         return error(f"{what}: {problem}", loc=loc, hint="toym reads plain YAML: numbers, text, lists and mappings")
-    return error(f"{what} is not valid YAML: {problem}", loc=loc)
+    return error(f"{what} is not valid YAML: {problem}", loc=loc, code="yaml-syntax")

@@ -1,4 +1,4 @@
-"""The regression corpus of issue 26: every hostile case the issue lists, as files to write and a
+"""The regression corpus of hostile inputs: every case of every input channel, as files to write and a
 ``toym`` command line to run on them. ``tests/test_hostile_corpus.py`` runs each in a subprocess
 under a 1 GB address-space cap and asserts the documented outcome (exit 2 unless stated, a short
 message, no traceback, quick where a closed form decides, hostile text inert in the output).
@@ -94,6 +94,36 @@ HOSTILE_TRACE = ("; " + HOSTILE + "\n.data x = [1, 2]\nLOAD x[0], R0 ; " + HOSTI
 
 def _problem(expr: str = "x", title: str = "t", desc: str = "d", extra: str = "") -> str:
     return PROBLEM.format(title=title, desc=desc, expr=expr) + extra
+
+
+def _zip_bytes(members: dict) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def _zip_junk_student() -> bytes:
+    """A class zip in which one student's folder holds more files than one submission may."""
+    members = {"alice/t.asm": TRACE_Y, "bob/t.asm": TRACE_Y}
+    members.update({f"mallory/junk{k}.txt": "x" for k in range(10_004)})
+    return _zip_bytes(members)
+
+
+def _zip_forged_count() -> bytes:
+    """Three members, but a ZIP64 end record that declares 3,500,000 entries."""
+    data = _zip_bytes({f"s{k}.asm": TRACE_Y for k in range(3)})
+    at = data.rfind(b"PK\x05\x06")
+    cd_size, cd_offset = struct.unpack_from("<II", data, at + 12)
+    record = struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, 3_500_000, 3_500_000, cd_size, cd_offset)
+    locator = struct.pack("<4sIQI", b"PK\x06\x07", 0, at, 1)
+    end = bytearray(data[at:])
+    struct.pack_into("<HH", end, 8, 0xFFFF, 0xFFFF)
+    return data[:at] + record + locator + bytes(end)
+
+
+WHEEL = "toymachine-0.1.0-py3-none-any.whl"
 
 
 CASES: list[Case] = [
@@ -203,6 +233,24 @@ CASES: list[Case] = [
          {"t.asm": "LOAD x[0], R0\n", "d.yaml": "x: [9007199254740993]\n"}),
     Case("problem-machine-outside", ("check", "t.asm", "-p", "p/p.yaml"),
          {"t.asm": TRACE_Y, "p/p.yaml": _problem(extra="machine: /etc/passwd\n")}, absent=("root:",)),
+    Case("problem-machine-working-directory", ("check", "t.asm", "-p", "p/p.yaml"),
+         {"t.asm": TRACE_Y, "evil.yaml": "registers: 99\n", "p/p.yaml": _problem(extra="machine: evil.yaml\n")},
+         in_output=("no machine file 'evil.yaml'",)),
+    Case("problem-machine-dotdot-passwd", ("check", "t.asm", "-p", "a/b/c/d/p.yaml"),
+         {"t.asm": TRACE_Y, "a/b/c/d/p.yaml": _problem(extra="machine: ../../../../../../../../etc/passwd\n")},
+         absent=("root:",), in_output=("lies outside the folder",)),
+    Case("problem-machine-dev-stdin", ("check", "t.asm", "-p", "a/b/c/d/p.yaml"),
+         {"t.asm": TRACE_Y, "a/b/c/d/p.yaml": _problem(extra="machine: ../../../../../../../../dev/stdin\n")},
+         stdin="registers: 99\n", in_output=("lies outside the folder",)),
+    Case("autograder-hostile-problem-name", ("autograder", "p$(id>&2);`id`'\"q.yaml", "-o", "a.zip", "--wheel", WHEEL),
+         {"p$(id>&2);`id`'\"q.yaml": _problem(), WHEEL: b"stand-in"}, rc=(0,), absent=("uid=",)),
+    Case("autograder-hostile-wheel-name", ("autograder", "p.yaml", "-o", "a.zip", "--wheel", "x;id;.whl"),
+         {"p.yaml": _problem(), "x;id;.whl": b"stand-in"}, in_output=("is not a wheel's file name",)),
+    Case("grade-zip-junk-student", ("grade", "class.zip", "-p", "p.yaml", "--out", "out", "-j", "1", "--no-progress"),
+         {"class.zip": _zip_junk_student, "p.yaml": _problem()}, rc=(0, 1), seconds=30),
+    Case("grade-zip-forged-entry-count", ("grade", "class.zip", "-p", "p.yaml", "--out", "out", "-j", "1"),
+         {"class.zip": _zip_forged_count, "p.yaml": _problem()}, seconds=5,
+         in_output=("declares 3,500,000 entries",)),
     Case("long-line-error", ("run", "t.asm"), {"t.asm": _long_line}),
     Case("output-empty", ("run", "t.asm", "-o", ""), {"t.asm": "LOAD x[0], R0\n"}),
     Case("output-proc", ("run", "t.asm", "-o", "/proc/version"), {"t.asm": "LOAD x[0], R0\n"}),

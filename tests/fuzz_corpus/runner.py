@@ -1,5 +1,5 @@
 """Run ``toym`` in a subprocess under a memory cap and a time budget, and judge the outcome the
-way issue 26 asks: an exit status in the documented set, no traceback, bounded stderr."""
+way every hostile input must be handled: an exit status in the documented set, no traceback, bounded stderr."""
 
 from __future__ import annotations
 

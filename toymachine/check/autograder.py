@@ -11,10 +11,12 @@ moves ``/autograder`` elsewhere (tests), ``TOYM_PYTHON`` picks the interpreter.
 
 from __future__ import annotations
 
-__all__ = ["autograder_zip", "build_wheel", "SETUP_SH", "run_autograder_script"]
+__all__ = ["autograder_zip", "build_wheel", "SETUP_SH", "RUN_AUTOGRADER", "CONFIG_NAME"]
 
 import io
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,49 +25,63 @@ import zipfile
 from pathlib import Path
 
 from ..errors import ConfigError, Location
+from ..named_paths import relative_to_folder
 from .problem import load_variants
 
+CONFIG_NAME = "autograder.json"  # {"problem": file name, "wheel": file name}: every name the scripts use
+
+# Both scripts are fixed text: no name a lecturer chose is ever pasted into them. They read the
+# names from autograder.json with Python and pass them on as quoted data.
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image.
 set -euo pipefail
 cd "$(dirname "$0")"
-if ! command -v pip3 >/dev/null 2>&1; then
+if ! command -v python3 >/dev/null 2>&1 || ! command -v pip3 >/dev/null 2>&1; then
     apt-get install -y python3 python3-pip
 fi
-pip3 install ./{wheel} || pip3 install --break-system-packages ./{wheel}   # Ubuntu 24.04: PEP 668
+WHEEL=$(python3 -c 'import json, sys; sys.stdout.write(json.load(open("autograder.json", encoding="utf-8"))["wheel"])')
+pip3 install -- "./$WHEEL" || pip3 install --break-system-packages -- "./$WHEEL"   # Ubuntu 24.04: PEP 668
 """
 
-
-def run_autograder_script(problem_name: str) -> str:
-    return f"""#!/usr/bin/env bash
+RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission: grade /autograder/submission into
 # /autograder/results/results.json (toym check --format gradescope). TOYM_AUTOGRADER_ROOT
 # replaces /autograder (a test's temporary tree); TOYM_PYTHON the interpreter.
 set -u
-ROOT="${{TOYM_AUTOGRADER_ROOT:-/autograder}}"
-PY="${{TOYM_PYTHON:-python3}}"
+ROOT="${TOYM_AUTOGRADER_ROOT:-/autograder}"
+PY="${TOYM_PYTHON:-python3}"
 mkdir -p "$ROOT/results"
-STUDENT=$("$PY" -c '
-import json, sys
+"$PY" - "$ROOT" "$PY" <<'GRADE'
+import json, os, subprocess, sys
+
+root, python = sys.argv[1], sys.argv[2]
+results = os.path.join(root, "results", "results.json")
+with open(os.path.join(root, "source", "autograder.json"), encoding="utf-8") as fh:
+    problem = json.load(fh)["problem"]
 try:
-    with open(sys.argv[1], encoding="utf-8") as fh:
-        user = (json.load(fh).get("users") or [{{}}])[0]
-    print(user.get("email") or user.get("sid") or user.get("id") or "")
+    with open(os.path.join(root, "submission_metadata.json"), encoding="utf-8") as fh:
+        user = (json.load(fh).get("users") or [{}])[0]
+    student = str(user.get("email") or user.get("sid") or user.get("id") or "")
 except Exception:
-    print("")
-' "$ROOT/submission_metadata.json")
-"$PY" -m toymachine check "$ROOT/submission" --problem "$ROOT/source/{problem_name}" \\
-    --student "$STUDENT" --format gradescope -o "$ROOT/results/results.json"
-status=$?
-if [ "$status" -ge 2 ] || [ ! -s "$ROOT/results/results.json" ]; then
-    printf '{{"score": 0, "output": "The autograder could not grade this submission (toym exit status %s); '\\
-'please tell your lecturer.", "tests": []}}\\n' "$status" > "$ROOT/results/results.json"
-fi
+    student = ""
+status = subprocess.run([python, "-m", "toymachine", "check", os.path.join(root, "submission"),
+                         "--problem=" + os.path.join(root, "source", problem), "--student=" + student,
+                         "--format=gradescope", "--output=" + results]).returncode
+if status >= 2 or not os.path.isfile(results) or os.path.getsize(results) == 0:
+    with open(results, "w", encoding="utf-8") as fh:
+        json.dump({"score": 0, "tests": [], "output": "The autograder could not grade this submission "
+                   f"(toym exit status {status}); please tell your lecturer."}, fh)
+        fh.write("\\n")
+GRADE
 exit 0
 """
 
+# a wheel's file name (PEP 427): distribution-version(-build)?-python-abi-platform.whl
+_WHEEL_NAME = re.compile(r"[A-Za-z0-9_.]+-[A-Za-z0-9_.!+]+(-[0-9][A-Za-z0-9_.]*)?-[A-Za-z0-9_.]+-[A-Za-z0-9_.]+"
+                         r"-[A-Za-z0-9_.]+\.whl")
 
-WHEEL_EPOCH = 1767225600  # 2026-01-01 00:00 UTC, the date of the zip's other entries
+
+WHEEL_EPOCH = 1767225600  # midnight UTC, 1 January 2026: the date of the zip's other entries
 
 
 def build_wheel(project: str | os.PathLike | None = None) -> tuple[str, bytes]:
@@ -103,24 +119,33 @@ def _entry(name: str, data: bytes | str, mode: int) -> tuple[zipfile.ZipInfo, by
 
 
 def autograder_zip(problem: str | os.PathLike, wheel: tuple[str, bytes]) -> bytes:
-    """The upload for ``problem`` with ``wheel`` = (file name, bytes)."""
+    """The upload for ``problem`` with ``wheel`` = (file name, bytes). The problem, the wheel and the
+    machine files the problem names (at their paths relative to it) are data in the zip;
+    ``autograder.json`` names them for the two fixed scripts."""
     path = Path(problem)
+    if not _WHEEL_NAME.fullmatch(wheel[0]):
+        raise ConfigError(f"'{wheel[0]}' is not a wheel's file name", loc=Location(wheel[0]),
+                          hint="a wheel is named NAME-VERSION-PYTHON-ABI-PLATFORM.whl, as pip wheel writes it")
     variants = load_variants(path)  # a broken problem file fails here, not on Gradescope
     text = path.read_text(encoding="utf-8")
-    files = [_entry("setup.sh", SETUP_SH.format(wheel=wheel[0]), 0o755),
-             _entry("run_autograder", run_autograder_script(path.name), 0o755),
-             _entry(path.name, text, 0o644), _entry(wheel[0], wheel[1], 0o644)]
-    machines = set()
+    config = json.dumps({"problem": path.name, "wheel": wheel[0]}, indent=2, sort_keys=True) + "\n"
+    files = [_entry("setup.sh", SETUP_SH, 0o755), _entry("run_autograder", RUN_AUTOGRADER, 0o755),
+             _entry(CONFIG_NAME, config, 0o644), _entry(path.name, text, 0o644), _entry(wheel[0], wheel[1], 0o644)]
+    machines: dict[str, str] = {}
     for v in variants:
-        node = v.locations.get("machine")
-        name = node.source_line.split(":", 1)[1].split("#")[0].strip().strip("'\"") if node and node.source_line else ""
-        candidate = path.parent / name
-        if name and candidate.is_file():
-            if "/" in name.replace("\\", "/") or name.startswith("."):
-                raise ConfigError(f"the machine file {name} must sit next to the problem to be bundled",
-                                  loc=Location(str(path)), hint="copy it beside the problem file")
-            machines.add(name)
-    files += [_entry(m, (path.parent / m).read_bytes(), 0o644) for m in sorted(machines)]
+        if v.machine_file is None:
+            continue
+        relative = relative_to_folder(v.machine_file, path)
+        if relative is None:  # only with --allow-outside, which the autograder never passes
+            raise ConfigError(f"the machine file {v.machine_file} lies outside the problem's folder",
+                              loc=Location(str(path)), hint="copy it beside the problem file")
+        machines[relative] = v.machine_file
+    reserved = {info.filename for info, _ in files}
+    for relative in sorted(machines):
+        if relative in reserved:
+            raise ConfigError(f"the machine file is named {relative}, a name the autograder uses itself",
+                              loc=Location(str(path)), hint="rename the machine file")
+        files.append(_entry(relative, Path(machines[relative]).read_bytes(), 0o644))
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         for info, data in files:

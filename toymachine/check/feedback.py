@@ -15,7 +15,7 @@ __all__ = ["student_rows", "feedback_markdown", "feedback_html", "md_escape", "v
 import html
 import re
 
-from .report import NO_POINTS, Check, CheckReport
+from .report import Check, CheckReport
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|&#!{}])")
 
@@ -44,8 +44,8 @@ def withheld(report: CheckReport, check: Check) -> bool:
 def student_message(report: CheckReport, check: Check) -> str:
     """A check's message as a student sees it: no word of a hidden result."""
     if withheld(report, check):
-        return check.message.replace(NO_POINTS, "") + " (points released with the hidden checks)"
-    return check.message
+        return check.message + " (points released with the hidden checks)"
+    return check.text
 
 
 def visible_score(report: CheckReport) -> tuple[float, float, float]:
@@ -70,7 +70,7 @@ def student_rows(report: CheckReport) -> list[tuple[str, str, str, str]]:
             rows.append(("run", "FAIL", "", c.message.splitlines()[0] if c.message else ""))
         else:
             rows.append((c.name, "pass" if c.passed else "FAIL", f"{_num(c.points)}/{_num(c.max_points)}",
-                         c.message))
+                         c.text))
     return rows
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 __all__ = ["check_trace", "draw_inputs"]
 
+import copy
 import dataclasses
 import math
 import os
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..asm import parse
-from ..errors import ConfigError, Location, ToyMachineError, flags_named
+from ..errors import ConfigError, Location, ToyMachineError, option_name
 from ..limits import LIMITS
 from ..machine import Machine
 from ..program import Mem, Program, Span
@@ -34,7 +35,7 @@ from ..result import Result
 from ..sim import simulate
 from .expr_eval import evaluate
 from .problem import ARRAY_BUDGETS, BUDGETS, Expectation, Problem, load_problem
-from .report import NO_POINTS, Check, CheckReport
+from .report import Check, CheckReport
 from .rules import CHECK_NAMES
 
 
@@ -203,8 +204,7 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
             results.append(simulate(program, problem.machine, draw_inputs(problem, seed, t), seed=seed + t,
                                     steps=False))
     except ToyMachineError as err:
-        _exercise_hint(err, problem, machine is not None)
-        checks.append(Check("run", "run", False, message=_for_grading(err, problem).render(),
+        checks.append(Check("run", "run", False, message=_for_grading(err, problem, machine is not None).render(),
                             max_points=problem.max_score))  # worth the whole score, as on Gradescope
         return CheckReport(problem.title, problem.file, name, tuple(checks), trials, seed, notes,
                            problem.max_score, problem.variant_label)
@@ -214,15 +214,6 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
         checks.append(_ops_check(problem.allowed_ops, results))
     return CheckReport(problem.title, problem.file, name, tuple(_scored(problem, checks)), trials, seed, notes,
                        problem.max_score, problem.variant_label, _metrics(results))
-
-
-def _exercise_hint(err: ToyMachineError, problem: Problem, overridden: bool) -> None:
-    """A hint that names a flag of ``toym run`` (--registers) says what the exercise allows
-    instead: under ``toym check`` the problem fixes the machine."""
-    n = problem.machine.registers
-    if err.hint and "--registers" in err.hint and n is not None:
-        err.hint = (f"the exercise's machine has {n} registers (R0–R{n - 1}): reuse a register once its value "
-                    f"is no longer needed" + ("" if overridden else "; toym check --machine tries a bigger machine"))
 
 
 def _metrics(results: list[Result]) -> dict:
@@ -266,10 +257,9 @@ def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
             tier = rule.tier_of(c.figure)
             if len(rule.tiers) > 1 and 0 < points < rule.points:
                 message += f" (≤ {tier:g}: {points:g} of {rule.points:g} points)"
-        if points and not values_right:
-            points, message = 0, message + NO_POINTS
-        out.append(dataclasses.replace(c, message=message, points=points, max_points=rule.points,
-                                       hidden=rule.hidden))
+        no_points = bool(points) and not values_right
+        out.append(dataclasses.replace(c, message=message, points=0 if no_points else points,
+                                       max_points=rule.points, hidden=rule.hidden, no_points=no_points))
     return out
 
 
@@ -277,20 +267,20 @@ def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
 CHECK_FLAGS = ("--problem", "--machine", "--seed", "--trials", "--format", "--output")
 
 
-def _for_grading(err: ToyMachineError, problem: Problem) -> ToyMachineError:
-    """A run's error as a grade shows it: a hint that names flags ``toym check`` lacks (``use
-    --registers 6``: the machine is the problem's) says what fixes the *trace* instead."""
-    if all(f in CHECK_FLAGS for f in flags_named(err.hint)):
+def _for_grading(err: ToyMachineError, problem: Problem, overridden: bool) -> ToyMachineError:
+    """A run's error as a grade shows it: where its fix is an option ``toym check`` lacks (``use
+    --registers 6``: the machine is the exercise's), the hint says what fixes the *trace* instead."""
+    if err.key is None or err.suggestion is None or option_name(err.key) in CHECK_FLAGS:
         return err
     m = problem.machine
-    regs = f"{m.registers} registers (R0–R{m.registers - 1})" if m.registers else "its registers"
-    if "register" in err.message and "SRAM" not in err.message and "VMEM" not in err.message:
-        hint = f"the problem's machine has {regs}: rewrite the trace to use fewer (toym check --machine FILE " \
-               f"grades on another machine, with a note)"
+    if err.key == "registers" and m.registers is not None:
+        hint = (f"the exercise's machine has {m.registers} registers (R0–R{m.registers - 1}): reuse a register once "
+                f"its value is no longer needed" + ("" if overridden else "; toym check --machine tries a bigger machine"))
     else:
         hint = f"the trace must fit the problem's machine ({m.name}); toym check --machine FILE grades on another " \
                f"machine, with a note"
-    graded = type(err)(err.message, loc=err.loc, hint=hint)
+    graded = copy.copy(err)
+    graded.suggestion, graded.hint = None, hint
     return graded
 
 

@@ -152,5 +152,5 @@ def problem_index(folder: str | os.PathLike) -> list[tuple[str, str, float, int,
             p = load_problem(path)
             rows.append((path.name, p.title, p.max_score, p.variant_count, p.machine.name))
         except ToyMachineError as exc:
-            rows.append((path.name, "error: " + exc.message.splitlines()[0], 0, 0, ""))
+            rows.append((path.name, "error: " + exc.text.splitlines()[0], 0, 0, ""))
     return rows

@@ -22,7 +22,7 @@ from typing import Iterator
 from ..limits import LIMITS as TABLE
 
 ROWS = {"max_bytes": "grade_bytes", "max_instructions": "grade_instructions", "seconds": "grade_seconds",
-        "max_files": "grade_files", "max_total_bytes": "grade_archive_bytes", "max_ratio": "grade_zip_ratio"}
+        "max_files": "grade_files", "max_entries": "grade_class_entries", "max_total_bytes": "grade_archive_bytes", "max_ratio": "grade_zip_ratio"}
 """Each field of ``GradeLimits`` → its row of the central table."""
 
 
@@ -34,7 +34,8 @@ class GradeLimits:
     max_bytes: float = TABLE[ROWS["max_bytes"]].default  # one submitted trace file
     max_instructions: float = TABLE[ROWS["max_instructions"]].default  # lines of a trace (at most one instruction each)
     seconds: float = TABLE[ROWS["seconds"]].default  # wall time to grade one submission (every trial)
-    max_files: float = TABLE[ROWS["max_files"]].default  # entries of a submissions folder or zip
+    max_files: float = TABLE[ROWS["max_files"]].default  # files of one student's submission
+    max_entries: float = TABLE[ROWS["max_entries"]].default  # entries of a whole zip, or of a folder's top level
     max_total_bytes: float = TABLE[ROWS["max_total_bytes"]].default  # uncompressed bytes read from a zip, all members
     max_ratio: float = TABLE[ROWS["max_ratio"]].default  # a zip member that inflates more than this is a bomb
 

@@ -108,6 +108,7 @@ class Problem:
     inputs: tuple[InputSpec, ...]
     expect: tuple[Expectation, ...]
     machine: Machine
+    machine_file: str | None = None  # the real path of the machine file named by ``machine:`` (None: a preset)
     budgets: dict = field(default_factory=dict)  # key of BUDGETS → limit
     array_budgets: dict = field(default_factory=dict)  # "max_reads"/"max_writes" → {array: words}
     tolerance: float = 1e-9
@@ -238,28 +239,26 @@ def _inside(address: Mem, shape: tuple) -> bool:
     return True
 
 
-def _machine(src: Source, spec: dict, base: str, allow_outside: bool = False) -> Machine:
-    from ..machine import DEFAULT_MACHINE, preset_names, resolve_machine
+def _machine(src: Source, spec: dict, path: str, allow_outside: bool = False) -> tuple[Machine, str | None]:
+    """The problem's machine and the real path of the file ``machine:`` names (None: a preset)."""
+    from ..machine import DEFAULT_MACHINE, load_named_machine
+    from ..named_paths import NamedPathError
 
-    machine = DEFAULT_MACHINE
+    machine, machine_file = DEFAULT_MACHINE, None
     if "machine" in spec:
         node = spec["machine"]
         name = value_of(node)
-        if not isinstance(name, str):
+        if not isinstance(name, str) or not name.strip():
             raise src.error(f"'machine' must be a preset name or a machine file, got {name!r}", node)
-        path = name if os.path.isabs(name) else os.path.join(base, name)
-        if os.path.exists(path) and not allow_outside and name not in preset_names():
-            inside = os.path.realpath(path)
-            if os.path.commonpath([inside, os.path.realpath(base)]) != os.path.realpath(base):
-                raise src.error("the machine file lies outside the problem's folder", node,
-                                hint="copy it next to the problem file, or pass --allow-outside if you trust it")
         try:
-            machine = resolve_machine(path if os.path.exists(path) else name)
+            machine, machine_file = load_named_machine(name, path, allow_outside=allow_outside)
+        except NamedPathError as exc:
+            raise exc.with_loc(src.loc(node)) from None
         except ConfigError as exc:
             raise src.error(exc.message, node, hint=exc.hint) from None
     if "registers" in spec:
         machine = machine.with_(registers=number(src, spec["registers"], "registers", integer=True, minimum=1))
-    return machine
+    return machine, machine_file
 
 
 def _read(path: str) -> str:
@@ -279,7 +278,7 @@ def _compose(path: str, text: str) -> tuple[Source, dict]:
     try:
         root = yamlsafe.compose(text, path, "problem file")
     except ConfigError as exc:
-        if "not valid YAML" in exc.message:
+        if exc.code == "yaml-syntax":
             exc.hint = "quote an expression that contains ': ' or starts with a special character"
         raise
     if root is None:
@@ -328,8 +327,7 @@ def load_problem(path: str | os.PathLike, text: str | None = None, *, variant: i
         src, spec = _compose(path, substitute(text, params[variant]))
         return _build(path, src, spec, params[variant], variant, len(params), allow_outside=allow_outside)
     except ConfigError as exc:
-        exc.message = f"{exc.message} [{label}]"
-        exc.args = (exc.message,)
+        exc.context = label
         raise
 
 
@@ -385,9 +383,9 @@ def _build(path: str, src: Source, spec: dict, params: dict | None = None, index
                 or submission.startswith("."):
             raise src.error(f"'submission' must be a file name (no folders), got {submission!r}", spec["submission"],
                             hint="e.g. submission: matmul.asm")
+    machine, machine_file = _machine(src, spec, path, allow_outside)
     return Problem(
-        title=str(title), inputs=tuple(inputs.values()), expect=expect,
-        machine=_machine(src, spec, os.path.dirname(os.path.abspath(path)), allow_outside),
+        title=str(title), inputs=tuple(inputs.values()), expect=expect, machine=machine, machine_file=machine_file,
         budgets=budgets, array_budgets=array_budgets,
         tolerance=number(src, spec["tolerance"], "tolerance") if "tolerance" in spec else 1e-9,
         trials=_trials(src, spec["trials"]) if "trials" in spec else (3 if any_random else 1),

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..render import Report, Section, render_report
-from ..render.report import format_number
+from ..render.cells import sig
 
 
 NO_POINTS = " (no points: an expected array is wrong)"  # a budget's message when a value check failed
@@ -47,10 +47,16 @@ class Check:
     points: float = 0  # earned (check.rules: budgets and instructions only when the values are right)
     max_points: float = 0
     hidden: bool = False  # details for the lecturer only
+    no_points: bool = False  # a budget or instruction check met, unpaid because a value check failed
+
+    @property
+    def text(self) -> str:
+        """The message as a report shows it: with why it earned no points, if a value is wrong."""
+        return self.message + NO_POINTS if self.no_points else self.message
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "kind": self.kind, "passed": self.passed, "figure": _json_number(self.figure),
-             "limit": _json_number(self.limit), "message": self.message, "points": self.points,
+             "limit": _json_number(self.limit), "message": self.text, "points": self.points,
              "max_points": self.max_points}
         if self.hidden:
             d["hidden"] = True
@@ -95,7 +101,7 @@ class CheckReport:
 
     def report(self) -> Report:
         rows = tuple((c.name, "pass" if c.passed else "FAIL", f"{_figure(c.points)}/{_figure(c.max_points)}",
-                      _figure(c.figure), _figure(c.limit), c.message) for c in self.checks)
+                      _figure(c.figure), _figure(c.limit), c.text) for c in self.checks)
         verdict = (f"passed: all {len(self.checks)} checks" if self.passed
                    else f"failed: {len(self.failed)} of {len(self.checks)} checks")
         notes: tuple[str, ...] = (f"{self.trace} against {self.problem_file}: {verdict} ({self.trials} trial(s), seed {self.seed})",
@@ -126,4 +132,4 @@ def _whole(x):
 def _figure(x) -> str:
     if x is None:
         return ""
-    return format_number(x) if not isinstance(x, str) else x
+    return sig(x) if not isinstance(x, str) else x

@@ -11,17 +11,20 @@ its ``reason`` — one failing row, never an aborted batch.
 
 from __future__ import annotations
 
-__all__ = ["Submission", "collect_submissions", "read_student_folder", "read_file", "decode_trace", "safe_id"]
+__all__ = ["Submission", "collect_submissions", "read_student_folder", "read_file", "decode_trace", "safe_id",
+           "zip_entry_count"]
 
 import math
 import os
 import re
 import stat
+import struct
 import zipfile
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from ..errors import ConfigError, Location
+from ..limits import LIMITS as TABLE
 from .limits import DEFAULT_LIMITS, GradeLimits
 
 
@@ -157,9 +160,9 @@ def _from_folder(path: str, wanted: str | None, limits: GradeLimits) -> list[Sub
                          key=lambda e: e.name)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}", loc=Location(path)) from None
-    if len(entries) > limits.max_files:
-        raise ConfigError(f"{path} holds {len(entries):,} entries; the limit is {limits.max_files:,}",
-                          loc=Location(path))
+    if len(entries) > limits.max_entries:
+        raise ConfigError(f"{path} holds {len(entries):,} entries; the limit is {limits.max_entries:,}",
+                          loc=Location(path), hint=f"set {TABLE['grade_class_entries'].env} to lift it")
     out = []
     for e in entries:
         full = os.path.join(path, e.name)
@@ -180,16 +183,48 @@ def _member_parts(name: str) -> list[str] | None:
     return None if ".." in parts else parts
 
 
+def zip_entry_count(path: str) -> int | None:
+    """The number of entries a zip's end-of-central-directory record (or its ZIP64 record) declares,
+    read from the file's last 64 KiB: known before ``zipfile`` parses (and allocates) the directory.
+    None when no record is found (``zipfile`` then refuses the file itself)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        start = max(0, size - (22 + 65535))  # the record (22 bytes) and at most a 64 KiB comment
+        fh.seek(start)
+        tail = fh.read()
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < 22:
+            return None
+        entries = struct.unpack_from("<H", tail, at + 10)[0]
+        locator = at - 20  # the ZIP64 locator sits right before the record
+        if locator >= 0 and tail[locator:locator + 4] == b"PK\x06\x07":
+            offset = struct.unpack_from("<Q", tail, locator + 8)[0]
+            if 0 <= offset <= size - 56:
+                fh.seek(offset)
+                record = fh.read(56)
+                if record[:4] == b"PK\x06\x06":
+                    entries = max(entries, struct.unpack_from("<Q", record, 32)[0])
+        return entries
+
+
 def _from_zip(path: str, wanted: str | None, limits: GradeLimits) -> list[Submission]:
+    try:
+        entries = zip_entry_count(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the zip {path}: {exc.strerror}", loc=Location(path)) from None
+    if entries is not None and entries > limits.max_entries:
+        raise ConfigError(f"{path} declares {entries:,} entries; the limit is {limits.max_entries:,}",
+                          loc=Location(path), hint=f"set {TABLE['grade_class_entries'].env} to lift it")
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise ConfigError(f"cannot read the zip {path}: {exc}", loc=Location(path)) from None
     with archive:
         infos = [i for i in archive.infolist() if not i.is_dir()]
-        if len(infos) > limits.max_files:
-            raise ConfigError(f"{path} holds {len(infos):,} files; the limit is {limits.max_files:,}",
-                              loc=Location(path))
+        if len(infos) > limits.max_entries:  # a directory longer than its record said
+            raise ConfigError(f"{path} holds {len(infos):,} files; the limit is {limits.max_entries:,}",
+                              loc=Location(path), hint=f"set {TABLE['grade_class_entries'].env} to lift it")
         members, out = [], []
         for info in infos:
             parts = _member_parts(info.filename)
@@ -212,6 +247,10 @@ def _from_zip(path: str, wanted: str | None, limits: GradeLimits) -> list[Submis
             else:
                 folders.setdefault(parts[0], []).append(("/".join(parts[1:]), info))
         for student, files in folders.items():
+            if len(files) > limits.max_files:  # one student's junk is their failing row, not the class's
+                out.append(Submission(safe_id(student), f"{student}/", None,
+                                      f"more than {limits.max_files:,} files in the submission"))
+                continue
             name, reason = _pick([f for f, _ in files], wanted)
             if name is None:
                 out.append(Submission(safe_id(student), f"{student}/", None, reason))

@@ -45,6 +45,8 @@ COMMANDS: dict[str, Lazy] = {
                      "cycle-by-cycle table (M, K, N ≤ 16), cycles = M+K+N−2 against the emulator's ticks, MACs, "
                      "utilisation; C equals numpy's A @ B."),
     "tpu-table": Lazy("tpu:tpu_table_command", "Seed 002's TPU table (\"What the emulator revealed\") from simulated runs."),
+    "paper": Lazy("paper:paper_command", "A paper's figure beside toym's: the published numbers, toym's, their ratio "
+                  "and the command that prints each of toym's (toym paper --list shows the figures)."),
     "walk": Lazy("walk:walk_command", "A tiled run as seed 001's slides, and O after every (i, j) visit."),
     "flags": Lazy("flags:flags_command", "Print the flags every command shares: one name and one meaning each, and "
                   "which commands take it."),

@@ -17,19 +17,14 @@ from typing import Any, Callable, Iterator, Optional
 
 import typer
 
+from ..dtypes import DTYPES
 from ..errors import ConfigError, ToyMachineError
 from ..render import FORMATS
 
-# Typer's choices are str Enums made from the one declaration of each list (here FORMATS); mypy
+# Typer's choices are str Enums made from the one declaration of each list (FORMATS, DTYPES); mypy
 # cannot list members made at run time, hence `type: ignore[misc]` on each such Enum in the CLI.
 Format = Enum("Format", {f: f for f in FORMATS}, type=str)  # type: ignore[misc]
-
-
-class DType(str, Enum):
-    fp64 = "fp64"
-    fp32 = "fp32"
-    fp16 = "fp16"
-    bf16 = "bf16"
+DType = Enum("DType", {d: d for d in DTYPES}, type=str)  # type: ignore[misc]
 
 
 # -- the shared options (one name, one meaning: see cli.vocabulary) ------------------------------
@@ -38,8 +33,7 @@ def machine_option(help: str = "Machine YAML file or preset name (toy, toy3, toy
 
 
 def format_option(default: str = "table") -> Any:
-    return typer.Option(default, "--format", "-f", help="Output format: table, markdown, csv, json, latex, html, "
-                                                        "html-fragment.")
+    return typer.Option(default, "--format", "-f", help=f"Output format: {', '.join(FORMATS)}.")
 
 
 def output_option(help: str = "Write to FILE instead of standard output.") -> Any:

@@ -136,7 +136,8 @@ def gen_attention(
     output_slots: Optional[int] = typer.Option(None, "--output-slots", help="Scalar, outer order: Output rows kept "
                                                                             "resident (default: as many as fit)."),
     variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
-    algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: standard (Algorithm 0: S, P written "
+    algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: eager (one kernel per op, each a round "
+                                                                 "trip through HBM), standard (Algorithm 0: S, P written "
                                                                  "and read once), standard-3pass (S read 3×), fa1, "
                                                                  "fa2 or fused (standard attention with S kept on "
                                                                  "chip)."),
@@ -229,7 +230,8 @@ def _tile_attention(**options):
 def gen_attention_tile(
     n: int = typer.Option(256, "--n", help="Sequence length (rows of Q, K, V)."),
     d: int = typer.Option(64, "--d", help="Head dimension."),
-    algo: TileAlgo = typer.Option("fa2", "--algo", help="standard (Algorithm 0), standard-3pass, fa1, fa2 or fused "
+    algo: TileAlgo = typer.Option("fa2", "--algo", help="eager (one kernel per op), standard (Algorithm 0), "
+                                                        "standard-3pass, fa1, fa2 or fused "
                                                         "(S kept on chip)."),
     pass_: Pass = typer.Option("forward", "--pass", help="forward or backward."),
     batch: int = typer.Option(1, "--batch", help="Batch size."),

@@ -24,8 +24,9 @@ PlotMetric = Enum("PlotMetric", {"memory_peak": "memory_peak", "onchip_peak": "o
 def memory_command(
     n: str = typer.Option("512..32768*2", "--n", help="Sequence lengths: 512 | 512,1024 | 512..32768*2."),
     d: int = typer.Option(64, "--d", help="Head dimension."),
-    algo: str = typer.Option("standard,fused,fa2", "--algo", help="Algorithms: standard (S, P in HBM), fused "
-                                                                  "(S on chip), fa2 — a comma-separated list."),
+    algo: str = typer.Option("standard,fused,fa2", "--algo", help="Algorithms, a comma-separated list: eager (one "
+                                                                  "kernel per op), standard (S, P in HBM), fused "
+                                                                  "(S on chip), fa1, fa2 …"),
     machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Machine YAML file or preset: word size "
                                           "and on-chip capacity (tpu-v5e: seed 002's table; a100: seed 003's)."),
     batch: int = typer.Option(1, "--batch", help="Batch size."),

@@ -24,8 +24,9 @@ Algo = Enum("Algo", {a.replace("-", "_"): a for a in ALGOS}, type=str)  # type: 
 def numerics_command(
     level: Level = typer.Option("tile", "--level", help="tile: the SRAM/HBM machine (default); scalar: the register "
                                                         "machine (slow: default n = 16)."),
-    algo: Algo = typer.Option("fa2", "--algo", help="fa2 (query blocks outside), fa1 (key blocks outside) or "
-                                                    "standard (tile only). Scalar: fa2 = inner order, fa1 = outer."),
+    algo: Algo = typer.Option("fa2", "--algo", help="fa2 (query blocks outside), fa1 (key blocks outside), or (tile "
+                                                    "only) eager, standard, standard-3pass, fused. Scalar: fa2 = "
+                                                    "inner order, fa1 = outer."),
     n: Optional[int] = typer.Option(None, "--n", help="Sequence length (default 256 tile, 16 scalar)."),
     d: int = typer.Option(64, "--d", help="Head dimension."),
     batch: int = typer.Option(1, "--batch", help="Tile level: batch size."),

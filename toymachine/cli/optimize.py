@@ -19,6 +19,7 @@ from ..asm import parse, parse_file
 from ..errors import ConfigError
 from ..experiments.sweep import parse_values
 from ..gen.registry import Param
+from ..gen.tile import ALGOS as TILE_ALGOS
 from ..machine import resolve_machine
 from ..optimize import (analysis_report, analyze, block_table, block_table_report, blocks_report, matmul_report,
                         optimize_blocks, optimize_matmul)
@@ -26,7 +27,7 @@ from ..render import render_report
 from .common import Format, guard, machine_option, output_option, write_output
 
 Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)  # type: ignore[misc]
-BlockAlgo = Enum("BlockAlgo", {a: a for a in ("fa1", "fa2")}, type=str)  # type: ignore[misc]
+BlockAlgo = Enum("BlockAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)  # type: ignore[misc]
 BlockOrder = Enum("BlockOrder", {o: o for o in ("row", "col", "split", "inner", "outer")}, type=str)  # type: ignore[misc]
 
 optimize_app = typer.Typer(
@@ -94,8 +95,9 @@ def optimize_attention_tile_command(
     pass_: Pass = typer.Option("forward", "--pass", help="forward or backward."),
     causal: bool = typer.Option(False, "--causal/--no-causal", help="Causal mask."),
     heads: int = typer.Option(1, "--heads", help="Heads (HBM words scale with them)."),
-    algo: Optional[BlockAlgo] = typer.Option(None, "--algo", help="Only this loop order: fa1 (K_j, V_j outer) or "
-                                                                  "fa2 (Q_i outer); default both."),
+    algo: Optional[BlockAlgo] = typer.Option(None, "--algo", help="Only this algorithm: fa1 (K_j, V_j outer), fa2 "
+                                                                  "(Q_i outer) or eager (its matmul tiles); default "
+                                                                  "fa1 and fa2."),
     order: Optional[BlockOrder] = typer.Option(None, "--order", help="Backward: only row (inner), col (outer) or "
                                                                      "split; default all three."),
     machine: Optional[str] = machine_option("Machine preset or YAML file: with HBM and compute rates the search "

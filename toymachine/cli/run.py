@@ -46,17 +46,11 @@ def run_command(
 
     --format html writes the step viewer: one offline page that steps through the run (runs of
     up to 5,000 steps keep their steps by default; --steps for longer ones)."""
-    from ..api import run_file  # what a run needs, loaded as it runs (toym --help loads none of it)
-    from ..asm import parse_file
+    from ..api import RunOptions, render_run, run_path  # what a run needs, loaded as it runs (toym --help: none)
     from ..errors import ToyMachineError
-    from ..render import render
 
-    page = fmt.value == "html"
-    step_limit: int | None = None
-    if page:  # the step viewer keeps the steps it can replay
-        from ..render.stepview import MAX_STEPS
-
-        step_limit = MAX_STEPS
+    options = RunOptions(registers=registers, seed=seed, symbolic=symbolic, steps=steps,
+                         dtype=dtype.value if dtype else None, strict_numerics=strict_numerics, strict_inputs=strict)
     with guard(fmt):
         mach: str | Machine | None = machine
         arrays: str | dict | None = data
@@ -71,21 +65,17 @@ def run_command(
             mach = exercise
         with progress_bar(f"run {file}", show_progress(progress)) as update:
             try:
-                result = run_file(file, machine=mach, registers=registers, data=arrays, seed=seed, symbolic=symbolic,
-                                  steps=steps, dtype=dtype.value if dtype else None, strict_numerics=strict_numerics,
-                                  strict_inputs=strict, progress=update, step_limit=step_limit)
+                ran = run_path(file, options, machine=mach, data=arrays, fmt=fmt.value, progress=update)
             except ToyMachineError as err:
                 n = exercise.registers if exercise is not None else None
-                if n is not None and err.hint and "--registers" in err.hint:
+                if n is not None and err.key == "registers":
+                    err.suggestion = None  # the machine is the exercise's: no option fixes it
                     err.hint = (f"the exercise ({problem}) gives {n} registers (R0–R{n - 1}): reuse a register "
                                 f"once its value is no longer needed")
                 raise
-        warn(result.warnings)
-        fields = [f for f in json_fields.split(",") if f.strip()] if json_fields is not None else None
-        program = parse_file(file) if page and file != "-" else None  # the page lists the source, comments too
-        text = render(result, fmt.value, steps=steps is not False, fields=fields, memory=not no_memory,
-                      memory_max=None if full_memory else memory_max,
-                      width=_width(fmt, output), program=program)
+        warn(ran.result.warnings)
+        text = render_run(ran, fmt.value, steps=steps, json_fields=json_fields, memory=not no_memory,
+                          memory_max=None if full_memory else memory_max, width=_width(fmt, output))
         write_output(text, output)
 
 

@@ -11,14 +11,14 @@ from typing import Optional
 
 import typer
 
+from ..api import sweep_table
 from ..errors import ConfigError
-from ..experiments.columns import column_key, columns_report
+from ..experiments.columns import columns_report
 from ..experiments.parallel import EXECUTORS, default_jobs
-from ..experiments.sweep import check_plot, expand_grid, plot_sweep, sweep, sweep_report
+from ..experiments.sweep import check_plot, expand_grid, plot_sweep
 from ..gen.registry import generator_names, get_generator
 from ..machine import resolve_machine
 from ..render import render_report
-from ..render.columns import select_columns
 from ..render.report import Report, Section
 from ..render.terminal import terminal_width
 from .common import (Format, format_option, guard, machine_option, output_option, progress_bar, progress_option,
@@ -112,7 +112,7 @@ def _param(spec, name: str):
     except ConfigError as err:
         flag = flag_of("--" + name)
         if flag is not None:
-            err.message += f" ({flag.name}: {flag.meaning})"
+            err.context = f"{flag.name}: {flag.meaning}"
         raise
 
 
@@ -168,6 +168,9 @@ def sweep_command(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:PORT "
                                                                       "(with --executor dask)."),
     list_generators: bool = typer.Option(False, "--list", help="List the generators and their parameters."),
+    strict: bool = typer.Option(False, "--strict", help="Stop (exit 2) at the first infeasible point (blocks that "
+                                                        "overflow the SRAM, a refused parameter …) instead of a row "
+                                                        "saying why."),
 ) -> None:
     """Run a generator over its parameters' ranges: one cost row per point.
 
@@ -201,14 +204,12 @@ def sweep_command(
             check_plot(spec, points, plot, x=x, metric=metric)
         base = resolve_machine(machine)
         with progress_bar(f"sweep {spec.name}", show_progress(progress) and len(points) > 1) as update:
-            rows = sweep(spec, grid, machine=base, on_point=update, jobs=jobs or default_jobs(),
-                         executor=executor.value, scheduler=scheduler)
-        report = sweep_report(rows, spec)
-        if columns is not None:
-            report = select_columns(report, [column_key(c, [p.name for p in spec.params]) for c in columns.split(",")])
+            report, rows = sweep_table(spec, grid, machine=base, columns=columns, on_point=update,
+                                       jobs=jobs or default_jobs(), executor=executor.value, scheduler=scheduler,
+                                       strict=strict)
         write_output(render_report(report, fmt.value, width=width), output)
         if plot:
-            plot_sweep(rows, spec, plot, x=x, metric=metric)
+            plot_sweep([r for r in rows if r.error is None], spec, plot, x=x, metric=metric)
         if any(r.matches is False for r in rows):
             typer.echo("error: a simulated count differs from its closed-form cost (sim = formula: NO)", err=True)
             raise typer.Exit(1)

@@ -53,7 +53,7 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--block-n", None, "key/value block rows Bc"),
     Flag("--sram", None, "SRAM size M in words: sizes the blocks"),
     Flag("--pass", None, "forward or backward"),
-    Flag("--algo", None, "algorithm: softmax naive/safe/online; attention standard/standard-3pass/fa1/fa2/fused"),
+    Flag("--algo", None, "algorithm: softmax naive/safe/online; attention eager/standard/standard-3pass/fa1/fa2/fused"),
     Flag("--variant", None, "exact, no-max, no-rescale (seed 003's breaks; numerics: a comma list)"),
     Flag("--order", None, "loop order: inner (query loop outside) or outer (key/value loop outside) — row and col "
                           "are the same two; split: FA2's three backward kernels"),
@@ -81,7 +81,8 @@ VOCABULARY: tuple[Flag, ...] = (
          short_on=("run",)),
     Flag("--steps/--no-steps", None, "show the per-step register table"),
     Flag("--symbolic", None, "registers as expressions over the inputs"),
-    Flag("--strict", None, "an array read but never given is an error, not a warning"),
+    Flag("--strict", None, "stop at what is otherwise reported and passed over: run — an array read but never given "
+                           "(an error, not a warning); sweep — an infeasible point (an error, not a row saying why)"),
     Flag("--strict-numerics", None, "the first numerical alarm is an error"),
     Flag("--json-fields", None, "JSON: only these keys (dram.reads reaches inside)"),
     Flag("--no-memory", None, "JSON: leave out the arrays' contents"),

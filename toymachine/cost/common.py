@@ -70,7 +70,8 @@ SCALAR_FLOPS = {"MAC_Z": ("matmul", 1), "MAC": ("matmul", 2), "MAX": ("vector", 
 
 def scalar_work(ops: Mapping[str, int]) -> dict[str, float]:
     """The units' work of scalar instructions: one word per LOAD/STORE, ``SCALAR_FLOPS`` each."""
-    work: dict[str, float] = {"words": ops.get("LOAD", 0) + ops.get("STORE", 0), "matmul": 0, "vector": 0, "sfu": 0}
+    work: dict[str, float] = {"words": ops.get("LOAD", 0) + ops.get("STORE", 0), "matmul": 0, "vector": 0, "sfu": 0,
+                              "matmul_outputs": ops.get("MAC_Z", 0)}  # a scalar MAC_Z writes one element
     for op, n in ops.items():
         if op in SCALAR_FLOPS:
             unit, per = SCALAR_FLOPS[op]

@@ -8,7 +8,7 @@ metrics and units, ``toym sweep --columns help`` and the docs print it (``column
 generator's parameters (``n``, ``registers``, ``block_m`` …) are columns too, named as the
 parameter; a name is looked up as a parameter first, so ``registers`` is the register budget R in
 ``--columns`` and, where a generator has no such parameter or in ``--y`` (which plots measures
-only), the old plot name of ``registers_used``.
+only), an alias of ``registers_used``.
 """
 
 from __future__ import annotations
@@ -71,6 +71,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("lower_bound", "lower bound (words)", "least DRAM traffic of any program for the same computation",
            "words", lambda r: r.bound.traffic if r.bound else None),
     Column("gap", "gap", "traffic ÷ lower bound (1 = optimal)", "× the lower bound", lambda r: r.gap),
+    Column("source", "from", "sim: simulated; closed form: too big to simulate, the formula's counts (proven equal "
+           "to the simulator where both run)", "", None),
+    Column("why", "why not", "an infeasible point: why it did not run (SRAM overflow, a refused parameter, …); "
+           "the sweep goes on (--strict stops)", "", None, ("error",)),
 )
 
 _BY_KEY = {c.key: c for c in COLUMNS}

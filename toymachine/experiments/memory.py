@@ -30,15 +30,14 @@ from typing import Sequence
 from ..cost.tile import attention_tile_cost
 from ..errors import ConfigError
 from ..limits import LIMITS
-from ..gen.tile import attention_program, resolve_blocks
+from ..gen.tile import ALGOS, attention_program, resolve_blocks
 from ..gen.tile.fused import machine_blocks
 from ..machine import Machine
 from ..params import check_choice, check_int
 from ..render.report import Report, Section
 from ..sim import simulate
+from .simulable import CHECK_ELEMENTS, simulable
 
-ALGOS = ("standard", "fused", "fa2")
-CHECK_ELEMENTS = 1 << 22  # simulate points with at most this many score elements (one head: n ≤ 2048)
 MB = 1 << 20
 
 
@@ -90,7 +89,7 @@ def memory_rows(*, ns: Sequence[int], d: int, machine: Machine, algos: Sequence[
                                        block_n=bc)
             hbm, onchip = cost.hbm_footprint * wb, cost.sram_peak * wb
             checked = None
-            if check and batch * heads * n * n <= CHECK_ELEMENTS:
+            if check and simulable(batch * heads * n * n):
                 work += cost.instructions  # the simulations' instructions, added up before each runs
                 LIMITS["sweep_work"].check(work, "the --check simulations (so far)")
                 prog = attention_program(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=br,

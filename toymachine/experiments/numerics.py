@@ -40,7 +40,7 @@ import numpy as np
 from ..dtypes import DTYPES as _FORMATS
 from ..errors import ConfigError
 from ..gen.scalar import attention_program as scalar_program
-from ..gen.tile import attention_program, attention_reference, resolve_blocks
+from ..gen.tile import ALGOS, attention_program, attention_reference, resolve_blocks
 from ..program import Mem, Program, Span
 from ..render.cells import Num
 from ..render.report import Report, Section
@@ -49,12 +49,16 @@ from ..sim import simulate
 from ..sim.memory import random_block
 
 LEVELS = ("tile", "scalar")
-ALGOS = ("fa2", "fa1", "standard", "standard-3pass")
 VARIANTS = ("exact", "no-max", "no-rescale")
-DTYPES = ("fp64", "fp32", "bf16", "fp16")
+# the table's columns: every number format, the widest exponent range first (then the more bytes)
+DTYPES = tuple(sorted(_FORMATS, key=lambda name: (-_FORMATS[name].emax, -_FORMATS[name].bytes)))
 DEFAULT_N = {"tile": 256, "scalar": 16}
 DEFAULT_BLOCK = 64
 _SCALAR_ORDER = {"fa2": "inner", "fa1": "outer"}  # query loop outside = FA2, KV loop outside = FA1
+# the break-it variants an algorithm has (FlashAttention's running statistics: all three; a whole-row softmax
+# has no running statistics to leave unrescaled; eager attention's softmax kernel is the framework's, exact)
+_ALGO_VARIANTS = {"eager": ("exact",), "standard": ("exact", "no-max"), "standard-3pass": ("exact", "no-max"),
+                  "fused": ("exact", "no-max")}
 
 
 @dataclass(frozen=True)
@@ -200,8 +204,8 @@ def numerics_table(*, level: str = "tile", algo: str = "fa2", n: int | None = No
             raise ConfigError(f"{', '.join(wrong)} {'is a' if len(wrong) == 1 else 'are'} tile-level "
                               f"option{'' if len(wrong) == 1 else 's'}; the scalar machine runs one head, unmasked",
                               hint="use --level tile, or leave them out")
-        if algo in ("standard", "standard-3pass"):
-            raise ConfigError("--algo standard is tile level only; the scalar generator fuses softmax with V",
+        if algo not in _SCALAR_ORDER:
+            raise ConfigError(f"--algo {algo} is tile level only; the scalar generator fuses softmax with V",
                               hint="use --algo fa2 (query loop outside) or fa1 (KV loop outside), or --level tile")
     else:
         if block_m is not None:
@@ -209,12 +213,15 @@ def numerics_table(*, level: str = "tile", algo: str = "fa2", n: int | None = No
         if block_n is not None:
             _whole("--block-n", block_n, 1)
     variant_list = asked_variants or VARIANTS
-    if algo in ("standard", "standard-3pass") and "no-rescale" in variant_list:
+    has = _ALGO_VARIANTS.get(algo, VARIANTS)
+    missing = [v for v in variant_list if v not in has]
+    if missing:
         if asked_variants is not None:
-            raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
-                              "has none", hint="use --variant exact,no-max with --algo standard")
-        variant_list = tuple(v for v in variant_list if v != "no-rescale")
-        notes.append("standard attention keeps no running statistics: no-rescale is left out.")
+            raise ConfigError(f"--variant {', '.join(missing)}: {algo} attention has no such break (its variants: "
+                              f"{', '.join(has)})", hint=f"use --variant {','.join(has)} with --algo {algo}")
+        variant_list = tuple(v for v in variant_list if v in has)
+        notes.append(f"{algo} attention has no running statistics to break: {', '.join(missing)} "
+                     f"{'is' if len(missing) == 1 else 'are'} left out.")
 
     inputs = attention_inputs(n=n, d=d, batch=batch if level == "tile" else 1,
                               heads=heads if level == "tile" else 1, seed=seed)
@@ -341,7 +348,7 @@ def numerics_report(table: NumericsTable) -> Report:
     else:
         setting = (f"scalar level, {s['algo']} ({s['order']} order), n = {s['n']}, d = {s['d']}, {tau_text} "
                    "folded into Q")
-    limits = ", ".join(f"{name} {_exp_limit(name):.2f}" for name in ("fp16", "bf16", "fp32", "fp64"))
+    limits = ", ".join(f"{name} {_exp_limit(name):.2f}" for name in reversed(DTYPES))
     notes = [
         f"Setting: {setting}; inputs: the machine's random values for seed {s['seed']} (unit variance, |x| ≤ 2√3).",
         "Reference: float64 numpy softmax(τ·Q·Kᵀ)·V on the same inputs. max |O − ref| is nan if any output is NaN, "

@@ -22,7 +22,7 @@ import os
 import signal
 from typing import Any, Callable, Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, option_name
 
 EXECUTORS = ("local", "dask")
 
@@ -39,13 +39,14 @@ def run_points(fn: Callable, tasks: Sequence[tuple], *, jobs: int = 1, executor:
                scheduler: str | None = None, on_point: Callable[[int, int], None] | None = None) -> list[Any]:
     """``[fn(*task) for task in tasks]``, in parallel (module docstring)."""
     if executor not in EXECUTORS:
-        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
+        raise ConfigError.of_option("executor", f"must be one of {', '.join(EXECUTORS)}; got {executor!r}")
     if executor == "dask":
         return _dask(fn, tasks, scheduler, on_point)
     if scheduler is not None:
-        raise ConfigError("--scheduler is the address of a Dask scheduler", hint="add --executor dask")
+        raise ConfigError.of_option("scheduler", "is the address of a Dask scheduler",
+                                    hint=f"add {option_name('executor')} dask")
     if jobs < 1:
-        raise ConfigError(f"--jobs must be at least 1, got {jobs}")
+        raise ConfigError.of_option("jobs", f"must be at least 1, got {jobs}")
     jobs = min(jobs, len(tasks))
     if jobs <= 1:
         results = []

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ..cost import Bound, Cost
-from ..errors import ConfigError
+from ..errors import ConfigError, MachineLimitError, ToyMachineError
 from ..gen.registry import GeneratorSpec, Param, get_generator
 from ..machine import DEFAULT_MACHINE, Machine
 from ..render.report import Report, Section
@@ -40,6 +40,7 @@ from ..limits import LIMITS
 from .parallel import run_points
 from .columns import column
 from .plot import METRICS, check_plot, plot_sweep
+from .simulable import CHECK_ELEMENTS, closed_form_point, guarded, point_error, simulable
 
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)(?:([+*])(\d+))?$")
 MAX_POINTS_PER_RANGE = 100_000
@@ -153,6 +154,8 @@ class SweepRow:
     formula_cycles: float | None
     bound: Bound | None
     extra: Mapping[str, Any] = field(default_factory=dict)  # intensity; tile machine: sram_peak, flops, time_s, units, …
+    source: str = "sim"  # sim: simulated; closed form: too big to simulate (experiments.simulable), the formula's
+    error: Mapping[str, str] | None = None  # an infeasible point: {"kind", "message", "hint"}; its counts are 0
 
     @property
     def sram_peak(self) -> int | None:
@@ -210,7 +213,7 @@ class SweepRow:
     def matches(self) -> bool | None:
         """Simulated instruction counts, registers and cycles (the same in-order formula on the same
         machine, units included) equal the closed form's (None: no formula)."""
-        if self.formula is None:
+        if self.formula is None or self.source != "sim" or self.error is not None:
             return None
         return dict(self.ops) == dict(self.formula.ops) and self.registers == self.formula.registers and \
             self.formula_cycles is not None and math.isclose(self.cycles, self.formula_cycles, rel_tol=1e-9,
@@ -230,8 +233,12 @@ class SweepRow:
 
 def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Machine | None = None,
           on_point: Callable[[int, int], None] | None = None, *, jobs: int = 1, executor: str = "local",
-          scheduler: str | None = None) -> list[SweepRow]:
+          scheduler: str | None = None, strict: bool = False) -> list[SweepRow]:
     """Generate, simulate and cost every point of ``grid`` (name → values or a values string).
+
+    A point too big to simulate (``experiments.simulable``) is costed by its closed form, its row says so
+    (``source``); an infeasible one (blocks that overflow the SRAM, …) is a row that says why (``error``)
+    and the sweep goes on (``strict`` raises). Rows show what the defaults chose (``spec.resolved``).
 
     ``jobs``: worker processes for the points (``experiments.parallel``; the rows are the same, in
     the same order, for any number); ``executor="dask"`` with ``scheduler`` (``tcp://HOST:PORT``)
@@ -239,8 +246,9 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
     spec = get_generator(generator) if isinstance(generator, str) else generator
     base = machine or DEFAULT_MACHINE
     points = expand_grid(spec, grid)
-    _check_work(spec, points)
-    machines = [spec.machine(params, base) if spec.machine else base for params in points]
+    closed = [spec.cost is not None and spec.size is not None and not simulable(spec.size(**p)) for p in points]
+    _check_work(spec, [p for p, c in zip(points, closed) if not c])
+    machines = [guarded(strict, spec.machine, params, base) if spec.machine else base for params in points]
     remote = jobs > 1 or executor != "local"
     if remote and _registered(spec) is not spec:  # workers find generators by name: one made here runs here
         if executor != "local":
@@ -248,19 +256,50 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
                               hint="register it (toymachine.gen.register) in a module the workers import (PLUGINS)")
         remote, jobs = False, 1
     target = spec.name if remote else spec
-    sims = run_points(simulate_point, [(target, params, m) for params, m in zip(points, machines)], jobs=jobs,
-                      executor=executor, scheduler=scheduler, on_point=on_point)
+    todo = [i for i, c in enumerate(closed) if not c and isinstance(machines[i], Machine)]
+    sims = dict(zip(todo, run_points(simulate_point, [(target, points[i], machines[i], strict) for i in todo],
+                                     jobs=jobs, executor=executor, scheduler=scheduler, on_point=on_point)))
     sized_cost = spec.cost is not None and "machine" in inspect.signature(spec.cost).parameters
     rows = []
-    for params, point_machine, sim in zip(points, machines, sims):
-        formula = spec.cost(**params, **({"machine": point_machine} if sized_cost else {})) if spec.cost else None
+    for i, params in enumerate(points):
+        point_machine = machines[i]
+        if not isinstance(point_machine, Machine):  # the point's machine was refused: its error
+            rows.append(_failed(params, point_machine))
+            continue
+        sim = sims.get(i)
+        if sim is not None and "error" in sim:
+            rows.append(_failed(params, sim["error"]))
+            continue
+        try:
+            formula = spec.cost(**params, **({"machine": point_machine} if sized_cost else {})) if spec.cost \
+                else None
+        except ToyMachineError as e:
+            if strict:
+                raise
+            rows.append(_failed(params, point_error(e)))
+            continue
         formula_cycles = None
         if formula is not None:
             formula_cycles = formula.breakdown.get("unit cycles") if point_machine.has_units \
                 else formula.cycles(point_machine)
-        rows.append(SweepRow(params=dict(params), formula=formula, formula_cycles=formula_cycles,
-                             bound=spec.bound(**params) if spec.bound else None, **sim))
+        if closed[i] and formula is not None:  # closed[i] holds only where the generator has a cost
+            sim = closed_form_point(formula, formula_cycles, point_machine)
+            if "error" in sim:
+                if strict:
+                    raise MachineLimitError(sim["error"]["message"], hint=sim["error"]["hint"])
+                rows.append(_failed(params, sim["error"]))
+                continue
+        chosen = spec.resolved(**params, machine=point_machine) if spec.resolved else {}  # what the defaults chose
+        rows.append(SweepRow(params={**params, **{k: v for k, v in chosen.items() if params.get(k) is None}},
+                             formula=formula, formula_cycles=formula_cycles,
+                             bound=spec.bound(**params) if spec.bound else None,
+                             source="closed form" if closed[i] else "sim", **(sim or {})))
     return rows
+
+
+def _failed(params: Mapping[str, Any], error: Mapping[str, str]) -> SweepRow:
+    return SweepRow(params=dict(params), cycles=0, loads=0, stores=0, reads=0, writes=0, registers=0, ops={},
+                    formula=None, formula_cycles=None, bound=None, error=dict(error))
 
 
 def _registered(spec: GeneratorSpec) -> GeneratorSpec | None:
@@ -270,13 +309,19 @@ def _registered(spec: GeneratorSpec) -> GeneratorSpec | None:
         return None
 
 
-def simulate_point(generator: str | GeneratorSpec, params: Mapping[str, Any], machine: Machine) -> dict[str, Any]:
+def simulate_point(generator: str | GeneratorSpec, params: Mapping[str, Any], machine: Machine,
+                   strict: bool = True) -> dict[str, Any]:
     """Build and simulate one point: what a ``SweepRow`` takes from the run, as plain values (a
-    worker process or a Dask worker returns it)."""
+    worker process or a Dask worker returns it); not ``strict``: a point's error as ``{"error": …}``."""
     spec = get_generator(generator) if isinstance(generator, str) else generator
     sized = "machine" in inspect.signature(spec.build).parameters  # generators that size blocks for the machine
-    program = spec.build(**params, with_data=False, seed=0, **({"machine": machine} if sized else {}))
-    result = simulate(program, machine, steps=False)
+    try:
+        program = spec.build(**params, with_data=False, seed=0, **({"machine": machine} if sized else {}))
+        result = simulate(program, machine, steps=False)
+    except ToyMachineError as e:
+        if strict:
+            raise
+        return {"error": point_error(e)}
     return dict(cycles=result.cycles, loads=result.ops.get("LOAD", 0), stores=result.ops.get("STORE", 0),
                 reads=result.dram_reads, writes=result.dram_writes, registers=result.registers_used,
                 ops=dict(result.ops),
@@ -304,17 +349,25 @@ def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Re
         tile.append("bound")
     tile += [key for key in _MORE if any(getattr(r, key) is not None for r in rows)]
     per = "byte" if mem == "HBM" else "word"
-    keys = tuple(names) + _COUNTS + tuple("roofline_bound" if k == "bound" else k for k in tile) + _FORMULA
+    tail = tuple(k for k, shown in (("source", any(r.source != "sim" for r in rows)),
+                                    ("why", any(r.error is not None for r in rows))) if shown)
+    keys = tuple(names) + _COUNTS + tuple("roofline_bound" if k == "bound" else k for k in tile) + _FORMULA + tail
     headers = tuple(names) + tuple(column(k).header.format(mem=mem, per=per) for k in keys[len(names):])
     table = []
     for r in rows:
+        extras = (r.source,) if "source" in tail else ()
+        if r.error is not None:
+            why = f"{r.error['kind']}: {r.error['message']}" + (f" ({r.error['hint']})" if r.error.get("hint") else "")
+            table.append(tuple(r.params[n] for n in names) + (None,) * (len(keys) - len(names) - len(tail))
+                         + (("",) if "source" in tail else ()) + (why,))
+            continue
         match = {True: "yes", False: "NO", None: ""}[r.matches]
         roof = (r.extra.get("roofline") or {}).get("bound")
         table.append(tuple(r.params[n] for n in names) + (
             r.cycles, r.loads, r.stores, r.reads, r.writes, r.registers) +
             tuple(roof if k == "bound" else _column(r, k) for k in tile) + (
             r.formula_cycles, match, r.bound.traffic if r.bound else None,
-            round(r.gap, 3) if r.gap is not None else None))
+            round(r.gap, 3) if r.gap is not None else None) + extras + (("",) if "why" in tail else ()))
     notes = [f"toym sweep {spec.name}: {len(rows)} point(s); sim = formula: simulated instruction counts, registers "
              "and cycles equal the closed form's (toymachine.cost) on the same machine",
              f"lower bound: least {mem} traffic (reads + writes, words) of any program for the same computation; "
@@ -323,12 +376,18 @@ def sweep_report(rows: Sequence[SweepRow], generator: str | GeneratorSpec) -> Re
         notes.append("cycles: in order — issue plus every unit's work (HBM words, tensor, vector and SFU FLOPs), "
                      "units never overlapping; time (s, roofline): the units overlapping perfectly, max(HBM time, "
                      "compute time) at the machine's clock; bound: which of the two limits (memory or compute)")
+    if "source" in tail:
+        notes.append("from: sim — simulated; closed form — too big to simulate (more than "
+                     f"{CHECK_ELEMENTS:,} score elements), the closed form's counts, which the simulator equals "
+                     "wherever both run (sim = formula)")
+    if "why" in tail:
+        notes.append("why not: the point did not run and the sweep went on (--strict stops at the first)")
     sources = sorted({r.bound.source for r in rows if r.bound})
     if sources:
         notes.append("bounds used: " + "; ".join(sources))
     align = tuple("r" if spec.param(n).kind is int else "l" for n in names) + ("r",) * (6 + len(tile)) + \
         ("r", "l", "r", "r")
-    align = tuple("l" if k == "roofline_bound" else a for k, a in zip(keys, align))
+    align = tuple("l" if k == "roofline_bound" else a for k, a in zip(keys, align)) + ("l",) * len(tail)
     return Report(f"sweep {spec.name}", (Section("Sweep", headers, tuple(table), align=align, keys=keys,
                                                  key_columns=len(names), collapse=True),), tuple(notes))
 

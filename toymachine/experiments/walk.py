@@ -214,9 +214,7 @@ def walk_report(result: Result, *, array: str = "O", max_rows: int = 8) -> Repor
                                                              "Bc = ⌈M/4d⌉ sizes" if rule == "paper" else "")
             + (f"), against M = {cap}" if cap else ")"))
     if half:
-        note += ("; a half cycle comes from the tensor unit's rate: a dot product of length k is k multiplies "
-                 "and k − 1 adds (2k − 1 FLOPs) at 2 FLOPs (one MAC) per cycle, so an odd FLOP count ends "
-                 "on half a MAC")
+        note += "; cycles: averages of the machine's rates (a bandwidth model), not whole cycles"
     sections = [Section("Walk", ("slide", "(i, j)", "what", "blocks", "steps", "cycles", "on chip"), rows,
                         align=("r", "l", "l", "l", "r", "r", "l"))]
     notes = [note]

@@ -20,6 +20,8 @@ from ..machine import Machine
 from ..machine.config import SRAM_RULES
 from ..program import Program
 from ..cost.units import UNIT_ALGOS, attention_unit_cycles
+from ..cost.tile import default_order
+from ..cost.tile.eager import eager_blocks
 from .tile import ALGOS, ORDERS, PASSES, VARIANTS, array_shapes, attention_program as tile_program, resolve_blocks
 from .tile.fused import machine_blocks
 from .registry import GeneratorSpec, Param, register
@@ -77,38 +79,59 @@ register(GeneratorSpec(
 
 
 # -- the tile machine's attention -----------------------------------------------------------------
-def _tile_params(p: dict) -> dict:
+def _tile_params(p: dict, machine: Machine | None = None) -> dict:
+    """The generator's keywords; the blocks sized by --sram, else by the machine's SRAM (as
+    ``toym gen -m`` sizes them), else 64 × 64."""
     p = dict(p)
     p["pass_"] = p.pop("pass")
     p["sram_words"] = p.pop("sram")
+    if p["sram_words"] is None and machine is not None and not machine.has_units:
+        p["sram_words"] = machine.sram_words
     p["sram_rule"] = p.get("sram_rule") or "exact"
     return p
 
 def _sizing(machine: Machine | None) -> Machine | None:
     """A machine with compute units (a TPU) sizes the blocks (``gen.tile.fused.machine_blocks``);
-    the other machines' sweeps keep their blocks (default 64 × 64 or --sram's)."""
+    the others size them by their SRAM (``_tile_params``)."""
     return machine if machine is not None and machine.has_units else None
 
 def _tile_build(with_data: bool = False, seed: int = 0, machine: Machine | None = None, **p) -> Program:
-    return tile_program(**_tile_params(p), with_data=with_data, seed=seed, machine=_sizing(machine))
+    return tile_program(**_tile_params(p, machine), with_data=with_data, seed=seed, machine=_sizing(machine))
 
-def _tile_cost(machine: Machine | None = None, **p) -> Cost:
-    q = _tile_params(p)
-    sizing = _sizing(machine)
+def _tile_blocks(p: dict, machine: Machine | None) -> tuple[dict, int, int, int | None]:
+    """The point's keywords (algo, order and SRAM resolved) and its blocks Br, Bc (eager: and R)."""
+    q = _tile_params(p, machine)
+    q["order"] = default_order(q["algo"], q["order"])
     q["algo"], q["block_m"], q["block_n"], q["sram_words"] = machine_blocks(
-        sizing, n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"], block_n=q["block_n"],
-        sram_words=q["sram_words"], variant=q["variant"])
-    tau = 1.0 / math.sqrt(q["d"])
+        _sizing(machine), n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"],
+        block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"])
+    if q["algo"] == "eager":
+        return q, *eager_blocks(pass_=q["pass_"], n=q["n"], nk=q["nk"] or q["n"], d=q["d"], sram_words=q["sram_words"],
+                                block_m=q["block_m"], block_n=q["block_n"], heads=q["batch"] * q["heads"],
+                                scaled=q["d"] != 1, dropout=False, causal=q["causal"])[:3]
     br, bc, _ = resolve_blocks(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], block_m=q["block_m"],
                                block_n=q["block_n"], sram_words=q["sram_words"], variant=q["variant"],
-                               scaled=tau != 1.0, precompute_d=q["precompute_d"], order=q["order"],
+                               scaled=q["d"] != 1, precompute_d=q["precompute_d"], order=q["order"],
                                heads=q["batch"] * q["heads"], nk=q["nk"],
                                kv_heads=None if q["kv_heads"] is None else q["batch"] * q["kv_heads"],
                                sram_rule=q["sram_rule"])
+    return q, br, bc, None
+
+def _tile_resolved(machine: Machine | None = None, **p) -> dict:
+    """What ran where the point left it to the defaults: the blocks and the backward's loop order."""
+    q, br, bc, _ = _tile_blocks(p, machine)
+    out = {"block_m": br, "block_n": bc}
+    if p["pass"] == "backward" and q["algo"] in ("fa1", "fa2"):
+        out["order"] = q["order"]
+    return out
+
+def _tile_cost(machine: Machine | None = None, **p) -> Cost:
+    q, br, bc, rows = _tile_blocks(p, machine)
+    sizing = _sizing(machine)
     c = attention_tile_cost(n=q["n"], d=q["d"], algo=q["algo"], pass_=q["pass_"], batch=q["batch"],
                             heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"],
                             precompute_d=q["precompute_d"], order=q["order"], nk=q["nk"], kv_heads=q["kv_heads"],
-                            sram_rule=q["sram_rule"])
+                            sram_rule=q["sram_rule"], block_rows=rows)
     breakdown: dict[str, float] = {"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
                  "HBM footprint": c.hbm_footprint, "matmul FLOPs": c.flops_matmul, "other FLOPs": c.flops_other}
     if sizing is not None and q["algo"] in UNIT_ALGOS and q["pass_"] == "forward":  # cost.units' closed form
@@ -117,7 +140,7 @@ def _tile_cost(machine: Machine | None = None, **p) -> Cost:
         breakdown.update({"MXU cycles": u.mxu, "VPU cycles": u.vpu, "unit cycles": u.total})
     return Cost(ops=dict(c.ops), registers=c.registers, breakdown=breakdown,
                 work={"words": c.reads + c.writes, "matmul": c.flops_matmul, "vector": c.flops_other - c.sfu_ops,
-                      "sfu": c.sfu_ops})
+                      "sfu": c.sfu_ops, "matmul_outputs": c.mac_z_outputs})
 
 
 def _tile_bound(**p) -> Bound:
@@ -128,8 +151,8 @@ def _tile_bound(**p) -> Bound:
     ins: tuple[str, ...]
     outs: tuple[str, ...]
     if p["pass"] == "forward":
-        ins, outs = ("Q", "K", "V"), (("O", "l", "m") if p["algo"] == "fa1" else ("O", "L"))
-    elif p["algo"] == "standard":  # Algorithm 3 reads the forward's P
+        ins, outs = ("Q", "K", "V"), {"fa1": ("O", "l", "m"), "eager": ("O",)}.get(p["algo"], ("O", "L"))
+    elif p["algo"] in ("standard", "eager"):  # Algorithm 3 and autograd read the forward's P
         ins, outs = ("Q", "K", "V", "dO", "P"), ("dQ", "dK", "dV")
     else:
         ins = ("Q", "K", "V", "O", "dO") + (("m", "l") if p["algo"] == "fa1" else ("L",))
@@ -148,7 +171,8 @@ register(GeneratorSpec(
      Param("d", int, 64, "head dimension", minimum=1),
      Param("nk", int, None, "keys/values length Nk (default n; causal aligned bottom-right, needs nk ≥ n)",
            minimum=1),
-     Param("algo", str, "fa2", "standard (Algorithm 0), standard-3pass, fa1, fa2 or fused (S on chip)", choices=ALGOS),
+     Param("algo", str, "fa2", "eager (one kernel per op), standard (Algorithm 0), standard-3pass, fa1, fa2 or fused "
+           "(S on chip)", choices=ALGOS),
      Param("pass", str, "forward", "forward or backward", choices=PASSES),
      Param("batch", int, 1, "batch size", minimum=1),
      Param("heads", int, 1, "heads", minimum=1),
@@ -160,7 +184,8 @@ register(GeneratorSpec(
      Param("sram_rule", str, None, "what M bounds: exact (every tile; the default) or paper (Q_i, K_j, V_j, O_i … "
            "blocks only)", choices=SRAM_RULES),
      Param("variant", str, "exact", "exact, no-max or no-rescale (seed 003's breaks)", choices=VARIANTS),
-     Param("order", str, "row", "backward: row (Q outer), col (K outer) or split (FA2's three kernels)",
-           choices=ORDERS),
+     Param("order", str, None, "backward: row (Q outer), col (K outer) or split (FA2's three kernels); default the "
+           "algorithm's own (fa1: col, Algorithm 4; others: row)", choices=ORDERS),
      Param("precompute_d", bool, True, "backward: D = rowsum(dO∘O) first (K, V loaded once)")),
-    build=_tile_build, cost=_tile_cost, bound=_tile_bound, machine=_tile_machine))
+    build=_tile_build, cost=_tile_cost, bound=_tile_bound, machine=_tile_machine,
+    size=lambda **p: p["batch"] * p["heads"] * p["n"] * (p["nk"] or p["n"]), resolved=_tile_resolved))

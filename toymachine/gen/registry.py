@@ -59,6 +59,9 @@ class GeneratorSpec:
     cost: Callable[..., Cost] | None = None  # cost(**params) -> Cost (closed form)
     bound: Callable[..., Bound] | None = None  # bound(**params) -> Bound
     machine: Callable[[Mapping[str, Any], Machine], Machine] | None = None  # the machine for one point
+    size: Callable[..., int] | None = None  # size(**params): score elements, for ``experiments.simulable``
+    # resolved(**params, machine=…): the values a point left to the defaults took (blocks, order), which its row shows
+    resolved: Callable[..., Mapping[str, Any]] | None = None
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -114,16 +114,29 @@ class Machine:
     def op_cycles(self, mnemonic: str) -> float:
         return self.cycles.get(mnemonic, 1)
 
-    def work_cycles(self, *, words: float, matmul: float, vector: float, sfu: float) -> dict[str, float]:
+    def work_cycles(self, *, words: float, matmul: float, vector: float, sfu: float,
+                    matmul_outputs: float = 0) -> dict[str, float]:
         """Cycles of the units beyond instruction issue (0 where the machine gives no rate):
-        HBM transfers, tensor-core FLOPs, vector FLOPs, special-function (EXP/LOG) elements."""
+        HBM transfers, tensor-core FLOPs, vector FLOPs, special-function (EXP/LOG) elements.
+        A machine without a clock counts cycles as it spends them, whole (``whole_cycles``): its
+        tensor unit takes one MAC a cycle per 2 FLOPs of rate, so a length-k dot product (k multiplies,
+        k − 1 adds: 2k − 1 FLOPs) takes k MACs — ``matmul_outputs``, the elements MAC_Z wrote, add the
+        multiply each output's first MAC spends without an add. A machine with a clock is a bandwidth
+        model: its cycles are averages (its time, ``time_s``, is what it reports)."""
         sfu_rate = self.sfu_ops_per_cycle or self.vector_flops_per_cycle
+        mm = matmul + matmul_outputs if self.whole_cycles else matmul
         return {
             "hbm": words * self.word_bytes / self.hbm_bytes_per_cycle if self.hbm_bytes_per_cycle else 0,
-            "tensor": matmul / self.tensor_flops_per_cycle if self.tensor_flops_per_cycle else 0,
+            "tensor": mm / self.tensor_flops_per_cycle if self.tensor_flops_per_cycle else 0,
             "vector": vector / self.vector_flops_per_cycle if self.vector_flops_per_cycle else 0,
             "sfu": sfu / sfu_rate if sfu_rate else 0,
         }
+
+    @property
+    def whole_cycles(self) -> bool:
+        """A cycle-level machine (no clock: one instruction issued a cycle, each unit's work in whole
+        steps) rather than a bandwidth model whose cycles are averages (``work_cycles``)."""
+        return self.clock_hz is None
 
     @property
     def is_tile(self) -> bool:

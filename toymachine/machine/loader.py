@@ -205,6 +205,27 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
 
 
+def load_named_machine(name: str, naming_file: str | os.PathLike, *,
+                       allow_outside: bool = False) -> tuple[Machine, str | None]:
+    """The machine a file (a problem) names: a bare preset name (``h100``) is the preset, anything else
+    a machine file resolved by ``named_paths`` against ``naming_file``'s folder — never the working
+    directory. Returns the machine and the file's real path (None for a preset)."""
+    from ..named_paths import NamedPathError, resolve_named_file
+
+    looks_like_path = "/" in name or "\\" in name or name.lower().endswith((".yaml", ".yml"))
+    if not looks_like_path and name.lower() in preset_names():
+        return load_machine(PRESET_DIR / f"{name.lower()}.yaml"), None
+    try:
+        path = resolve_named_file(name, naming_file, what="machine file", allow_outside=allow_outside)
+    except NamedPathError as exc:
+        if exc.reason != "missing" or looks_like_path:
+            raise
+        raise NamedPathError(f"no machine file or preset named '{name}'", reason=exc.reason, name=name,
+                             folder=exc.folder, hint=f"built-in machines: {', '.join(preset_names())}; or a YAML "
+                             "file next to the problem") from None
+    return load_machine(path), path
+
+
 def resolve_machine(spec: str | None) -> Machine:
     """``None`` → the default machine; a preset name; or a path to a YAML file."""
     if spec is None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from ..cost import attention_tile_cost, paper_blocks
 from ..cost.tile import fit_blocks
+from ..cost.tile.eager import eager_blocks
 from ..errors import ConfigError
 from ..limits import LIMITS
 from ..machine import DEFAULT_MACHINE, Machine
@@ -116,15 +117,26 @@ def _score(c: BlockChoice, objective: str):
     return (primary, c.traffic, c.instructions, -c.br, -c.bc, c.algo, c.order)
 
 
+SEARCHED = ("fa1", "fa2", "eager")  # the tile algorithms whose blocks this search chooses (eager: no loop order)
+
+
 def _loops(pass_: str, algo: str | None, order: str | None) -> list[tuple[str, str]]:
+    if algo == "eager":
+        return [("eager", "")]
     algos = [algo] if algo else ["fa1", "fa2"]
     if pass_ == "forward":
         return [(a, "") for a in algos]
     return [(a, o) for a in algos for o in ([order] if order else ["row", "col", "split"])]
 
 
-def _cost(n, d, heads, causal, pass_, algo, order, br, bc, machine) -> BlockChoice:
-    kw = dict(order=order) if pass_ == "backward" else {}
+def _cost(n, d, heads, causal, pass_, algo, order, br, bc, machine, sram_words=None) -> BlockChoice:
+    kw = dict(order=order) if pass_ == "backward" and algo != "eager" else {}
+    if algo == "eager":  # its softmax kernels' rows R: the largest that fits M with these blocks (cost.tile.eager)
+        try:
+            kw["block_rows"] = eager_blocks(pass_=pass_, n=n, nk=n, d=d, sram_words=sram_words, block_m=br,
+                                            block_n=bc, heads=heads, scaled=True, dropout=False, causal=causal)[2]
+        except ConfigError:
+            kw["block_rows"] = 1  # does not fit even so: its peak with 1-row softmax blocks exceeds M
     c = attention_tile_cost(n=n, d=d, algo=algo, pass_=pass_, heads=heads, causal=causal, block_m=br, block_n=bc,
                             **kw)
     return BlockChoice(algo, order, min(br, n), min(bc, n), c.reads, c.writes, c.sram_peak, c.instructions,
@@ -152,7 +164,15 @@ def _check_search(n: int, d: int, sram_words: int, exhaustive: bool) -> int:
 
 
 def paper_choice(n, d, sram_words, heads, causal, pass_, algo, order, machine) -> tuple[BlockChoice | None, str]:
-    """The paper's (Br, Bc) for M, shrunk as ``gen.tile`` shrinks it when the working set exceeds M."""
+    """The paper's (Br, Bc) for M, shrunk as ``gen.tile`` shrinks it when the working set exceeds M
+    (eager attention: its own rule, ``cost.tile.eager.eager_blocks``)."""
+    if algo == "eager":
+        try:
+            br, bc, _, note = eager_blocks(pass_=pass_, n=n, nk=n, d=d, sram_words=sram_words, block_m=None,
+                                           block_n=None, heads=heads, scaled=True, dropout=False, causal=causal)
+        except ConfigError as exc:
+            return None, exc.message
+        return _cost(n, d, heads, causal, pass_, algo, order, br, bc, machine, sram_words), note
     br0, bc0 = paper_blocks(d, sram_words)
     try:
         kw = dict(order=order) if pass_ == "backward" else {}
@@ -175,7 +195,12 @@ def optimize_blocks(*, n: int, d: int, sram_words: int, pass_: str = "forward", 
     heads = check_int("heads", heads, 1)
     check_choice("pass", pass_, ("forward", "backward"))
     if algo is not None:
-        check_choice("algo", algo, ("fa1", "fa2"))
+        if algo not in SEARCHED:
+            raise ConfigError(f"--algo {algo}: the block search chooses the blocks of {', '.join(SEARCHED)}; "
+                              f"{algo}'s are its own rule's", hint="use --algo fa1, fa2 or eager, or leave it out")
+    if order is not None and algo == "eager":
+        raise ConfigError("eager attention's backward is autograd's fixed sequence of kernels: it has no loop order",
+                          hint="leave --order out with --algo eager")
     if order is not None:
         if pass_ != "backward":
             raise ConfigError("--order chooses the backward pass's loop order", hint="use it with --pass backward")
@@ -190,7 +215,7 @@ def optimize_blocks(*, n: int, d: int, sram_words: int, pass_: str = "forward", 
         best = None
         for br in sizes:
             for bc in sizes:  # the working set grows with Bc: stop at the first that does not fit
-                c = _cost(n, d, heads, causal, pass_, a, o, br, bc, machine)
+                c = _cost(n, d, heads, causal, pass_, a, o, br, bc, machine, sram_words)
                 if c.sram_peak > sram_words:
                     break
                 count += 1
@@ -215,7 +240,7 @@ def _verify(c: BlockChoice, n, d, sram_words, heads, causal, pass_) -> dict | No
 
     if c.instructions > VERIFY_MAX_INSTRUCTIONS:
         return None
-    kw: dict[str, Any] = dict(order=c.order) if pass_ == "backward" else {}
+    kw: dict[str, Any] = dict(order=c.order) if pass_ == "backward" and c.algo != "eager" else {}
     program = attention_program(n=n, d=d, algo=c.algo, pass_=pass_, heads=heads, causal=causal, block_m=c.br,
                                 block_n=c.bc, sram_words=sram_words, **kw)
     r = simulate(program, DEFAULT_MACHINE.with_(sram_words=sram_words), steps=False)

@@ -8,7 +8,7 @@ __all__ = ["matmul_report", "matmul_table_report", "analysis_report", "blocks_re
 from typing import Sequence
 
 from ..render import Report, Section
-from ..render.report import format_number
+from ..render.cells import sig
 from .analyze import TraceAnalysis
 from .attention_blocks import BlockChoice, BlockSearch
 from .matmul_search import MatmulOptimum
@@ -25,12 +25,12 @@ def matmul_report(opt: MatmulOptimum, *, program: bool = True) -> Report:
         ("shape", f"A {opt.m}×{opt.k} · B {opt.k}×{opt.n}"),
         ("registers", opt.registers),
         ("machine", opt.machine.name),
-        ("cycles", format_number(opt.cycles)),
+        ("cycles", sig(opt.cycles)),
         ("instructions", ops),
-        ("lower bound", format_number(opt.lower_bound)),
-        ("gap", format_number(opt.gap)),
+        ("lower bound", sig(opt.lower_bound)),
+        ("gap", sig(opt.gap)),
         ("proven optimal", _yes(opt.proven_optimal)),
-        ("every input once + every output once", format_number(opt.static_bound)),
+        ("every input once + every output once", sig(opt.static_bound)),
         ("states explored", opt.states_explored),
         ("states stored", opt.states_stored),
         ("seconds", f"{opt.seconds:.2f}"),
@@ -44,8 +44,8 @@ def matmul_report(opt: MatmulOptimum, *, program: bool = True) -> Report:
                                 tuple((offset + i + 1, str(ins)) for i, ins in enumerate(opt.program.instrs)),
                                 align=("r", "l")))
     status = ("proven optimal: the search completed" if opt.proven_optimal else
-              f"not proven: the best schedule found; no schedule costs less than {format_number(opt.lower_bound)}")
-    notes = (f"C = A·B on {opt.registers} registers: {format_number(opt.cycles)} cycles, {status}",
+              f"not proven: the best schedule found; no schedule costs less than {sig(opt.lower_bound)}")
+    notes = (f"C = A·B on {opt.registers} registers: {sig(opt.cycles)} cycles, {status}",
              "search space: LOAD/MAC_Z/MAC/STORE schedules, registers as a multiset "
              "(toymachine.optimize.matmul_space)" + ("; spilling partial sums allowed" if opt.spills else ""))
     return Report(f"optimize matmul {opt.m}×{opt.k}·{opt.k}×{opt.n}, R = {opt.registers}", tuple(sections), notes)
@@ -53,7 +53,7 @@ def matmul_report(opt: MatmulOptimum, *, program: bool = True) -> Report:
 
 def matmul_table_report(results: Sequence[MatmulOptimum], title: str = "Optimal schedules") -> Report:
     """One row per search: R → optimum, bound, proven, states, seconds."""
-    rows = tuple((r.m, r.n, r.k, r.registers, format_number(r.cycles), r.loads, format_number(r.lower_bound),
+    rows = tuple((r.m, r.n, r.k, r.registers, sig(r.cycles), r.loads, sig(r.lower_bound),
                   _yes(r.proven_optimal), r.states_explored, f"{r.seconds:.2f}", r.found_by) for r in results)
     headers = ("m", "n", "k", "R", "cycles", "LOADs", "lower bound", "proven", "states", "seconds", "found by")
     return Report(title, (Section(title, headers, rows, align=("r",) * 10 + ("l",)),),
@@ -65,7 +65,7 @@ def analysis_report(an: TraceAnalysis) -> Report:
     summary = (
         ("LOADs", an.trace_loads, an.alloc_loads, an.compulsory_loads),
         ("STOREs", an.trace_stores, an.alloc_stores, an.output_stores),
-        ("cycles", format_number(an.trace_cycles), format_number(an.alloc_cycles), ""),
+        ("cycles", sig(an.trace_cycles), sig(an.alloc_cycles), ""),
         ("registers", an.trace_registers, an.registers, ""),
     )
     sections = [Section("Summary", ("", "trace", "optimal allocation, same order", "any order (bound)"), summary,
@@ -93,7 +93,7 @@ def _choice_row(label: str, c: BlockChoice | None, bound: float, note: str = "")
     if c is None:
         return (label,) + ("",) * 10 + (note,)
     time = "" if c.time_s is None else f"{c.time_s:.3g}"
-    return (label, c.loop, c.br, c.bc, c.reads, c.writes, c.traffic, c.sram_peak, format_number(c.cycles), time,
+    return (label, c.loop, c.br, c.bc, c.reads, c.writes, c.traffic, c.sram_peak, sig(c.cycles), time,
             f"{c.traffic / bound:.3g}", note)
 
 

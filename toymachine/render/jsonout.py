@@ -143,7 +143,7 @@ def _did_you_mean(name: str, keys) -> str:
 def error_json(err: ToyMachineError) -> str:
     """``{"error": {"message", "file", "line", "column", "hint", "kind"}}`` (absent parts: null)."""
     loc = err.loc
-    body = {"message": err.message, "file": loc.file if loc else None,
+    body = {"message": err.text, "file": loc.file if loc else None,
             "line": loc.line if loc and loc.line else None, "column": loc.col if loc and loc.col else None,
             "hint": err.hint, "kind": err.kind}
     return json.dumps({"error": body}, ensure_ascii=False, indent=2) + "\n"

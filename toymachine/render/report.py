@@ -9,7 +9,7 @@ instruction counts and the arrays written.
 
 from __future__ import annotations
 
-__all__ = ["Report", "Section", "report_of", "format_number", "value_text", "memory_name", "seconds", "DISPLAY"]
+__all__ = ["Report", "Section", "report_of", "value_text", "memory_name", "seconds", "DISPLAY"]
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -18,8 +18,6 @@ from ..result import Result
 from .display import DISPLAY
 from .units import UNITS_HEADERS, memory_peak_text, units_rows
 from .cells import Arr, Code, Num, Qty, Sym, sig, value_text
-
-format_number = sig  # the old name (significant digits, integers whole)
 
 
 @dataclass(frozen=True)
@@ -80,7 +78,7 @@ def _words(n: int, word_bytes: int, note: str = "") -> Qty:
 
 def report_of(result: Result, *, steps: bool = True, sym=None) -> Report:
     """The tables of a run: steps (if kept), summary, operation counts, written arrays."""
-    namer = getattr(result, "namer", None)
+    namer = result.namer
     sections = []
     notes = []
     if steps and result.steps:
@@ -123,8 +121,9 @@ def _summary(result: Result) -> list[tuple[str, Any, str]]:
     rows: list[tuple[str, Any, str]] = []
     if rated:
         parts = " + ".join(f"{_UNIT_NAMES.get(k, k)} {sig(v)}" for k, v in breakdown.items() if v)
-        half = "" if float(breakdown.get("tensor", 0)).is_integer() else (
-            " (a half cycle: a dot product of length k is 2k − 1 FLOPs, at 2 FLOPs — one MAC — per cycle)")
+        clocked = (result.machine or {}).get("clock_hz") is not None
+        half = "" if all(float(v).is_integer() for v in breakdown.values()) else (
+            " (averages of the machine's rates, not whole cycles" + ("; its time is below)" if clocked else ")"))
         rows.append(("cycles", Qty(result.cycles, "cycles"),
                      f"in order, units never overlap: {parts}{half}"))
     else:

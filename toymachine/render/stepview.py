@@ -11,7 +11,8 @@ memory and machine), so any recorded run can be replayed:
 
 Running counters follow the simulator's cost model (``toymachine.machine`` docstring):
 a step costs its issue cycles ``cycles[op]`` plus words moved · word_bytes /
-hbm_bytes_per_cycle, matmul FLOPs / tensor_flops_per_cycle, other FLOPs /
+hbm_bytes_per_cycle, matmul FLOPs / tensor_flops_per_cycle (on a machine without a clock each
+element a MAC_Z writes adds a multiply: a whole MAC, ``Machine.work_cycles``), other FLOPs /
 vector_flops_per_cycle and EXP/LOG elements / sfu_ops_per_cycle (each term only where the
 machine gives the rate). FLOPs per step are the tile machine's (``toymachine.tile``):
 MAC_Z m·n·(2k−1), MAC 2·m·n·k, one per result element of MAX SUB ADD MUL DIV EXP LOG,
@@ -116,9 +117,7 @@ def _register_texts(result: Result, steps: tuple) -> list[list[str]]:
     from .cells import text_of
     from .report import report_of
 
-    trimmed = dataclasses.replace(result, steps=steps)
-    if hasattr(result, "namer"):
-        object.__setattr__(trimmed, "namer", result.namer)
+    trimmed = dataclasses.replace(result, steps=steps)  # the namer goes with it
     section = report_of(trimmed, steps=True).sections[0]
     return [[text_of(c) for c in row[2:]] for row in section.rows]
 
@@ -177,6 +176,7 @@ def step_model(result: Result, *, max_steps: int = MAX_STEPS, steps: bool = True
     rate = {_MM: machine.get("tensor_flops_per_cycle"), _VEC: machine.get("vector_flops_per_cycle"),
             _SFU: machine.get("sfu_ops_per_cycle") or machine.get("vector_flops_per_cycle")}
     hbm_rate = machine.get("hbm_bytes_per_cycle")
+    whole = machine.get("clock_hz") is None  # a cycle-level machine (Machine.whole_cycles)
     word_bytes = machine.get("word_bytes", result.word_bytes)
     op_cycles = machine.get("cycles") or {}
     n_scalar = sum(1 for n in names if n[:1] == "R")  # one SRAM word each, for the whole run
@@ -231,7 +231,8 @@ def step_model(result: Result, *, max_steps: int = MAX_STEPS, steps: bool = True
             cyc += words * word_bytes / hbm_rate
         unit_rate = rate[unit]
         if unit_rate and f:
-            cyc += f / unit_rate
+            whole_mac = unit == _MM and ins.op == "MAC_Z" and whole  # each output's first MAC: a multiply, a whole MAC
+            cyc += (f + (_size(dst_value) if whole_mac else 0)) / unit_rate
         counters["cycles"].append(_num(cyc))
         counters["reads"].append(reads)
         counters["writes"].append(writes)

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..sim.systolic import TICKS_NOTE, SystolicRun
 from .formats import dump_json, render_report
-from .cells import Arr
-from .report import Report, Section, format_number
+from .cells import Arr, sig
+from .report import Report, Section
 
 
 def _entering(run: SystolicRun, recorded: np.ndarray) -> Section:
@@ -65,7 +65,7 @@ def _sums(run: SystolicRun, recorded: np.ndarray, sums: np.ndarray) -> Section:
     rows = []
     for t in range(run.ticks):
         for r in range(rows_n):
-            cells = tuple("" if recorded[t, r, c] < 0 else format_number(sums[t, r, c].item())
+            cells = tuple("" if recorded[t, r, c] < 0 else sig(sums[t, r, c].item())
                           for c in range(cols_n))
             rows.append((str(t) if r == 0 else "", str(r)) + cells)
     return Section("Partial sums, cycle by cycle", head, tuple(rows), align=("r", "r") + ("r",) * cols_n)
@@ -94,11 +94,11 @@ def systolic_report(run: SystolicRun) -> Report:
         ("busy ticks", str(run.busy_ticks)),
         ("MACs", str(run.macs)),
         ("utilization", f"{100 * run.utilization:.1f}% (MACs / (cycles × {rows_n * cols_n} cells))"),
-        ("vs numpy A @ B", "equal" if err == 0 else f"max |difference| {format_number(err)} (float rounding order)"),
+        ("vs numpy A @ B", "equal" if err == 0 else f"max |difference| {sig(err)} (float rounding order)"),
     )
     sections.append(Section("Summary", ("Metric", "Value"), summary, align=("l", "l")))
     if run.m * run.n <= 64:
-        results = tuple((f"C[{i},{j}]", format_number(run.c[i, j].item()), str(int(run.exits[i, j])))
+        results = tuple((f"C[{i},{j}]", sig(run.c[i, j].item()), str(int(run.exits[i, j])))
                         for i in range(run.m) for j in range(run.n))
         when = "exits the bottom at cycle" if run.dataflow == "weight" else "complete at cycle"
         sections.append(Section("Results", ("element", "value", when), results, align=("l", "r", "r")))

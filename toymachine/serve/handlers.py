@@ -14,19 +14,19 @@ from __future__ import annotations
 
 __all__ = ["HANDLERS", "Reply", "RequestError", "handle"]
 
-import io
 import json
 from typing import Any, Callable
 
+from ..api import Ran, RunOptions, render_run, run_text, sweep_table
+from ..dtypes import DTYPES
 from ..errors import ConfigError, Location, ToyMachineError
+from ..render.formats import FORMATS
 from ..render.jsonout import MEMORY_MAX, error_json
 from .limits import LIMITS
 
 Reply = tuple[int, str, str]  # (HTTP status, body, media type)
 JSON = "application/json"
 MEDIA = {"json": JSON, "html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8"}
-FORMATS = ("table", "markdown", "csv", "json", "latex", "html", "html-fragment")
-DTYPES = ("fp64", "fp32", "fp16", "bf16")
 
 
 class RequestError(ConfigError):
@@ -118,12 +118,9 @@ def _format(opts: dict) -> str:
     return fmt
 
 
-def _simulate(payload: dict):
-    """The run ``toym run FILE`` does, on the request's text: (result, options, format, name)."""
-    from ..asm import Chunks, text_chunks
-    from ..render.stepview import MAX_STEPS
-    from ..sim import simulate
-
+def _simulate(payload: dict) -> tuple[Ran, dict, str]:
+    """The run ``toym run FILE`` does (``api.run_text``), on the request's text: (the run, its
+    options, the format)."""
     _check_keys(payload, ("trace", "machine", "data", "options"), "request")
     opts = _check_keys(payload.get("options") or {}, RUN_OPTIONS, "options")
     fmt = _format(opts)
@@ -131,58 +128,46 @@ def _simulate(payload: dict):
     trace = _trace(payload, name)
     registers = _get(opts, "registers", int, None, "options")
     if registers is not None and registers < 1:
-        raise ConfigError(f"registers must be at least 1, got {registers}", loc=Location("--registers"))
+        raise ConfigError(f"registers must be at least 1, got {registers}", loc=Location("--registers"),
+                          key="registers")
     dtype = _get(opts, "dtype", str, None, "options")
     if dtype is not None and dtype not in DTYPES:
-        raise RequestError(f"options: dtype '{dtype}' is not one of {', '.join(DTYPES)}")
-    steps = _get(opts, "steps", bool, None, "options")
-    kwargs = dict(registers=registers, seed=_get(opts, "seed", int, 0, "options"),
-                  symbolic=_get(opts, "symbolic", bool, False, "options"), steps=steps, dtype=dtype,
-                  strict_numerics=_get(opts, "strict_numerics", bool, False, "options"),
-                  strict_inputs=_get(opts, "strict", bool, False, "options"))
-    if fmt == "html":
-        kwargs["step_limit"] = MAX_STEPS
+        raise RequestError(f"options: dtype '{dtype}' is not one of {', '.join(DTYPES)}", key="dtype")
+    options = RunOptions(registers=registers, seed=_get(opts, "seed", int, 0, "options"),
+                         symbolic=_get(opts, "symbolic", bool, False, "options"),
+                         steps=_get(opts, "steps", bool, None, "options"), dtype=dtype,
+                         strict_numerics=_get(opts, "strict_numerics", bool, False, "options"),
+                         strict_inputs=_get(opts, "strict", bool, False, "options"))
     machine = _machine(payload.get("machine"))
     arrays = _data(payload.get("data"))
-    chunks = text_chunks(io.StringIO(trace, newline=None))
-    result = simulate(Chunks(chunks), machine, arrays, file=name, **kwargs)
-    return result, opts, fmt, name, trace
+    return run_text(trace, name, options, machine=machine, data=arrays, fmt=fmt), opts, fmt
 
 
-def _render_run(result, opts: dict, fmt: str, name: str, trace: str) -> str:
-    from ..asm import parse
-    from ..render import render
-
-    fields = _get(opts, "json_fields", str, None, "options")
+def _render_run(ran: Ran, opts: dict, fmt: str) -> str:
     memory_max = _get(opts, "memory_max", int, MEMORY_MAX, "options")
     if memory_max < 0:
-        raise RequestError(f"options: memory_max must be ≥ 0, got {memory_max}")
-    program = parse(trace, name) if fmt == "html" else None  # the page lists the source, comments too
-    return render(result, fmt, steps=opts.get("steps") is not False,
-                  fields=[f for f in fields.split(",") if f.strip()] if fields is not None else None,
-                  memory=not _get(opts, "no_memory", bool, False, "options"),
-                  memory_max=None if _get(opts, "full_memory", bool, False, "options") else memory_max,
-                  width=None, program=program)
+        raise RequestError(f"options: memory_max must be ≥ 0, got {memory_max}", key="memory_max")
+    return render_run(ran, fmt, steps=opts.get("steps"),
+                      json_fields=_get(opts, "json_fields", str, None, "options"),
+                      memory=not _get(opts, "no_memory", bool, False, "options"),
+                      memory_max=None if _get(opts, "full_memory", bool, False, "options") else memory_max)
 
 
 def run(payload: dict) -> Reply:
     """``POST /api/run``: the bytes of ``toym run FILE -f FORMAT`` (default json)."""
-    result, opts, fmt, name, trace = _simulate(payload)
-    return 200, _render_run(result, opts, fmt, name, trace), _media(fmt)
+    ran, opts, fmt = _simulate(payload)
+    return 200, _render_run(ran, opts, fmt), _media(fmt)
 
 
 def live(payload: dict) -> Reply:
     """``POST /api/live``: what the page redraws after a keystroke, from one simulation — the run's
     JSON (the bytes of ``toym run FILE -f json --no-steps``), the step viewer page (``-f html``)
     and the warnings (error objects)."""
-    from ..asm import parse
-    from ..render import render
-
     payload = dict(payload, options={**(payload.get("options") or {}), "format": "html"})
-    result, opts, fmt, name, trace = _simulate(payload)  # steps kept for the viewer (up to its 5,000)
-    body = {"json": _render_run(result, {**opts, "format": "json", "steps": False}, "json", name, trace),
-            "page": render(result, "html", program=parse(trace, name)),
-            "warnings": [_problem(w) for w in result.warnings]}
+    ran, opts, fmt = _simulate(payload)  # steps kept for the viewer (up to its 5,000)
+    body = {"json": _render_run(ran, {**opts, "format": "json", "steps": False}, "json"),
+            "page": render_run(ran, "html"),
+            "warnings": [_problem(w) for w in ran.result.warnings]}
     return 200, json.dumps(body, ensure_ascii=False), JSON
 
 
@@ -215,10 +200,9 @@ def check(payload: dict) -> Reply:
 
 def sweep(payload: dict) -> Reply:
     """``POST /api/sweep``: the bytes of ``toym sweep GEN --NAME VALUES … -f FORMAT`` (one process)."""
-    from ..experiments.sweep import expand_grid, sweep as run_sweep, sweep_report
+    from ..experiments.sweep import expand_grid
     from ..gen.registry import get_generator
     from ..render import render_report
-    from ..render.columns import select_columns
 
     _check_keys(payload, ("generator", "params", "machine", "options"), "request")
     opts = _check_keys(payload.get("options") or {}, ("format", "columns"), "options")
@@ -237,11 +221,8 @@ def sweep(payload: dict) -> Reply:
     if len(points) > LIMITS.sweep_points:
         raise ConfigError(f"sweep of {len(points):,} points is over the playground's limit of {LIMITS.sweep_points}",
                           loc=Location("params"), hint="run it with toym sweep")
-    rows = run_sweep(spec, grid, machine=_machine(payload.get("machine")), jobs=1)
-    report = sweep_report(rows, spec)
-    columns = _get(opts, "columns", str, None, "options")
-    if columns is not None:
-        report = select_columns(report, columns.split(","))
+    report, _ = sweep_table(spec, grid, machine=_machine(payload.get("machine")),
+                            columns=_get(opts, "columns", str, None, "options"))
     return 200, render_report(report, fmt), _media(fmt)
 
 

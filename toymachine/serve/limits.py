@@ -37,6 +37,8 @@ class Limits:
     sweep_points: int = _row("sweep_points")
     workers: int = 2  # worker processes (the requests they serve run one at a time each): a size, not a limit
     worker_memory_bytes: int = _row("worker_memory_bytes")
+    queue_seconds: float = _row("queue_seconds")
+    client_requests: int = _row("client_requests")
 
     @classmethod
     def from_table(cls, **overrides) -> "Limits":

@@ -29,7 +29,6 @@ from .limits import Limits
 
 Reply = tuple[int, str, str]
 _HEADER = struct.Struct(">I")  # each message: its length, then JSON
-_START_SECONDS = 60  # how long a fresh worker may take to import the simulator and say it is ready
 
 
 def _write(fh, obj) -> None:
@@ -113,11 +112,18 @@ class _Worker:
             raise EOFError("the worker exited")
         return msg
 
+    def poll_ready(self) -> bool:
+        """Whether the worker has said it is ready, without waiting."""
+        try:
+            return self.wait_ready(0)
+        except EOFError:
+            return False
+
     def wait_ready(self, timeout: float) -> bool:
         if not self.ready:
             try:
                 self.ready = self.receive(timeout) == ["ready"]
-            except (TimeoutError, EOFError):  # still importing, or it exited before it was ready
+            except TimeoutError:
                 return False
         return self.ready
 
@@ -133,13 +139,15 @@ class _Worker:
 
 class WorkerPool:
     """``LIMITS.workers`` worker processes; ``call`` blocks until one is idle, then for at most
-    the deadline."""
+    the deadline. The app admits at most ``workers`` calls at once (``serve.scheduler``), so a call
+    finds an idle worker at once."""
 
     def __init__(self, limits: Limits | None = None):
         self.limits = Limits.from_table() if limits is None else limits
-        self.idle: queue.Queue[_Worker] = queue.Queue()
+        self.idle: list[_Worker] = []
         self.all: list[_Worker] = []
         self.lock = threading.Lock()
+        self.freed = threading.Condition(self.lock)
         for _ in range(self.limits.workers):
             self._add()
 
@@ -147,24 +155,39 @@ class WorkerPool:
         w = _Worker(self.limits)
         with self.lock:
             self.all.append(w)
-        self.idle.put(w)
+        self._give_back(w)
+
+    def _give_back(self, w: _Worker) -> None:
+        with self.freed:
+            self.idle.append(w)
+            self.freed.notify()
+
+    def _take(self) -> _Worker:
+        """An idle worker, one that has finished starting if there is one (a replacement for a
+        killed worker may still be importing)."""
+        with self.freed:
+            while not self.idle:
+                self.freed.wait()
+            ready = [w for w in self.idle if w.ready or w.poll_ready()]
+            w = (ready or self.idle)[0]
+            self.idle.remove(w)
+            return w
 
     def call(self, kind: str, body: bytes | dict) -> Reply:
         from ..errors import ConfigError
         from ..render.jsonout import error_json
 
-        w = self.idle.get()
-        # a fresh worker is still importing: its start-up is not the request's time
-        if not w.wait_ready(_START_SECONDS):
-            self._replace(w)
-            return 422, error_json(ConfigError(f"the playground's worker process did not start within "
-                                               f"{_START_SECONDS} s (see the server's log)",
-                                               hint="run it with toym run FILE")), "application/json"
+        w = self._take()
         try:
+            if not w.wait_ready(60):  # a fresh worker is still importing: its start-up is not the request's time
+                self._replace(w)
+                return 503, error_json(ConfigError("the playground's worker process did not start in time",
+                                                   hint="try again in a moment; the server's log says more")), \
+                    "application/json"
             text = body.decode("utf-8", "replace") if isinstance(body, bytes) else json.dumps(body)
             _write(w.proc.stdin, [kind, text])
             status, reply, media = w.receive(self.limits.run_seconds)
-            self.idle.put(w)
+            self._give_back(w)
             return status, reply, media
         except TimeoutError:
             pass

@@ -4,6 +4,8 @@ raises on a slow path, and ``_Block``, what the block cache holds of each."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["Bail", "compile_block"]
 
 import math
@@ -11,6 +13,9 @@ import math
 from .block_ops import WordStatements
 from .engines.kinds import EXEC, LOAD, LOAD_T, SKIP, STORE, STORE_T
 from .tile_blocks import compile_tile_block
+
+if TYPE_CHECKING:
+    from .run import Run
 
 
 class Bail(Exception):
@@ -55,7 +60,7 @@ class _Block:
         self.counts = tuple(counts.items())
 
 
-def compile_block(run, codes: list, initial: tuple):
+def compile_block(run: Run, codes: list, initial: tuple):
     """The block function of ``codes``, or None where a code is not a scalar word instruction or a
     STORE to an array comes before a LOAD from it."""
     if codes and codes[0][0] == EXEC:  # a block of tile instructions (sim.tile_blocks)

@@ -8,6 +8,8 @@ block's first reads of cells (``initial_reads``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["ARITY", "WordStatements", "op_statement", "initial_reads"]
 
 import math
@@ -15,6 +17,9 @@ import operator
 
 from ..isa import _mac, fmax
 from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
+
+if TYPE_CHECKING:
+    from .run import Run
 
 # operations written inline (exact float semantics of isa's functions); others are called
 _INLINE = {operator.add: "{0} + {1}", operator.sub: "{0} - {1}", operator.mul: "{0} * {1}",
@@ -111,7 +116,7 @@ class WordStatements:
         return [f"regs[{s}] = r{s}" for s in sorted(self.written)] + ["H[0] += 1"]
 
 
-def initial_reads(run, bail: Exception):
+def initial_reads(run: Run, bail: Exception):
     """``(init, runs_of)`` for the blocks (``sim.blocks``): ``init(arr, idx)`` gives a cell read before
     anything wrote it (as ``sim.loop``'s ``_initial``; a NaN input raises ``bail`` so the loop raises the alarm); ``runs_of(arr)``
     is a 1-D array's ``(runs, size)`` of initial values, rounded to the dtype (``Array.initial_runs``),

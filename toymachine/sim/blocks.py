@@ -25,6 +25,8 @@ bails.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["BlockCache", "run_blocks"]
 
 from bisect import bisect_right
@@ -32,10 +34,13 @@ from operator import ne, not_, sub
 from itertools import accumulate, chain, compress, islice
 
 from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
-from . import tile_blocks
+from . import compiled, tile_blocks
 from .block_ops import initial_reads
 from .block_keys import SEP as _SEP, cut_edges, tile_units, units
 from .loop import execute, execute_engines
+
+if TYPE_CHECKING:
+    from .run import Run
 
 BLOCK_LINES = 8  # units cut at LOAD lines are grouped into blocks of about this many lines
 MIN_REPEATS = 16  # a chunk takes the block path when its blocks come back this often on average
@@ -46,7 +51,7 @@ CACHE_LIMIT = 4096  # distinct compiled blocks kept
 class BlockCache:
     """The compiled blocks of one run (key: the block's template text)."""
 
-    def __init__(self, run):
+    def __init__(self, run: Run):
         self.run = run
         self.blocks: dict[str, _Block] = {}  # a block without ``fn`` runs in the loop
         self.initial = initial_reads(run, _BAIL)  # first reads of cells (one per run: the rounded lists are shared)
@@ -65,13 +70,15 @@ class BlockCache:
         return block
 
 
-def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, count: int | None = None) -> bool:
+def run_blocks(run: Run, ktext: str, first: int, cache: BlockCache, templates: dict, count: int | None = None) -> bool:
     """Run a template chunk (``ktext``: its template text without the final newline; its lines
     ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little,
     one of them is not compiled (a template never seen) or most of them are blocks the loop runs
     (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
     often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
     (a tile instruction now and then) run in the loop where they stand."""
+    if not compiled.enabled():
+        return False
     keys = units(ktext)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
     keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
     total = count or ktext.count("\n") + 1  # the chunk's lines
@@ -108,7 +115,7 @@ def run_blocks(run, ktext: str, first: int, cache: BlockCache, templates: dict, 
     return True
 
 
-def _run_keys(run, keys: list, first: int, cache: BlockCache, uniq: dict, looped: list) -> None:
+def _run_keys(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, looped: list) -> None:
     """``run_blocks`` once its blocks are compiled: runs of one block as one call each, tile blocks
     apart, or block by block (stand-ins for the blocks the loop runs)."""
     blocks = [b for b in uniq.values() if b.compiled]
@@ -117,13 +124,15 @@ def _run_keys(run, keys: list, first: int, cache: BlockCache, uniq: dict, looped
         cuts = [0, *compress(range(1, len(fns)), map(ne, fns, islice(fns, 1, None))), len(fns)]  # where runs
         if (len(cuts) - 1) * MIN_RUN <= len(fns):  # start (found without a Python step): one call per run
             runs = list(zip(map(fns.__getitem__, cuts[:-1]), map(sub, cuts[1:], cuts[:-1])))
-            return _run_runs(run, keys, first, cache, uniq, blocks, runs)
+            _run_runs(run, keys, first, cache, uniq, blocks, runs)
+            return
         apart = {b.fn for b in blocks if b.apart}
         if apart and not any(b.tile is not None and not b.apart for b in blocks):  # tile blocks that share
             # nothing with the word blocks between them (and no tile block reads a word): set them apart
             words = [fn for fn in fns if fn not in apart]
             if (sum(map(ne, words, islice(words, 1, None))) + 1) * MIN_RUN <= len(words):
-                return _run_apart(run, keys, first, cache, uniq, blocks, fns, apart)
+                _run_apart(run, keys, first, cache, uniq, blocks, fns, apart)
+                return
     offsets = list(accumulate(map({k: b.lines for k, b in uniq.items()}.__getitem__, keys), initial=0))
     state = [0]  # the blocks done before the last slow path or looped block
     if looped:  # a block the loop runs is called where it stands (no Bail raised for it)
@@ -149,12 +158,11 @@ def _run_keys(run, keys: list, first: int, cache: BlockCache, uniq: dict, looped
             cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + offsets[k + 1])
-            return True
+            return
     _flush(run, blocks)
-    return True
 
 
-def _looped(run, block, blocks: list, offsets: list, first: int, state: list):
+def _looped(run: Run, block, blocks: list, offsets: list, first: int, state: list):
     """The stand-in of a block the loop runs, in ``run_blocks``: the counters of the blocks before it
     added, its codes run by the loop (its indices from the stream, in order) at its own lines."""
     codes = block.codes
@@ -168,7 +176,7 @@ def _looped(run, block, blocks: list, offsets: list, first: int, state: list):
     return stand_in
 
 
-def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, runs: list) -> bool:
+def _run_runs(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, runs: list) -> None:
     """``run_blocks`` for a chunk of long runs of one block: each run is one call of the block's
     ``multi`` function; a bail is handled as there, and the chunk goes on after the block that bailed."""
     multi = {b.fn: b.multi for b in blocks}
@@ -191,15 +199,14 @@ def _run_runs(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks
             cache.blocks[keys[k]] = _Block(_in_loop, [0], list(block.codes), compiled=False)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + p_done)
-            return True
+            return
         g = bisect_right(starts, done) - 1  # go on from block k + 1, inside its run
         skip = done - starts[g]
     _flush(run, blocks)
-    return True
 
 
-def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, fns: list,
-               apart: set) -> bool:
+def _run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, fns: list,
+               apart: set) -> None:
     """``run_blocks`` for a chunk of word blocks in long runs broken by tile blocks that share no
     register and no array with them (the benchmark's mixed trace: a tile block after every third
     softmax step). The word blocks run first, as runs (``multi``); the tile blocks after them, in
@@ -288,12 +295,11 @@ def _run_apart(run, keys: list, first: int, cache: BlockCache, uniq: dict, block
             settle(k + 1)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + before(k + 1, "lines"))
-            return True
+            return
         g = bisect_right(cuts, done) - 1
         skip = done - cuts[g]
     tiles_before(n)
     settle(n)
-    return True
 
 
 def _call_runs(calls: list, g: int, skip: int, nxt) -> list | None:
@@ -310,7 +316,7 @@ def _call_runs(calls: list, g: int, skip: int, nxt) -> list | None:
     return None
 
 
-def _rerun(run, block, taken: list, line: int) -> None:
+def _rerun(run: Run, block, taken: list, line: int) -> None:
     """The block that bailed, again in the loop from ``line``: its indices those it had taken, then
     the chunk's stream where it stopped."""
     nxt = run.next_index
@@ -321,7 +327,7 @@ def _rerun(run, block, taken: list, line: int) -> None:
         run.next_index = nxt
 
 
-def _flush(run, blocks: list) -> int:
+def _flush(run: Run, blocks: list) -> int:
     """Add the counters of the block calls made since the last flush; how many calls that was."""
     total = 0
     counts = run.counts
@@ -342,7 +348,7 @@ def _flush(run, blocks: list) -> int:
     return total
 
 
-def _flush_steps(run, blocks: list) -> int:
+def _flush_steps(run: Run, blocks: list) -> int:
     """``_flush`` for a stand-in: only the step count (an alarm quotes it); the other counters,
     read only at the end, wait for the next ``_flush``."""
     total = step = 0

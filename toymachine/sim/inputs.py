@@ -12,11 +12,16 @@ Called once, after the run, from ``sim.simulate``: nothing here is on the interp
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["unset_inputs", "close_name", "empty_trace"]
 
 import re
 
 from ..errors import AsmError, DataError, Location
+
+if TYPE_CHECKING:
+    from .run import Run
 
 
 def _one_edit(a: str, b: str) -> bool:
@@ -50,7 +55,7 @@ def _column(src: str | None, name: str) -> tuple[int, int]:
     return (m.start() + 1, len(name)) if m else (0, 1)
 
 
-def unset_inputs(run, strict: bool = False) -> list[DataError]:
+def unset_inputs(run: Run, strict: bool = False) -> list[DataError]:
     """One located error per array read but never given (in order of first use); ``strict``:
     worded as the error ``--strict`` makes it."""
     arrays = run.memory.arrays

@@ -22,16 +22,22 @@ in symbolic mode.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["LineBlocks", "MISS", "MISS_CODE", "shapes"]
 
 import math
 from collections import Counter
 from operator import itemgetter
 
+from . import compiled
 from .block_ops import ARITY as _ARITY, WordStatements, initial_reads
 from .blocks import Bail, _BAIL, _flush
 from .engines.kinds import LOAD, LOAD_T, SKIP, STORE, STORE_T
 from .loop import execute
+
+if TYPE_CHECKING:
+    from .run import Run
 
 PIECE = 24  # lines per piece (a multiple of 1, 2, 3, 4, 6 and 8: short periods give few distinct pieces)
 MIN_SEGMENT = 4 * 1024  # shorter segments run in the loop
@@ -52,7 +58,7 @@ _SHAPE = itemgetter(-2)
 class LineBlocks:
     """The shapes of one run's compiled lines and its compiled pieces."""
 
-    def __init__(self, run):
+    def __init__(self, run: Run):
         self.run = run
         self.kinds: dict[tuple, str] = {}  # shape → character
         self.protos: dict[str, tuple] = {}  # character → a code of that shape
@@ -100,14 +106,14 @@ class LineBlocks:
                     codes[j] = cache[lines[j]] = self.note(code)
             return shapes(codes)
 
-    def periodic(self, run, codes: list, first: int) -> bool:
+    def periodic(self, run: Run, codes: list, first: int) -> bool:
         """Run a whole chunk's ``codes`` (every one compiled; line ``first + i`` is ``codes[i]``) as
         ``execute`` does where its shapes repeat with a period, without the shapes of every line:
         the period is found in the chunk's head, and its piece checks the shape of each code it runs
         (``_compile(…, verify=True)``: the shape's character, by identity) and bails on any other,
         so the loop runs that period. False — nothing ran — where the head shows no such period."""
         n = len(codes)
-        if n < PERIOD_REPEATS * PIECE or run.record or run.symbolic:
+        if n < PERIOD_REPEATS * PIECE or run.record or run.symbolic or not compiled.enabled():
             return False
         try:
             head = shapes(codes[:2 * MAX_PERIOD + PIECE])
@@ -137,7 +143,7 @@ class LineBlocks:
         self._run(run, codes, tail, stop, n, first, PIECE)
         return True
 
-    def _verified(self, run, codes: list, piece, pos: int, end: int, first: int, size: int) -> None:
+    def _verified(self, run: Run, codes: list, piece, pos: int, end: int, first: int, size: int) -> None:
         """``codes[pos:end]`` in calls of the verifying ``piece`` (``size`` lines each); a call that
         bails (a slow path, or a code of another shape) runs in the loop; where many bail, the rest
         goes ``execute``'s way (the shapes of its lines)."""
@@ -165,14 +171,14 @@ class LineBlocks:
                 break
         _flush(run, compiled)
 
-    def execute(self, run, codes: list, sig: str, pos: int, end: int, first: int) -> None:
+    def execute(self, run: Run, codes: list, sig: str, pos: int, end: int, first: int) -> None:
         """Run ``codes[pos:end]`` (every one compiled; line ``first + i`` is ``codes[i]``; ``sig``:
         the shapes of ``codes[pos:end]``, as ``signature`` gives them). A segment whose shapes
         repeat with a period in which some shape stands once (a matmul's block of 3n + 1 lines:
         its STORE) runs in pieces of whole periods that start at that shape — the same piece
         for every segment, whatever line it starts at; the lines before and after run as below."""
         n = end - pos
-        if n < MIN_SEGMENT or run.record or run.symbolic:
+        if n < MIN_SEGMENT or run.record or run.symbolic or not compiled.enabled():
             execute(run, codes[pos:end], first + pos)
             return
         span = _period(sig) if n >= PERIOD_REPEATS * PIECE else None
@@ -186,7 +192,7 @@ class LineBlocks:
             return
         self._run(run, codes, sig, pos, end, first, PIECE)
 
-    def _run(self, run, codes: list, sig: str, pos: int, end: int, first: int, size: int) -> None:
+    def _run(self, run: Run, codes: list, sig: str, pos: int, end: int, first: int, size: int) -> None:
         """``execute``'s segment in pieces of ``size`` lines, where they repeat enough (else in the loop)."""
         n = end - pos
         if n < min(MIN_SEGMENT, size * MIN_REPEATS):
@@ -274,7 +280,7 @@ class _Piece:
         self.counts = tuple(counts.items())
 
 
-def _compile(run, codes: list, verify: bool = False):
+def _compile(run: Run, codes: list, verify: bool = False):
     """The piece function of ``codes`` (one code of each line's shape), or None where a line is
     not a scalar word instruction or a STORE to an array comes before a LOAD from it."""
     if None in codes or any(c[0] == LOAD_T or c[0] == STORE_T for c in codes):  # (lines carry their indices)

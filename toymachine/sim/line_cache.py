@@ -11,6 +11,8 @@ compiled one such line. The index is checked against the array's shape line by l
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["LineCache"]
 
 import re
@@ -18,6 +20,9 @@ import re
 from .engines import scalar
 from .engines.kinds import LOAD, STORE
 from .line_blocks import MISS_CODE, LineBlocks
+
+if TYPE_CHECKING:
+    from .run import Run
 
 _NAME, _IDX, _REG = r"([A-Za-z_][A-Za-z0-9_]*)", r"\[([0-9]{1,7})\]", r"(R(?:0|[1-9][0-9]{0,7}))"
 # scalar._memory_parts' canonical forms, in one expression: LOAD name[i]([j]), Rk | STORE Rk, name[i]([j])
@@ -32,7 +37,7 @@ class LineCache(dict):
 
     __slots__ = ("run", "pieces", "new", "refused", "parts", "missed")
 
-    def begin(self, run, pieces: LineBlocks) -> None:
+    def begin(self, run: Run, pieces: LineBlocks) -> None:
         """Start a chunk: ``new`` lists the lines looked up and not found, in order."""
         self.run, self.pieces, self.new, self.refused, self.missed = run, pieces, [], set(), False
         if not hasattr(self, "parts") or self.parts is None:

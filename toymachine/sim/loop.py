@@ -14,6 +14,8 @@ unless step rows are recorded.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["execute", "execute_engines"]
 
 from ..result import Step
@@ -23,8 +25,11 @@ from ..isa import _mac
 from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
 from .symbolic import Expr, const, leaf
 
+if TYPE_CHECKING:
+    from .run import Run
 
-def execute(run, codes: list, first: int, lines=None) -> None:
+
+def execute(run: Run, codes: list, first: int, lines=None) -> None:
     """Run the code tuples ``codes`` (see the module docstring for ``first`` and ``lines``)."""
     regs = run.regs
     counts = run.counts
@@ -67,7 +72,7 @@ def execute(run, codes: list, first: int, lines=None) -> None:
         elif kind == LOAD_T:  # text mode: the index is the line's, taken from the chunk's index stream
             arr = code[2]
             if code[3] == 1:
-                idx = (nxt(),)
+                idx: tuple[int, ...] = (nxt(),)
                 if idx[0] >= arr.shape[0]:  # past the shape known so far: grow it, or fault
                     if arr.fixed:
                         _fault(run, arr, idx, _line(first, lines, step + shift), 0)
@@ -166,7 +171,7 @@ def execute(run, codes: list, first: int, lines=None) -> None:
     run.writes += writes
 
 
-def execute_engines(run, codes: list, first: int, lines=None) -> None:
+def execute_engines(run: Run, codes: list, first: int, lines=None) -> None:
     """``execute`` for a segment of other engines' instructions only (every code ``EXEC``: a
     tile program) while no step rows are recorded — the same steps, counts and lines, without
     the scalar kinds' tests in front of each call."""
@@ -189,7 +194,7 @@ def execute_engines(run, codes: list, first: int, lines=None) -> None:
     run.step = step
 
 
-def _initial(run, arr, idx: tuple, code: tuple, line: int):
+def _initial(run: Run, arr, idx: tuple, code: tuple, line: int):
     """A cell read before anything wrote it: the array's fill or its deterministic random input
     (symbolic: the input's name), rounded to the dtype; a NaN input raises the NaN alarm."""
     if run.symbolic:
@@ -203,7 +208,7 @@ def _initial(run, arr, idx: tuple, code: tuple, line: int):
     return v
 
 
-def _grow(run, arr, idx: tuple, line: int, operand: int) -> None:
+def _grow(run: Run, arr, idx: tuple, line: int, operand: int) -> None:
     """An index past the shape known so far: an implied shape grows, a fixed one faults."""
     if arr.check_index(idx) is not None:
         _fault(run, arr, idx, line, operand)
@@ -213,7 +218,7 @@ def _line(first: int, lines, i: int) -> int:
     return first + i if lines is None else lines[first + i]
 
 
-def _fault(run, arr, idx: tuple, line: int, operand: int) -> None:
+def _fault(run: Run, arr, idx: tuple, line: int, operand: int) -> None:
     """An index outside a declared/given array's shape."""
     raise RuntimeFault(arr.check_index(idx), loc=run.loc(line, operand),
                        hint="declared/given arrays have a fixed shape; check the index or the .data")

@@ -24,7 +24,6 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..errors import DataError
 from ..limits import LIMITS
 
 _M64 = 0xFFFFFFFFFFFFFFFF

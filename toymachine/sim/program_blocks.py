@@ -7,17 +7,24 @@ from __future__ import annotations
 
 __all__ = ["ProgramKeys", "run_program_blocks"]
 
-from ..program import Reg
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..program import Instr, Reg
+from . import compiled
 from .blocks import BlockCache, run_blocks
 from .engines import scalar
 from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, STORE, STORE_T, TERNARY, UNARY
+
+if TYPE_CHECKING:
+    from .run import Run
 
 
 class ProgramKeys:
     """A generated ``Program``'s chunks as text mode's template keys and index stream, made from
     its ``Instr`` objects without writing the text (``run_program_blocks``)."""
 
-    def __init__(self, run):
+    def __init__(self, run: Run):
         self.run = run
         self.by_id: dict[int, str] = {}  # id of a shared register Instr → its key (generators share them)
         self.memory: dict[tuple, str] = {}  # (op, array, register) → template key
@@ -25,7 +32,7 @@ class ProgramKeys:
         self.cache = BlockCache(run)
         self.off = False  # a tile program, ACC, a computed index: this program runs in the loop
 
-    def keys(self, chunk: list, first: int):
+    def keys(self, chunk: Sequence[Instr], first: int):
         """(template text, indices) of ``chunk`` (lines ``first`` …), or None where an instruction
         is not a word instruction on R registers."""
         by_id, memory, templates, run = self.by_id, self.memory, self.templates, self.run
@@ -36,7 +43,8 @@ class ProgramKeys:
             while True:
                 k = keys.index(None, k + 1)
                 ins = chunk[k]
-                op, a = ins.op, ins.args
+                op = ins.op
+                a: tuple[Any, ...] = ins.args  # operand kinds checked against the ISA when parsed
                 if op == "LOAD" or op == "STORE":
                     mem, reg = (a[0], a[1]) if op == "LOAD" else (a[1], a[0])
                     key = memory.get((op, mem.array, reg.name))
@@ -81,10 +89,10 @@ class ProgramKeys:
         return "\n".join(keys), indices
 
 
-def run_program_blocks(run, state: ProgramKeys, chunk: list, first: int) -> bool:
+def run_program_blocks(run: Run, state: ProgramKeys, chunk: Sequence[Instr], first: int) -> bool:
     """Run a chunk of a generated program (lines ``first`` …) block by block, as text mode runs
     a template chunk; False — nothing ran — where it cannot (the caller runs the loop)."""
-    if state.off or run.record or run.symbolic:
+    if state.off or run.record or run.symbolic or not compiled.enabled():
         return False
     made = state.keys(chunk, first)
     if made is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = ["Run"]
 
+from collections import Counter
 from typing import Any, Callable
 
 from ..asm import operand_spans, parse_line, strip_comment
@@ -18,7 +19,7 @@ from ..dtypes import get_dtype
 from ..errors import AsmError, DataError, Location, MachineLimitError, NumericsError, RuntimeFault
 from ..isa import ISA
 from ..machine import Machine
-from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Reg
+from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Reg, operands_of
 from ..result import Alarm, Step
 from .engines import ENGINES, engine_for
 from .engines.kinds import COUNT_SLOTS, TEMPLATES, code_text
@@ -27,6 +28,16 @@ from .memory import Memory
 
 class Run:
     """Mutable state of one run (``sim.loop.execute`` runs the instructions)."""
+
+    # set by the engines' ``setup`` and by text mode, as they need them
+    memory_templates: dict  # scalar: (LOAD/STORE, array, register) → compiled parts
+    units: list[int] | None  # units: cycles of each unit, on a machine that prices them
+    vpu_by_op: Counter[str]  # units: vector work per opcode
+    seed_state: dict[str, Any]  # seed_units: the seed's accounting of a FlashAttention program
+    sram_exact: bool  # tile: every T register counts against SRAM (not sram_rule: paper)
+    tile_line_cap: int  # tile_lines: elements a tile line may name
+    tile_bounds: tuple[list[int], list[int]] | None  # text mode: the chunk's cut tile bounds, position
+    slice_probe: list  # text mode: the last probe of new tile blocks, chunks until the next
 
     def __init__(self, machine: Machine, memory: Memory, *, dtype: str, symbolic: bool, steps: bool | None,
                  step_limit: int, strict: bool, file: str, source: Callable[[int], str | None]):
@@ -49,7 +60,7 @@ class Run:
         self.n_scalar = 0
         self.sram_occ = 0  # words held by T registers now
         self.sram_peak = 0  # most words T registers ever held at once
-        self.flops = [0, 0, 0]  # tile FLOPs: matmul, vector, special-function (EXP/LOG)
+        self.flops = [0, 0, 0, 0]  # tile FLOPs: matmul, vector, special-function (EXP/LOG); MAC_Z outputs
         self.tile_reads = self.tile_writes = 0
         self.flush = False  # an array switched to tile storage: recompile cached word accesses
         self.steps: list[Step] = []
@@ -104,8 +115,8 @@ class Run:
                     f"{reg.name} would be register number {self.n_scalar + 1}"
                 raise MachineLimitError(
                     f"machine has {limit} register{'s' if limit != 1 else ''} (R0–R{limit - 1}); {what}",
-                    loc=self.loc(line, operand),
-                    hint=f"use --registers {max(limit + 1, (idx or 0) + 1)} or a machine file with more registers")
+                    loc=self.loc(line, operand), key="registers", suggestion=max(limit + 1, (idx or 0) + 1),
+                    alternative="a machine file with more registers")
         if not tile_reg:
             cap = self.machine.sram_words
             if cap is not None and self.n_scalar + 1 + self.sram_peak > cap:
@@ -177,23 +188,25 @@ class Run:
                            loc=self.loc(decl.line), hint="put .data/.array directives before the code")
         if data and decl.name in data:
             given = self.memory.arrays.get(decl.name)
+            declared = decl.shape or ()  # an .array has a shape; .data's comes from its values
             if decl.values is None and given is not None and given.shape is not None \
-                    and tuple(given.shape) != tuple(decl.shape):
-                dims = "".join(f"[{d}]" for d in decl.shape)
+                    and tuple(given.shape) != tuple(declared):
+                dims = "".join(f"[{d}]" for d in declared)
                 raise DataError(f"data for '{decl.name}' has shape {tuple(given.shape)} but the program declares "
                                 f"{decl.name}{dims}", loc=self.loc(decl.line),
-                                hint=f"give '{decl.name}' as an array of shape {tuple(decl.shape)}")
+                                hint=f"give '{decl.name}' as an array of shape {tuple(declared)}")
             return  # --data overrides the inline values
         rnd = None if self.symbolic else self.dt.round_array
+        shape = decl.shape or ()  # (the parser gives every .array its shape)
         if decl.values is not None and self.symbolic:
-            self.memory.declare(decl.name, decl.shape, None, line=decl.line)
+            self.memory.declare(decl.name, shape, None, line=decl.line)
         elif decl.values is not None:
             self.memory.give(decl.name, decl.values, round_fn=rnd, line=decl.line)
         else:
             fill = decl.fill
             if fill is not None and not self.symbolic and self.round:
                 fill = self.round(fill)
-            self.memory.declare(decl.name, decl.shape, fill, line=decl.line)
+            self.memory.declare(decl.name, shape, fill, line=decl.line)
 
     def alarm(self, kind: str, line: int, code: tuple, operands: tuple, result, *, where: str = "",
                count: int = 1) -> None:
@@ -228,7 +241,7 @@ class Run:
         srcs = [i for i, k in enumerate(ISA[ins.op].signature) if k == "src"]
         for pos, val in zip(srcs, operands):
             if val is None:
-                name = ins.args[pos].name
+                name = operands_of(ins)[pos].name
                 raise RuntimeFault(f"{name} is read before anything was written to it",
                                    loc=self.loc(line, pos),
                                    hint=f"LOAD a value into {name} (or compute one) before this instruction")

@@ -20,7 +20,7 @@ __all__ = ["simulate", "DEFAULT_STEP_LIMIT"]
 
 import contextlib
 import gc
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from ..machine import DEFAULT_MACHINE, Machine
 from ..program import ArrayDecl, Program
 from ..result import MemoryView, Result, Step, arithmetic_intensity
 from .engines import ENGINES, scalar, tile, units
-from .engines.kinds import MM, SFU, VEC
+from .engines.kinds import MM, MZO, SFU, VEC
 from .engines.kinds import EXEC, LOAD, STORE
 from .program_blocks import ProgramKeys, run_program_blocks
 from .inputs import empty_trace, unset_inputs
@@ -68,8 +68,7 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
         machine = machine.with_(dtype=dtype)
     if isinstance(program, str):
         program = parse(program, file or "<input>")
-    is_program = isinstance(program, Program)
-    fname = file or (program.file if is_program else "<input>")
+    fname = file or (program.file if isinstance(program, Program) else "<input>")
     memory = Memory(seed)
     run = Run(machine, memory, dtype=machine.dtype, symbolic=symbolic, steps=steps, step_limit=step_limit,
                strict=strict_numerics, file=fname, source=lambda line: None)
@@ -80,8 +79,9 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
             memory.give(name, values, round_fn=rnd)
         else:
             memory.declare(name, tuple(np.asarray(values).shape))
-    with np.errstate(**_TILE_FPE), _no_cyclic_gc():
-        if is_program:
+    # tile arithmetic raises on every IEEE flag; the tile engine turns them into alarms
+    with np.errstate(over="raise", invalid="raise", divide="raise", under="raise"), _no_cyclic_gc():
+        if isinstance(program, Program):
             _run_program(run, program, data)
         else:
             try:
@@ -121,10 +121,6 @@ def _no_cyclic_gc():
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
-
-
-# tile arithmetic raises on every IEEE flag; the tile engine turns them into alarms
-_TILE_FPE = dict(over="raise", invalid="raise", divide="raise", under="raise")
 
 
 def _generated_lines(program: Program) -> Callable[[int], str | None]:
@@ -171,7 +167,7 @@ def _run_program(run: Run, program: Program, data: dict | None) -> None:
         if keys is not None and run_program_blocks(run, keys, chunk, first + start):
             continue
         while True:
-            codes = list(map(by_id.get, map(id, chunk)))
+            codes: list[Any] = list(map(by_id.get, map(id, chunk)))  # None: not compiled yet
             k = -1
             try:
                 while True:
@@ -227,14 +223,18 @@ def _result(run: Run, machine: Machine, fname: str, warnings: tuple = ()) -> Res
     issue = sum(machine.op_cycles(m) * n for m, n in ops.items())
     flops = list(run.flops)
     scalar.scalar_flops(run.counts, flops)
-    work = machine.work_cycles(words=run.reads + run.writes, matmul=flops[MM], vector=flops[VEC], sfu=flops[SFU])
+    work = machine.work_cycles(words=run.reads + run.writes, matmul=flops[MM], vector=flops[VEC], sfu=flops[SFU],
+                               matmul_outputs=flops[MZO])
     if machine.has_units:  # tile instructions cost their unit's cycles instead (tile LOAD/STORE: DMA, overlapped)
+        assert run.units is not None  # the units engine keeps them on such a machine
         issue -= sum(machine.op_cycles(m) * run.counts[nm + i] for i, m in enumerate(MNEMONICS) if machine.unit_of(m))
         words = run.reads + run.writes - run.tile_reads - run.tile_writes  # scalar LOAD/STORE words
         work = {"hbm": words * machine.word_bytes / machine.hbm_bytes_per_cycle
                 if words and machine.hbm_bytes_per_cycle else 0,
                 "mxu": run.units[units.MXU_CYCLES], "vpu": run.units[units.VPU_CYCLES]}
     cycles = issue + sum(work.values()) if any(work.values()) else issue
+    if machine.whole_cycles and float(cycles).is_integer():  # a cycle-level machine: whole cycles, printed so
+        cycles = int(cycles)
     order = sorted(range(len(run.names)), key=lambda i: _reg_key(run.names[i]))
     names = tuple(run.names[i] for i in order)
     steps = None
@@ -248,20 +248,20 @@ def _result(run: Run, machine: Machine, fname: str, warnings: tuple = ()) -> Res
     extra = {}
     for engine in ENGINES:
         extra.update(engine.report(run, machine, issue, flops, work, arrays))
-    extra["intensity"] = arithmetic_intensity(sum(flops), run.reads + run.writes, machine.word_bytes)
-    result = Result(
+    extra["intensity"] = arithmetic_intensity(flops[MM] + flops[VEC] + flops[SFU], run.reads + run.writes,
+                                              machine.word_bytes)
+    namer = None
+    if run.symbolic:
+        inputs = {n: a.shape[0] for n, a in run.memory.arrays.items() if a.read and a.shape and len(a.shape) == 1}
+        namer = Namer(run.outputs, inputs)
+    return Result(
         file=fname, machine=machine.to_dict(), cycles=cycles, instructions=run.step, ops=ops,
         dram_reads=run.reads, dram_writes=run.writes, word_bytes=machine.word_bytes,
         register_names=names, registers=regs, memory=memory, steps=steps, steps_dropped=run.steps_dropped,
         alarms=tuple(run.alarms), underflows=run.underflows, first_underflow=run.first_underflow,
         symbolic=run.symbolic, dtype=run.dt.name,
         written_arrays=tuple(sorted(n for n, a in run.memory.arrays.items() if a.written)), extra=extra,
-        warnings=warnings)
-    if run.symbolic:
-        inputs = {n: a.shape[0] for n, a in run.memory.arrays.items() if a.read and a.shape and len(a.shape) == 1}
-        namer = Namer(run.outputs, inputs)
-        object.__setattr__(result, "namer", namer)
-    return result
+        warnings=warnings, namer=namer)
 
 
 def _symbolic_nested(arr):

@@ -26,9 +26,9 @@ from __future__ import annotations
 __all__ = ["run_text", "CACHE_LIMIT"]
 
 from collections import Counter
-from itertools import compress, repeat
+from itertools import compress
 from operator import not_
-from typing import Iterable
+from typing import Iterable, TYPE_CHECKING
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
 from .text_slices import MARK, cut, template_ahead, tile_miss
 
+if TYPE_CHECKING:
+    from .run import Run
+
 CACHE_LIMIT = 131_072  # distinct compiled lines kept; bounds memory on huge traces
 NEW_LINES_FOR_TEMPLATES = 0.05  # a chunk with more new lines than this moves the next ones to templates
 PROBE_EVERY = 8  # chunks in template mode before lines are tried again
@@ -54,7 +57,7 @@ _NO_INDICES = iter(()).__next__
 _MISS_ORD = ord(MISS)
 
 
-def run_text(run, chunks: Iterable[str]) -> None:
+def run_text(run: Run, chunks: Iterable[str]) -> None:
     """Run a trace given as text chunks that end at line boundaries (the last may not).
 
     Each chunk runs in one of two modes, both exact: *lines* (a line is its own cache key — best
@@ -138,7 +141,7 @@ def _chunk_source(first: int, text: str, lines: list[str] | None = None):
     return source
 
 
-def _segments(run, codes: list, first: int, compile_miss, pieces=None, lines=None) -> None:
+def _segments(run: Run, codes: list, first: int, compile_miss, pieces=None, lines=None) -> None:
     """Execute ``codes`` (lines ``first`` …), compiling each ``None`` entry (a miss) when the
     instructions before it have run; long segments of lines as compiled pieces where ``pieces``
     (``sim.line_blocks``) is given."""
@@ -162,7 +165,7 @@ def _segments(run, codes: list, first: int, compile_miss, pieces=None, lines=Non
         pos = j
 
 
-def _run_exact(run, lines: list[str], first: int, cache: LineCache, pieces: LineBlocks) -> tuple[int, int, int]:
+def _run_exact(run: Run, lines: list[str], first: int, cache: LineCache, pieces: LineBlocks) -> tuple[int, int, int]:
     """Compile whole lines: a line is its own cache key, its code carries its shape (one lookup
     per line; ``sim.line_blocks``). The lines new to the cache are compiled ahead, in bulk, where
     that has no effect a later line could see (registers and arrays that exist already); the
@@ -201,7 +204,7 @@ def _run_exact(run, lines: list[str], first: int, cache: LineCache, pieces: Line
     return new, addressed, repeating
 
 
-def _run_lines(run, codes: list, sig: str, at: list, first: int, compile_miss, pieces: LineBlocks,
+def _run_lines(run: Run, codes: list, sig: str, at: list, first: int, compile_miss, pieces: LineBlocks,
                lines: list) -> None:
     """Execute ``codes`` (lines ``first`` …; their shapes ``sig``): the segments between the misses
     ``at`` as pieces (``sim.line_blocks``), each miss compiled when the instructions before it ran,
@@ -243,7 +246,7 @@ def _positions(sig: str) -> list[int]:
     return np.flatnonzero(np.frombuffer(sig.encode("utf-32-le"), np.uint32) == _MISS_ORD).tolist()
 
 
-def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exact: dict,
+def _run_templates(run: Run, text: str, ktext: str, first: int, templates: dict, exact: dict,
                    blocks: BlockCache, pieces: LineBlocks, count: int | None = None) -> None:
     """Compile template lines: LOAD/STORE lines that differ only in their indices share one code.
     Templates new to the cache are compiled ahead where that has no effect (as in ``_run_exact``).
@@ -256,8 +259,8 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
     missing = [key for key in dict.fromkeys(keys) if key not in templates]
     split = 0
     if 0 < len(missing) <= FEW_NEW_TEMPLATES:  # a few new templates (a softmax's second pass, new tile lines)
-        at = list(compress(range(len(keys)), map(set(missing).__contains__, keys)))
-        at = dict(zip(map(keys.__getitem__, reversed(at)), reversed(at)))  # key → its first line (of the chunk)
+        lines_at = list(compress(range(len(keys)), map(set(missing).__contains__, keys)))
+        at = dict(zip(map(keys.__getitem__, reversed(lines_at)), reversed(lines_at)))  # key → its first line
         head = text.split("\n", max(at.values()) + 1)  # the lines up to the last first one, not the whole chunk
         for key in missing:
             code = template_ahead(run, key, head[at[key]])
@@ -281,6 +284,12 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
         if None not in codes and run_blocks(run, ktext, first, blocks, templates, count):
             return  # every line compiled ahead: the blocks run the chunk
 
+    def forget_compiled() -> None:  # an array switched to tile storage: every compiled access is stale
+        templates.clear()
+        exact.clear()
+        blocks.blocks.clear()
+        pieces.clear()
+
     def compile_miss(j: int) -> tuple:
         line, key = lines[j], keys[j]
         code = templates.get(key)
@@ -289,7 +298,7 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
         n = first + j
         if MARK in key and run.tile_bounds is not None:  # a tile line with cut bounds (sim.text_slices)
             return tile_miss(run, n, key, line, templates, exact, _compile_line,
-                             lambda: (templates.clear(), exact.clear(), blocks.blocks.clear(), pieces.clear()))
+                             forget_compiled)
         count = key.count("[]")
         if count:
             code = scalar.compile_memory_line(run, n, line)
@@ -334,7 +343,7 @@ def _run_templates(run, text: str, ktext: str, first: int, templates: dict, exac
 _SKIP0 = (SKIP, SKIP_SLOT, 0, (None, "", False))
 
 
-def _compile_line(run, n: int, text: str):
+def _compile_line(run: Run, n: int, text: str):
     """One source line → its code (``SKIP`` for blank and comment lines; None for a directive,
     which runs here)."""
     code = (":" in text and compile_tile_line(run, n, text)) or scalar.compile_memory_line(run, n, text)

@@ -14,6 +14,8 @@ cut (the line compiles as itself: the parser's bound, at its line).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["cut", "tile_miss", "template_ahead", "MARK"]
 
 import re
@@ -26,6 +28,9 @@ from .engines import scalar
 from .engines.kinds import SKIP, SKIP_SLOT
 from .engines.tile_templates import MARK, template_code
 from .indices import cut_indices, cut_spans
+
+if TYPE_CHECKING:
+    from .run import Run
 
 # x[3], or the first span of Q[12:14, :] / v[2:5]; numbers of 8 digits or more stay in the line (its key), which
 # then compiles as itself (the parser's bound on numbers, reported at its line)
@@ -46,7 +51,7 @@ def _new_tiles(text: str) -> bool:
     return len(lines) >= MIN_TILE_LINES and len(set(lines)) * 2 > len(lines)
 
 
-def cut(run, text: str, first: int) -> str:
+def cut(run: Run, text: str, first: int) -> str:
     """The chunk's template text (without its final newline); its indices in ``run.next_index``, its
     slice bounds (or None) in ``run.tile_bounds``."""
     run.tile_bounds = None
@@ -80,7 +85,7 @@ def cut(run, text: str, first: int) -> str:
     return ktext
 
 
-def _check_indices(run, text: str, first: int) -> None:
+def _check_indices(run: Run, text: str, first: int) -> None:
     """A chunk with an index of 8 digits or more: the first at or past ``limits.array_elements``
     is refused at its line and column, as the parser refuses it (before ``int`` sees 5,000 digits)."""
     cap = LIMITS["array_elements"].value()
@@ -97,12 +102,12 @@ def _check_indices(run, text: str, first: int) -> None:
                              hint=LIMITS["array_elements"].lift_hint(int(digits) + 1 if len(digits) <= 19 else None))
 
 
-def template_ahead(run, key: str, text: str):
+def template_ahead(run: Run, key: str, text: str):
     """``scalar.template_ahead``, never for a key with cut bounds (it compiles where it stands)."""
     return None if MARK in key else scalar.template_ahead(run, key, text)
 
 
-def tile_miss(run, n: int, key: str, line: str, templates: dict, exact: dict, compile_line, flush) -> tuple:
+def tile_miss(run: Run, n: int, key: str, line: str, templates: dict, exact: dict, compile_line, flush) -> tuple:
     """A line whose key has cut bounds, met where it stands: compiled as itself (its errors, its
     arrays' first uses happen here), its indices and bounds taken from the streams, and its key made
     a template where it can be (``engines.tile_templates``); else the line is kept as itself, and

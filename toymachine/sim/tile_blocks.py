@@ -22,17 +22,22 @@ in the block wrote, SRAM is counted exactly (not ``sram_rule: paper``) and no st
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["compile_tile_block", "TileBlock", "separate"]
 
 import math
 
 import numpy as np
 
-from .engines.kinds import EXEC, MM, SFU, VEC
+from .engines.kinds import EXEC, MM, MZO, SFU, VEC
 from .engines.tile_templates import block_index, remember
 from .tile_batch import compile_batch
 
-_FLOP = {MM: "fm", VEC: "fv", SFU: "fs"}
+if TYPE_CHECKING:
+    from .run import Run
+
+_FLOP = {MM: "fm", VEC: "fv", SFU: "fs", MZO: "fo"}  # fo: the elements MAC_Z wrote
 
 
 class TileBlock:
@@ -46,7 +51,7 @@ class TileBlock:
     __slots__ = ("block", "multi", "skip", "words", "pure", "signature", "loads", "stores", "streamed", "batch")
 
 
-def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
+def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
     """The ``TileBlock`` of a block of tile codes, or None where it is not compiled here."""
     if run.record or not run.sram_exact or not codes:
         return None
@@ -176,7 +181,7 @@ def compile_tile_block(run, codes: list, bail, bail_class, hits: list):
         tail.append(f"P[0] = p + {bounds}")
     tail.append("H[0] += 1")
     skip.append("H[0] += n")
-    env["L"] = [0, 0, 0]  # the FLOPs of the block's last run (MM, VEC, SFU)
+    env["L"] = [0, 0, 0, 0]  # the FLOPs of the block's last run (MM, VEC, SFU) and its MAC_Z outputs
     lines = ["def block(nxt):", "    try:"]
     for stmt in top + body:
         lines.extend("        " + s for s in stmt.split("\n"))
@@ -233,7 +238,8 @@ def _expr(what: tuple, src, bind, body: list, flops: set) -> str | None:
         (sa, ta, _), (sb, tb, _), c = what[1], what[2], what[3]
         body.append(f"x = {src(sa, ta)}\nr = x @ {src(sb, tb)}")
         if c is None:
-            body.append("fm += r.size * (2 * x.shape[1] - 1)")
+            body.append("fm += r.size * (2 * x.shape[1] - 1)\nfo += r.size")
+            flops.add("fo")
         else:
             body.append(f"r += {src(c[0], c[1])}\nfm += 2 * r.size * x.shape[1]")
         flops.add("fm")

@@ -64,13 +64,15 @@ functions ``gen.tile`` uses) and assembles a program's cost; the parts: ``blocks
 
 from __future__ import annotations
 
-__all__ = ["Blocks", "TileCost", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
+__all__ = ["default_order", "Blocks", "TileCost", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
            "check_split"]
 
 from .backward import (backward_words, split_words, standard_backward_words, tally_backward, tally_split,
                        tally_standard_backward)
-from .blocks import APART_PHASES, KV_PHASES, SPLIT_PHASES, Blocks, check_split, fit_blocks, paper_blocks, sram_peak
+from .blocks import (APART_PHASES, KV_PHASES, SPLIT_PHASES, Blocks, check_split, default_order, fit_blocks, paper_blocks,
+                     sram_peak)
 from .counts import Tally, TileCost
+from .eager import EAGER_REGISTERS, eager_footprint, eager_peak, eager_words, tally_eager
 from .forward import forward_words, tally_forward
 from .fused import fused_cost
 
@@ -83,14 +85,18 @@ def _rows_sums(g: Blocks) -> dict[str, int]:
 
 def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", batch: int = 1, heads: int = 1,
                         causal: bool = False, block_m: int, block_n: int, variant: str = "exact",
-                        precompute_d: bool = True, order: str = "row", scale: float | None = None,
+                        precompute_d: bool = True, order: str | None = None, scale: float | None = None,
                         phase: str | None = None, nk: int | None = None, kv_heads: int | None = None,
-                        dropout: float = 0.0, dropout_seed: int = 0, sram_rule: str = "exact") -> TileCost:
+                        dropout: float = 0.0, dropout_seed: int = 0, sram_rule: str = "exact",
+                        block_rows: int | None = None) -> TileCost:
     """The closed-form cost of ``gen.tile.attention_program`` with these (resolved) blocks
     (``phase``: one launch of the split backward; ``nk``: keys, default n; ``kv_heads``: K/V
     heads, default ``heads``; ``dropout``: the drop probability — DROPOUT instructions, r·c FLOPs each;
     ``dropout_seed`` changes which elements drop, not what it costs; ``sram_rule``: how ``sram_peak``
-    counts — exact, every tile, or paper, only blocks of HBM matrices)."""
+    counts — exact, every tile, or paper, only blocks of HBM matrices; ``block_rows``: eager
+    attention's row-wise kernels' rows R, default Br — ``cost.tile.eager``; ``order`` None: the
+    algorithm's own, ``blocks.default_order``)."""
+    order = default_order(algo, order)
     check_split(pass_, order, precompute_d, phase)
     if algo == "fused":  # S on chip, one block (cost.tile.fused)
         return fused_cost(n=n, d=d, batch=batch, heads=heads, causal=causal, variant=variant,
@@ -105,6 +111,8 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
     t = Tally()
     if scaled:
         t.op("FILL")  # the 1×1 scale tile, once per program
+    if algo == "eager":
+        return _eager_cost(t, g, d, h, pass_, scaled, bool(dropout), min(block_rows or br, n), s)
     if pass_ == "forward":
         tally_forward(t, g, s, d, h, algo, variant, scaled)
     elif algo == "standard":
@@ -128,12 +136,26 @@ def attention_tile_cost(*, n: int, d: int, algo: str = "fa2", pass_: str = "forw
     else:  # Q O dO dQ and the statistics (L, or m and l) and D per query head; K V dK dV per key/value head
         footprint = h * (4 * n * d + (3 * n if algo == "fa1" else 2 * n)) + hk * 4 * keys * d
     return TileCost(ops=dict(t.ops), reads=sum(t.reads.values()), writes=sum(t.writes.values()), traffic=traffic,
-                    flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, sram_peak=peak,
+                    flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, mac_z_outputs=t.mzo, sram_peak=peak,
                     registers=_registers(algo, pass_, variant, scaled, precompute_d, bc >= keys, order, phase)
                     + (1 if dropout and _holds_dropped_p(algo, pass_, order, phase) else 0),
                     hbm_footprint=footprint,
                     formula=_formula(algo, pass_, variant, precompute_d, order, phase, keys != n, kvh != heads),
                     breakdown=s)
+
+
+def _eager_cost(t: Tally, g: Blocks, d: int, h: int, pass_: str, scaled: bool, dropout: bool, rows: int,
+                s: dict) -> TileCost:
+    """Eager attention's cost (``cost.tile.eager``): every op a kernel, every kernel a round trip."""
+    tally_eager(t, g, d, h, pass_, scaled, dropout, rows)
+    peak = eager_peak(pass_=pass_, n=g.n, nk=g.keys, d=d, br=g.br, bc=g.bc, rows=rows, heads=h, scaled=scaled,
+                      dropout=dropout, causal=g.causal)
+    traffic = {a: (t.reads[a], t.writes[a]) for a in sorted(set(t.reads) | set(t.writes))}
+    return TileCost(ops=dict(t.ops), reads=sum(t.reads.values()), writes=sum(t.writes.values()), traffic=traffic,
+                    flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, mac_z_outputs=t.mzo, sram_peak=peak,
+                    registers=EAGER_REGISTERS + (1 if scaled else 0),
+                    hbm_footprint=eager_footprint(g.n, g.keys, d, h, pass_, dropout),
+                    formula=eager_words(pass_, scaled, g.causal, dropout), breakdown={**s, "R": rows})
 
 
 def _tally_dropout(t: Tally, s: dict, h: int, algo: str, pass_: str, precompute_d: bool, order: str,

@@ -32,7 +32,7 @@ def tally_backward(t: Tally, g: Blocks, s: dict, d: int, h: int, algo: str, scal
 
     def recompute_p(times: int, rows_pairs: int) -> None:
         """S = τ·Q·Kᵀ, masked; P = exp(S − L) (fa1: exp(S − m)/l) — over ``times`` pairs."""
-        t.op("MAC_Z", h * times, elems=h * prc * (2 * d - 1), unit="mm")
+        t.op("MAC_Z", h * times, elems=h * prc * (2 * d - 1), unit="mm", outputs=h * prc)
         if scaled:
             t.op("MUL", h * times, elems=h * prc)
         t.op("MASK", h * s["MP"])
@@ -43,7 +43,7 @@ def tally_backward(t: Tally, g: Blocks, s: dict, d: int, h: int, algo: str, scal
 
     def d_contribution() -> None:
         """dP = dO·Vᵀ; D += rowsum(P∘dP)."""
-        t.op("MAC_Z", h * p, elems=h * prc * (2 * d - 1), unit="mm")
+        t.op("MAC_Z", h * p, elems=h * prc * (2 * d - 1), unit="mm", outputs=h * prc)
         t.op("MUL", h * p, elems=h * prc)
         t.op("ROWSUM", h * p, elems=h * (prc - pr))
         t.op("ADD", h * p, elems=h * pr)
@@ -51,7 +51,7 @@ def tally_backward(t: Tally, g: Blocks, s: dict, d: int, h: int, algo: str, scal
     def gradients() -> None:
         """dV += Pᵀ·dO; dP = dO·Vᵀ; dS = P∘(dP − D)·τ; dQ += dS·K; dK += dSᵀ·Q."""
         t.op("MAC", h * p, elems=h * 2 * prc * d, unit="mm")  # dV
-        t.op("MAC_Z", h * p, elems=h * prc * (2 * d - 1), unit="mm")  # dP
+        t.op("MAC_Z", h * p, elems=h * prc * (2 * d - 1), unit="mm", outputs=h * prc)  # dP
         t.op("SUB", h * p, elems=h * prc)
         t.op("MUL", h * p, elems=h * prc)
         if scaled:
@@ -140,7 +140,7 @@ def tally_split(t: Tally, s: dict, d: int, h: int, algo: str, scaled: bool, phas
         t.load("V", h * pc * d, h * p)
     # P = e^(τ·Q·Kᵀ − L) (fa1: e^(S − m)/l), masked; dS/τ = P∘(dO·Vᵀ − D)
     k = 1 if phase == "dv" else 2  # Q·Kᵀ (and dO·Vᵀ)
-    t.op("MAC_Z", k * h * p, elems=k * h * prc * (2 * d - 1), unit="mm")
+    t.op("MAC_Z", k * h * p, elems=k * h * prc * (2 * d - 1), unit="mm", outputs=k * h * prc)
     if scaled:
         t.op("MUL", h * p, elems=h * prc)
     t.op("MASK", h * s["MP"])
@@ -208,13 +208,13 @@ def tally_standard_backward(t: Tally, s: dict, d: int, h: int, scaled: bool, hk:
     # 1. dV = Pᵀ·dO: per K/V head and key block, MAC_Z on the first (head, query block), MAC after
     t.load("P", h * nn, h * pairs)
     t.load("dO", h * tc * n * d, h * pairs)
-    t.op("MAC_Z", hk * tc, elems=hk * nk * d * (2 * group * n - 1), unit="mm")
+    t.op("MAC_Z", hk * tc, elems=hk * nk * d * (2 * group * n - 1), unit="mm", outputs=hk * nk * d)
     t.op("MAC", h * pairs - hk * tc)
     t.store("dV", hk * nk * d, hk * tc)
     # 2. dP = dO·Vᵀ, written
     t.load("dO", h * n * d, h * tr)
     t.load("V", h * tr * nk * d, h * pairs)
-    t.op("MAC_Z", h * pairs, elems=h * nn * (2 * d - 1), unit="mm")
+    t.op("MAC_Z", h * pairs, elems=h * nn * (2 * d - 1), unit="mm", outputs=h * nn)
     t.store("dP", h * nn, h * pairs)
     # 3. row blocks of P and dP read once: D = rowsum(P∘dP), dS = P∘dP − P∘D (×τ), written
     t.load("P", h * nn, h * tr)
@@ -229,13 +229,13 @@ def tally_standard_backward(t: Tally, s: dict, d: int, h: int, scaled: bool, hk:
     # 4. dQ = dS·K
     t.load("dS", h * nn, h * pairs)
     t.load("K", h * tr * nk * d, h * pairs)
-    t.op("MAC_Z", h * tr, elems=h * n * d * (2 * nk - 1), unit="mm")
+    t.op("MAC_Z", h * tr, elems=h * n * d * (2 * nk - 1), unit="mm", outputs=h * n * d)
     t.op("MAC", h * (pairs - tr))
     t.store("dQ", h * n * d, h * tr)
     # 5. dK = dSᵀ·Q
     t.load("dS", h * nn, h * pairs)
     t.load("Q", h * tc * n * d, h * pairs)
-    t.op("MAC_Z", hk * tc, elems=hk * nk * d * (2 * group * n - 1), unit="mm")
+    t.op("MAC_Z", hk * tc, elems=hk * nk * d * (2 * group * n - 1), unit="mm", outputs=hk * nk * d)
     t.op("MAC", h * pairs - hk * tc)
     t.store("dK", hk * nk * d, hk * tc)
 

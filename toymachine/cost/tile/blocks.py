@@ -26,7 +26,7 @@ fit; ``SPLIT_PHASES`` and ``check_split`` name the split backward's launches.
 
 from __future__ import annotations
 
-__all__ = ["SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks", "floor_sum"]
+__all__ = ["DEFAULT_ORDERS", "default_order", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks", "floor_sum"]
 
 from dataclasses import dataclass
 
@@ -36,6 +36,17 @@ from ...errors import ConfigError
 SPLIT_PHASES = ("preprocess", "dkdv", "dq")  # order split: the FlashAttention-2 kernels' three backward launches
 APART_PHASES = ("dv", "dk")  # dkdv as two launches, one accumulator each (kernels_gpu's d 256 backward, dv_apart)
 KV_PHASES = ("dkdv",) + APART_PHASES  # the launches that hold K_j (and V_j) while Q_i, dO_i stream past
+
+
+DEFAULT_ORDERS = {"fa1": "col"}  # each algorithm's own backward loop order: FA1's Algorithm 4 holds K_j, V_j outer
+
+
+def default_order(algo: str, order: str | None = None) -> str:
+    """The backward's loop order: ``order`` if given, else the algorithm's default — fa1 Algorithm 4's
+    (col: K_j, V_j outer, dQ read-modify-written), every other row (Q_i outer, dK and dV
+    read-modify-written). FlashAttention-2's kernels run split (``--order split``: the dkdv and dq
+    launches), its paper's Algorithm 2 col with dQ added atomically."""
+    return order if order is not None else DEFAULT_ORDERS.get(algo, "row")
 
 
 def check_split(pass_: str, order: str, precompute_d: bool, phase: str | None) -> None:

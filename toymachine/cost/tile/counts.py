@@ -34,6 +34,7 @@ class TileCost:
     hbm_footprint: int = 0  # words of HBM the program's arrays occupy
     formula: str = ""  # the HBM formula in words, as the header prints it
     breakdown: Mapping[str, int] = field(default_factory=dict)
+    mac_z_outputs: int = 0  # elements MAC_Z writes: each a whole MAC on a cycle-level machine
 
     def __post_init__(self):
         ordered = {m: int(self.ops[m]) for m in MNEMONICS if self.ops.get(m)}
@@ -60,7 +61,8 @@ class TileCost:
         m = machine or DEFAULT_MACHINE
         issue = sum(n * m.op_cycles(op) for op, n in self.ops.items())
         work = m.work_cycles(words=self.reads + self.writes, matmul=self.flops_matmul,
-                             vector=self.flops_other - self.sfu_ops, sfu=self.sfu_ops)
+                             vector=self.flops_other - self.sfu_ops, sfu=self.sfu_ops,
+                             matmul_outputs=self.mac_z_outputs)
         total = issue + sum(work.values())
         return int(total) if float(total).is_integer() else total
 
@@ -79,6 +81,7 @@ class Tally:
     def __init__(self) -> None:
         self.ops: Counter = Counter()
         self.mm = self.vec = self.sfu = 0
+        self.mzo = 0  # elements MAC_Z writes (Machine.work_cycles: a whole MAC each on a cycle-level machine)
         self.reads: Counter = Counter()
         self.writes: Counter = Counter()
 
@@ -90,9 +93,11 @@ class Tally:
         self.ops["STORE"] += times
         self.writes[array] += words
 
-    def op(self, name: str, times: int = 1, *, elems: int = 0, unit: str = "vec") -> None:
-        """``times`` instructions of ``name`` with ``elems`` FLOPs (or SFU ops) in all."""
+    def op(self, name: str, times: int = 1, *, elems: int = 0, unit: str = "vec", outputs: int = 0) -> None:
+        """``times`` instructions of ``name`` with ``elems`` FLOPs (or SFU ops) in all; ``outputs``: the
+        elements a MAC_Z writes."""
         self.ops[name] += times
+        self.mzo += outputs
         if unit == "mm":
             self.mm += elems
         elif unit == "sfu":

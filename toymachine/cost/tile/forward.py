@@ -43,7 +43,7 @@ def _fa2_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, sca
     t.op("FILL", h * tr * (2 if variant == "no-max" else 3))
     t.load("K", h * pc * d, h * p)
     t.load("V", h * pc * d, h * p)
-    t.op("MAC_Z", h * p, elems=h * prc * (2 * d - 1), unit="mm")
+    t.op("MAC_Z", h * p, elems=h * prc * (2 * d - 1), unit="mm", outputs=h * prc)
     if scaled:
         t.op("MUL", h * p, elems=h * prc)
     t.op("MASK", h * s["MP"])
@@ -83,7 +83,7 @@ def _fa1_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, sca
     t.load("l", h * pr, h * p)
     if variant == "exact":
         t.load("m", h * pr, h * p)
-    t.op("MAC_Z", h * p, elems=h * prc * (2 * d - 1), unit="mm")
+    t.op("MAC_Z", h * p, elems=h * prc * (2 * d - 1), unit="mm", outputs=h * prc)
     if scaled:
         t.op("MUL", h * p, elems=h * prc)
     t.op("MASK", h * s["MP"])
@@ -100,7 +100,7 @@ def _fa1_forward(t: Tally, g: Blocks, s: dict, d: int, h: int, variant: str, sca
         t.op("MUL", 3 * h * p, elems=h * (2 * pr + pr * d))
         t.op("MUL", h * p, elems=h * pr * d)
         t.op("ADD", 2 * h * p, elems=h * (pr + pr * d))
-        t.op("MAC_Z", h * p, elems=h * d * (2 * prc - pr), unit="mm")  # P̃·V: r·d·(2c − 1) per pair
+        t.op("MAC_Z", h * p, elems=h * d * (2 * prc - pr), unit="mm", outputs=h * pr * d)  # P̃·V: r·d·(2c − 1) per pair
     else:
         if variant == "no-rescale":
             t.op("ROWMAX", h * p, elems=h * (prc - pr))
@@ -123,7 +123,7 @@ def _standard_scores(t: Tally, g: Blocks, s: dict, d: int, h: int, scaled: bool)
     pairs = tr * tc
     t.load("Q", h * n * d, h * tr)
     t.load("K", h * tr * nk * d, h * pairs)
-    t.op("MAC_Z", h * pairs, elems=h * n * nk * (2 * d - 1), unit="mm")
+    t.op("MAC_Z", h * pairs, elems=h * n * nk * (2 * d - 1), unit="mm", outputs=h * n * nk)
     if scaled:
         t.op("MUL", h * pairs, elems=h * n * nk)
     t.op("MASK", h * g.masked_key_blocks())
@@ -137,7 +137,7 @@ def _standard_pv(t: Tally, s: dict, d: int, h: int) -> None:
     t.load("P", h * n * nk, h * pairs)
     t.load("V", h * tr * nk * d, h * pairs)
     # MAC_Z for a row block's first key block, MAC after: Σ_i r·d·(2·Σ_j c_j − 1) = Nq·d·(2Nk − 1)
-    t.op("MAC_Z", h * tr, elems=h * n * d * (2 * nk - 1), unit="mm")
+    t.op("MAC_Z", h * tr, elems=h * n * d * (2 * nk - 1), unit="mm", outputs=h * n * d)
     t.op("MAC", h * (pairs - tr))
     t.store("O", h * n * d, h * tr)
 

@@ -34,7 +34,7 @@ def fused_cost(*, n: int, d: int, batch: int = 1, heads: int = 1, causal: bool =
         t.op("FILL")
     for array in ("Q", "K", "V"):
         t.load(array, h * n * d, h)
-    t.op("MAC_Z", h, elems=h * n * n * (2 * d - 1), unit="mm")
+    t.op("MAC_Z", h, elems=h * n * n * (2 * d - 1), unit="mm", outputs=h * n * n)
     if scaled:
         t.op("MUL", h, elems=h * n * n)
     if causal and n > 1:  # one key after one query at least
@@ -45,7 +45,7 @@ def fused_cost(*, n: int, d: int, batch: int = 1, heads: int = 1, causal: bool =
     t.op("EXP", h, elems=h * n * n, unit="sfu")
     t.op("ROWSUM", h, elems=h * (n * n - n))
     t.op("DIV", h, elems=h * n * n)
-    t.op("MAC_Z", h, elems=h * n * d * (2 * n - 1), unit="mm")
+    t.op("MAC_Z", h, elems=h * n * d * (2 * n - 1), unit="mm", outputs=h * n * d)
     t.store("O", h * n * d, h)
     t.op("LOG", h, elems=h * n, unit="sfu")
     if exact:
@@ -54,7 +54,7 @@ def fused_cost(*, n: int, d: int, batch: int = 1, heads: int = 1, causal: bool =
     traffic = {a: (t.reads[a], t.writes[a]) for a in sorted(set(t.reads) | set(t.writes))}
     registers = 4 + (1 if exact else 0) + (1 if scaled else 0)  # T0 (Q, O) T1 (K, V) T3 (S, P) T5 (l, L), T6 m, τ
     return TileCost(ops=dict(t.ops), reads=sum(t.reads.values()), writes=sum(t.writes.values()), traffic=traffic,
-                    flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu,
+                    flops_matmul=t.mm, flops_other=t.vec + t.sfu, sfu_ops=t.sfu, mac_z_outputs=t.mzo,
                     sram_peak=fused_sram_peak(n=n, d=d, variant=variant, scaled=scaled), registers=registers,
                     hbm_footprint=h * (4 * n * d + n), formula=FUSED_WORDS,
                     breakdown={"P": h, "PR": h * n, "PC": h * n, "PRC": h * n * n, "MP": h if causal else 0,

@@ -9,7 +9,7 @@ shape [n][d] — [batch][heads][n][d] when batch·heads > 1 — and the row stat
 (the log-sum-exp), ``m``, ``l``, ``D`` of shape [n] (or [batch][heads][n]). Inputs never
 given are the machine's deterministic random values, as for any program.
 
-Shapes users run (issue 14): ``nk`` keys/values of length Nk ≠ n (cross-attention: K, V, dK,
+Shapes users run: ``nk`` keys/values of length Nk ≠ n (cross-attention: K, V, dK,
 dV are [nk][d]; S, P [n][nk]); the causal mask is aligned bottom-right, as torch SDPA's
 ``causal_lower_right`` and flash-attn (≥ 2.1) do — query i attends keys j ≤ i + (nk − n), the
 last query sees every key; MASK gets the row offset i0 + nk − n — and needs nk ≥ n (else the
@@ -93,19 +93,22 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ...cost.tile import KV_PHASES, SPLIT_PHASES, Blocks, attention_tile_cost, check_split, fit_blocks, sram_peak
+from ...cost.tile import (KV_PHASES, SPLIT_PHASES, Blocks, attention_tile_cost, check_split, default_order, fit_blocks,
+                          sram_peak)
 from ...errors import ConfigError
 from ...machine.config import SRAM_RULES
 from ...program import Program
 from .backward import emit_backward, emit_split_phase, emit_standard_backward
 from ..common import MAX_INSTRUCTIONS, check_size
+from .eager import eager_program, eager_shapes
 from .emit import TAU, Dropout, Emitter
 from .forward import emit_forward
 from .fused import emit_fused, machine_blocks
 from .header import array_declarations, program_header
 from .reference import attention_backward_reference, attention_reference
 
-ALGOS = ("standard", "standard-3pass", "fa1", "fa2", "fused")  # fused: S on chip, one block (gen.tile.fused)
+# eager: one kernel per op (gen.tile.eager); fused: S on chip, one block (gen.tile.fused)
+ALGOS = ("eager", "standard", "standard-3pass", "fa1", "fa2", "fused")
 PASSES = ("forward", "backward")
 ORDERS = ("row", "col", "split")  # backward; split's launches: SPLIT_PHASES (from cost.tile)
 VARIANTS = ("exact", "no-max", "no-rescale")
@@ -129,13 +132,14 @@ def _choice(name: str, value, choices: Iterable[str]) -> str:
 
 def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", block_m: int | None = None,
                    block_n: int | None = None, sram_words: int | None = None, variant: str = "exact",
-                   scaled: bool = True, precompute_d: bool = True, order: str = "row",
+                   scaled: bool = True, precompute_d: bool = True, order: str | None = None,
                    heads: int = 1, phase: str | None = None, nk: int | None = None,
                    kv_heads: int | None = None, dropout: bool = False,
                    sram_rule: str = "exact") -> tuple[int, int, str]:
     """(Br, Bc, how they were chosen): given, from the SRAM size, or 64 × 64; Br clamped to n
     (the queries), Bc to nk (the keys, default n). ``heads``/``kv_heads``: all batches' heads."""
     keys = n if nk is None else nk
+    order = default_order(algo, order)
     fit: dict[str, Any] = dict(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
                precompute_d=precompute_d, order=order, heads=heads, phase=phase, nk=nk, kv_heads=kv_heads,
                dropout=dropout, sram_rule=sram_rule)
@@ -168,12 +172,14 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
 
 def array_shapes(*, n: int, d: int, batch: int = 1, heads: int = 1, algo: str = "fa2",
                  pass_: str = "forward", nk: int | None = None,
-                 kv_heads: int | None = None) -> dict[str, tuple[int, ...]]:
+                 kv_heads: int | None = None, dropout: bool = False) -> dict[str, tuple[int, ...]]:
     """Name → shape of every array the program declares (inputs and outputs): Q, O, dO, dQ
     ``[batch][heads][n][d]``; K, V, dK, dV ``[batch][kv_heads][nk][d]`` (the leading axes when
     batch·heads > 1); the statistics ``[batch][heads][n]``; standard attention's S, P ``[n][nk]``."""
     keys = n if nk is None else nk
     kvh = heads if kv_heads is None else kv_heads
+    if algo == "eager":
+        return eager_shapes(n=n, d=d, batch=batch, heads=heads, pass_=pass_, nk=keys, dropout=dropout)
     many = batch * heads > 1
     lead, klead = ((batch, heads), (batch, kvh)) if many else ((), ())
     mat, kmat, vec = lead + (n, d), klead + (keys, d), lead + (n,)
@@ -197,7 +203,7 @@ def array_shapes(*, n: int, d: int, batch: int = 1, heads: int = 1, algo: str = 
 def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", batch: int = 1, heads: int = 1,
                       causal: bool = False, block_m: int | None = None, block_n: int | None = None,
                       sram_words: int | None = None, variant: str = "exact", precompute_d: bool = True,
-                      order: str = "row", with_data: bool = False, seed: int = 0,
+                      order: str | None = None, with_data: bool = False, seed: int = 0,
                       scale: float | None = None, phase: str | None = None, nk: int | None = None,
                       kv_heads: int | None = None, dropout: float = 0.0, dropout_seed: int = 0,
                       sram_rule: str = "exact", machine=None, max_instructions: int | None = MAX_INSTRUCTIONS,
@@ -232,7 +238,8 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     pass_ = _choice("pass", pass_, PASSES)
     variant = _choice("variant", variant, VARIANTS)
     sram_rule = _choice("sram-rule", sram_rule, SRAM_RULES)
-    order = _choice("order", order, ORDERS)
+    order_given = order is not None
+    order = _choice("order", default_order(algo, order), ORDERS)
     for name, v in (("block_m", block_m), ("block_n", block_n), ("sram", sram_words)):
         if v is not None:
             _int(name, v, 1)
@@ -264,6 +271,12 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     if not math.isfinite(tau) or tau == 0.0:
         raise ConfigError(f"--scale must be a finite non-zero number, got {scale!r}")
     scaled = tau != 1.0
+    if algo == "eager":
+        return eager_program(n=n, d=d, nk=keys, batch=batch, heads=heads, kv_heads=kvh, causal=bool(causal),
+                             pass_=pass_, block_m=block_m, block_n=block_n, sram_words=sram_words, variant=variant,
+                             order=order, precompute_d=precompute_d, phase=phase, tau=tau, scale=scale,
+                             dropout=p_drop, dropout_seed=int(dropout_seed), with_data=with_data, seed=seed,
+                             max_instructions=max_instructions, on_size=on_size)
     br, bc, how = resolve_blocks(n=n, d=d, algo=algo, pass_=pass_, block_m=block_m, block_n=block_n,
                                  sram_words=sram_words, variant=variant, scaled=scaled, precompute_d=precompute_d,
                                  order=order, heads=batch * heads, phase=phase, nk=keys,
@@ -271,7 +284,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     g = Blocks(n, br, bc, bool(causal), None if keys == n else keys)
     groups = _head_groups(batch, heads, kvh)
     dr = Dropout(p_drop, int(dropout_seed), heads) if p_drop else None
-    extra = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
+    extra: dict[str, Any] = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
     cost = attention_tile_cost(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal),
                                block_m=br, block_n=bc, variant=variant, precompute_d=precompute_d, order=order,
                                scale=tau, phase=phase, dropout=p_drop, sram_rule=sram_rule, **extra)
@@ -311,7 +324,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     header = program_header(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal), br=br,
                             bc=bc, how=how, sram_words=sram_words, variant=variant, precompute_d=precompute_d,
                             order=order, tau=tau, scale=scale, cost=cost, g=g, with_data=with_data, seed=seed,
-                            phase=phase, **extra, **drop_kw, sram_rule=sram_rule,
+                            phase=phase, **extra, **drop_kw, sram_rule=sram_rule, order_given=order_given,
                             sram_note=_sram_note(sram_rule, sram_words, n, d, br, bc, cost.sram_peak, peak_kw))
     return Program(tuple(e.instrs), tuple(arrays), header=tuple(header))
 

@@ -60,7 +60,7 @@ def array_declarations(shapes: dict, algo: str, pass_: str, precompute_d: bool, 
 
 def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram_words, variant, precompute_d,
                    order, tau, scale, cost, g, with_data, seed, phase=None, nk=None, kv_heads=None, dropout=0.0,
-                   dropout_seed=0, sram_rule="exact", sram_note=()) -> list[str]:
+                   dropout_seed=0, sram_rule="exact", sram_note=(), order_given=True) -> list[str]:
     """The header lines (``Program.header``): what the program computes and what it costs
     (``nk``/``kv_heads`` given: cross-attention / grouped-query lines)."""
     title = {"standard": "standard attention (Algorithm 0: S and P materialised in HBM, each written once and "
@@ -97,6 +97,9 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
                  "col": ", column order (K_j outer; dQ read-modify-written per pair)",
                  "split": ", split order (FlashAttention-2's kernels: preprocess D; dK, dV with K_j outer; dQ with "
                           "Q_i outer; nothing read-modify-written, P and dS computed twice)"}[order]
+        if not order_given:
+            what += (" — fa1's own order, Algorithm 4's" if algo == "fa1" else f" — {algo}'s default") \
+                + " (--order row, col or split to choose)"
         if phase:
             what += f" — the {phase} launch only"
     lines.append("Computes " + what + (", causal mask" if causal else "") + f", per head ({h} head(s)).")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["LOAD", "STORE", "UNARY", "BINARY", "TERNARY", "EXEC", "LOAD_T", "STORE_T", "SKIP", "COPY", "TEMPLATES",
-           "MM", "VEC", "SFU", "TILE_BASE", "SKIP_SLOT", "COUNT_SLOTS", "OPINDEX", "code_text"]
+           "MM", "VEC", "SFU", "MZO", "TILE_BASE", "SKIP_SLOT", "COUNT_SLOTS", "OPINDEX", "code_text"]
 
 from ...isa import MNEMONICS
 
@@ -12,6 +12,7 @@ LOAD_T, STORE_T, SKIP = 6, 7, 8  # text mode: LOAD/STORE templates (index from t
 COPY = 9  # MOV between registers: a copy (never rounds, never raises an alarm)
 TEMPLATES = (LOAD_T, STORE_T)
 MM, VEC, SFU = 0, 1, 2  # indices into the run's FLOP accumulator: tensor core, vector unit, special functions
+MZO = 3  # … and the elements MAC_Z wrote: a MAC unit spends a whole MAC on each one's first multiply
 TILE_BASE = len(MNEMONICS)  # tile instructions count in run.counts[TILE_BASE + opcode]
 SKIP_SLOT = 2 * len(MNEMONICS)  # run.counts' last slot: lines that are no instruction (not reported)
 COUNT_SLOTS = SKIP_SLOT + 1

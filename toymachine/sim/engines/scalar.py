@@ -25,15 +25,19 @@ __all__ = ["claims", "setup", "compile", "report", "compile_memory", "compile_me
 
 import math
 import re
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...errors import AsmError, RuntimeFault
 from ...isa import ISA, MNEMONICS
 from ...asm import parse_line, strip_comment
-from ...program import ACCUMULATOR, Instr, Reg
+from ...program import ACCUMULATOR, Instr, Reg, operands_of
 from ..memory import SCALAR, TILE
 from ..symbolic import SYMBOLIC_OPS
-from .kinds import BINARY, COPY, EXEC, LOAD, LOAD_T, MM, OPINDEX, SFU, STORE, STORE_T, TERNARY, TILE_BASE, UNARY, VEC
+from .kinds import (BINARY, COPY, EXEC, LOAD, LOAD_T, MM, MZO, OPINDEX, SFU, STORE, STORE_T, TERNARY, TILE_BASE, UNARY,
+                    VEC)
+
+if TYPE_CHECKING:
+    from ..run import Run
 
 # where ACC (the MAC unit's accumulator) may stand: (mnemonic, operand position)
 _ACC_USES = frozenset({("MAC_Z", 2), ("MAC", 2), ("MAC", 3), ("STORE", 0), ("MOV", 0)})
@@ -52,7 +56,7 @@ def claims(ins: Instr) -> bool:
     return True  # every instruction no other engine claims
 
 
-def setup(run) -> None:
+def setup(run: Run) -> None:
     """The per-run operation table: exact, rounded to the dtype, or symbolic."""
     rnd = run.round
     run.memory_templates = {}  # (LOAD/STORE, array, register) → compiled parts (compile_memory)
@@ -68,8 +72,8 @@ def setup(run) -> None:
             fns[m] = _rounded(spec.numeric, rnd)
 
 
-def compile(run, ins: Instr, line: int, text: str | None = None) -> tuple:
-    a = ins.args
+def compile(run: Run, ins: Instr, line: int, text: str | None = None) -> tuple:
+    a: tuple[Any, ...] = ins.args  # each operand's kind was checked against the ISA signature when parsed
     kind = _KIND[ISA[ins.op].kind]
     op = OPINDEX[ins.op]
     for pos, x in enumerate(a):
@@ -102,14 +106,14 @@ def compile(run, ins: Instr, line: int, text: str | None = None) -> tuple:
     return (kind, op, fn, d, *srcs, tag)
 
 
-def compile_memory(run, ins: Instr, line: int):
+def compile_memory(run: Run, ins: Instr, line: int):
     """A word ``LOAD x[i], Rk`` / ``STORE Rk, x[i]`` of a ``Program`` through a per-run template
     (one per instruction, array and register: programs name millions of addresses); None for
     anything else, which takes the general path."""
     kind = _MEMORY.get(ins.op)
     if kind is None:
         return None
-    a = ins.args
+    a: tuple[Any, ...] = ins.args  # each operand's kind was checked against the ISA signature when parsed
     mem, reg = (a[0], a[1]) if kind == LOAD else (a[1], a[0])
     parts = run.memory_templates.get((kind, mem.array, reg.name))
     if parts is None:
@@ -134,12 +138,12 @@ def compile_memory(run, ins: Instr, line: int):
     return (kind, parts[1], arr, idx, parts[3], (ins, None, False))
 
 
-def _index_fault(run, arr, idx: tuple, line: int, kind: int) -> None:
+def _index_fault(run: Run, arr, idx: tuple, line: int, kind: int) -> None:
     raise RuntimeFault(arr.check_index(idx), loc=run.loc(line, 0 if kind == LOAD else 1),
                        hint="declared/given arrays have a fixed shape; check the index or the .data")
 
 
-def compile_ahead(run, text: str):
+def compile_ahead(run: Run, text: str):
     """Compile a scalar line before the lines ahead of it have run, where that can have no effect
     a line in between could see: every register it names exists already, and so does every array
     it reads or writes (held as words, used before), its index inside a declared shape. None
@@ -171,7 +175,7 @@ def compile_ahead(run, text: str):
     return compile(run, ins, 0, strip_comment(text).strip())
 
 
-def template_ahead(run, key: str, text: str):
+def template_ahead(run: Run, key: str, text: str):
     """The template code of ``key`` (``LOAD x[], R0``: LOAD/STORE whose indices come from the
     line; ``sim.text``), or the code of a line without indices, compiled ahead as ``compile_ahead``
     allows; None otherwise."""
@@ -252,7 +256,7 @@ def _memory_parts_loose(text: str):
     return store, name, "R" + str(int(reg[1:])), idx
 
 
-def compile_memory_line(run, n: int, text: str):
+def compile_memory_line(run: Run, n: int, text: str):
     """``LOAD x[i], Rk`` / ``STORE Rk, x[i][j]`` compiled without the general parser (text mode's
     fast path); anything unusual returns None and takes the general path."""
     parts = _memory_parts(text)
@@ -267,12 +271,12 @@ def compile_memory_line(run, n: int, text: str):
             (None, text.strip(), False))
 
 
-def _compile_element(run, ins: Instr, line: int, text: str | None, arr) -> tuple:
+def _compile_element(run: Run, ins: Instr, line: int, text: str | None, arr) -> tuple:
     """A word LOAD/STORE of an array the program also moves in blocks (held dense)."""
     op = TILE_BASE + OPINDEX[ins.op]
     tag = (ins, text, False)
     if ins.op == "LOAD":
-        mem, reg = ins.args
+        mem, reg = operands_of(ins)
         idx = tuple(mem.index)
         d = run.slot(reg, line, 1)
 
@@ -283,7 +287,7 @@ def _compile_element(run, ins: Instr, line: int, text: str | None, arr) -> tuple
             r.reads += 1
 
         return (EXEC, op, load, tag)
-    reg, mem = ins.args
+    reg, mem = operands_of(ins)
     idx = tuple(mem.index)
     s = run.slot(reg, line, 0)
 
@@ -303,7 +307,7 @@ def _compile_element(run, ins: Instr, line: int, text: str | None, arr) -> tuple
 
 
 # -- numerics: the slow path ------------------------------------------------------------
-def numeric_event(run, line: int, code: tuple, operands: tuple, r, exc: BaseException | None = None):
+def numeric_event(run: Run, line: int, code: tuple, operands: tuple, r, exc: BaseException | None = None):
     """The result is non-finite or zero, or the operation raised: record the alarm (first
     overflow, NaN, division by zero; underflows counted) and return the IEEE result."""
     op = MNEMONICS[code[1]]
@@ -351,6 +355,7 @@ def scalar_flops(counts: list[int], flops: list) -> None:
         if counts[i] and m in _SCALAR_FLOPS:
             unit, per = _SCALAR_FLOPS[m]
             flops[unit] += per * counts[i]
+    flops[MZO] += counts[OPINDEX["MAC_Z"]]  # a scalar MAC_Z writes one element
 
 
 def _ieee_div(a: float, b: float) -> float:
@@ -375,5 +380,5 @@ def _none_guard(fn: Callable) -> Callable:
     return f
 
 
-def report(run, machine, issue: float, flops: list, work: dict, arrays: dict) -> dict:
+def report(run: Run, machine, issue: float, flops: list, work: dict, arrays: dict) -> dict:
     return {}  # the scalar machine's counters are Result's own fields

@@ -27,21 +27,25 @@ from __future__ import annotations
 __all__ = ["seed_setup", "seed_pricer"]
 
 import math
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 
 from ...cost import tpu_seed as S
+from ...program import operands_of
+
+if TYPE_CHECKING:
+    from ..run import Run
 
 MXU_CYCLES, MACS, PASSES, VPU_CYCLES = range(4)  # as units.py
 
 
-def seed_setup(run) -> None:
+def seed_setup(run: Run) -> None:
     """Per-run state: ``flash`` (a running max has been filled), ``called`` (the call's index
     vectors charged), ``after_log`` (the instruction just priced was a LOG)."""
     run.seed_state = {"flash": False, "called": False, "after_log": False, "br": 0, "bc": 0, "tau": None,
                       "scores": None, "acc": None}
 
 
-def seed_pricer(run, op: str, srcs: tuple, ins) -> Callable:
+def seed_pricer(run: Run, op: str, srcs: tuple, ins) -> Callable:
     """The closure that charges one execution of ``op`` under the seed's accounting."""
     vpu, acc, by_op, st = run.machine.vpu, run.units, run.vpu_by_op, run.seed_state
     lanes = vpu.lanes
@@ -82,7 +86,8 @@ def seed_pricer(run, op: str, srcs: tuple, ins) -> Callable:
 
         return price_matmul
     if op == "FILL":
-        value, rows, cols = float(ins.args[0]), int(ins.args[1]), int(ins.args[2])
+        value, rows, cols = (float(x) for x in operands_of(ins)[:3])
+        rows, cols = int(rows), int(cols)
 
         def price_fill(regs, r):
             st["after_log"] = False
@@ -90,7 +95,7 @@ def seed_pricer(run, op: str, srcs: tuple, ins) -> Callable:
                 st["acc"] = dst
                 note(S.UNCHARGED[1])
             elif value not in (0, -math.inf) and rows * cols == 1:  # the softmax scale τ
-                st["tau"] = ins.args[-1].name
+                st["tau"] = operands_of(ins)[-1].name
                 note(S.UNCHARGED[0])
             elif value == -math.inf:
                 if not st["called"]:

@@ -61,6 +61,8 @@ that underflow to zero are counted.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __all__ = ["claims", "setup", "compile", "report", "note_paper_registers"]
 
 import math
@@ -70,12 +72,15 @@ import numpy as np
 from ...errors import AsmError, RuntimeFault
 from ...limits import LIMITS
 from ...isa import ISA
-from ...program import Instr, Mem, Reg, Span
+from ...program import Instr, Mem, Reg, Span, operands_of
 from ..memory import SCALAR
 from . import tile_ops, units
 from .kinds import EXEC, MM, OPINDEX, SFU, SKIP_SLOT, TILE_BASE, VEC
 from .tile_events import ELEMENTWISE, bad_store, dropout_operands, sram_full, tile_event, tile_rounder
 from .tile_ops import UFUNC
+
+if TYPE_CHECKING:
+    from ..run import Run
 
 
 def _is_tile_reg(a) -> bool:
@@ -88,7 +93,7 @@ def claims(ins: Instr) -> bool:
         (isinstance(x, Reg) and x.name[:1] == "T") or (isinstance(x, Mem) and not x.is_scalar) for x in ins.args)
 
 
-def setup(run) -> None:
+def setup(run: Run) -> None:
     """SRAM accounting state: words each T register holds, the capacity, the dtype rounding."""
     cap = run.machine.onchip_words
     run.sram_cap = (1 << 62) if cap is None else cap
@@ -100,7 +105,7 @@ def setup(run) -> None:
 
 
 # -- compilation ------------------------------------------------------------------------
-def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
+def compile(run: Run, ins: Instr, line: int, text: str | None) -> tuple:
     """Compile a tile instruction into an ``EXEC`` code tuple for the interpreter loop."""
     spec = ISA[ins.op]
     if run.symbolic:
@@ -108,7 +113,7 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
                        hint="symbolic mode shows scalar traces; run tile programs without --symbolic")
     op = TILE_BASE + OPINDEX[ins.op]
     tag = (ins, text, False)
-    a = ins.args
+    a: tuple[Any, ...] = ins.args  # each operand's kind was checked against the ISA signature when parsed
     if spec.kind == "load":
         mem, dst = a
         if mem.is_scalar:
@@ -196,19 +201,19 @@ def compile(run, ins: Instr, line: int, text: str | None) -> tuple:
     return _op(run, fn, d, tuple(srcs), op, tag, units.pricer(run, ins.op, tuple(srcs), ins), block)
 
 
-def note_paper_registers(run, instrs) -> None:
+def note_paper_registers(run: Run, instrs) -> None:
     """``sram_rule: paper``: the registers any LOAD/STORE of a 2-D block names, known before the run
     (a register FILLed before its first STORE counts from the FILL on): ``Run.slot`` counts them."""
     for ins in instrs:
         if ins.op in ("LOAD", "STORE"):
-            mem, reg = (ins.args[0], ins.args[1]) if ins.op == "LOAD" else (ins.args[1], ins.args[0])
+            mem, reg = operands_of(ins) if ins.op == "LOAD" else operands_of(ins)[::-1]
             if isinstance(mem, Mem) and isinstance(reg, Reg) and sum(isinstance(i, Span) for i in mem.index) == 2:
                 run.paper_names.add(reg.name)
                 if reg.name in run.slots:
                     run.sram_counted.add(run.slots[reg.name])
 
 
-def _paper_count(run, mem: Mem, slot: int) -> None:
+def _paper_count(run: Run, mem: Mem, slot: int) -> None:
     """Under ``sram_rule: paper`` a register counts against SRAM iff a 2-D block of an HBM array is
     loaded into it or stored from it (the paper's Q_i, K_j, V_j, O_i; not S, m, ℓ, temporaries).
     ``note_paper_registers`` finds them all before the run starts; this keeps the set complete."""
@@ -220,7 +225,7 @@ def _as_block(mem: Mem) -> str:
     return f"{mem.array}[{', '.join(f'{i}:{i + 1}' for i in mem.index)}]"
 
 
-def _block(run, mem: Mem, line: int, operand: int, *, write: bool):
+def _block(run: Run, mem: Mem, line: int, operand: int, *, write: bool):
     """(array, numpy index, tile shape) of a block address; errors name the operand."""
     name = mem.array
     arr = run.memory.arrays.get(name) or run.memory.get(name)
@@ -272,14 +277,14 @@ def _block(run, mem: Mem, line: int, operand: int, *, write: bool):
 # Hot path: each closure binds the run's register list, SRAM sizes and rounding when it is
 # compiled (they are fixed for the run) and keeps the SRAM accounting inline.
 
-def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple, price=None, block=None) -> tuple:
+def _op(run: Run, compute, d: int, srcs: tuple, op: int, tag: tuple, price=None, block=None) -> tuple:
     """An arithmetic tile instruction: compute, round to the dtype, hold in SRAM (overwriting
     a register frees its old tile); on a machine with units, ``price`` charges its unit.
     ``execute.block``: what it computes, for ``sim.tile_blocks`` (None: not compiled there)."""
     regs, sizes, tround = run.regs, run.sizes, run.tround
     exact, counted = run.sram_exact, run.sram_counted
 
-    def execute(run, line):
+    def execute(run: Run, line):
         try:
             r = compute(regs)
         except Exception as exc:  # FP flag, empty register, shapes that do not fit
@@ -303,12 +308,12 @@ def _op(run, compute, d: int, srcs: tuple, op: int, tag: tuple, price=None, bloc
     return code
 
 
-def _load(run, arr, idx: tuple, d: int, op: int, tag: tuple) -> tuple:
+def _load(run: Run, arr, idx: tuple, d: int, op: int, tag: tuple) -> tuple:
     """LOAD block → T register: a view of HBM (a STORE to the array first detaches it)."""
     regs, sizes = run.regs, run.sizes
     exact, counted = run.sram_exact, run.sram_counted
 
-    def execute(run, line):
+    def execute(run: Run, line):
         if arr.pending:
             arr.materialise()
         r = arr.dense[idx]
@@ -336,11 +341,11 @@ def _load(run, arr, idx: tuple, d: int, op: int, tag: tuple) -> tuple:
     return code
 
 
-def _store(run, arr, idx: tuple, s: int, shape: tuple, transposed: bool, op: int, tag: tuple) -> tuple:
+def _store(run: Run, arr, idx: tuple, s: int, shape: tuple, transposed: bool, op: int, tag: tuple) -> tuple:
     """STORE T register → block of HBM (shapes must match)."""
     regs = run.regs
 
-    def execute(run, line):
+    def execute(run: Run, line):
         v = regs[s]
         if transposed and v is not None and hasattr(v, "T"):
             v = v.T
@@ -362,7 +367,7 @@ def _store(run, arr, idx: tuple, s: int, shape: tuple, transposed: bool, op: int
 
 
 # -- the result's tile keys ------------------------------------------------------------------
-def report(run, machine, issue: float, flops: list, work: dict, arrays: dict) -> dict:
+def report(run: Run, machine, issue: float, flops: list, work: dict, arrays: dict) -> dict:
     """SRAM peak, FLOPs, cycle breakdown, per-array traffic, HBM footprint and the roofline time:
     present when the run executed a tile instruction or the machine describes SRAM or rates."""
     if not (any(run.counts[TILE_BASE:SKIP_SLOT]) or machine.is_tile):

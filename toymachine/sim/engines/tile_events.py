@@ -5,11 +5,15 @@ from __future__ import annotations
 
 __all__ = ["tile_event", "tile_rounder", "bad_store", "sram_full", "shape_text", "dropout_operands", "ELEMENTWISE"]
 
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import AsmError, MachineLimitError, RuntimeFault
+from ...program import operands_of
+
+if TYPE_CHECKING:
+    from ..run import Run
 
 ELEMENTWISE = frozenset({"MAX", "SUB", "ADD", "MUL", "DIV", "EXP", "LOG", "MOV"})
 _NEG_INF = -np.inf
@@ -25,7 +29,7 @@ def shape_text(v) -> str:
 
 
 # -- slow paths: numerical events, shape errors, SRAM overflow -------------------------------
-def tile_event(run, line: int, code: tuple, compute: Callable, srcs: tuple, exc: BaseException):
+def tile_event(run: Run, line: int, code: tuple, compute: Callable, srcs: tuple, exc: BaseException):
     """A tile instruction raised: an empty register, a shape mismatch, or a floating-point
     flag (then recompute with the flags collected and raise the alarms). ``srcs`` are the
     operands as (register slot, transposed, operand position)."""
@@ -100,7 +104,7 @@ def _view_shape(v, transposed: bool) -> str:
     return shape_text(v.T if transposed else v)
 
 
-def _raise_alarm(run, kind: str, line: int, code: tuple, r, mask, operands, count: int = 1,
+def _raise_alarm(run: Run, kind: str, line: int, code: tuple, r, mask, operands, count: int = 1,
                  elementwise: bool = True) -> None:
     hits = np.argwhere(mask)
     tiles = tuple(f"tile{tuple(o.shape)}" if hasattr(o, "shape") else o for o in operands)
@@ -115,7 +119,7 @@ def _raise_alarm(run, kind: str, line: int, code: tuple, r, mask, operands, coun
     run.alarm(kind, line, code, values, float(r[pos]), where=f" @[{', '.join(map(str, pos))}]", count=count)
 
 
-def tile_rounder(run) -> Callable | None:
+def tile_rounder(run: Run) -> Callable | None:
     """The dtype rounding of every tile write (None for exact fp64), with the alarms that
     rounding itself causes: overflow to ±inf and underflow to zero."""
     if run.round is None:
@@ -136,9 +140,9 @@ def tile_rounder(run) -> Callable | None:
     return tround
 
 
-def bad_store(run, line: int, code: tuple, v, shape: tuple, transposed: bool) -> None:
+def bad_store(run: Run, line: int, code: tuple, v, shape: tuple, transposed: bool) -> None:
     ins = code[-1][0]
-    src, mem = ins.args
+    src, mem = operands_of(ins)
     if v is None:
         raise RuntimeFault(f"{src.name} is read before anything was written to it", loc=run.loc(line, 0),
                            hint=f"LOAD a block into {src.name} (or compute one) before this instruction")
@@ -146,7 +150,7 @@ def bad_store(run, line: int, code: tuple, v, shape: tuple, transposed: bool) ->
                        loc=run.loc(line, 1), hint="STORE needs the tile's shape to equal the block's")
 
 
-def sram_full(run, line: int, code: tuple, d: int, occupied: int) -> None:
+def sram_full(run: Run, line: int, code: tuple, d: int, occupied: int) -> None:
     """Raise the SRAM-capacity error for the tile just written by ``code`` to register slot ``d``."""
     ins = code[-1][0]
     machine = run.machine
@@ -173,7 +177,7 @@ def sram_full(run, line: int, code: tuple, d: int, occupied: int) -> None:
              f"you no longer need, or a machine with `sram_words: {occupied}` or more")
 
 
-def dropout_operands(run, line: int, a: tuple) -> tuple:
+def dropout_operands(run: Run, line: int, a: tuple) -> tuple:
     """(p, seed, head, row0, col0) of ``DROPOUT Ta, p, seed, head, row0, col0, Td``, checked."""
     p = a[1]
     if not 0 <= p < 1:

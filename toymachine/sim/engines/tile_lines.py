@@ -11,6 +11,8 @@ returns None and takes the general path, which reports it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["compile_tile_line"]
 
 import re
@@ -18,6 +20,9 @@ import re
 from ...limits import LIMITS
 from ...program import Instr, Mem, Reg, Span
 from . import tile
+
+if TYPE_CHECKING:
+    from ..run import Run
 
 _T = r"(T(?:0|[1-9][0-9]{0,3}))"
 _ADDR = r"([A-Za-z_][A-Za-z0-9_]*)\[([0-9:, ]+)\]"
@@ -48,7 +53,7 @@ def _items(inner: str, cap: int) -> tuple | None:
     return tuple(items)
 
 
-def compile_tile_line(run, n: int, text: str):
+def compile_tile_line(run: Run, n: int, text: str):
     """The code of a canonical tile LOAD/STORE line, or None (the general path compiles it)."""
     m = _LINE.match(text)
     if m is None or ":" not in text:

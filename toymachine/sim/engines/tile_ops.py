@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from .kinds import MM, VEC
+from .kinds import MM, MZO, VEC
 
 UFUNC = {"MAX": np.maximum, "SUB": np.subtract, "ADD": np.add, "MUL": np.multiply, "DIV": np.divide,
          "EXP": np.exp, "LOG": np.log}
@@ -31,6 +31,7 @@ def matmul(a, b, c, acc: list) -> Callable:
                 x = regs[sa]
                 r = x @ regs[sb]
                 acc[MM] += r.size * (2 * x.shape[1] - 1)
+                acc[MZO] += r.size
                 return r
 
             return mac_z
@@ -39,6 +40,7 @@ def matmul(a, b, c, acc: list) -> Callable:
             x = regs[sa].T if ta else regs[sa]
             r = x @ (regs[sb].T if tb else regs[sb])
             acc[MM] += r.size * (2 * x.shape[1] - 1)
+            acc[MZO] += r.size
             return r
 
         return mac_z_t

@@ -16,6 +16,8 @@ runs that code, which raises the error or alarm the line always raised (same tex
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["MARK", "template_code", "remember", "remember_rows", "axes_of", "block_index"]
 
 import math
@@ -27,6 +29,9 @@ from ...asm import parse_line, strip_comment
 from ...limits import LIMITS
 from .kinds import EXEC
 from .tile_lines import compile_tile_line
+
+if TYPE_CHECKING:
+    from ..run import Run
 
 MARK = "\x01"  # after a cut block's ``[]`` in a key (a chunk holding this character is never cut)
 _ITEM = "(?:[0-9]{1,7}|[0-9]{0,7}:[0-9]{0,7})"
@@ -105,7 +110,7 @@ def block_index(axes: tuple, off: int, body: list) -> tuple[str, str, str]:
     return ", ".join(ix), f"({', '.join(obj)},)", f"({', '.join(shape)})"
 
 
-def _exact(run, line: int) -> None:
+def _exact(run: Run, line: int) -> None:
     """The line compiled and run as itself: its errors and alarms, as it always raised them."""
     text = run.source(line)
     code = compile_tile_line(run, line, text)
@@ -149,7 +154,7 @@ def remember_rows(arr, rows, cols) -> None:
         mask[rows, cols] = True
 
 
-def template_code(run, key: str, code: tuple, taken: list) -> tuple | None:
+def template_code(run: Run, key: str, code: tuple, taken: list) -> tuple | None:
     """The template code of ``key`` made from ``code`` (its line's first occurrence, whose bounds
     were ``taken``), or None where the key is not a canonical tile LOAD/STORE or the template
     would not name the same block as the line."""
@@ -182,7 +187,7 @@ def template_code(run, key: str, code: tuple, taken: list) -> tuple | None:
     return (EXEC, code[1], fn, code[3])
 
 
-def _take(run, axes: tuple, k: int):
+def _take(run: Run, axes: tuple, k: int):
     """The next k bounds of the chunk's bound stream, resolved to (index, shape) on ``axes``; None
     where the chunk has no stream or the bounds do not resolve (the line then runs as itself)."""
     tb = run.tile_bounds
@@ -194,11 +199,11 @@ def _take(run, axes: tuple, k: int):
     return _resolve(axes, b, p)
 
 
-def _load(run, arr, d: int, axes: tuple, k: int):
+def _load(run: Run, arr, d: int, axes: tuple, k: int):
     regs, sizes = run.regs, run.sizes
     exact, counted = run.sram_exact, run.sram_counted
 
-    def execute(run, line):
+    def execute(run: Run, line):
         r = _take(run, axes, k)
         if r is None:
             return _exact(run, line)
@@ -223,10 +228,10 @@ def _load(run, arr, d: int, axes: tuple, k: int):
     return execute
 
 
-def _store(run, arr, s: int, transposed: bool, axes: tuple, k: int):
+def _store(run: Run, arr, s: int, transposed: bool, axes: tuple, k: int):
     regs = run.regs
 
-    def execute(run, line):
+    def execute(run: Run, line):
         r = _take(run, axes, k)
         v = regs[s]
         if transposed and v is not None and hasattr(v, "T"):

@@ -19,13 +19,16 @@ __all__ = ["setup", "pricer", "report", "memory_peak", "MXU_CYCLES", "MACS", "PA
 
 import math
 from collections import Counter
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..run import Run
 
 
 MXU_CYCLES, MACS, PASSES, VPU_CYCLES = range(4)
 
 
-def setup(run) -> None:
+def setup(run: Run) -> None:
     run.units = [0, 0, 0, 0] if run.machine.has_units else None
     run.vpu_by_op = Counter()
     if run.machine.accounting == "seed-002":
@@ -34,7 +37,7 @@ def setup(run) -> None:
         seed_units.seed_setup(run)
 
 
-def pricer(run, op: str, srcs: tuple, ins=None) -> Callable | None:
+def pricer(run: Run, op: str, srcs: tuple, ins=None) -> Callable | None:
     """The closure that charges one execution of ``op`` (None on a machine without units).
     ``srcs``: the operands as ``(slot, transposed, position)``; ``ins`` the instruction (a machine
     with ``accounting: seed-002`` is priced by ``seed_units``, seed 002's own accounting)."""
@@ -89,14 +92,14 @@ def _int(x):
     return int(x) if float(x).is_integer() else x
 
 
-def memory_peak(run, machine, arrays: dict) -> dict:
+def memory_peak(run: Run, machine, arrays: dict) -> dict:
     """Bytes each memory level holds at its peak: ``{"hbm": …, "sram"|"vmem": …}``."""
     hbm_words = sum(math.prod(a.shape) for a in arrays.values() if a.shape)
     return {"hbm": hbm_words * machine.word_bytes,
             machine.onchip_name: (run.sram_peak + run.n_scalar) * machine.word_bytes}
 
 
-def report(run, machine, issue: float) -> dict:
+def report(run: Run, machine, issue: float) -> dict:
     """The ``units`` of a run on a machine with units (``{}`` otherwise): per unit its cycles (MXU:
     MACs, passes, utilisation; VPU: cycles by instruction; DMA: bytes and cycles, overlapped) and
     ``total`` = issue + MXU + VPU, the units in sequence."""

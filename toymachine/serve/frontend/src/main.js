@@ -183,7 +183,7 @@ function showPage(frame, html, done) {
     frame.srcdoc = html;
     return;
   }
-  const last = w.setInterval(() => {}, 1e9); // the old page's play timer must not outlive it
+  const last = w.setInterval(() => {}, 1e9); // the replaced page's play timer must not outlive it
   for (let i = 0; i <= last; i++) w.clearInterval(i);
   const doc = frame.contentDocument;
   doc.open();

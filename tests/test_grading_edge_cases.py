@@ -1,4 +1,6 @@
-"""Regressions from the acceptance review of issues 22 and 24 (each failed before its fix)."""
+"""Grading, handouts and the table commands on unusual and hostile inputs: any student name, unsafe zip
+members, markup in statements and traces, hidden checks, problem files asking for unbounded work, and
+the flags the systolic, TPU, times and bf16 tables must keep."""
 
 import zipfile
 

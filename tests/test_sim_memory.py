@@ -1,5 +1,5 @@
-"""Fast paths of issue 25 against the plain code they replace (differential, on random inputs):
-an array's final contents without a Python step per cell (``Array.to_array``)."""
+"""The simulator's memory: an array's final contents without a Python step per cell (``Array.to_array``)
+equal the per-cell path on random inputs, and a run leaves the garbage collector as it found it."""
 
 from __future__ import annotations
 
