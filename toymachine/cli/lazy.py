@@ -17,6 +17,7 @@ __all__ = ["Lazy", "LazyCommands", "LazyGroup", "load", "fast_params"]
 import re
 from enum import Enum
 from importlib import import_module
+from types import UnionType
 from typing import Any, NamedTuple, Union, get_args, get_origin
 
 import typer
@@ -109,8 +110,8 @@ def _int_text(s: str) -> bool:
 
 
 def _leaf(annotation: Any) -> Any:
-    """Optional[X] → X."""
-    if get_origin(annotation) is Union:
+    """Optional[X] (or X | None) → X."""
+    if get_origin(annotation) in (Union, UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
         if len(args) == 1:
             return args[0]
