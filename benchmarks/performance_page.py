@@ -108,7 +108,7 @@ def page(f: dict) -> str:
         "Python loop that only reads the trace and splits its lines for throughput (the cost of looking at "
         "the input in Python at all).",
         "",
-        f"Measured {f['date']} on {f['cpus']} CPU cores ({f['machine']}), Python {f['python']}, numpy "
+        f"Measured on {f['cpus']} CPU cores ({f['machine']}), Python {f['python']}, numpy "
         f"{f['numpy']}; load average {load} when the run began. Wall-clock figures are what a user waits; "
         "on a shared machine they stretch with the load, and the CPU-time figures (user + system) hold "
         "up better — compare ratios, not absolute times, across machines.",

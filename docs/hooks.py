@@ -68,7 +68,7 @@ def on_page_markdown(markdown, **kwargs):
     for name in MISSING:
         markdown = re.sub(r"!\[([^\]]*)\]\([^)]*/live/" + re.escape(name) + r"\)",
                           lambda m: f'!!! note "Plot not built"\n    {m.group(1)}: this plot is drawn when the site is '
-                                    "built with matplotlib installed (`pip install -e '.[plot]'`).", markdown)
+                                    "built with matplotlib installed (the docs extra: `pip install -e '.[docs]'`).", markdown)
     return markdown
 
 

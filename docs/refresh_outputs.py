@@ -1,6 +1,7 @@
-"""Rewrite every ``<!-- toym-output: ARGS -->`` (and ``toym-error``) block of the docs pages from a real run of ``toym ARGS``.
+"""Rewrite every ``<!-- toym-output -->`` (and ``toym-error``) block of the docs pages and the README from a real run
+of the command shown above it (the last ``toym`` line of the bash fence directly above the marker).
 
-    python docs/refresh_outputs.py              # every page (English and translations)
+    python docs/refresh_outputs.py              # every page (English and translations) and README.md
     python docs/refresh_outputs.py docs/seeds.md
 
 Each page runs top to bottom in a fresh folder with copies of programs/ and examples/, exactly as
@@ -15,7 +16,7 @@ from pathlib import Path
 # this tree's toymachine (not an installed copy elsewhere), and docs/ for docgen
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 
-from docgen.pages import normalise, pages, run_page, toym_in_process  # noqa: E402
+from docgen.pages import ROOT, normalise, pages, run_page, toym_in_process  # noqa: E402
 
 
 def refresh(path: Path, toym) -> int:
@@ -43,7 +44,7 @@ def refresh(path: Path, toym) -> int:
 
 def main(argv: list[str]) -> None:
     toym = toym_in_process()
-    targets = [Path(a).resolve() for a in argv] or pages()
+    targets = [Path(a).resolve() for a in argv] or [ROOT / "README.md", *pages()]
     for path in targets:
         n = refresh(path, toym)
         if n:

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from toymachine import AsmError, parse
 from toymachine.asm import parse_literal
+from toymachine.asm.parser import parse_line
 from toymachine.isa import ISA
 from toymachine.program import ArrayDecl, Instr, Mem, Program, Reg, Span
 
@@ -114,3 +115,19 @@ def test_round_trip(instr_list, decl_list):
     p = Program(tuple(instr_list), tuple(decl_list))
     q = parse(p.to_text())
     assert q == p
+
+
+@pytest.mark.parametrize("text,after", [
+    ("LOAD a[0][0] R0\n", "a[0][0]"),
+    ("LOAD a[0, 1]   R0 ; a comment\n", "a[0, 1]"),
+    ("STORE R2 c[0][0]\n", "R2"),
+    ("MAC R0, R1 R2, R3\n", "R1"),
+])
+def test_a_missing_comma_is_reported_where_it_belongs(text, after):
+    """The caret sits just after the operand the comma should follow; the line with a comma there parses."""
+    e = err(text)
+    col = text.index(after) + len(after) + 1
+    assert (e.loc.line, e.loc.col) == (1, col)
+    fixed = parse_line(text[:col - 1] + "," + text[col - 1:], 1, "t.asm")
+    assert fixed is not None and fixed.op == text.split()[0]
+    assert f"`{text[:col - 1]}, {text[col - 1:].split(';')[0].strip()}`" in e.hint

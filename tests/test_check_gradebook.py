@@ -159,7 +159,7 @@ def test_a_zip_as_an_lms_exports_it(tmp_path):
         ("hw3/../../evil.asm", good),  # zip-slip
         ("hw3/bomb.asm", b"LOAD a[0][0], R0\n" + b" " * 5_000_000),  # inflates 1000:1 and past max_bytes
         ("hw3/link.asm", b"/etc/passwd", 0o120777),  # a symbolic link
-        ("hw3/bin.asm", b"\x7fELF\x00\x01"), ("hw3/latin1.asm", "; café\n".encode("latin-1")),
+        ("hw3/bin.asm", b"\x7fELF\x00\x01"), ("hw3/latin1.asm", "LOAD x[0], R0 ; café\nSTORE R0, café[0]\n".encode("latin-1")),
         ("hw3/empty.asm", b""), ("hw3/__MACOSX/._bob.asm", b"junk"), ("hw3/carol/a.asm", good),
         ("hw3/carol/b.asm", good),  # two traces, the problem names none
     ])
@@ -170,7 +170,7 @@ def test_a_zip_as_an_lms_exports_it(tmp_path):
     assert "too large" in subs["bomb"].reason
     assert "symbolic link" in subs["link"].reason
     assert "binary" in subs["bin"].reason
-    assert "not UTF-8" in subs["latin1"].reason and "0xe9" in subs["latin1"].reason
+    assert "not UTF-8" in subs["latin1"].reason and "0xe9 at line 2, column 14" in subs["latin1"].reason
     assert subs["empty"].reason == "empty submission"
     assert "several .asm files" in subs["carol"].reason
     assert "._bob" not in subs and "__MACOSX" not in subs

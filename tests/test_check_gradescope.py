@@ -55,7 +55,7 @@ def test_check_prints_gradescope_results(toym):
     validate(d)
     assert code == 1 and d["score"] == 7 and [t["name"] for t in d["tests"]] == ["c", "cycles", "loads"]
     assert [(t["score"], t["max_score"]) for t in d["tests"]] == [(6, 6), (1, 3), (0, 1)]
-    assert d["tests"][1]["output"] == "cycles: 25 > 22 (≤ 25: 1 of 3 points)"
+    assert d["tests"][1]["output"] == "25 cycles: 3 over the budget of 22; 25 or fewer earns 1 of 3 points"
 
 
 def test_hidden_checks_are_hidden_tests(toym, tmp_path):
@@ -89,15 +89,19 @@ def autograder(tmp_path, toym):
     root = tmp_path / "autograder"
     with zipfile.ZipFile(archive) as zf:
         names = zf.namelist()
-        assert {"setup.sh", "run_autograder", "autograder.json", "p1_c00.yaml", wheel.name} == set(names)
+        assert {"setup.sh", "run_autograder", "requirements.txt", "autograder.json", "p1_c00.yaml",
+                wheel.name} == set(names)
         assert zf.getinfo("run_autograder").external_attr >> 16 & 0o111  # executable
         zf.extractall(root / "source")
     for name in ("setup.sh", "run_autograder"):
         os.chmod(root / "source" / name, 0o755)
     (root / "run_autograder").write_bytes((root / "source" / "run_autograder").read_bytes())
     os.chmod(root / "run_autograder", 0o755)
+    assert "pip3 install -r requirements.txt" in (root / "source" / "setup.sh").read_text()
+    assert (root / "source" / "requirements.txt").read_text().endswith("\n./toymachine-0.1.0-py3-none-any.whl\n")
     config = json.loads((root / "source" / "autograder.json").read_text())
-    assert config == {"problem": "p1_c00.yaml", "wheel": wheel.name}
+    assert config["wheel"] == wheel.name
+    assert [(p["problem"], p["submission"]) for p in config["parts"]] == [("p1_c00.yaml", None)]
 
     def submit(files: dict, email: str = "alice@uni.edu") -> dict:
         sub = root / "submission"

@@ -60,7 +60,7 @@ def test_allowed_ops_names_what_else_the_trace_used():
     grade = check_trace(PROGRAMS / "matmul_outer_2x2.asm", p)  # uses MAC_Z too
     ops = next(c for c in grade.checks if c.name == "instructions")
     assert not ops.passed and ops.points == 0 and ops.max_points == 2 and ops.figure == 4
-    assert ops.message == "uses MAC_Z (4×); allowed: LOAD, STORE, MAC"
+    assert ops.message == "uses MAC_Z (4×), which this problem does not allow (allowed: LOAD, STORE, MAC)"
     ok = check_trace(PROGRAMS / "matmul_outer_2x2.asm", load(BASE.replace("registers: 3", "registers: 6")
                                                               + "allowed_ops: [LOAD, STORE, MAC, MAC_Z]\n"))
     assert ok.passed and ok.score == ok.max_score == 7

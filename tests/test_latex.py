@@ -59,7 +59,7 @@ def _fragments(toym) -> list[tuple[str, str]]:
             for step in steps(page.read_text(encoding="utf-8")):
                 if step.kind == "file":
                     Path(step.text).write_text(step.expected, encoding="utf-8")
-                if step.kind != "command":
+                if step.kind not in ("command", "output") or step.exit_status != 0:
                     continue
                 command = "toym " + step.text
                 stages = [shlex.split(s) for s in command.split(" | ")]
@@ -94,7 +94,12 @@ def _compile(engine: str, fragments: list[tuple[str, str]], folder) -> None:
     for i, (_, tex) in enumerate(fragments):
         (folder / f"f{i}.tex").write_text(tex, encoding="utf-8")
         body.append(f"\\typeout{{FRAGMENT {i}}}\\input{{f{i}}}\\clearpage")
-    doc = "\\documentclass{article}\n\\begin{document}\n" + "\n".join(body) + "\n\\end{document}\n"
+    from toymachine.render.tex import FIT_PACKAGES_LINE
+
+    # LaTeX's own commands only, but for --latex-fit fragments: their first line asks for graphicx
+    fit = any(tex.startswith(FIT_PACKAGES_LINE) for _, tex in fragments)
+    doc = ("\\documentclass{article}\n" + ("\\usepackage{graphicx}\n" if fit else "") + "\\begin{document}\n"
+           + "\n".join(body) + "\n\\end{document}\n")
     (folder / "all.tex").write_text(doc, encoding="utf-8")
     proc = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "all.tex"], cwd=folder,
                           capture_output=True, text=True, timeout=600, errors="replace")
@@ -128,3 +133,40 @@ def test_every_latex_output_compiles(engine, fragments, tmp_path):
     build = tmp_path / "build"
     build.mkdir()
     _compile(engine, fragments, build)
+
+
+BEAMER = "\\documentclass{beamer}\n\\begin{document}\n\\begin{frame}{The cost table}\n\\input{table.tex}\n" \
+         "\\end{frame}\n\\end{document}\n"
+LECTURE_SWEEP = ("sweep", "matmul", "--n", "2", "--registers", "3..6", "--schedule", "inner,outer,best", "-f", "latex")
+
+
+def _overfull_in_a_beamer_frame(toym, folder, *extra: str) -> list[str]:
+    code, out, err = toym(*LECTURE_SWEEP, *extra)
+    assert code == 0, err
+    (folder / "table.tex").write_text(out, encoding="utf-8")
+    (folder / "frame.tex").write_text(BEAMER, encoding="utf-8")
+    res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "frame.tex"], cwd=folder,
+                         capture_output=True, text=True, timeout=300, check=False)
+    log = (folder / "frame.log").read_text(encoding="utf-8", errors="replace")
+    assert res.returncode == 0, log[-3000:]
+    return re.findall(r"^Overfull \\[hv]box \(([\d.]+)pt too \w+\)", log, flags=re.MULTILINE)
+
+
+@pytest.mark.latex
+@pytest.mark.slow
+def test_latex_fit_puts_the_lecture_sweep_in_a_beamer_frame(toym, tmp_path):
+    """The lecturer tutorial's cost table in a beamer frame, compiled with pdflatex: as it is, it runs off the
+    slide (an overfull box); with --latex-fit, no box is overfull."""
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex not installed (CI installs TeX: .ci/run)")
+    if subprocess.run(["kpsewhich", "beamer.cls"], capture_output=True, text=True, check=False).stdout.strip() == "":
+        pytest.skip("beamer not installed (texlive-latex-recommended: .ci/run)")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "fit").mkdir()
+    assert _overfull_in_a_beamer_frame(toym, tmp_path / "plain") != []
+    assert _overfull_in_a_beamer_frame(toym, tmp_path / "fit", "--latex-fit") == []
+
+
+def test_latex_fit_is_for_latex_only(toym):
+    code, out, err = toym(*LECTURE_SWEEP[:-2], "--latex-fit")
+    assert code == 2 and out == "" and "--latex-fit" in err and "--format latex" in err

@@ -18,34 +18,53 @@ from toymachine.render.cells import Num, Qty, sig
 from toymachine.sim.inputs import close_name
 
 MISSPELT = ".data x = [1, 2, 3]\nLOAD x[0], R0\nLOAD X[1], R1\nADD R0, R1, R2\nSTORE R2, y[0]\n"
+UNGIVEN = ".data x = [1, 2, 3]\nLOAD x[0], R0\nLOAD w[1], R1\nADD R0, R1, R2\nSTORE R2, y[0]\n"  # w: one edit from x
 
 
 # -- no silent defaults --------------------------------------------------------------------------
-def test_misspelt_array_warns_with_a_suggestion(toym, tmp_path):
+@pytest.mark.parametrize("text,name,guess,col", [
+    (MISSPELT, "X", "x", 6),  # another case
+    (".data scores = [1, 2]\nLOAD scores[0], R0\nLOAD scroes[1], R1\nADD R0, R1, R2\nSTORE R2, y[0]\n",
+     "scroes", "scores", 6),  # one edit, both names long enough to be a typo
+    (".data QK = [1, 2]\nLOAD QK[0], R0\nLOAD Qk[1], R1\n", "Qk", "QK", 6),
+])
+def test_a_misread_array_is_an_error_with_a_suggestion(toym, tmp_path, text, name, guess, col):
     prog = tmp_path / "t.asm"
-    prog.write_text(MISSPELT)
+    prog.write_text(text)
     code, out, err = toym("run", prog, "--no-steps")
-    assert code == 0 and out  # the run still happens, on deterministic random values
-    assert err.startswith("warning: array 'X' is read but never given") and "did you mean 'x'?" in err
-    assert "t.asm:3:6" in err and "LOAD X[1], R1" in err and "^" in err and "--strict" in err
+    assert code == 2 and out == ""  # no run on random values
+    assert err.startswith(f"error: array '{name}' is read but never given") and f"did you mean '{guess}'?" in err
+    assert f"t.asm:3:{col}" in err and text.splitlines()[2] in err
+    assert err.splitlines()[4].index("^") == err.splitlines()[3].index(name, 4)  # the caret under the name
+    with pytest.raises(DataError, match=f"did you mean '{guess}'"):  # the API toym check and serve call
+        simulate(parse(text))
+
+
+def test_an_ungiven_array_warns_with_a_suggestion(toym, tmp_path):
+    prog = tmp_path / "t.asm"
+    prog.write_text(UNGIVEN)
+    code, out, err = toym("run", prog, "--no-steps")
+    assert code == 0 and out  # the run still happens, on deterministic random values: one-letter names are not judged
+    assert err.startswith("warning: array 'w' is read but never given") and "did you mean 'x'?" in err
+    assert "t.asm:3:6" in err and "LOAD w[1], R1" in err and "^" in err and "--strict" in err
 
 
 def test_strict_makes_it_an_error(toym, tmp_path):
     prog = tmp_path / "t.asm"
-    prog.write_text(MISSPELT)
+    prog.write_text(UNGIVEN)
     code, out, err = toym("run", prog, "--strict")
-    assert code == 2 and out == "" and err.startswith("error: array 'X'") and "t.asm:3:6" in err
+    assert code == 2 and out == "" and err.startswith("error: array 'w'") and "t.asm:3:6" in err
     with pytest.raises(DataError, match="did you mean 'x'"):  # the API toym check calls
-        simulate(parse(MISSPELT), strict_inputs=True)
+        simulate(parse(UNGIVEN), strict_inputs=True)
     code, _, err = toym("run", PROGRAMS / "softmax_safe.asm", "--strict", "--no-steps")
     assert code == 0 and err == ""  # a program whose inputs are all given
 
 
 def test_the_warning_is_in_the_result_and_its_json(toym, tmp_path):
-    r = simulate(parse(MISSPELT))
-    assert [w.message for w in r.warnings] == ["array 'X' is read but never given (no .data, --data or .array): "
+    r = simulate(parse(UNGIVEN))
+    assert [w.message for w in r.warnings] == ["array 'w' is read but never given (no .data, --data or .array): "
                                                "did you mean 'x'?"]
-    assert r.memory["y"][0] == 1.0 + r.memory["X"][1]  # the deterministic random value was used
+    assert r.memory["y"][0] == 1.0 + r.memory["w"][1]  # the deterministic random value was used
     d = r.to_dict()
     assert d["warnings"][0]["line"] == 3 and d["warnings"][0]["kind"] == "data"
     assert "warnings" not in simulate(parse(".data x = [1]\nLOAD x[0], R0\n")).to_dict()
@@ -284,25 +303,18 @@ def test_plot_series_are_distinguishable(tmp_path):
 
     from toymachine.experiments.sweep import plot_sweep, sweep
 
-    captured = {}
-    real_close = plt.close
+    from toymachine.experiments.plot import sweep_figure
+    from toymachine.experiments.sweep import sweep
 
-    def keep(fig):
-        captured["fig"] = fig
-
-    plt.close = keep
-    try:
-        rows = sweep("matmul", {"n": "2,4,8", "registers": "3", "schedule": "inner,best"})  # best is inner at R = 3
-        plot_sweep(rows, "matmul", str(tmp_path / "m.png"), metric="traffic")
-    finally:
-        plt.close = real_close
-    ax = captured["fig"].axes[0]
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    rows = sweep("matmul", {"n": "2,4,8", "registers": "3", "schedule": "inner,best"})  # best is inner at R = 3
+    fig = sweep_figure(rows, "matmul", metric="traffic")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["schedule=inner", "schedule=best (= schedule=inner)", "lower bound"]  # one entry each
     styles = {(ln.get_marker(), ln.get_linestyle()) for ln in ax.get_lines()[:2]}
     assert len(styles) == 2  # the coinciding series differ in marker and dash
     assert ax.get_xscale() == "log"  # 2, 4, 8: a geometric sweep
-    real_close(captured["fig"])
+    plt.close(fig)
 
 
 # -- files -----------------------------------------------------------------------------------------

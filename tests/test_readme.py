@@ -1,7 +1,7 @@
 """The README stays true: every `toym …` command in its bash blocks runs as written, in order, in one
 folder holding copies of programs/ and examples/ (a later command may read an earlier one's -o file),
-and every `<!-- toym-output/toym-error: ARGS -->` block is what the command prints — the same rules as
-the docs pages (docs/docgen/pages.py; tests/test_docs.py runs those)."""
+and every `<!-- toym-output -->`/`<!-- toym-error -->` block is what the command shown directly above it
+prints — the same rules as the docs pages (docs/docgen/pages.py; tests/test_docs.py runs those)."""
 
 import os
 import re

@@ -121,8 +121,19 @@ def test_check_is_the_clis_grade(client, toym, problem):
     r = client.post("/api/check", json={"trace": ref.read_text(encoding="utf-8"), "problem": problem.stem,
                                         "options": {"file": str(ref)}})
     assert code == 0 and r.status_code == 200
-    assert r.json() == {**json.loads(out), "problem_file": str(problem)}  # the server names its own copy
+    assert r.json() == {**json.loads(out), "problem_file": problem.name}  # the bundled name, not a server path
     assert r.json()["passed"] is True
+
+
+def test_a_grade_shows_no_server_path(client):
+    """The table and the JSON name the bundled problem by its file name: nothing of the server's folders."""
+    from toymachine.serve.examples import problem_path
+
+    folder = os.path.dirname(problem_path("p1_c00"))
+    for fmt in ("table", "json", "markdown"):
+        r = client.post("/api/check", json={"trace": "LOAD a[0][0], R0\nSTORE R0, c[0][0]\n", "problem": "p1_c00",
+                                            "options": {"format": fmt}})
+        assert r.status_code == 200 and "p1_c00.yaml" in r.text and folder not in r.text, fmt
 
 
 def test_check_reports_a_wrong_trace_and_refuses_unbundled_problems(client):

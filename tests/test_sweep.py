@@ -96,7 +96,7 @@ def test_cli_every_format(toym, fmt):
 def test_cli_param_forms_and_errors(toym):
     code, out, _ = toym("sweep", "softmax", "--n=4", "--algo", "naive,safe,online", "-f", "csv")
     assert code == 0 and len(out.splitlines()) == 4
-    for args, needle in [(("softmax", "--size", "3"), "no parameter 'size'"), (("softmax", "--n"), "needs values"),
+    for args, needle in [(("softmax", "--width", "3"), "no parameter 'width'"), (("softmax", "--n"), "needs values"),
                          (("softmax", "--n", "1", "--n", "2"), "given twice"), (("blur",), "no generator named"),
                          (("softmax", "stray"), "unexpected argument"), ((), "which generator")]:
         code, out, err = toym("sweep", *args)

@@ -60,12 +60,13 @@ def test_hostile_problem_names_are_data_in_the_autograder(tmp_path, toym, name):
     assert code == 0, err
     root = tmp_path / "autograder"
     _unpack(archive, root)
-    assert json.loads((root / "source" / "autograder.json").read_text()) == {"problem": name, "wheel": wheel.name}
-    for script in ("setup.sh", "run_autograder"):
+    config = json.loads((root / "source" / "autograder.json").read_text())
+    assert config["wheel"] == wheel.name and [p["problem"] for p in config["parts"]] == [name]
+    for script in ("setup.sh", "run_autograder", "requirements.txt"):
         assert name not in (root / "source" / script).read_text()  # fixed text: names stay in the JSON
 
-    # run_autograder grades the student's own variant
-    k = pick_variant("alice@uni.edu", 4, problem.stem)
+    # run_autograder grades the student's own variant (the problem's id picks it, not the file's name)
+    k = pick_variant("alice@uni.edu", 4, "p1_c00")
     (root / "submission").mkdir()
     (root / "submission" / "c.asm").write_text(c_trace(*divmod(k, 2)))
     (root / "submission_metadata.json").write_text(json.dumps({"users": [{"email": "alice@uni.edu"}]}))
@@ -77,7 +78,8 @@ def test_hostile_problem_names_are_data_in_the_autograder(tmp_path, toym, name):
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == 11, results
 
-    # setup.sh hands pip the wheel's name as one argument (a stand-in pip3 records its argv)
+    # setup.sh hands pip the pinned requirements file, the wheel's name a line of it (a stand-in pip3
+    # records its argv)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "pip3").write_text(f'#!{sys.executable}\nimport json, sys\n'
@@ -87,7 +89,8 @@ def test_hostile_problem_names_are_data_in_the_autograder(tmp_path, toym, name):
     proc = subprocess.run(["bash", str(root / "source" / "setup.sh")], cwd=tmp_path, env=env_setup,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads((tmp_path / "pip_args.json").read_text()) == ["install", "--", f"./{wheel.name}"]
+    assert json.loads((tmp_path / "pip_args.json").read_text()) == ["install", "-r", "requirements.txt"]
+    assert (root / "source" / "requirements.txt").read_text().splitlines()[-1] == f"./{wheel.name}"
     assert not list(tmp_path.rglob("PWNED")) and not (ROOT / "PWNED").exists()
 
 

@@ -19,7 +19,7 @@ STEP_VIEWERS = {
     "live/fa1_n5_d3.html": "run programs/fa1_n5_d3.asm --machine toysram-paper --format html -o OUT",
 }
 PLOTS = {
-    "live/sweep_matmul.png": "sweep matmul --n 2,4,8 --registers 3..8 --schedule inner,outer,best --y cycles --plot OUT",
+    "live/sweep_matmul.png": "sweep matmul --n 4 --registers 3..8 --schedule inner,outer,best --y cycles --size slide --plot OUT",
     "live/memory_a100.png": "memory --machine a100 --n 1024..32768*2 --d 64 --batch 8 --heads 8 --algo standard,fa2 --plot OUT",
 }
 

@@ -191,8 +191,8 @@ def flags_page() -> str:
     table = render_report(vocabulary.vocabulary_report(root_command()), "markdown").strip()
     table = table.split("\n", 1)[1].lstrip() if table.startswith("#") else table
     aliases = getattr(vocabulary, "HIDDEN_ALIASES", {})
-    old = ("Old spellings still accepted, hidden, for one release: "
-           + ", ".join(f"{_code(a)} (now {_code(b)})" for a, b in aliases.items()) + ".") if aliases else ""
+    old = ("Other spellings accepted, hidden: "
+           + ", ".join(f"{_code(a)} (read as {_code(b)})" for a, b in aliases.items()) + ".") if aliases else ""
     return "\n".join(["# Flags: one vocabulary", "",
                       "The same name means the same thing on every command. This table is what `toym flags`",
                       "prints (`toymachine/cli/vocabulary.py`; `tests/test_vocabulary.py` walks every command's",

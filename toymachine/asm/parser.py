@@ -8,7 +8,7 @@ import re
 
 from ..errors import AsmError
 from ..limits import LIMITS, LimitError
-from ..isa import ISA, MNEMONICS
+from ..isa import ISA, MNEMONICS, OpSpec
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Operand, Program, Reg, Span
 from .lexer import INT, NUMBER, REG, IDENT, check_brackets, closest, make_loc, parse_number, split_operands, strip_comment
 from .literal import parse_literal, shape_of
@@ -117,6 +117,8 @@ def parse_line(text: str, line: int = 1, file: str = "<input>"):
                        hint=f"write it as `{spec.syntax}`")
     check_brackets(body, m.end() + 1, file, line, text)
     ops = split_operands(body, m.end() + 1) if body.strip() else []
+    if len(ops) < spec.arity:
+        _check_commas(ops, spec, file, line, text)
     if len(ops) != spec.arity:
         col = ops[spec.arity][1] if len(ops) > spec.arity else lead + 1
         length = len(ops[spec.arity][0]) if len(ops) > spec.arity else len(word)
@@ -154,6 +156,32 @@ def parse_line(text: str, line: int = 1, file: str = "<input>"):
         else:  # pragma: no cover - the ISA table only uses the kinds above
             raise AssertionError(kind)
     return Instr(spec.mnemonic, tuple(args), line)
+
+
+def _missing_comma(operand: str) -> int | None:
+    """Where in ``operand`` a comma belongs: the first blank outside brackets between two words
+    (``a[0][0] R0`` → 7), or None."""
+    depth = 0
+    for i, ch in enumerate(operand):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch.isspace() and depth == 0:
+            return i
+    return None
+
+
+def _check_commas(ops: list[tuple[str, int]], spec: OpSpec, file: str, line: int, text: str) -> None:
+    """Too few operands because two are written without a comma between them: say so where the comma belongs."""
+    for otext, ocol in ops:
+        at = _missing_comma(otext)
+        if at is not None:
+            col = ocol + at
+            fixed = strip_comment(text[:col - 1].rstrip() + ", " + text[col - 1:].lstrip()).strip()
+            example = f": `{fixed}`" if len(fixed) <= 80 else ""
+            raise AsmError("expected ',' between operands", loc=make_loc(file, line, text, col),
+                           hint=f"{spec.mnemonic} is written `{spec.syntax}`{example}")
 
 
 def _parse_directive(code: str, line: int, file: str, text: str) -> ArrayDecl:

@@ -83,6 +83,7 @@ def _header(report: CheckReport, student: str) -> list[tuple[str, str]]:
     if hidden:
         text += f" (and {_num(hidden)} points of hidden checks, released later)"
     lines.append(("Score", text))
+    lines += [("Note", note) for note in report.notes]
     return lines
 
 

@@ -9,8 +9,9 @@ assemble, runs out of time or breaks the grader is one failing entry with the re
 
 from __future__ import annotations
 
-__all__ = ["Entry", "Gradebook", "grade_submissions", "grade_one", "grade_batch", "not_graded", "check_submission"]
+__all__ = ["Entry", "Gradebook", "grade_submissions", "grade_list", "read_problem_text", "grade_one", "grade_batch", "not_graded", "check_submission"]
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
@@ -82,12 +83,44 @@ def grade_one(path: str, text: str, variant: int | None, sub: Submission, limits
     problem = _problem(path, text, variant)
     start = time.perf_counter()
     report, reason = _graded(problem, sub, limits)
+    if not reason and variant is not None and problem.variant_count > 1 \
+            and not all(c.passed for c in report.checks if c.kind == "value"):
+        report = _other_variant(path, text, problem, sub, report, limits)
+    if sub.warnings:
+        report = dataclasses.replace(report, notes=report.notes + sub.warnings)
     return Entry(sub.student, sub.source, report, reason, variant, time.perf_counter() - start)
+
+
+def _other_variant(path: str, text: str, problem: Problem, sub: Submission, report: CheckReport,
+                   limits: GradeLimits) -> CheckReport:
+    """A trace whose values are wrong for the student's variant but right for another's: the
+    report says so (the score stays what the student's own variant gives)."""
+    for k in range(problem.variant_count):
+        if k == problem.variant_index:
+            continue
+        other = _problem(path, text, k)
+        graded, reason = _graded(other, sub, limits)
+        values = [c for c in graded.checks if c.kind == "value"]
+        if not reason and values and all(c.passed for c in values):
+            note = (f"this trace solves {other.variant_label}, not yours ({problem.variant_label}): it computes "
+                    f"another student's variant")
+            return dataclasses.replace(report, notes=report.notes + (note,))
+    return report
 
 
 def grade_batch(path: str, text: str, items: list, limits: GradeLimits) -> list[Entry]:
     """``grade_one`` for each (variant, submission) of ``items``: one call per worker round trip."""
     return [grade_one(path, text, variant, sub, limits) for variant, sub in items]
+
+
+def read_problem_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"no such problem file: {path}", loc=Location(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read problem file {path}: {getattr(exc, 'strerror', None) or exc}",
+                          loc=Location(path)) from None
 
 
 def grade_submissions(submissions: str | os.PathLike, problem: str | os.PathLike, *, jobs: int = 1,
@@ -96,20 +129,25 @@ def grade_submissions(submissions: str | os.PathLike, problem: str | os.PathLike
     """Grade every submission under ``submissions`` (folder or zip) against ``problem``, within
     ``limits`` (by default the central table's values in force: ``GradeLimits.from_table()``)."""
     limits = GradeLimits.from_table() if limits is None else limits
+    path = os.fspath(problem)
+    text = read_problem_text(path)
+    variants = load_variants(path, text)  # every variant checked before a student is graded
+    subs = collect_submissions(submissions, variants[0].submission, limits)
+    return grade_list(subs, path, text, variants, jobs=jobs, limits=limits, progress=progress)
+
+
+def grade_list(subs: list[Submission] | tuple, path: str, text: str, variants: list[Problem], *,
+               keys: dict[str, str] | None = None, jobs: int = 1, limits: GradeLimits | None = None,
+               progress: Callable[[int, int], None] | None = None) -> Gradebook:
+    """Grade ``subs`` against the problem at ``path`` (its ``text`` and loaded ``variants``); a
+    student's variant hangs on ``keys[student]`` (default: the student id)."""
+    limits = GradeLimits.from_table() if limits is None else limits
     from ..experiments.parallel import run_points
 
-    path = os.fspath(problem)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"no such problem file: {path}", loc=Location(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read problem file {path}: {getattr(exc, 'strerror', None) or exc}",
-                          loc=Location(path)) from None
-    variants = load_variants(path, text)  # every variant checked before a student is graded
     count = variants[0].variant_count
-    subs = collect_submissions(submissions, variants[0].submission, limits)
-    items = [(pick_variant(s.student, count, Path(path).stem) if count else None, s) for s in subs]
+    keys = keys or {}
+    items = [(pick_variant(keys.get(s.student, s.student), count, variants[0].id) if count else None, s)
+             for s in subs]
     # a worker grades a batch per call: one trace takes about a millisecond, a round trip to a worker as long
     size = 1 if jobs <= 1 else max(1, min(32, len(items) // (4 * jobs)))
     batches = [(path, text, items[k:k + size], limits) for k in range(0, len(items), size)]
@@ -117,7 +155,7 @@ def grade_submissions(submissions: str | os.PathLike, problem: str | os.PathLike
 
     def counted(finished: int, total: int) -> None:
         done[0] = min(len(items), finished * size)
-        if progress is not None:
+        if progress:
             progress(done[0], len(items))
 
     results = run_points(grade_batch, batches, jobs=jobs, on_point=counted if progress else None) if batches else []
@@ -158,15 +196,15 @@ def check_submission(path: str | os.PathLike, problem: Problem, *, limits: Grade
     """One student's hand-in (a folder such as Gradescope's /autograder/submission, or a file)
     graded within ``limits``: whatever is wrong with it is a failing report, never an error.
     ``options`` go to ``check_trace`` (seed, trials, machine)."""
-    from .submissions import read_file, read_student_folder
+    from .readers import read_file, read_student_folder
 
     limits = GradeLimits.from_table() if limits is None else limits
     path = os.fspath(path)
     if os.path.isdir(path):
         sub = read_student_folder(path, problem.submission, limits, student)
     else:
-        text, reason = read_file(path, limits)
-        sub = Submission(student or "student", path, text, reason)
+        text, reason, warnings = read_file(path, limits)
+        sub = Submission(student or "student", path, text, reason, warnings)
     return _graded(problem, sub, limits, options)[0]
 
 

@@ -166,7 +166,8 @@ def _compare(exp: Expectation, result: Result, want: np.ndarray, tol: float) -> 
     g, w = float(got[where]), float(want[where])
     cell = name + "".join(f"[{i}]" for i in full_index(where))
     first = {"index": full_index(where), "got": g, "expected": w}
-    return False, worst, f"{cell} = {g:.10g}, expected {w:.10g} ({exp.text}); |diff| {abs(g - w):.3g}", first
+    return False, worst, (f"{cell} is {g:.10g} where {exp.text} gives {w:.10g}: off by {abs(g - w):.3g}, "
+                          f"over the tolerance {tol:g}"), first
 
 
 def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike | Problem, *,
@@ -232,9 +233,10 @@ def _ops_check(allowed_ops: tuple[str, ...], results: list[Result]) -> Check:
     extra = {op: n for op, n in used.items() if op not in allowed_ops}
     allowed = ", ".join(allowed_ops)
     if not extra:
-        return Check("instructions", "ops", True, 0, 0, f"only {allowed}")
+        return Check("instructions", "ops", True, 0, 0, f"uses only the allowed instructions: {allowed}")
     listed = ", ".join(f"{op} ({n}×)" for op, n in sorted(extra.items()))
-    return Check("instructions", "ops", False, sum(extra.values()), 0, f"uses {listed}; allowed: {allowed}")
+    return Check("instructions", "ops", False, sum(extra.values()), 0,
+                 f"uses {listed}, which this problem does not allow (allowed: {allowed})")
 
 
 def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
@@ -256,7 +258,7 @@ def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
             points = rule.earned(c.figure)
             tier = rule.tier_of(c.figure)
             if len(rule.tiers) > 1 and 0 < points < rule.points:
-                message += f" (≤ {tier:g}: {points:g} of {rule.points:g} points)"
+                message += f"; {tier:g} or fewer earns {points:g} of {rule.points:g} points"
         no_points = bool(points) and not values_right
         out.append(dataclasses.replace(c, message=message, points=0 if no_points else points,
                                        max_points=rule.points, hidden=rule.hidden, no_points=no_points))
@@ -295,7 +297,7 @@ def _value_checks(problem: Problem, results: list[Result], seed: int) -> list[Ch
             if not ok and failure is None:
                 failure = (t, message + (f" (trial {t + 1} of {len(results)})" if len(results) > 1 else ""), first)
         if failure is None:
-            message = f"max |diff| {worst:.3g} over {len(results)} trial(s)"
+            message = f"right in every trial: largest error {worst:.3g} over {len(results)} trial(s), tolerance {problem.tolerance:g}"
             out.append(Check(exp.target, "value", True, worst, problem.tolerance, message))
         else:
             t, message, first = failure
@@ -319,6 +321,15 @@ def _figure(key: str, result: Result) -> Any:
     return result.extra.get("sram_peak", result.registers_used)  # max_sram; the scalar machine: its registers
 
 
+def _budget_words(what: str, figure: float, limit: float) -> str:
+    """A budget's verdict in words: ``25 cycles: 3 over the budget of 22``."""
+    if figure == 1 and what.endswith(" instructions"):
+        what = what.removesuffix("s")
+    if figure <= limit:
+        return f"{figure:g} {what}: within the budget of {limit:g}"
+    return f"{figure:g} {what}: {figure - limit:g} over the budget of {limit:g}"
+
+
 def _budget_checks(problem: Problem, results: list[Result], program: Program) -> list[Check]:
     out = []
     for key, limit in problem.budgets.items():
@@ -326,8 +337,7 @@ def _budget_checks(problem: Problem, results: list[Result], program: Program) ->
         figure = int(figure) if float(figure).is_integer() else figure
         what = BUDGETS[key]
         passed = figure <= limit
-        out.append(Check(CHECK_NAMES[key], "budget", passed, figure, limit,
-                         f"{what}: {figure:g} {'≤' if passed else '>'} {limit:g}"))
+        out.append(Check(CHECK_NAMES[key], "budget", passed, figure, limit, _budget_words(what, figure, limit)))
     memory = results[0].memory  # shapes of the arrays budgets name only: never every array's cells
     named = {a for per_array in problem.array_budgets.values() for a in per_array if a in memory}
     shapes = {n: memory.shape(n) if hasattr(memory, "shape") else _nested_shape(memory[n]) for n in named}
@@ -340,5 +350,5 @@ def _budget_checks(problem: Problem, results: list[Result], program: Program) ->
                         if ins.op == ("LOAD" if kind == "load" else "STORE") and ins.mem(pos).array == array)
             passed = words <= limit
             out.append(Check(f"{key.removeprefix('max_')} {array}", "budget", passed, words, limit,
-                             f"{ARRAY_BUDGETS[key]} {array}: {words} {'≤' if passed else '>'} {limit}"))
+                             _budget_words(f"{ARRAY_BUDGETS[key]} {array}", words, limit)))
     return out

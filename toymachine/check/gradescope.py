@@ -44,6 +44,7 @@ def gradescope_results(report: CheckReport) -> dict:
              + (f" ({_number(hidden)} points of hidden checks are released later)" if hidden else "")]
     if report.variant:
         lines.append(f"Your {report.variant}.")
+    lines += list(report.notes)
     return {"score": _number(report.score), "output": "\n".join(lines), "output_format": "text",
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
 

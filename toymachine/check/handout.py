@@ -63,7 +63,10 @@ def handout_rows(problem: Problem) -> dict[str, list[tuple[str, str]]]:
             tiers = ", ".join(f"≤ {_num(lim)}: {_num(pts)}" for lim, pts in rule.tiers)
             grading.append((name, f"{what}: {tiers} points"))
     grading.append(("total", f"{_num(problem.max_score)} points (budgets count once every value is right)"))
-    return {"Machine": machine, "Inputs": inputs, "Compute": expect, "Grading": grading}
+    hand_in = [("file", problem.submission or "one .asm file (any name)")]
+    if problem.deadline is not None:
+        hand_in.append(("due", problem.deadline.describe()))
+    return {"Machine": machine, "Inputs": inputs, "Compute": expect, "Grading": grading, "Hand in": hand_in}
 
 
 _INLINE = re.compile(r"\*\*(.+?)\*\*|`([^`]+)`")
@@ -99,8 +102,57 @@ def _title(problem: Problem) -> str:
 
 
 def handout(problem: Problem | str | os.PathLike, fmt: str = "markdown", *, student: str | None = None) -> str:
+    """The sheet of a problem (the student's variant), or of every problem of an assignment file."""
     if not isinstance(problem, Problem):
+        from .course import load_course_file
+
+        assignment = load_course_file(problem)
+        if not assignment.single:
+            return _assignment_handout(assignment, fmt, student)
         problem = load_problem(problem, student=student)
+    return _handout(problem, fmt)
+
+
+def _assignment_handout(assignment, fmt: str, student: str | None) -> str:
+    """One sheet: the assignment's title, its files and due date, then each problem's sheet (each
+    with the file it names: the assignment's ``submission`` for it)."""
+    import dataclasses
+
+    problems = [dataclasses.replace(load_problem(p.problem, student=student), submission=p.submission)
+                for p in assignment.parts]
+    due = assignment.deadline.describe() if assignment.deadline is not None else ""
+    files = [(f"{p.id}", f"{p.submission} ({_num(pr.max_score) if p.points is None else _num(p.points)} points)")
+             for p, pr in zip(assignment.parts, problems)]
+    if fmt == "markdown":
+        out = [f"# {md_escape(assignment.title)}", ""]
+        if assignment.statement:
+            out += [_md_statement(assignment.statement.strip()), ""]
+        out += ["Hand in these files:", "", "| problem | file |", "|---|---|"]
+        out += [f"| {md_escape(k)} | {md_escape(v)} |" for k, v in files] + [""]
+        if due:
+            out += [f"Due: {md_escape(due)}.", ""]
+        return "\n".join(out) + "\n" + "\n".join(_handout(pr, fmt) for pr in problems)
+    if fmt == "html":
+        e = html.escape
+        body = "".join(f"<li>{e(k)}: <code>{e(v)}</code></li>" for k, v in files)
+        head = f"<h1>{e(assignment.title)}</h1><p>Hand in these files:</p><ul>{body}</ul>" + \
+            (f"<p>Due: {e(due)}.</p>" if due else "")
+        sheets = [_handout(pr, fmt) for pr in problems]
+        inner = [sh[sh.index("<body>") + len("<body>"):sh.index("</body>")] for sh in sheets]
+        first = sheets[0]
+        return first[:first.index("<body>") + len("<body>")] + head + "".join(inner) + "</body>\n</html>\n"
+    if fmt == "latex":
+        rows = "".join(f"{tex_escape(k)} & \\texttt{{{tex_escape(v)}}} \\\\\n" for k, v in files)
+        lines = [f"\\section*{{{tex_escape(assignment.title)}}}", "Hand in these files:\n", "\\begin{tabular}{ll}",
+                 rows.rstrip("\n"), "\\end{tabular}", ""]
+        if due:
+            lines.append(f"Due: {tex_escape(due)}.\n")
+        sheets = [_handout(pr, fmt).split("\n", 1)[1] for pr in problems]  # one packages line, at the top
+        return PACKAGES_LINE + "\n" + "\n".join(lines) + "\n" + "".join(sheets)
+    return _handout(problems[0], fmt)
+
+
+def _handout(problem: Problem, fmt: str) -> str:
     rows = handout_rows(problem)
     if fmt == "markdown":
         out = [f"# {md_escape(_title(problem))}", ""]

@@ -48,7 +48,8 @@ from .expr import ExprError, Node, names_in, parse_expr
 from ..limits import LIMITS
 from .expr_eval import evaluate
 from .rules import CHECK_NAMES, Rule, limit_rule, ops_rule, value_rule
-from .variants import describe_variant, pick_variant, substitute, variant_params
+from .deadline import Deadline, parse_deadline
+from .variants import describe_variant, pick_variant, problem_id, substitute, variant_params
 from .yamlsrc import Source, mapping, number, value_of
 
 # budget key → (what it limits, unit)
@@ -63,13 +64,18 @@ BUDGETS: dict[str, str] = {
 }
 ARRAY_BUDGETS: dict[str, str] = {"max_reads": "words read from", "max_writes": "words written to"}
 KEYS = ("title", "description", "statement", "inputs", "expect", "registers", "machine", "tolerance", "trials",
-        "seed", "reference", "submission", "allowed_ops", "variants") + tuple(BUDGETS) + tuple(ARRAY_BUDGETS)
+        "seed", "reference", "submission", "allowed_ops", "variants", "id", "due", "late") + tuple(BUDGETS) \
+    + tuple(ARRAY_BUDGETS)
 _DISTS = ("normal", "uniform", "integers")
 # what the course keys mean (the generated reference reads this)
 KEY_DOCS = {"statement": "the handout's text, Markdown (`toym problem show`); default: description",
             "submission": "the file each student hands in, in a folder per student (`toym grade`, Gradescope)",
             "allowed_ops": "the only instructions the trace may use: a list, or `{ops: [...], points, hidden}`",
-            "variants": "parameter sets, one per variant, used as `{name}` anywhere in the file; `--student ID` picks one"}
+            "variants": "parameter sets, one per variant, used as `{name}` anywhere in the file; `--student ID` picks one",
+            "id": "the problem's own id: with the student's, it picks the variant (default: the title as written); "
+                  "renaming the file changes no variant",
+            "due": "the due date, ISO 8601 (without a zone: UTC); `toym grade` computes the late penalty",
+            "late": "the late policy: `{grace: 15m, per_day: 10, cutoff: 3d}` (or `per_hour`), percent of the score"}
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,8 @@ class Problem:
     variant: dict = field(default_factory=dict)  # this variant's parameters ({} without variants)
     variant_index: int | None = None  # 0-based
     variant_count: int = 0
+    id: str = ""  # the problem's own id: it and the student's id pick the variant (check.variants)
+    deadline: Deadline | None = None
 
     @property
     def max_score(self) -> float:
@@ -318,14 +326,15 @@ def load_problem(path: str | os.PathLike, text: str | None = None, *, variant: i
             raise ConfigError(f"{path} has no variants (asked for variant {variant + 1})", loc=Location(path))
         return _build(path, src, spec, allow_outside=allow_outside)
     params = variant_params(src, spec["variants"])
+    pid = problem_id(src, spec)
     if variant is None:
-        variant = pick_variant(student, len(params), Path(path).stem) if student is not None else 0
+        variant = pick_variant(student, len(params), pid) if student is not None else 0
     if not 0 <= variant < len(params):
         raise src.error(f"there is no variant {variant + 1}: the problem has {len(params)}", spec["variants"])
     label = describe_variant(variant, len(params), params[variant])
     try:
         src, spec = _compose(path, substitute(text, params[variant]))
-        return _build(path, src, spec, params[variant], variant, len(params), allow_outside=allow_outside)
+        return _build(path, src, spec, params[variant], variant, len(params), allow_outside=allow_outside, pid=pid)
     except ConfigError as exc:
         exc.context = label
         raise
@@ -338,7 +347,7 @@ def load_variants(path: str | os.PathLike, text: str | None = None) -> list[Prob
 
 
 def _build(path: str, src: Source, spec: dict, params: dict | None = None, index: int | None = None,
-           count: int = 0, allow_outside: bool = False) -> Problem:
+           count: int = 0, allow_outside: bool = False, pid: str | None = None) -> Problem:
     from ..isa import MNEMONICS
 
     locations = {k: src.loc(v) for k, v in spec.items()}
@@ -395,4 +404,6 @@ def _build(path: str, src: Source, spec: dict, params: dict | None = None, index
         file=path, locations=locations, rules=rules, allowed_ops=allowed,
         statement=str(value_of(spec["statement"]) or "") if "statement" in spec else description,
         submission=submission, variant=dict(params or {}), variant_index=index, variant_count=count,
+        id=pid if pid is not None else problem_id(src, spec, str(title)),
+        deadline=parse_deadline(src, spec.get("due"), spec.get("late")),
     )

@@ -101,15 +101,16 @@ class CheckReport:
 
     def report(self) -> Report:
         rows = tuple((c.name, "pass" if c.passed else "FAIL", f"{_figure(c.points)}/{_figure(c.max_points)}",
-                      _figure(c.figure), _figure(c.limit), c.text) for c in self.checks)
+                      c.text) for c in self.checks)
         verdict = (f"passed: all {len(self.checks)} checks" if self.passed
                    else f"failed: {len(self.failed)} of {len(self.checks)} checks")
         notes: tuple[str, ...] = (f"{self.trace} against {self.problem_file}: {verdict} ({self.trials} trial(s), seed {self.seed})",
                  f"score: {_figure(self.score)} / {_figure(self.max_score)}")
         if self.variant:
-            notes += (self.variant,)
-        section = Section(self.problem, ("check", "result", "points", "figure", "limit", "detail"), rows,
-                          align=("l", "l", "r", "r", "r", "l"))
+            notes += (f"{self.variant}: the problem comes in versions with other parameters; toym check --student ID "
+                      "grades a student's own (the first without it)",)
+        section = Section(self.problem, ("check", "result", "points", "what was measured, against what"), rows,
+                          align=("l", "l", "r", "l"))
         return Report(self.problem, (section,), notes + self.notes)
 
     def render(self, fmt: str = "table") -> str:

@@ -12,16 +12,23 @@
 
 Every ``{name}`` of a variant's parameters is replaced in the file's text before it is read
 (numbers as written, text as is), so a placeholder may stand anywhere — a size, a register
-count, a budget, an input seed, a word of the statement. A student's variant is
-``sha256(problem stem, student id) mod count`` (the ID as ``toym grade`` names it —
-``submissions.safe_id`` — and case-folded): the same ID
-always gets the same variant on
-every machine, and IDs spread evenly over the variants.
+count, a budget, an input seed, a word of the statement. A student's variant is the first 8
+bytes of ``sha256(problem id + NUL + student key)``, big-endian, mod the number of variants:
+
+* the problem id is the file's ``id:`` (a name without placeholders), else its ``title:`` as
+  written (placeholders unreplaced) — never the file's name, so copying ``p.yaml`` to
+  ``hw3.yaml`` moves no student;
+* the student key is the student's ID as ``toym grade`` names it (``submissions.safe_id``),
+  case-folded: with a roster, the e-mail address it gives, else the login, else the LMS's id
+  (``check.roster.variant_key``), the key Gradescope's autograder uses (the e-mail address).
+
+The same key always gets the same variant on every machine, and keys spread evenly over the
+variants.
 """
 
 from __future__ import annotations
 
-__all__ = ["variant_params", "pick_variant", "substitute", "describe_variant", "PLACEHOLDER"]
+__all__ = ["variant_params", "pick_variant", "problem_id", "substitute", "describe_variant", "PLACEHOLDER"]
 
 import hashlib
 import re
@@ -66,9 +73,27 @@ def variant_params(src: Source, node) -> list[dict]:
     return out
 
 
+def problem_id(src: Source, spec: dict, default: str = "") -> str:
+    """The problem's own id (``id:``, else the title as written, placeholders and all): what the
+    variant hash salts with."""
+    if "id" in spec:
+        value = value_of(spec["id"])
+        if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip() \
+                or PLACEHOLDER.search(str(value)):
+            raise src.error(f"'id' must be a name without {{placeholders}}, got {value!r}", spec["id"],
+                            hint="e.g. id: hw3-matmul; the variant each student gets depends on it")
+        return str(value).strip()
+    if "title" in spec:  # the spec is read before any substitution: the title as written
+        return str(value_of(spec["title"]))
+    if default:
+        return default
+    raise src.error("a problem with variants needs an 'id' or a 'title' (the variant hash uses it)",
+                    spec.get("variants") or next(iter(spec.values())), hint="add id: a-name")
+
+
 def pick_variant(student: str, count: int, salt: str) -> int:
     """The variant (0-based) of ``student``: stable across runs, Python versions and machines."""
-    from .submissions import safe_id  # the ID as toym grade names a file: the same variant everywhere
+    from .readers import safe_id  # the ID as toym grade names a file: the same variant everywhere
 
     key = safe_id(student).casefold()  # Alice@Uni.edu on Gradescope is alice@uni.edu in the folder
     digest = hashlib.sha256(f"{salt}\0{key}".encode("utf-8", "surrogatepass")).digest()

@@ -1,5 +1,6 @@
-"""``toym autograder FILE -o autograder.zip``: Gradescope's upload for one problem
-(``toymachine.check.autograder``): setup.sh, run_autograder, the problem, a toymachine wheel."""
+"""``toym autograder FILE -o autograder.zip``: Gradescope's upload for a problem or an assignment
+(``toymachine.check.autograder``): setup.sh, requirements.txt (pinned), run_autograder, the
+problems, a toymachine wheel (made from the installed package: no build tools needed)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from .common import guard
 
 
 def autograder_command(
-    file: str = typer.Argument(..., help="Problem file (YAML) the autograder grades against."),
+    file: str = typer.Argument(..., help="Problem file (YAML) the autograder grades against, or an assignment file "
+                                         "listing several."),
     output: str = typer.Option("autograder.zip", "--output", "-o", help="Write the zip to FILE."),
-    wheel: Optional[str] = typer.Option(None, "--wheel", help="A toymachine wheel to bundle (default: built from "
-                                                              "this source tree with pip wheel --no-deps)."),
+    wheel: Optional[str] = typer.Option(None, "--wheel", help="A toymachine wheel to bundle (default: made from "
+                                                              "the installed package's files)."),
 ) -> None:
     """Build the Gradescope autograder zip: upload it as a "Zip file upload" autograder."""
     from ..check.autograder import autograder_zip, build_wheel
@@ -39,5 +41,9 @@ def autograder_command(
             os.replace(tmp, output)
         except OSError as exc:
             raise ConfigError(f"cannot write {output}: {exc.strerror}", loc=Location(output)) from None
-        typer.echo(f"wrote {output} ({len(data):,} bytes): setup.sh, run_autograder, {os.path.basename(file)}, "
-                   f"{bundled[0]}")
+        import io
+        import zipfile
+
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            names = zf.namelist()
+        typer.echo(f"wrote {output} ({len(data):,} bytes): {', '.join(names)}")

@@ -12,9 +12,10 @@ from typing import Optional
 import typer
 
 from ..api import sweep_table
-from ..errors import ConfigError
+from ..errors import ConfigError, Location
 from ..experiments.columns import columns_report
 from ..experiments.parallel import EXECUTORS, default_jobs
+from ..experiments.plot import MAX_SERIES
 from ..experiments.sweep import check_plot, expand_grid, plot_sweep
 from ..gen.registry import generator_names, get_generator
 from ..machine import resolve_machine
@@ -146,12 +147,20 @@ def sweep_command(
     output: Optional[str] = output_option("Write the table to FILE instead of standard output."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Also draw the sweep to FILE.png or FILE.svg "
                                                             "(needs matplotlib: the 'plot' extra)."),
-    x: Optional[str] = typer.Option(None, "--x", help="Parameter on the plot's x axis (default: the first that varies)."),
+    x: Optional[str] = typer.Option(None, "--x", help="Parameter on the plot's x axis (default: the numeric one swept "
+                                                      "over the most values)."),
+    size: str = typer.Option("slide", "--size", help="Plot size: slide (16:9, large type) or page (7 × 4.5 in)."),
+    max_series: int = typer.Option(MAX_SERIES, "--max-series", min=1, help="The most lines a plot draws (one per "
+                                                                            "combination of the other swept "
+                                                                            "parameters); more is an error."),
     metric: str = typer.Option("cycles", "--y", help="Plotted metric, a column's name: cycles, loads, stores, "
                                                      "dram_reads, dram_writes, traffic (with its lower bound), "
                                                      "registers_used, intensity, gap …; tile machine: sram_peak, "
                                                      "flops, time_s (a machine with a clock, e.g. --machine h100) "
                                                      "— --columns help lists them all."),
+    latex_fit: bool = typer.Option(False, "--latex-fit", help="With --format latex: scale each table down to fit "
+                                                             "the line width and a beamer frame's height "
+                                                             "(graphicx's \\resizebox; beamer loads graphicx)."),
     machine: Optional[str] = machine_option("Machine preset or YAML file: per-instruction cycles, unit rates, clock "
                                             "(each point's registers/SRAM come from its parameters)."),
     columns: Optional[str] = typer.Option(None, "--columns", help="Only these columns, in this order (e.g. "
@@ -197,19 +206,23 @@ def sweep_command(
         if generator is None:
             raise ConfigError("which generator? e.g. toym sweep matmul --registers 3..6",
                               hint="toym sweep --list shows the generators and their parameters")
+        if latex_fit and fmt.value != "latex":
+            raise ConfigError(f"--latex-fit scales LaTeX tables; the format is {fmt.value}", loc=Location("--latex-fit"),
+                              hint="add --format latex, or drop --latex-fit")
         spec = get_generator(generator)
         grid = _grid_from_args(spec, list(ctx.args), locate=lambda k: _location(ctx, k))
         points = expand_grid(spec, grid)
         if plot:  # before the sweep runs: a bad --plot fails at once
-            check_plot(spec, points, plot, x=x, metric=metric)
+            check_plot(spec, points, plot, x=x, metric=metric, size=size, max_series=max_series)
         base = resolve_machine(machine)
         with progress_bar(f"sweep {spec.name}", show_progress(progress) and len(points) > 1) as update:
             report, rows = sweep_table(spec, grid, machine=base, columns=columns, on_point=update,
                                        jobs=jobs or default_jobs(), executor=executor.value, scheduler=scheduler,
                                        strict=strict)
-        write_output(render_report(report, fmt.value, width=width), output)
+        write_output(render_report(report, fmt.value, width=width, latex_fit=latex_fit), output)
         if plot:
-            plot_sweep([r for r in rows if r.error is None], spec, plot, x=x, metric=metric)
+            plot_sweep([r for r in rows if r.error is None], spec, plot, x=x, metric=metric, size=size,
+                       max_series=max_series)
         if any(r.matches is False for r in rows):
             typer.echo("error: a simulated count differs from its closed-form cost (sim = formula: NO)", err=True)
             raise typer.Exit(1)

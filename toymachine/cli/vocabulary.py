@@ -97,6 +97,9 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--plot", None, "also draw the sweep to FILE.png or .svg"),
     Flag("--x", None, "plot: the parameter on the x axis"),
     Flag("--y", None, "plot: the metric on the y axis (a column's name, as --columns takes it)"),
+    Flag("--size", None, "plot: slide (16:9, the default) or page"),
+    Flag("--max-series", None, "plot: the most lines drawn (default 6)"),
+    Flag("--latex-fit", None, "latex: scale each table to fit the line width and a beamer frame (graphicx)"),
     Flag("--list", None, "list the generators and their parameters"),
     Flag("--check/--no-check", None, "memory: simulate the smaller points and compare with the formula"),
     Flag("--a", None, "systolic: matrix A (YAML, .npy, .npz)"),
@@ -105,8 +108,15 @@ VOCABULARY: tuple[Flag, ...] = (
     Flag("--trials", None, "numerics --table bf16: how many input seeds (the spread over them)"),
     Flag("--watch", None, "walk: the array shown after every STORE to it (seed 001 prints O after each visit)"),
     Flag("--dataflow", None, "systolic array dataflow: weight (stationary B, the TPU's MXU) or output (stationary C)"),
-    Flag("--problem", "-p", "check, grade: the problem file (YAML) a trace is graded against; run: run on its "
-                            "machine with its inputs"),
+    Flag("--problem", "-p", "check, grade: the problem file (YAML) a trace is graded against (grade: or an "
+                            "assignment file listing several); run: run on its machine with its inputs"),
+    Flag("--roster", None, "grade: the class list (a Canvas or Moodle gradebook export, or a CSV with an id column), "
+                           "joined on the LMS's id; the LMS import files are written from it"),
+    Flag("--lms", None, "grade: read the export's names as this LMS writes them (canvas, moodle, blackboard, "
+                        "brightspace, gradescope; default: detected from the names)"),
+    Flag("--times", None, "grade: a CSV of submission times (student, submitted) for the late policy"),
+    Flag("--similarity/--no-similarity", None, "grade: find clusters of similar traces (similarity.csv; scores are "
+                                               "never changed)"),
     Flag("--student", None, "check, run, problem show: the student's ID, which picks their variant of a problem"),
     Flag("--out", None, "grade: the folder the gradebook, feedback pages and summary are written to"),
     Flag("--wheel", None, "autograder: the toymachine wheel to bundle (default: built from this source tree)"),

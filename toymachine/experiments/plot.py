@@ -2,6 +2,9 @@
 
 ``check_plot`` runs before the sweep (the file's extension, the metric, the x parameter, that
 matplotlib imports), so a bad ``--plot`` fails at once, not after the whole sweep ran.
+A plot is made for a slide: the x axis is the swept parameter (by default the numeric one with the
+most values), at most ``MAX_SERIES`` series unless asked for more (``--max-series``), the legend
+beside the axes, never over the lines, and 16:9 (``SIZES``: ``slide``; ``page`` for a document).
 ``plot_sweep`` draws one line per combination of the other varying parameters. Series that
 coincide stay visible — each has its own marker, dash style and marker size, and a series equal
 to an earlier one says so in the legend (``schedule=best (= schedule=inner)``); the lower bound
@@ -11,11 +14,11 @@ logarithmic for a geometric sweep (``10..100000*10``) and the y axis when it spa
 
 from __future__ import annotations
 
-__all__ = ["plot_sweep", "check_plot", "METRICS"]
+__all__ = ["plot_sweep", "sweep_figure", "check_plot", "METRICS", "MAX_SERIES", "SIZES"]
 
 from typing import Any, Mapping, Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Location
 from ..gen.registry import GeneratorSpec, get_generator
 from .columns import COLUMNS, column_key, metric_key
 
@@ -26,16 +29,32 @@ _DASHES = ("-", "--", "-.", ":")
 UNITS = {c.key: c.unit for c in COLUMNS if c.value is not None}
 
 
+MAX_SERIES = 6  # more lines than a slide's audience can tell apart
+# figure size in inches and the font size: slide is 16:9; page fits a column of text
+SIZES: dict[str, tuple[tuple[float, float], float]] = {"slide": ((10.0, 5.625), 13.0), "page": ((7.0, 4.5), 9.0)}
+
+
 def _varying(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]]) -> list[str]:
     return [p.name for p in spec.params if len({repr(pt[p.name]) for pt in points}) > 1]
 
 
+def _values(points: Sequence[Mapping[str, Any]], name: str) -> int:
+    return len({repr(pt[name]) for pt in points})
+
+
+def _series(points: Sequence[Mapping[str, Any]], others: list[str]) -> int:
+    return len({tuple(repr(pt[n]) for n in others) for pt in points})
+
+
 def check_plot(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]], path: str, *, x: str | None = None,
-               metric: str = "cycles") -> str:
+               metric: str = "cycles", size: str = "slide", max_series: int = MAX_SERIES) -> str:
     """Check a plot request against the sweep's points before running it; return the x parameter.
-    ``metric`` and ``x`` may be any name the column vocabulary accepts (``reads`` ≡ ``dram_reads``)."""
+    ``metric`` and ``x`` may be any name the column vocabulary accepts (``reads`` ≡ ``dram_reads``).
+    Without ``x``: the numeric parameter swept over the most values (the first of those tied)."""
     if not path.lower().endswith((".png", ".svg")):
         raise ConfigError(f"--plot {path}: the file must end in .png or .svg")
+    if size not in SIZES:
+        raise ConfigError(f"--size {size}: not a plot size", loc=Location("--size"), hint=f"sizes: {', '.join(SIZES)}")
     metric_key(metric)
     varying = _varying(spec, points)
     if x is not None:
@@ -44,10 +63,17 @@ def check_plot(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]], path: s
         numeric = [n for n in varying if spec.param(n).kind is int]
         if not numeric:
             raise ConfigError("--plot needs a numeric parameter with several values", hint="e.g. --n 2..16")
-        x = numeric[0]
+        x = max(numeric, key=lambda n: _values(points, n))  # max keeps the first of a tie
     elif x not in varying or spec.param(x).kind is not int:
         raise ConfigError(f"--x {x}: not a numeric parameter with several values in this sweep",
                           hint=f"swept: {', '.join(varying) or 'nothing'}")
+    others = [n for n in varying if n != x]
+    count = _series(points, others)
+    if count > max_series:
+        raise ConfigError(f"--plot: this sweep makes {count} series ({' × '.join(others)}), more than the "
+                          f"{max_series} a plot draws", loc=Location("--plot"),
+                          hint=f"sweep fewer values of {', '.join(others)}, pick another --x, or ask for them all "
+                               f"with --max-series {count}")
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -90,11 +116,25 @@ def _log_x(ax, xs: list) -> None:
 
 
 def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None = None,
-               metric: str = "cycles") -> None:
-    """Draw ``metric`` against the swept parameter ``x`` (default: the first that varies). Writes PNG
-    or SVG (by ``path``'s extension). Needs matplotlib."""
+               metric: str = "cycles", size: str = "slide", max_series: int = MAX_SERIES) -> None:
+    """Draw ``metric`` against the swept parameter ``x`` (default: the numeric one with the most values) to
+    ``path``, PNG or SVG by its extension. Needs matplotlib."""
+    fig = sweep_figure(rows, generator, path, x=x, metric=metric, size=size, max_series=max_series)
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists") from None
+    finally:
+        plt.close(fig)
+
+
+def sweep_figure(rows, generator: str | GeneratorSpec, path: str = "plot.png", *, x: str | None = None,
+                 metric: str = "cycles", size: str = "slide", max_series: int = MAX_SERIES):
+    """The figure ``plot_sweep`` saves (a matplotlib ``Figure``; the caller closes it)."""
     spec = get_generator(generator) if isinstance(generator, str) else generator
-    x = check_plot(spec, [r.params for r in rows], path, x=x, metric=metric)
+    x = check_plot(spec, [r.params for r in rows], path, x=x, metric=metric, size=size, max_series=max_series)
     metric = metric_key(metric)
     if any(METRICS[metric](r) is None for r in rows):
         raise ConfigError(f"--y {metric}: this sweep does not measure it",
@@ -110,7 +150,8 @@ def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None
     series: dict[tuple, list] = {}
     for r in rows:
         series.setdefault(tuple(r.params[n] for n in others), []).append(r)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    figsize, font = SIZES[size]
+    fig, ax = plt.subplots(figsize=figsize, layout="constrained")
     drawn: dict[tuple, str] = {}  # (xs, ys) → the label of the first series that drew them
     bounds: dict[tuple, list[tuple]] = {}  # (xs, bound ys) → keys of the series with that bound
     for k, (key, members) in enumerate(series.items()):
@@ -133,15 +174,11 @@ def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None
     ys_all = [v for v in (METRICS[metric](r) for r in rows) if v is not None]
     if ys_all and min(ys_all) > 0 and max(ys_all) / min(ys_all) >= 100:
         ax.set_yscale("log")
-    ax.set_xlabel(x)
-    ax.set_ylabel(f"{metric} ({UNITS[metric]})")
-    ax.set_title(f"toym sweep {spec.name}: {metric} against {x}")
+    ax.set_xlabel(x, fontsize=font)
+    unit = UNITS[metric]
+    ax.set_ylabel(metric if unit in ("", metric) else f"{metric} ({unit})", fontsize=font)
+    ax.set_title(f"toym sweep {spec.name}: {metric} against {x}", fontsize=font * 1.1)
+    ax.tick_params(labelsize=font * 0.9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists") from None
-    finally:
-        plt.close(fig)
+    fig.legend(loc="outside right upper", fontsize=font * 0.85, frameon=False)  # beside the axes, never over a line
+    return fig

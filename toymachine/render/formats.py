@@ -50,9 +50,10 @@ def summary_html(result: Result) -> str:
     return render_report(report_of(result, steps=False), "html-fragment")
 
 
-def render_report(report: Report, fmt: str, *, width: int | None = None) -> str:
+def render_report(report: Report, fmt: str, *, width: int | None = None, latex_fit: bool = False) -> str:
     """Draw ``report`` in ``fmt``. Human formats (table, markdown, latex, html) list a section's
-    constant columns above it (``Section.collapse``); CSV and JSON keep every column."""
+    constant columns above it (``Section.collapse``); CSV and JSON keep every column. ``latex_fit``:
+    LaTeX tables scaled to fit a beamer frame (``render.latex``)."""
     from .cells import json_cell
     from .columns import collapse_constant
 
@@ -71,7 +72,7 @@ def render_report(report: Report, fmt: str, *, width: int | None = None) -> str:
     if fmt == "latex":
         from .latex import render_latex
 
-        return render_latex(report)
+        return render_latex(report, fit=latex_fit)
     if fmt == "html":  # a whole page (doctype, inline style) around the tables
         from .page import document_html
 

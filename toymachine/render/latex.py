@@ -4,7 +4,9 @@ It compiles under pdflatex, xelatex and lualatex with LaTeX's own commands only 
 (the first line says so): text goes through ``tex.tex_escape``, numbers, names and symbolic
 values are math (``$a_{00} \\cdot b_{00}$``, ``$1.5\\times 10^{-7}$``), instructions are
 ``\\texttt``. Long expressions are abbreviated by whole terms (``render.expr``), never cut
-inside a math group. ``tests/test_latex.py`` compiles every LaTeX output of the README's and the docs'
+inside a math group. ``fit=True`` (``--latex-fit``) scales each table down, never up, to the line width
+and three quarters of the text height — a beamer frame holds it — with graphicx's ``\\resizebox``
+(beamer loads graphicx; elsewhere the first line asks for it). ``tests/test_latex.py`` compiles every LaTeX output of the README's and the docs'
 commands and of the bundled programs with pdflatex (and lualatex where installed).
 """
 
@@ -17,7 +19,14 @@ from typing import Any
 from .cells import Arr, Code, Num, Qty, Sym, nested_items, sig, text_of, unit_for
 from .expr import expr_tex
 from .report import Report, Section
-from .tex import PACKAGES_LINE, tex_comment, tex_escape, tex_number, tex_number_math
+from .tex import FIT_PACKAGES_LINE, PACKAGES_LINE, tex_comment, tex_escape, tex_number, tex_number_math
+
+# a table scaled down to the line width, then to 3/4 of the text height (a frame's title takes the rest);
+# \width, \totalheight: the box's natural size, as \resizebox defines them (the starred form scales the total
+# height: a tabular sits on its centre, half of it below the baseline)
+_FIT_OPEN = (r"\resizebox*{!}{\ifdim\totalheight>0.75\textheight 0.75\textheight\else\totalheight\fi}{%",
+             r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%")
+_FIT_CLOSE = "}}"
 
 
 def tex_cell(cell: Any) -> str:
@@ -55,22 +64,24 @@ def _tex_leaf(v) -> str:
     return r"\mathrm{" + tex_escape(str(v)) + "}"
 
 
-def _section(s: Section, cells: list) -> list[str]:
+def _section(s: Section, cells: list, fit: bool = False) -> list[str]:
     cols = "".join("r" if a == "r" else "l" for a in s.aligns())
     out = [tex_comment(s.title)]
     for line in s.preface:
         out.append(r"\noindent " + tex_escape(line) + r"\par")
+    if fit:
+        out += [r"\noindent", *_FIT_OPEN]
     out += [f"\\begin{{tabular}}{{{cols}}}", "\\hline", " & ".join(tex_escape(h) for h in s.headers) + r" \\",
             "\\hline"]
     out += [" & ".join(row) + r" \\" for row in cells]
-    out += ["\\hline", "\\end{tabular}", ""]
+    out += ["\\hline", "\\end{tabular}" + (_FIT_CLOSE + r"\par" if fit else ""), ""]
     return out
 
 
-def render_latex(report: Report) -> str:
-    out = [PACKAGES_LINE]
+def render_latex(report: Report, fit: bool = False) -> str:
+    out = [FIT_PACKAGES_LINE if fit else PACKAGES_LINE]
     for s in report.sections:
-        out += _section(s, [[tex_cell(c) for c in row] for row in s.rows])
+        out += _section(s, [[tex_cell(c) for c in row] for row in s.rows], fit)
     for n in report.notes:
         out.append(tex_comment(n))
     return "\n".join(out).rstrip("\n") + "\n"

@@ -11,7 +11,7 @@ would reject for a character its fonts do not cover.
 
 from __future__ import annotations
 
-__all__ = ["tex_escape", "tex_comment", "tex_number", "tex_name", "SUBSCRIPTS", "PACKAGES_LINE"]
+__all__ = ["tex_escape", "tex_comment", "tex_number", "tex_name", "SUBSCRIPTS", "PACKAGES_LINE", "FIT_PACKAGES_LINE"]
 
 import re
 import unicodedata
@@ -19,6 +19,8 @@ import unicodedata
 # the comment line every LaTeX output starts with
 PACKAGES_LINE = ("% toym LaTeX fragment: \\input it in any document; LaTeX's own commands only (no packages "
                  "needed); pdflatex, xelatex, lualatex")
+FIT_PACKAGES_LINE = ("% toym LaTeX fragment, each table scaled to fit (--latex-fit): \\input it in a beamer frame, or "
+                     "after \\usepackage{graphicx} in any document; pdflatex, xelatex, lualatex")
 
 SUBSCRIPTS = {c: str(i) for i, c in enumerate("₀₁₂₃₄₅₆₇₈₉")} | {"₋": "-"}
 SUPERSCRIPTS = {"⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5", "⁶": "6", "⁷": "7", "⁸": "8",

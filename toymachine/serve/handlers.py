@@ -14,7 +14,10 @@ from __future__ import annotations
 
 __all__ = ["HANDLERS", "Reply", "RequestError", "handle"]
 
+import dataclasses
+import io
 import json
+import os
 from typing import Any, Callable
 
 from ..api import Ran, RunOptions, render_run, run_text, sweep_table
@@ -194,7 +197,9 @@ def check(payload: dict) -> Reply:
         raise ConfigError(f"trials must be between 1 and 20 in the playground, got {trials}", loc=Location("--trials"))
     machine = _machine(payload["machine"]) if payload.get("machine") is not None else None
     text = trace if trace.endswith("\n") else trace + "\n"  # text, never a path
-    grade = check_trace(text, problem_path(problem), seed=seed, trials=trials, name=name, machine=machine)
+    path = problem_path(problem)
+    grade = check_trace(text, path, seed=seed, trials=trials, name=name, machine=machine)
+    grade = dataclasses.replace(grade, problem_file=os.path.basename(path))  # the bundled name, not the server's path
     return 200, grade.render(fmt), _media(fmt)
 
 

@@ -3,9 +3,13 @@
 An array read but never given (no ``.data``, ``--data`` or ``.array``) still takes its
 deterministic random values (``sim.memory``) — useful for cost experiments — but the run says
 so: ``unset_inputs`` returns one located ``DataError`` per such array, which the CLI prints as a
-warning (``warning: array 'X' is read but never given … did you mean 'x'?``) and which
-``simulate(strict_inputs=True)`` (``toym run --strict``, ``toymachine.check``) raises instead.
-The suggestion is a given array whose name differs only in case or by one edit.
+warning and which ``simulate(strict_inputs=True)`` (``toym run --strict``, ``toymachine.check``)
+raises instead. The suggestion is a given array whose name differs only in case or by one edit.
+
+A read that is surely a typo is an error in every mode (``misread_inputs``): the name differs from a
+given array's only in case (``A`` where ``a`` is given), or by one edit where both names have at least
+three characters (``scroes`` for ``scores``). Shorter names are not judged: every one- or two-letter
+name is one edit from another (``a``, ``b``, ``x1``, ``x2`` are distinct arrays).
 
 Called once, after the run, from ``sim.simulate``: nothing here is on the interpreter's path.
 """
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__all__ = ["unset_inputs", "close_name", "empty_trace"]
+__all__ = ["unset_inputs", "misread_inputs", "close_name", "empty_trace"]
 
 import re
 
@@ -55,20 +59,43 @@ def _column(src: str | None, name: str) -> tuple[int, int]:
     return (m.start() + 1, len(name)) if m else (0, 1)
 
 
-def unset_inputs(run: Run, strict: bool = False) -> list[DataError]:
-    """One located error per array read but never given (in order of first use); ``strict``:
-    worded as the error ``--strict`` makes it."""
+MISREAD_MIN_LENGTH = 3  # one edit apart is a typo only between names this long (a, b, x1, x2 are distinct)
+
+
+def _surely_misread(name: str, guess: str) -> bool:
+    return name.lower() == guess.lower() or min(len(name), len(guess)) >= MISREAD_MIN_LENGTH
+
+
+def _unset(run: Run) -> list[tuple[str, str | None]]:
+    """(name, the given array it is close to, or None) for each array read but never given, in order of first use."""
     arrays = run.memory.arrays
     given = [n for n, a in arrays.items() if a.given or a.fixed or a.fill is not None]
+    return [(name, close_name(name, given)) for name in sorted(arrays, key=lambda n: run.used_arrays.get(n, 0))
+            if arrays[name].randomised and not (arrays[name].given or arrays[name].fixed or arrays[name].fill is not None)]
+
+
+def _where(run: Run, name: str) -> Location:
+    line = run.used_arrays.get(name, 0)
+    src = run.first_use_text.get(name) or (run.source(line) if line else None)
+    col, length = _column(src, name)
+    return Location(run.file, line, col, src, length)
+
+
+def misread_inputs(run: Run) -> list[DataError]:
+    """One located error per array read but never given whose name is surely a typo of a given one's."""
+    return [DataError(f"array '{name}' is read but never given: did you mean '{guess}'?", loc=_where(run, name),
+                      hint=f"'{guess}' is given; read '{guess}', or give '{name}' with .data {name} = […], "
+                           f"--data FILE or .array {name}[n]")
+            for name, guess in _unset(run) if guess is not None and _surely_misread(name, guess)]
+
+
+def unset_inputs(run: Run, strict: bool = False) -> list[DataError]:
+    """One located error per array read but never given (in order of first use) and not a typo
+    (``misread_inputs`` has those); ``strict``: worded as the error ``--strict`` makes it."""
     out = []
-    for name in sorted(arrays, key=lambda n: run.used_arrays.get(n, 0)):
-        a = arrays[name]
-        if not a.randomised or a.given or a.fixed or a.fill is not None:
+    for name, guess in _unset(run):
+        if guess is not None and _surely_misread(name, guess):
             continue
-        line = run.used_arrays.get(name, 0)
-        src = run.first_use_text.get(name) or (run.source(line) if line else None)
-        col, length = _column(src, name)
-        guess = close_name(name, given)
         message = f"array '{name}' is read but never given (no .data, --data or .array)"
         if guess:
             message += f": did you mean '{guess}'?"
@@ -76,7 +103,7 @@ def unset_inputs(run: Run, strict: bool = False) -> list[DataError]:
             (f", or read '{guess}'" if guess else "")
         hint = (f"{give} (this is --strict: without it the array takes deterministic random values)" if strict else
                 f"it holds deterministic random values (seed {run.memory.seed}); {give}; --strict makes this an error")
-        out.append(DataError(message, loc=Location(run.file, line, col, src, length), hint=hint))
+        out.append(DataError(message, loc=_where(run, name), hint=hint))
     return out
 
 

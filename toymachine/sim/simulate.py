@@ -34,7 +34,7 @@ from .engines import ENGINES, scalar, tile, units
 from .engines.kinds import MM, MZO, SFU, VEC
 from .engines.kinds import EXEC, LOAD, STORE
 from .program_blocks import ProgramKeys, run_program_blocks
-from .inputs import empty_trace, unset_inputs
+from .inputs import empty_trace, misread_inputs, unset_inputs
 from .loop import execute, execute_engines
 from .text import run_text
 from .memory import Memory
@@ -58,7 +58,8 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
     ``steps``: True keeps every step row, False none, None keeps them only for runs of
     at most ``step_limit`` steps.
     An array read but never given gets deterministic random values and a warning in
-    ``Result.warnings`` (``sim.inputs``); ``strict_inputs=True`` raises it as a ``DataError``.
+    ``Result.warnings`` (``sim.inputs``); ``strict_inputs=True`` raises it as a ``DataError``. A read
+    that is surely a typo of a given array's name (``A`` where ``a`` is given) is a ``DataError`` always.
     A trace with no instruction is an ``AsmError``.
     """
     machine = machine or DEFAULT_MACHINE
@@ -94,6 +95,9 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
                 raise RuntimeFault("expression too deep for symbolic mode", hint="run without --symbolic") from None
     if run.step == 0:
         raise empty_trace(fname)
+    misread = misread_inputs(run)
+    if misread:
+        raise misread[0]
     warnings = tuple(unset_inputs(run, strict_inputs))
     if warnings and strict_inputs:
         raise warnings[0]
