@@ -13,12 +13,13 @@ if not torch.cuda.is_available():  # before anything imports triton: triton.lang
 
 from .host.configs import KernelConfig  # noqa: E402
 from .host.flash_attn import (FP8_DTYPES, INTERPRETER, MAX_HEAD_DIM, SUPPORTED_HEAD_DIMS,
-                         FlashAttentionFunction, attention_reference, flash_attention,
+                         attention_reference, flash_attention,
                          flash_attention_backward, flash_attention_forward, resolve_config)
+from .host.sdpa import SDPAUnsupported, scaled_dot_product_attention  # noqa: E402
 from .model.schedule import Schedule, Traffic, predict_traffic, schedule
 
 __all__ = ["FP8_DTYPES", "INTERPRETER", "MAX_HEAD_DIM", "SUPPORTED_HEAD_DIMS",
-           "FlashAttentionFunction", "KernelConfig",
+           "KernelConfig",
            "Schedule", "Traffic", "attention_reference", "flash_attention",
            "flash_attention_backward", "flash_attention_forward", "predict_traffic",
-           "resolve_config", "schedule"]
+           "resolve_config", "schedule", "scaled_dot_product_attention", "SDPAUnsupported"]

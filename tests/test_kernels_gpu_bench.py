@@ -15,10 +15,10 @@ pytest.importorskip("triton")
 
 from kernels_gpu.bench import run as bench  # noqa: E402
 from kernels_gpu.bench import tables as bench_tables  # noqa: E402
-from kernels_gpu.model import memory, predict  # noqa: E402
+from kernels_gpu.model import data, memory, predict  # noqa: E402
 from kernels_gpu.host.configs import KernelConfig  # noqa: E402
 
-RESULTS = os.path.join(os.path.dirname(os.path.dirname(bench.__file__)), "results")
+BENCH_H200 = data.path("bench_h200.json")
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -136,7 +136,7 @@ def test_predict_table_from_the_stored_run(tmp_path):
     """`bench --predict --from` on the stored H200 run: every point the tile machine models
     (square, multi-head) gets a prediction and a ratio, the others none; a spread line per
     pass; the output is the same bytes twice."""
-    src = os.path.join(RESULTS, "bench.json")
+    src = BENCH_H200
     calib = tmp_path / "calib.json"
     calib.write_text(json.dumps(CALIB))
     out = tmp_path / "out"
@@ -241,7 +241,7 @@ def test_bench_predict_fails_on_an_unexplained_point(tmp_path, capsys):
     """`bench --predict --from` exits 1 when a point is slower than the model and not known,
     0 when the threshold lets it pass; the table names the point either way."""
     src = tmp_path / "bench.json"
-    env = {"gpu": "NVIDIA H200", "date": "2026-11-25 16:00 UTC"}
+    env = {"gpu": "NVIDIA H200", "date": "a run"}
     src.write_text(json.dumps({"env": env, "rows": [_predicted_rows({"fwd": 1.0,
                                                                      "bwd": 3.0})]}))
     calib = tmp_path / "calib.json"
@@ -262,7 +262,7 @@ def test_the_model_schedule_explains_the_multi_query_backward_of_the_stored_h200
     constants fitted on the H100) and says where the time goes: more than a quarter is the
     schedule's (30 %); the alarm names only the fp8 forward at N 1k causal there."""
     from kernels_gpu.bench import alarm
-    stored = json.loads(open(os.path.join(RESULTS, "bench.json")).read())
+    stored = json.loads(open(BENCH_H200).read())
     rows = bench_tables.add_predictions(stored["rows"], stored["env"]["gpu"],
                                         predict.calibration())
     [mq] = [r for r in rows if r["d"] == 128 and r["heads_kv"] == 1 and r["n"] == 4096
@@ -392,18 +392,3 @@ def test_the_study_harness_records_failures_and_renders_ratios(monkeypatch):
     assert d256.render(rows).splitlines()[2].rstrip(" |").endswith("1.0e-03")
 
 
-def test_the_stored_final_frontier_table_is_the_generators_output():
-    """results/frontier_s5_h100.md (RESULTS.md's final grid) is what bench.frontier_table makes
-    of the stored runs, and it counts every point of the grid below SDPA-flash."""
-    from kernels_gpu.bench import frontier_table
-
-    res = RESULTS
-    runs = ["frontier_s5_d64_d128_h100.json", "frontier_s5_d256_d192_h100.json",
-            "frontier_s5_d192_grouped_h100.json", "frontier_s5_d64_split_h100.json"]
-    rows = frontier_table.load([os.path.join(res, r) for r in runs])
-    text = frontier_table.render(rows)
-    with open(os.path.join(res, "frontier_s5_h100.md")) as f:
-        assert f.read() == text
-    below = sum(1 for r in rows for p in ("fwd", "bwd")
-                if r["flash"][f"{p}_ms"] < r["ours"][f"{p}_ms"])
-    assert text.rstrip().endswith(f"**{below} below 1.0 × flash**")

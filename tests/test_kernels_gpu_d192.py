@@ -16,12 +16,16 @@ if not torch.cuda.is_available():
 pytest.importorskip("triton")
 
 from kernels_gpu import attention_reference  # noqa: E402
+from kernels_gpu.host import dispatch as host_dispatch  # noqa: E402
 from kernels_gpu.host import hopper_d192 as g  # noqa: E402
 from kernels_gpu.host.launch import Problem  # noqa: E402
+from kernels_gpu.host.support import gluon_status  # noqa: E402
 from kernels_gpu.kernels.hopper_bwd_chunked import HAVE_GLUON  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GLUON = pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
+# the dispatch's tests: only on a Triton the Gluon kernels are dispatched on (host/support.py)
+DISPATCHED = pytest.mark.skipif(not gluon_status(env={})[0], reason=gluon_status(env={})[1])
 CFG = g.D192Config((32, 64, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2))
 
 
@@ -34,21 +38,27 @@ def SM90(test):
     return pytest.mark.gpu(pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernels need an sm_90 GPU")(test))
 
 
+def _d192(p, interpreter: bool):
+    """The chunked d 192 backward's config host/dispatch.py picks for a launch.Problem."""
+    return host_dispatch.choose_for(p, interpreter).get("bwd_d192")
+
+
 def _problem(d=192, heads=4, heads_kv=4, nq=1024, nk=1024, dtype=torch.float16, causal=True):
     return Problem(2, heads, heads_kv, nq, nk, d, dtype, causal, nk - nq)
 
 
 @GLUON
+@DISPATCHED
 def test_dispatch_takes_square_d192_half_precision_on_sm90(monkeypatch):
     from kernels_gpu.host import launch
 
-    monkeypatch.setitem(g.DISPATCH_D192, True, [(2048, CFG), (1 << 62, None)])
-    monkeypatch.setitem(g.DISPATCH_D192, False, [])
+    monkeypatch.setitem(host_dispatch.DISPATCH_D192, True, [(2048, CFG), (1 << 62, None)])
+    monkeypatch.setitem(host_dispatch.DISPATCH_D192, False, [])
     monkeypatch.setattr(launch, "_capability", lambda i: (9, 0))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert g.dispatch_d192(_problem(), False) == CFG
-    assert g.dispatch_d192(_problem(nq=2048, nk=2048), False) == CFG
+    assert _d192(_problem(), False) == CFG
+    assert _d192(_problem(nq=2048, nk=2048), False) == CFG
     for p, interp in [(_problem(), True),  # the interpreter cannot run Gluon
                       (_problem(nq=4096, nk=4096), False),  # the table's row says None
                       (_problem(causal=False), False),  # no non-causal row
@@ -56,19 +66,19 @@ def test_dispatch_takes_square_d192_half_precision_on_sm90(monkeypatch):
                       (_problem(nq=512), False),  # cross-attention
                       (_problem(nq=1000, nk=1000), False),  # not a multiple of the blocks
                       (_problem(dtype=torch.float32), False)]:
-        assert g.dispatch_d192(p, interp) is None, p
-    assert g.dispatch_d192(_problem(heads_kv=2), False) == CFG  # grouped: K/V copied out
-    assert g.dispatch_d192(_problem(heads_kv=1), False) == CFG
+        assert _d192(p, interp) is None, p
+    assert _d192(_problem(heads_kv=2), False) == CFG  # grouped: K/V copied out
+    assert _d192(_problem(heads_kv=1), False) == CFG
     monkeypatch.setenv("KERNELS_GPU_D192_GROUPS", "0")
-    assert g.dispatch_d192(_problem(heads_kv=2), False) is None
-    assert g.dispatch_d192(_problem(), False) == CFG
+    assert _d192(_problem(heads_kv=2), False) is None
+    assert _d192(_problem(), False) == CFG
     monkeypatch.delenv("KERNELS_GPU_D192_GROUPS")
     monkeypatch.setenv("KERNELS_GPU_HOPPER", "0")
-    assert g.dispatch_d192(_problem(), False) is None
-    assert g.dispatch_d192(_problem(heads_kv=2), False) is None
+    assert _d192(_problem(), False) is None
+    assert _d192(_problem(heads_kv=2), False) is None
     monkeypatch.delenv("KERNELS_GPU_HOPPER")
     monkeypatch.setattr(launch, "_capability", lambda i: (8, 0))
-    assert g.dispatch_d192(_problem(), False) is None
+    assert _d192(_problem(), False) is None
 
 
 @GLUON
@@ -78,7 +88,8 @@ def test_the_dispatched_d192_configs_compile_to_wgmma_without_spills():
     code = ("import json\n"
             "from kernels_gpu.bench.compile_d192 import compile_d192\n"
             "from kernels_gpu.bench.compile_check import resources\n"
-            "from kernels_gpu.host.hopper_d192 import DISPATCH_D192, CANDIDATES\n"
+            "from kernels_gpu.host.dispatch import DISPATCH_D192\n"
+            "from kernels_gpu.host.hopper_d192 import CANDIDATES\n"
             "jobs = set()\n"
             "for causal, rows in DISPATCH_D192.items():\n"
             "    for cfg in [c for _, c in rows if c] or [CANDIDATES['g-m32']]:\n"
@@ -185,10 +196,11 @@ def test_flash_attention_backward_dispatches_d192_to_the_chunked_kernels(dtype, 
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
 
     if table is not None:
-        monkeypatch.setitem(g.DISPATCH_D192, causal, [(1 << 62, g.CANDIDATES[table])])
+        monkeypatch.setitem(host_dispatch.DISPATCH_D192, causal,
+                            [(1 << 62, g.CANDIDATES[table])])
     q, k, v, do = _inputs(dtype, 11 + causal)
     p = launch.problem_of(q, k, v, causal)
-    cfg = g.dispatch_d192(p, False)
+    cfg = _d192(p, False)
     refs = _reference(q, k, v, do, causal)
     tol = output_tolerance(dtype, True, backward=True)
     o, lse = flash_attention_forward(q, k, v, causal)
@@ -208,7 +220,7 @@ def test_flash_attention_backward_dispatches_d192_to_the_chunked_kernels(dtype, 
     for heads_kv in (2, 1):
         q, k, v, do = _inputs(dtype, 5 + heads_kv, heads=4, heads_kv=heads_kv)
         p = launch.problem_of(q, k, v, causal)
-        assert (g.dispatch_d192(p, False) is None) == (cfg is None)
+        assert (_d192(p, False) is None) == (cfg is None)
         refs = _reference(q, k, v, do, causal)
         o, lse = flash_attention_forward(q, k, v, causal)
         got = flash_attention_backward(q, k, v, o, lse, do, causal)

@@ -1,10 +1,8 @@
-"""The kernel each launch runs (kernels_gpu.model.dispatch) and the traffic of the Gluon launches
-on the CPU: the dispatch decision made without a GPU against the host's own
-functions, the launch list it implies, and each Gluon launch's schedule — the tile simulator's
-bytes against the hand formula, to the byte."""
+"""The kernel each launch runs (kernels_gpu.host.dispatch, kernels_gpu.model.dispatch) and the
+traffic of the Gluon launches, on the CPU: the dispatch decision made without a GPU, the launch
+list it implies, and each Gluon launch's schedule — the tile simulator's bytes against the hand
+formula, to the byte."""
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 import pytest
 
@@ -12,63 +10,70 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from kernels_gpu import KernelConfig, predict_traffic  # noqa: E402
-from kernels_gpu.host import hopper, hopper_d192  # noqa: E402
+from kernels_gpu.host import dispatch as host_dispatch  # noqa: E402
+from kernels_gpu.host import hopper_d192  # noqa: E402
 from kernels_gpu.host import launch as host_launch  # noqa: E402
+from kernels_gpu.host import support  # noqa: E402
 from kernels_gpu.model import dispatch  # noqa: E402
 from kernels_gpu.model.tile_traffic import simulated_traffic  # noqa: E402
 
-DTYPES = {2: torch.float16, 4: torch.float32}
+
+def test_choose_follows_the_tables(tables):
+    """host/dispatch.choose on pinned tables: the one-partition forward where DISPATCH names
+    the head dim and N is a multiple of its blocks; the warp-specialised forward before it
+    where DISPATCH_WS's first covering row names a config; the dK/dV and dQ where theirs do;
+    the chunked d 192 backward (grouped heads too) where DISPATCH_D192's row does; nothing on
+    grouped heads at d 128, cross-attention, fp32, without a Hopper GPU, or switched off."""
+    fwd64, fwd128 = TABLES["DISPATCH"][64], TABLES["DISPATCH"][128]
+    dkdv, dq = TABLES["DISPATCH_DKDV"][128], TABLES["DISPATCH_DQ"][(128, True)]
+    assert host_dispatch.choose(1024, 64) == {"fwd": fwd64}
+    assert host_dispatch.choose(1088, 64) == {}  # not a multiple of the blocks
+    assert host_dispatch.choose(512, 128) == {"fwd": fwd128, "bwd_dkdv": dkdv}  # ws row None
+    assert host_dispatch.choose(1024, 128) == {"fwd": fwd128, "fwd_ws": (128, "lag", 3),
+                                               "bwd_dkdv": dkdv}
+    assert host_dispatch.choose(1024, 128, True) == {"fwd": fwd128, "bwd_dkdv": dkdv,
+                                                     "bwd_dq": dq}
+    assert host_dispatch.choose(4096, 128, True) == {
+        "fwd": fwd128, "fwd_ws": (128, "pingpong", 2), "bwd_dkdv": dkdv, "bwd_dq": dq}
+    assert host_dispatch.choose(4096, 128, True, env={"KERNELS_GPU_WS": "0"}) == {
+        "fwd": fwd128, "bwd_dkdv": dkdv, "bwd_dq": dq}
+    d192 = TABLES["DISPATCH_D192"][False][1][1]
+    assert host_dispatch.choose(2048, 192) == {"bwd_d192": d192}
+    assert host_dispatch.choose(2048, 192, heads=8, kv_heads=2) == {"bwd_d192": d192}
+    assert host_dispatch.choose(512, 192) == {}  # the table's row below N 1k says None
+    assert host_dispatch.choose(2048, 192, heads=8, kv_heads=2,
+                                env={"KERNELS_GPU_D192_GROUPS": "0"}) == {}
+    for kw in (dict(heads=8, kv_heads=2), dict(nk=8192), dict(elem_bytes=4), dict(elem_bytes=1),
+               dict(capability=None), dict(capability=(8, 0)),
+               dict(env={"KERNELS_GPU_HOPPER": "0"})):
+        assert host_dispatch.choose(4096, 128, True, **kw) == {}, kw
+    assert host_dispatch.choose(2048, 192, capability=None) == {}
+    host_dispatch.DISPATCH_DKDV_WS[(128, True)] = [(1024, None), (1 << 62, (64, 2, 1, 0))]
+    assert host_dispatch.choose(2048, 128, True)["bwd_dkdv_ws"] == (64, 2, 1, 0)
+    assert "bwd_dkdv_ws" not in host_dispatch.choose(1024, 128, True)
+    assert "bwd_dkdv_ws" not in host_dispatch.choose(2048, 128, True,
+                                                     env={"KERNELS_GPU_WS_BWD": "0"})
 
 
-def _host_choice(n, d, causal, heads, kv_heads, nk, elem_bytes) -> dict:
-    """host/hopper.py's dispatch functions on a launch.Problem's fields, as on an sm_90 GPU."""
-    p = SimpleNamespace(d=d, causal=causal, group=heads // kv_heads, nq=n, nk=nk,
-                        dtype=DTYPES[elem_bytes])
-    out = {"fwd": hopper.dispatch_config(p, False)}
-    out["fwd_ws"] = hopper.dispatch_ws(p, False)
-    out["bwd_dkdv"] = hopper.dispatch_dkdv(p, False)
-    out["bwd_dq"] = hopper.dispatch_dq(p, False)
-    if out["bwd_dkdv"] is None:  # flash_attn: the Gluon dK/dV first, else the chunked d 192
-        out["bwd_d192"] = hopper_d192.dispatch_d192(p, False)
-    return {k: tuple(v) for k, v in out.items() if v is not None}
-
-
-@pytest.fixture
-def sm90(monkeypatch):
-    monkeypatch.setattr(hopper, "_capability", lambda device: (9, 0))
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(hopper, "HAVE_GLUON", True)
-    monkeypatch.setattr(host_launch, "_capability", lambda device: (9, 0))  # hopper_d192's
+def test_choose_for_reads_the_problem_and_the_device(tables, monkeypatch):
+    """choose_for(launch.Problem) = choose on the problem's fields and the current device's
+    compute capability; the interpreter and a machine without CUDA choose nothing."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(hopper_d192, "HAVE_GLUON", True)
-    monkeypatch.delenv("KERNELS_GPU_HOPPER", raising=False)
-    monkeypatch.delenv("KERNELS_GPU_WS", raising=False)
-
-
-@pytest.mark.parametrize("env", [{}, {"KERNELS_GPU_WS": "0"}, {"KERNELS_GPU_HOPPER": "0"}])
-def test_the_model_dispatch_is_the_hosts(sm90, monkeypatch, env):
-    """gluon_choice (no GPU) = host/hopper.py's dispatch_config / dispatch_ws / dispatch_dkdv /
-    dispatch_dq and host/hopper_d192.py's dispatch_d192 (the chunked d 192 backward) on an
-    sm_90 GPU, over head dims, lengths (multiples of the blocks or not, below N 1k or not),
-    causal, grouped heads, cross-attention, dtypes, and the two switches."""
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    seen = set()
-    for d in (32, 64, 96, 128, 192, 256):
-        for n in (192, 256, 512, 640, 1024, 1088, 2048, 3072, 4096, 8192, 16384):
-            for causal in (False, True):
-                for heads, kv_heads, nk in ((4, 4, n), (8, 2, n), (4, 4, 2 * n)):
-                    for eb in (2, 4):
-                        want = _host_choice(n, d, causal, heads, kv_heads, nk, eb)
-                        got = dispatch.gluon_choice(n, d, causal, heads, kv_heads, nk, eb)
-                        assert got == want, (n, d, causal, heads, kv_heads, nk, eb)
-                        seen.add(tuple(sorted(got)))
-    if not env:  # the grid reached every kind of decision
-        assert {(), ("fwd",), ("bwd_dkdv", "fwd"), ("bwd_dkdv", "bwd_dq", "fwd"),
-                ("bwd_dkdv", "fwd", "fwd_ws"), ("bwd_dkdv", "bwd_dq", "fwd", "fwd_ws"),
-                ("bwd_d192",)} <= seen
-    assert dispatch.gluon_choice(4096, 128, True, capability=None) == {}  # no GPU: interpreter
-    assert dispatch.gluon_choice(4096, 128, True, capability=(8, 0)) == {}  # not Hopper
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    for cap in ((9, 0), (8, 0)):
+        monkeypatch.setattr(host_launch, "_capability", lambda device, cap=cap: cap)
+        for dtype in (torch.float16, torch.bfloat16, torch.float32):
+            for heads, kv_heads, nq, nk, d, causal in ((4, 4, 4096, 4096, 128, True),
+                                                       (4, 4, 1024, 1024, 64, False),
+                                                       (8, 2, 2048, 2048, 192, False),
+                                                       (4, 4, 1024, 2048, 128, False)):
+                p = host_launch.Problem(2, heads, kv_heads, nq, nk, d, dtype, causal, nk - nq)
+                assert host_dispatch.choose_for(p, False) == host_dispatch.choose(
+                    nq, d, causal, heads, kv_heads, nk, dtype.itemsize, cap)
+                assert host_dispatch.choose_for(p, True) == {}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    p = host_launch.Problem(2, 4, 4, 4096, 4096, 128, torch.float16, True, 0)
+    assert host_dispatch.choose_for(p, False) == {}
 
 
 TABLES = dict(DISPATCH={64: (128, 128, 8), 128: (128, 64, 8)},
@@ -76,7 +81,25 @@ TABLES = dict(DISPATCH={64: (128, 128, 8), 128: (128, 64, 8)},
               DISPATCH_WS={(128, False): [(512, None), (1 << 62, (128, "lag", 3))],
                            (128, True): [(2048, None), (1 << 62, (128, "pingpong", 2))]},
               DISPATCH_DKDV={128: (64, 64, 4, 2, 1)},
-              DISPATCH_DQ={(128, True): (64, 64, 4, 2, 1)})
+              DISPATCH_DQ={(128, True): (64, 64, 4, 2, 1)},
+              DISPATCH_DKDV_WS={},
+              DISPATCH_D192={c: [(1023, None), (1 << 62, hopper_d192.CANDIDATES["g-n128"])]
+                             for c in (False, True)})
+
+
+@pytest.fixture
+def tables(monkeypatch):
+    """The dispatch tables pinned (a re-tuned table must not move these tests), on a Triton
+    with Gluon, the switches unset."""
+    for name, table in TABLES.items():
+        monkeypatch.setattr(host_dispatch, name, {k: list(v) if isinstance(v, list) else v
+                                                  for k, v in table.items()})
+    monkeypatch.setattr(support, "HAVE_GLUON", True)  # the tables on any Triton: this one taken as verified
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
+    support.reset()
+    for key in ("KERNELS_GPU_HOPPER", "KERNELS_GPU_WS", "KERNELS_GPU_WS_BWD",
+                "KERNELS_GPU_D192_GROUPS"):
+        monkeypatch.delenv(key, raising=False)
 
 
 @pytest.mark.parametrize("n,d,causal,want", [
@@ -96,13 +119,11 @@ TABLES = dict(DISPATCH={64: (128, 128, 8), 128: (128, 64, 8)},
                        ("_attn_bwd_dkdv_hopper", "gluon M64N64w4", "M64N64w4s2-tma"),
                        ("_attn_bwd_dq_hopper", "gluon M64N64w4 s2 ov1", "M64N64w4s2-tma")]),
 ])
-def test_the_launches_a_dispatch_implies(monkeypatch, n, d, causal, want):
+def test_the_launches_a_dispatch_implies(tables, n, d, causal, want):
     """launches(): the forward on the one-partition or warp-specialised Gluon kernel, the dK/dV
     and dQ on theirs where dispatched, the `tl` kernels (with their own configs) elsewhere, in
     the order the public functions launch them; the tables pinned here so that a re-tuned
     table does not move the test."""
-    for name, table in TABLES.items():
-        monkeypatch.setattr(hopper, name, table)
     got = dispatch.launches(n, d, causal, heads=4)
     assert [(ln.function, ln.label if ln.gluon else "tl",
              ln.config.short() if ln.gluon else None) for ln in got] == want
@@ -212,7 +233,7 @@ def test_compare_walks_a_dispatched_case(tmp_path):
 
 
 def test_gluon_launches_against_the_stored_h100_measurements():
-    """The ncu run of the public path (results/traffic_gluon_h100.*): 16
+    """The ncu run of the public path (data/traffic_gluon_h100.*): 16
     launches, the host's dispatch = model.dispatch's in every case; the Gluon forwards (one
     partition, warp-specialised lag and ping-pong), dK/dV and dQ predicted with their own
     schedule. Pointer loads to the byte in all 16 (the Gluon dK/dV's lse and D once per warp);
@@ -220,16 +241,12 @@ def test_gluon_launches_against_the_stored_h100_measurements():
     layout (each warp store fills half of each 32-byte sector: about 2 L2 write sectors per
     sector of dK, dV, dQ) and the split's register spills (the whole gap is local stores);
     DRAM reads within 4 % of the compulsory bytes but the split (K/V read from L2)."""
-    import json
-    from pathlib import Path
 
-    from kernels_gpu.model import traffic
+    from kernels_gpu.model import data, traffic
 
-    results = Path(traffic.RESULTS_DIR)
-    cases = json.loads((results / "traffic_gluon_h100_cases.json").read_text())
+    cases = data.load_json("traffic_gluon_h100_cases.json")
     assert all(c["model_agrees"] for c in cases)
-    rows = traffic.compare(traffic.parse_ncu_csv((results / "traffic_gluon_h100.csv").read_text()),
-                           cases)
+    rows = traffic.stored_rows("traffic_gluon_h100.csv", "traffic_gluon_h100_cases.json")
     assert len(rows) == 16
     assert {r["function"] for r in rows} >= {"_attn_fwd_hopper", "_attn_fwd_ws",
                                              "_attn_bwd_dkdv_hopper", "_attn_bwd_dq_hopper"}
@@ -252,9 +269,8 @@ def test_gluon_launches_against_the_stored_h100_measurements():
 def test_the_warp_specialised_backward_is_not_dispatched_until_the_model_knows_it():
     """host/flash_attn.py runs the warp-specialised dK/dV (host/hopper_bwd_ws.py) wherever
     DISPATCH_DKDV_WS names a config, but model/dispatch.py, the traffic model and verify-gpu
-    do not describe it (it measured within the spread, RESULTS.md). A row added
-    to that table without teaching the model would make them describe the wrong kernel."""
-    from kernels_gpu.host import hopper_bwd_ws
-    assert hopper_bwd_ws.DISPATCH_DKDV_WS == {}, (
+    do not describe it (it measured within the spread). A row added to that table without
+    teaching the model would make them describe the wrong kernel."""
+    assert host_dispatch.DISPATCH_DKDV_WS == {}, (
         "teach model/dispatch.py (and the schedule, verify-gpu, model/gluon.py) the "
         "warp-specialised dK/dV before dispatching it")

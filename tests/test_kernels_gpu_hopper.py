@@ -72,12 +72,12 @@ def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d, c
     """MHA at d 64/128 on sm_90, causal or not: flash_attention_forward runs the Gluon kernel
     (its O bit for bit), the lse it writes is right, and autograd's backward from it is right."""
     from kernels_gpu import flash_attention, flash_attention_forward
-    from kernels_gpu.host import hopper, launch
+    from kernels_gpu.host import dispatch, hopper, launch
     from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
 
     g = torch.Generator().manual_seed(d)
     q, k, v, do = (torch.randn(1, 2, 256, d, generator=g).half().cuda() for _ in range(4))
-    bm, bn, w = hopper.dispatch_config(launch.problem_of(q, k, v, causal), False)
+    bm, bn, w = dispatch.choose_for(launch.problem_of(q, k, v, causal), False)["fwd"]
     o, lse = flash_attention_forward(q, k, v, causal)
     assert torch.equal(o, hopper.attention_forward_hopper(q, k, v, None, bm, bn, w,
                                                           causal=causal))
@@ -123,7 +123,7 @@ def test_the_dispatched_warp_specialised_forwards_compile_to_wgmma_without_spill
     and setmaxnreg giving the second consumer warpgroup 240 registers and the producer 24."""
     code = ("import json, re, subprocess, os\n"
             "from kernels_gpu.bench.compile_check import compile_ws, resources, BIN\n"
-            "from kernels_gpu.host.hopper import DISPATCH_WS\n"
+            "from kernels_gpu.host.dispatch import DISPATCH_WS\n"
             "out = []\n"
             "cfgs = sorted({(d, c, cfg) for (d, c), rows in DISPATCH_WS.items()\n"
             "               for _, cfg in rows if cfg})\n"
@@ -151,16 +151,16 @@ def test_flash_attention_dispatches_to_the_warp_specialised_forward(causal):
     """Where DISPATCH_WS names it (d 128 at its smallest N), flash_attention_forward runs the
     warp-specialised kernel (its O bit for bit), lse is right, and the backward from it too."""
     from kernels_gpu import flash_attention, flash_attention_forward
-    from kernels_gpu.host import hopper, launch
+    from kernels_gpu.host import dispatch, hopper, launch
     from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
 
     def at(n):
         return torch.empty(1, 2, n, 128, device="cuda", dtype=torch.float16)
     n = next(n for n in (1024, 2048, 4096)
-             if hopper.dispatch_ws(launch.problem_of(at(n), at(n), at(n), causal), False))
+             if dispatch.choose_for(launch.problem_of(at(n), at(n), at(n), causal), False).get("fwd_ws"))
     g = torch.Generator().manual_seed(n)
     q, k, v, do = (torch.randn(1, 2, n, 128, generator=g).half().cuda() for _ in range(4))
-    ws = hopper.dispatch_ws(launch.problem_of(q, k, v, causal), False)
+    ws = dispatch.choose_for(launch.problem_of(q, k, v, causal), False).get("fwd_ws")
     o, lse = flash_attention_forward(q, k, v, causal)
     assert torch.equal(o, hopper.attention_forward_ws(q, k, v, None, *ws, causal=causal))
     qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
@@ -224,19 +224,19 @@ def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal, tables
     and dQ the Gluon dQ's where DISPATCH_DQ names one; all three against float64; an explicit
     dK/dV config (the `tl` kernel) is right too."""
     from kernels_gpu import KernelConfig, flash_attention_backward, flash_attention_forward
-    from kernels_gpu.host import hopper, launch
+    from kernels_gpu.host import dispatch, hopper, launch
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
 
     if tables is not None:
-        monkeypatch.setitem(hopper.DISPATCH_DKDV, 128, tables[0])
+        monkeypatch.setitem(dispatch.DISPATCH_DKDV, 128, tables[0])
         if tables[1] is None:
-            monkeypatch.delitem(hopper.DISPATCH_DQ, (128, causal), raising=False)
+            monkeypatch.delitem(dispatch.DISPATCH_DQ, (128, causal), raising=False)
         else:
-            monkeypatch.setitem(hopper.DISPATCH_DQ, (128, causal), tables[1])
+            monkeypatch.setitem(dispatch.DISPATCH_DQ, (128, causal), tables[1])
     g = torch.Generator().manual_seed(7 + causal)
     q, k, v, do = (torch.randn(1, 2, 384, 128, generator=g).to(dtype).cuda() for _ in range(4))
     p = launch.problem_of(q, k, v, causal)
-    cfg = hopper.dispatch_dkdv(p, False)
+    cfg = dispatch.choose_for(p, False).get("bwd_dkdv")
     assert cfg is not None
     o, lse = flash_attention_forward(q, k, v, causal)
     dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal)
@@ -244,7 +244,7 @@ def test_flash_attention_backward_dispatches_dkdv_to_gluon(dtype, causal, tables
     launch.launch_preprocess(p, o, do, delta)
     gk, gv = hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal, *cfg)
     assert torch.equal(dk, gk) and torch.equal(dv, gv)
-    qcfg = hopper.dispatch_dq(p, False)
+    qcfg = dispatch.choose_for(p, False).get("bwd_dq")
     assert (qcfg is not None) == (tables is None and causal or bool(tables and tables[1]))
     if qcfg is not None:
         assert torch.equal(dq, hopper.attention_backward_dq_hopper(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import pytest
 
@@ -52,39 +51,46 @@ def test_the_warp_specialised_dkdv_compiles_to_wgmma_with_the_register_split():
     ptx = compile_bwd_ws(128, 2, 1, causal=True).asm["ptx"]
     assert "setmaxnreg.inc.sync.aligned.u32 \t240" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 \t24" in ptx
-    for vec, red in ((1, "atom.global.gpu.relaxed.add.f32"),
-                     (2, "red.relaxed.gpu.global.add.v2.f32"),
-                     (4, "red.relaxed.gpu.global.add.v4.f32")):  # the fused dQ's atomics
+    # the fused dQ's atomics; a scalar add whose result is unused is an atom (Triton 3.6) or
+    # a red (later releases): the same relaxed global f32 add
+    for vec, reds in ((1, ("atom.global.gpu.relaxed.add.f32", "red.global.gpu.relaxed.add.f32")),
+                      (2, ("red.relaxed.gpu.global.add.v2.f32",)),
+                      (4, ("red.relaxed.gpu.global.add.v4.f32",))):
         ptx = compile_bwd_ws(128, 2, 1, fused_dq=vec).asm["ptx"]
-        assert ptx.count(red) == 128 // vec, vec  # 64 x 64 floats a half, 128 threads, 2 x 2
+        # 64 x 64 floats a half, 128 threads, 2 x 2
+        assert sum(ptx.count(red) for red in reds) == 128 // vec, vec
     ptx = compile_bwd_ws(128, 2, 1, fused_dq=4, dq_split=1).asm["ptx"]
     assert ptx.count("red.relaxed.gpu.global.add.v4.f32") == 16  # one half a warpgroup
 
 
-def _problem(d=128, causal=False, nq=1024, group=1, dtype=torch.float16):
-    return SimpleNamespace(d=d, causal=causal, nq=nq, nk=nq, group=group, dtype=dtype)
-
-
 def test_the_dispatch_follows_the_table(monkeypatch):
-    """No row for the point: None; a row: the first whose largest N covers N_q (None where the
-    row says so); the interpreter, N not a multiple of 128 and KERNELS_GPU_WS_BWD=0: None."""
-    from kernels_gpu.host import hopper_bwd_ws
+    """No row for the point: none; a row: the first whose largest N covers N_q (none where the
+    row says so); no Gluon dK/dV beneath it, the interpreter, N not a multiple of 128 and
+    KERNELS_GPU_WS_BWD=0: none."""
+    from kernels_gpu.host import dispatch, support
 
-    monkeypatch.setattr(hopper_bwd_ws, "dispatch_config",
-                        lambda p, interp: None if interp else (1,))
-    monkeypatch.setitem(hopper_bwd_ws.DISPATCH_DKDV_WS, (128, True),
+    monkeypatch.setattr(support, "HAVE_GLUON", True)  # the tables on any Triton: this one taken as verified
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
+    support.reset()
+    monkeypatch.setitem(dispatch.DISPATCH_DKDV_WS, (128, True),
                         [(1024, None), (4096, (64, 3, 1, 0)), (1 << 62, (64, 2, 1, 1))])
-    monkeypatch.delitem(hopper_bwd_ws.DISPATCH_DKDV_WS, (128, False), raising=False)
-    f = hopper_bwd_ws.dispatch_dkdv_ws
-    assert f(_problem(causal=False), False) is None
-    assert f(_problem(causal=True, nq=1024), False) is None
-    assert f(_problem(causal=True, nq=2048), False) == (64, 3, 1, 0)
-    assert f(_problem(causal=True, nq=4096), False) == (64, 3, 1, 0)
-    assert f(_problem(causal=True, nq=8192), False) == (64, 2, 1, 1)
-    assert f(_problem(causal=True, nq=8192), True) is None
-    assert f(_problem(causal=True, nq=8192 + 64), False) is None
+    monkeypatch.delitem(dispatch.DISPATCH_DKDV_WS, (128, False), raising=False)
+    monkeypatch.delenv("KERNELS_GPU_WS_BWD", raising=False)
+
+    def f(n, causal=True, **kw):
+        return dispatch.choose(n, 128, causal, **kw).get("bwd_dkdv_ws")
+    assert f(1024, causal=False) is None
+    assert f(1024) is None
+    assert f(2048) == (64, 3, 1, 0)
+    assert f(4096) == (64, 3, 1, 0)
+    assert f(8192) == (64, 2, 1, 1)
+    assert f(8192, capability=None) is None
+    assert f(8192 + 64) is None
     monkeypatch.setenv("KERNELS_GPU_WS_BWD", "0")
-    assert f(_problem(causal=True, nq=8192), False) is None
+    assert f(8192) is None
+    monkeypatch.delenv("KERNELS_GPU_WS_BWD")
+    monkeypatch.delitem(dispatch.DISPATCH_DKDV, 128)
+    assert f(8192) is None
 
 
 def test_the_launch_refuses_what_the_kernel_cannot_run():
@@ -162,14 +168,14 @@ def test_the_public_backward_runs_the_warp_specialised_dkdv_where_dispatched(
     three gradients within tolerance of float64; autograd gives the same; KERNELS_GPU_WS_BWD=0
     falls back to the one-partition kernel."""
     from kernels_gpu import flash_attention, flash_attention_backward
-    from kernels_gpu.host import hopper, hopper_bwd_ws, launch
+    from kernels_gpu.host import dispatch, hopper, hopper_bwd_ws, launch
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
 
-    monkeypatch.setitem(hopper_bwd_ws.DISPATCH_DKDV_WS, (128, causal),
+    monkeypatch.setitem(dispatch.DISPATCH_DKDV_WS, (128, causal),
                         [(1 << 62, (64, 2, 1, *fused))])
     (q, k, v, do, o, lse, delta), grads = _inputs(11 + causal, 384, 128, dtype, causal, 1, 2)
     p = launch.problem_of(q, k, v, causal)
-    cfg = hopper_bwd_ws.dispatch_dkdv_ws(p, False)
+    cfg = dispatch.choose_for(p, False).get("bwd_dkdv_ws")
     assert cfg == (64, 2, 1, *fused)
     dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, causal)
     if fused[0]:
@@ -189,7 +195,7 @@ def test_the_public_backward_runs_the_warp_specialised_dkdv_where_dispatched(
     monkeypatch.setenv("KERNELS_GPU_WS_BWD", "0")
     _, ok, ov = flash_attention_backward(q, k, v, o, lse, do, causal)
     one = hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, None, causal,
-                                                *hopper.dispatch_dkdv(p, False))
+                                                *dispatch.choose_for(p, False)["bwd_dkdv"])
     assert torch.equal(ok, one[0]) and torch.equal(ov, one[1])
 
 

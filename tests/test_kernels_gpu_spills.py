@@ -1,10 +1,7 @@
 """kernels_gpu.bench.spills: register spills of a `tl` dK/dV launch read from its sm_90 SASS and
 its schedule, against the write gap ncu measured (CPU only; the offline compile itself is run by
-`TRITON_INTERPRET=0 python -m kernels_gpu.bench.spills`, results/spills_sm90.*)."""
+`TRITON_INTERPRET=0 python -m kernels_gpu.bench.spills`, kernels_gpu/data/spills_sm90.json)."""
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import pytest
 
@@ -70,12 +67,12 @@ def test_iterations_of_the_causal_dkdv_launch(n, bm, bn, heads, kv_heads, split)
 
 
 def test_the_stored_spill_estimate_is_the_measured_write_gap():
-    """results/spills_sm90.json (the offline sm_90 compile's STL bytes a thread) times the
+    """data/spills_sm90.json (the offline sm_90 compile's STL bytes a thread) times the
     iterations recomputed from the schedule = the bytes ncu measured beyond the model's writes
     (the grouped split on the H100, whose local-store sectors ncu counted too; the MHA launch
     of the H200 run), within 0.2 %."""
-    results = Path(spills.RESULTS)
-    for row in json.loads((results / "spills_sm90.json").read_text()):
+    from kernels_gpu.model import data
+    for row in data.load_json("spills_sm90.json"):
         cfg = KernelConfig.from_short(row["config"])
         programs, masked, full = spills.iterations(row["d"], row["n"], row["heads"],
                                                    row["kv_heads"], row["causal"], cfg)
@@ -83,7 +80,7 @@ def test_the_stored_spill_estimate_is_the_measured_write_gap():
         total = 32 * cfg.num_warps * (b["once per program"] * programs + b["masked loop"] * masked
                                       + b["full loop"] * full)
         measured = spills.measured_gap(row["gpu"] == "H100" and "traffic_gluon_h100.json"
-                                       or "traffic.json", row["d"], row["n"], row["causal"],
+                                       or "traffic_h200.json", row["d"], row["n"], row["causal"],
                                        row["kv_heads"], row["config"])
         assert abs(total / measured["gap"] - 1) < 2e-3, (row["label"], total, measured)
         if measured["local_st"] is not None:

@@ -1,7 +1,7 @@
 """Tests of kernels_gpu's launch schedule and traffic prediction (CPU-side; no kernel runs).
 
 The schedule's hand formula against closed forms, the tile simulator's bytes against the hand
-formula, and the stored H200 ncu run (kernels_gpu/results/) against the simulator.
+formula, and the stored H200 ncu run (kernels_gpu/data/) against the simulator.
 """
 from __future__ import annotations
 
@@ -183,10 +183,9 @@ def test_simulated_traffic_per_tensor_element_sizes():
 @pytest.mark.parametrize("pass_", LAUNCHES)
 def test_one_head_times_batch_heads_is_every_head(pass_):
     """simulated_traffic simulates one head and multiplies: every head runs the same loops."""
+    from kernels_gpu.model.traffic import TILE_PROGRAM
     from toymachine import simulate
     from toymachine.gen.tile import attention_program
-
-    from kernels_gpu.model.traffic import TILE_PROGRAM
 
     kw = dict(n=40, d=8, algo="fa2", causal=True, block_m=16, block_n=8, **TILE_PROGRAM[pass_])
     one = simulate(attention_program(**kw), dtype="fp64", steps=False).extra["tile_traffic"]
@@ -197,24 +196,20 @@ def test_one_head_times_batch_heads_is_every_head(pass_):
 
 # the stored cases (d, N, causal) checked here (20 of the 32 launches, ~1 s of simulation): every
 # N = 1024 case, and the N = 4096 case holding the register-spill launch. All 32 launches:
-# python -m kernels_gpu.model.traffic (RESULTS.md), where the same statements hold.
+# python -m kernels_gpu.model.traffic (PERFORMANCE.md), where the same statements hold.
 STORED = [(64, 1024, False), (64, 1024, True), (64, 4096, True), (128, 1024, False),
           (128, 1024, True)]
-SPILL = ("bwd_dkdv", 64, 4096, True)  # M64N128w4s3: 255 registers, spilled (RESULTS.md)
+SPILL = ("bwd_dkdv", 64, 4096, True)  # M64N128w4s3: 255 registers, spilled (data/spills_sm90.json)
 
 
 @pytest.fixture(scope="module")
 def stored_traffic():
-    """Rows of the stored H200 ncu run (results/) beside the simulator's prediction."""
-    import json
-    from pathlib import Path
+    """Rows of the stored H200 ncu run (kernels_gpu/data/) beside the simulator's prediction."""
 
-    from kernels_gpu.model import traffic
-
-    results = Path(traffic.RESULTS_DIR)
-    launches = [ln for ln in traffic.parse_ncu_csv((results / "ncu_traffic.csv").read_text())
+    from kernels_gpu.model import data, traffic
+    launches = [ln for ln in traffic.parse_ncu_csv(data.load_text("ncu_traffic.csv"))
                 if traffic._kernel_pass(ln["kernel"])]
-    cases = json.loads((results / "traffic_cases.json").read_text())
+    cases = data.load_json("traffic_cases.json")
     assert len(launches) == 4 * len(cases) == 32
     keep = [i for i, c in enumerate(cases) if (c["d"], c["n"], c["causal"]) in STORED]
     assert len(keep) == len(STORED)
@@ -223,7 +218,7 @@ def stored_traffic():
 
 
 def test_prediction_against_the_stored_h200_measurements(stored_traffic):
-    """The stored ncu run (results/ncu_traffic.csv) against the simulator: pointer loads and L2
+    """The stored ncu run (data/ncu_traffic.csv) against the simulator: pointer loads and L2
     writes equal the prediction to the byte; L2 reads never exceed it; DRAM reads are the
     compulsory bytes (every tensor once) — except where registers spilled."""
     assert len(stored_traffic) == 4 * len(STORED)
@@ -243,13 +238,13 @@ def test_prediction_against_the_stored_h200_measurements(stored_traffic):
     assert dkdv["pred_read"] == dkdv["l1_ld_read"] == dkdv["l2_tex_read"]
 
 
-def test_results_md_holds_the_recomputed_table(stored_traffic):
-    """RESULTS.md's traffic tables are render()'s output: the rows checked here are there."""
+def test_the_performance_page_holds_the_recomputed_table(stored_traffic):
+    """PERFORMANCE.md's traffic tables are render()'s output: the rows checked here are there."""
     from pathlib import Path
 
     from kernels_gpu.model.traffic import render
 
-    results_md = Path(__file__).resolve().parent.parent / "kernels_gpu" / "RESULTS.md"
+    results_md = Path(__file__).resolve().parent.parent / "kernels_gpu" / "PERFORMANCE.md"
     text = results_md.read_text().splitlines()
     rendered = render(stored_traffic).splitlines()
     missing = [line for line in rendered if line.startswith("| ") and line not in text]
@@ -260,16 +255,13 @@ def test_results_md_holds_the_recomputed_table(stored_traffic):
 def test_traffic_main_parses_a_run_and_prints_the_table(tmp_path, capsys):
     """`python -m kernels_gpu.model.traffic --parse CSV --cases JSON --out DIR` on the first two cases."""
     import json
-    from pathlib import Path
 
-    from kernels_gpu.model import traffic
-
-    results = Path(traffic.RESULTS_DIR)
-    lines = (results / "ncu_traffic.csv").read_text().splitlines()
+    from kernels_gpu.model import data, traffic
+    lines = data.load_text("ncu_traffic.csv").splitlines()
     kept = [ln for ln in lines if not ln.startswith('"') or ln.startswith('"ID"')
             or int(ln.split('","')[0].strip('"')) < 8]
     (tmp_path / "ncu.csv").write_text("\n".join(kept) + "\n")
-    cases = json.loads((results / "traffic_cases.json").read_text())[:2]
+    cases = data.load_json("traffic_cases.json")[:2]
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     assert traffic.main(["--parse", str(tmp_path / "ncu.csv"), "--cases",
                          str(tmp_path / "cases.json"), "--out", str(tmp_path / "out")]) == 0
@@ -281,17 +273,13 @@ def test_traffic_main_parses_a_run_and_prints_the_table(tmp_path, capsys):
 
 def test_cross_and_grouped_launches_against_the_stored_h200_measurements():
     """The stored ncu run of cross-attention, grouped/multi-query and padded-head-dim cases
-    (results/ncu_traffic_shapes.csv) against the simulator: pointer loads to the byte in all 16
+    (data/ncu_traffic_shapes.csv) against the simulator: pointer loads to the byte in all 16
     launches, writes to the byte and DRAM reads = compulsory in all but the grouped dK/dV launch
     that spills registers inside its group loop (M64N128w8s2 at d 128: 33 spill stores)."""
-    import json
-    from pathlib import Path
 
-    from kernels_gpu.model import traffic
-
-    results = Path(traffic.RESULTS_DIR)
-    launches = traffic.parse_ncu_csv((results / "ncu_traffic_shapes.csv").read_text())
-    cases = json.loads((results / "traffic_cases_shapes.json").read_text())
+    from kernels_gpu.model import data, traffic
+    launches = traffic.parse_ncu_csv(data.load_text("ncu_traffic_shapes.csv"))
+    cases = data.load_json("traffic_cases_shapes.json")
     rows = traffic.compare(launches, cases)
     assert len(rows) == 16 and any(r.get("kv_heads") == 1 for r in rows)
     assert any(r.get("nk", r["n"]) != r["n"] for r in rows) and any(r["d"] == 96 for r in rows)
@@ -307,19 +295,15 @@ def test_cross_and_grouped_launches_against_the_stored_h200_measurements():
 
 def test_split_and_dv_apart_launches_against_the_stored_h100_measurements():
     """The ncu run of the dV-apart pair (d 256) and the grouped dK/dV split
-    (results/ncu_traffic_split.csv): compare() walks each case's launches in order (5 when dV is
+    (data/ncu_traffic_split.csv): compare() walks each case's launches in order (5 when dV is
     apart: schedule.launch_order); pointer loads equal the prediction in every launch, writes
     in every launch but the split's (its fp32 partials are modelled, the extra bytes are not),
     and the causal dV-apart pair's L2 reads to the byte."""
-    import json
-    from pathlib import Path
 
-    from kernels_gpu.model import traffic
+    from kernels_gpu.model import data, traffic
     from kernels_gpu.model.schedule import launch_order
-
-    results = Path(traffic.RESULTS_DIR)
-    launches = traffic.parse_ncu_csv((results / "ncu_traffic_split.csv").read_text())
-    cases = json.loads((results / "traffic_cases_split.json").read_text())
+    launches = traffic.parse_ncu_csv(data.load_text("ncu_traffic_split.csv"))
+    cases = data.load_json("traffic_cases_split.json")
     assert [len(launch_order(c["configs"])) for c in cases] == [5, 5, 4, 4]
     rows = traffic.compare(launches, cases)
     assert len(rows) == 18 and [r["part"] for r in rows[:5]] == [0, 0, 1, 2, 0]

@@ -12,7 +12,7 @@ docs/explanation/intensity.md, docs/how-to/generate.md … — and are checked w
   change that alters a figure fails here until the README says the new one.
 
 Not covered, on purpose: the GPU benchmark and ``verify-gpu`` figures (measured on a GPU, in
-kernels_gpu/RESULTS.md) and the Performance section's timings (benchmark scripts print them).
+kernels_gpu/PERFORMANCE.md) and the Performance section's timings (benchmark scripts print them).
 """
 
 import csv

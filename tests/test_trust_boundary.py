@@ -269,4 +269,5 @@ def test_any_problem_name_reaches_the_zip_as_data(tmp_path_factory, pieces):
     archive = autograder_zip(folder / name, ("toymachine-0.1.0-py3-none-any.whl", b"x"))
     with zipfile.ZipFile(io.BytesIO(archive)) as zf:
         assert zf.read("setup.sh").decode() == SETUP_SH and zf.read("run_autograder").decode() == RUN_AUTOGRADER
-        assert json.loads(zf.read(CONFIG_NAME))["problem"] == name and zf.read(name) == P1.read_bytes()
+        assert [p["problem"] for p in json.loads(zf.read(CONFIG_NAME))["parts"]] == [name]
+        assert zf.read(name) == P1.read_bytes()

@@ -165,8 +165,8 @@ def test_explicit_blocks_turn_the_dispatch_off():
     ("backward", ["_attn_fwd_ws", "_attn_bwd_preprocess", "_attn_bwd_dkdv_hopper", "_attn_bwd_dq"])])
 def test_the_plan_follows_the_hosts_labels_for_the_passes_run(monkeypatch, pass_, want):
     """On a GPU verify-gpu's launches are the host's dispatch (its Gluon labels; `tl` configs
-    elsewhere), only those of the passes the run launches (a forward-only
-    run lists no backward kernel)."""
+    elsewhere), only those of the passes the run launches (a forward-only run lists no
+    backward launch)."""
     from kernels_gpu import KernelConfig
 
     labels = {"fwd": "gluon M128N128w12 ws-lag-s3", "bwd_dkdv": "gluon M64N64w4"}
@@ -185,7 +185,12 @@ def test_the_plan_runs_the_chunked_d192_launches(monkeypatch):
     verify-gpu's plan lists the `tl` forward and preprocess, then `_attn_bwd_dkdv_d192` twice
     (parts 1, 2) and `_attn_bwd_dq_d192`, model.dispatch agrees, and the simulator takes dV
     from the dV launch's blocks, dK from the dK launch's, dQ from the dQ's."""
+    from kernels_gpu.host import support
+
+    # the tables on any Triton: this one taken as verified (host/support.py)
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
     from kernels_gpu import KernelConfig
+    from kernels_gpu.host import dispatch as host_dispatch
     from kernels_gpu.host import hopper_d192
     from kernels_gpu.model import dispatch
 
@@ -205,9 +210,9 @@ def test_the_plan_runs_the_chunked_d192_launches(monkeypatch):
                                             "dK": (64, 128), "dQ": (128, 64)}
     assert verify_mod._dispatch_text(False, got, plan) == "on: bwd_dkdv, bwd_dkdv, bwd_dq on Gluon kernels"
     assert [verify_mod._part(ln) for ln in plan] == [""] * 5  # the chunked labels say dv / dk
-    monkeypatch.setattr(hopper_d192, "DISPATCH_D192", {c: [(1 << 62, hopper_d192.CANDIDATES["g-best"])]
-                                                       for c in (False, True)})
-    monkeypatch.setattr(hopper_d192, "HAVE_GLUON", True)
+    monkeypatch.setattr(host_dispatch, "DISPATCH_D192",
+                        {c: [(1 << 62, hopper_d192.CANDIDATES["g-best"])] for c in (False, True)})
+    monkeypatch.setattr(host_dispatch, "HAVE_GLUON", True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     assert verify_mod._agrees(got, 1024, 192, True, 1, 1, 1024, 2, True) is True
     assert verify_mod._agrees({"bwd_dkdv": labels["bwd_dkdv"]}, 1024, 192, True, 1, 1, 1024, 2, True) is False
@@ -220,8 +225,12 @@ def test_a_d192_plan_is_simulated_launch_by_launch(monkeypatch):
     launch is named with its hand-formula bytes at 192 x 2 bytes a row, the blocks line lists
     the dV, dK and dQ launches, the backward's simulated HBM words are the cost model's for
     the dK launch's blocks."""
+    from kernels_gpu.host import support
+
+    # the tables on any Triton: this one taken as verified (host/support.py)
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
     from kernels_gpu import predict_traffic
-    from kernels_gpu.host import hopper_d192
+    from kernels_gpu.host import dispatch as host_dispatch
     from kernels_gpu.host.hopper_d192 import D192Config
     from kernels_gpu.model import dispatch
 
@@ -234,8 +243,8 @@ def test_a_d192_plan_is_simulated_launch_by_launch(monkeypatch):
         return tl[:2] + dispatch.case_launches({"configs": {}, "kernels": labels})[1:], labels
 
     monkeypatch.setattr(verify_mod, "_plan", plan)
-    monkeypatch.setattr(hopper_d192, "DISPATCH_D192", {c: [(1 << 62, cfg)] for c in (False, True)})
-    monkeypatch.setattr(hopper_d192, "HAVE_GLUON", True)
+    monkeypatch.setattr(host_dispatch, "DISPATCH_D192", {c: [(1 << 62, cfg)] for c in (False, True)})
+    monkeypatch.setattr(host_dispatch, "HAVE_GLUON", True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     v = verify_mod.verify(n=64, d=192, causal=True, pass_="backward")
     assert v.ok, v.comparisons

@@ -1,4 +1,4 @@
-"""The time model as the alarm (issue 21): a measured point more than `SLOWER` x its predicted
+"""The time model as the alarm: a measured point more than `SLOWER` x its predicted
 time is "slower than the model: look here". `bench --predict` lists every such point and fails
 (exit 1) unless each one matches an entry of `KNOWN` with its reason.
 
@@ -44,7 +44,7 @@ class Known:
                 and (self.cross is None or self.cross == (a.n != a.nk)))
 
 
-# Measured on the lent H100 and H200 (RESULTS.md, issue 21). Each entry says why the model is
+# Measured on an H100 and an H200 (data/frontier_h100.json, data/bench_h200.json). Each entry says why the model is
 # not the kernel's time there; remove an entry when the kernel (or the model) is fixed. With
 # the schedule terms (model/occupancy.py, predict.TERMS) the H100 frontier grid raises the
 # alarm at one point (fwd d 256 N 1k causal, 1.31 x); the causal backward at N <= 2k and the
@@ -52,12 +52,12 @@ class Known:
 KNOWN: tuple[Known, ...] = (
     Known("d 256 forward at N <= 2k: 8 - 16 programs of 128 rows a head at one program per SM "
           "(197 KB of shared memory each); the schedule model (per-program cost, waves) brings "
-          "N 2k within 1.15 x but leaves N 1k causal at 1.31 x on the H100 (2026-11-25): its "
+          "N 2k within 1.15 x but leaves N 1k causal at 1.31 x on the H100: its "
           "programs run 1 - 8 key tiles, so the prologue (the 256-wide Q tile in) and the O "
           "store dominate more than the fitted forward fixed cost (0) says",
           pass_="fwd", d=256, max_n=2048),
-    Known("d 256 backward of the H200 run of 2026-11-23 (results/bench.json): the two-accumulator "
-          "dK/dV it ran (255 registers, spills) was replaced by dV apart from dK on 2026-11-25; "
+    Known("d 256 backward of the stored H200 run (data/bench_h200.json): the two-accumulator "
+          "dK/dV it ran (255 registers, spills) has since been replaced by dV apart from dK; "
           "1.3 - 1.6 x the model", pass_="bwd", d=256, gpu="H200"),
     Known("d 192 backward of the same H200 run (padded to 256 on chip, the same spilling dK/dV): "
           "as d 256", pass_="bwd", d=192, gpu="H200"),

@@ -6,8 +6,8 @@ Triton's wheel carries ptxas and cuobjdump, so a kernel compiles to sm_90 machin
 machine without a GPU. For every autotuning candidate (configs.candidates) of every pass and
 head-dim bucket this prints registers per thread, spill stores (local memory), shared memory
 and the matrix instructions in the SASS (HGMMA/QGMMA = Hopper's wgmma; HMMA = the older
-mma.sync path). Costs no device time: candidates that spill or fail to compile can be
-dropped before a lent GPU is asked for (NOTES.md). Needs TRITON_INTERPRET=0 in the
+mma.sync path). Needs no GPU: candidates that spill or fail to compile can be
+dropped before a GPU is asked for. Needs TRITON_INTERPRET=0 in the
 environment: kernels_gpu switches to the interpreter on a machine without CUDA otherwise.
 """
 from __future__ import annotations

@@ -4,8 +4,8 @@ print what the compiler made of each config: registers, spill stores, shared mem
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.compile_d192 [--configs dkdv:64:64:4:2:1,...]
 
 A config is `kernel:BLOCK_M:BLOCK_N:warps:stages[:part]` (kernel dkdv or dq; part 0 dK and dV,
-1 dV alone, 2 dK alone), each compiled non-causal and causal. No device time: configs that
-spill or need more shared memory than an SM has are dropped before a lent GPU is asked for.
+1 dV alone, 2 dK alone), each compiled non-causal and causal. No GPU needed: configs that
+spill or need more shared memory than an SM has are dropped before a GPU is asked for.
 """
 from __future__ import annotations
 

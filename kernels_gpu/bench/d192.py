@@ -1,14 +1,14 @@
-"""The d 192 backward study (issue 21, item 4, fifth session): the chunked Gluon backward
+"""The d 192 backward study: the chunked Gluon backward
 (kernels.hopper_bwd_chunked, head dim as 3 x 64 columns, no padding) beside the `tl` kernels
-padded to 256 on chip (the old path), the d 256 path on inputs padded to 256 on the host,
+padded to 256 on chip (the `tl` path, column "old"), the d 256 path on inputs padded to 256 on the host,
 SDPA-flash and cuDNN, in one run on the GPU.
 
-    python -m kernels_gpu.bench.d192 [--out DIR] [--ns 1024,...,16384] [--causal 1,0]
+    python -m kernels_gpu.bench.studies d192 [--out DIR] [--ns 1024,...,16384] [--causal 1,0]
                                      [--repeats 3] [--candidates g-n64,g-m32,...]
 
 Each point (fp16, H 32, B = 16384 / N, the frontier grid): the whole backward of every variant
-(median of `--repeats` do_bench medians), its largest gradient difference to the old path's,
-and the launches alone (the old path's dK/dV and dQ, each chunked dV / dK / dQ block config) to
+(median of `--repeats` do_bench medians), its largest gradient difference to the `tl` path's,
+and the launches alone (the `tl` path's dK/dV and dQ, each chunked dV / dK / dQ block config) to
 say where the time goes. Writes d192.json and d192.md.
 """
 from __future__ import annotations
@@ -16,19 +16,18 @@ from __future__ import annotations
 from typing import Any
 
 import argparse
-import json
 import math
 import os
-import sys
 from functools import partial
 
 import torch
 
+from ..host import dispatch
 from ..host import flash_attn as fa
 from ..host import hopper_d192 as g
 from ..host import launch as L
 from . import study
-from .run import attention_flops, environment
+from .run import attention_flops
 
 H = 32
 TOKENS = 16384
@@ -47,7 +46,7 @@ def _padded(qd, kd, vd, o, lse, do, causal):
 
 
 def _launches(row, p, qd, kd, vd, o, lse, do, causal, repeats):
-    """Each launch alone, ms: the old path's two, every chunked block config."""
+    """Each launch alone, ms: the `tl` path's two, every chunked block config."""
     scale = 1.0 / math.sqrt(D)
     t_kv, t_q = fa._backward_timers(p, qd, kd, vd, o, lse, do, scale)
     row["launch_ms"] = {"old dkdv": t_kv(L.resolve_config("bwd_dkdv", p)),
@@ -72,7 +71,8 @@ def _launches(row, p, qd, kd, vd, o, lse, do, causal, repeats):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.studies d192",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--ns", default="1024,2048,4096,8192,16384")
     ap.add_argument("--causal", default="1,0")
@@ -80,8 +80,7 @@ def main(argv=None) -> int:
     ap.add_argument("--candidates", default=",".join(g.CANDIDATES))
     ap.add_argument("--no-launches", action="store_true")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("kernels_gpu.bench.d192 needs a CUDA GPU", file=sys.stderr)
+    if not study.needs_cuda("d192"):
         return 2
     os.makedirs(args.out, exist_ok=True)
     cands = {c: g.CANDIDATES[c] for c in args.candidates.split(",") if c}
@@ -93,15 +92,15 @@ def main(argv=None) -> int:
             q = torch.randn(b, H, n, D, device="cuda", dtype=torch.float16, requires_grad=True)
             k, v = (torch.randn_like(q).requires_grad_() for _ in range(2))
             do = torch.randn_like(q)
-            row = {"d": D, "n": n, "batch": b, "causal": causal, "heads": H, "ms": {},
+            row: dict[str, Any] = {"d": D, "n": n, "batch": b, "causal": causal, "heads": H, "ms": {},
                    "runs": {}, "err": {}, "dispatch": None}
             qd, kd, vd = q.detach(), k.detach(), v.detach()
             o, lse = fa.flash_attention_forward(qd, kd, vd, causal)
             p = L.problem_of(qd, kd, vd, causal)
             old_cfgs: dict[str, Any] = dict(dkdv_config=L.resolve_config("bwd_dkdv", p),
                             dq_config=L.resolve_config("bwd_dq", p))
-            disp = g.dispatch_d192(p, False)
-            row["dispatch"] = disp.label() if disp else None
+            disp = dispatch.choose_for(p, False).get("bwd_d192")
+            row["dispatch"] = disp.label() if isinstance(disp, g.D192Config) else None
             # each variant's call, its tensors bound now (they are freed at the end of the loop)
             variants: dict[str, Any] = {
                 "old": partial(fa.flash_attention_backward, qd, kd, vd, o, lse, do, causal,
@@ -141,8 +140,7 @@ def main(argv=None) -> int:
                   f"{ours[best]:.3f} = {row['ms']['flash'] / ours[best]:.2f}x flash | "
                   + " ".join(f"{k_}={v_ if isinstance(v_, str) else round(v_, 3)}"
                              for k_, v_ in row.get("launch_ms", {}).items()), flush=True)
-            with open(os.path.join(args.out, "d192.json"), "w") as f:
-                json.dump({"env": environment(), "rows": rows}, f, indent=1)
+            study.save_rows(args.out, "d192", rows)
             del q, k, v, do, o, lse, qd, kd, vd, ref
             torch.cuda.empty_cache()
     with open(os.path.join(args.out, "d192.md"), "w") as f:
@@ -152,6 +150,3 @@ def main(argv=None) -> int:
 
 render = study.render_points  # backward ms of every variant, against flash and cuDNN
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
-"""The large-head-dim backward study (issue 21, item 1): variants of the d 256 (and d 192,
+"""The large-head-dim backward study: variants of the d 256 (and d 192,
 padded to 256) backward timed beside SDPA-flash and cuDNN in one run on the GPU.
 
-    python -m kernels_gpu.bench.d256 [--out DIR] [--dims 256,192] [--ns 4096,8192,16384]
+    python -m kernels_gpu.bench.studies d256 [--out DIR] [--dims 256,192] [--ns 4096,8192,16384]
                                      [--repeats 3] [--dkdv M64N64w8s2-tma,...] [--dq ...]
 
 Variants: the TUNED pair (dK/dV, dQ); other dK/dV configs with the TUNED dQ; other dQ configs
@@ -14,10 +14,9 @@ B = 16384 / N (the frontier grid's points). Writes d256.json and d256.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from functools import partial
+from typing import Any
 
 import torch
 
@@ -27,7 +26,7 @@ from ..host import launch as L
 from ..host.configs import KernelConfig
 from . import study
 from .check import precompile
-from .run import attention_flops, environment
+from .run import attention_flops
 
 H = 32
 TOKENS = 16384
@@ -52,7 +51,8 @@ def variants(d: int, causal: bool, n: int, dkdv: list, dq: list, dq_base=None) -
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.studies d256",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--dims", default="256")
     ap.add_argument("--ns", default="4096,8192,16384")
@@ -63,8 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dq-base", default=None, help="the dQ config beside the dK/dV variants")
     ap.add_argument("--no-precompile", action="store_true")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("kernels_gpu.bench.d256 needs a CUDA GPU", file=sys.stderr)
+    if not study.needs_cuda("d256"):
         return 2
     os.makedirs(args.out, exist_ok=True)
     dkdv = [KernelConfig.from_short(s) for s in args.dkdv.split(",") if s]
@@ -89,7 +88,7 @@ def main(argv=None) -> int:
                 for _ in range(2))
         do = torch.randn_like(q)
         flops = attention_flops(b, H, n, d, causal, "bwd")
-        row = {"d": d, "n": n, "batch": b, "causal": causal, "heads": H, "ms": {}, "runs": {},
+        row: dict[str, Any] = {"d": d, "n": n, "batch": b, "causal": causal, "heads": H, "ms": {}, "runs": {},
                "err": {}}
         qd, kd, vd = q.detach(), k.detach(), v.detach()
         o, lse = fa.flash_attention_forward(qd, kd, vd, causal)
@@ -124,8 +123,7 @@ def main(argv=None) -> int:
               f"flash {row['ms']['flash']:.3f} cudnn {row['ms']['cudnn']:.3f} | best {best} "
               f"{ours[best]:.3f} = {row['ms']['flash'] / ours[best]:.2f}x flash "
               f"(tuned {row['ms']['flash'] / row['ms']['tuned']:.2f}x)", flush=True)
-        with open(os.path.join(args.out, "d256.json"), "w") as f:
-            json.dump({"env": environment(), "rows": rows}, f, indent=1)
+        study.save_rows(args.out, "d256", rows)
         del q, k, v, do, o, lse, qd, kd, vd, ref
         torch.cuda.empty_cache()
     with open(os.path.join(args.out, "d256.md"), "w") as f:
@@ -135,6 +133,3 @@ def main(argv=None) -> int:
 
 render = study.render_points  # backward ms of every variant, against flash and cuDNN
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,12 +3,12 @@ on a declared subset (model.gluon.GLUON_FIT_SUBSET), the spread on every measure
 
     python -m kernels_gpu.bench.fit_model --gluon
 
-Two kinds of measured points, all on the lent H100, all stored in `results/`:
+Two kinds of measured points, all on an H100, each declared in `data/manifest.json`:
 
-* **launch studies** (`results/hopper_*_h100*.json`, bench/hopper.py and hopper_bwd.py): each
+* **launch studies** (`data/gluon_studies_h100.json`, `python -m kernels_gpu.bench.studies`): each
   Gluon kernel timed alone (one launch: the forward, the dK/dV or the dQ), median of do_bench;
   a column per kernel, named as `gluon.from_study` reads it;
-* **dispatch runs** (`results/frontier_*dispatch*_h100*.json`, `python -m kernels_gpu.bench`):
+* **dispatch runs** (`data/dispatch_runs_h100.json`, `python -m kernels_gpu.bench`):
   the whole forward and backward through the public path, the rows naming the Gluon kernels
   that ran (`tables.kernels_of`).
 
@@ -27,16 +27,13 @@ same output.
 """
 from __future__ import annotations
 
-import glob
-import json
 import math
-import os
 import statistics
 from dataclasses import dataclass
 
-from ..model import gluon
-from ..model import predict as P
 from ..host.configs import KernelConfig
+from ..model import data, gluon
+from ..model import predict as P
 from ..model.occupancy import program_resources, program_row, programs_per_sm
 from ..model.schedule import schedule
 from .tables import add_predictions
@@ -46,12 +43,13 @@ __all__ = ["gluon_studies", "DISPATCH_RUNS", "StudyPoint", "points_of", "study_p
            "fit_pipeline", "fit_chain", "spread", "dispatch_ratios", "report", "HIDDEN_GRID",
            "FIXED_GRID", "BALANCE_GRID"]
 
-RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
-DISPATCH_RUNS = ("frontier_gluon_dispatch_h100.json", "frontier_ws_dispatch_h100.json",
-                 "frontier_ws_dispatch_h100_run2.json")
+STUDIES = "gluon_studies_h100.json"  # a bundle: one part per launch study
+DISPATCH = "dispatch_runs_h100.json"  # a bundle: one part per dispatch run
+DISPATCH_RUNS = ("frontier_gluon_dispatch_h100", "frontier_ws_dispatch_h100",
+                 "frontier_ws_dispatch_h100_run2")
 # the d 192 studies (bench/d192.py): each launch timed (`launch_ms`, the first), the whole
 # backward of each candidate and of the public path (both)
-D192_STUDIES = ("d192_gluon_h100.json", "d192_gluon_h100_run2.json")
+D192_STUDIES = ("d192_gluon_h100", "d192_gluon_h100_run2")
 FIT_N = (1024, 16384)  # gluon.GLUON_FIT_SUBSET: the studies' N the pipeline is fitted on
 HIDDEN_GRID = tuple(i / 20 for i in range(21))
 FIXED_GRID = (0.0, 0.5e-6, 1e-6, 1.5e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6)
@@ -61,8 +59,8 @@ BALANCE_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 def gluon_studies() -> list[str]:
     """The stored launch studies of the Gluon kernels on the H100 (file names, sorted): the
     bench/hopper*.py ones and the d 192 one with each launch timed (`launch_ms`)."""
-    return sorted(os.path.basename(f) for f in glob.glob(os.path.join(RESULTS, "hopper_*.json"))
-                  if "h100" in os.path.basename(f)) + list(D192_STUDIES)
+    declared = data.parts(STUDIES)
+    return sorted(p for p in declared if p not in D192_STUDIES) + list(D192_STUDIES)
 
 
 @dataclass(frozen=True)
@@ -164,8 +162,7 @@ def study_points(names: list[str] | None = None) -> list[StudyPoint]:
     (the calibration of the GPU that ran)."""
     out = []
     for name in names or gluon_studies():
-        with open(os.path.join(RESULTS, name)) as f:
-            out += points_of(json.load(f), name)
+        out += points_of(data.part(STUDIES, name), name)
     return out
 
 
@@ -185,7 +182,7 @@ def study_rows(points: list[StudyPoint]) -> list[dict]:
 def render_study(points: list[StudyPoint], env: dict) -> str:
     """Markdown: every launch of a study with its predicted time (`bench --predict --from`
     a launch study)."""
-    lines = [f"Measured: {env['gpu']}, {env['date']} (a launch study: each kernel timed alone). "
+    lines = [f"Measured: {env['gpu']}, {env.get('torch', '?')} (a launch study: each kernel timed alone). "
              "Predicted: the time model (kernels_gpu.model.gluon, predict); occ = programs "
              "per SM.", "", "| launch | d | causal | N | batch | measured ms | predicted ms | "
              "pred/meas | occ |", "|---|---|---|---|---|---|---|---|---|"]
@@ -257,11 +254,10 @@ def spread(rs: list[float]) -> str:
 def dispatch_ratios(name: str) -> dict[str, list[tuple[dict, float]]]:
     """{pass: [(row, predicted / measured)]} of the Gluon rows of a stored dispatch run (rows
     where a Gluon kernel ran in that pass)."""
-    with open(os.path.join(RESULTS, name)) as f:
-        st = json.load(f)
+    st = data.part(DISPATCH, name)
     calib = P.calibration(P.calibration_file(st["env"]["gpu"]))
     out: dict[str, list[tuple[dict, float]]] = {"fwd": [], "bwd": []}
-    for r in add_predictions(st["rows"], st["env"]["gpu"], calib, st["env"].get("date", "")):
+    for r in add_predictions(st["rows"], st["env"]["gpu"], calib):
         for p in ("fwd", "bwd"):
             v = r.get("predict", {}).get(f"{p}_ratio")
             if v is not None:

@@ -1,15 +1,15 @@
-"""The time model on the fifth session's Gluon backward kernels: their constants fitted on the
+"""The time model on the other Gluon backward kernels (warp-specialised dK/dV, chunked d 192): their constants fitted on the
 declared subset (gluon.GLUON_FIT_SUBSET: the launch studies at N 1k and 16k), the spread
 on the rest, and the d 192 whole backward (held out wholly).
 
     python -m kernels_gpu.bench.fit_model --gluon     # prints fit_gluon.report, then this one
 
-* **The warp-specialised dK/dV** (`results/hopper_bwd_ws_h100*.json`, columns "gluon dkdv ws
+* **The warp-specialised dK/dV** (data/gluon_studies_h100.json's hopper_bwd_ws parts, columns "gluon dkdv ws
   ..."): its chain constants (`predict.GLUON_TERMS["bwd_ws"]`) on the unfused launches;
 * **its fused dQ** ("gluon dkdv+dq ws ... red<w> [split]"): the same chain with 5 / 4 of the
   tensor time (held), plus the reductions' bytes at one throughput per form
   (`gluon_bwd.ATOMIC_BPS`), fitted on the fused launches;
-* **the d 192 chunked launches** (`results/d192_gluon_h100.json` `launch_ms`: each dV, dK and
+* **the d 192 chunked launches** (its d192_gluon_h100 part's `launch_ms`: each dV, dK and
   dQ launch timed alone): `GLUON_TERMS["d192_dv"]`, `["d192_dk"]`, `["d192_dq"]`.
 
 Held out: the studies' other N (512, 2k, 4k, 8k), and the whole d 192 backward of each
@@ -18,17 +18,22 @@ both d 192 calls, the public path's included). Same input, same output.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 
 from ..host.configs import KernelConfig
 from ..host.hopper_d192 import CANDIDATES, D192Config
-from ..model import gluon, gluon_bwd
+from ..model import data, gluon, gluon_bwd
 from ..model import predict as P
 from ..model.dispatch import d192_labels
-from .fit_gluon import (RESULTS, StudyPoint, fit_chain, gluon_studies, in_gluon_subset, spread,
-                        study_points)
+from .fit_gluon import (
+    STUDIES,
+    StudyPoint,
+    fit_chain,
+    gluon_studies,
+    in_gluon_subset,
+    spread,
+    study_points,
+)
 
 __all__ = ["BWD_GROUPS", "bwd_grid", "ATOMIC_GRID", "fit_bwd", "fit_atomic", "atomic_loss",
            "chain_points", "d192_whole", "D192_RUNS", "bwd_report", "whole_of", "whole_rows",
@@ -36,7 +41,7 @@ __all__ = ["BWD_GROUPS", "bwd_grid", "ATOMIC_GRID", "fit_bwd", "fit_atomic", "at
 
 BWD_GROUPS = ("bwd_ws", "d192_dv", "d192_dk", "d192_dq")
 ATOMIC_GRID = tuple(round(1e12 + i * 0.1e12, 12) for i in range(91))  # 1 - 10 TB/s
-D192_RUNS = ("d192_gluon_h100.json", "d192_gluon_h100_run2.json")
+D192_RUNS = ("d192_gluon_h100", "d192_gluon_h100_run2")
 
 
 def bwd_grid(grid: dict) -> dict:
@@ -120,8 +125,7 @@ def d192_whole(names: tuple = D192_RUNS) -> list[tuple]:
     public path's backward)."""
     out = []
     for name in names:
-        with open(os.path.join(RESULTS, name)) as f:
-            out += whole_of(json.load(f), name)
+        out += whole_of(data.part(STUDIES, name), name)
     return out
 
 
@@ -165,7 +169,7 @@ def bwd_report(grid: dict, points: list[StudyPoint] | None = None) -> str:
     launch family (fitted / held out), the d 192 whole backward."""
     points = study_points() if points is None else points
     sub = [p for p in points if in_gluon_subset(p)]
-    lines = ["", "The fifth session's backward kernels (fitted on the same subset):"]
+    lines = ["", "The warp-specialised and chunked d 192 backward kernels (fitted on the same subset):"]
     lines += [f"* chain {g}: {t} (stored: {P.GLUON_TERMS[g]})"
               for g, t in fit_bwd(sub, grid).items()]
     lines += [f"* fused dQ atomics {f}: {b / 1e12:.1f} TB/s (stored: "

@@ -1,6 +1,6 @@
 """Fit the time model's schedule constants on a declared calibration subset, check the rest.
 
-    python -m kernels_gpu.bench.fit_model [--from results/frontier_h100.json]
+    python -m kernels_gpu.bench.fit_model [--from kernels_gpu/data/frontier_h100.json]
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile   # resources_sm90.json
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon  # the Gluon kernels'
     python -m kernels_gpu.bench.fit_model --gluon   # the Gluon kernels' constants (fit_gluon.py)
@@ -11,7 +11,7 @@ log(predicted / measured), on the points of `predict.FIT_SUBSET` only (square N 
 every head dim, causal and not, every H_kv), and prints the spread of predicted / measured on
 those points and on the held-out rest (N 2k, 8k and N_q != N_k), which the fit never saw.
 Runs on the CPU from a stored bench.json; same input, same output. `--compile` rewrites
-`results/resources_sm90.json` (the programs-per-SM input of the schedule): registers and shared
+`data/resources_sm90.json` (the programs-per-SM input of the schedule): registers and shared
 memory of every kernel of the stored grid, compiled offline for sm_90 (no GPU; ~1 minute).
 """
 from __future__ import annotations
@@ -23,17 +23,18 @@ import os
 import statistics
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from ..host.configs import KernelConfig
+from ..model import data
 from ..model import predict as P
 from ..model.occupancy import program_resources, program_row, programs_per_sm
 from ..model.schedule import schedule
-from .fit_gluon import gluon_studies
+from .fit_gluon import DISPATCH, STUDIES, gluon_studies
 from .tables import normalise
 
 __all__ = ["GRID", "in_subset", "launches", "ratios", "loss", "fit", "main"]
 
-RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 GRID = {"fixed_s": (0.0, 0.5e-6, 1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 6e-6, 8e-6, 10e-6, 12e-6),
         "exposed": (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4),
         "overlap": (0.0, 0.125, 0.25, 0.375, 0.5, 0.75, 1.0)}
@@ -67,9 +68,9 @@ def launches(r: dict, gpu: str, calib: dict) -> dict[str, list[_Launch]]:
     m = P.machine_for(gpu, 2, calib)
     l2, lt, sms = P.l2_rate(calib), calib["launch_s"], calib.get("sms") or 132
     c = {p: KernelConfig.from_dict(v) for p, v in r["configs"].items()}
-    kw = dict(n=r["n"], nk=r["nk"], d=r["d"], batch=r["batch"], heads=r["heads"],
+    kw: dict[str, Any] = dict(n=r["n"], nk=r["nk"], d=r["d"], batch=r["batch"], heads=r["heads"],
               causal=bool(r["causal"]), kv_heads=r["heads_kv"])
-    geo = dict(nk=r["nk"], kv_heads=r["heads_kv"])
+    geo: dict[str, Any] = dict(nk=r["nk"], kv_heads=r["heads_kv"])
     sargs = (r["n"], r["d"], r["batch"], r["heads"], bool(r["causal"]))
     f, kv, dq = c["fwd"], c["bwd_dkdv"], c["bwd_dq"]
     out = {"fwd": [_launch(P._one(m, l2, lt, block_m=f.block_m, block_n=f.block_n,
@@ -77,7 +78,7 @@ def launches(r: dict, gpu: str, calib: dict) -> dict[str, list[_Launch]]:
                            schedule(*sargs, pass_="fwd", config=f, **geo), f, sms)]}
     bwd = [_Launch(P._one(m, l2, lt, block_m=P.PREPROCESS_BLOCK, block_n=P.PREPROCESS_BLOCK,
                           pass_="backward", phase="preprocess", **kw), None, 0, 1, sms)]
-    kw2 = dict(kw, kv_heads=r["heads_kv"] * kv.split) if kv.split > 1 else kw
+    kw2: dict[str, Any] = dict(kw, kv_heads=r["heads_kv"] * kv.split) if kv.split > 1 else kw
     for i, ph in enumerate(("dv", "dk") if kv.dv_apart else ("dkdv",)):
         part = i + 1 if kv.dv_apart else None
         bwd.append(_launch(P._one(m, l2, lt, block_m=kv.block_m, block_n=kv.block_n,
@@ -202,7 +203,7 @@ def compile_resources(stored: dict) -> dict:
     return out
 
 
-GLUON_RUNS = ("frontier_ws_dispatch_h100.json", "frontier_gluon_dispatch_h100.json")
+GLUON_RUNS = ("frontier_ws_dispatch_h100", "frontier_gluon_dispatch_h100")
 
 
 def _compile_one(k, d: int, causal: bool):
@@ -230,7 +231,7 @@ def compile_gluon(stored: dict) -> dict:
         if "ms" in r:  # a launch study (bench/hopper.py, hopper_bwd.py)
             ran = [gluon.from_study(name) for name, ms in sorted(r["ms"].items()) if ms == ms]
         else:
-            ran = list(kernels_of(normalise(r), stored["env"].get("date", "")))
+            ran = list(kernels_of(normalise(r)))
         for k in ran:
             key = k and f"{k.pass_}|{k.canonical}|{r['d']}|{int(causal)}"
             if k is None or k.family or key in out:  # ws: closed form; d 192: compile_d192
@@ -244,24 +245,26 @@ def compile_gluon(stored: dict) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--from", dest="from_", default=os.path.join(RESULTS, "frontier_h100.json"))
+    ap.add_argument("--from", dest="from_", default=data.path("frontier_h100.json"))
     ap.add_argument("--residuals", action="store_true",
                     help="print predicted / measured per (pass, d, causal, N), before / after")
     ap.add_argument("--gluon", action="store_true",
                     help="fit the Gluon kernels' constants on their declared subset; print "
                          "the spread on every stored Gluon point (bench/fit_gluon.py)")
     ap.add_argument("--compile", action="store_true",
-                    help="rewrite results/resources_sm90.json (offline sm_90 compile)")
+                    help="rewrite data/resources_sm90.json (offline sm_90 compile)")
     ap.add_argument("--compile-gluon", action="store_true",
-                    help="rewrite results/resources_gluon_sm90.json from the Gluon kernels the "
+                    help="rewrite data/resources_gluon_sm90.json from the Gluon kernels the "
                          "stored rows ran (offline sm_90 compile)")
     args = ap.parse_args(argv)
     with open(args.from_) as f:
         stored = json.load(f)
     if args.compile_gluon:
         from ..model.gluon import GLUON_FILE
-        names = sorted({os.path.basename(args.from_), *GLUON_RUNS, *gluon_studies()})
-        runs = [json.load(open(os.path.join(RESULTS, name))) for name in names]
+        names = sorted({*GLUON_RUNS, *gluon_studies()})
+        runs = [stored] + [data.part(DISPATCH if name in GLUON_RUNS else STUDIES, name)
+                           for name in names]
+        names = [os.path.basename(args.from_), *names]
         how = ("TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile-gluon: every "
                f"Gluon kernel {', '.join(names)} ran (fwd_kernel, bwd_dkdv_kernel, "
                "bwd_dq_kernel; the studies' Gluon columns), fp16, sm_90, Triton's own ptxas "

@@ -1,9 +1,9 @@
-"""The frontier grid as RESULTS.md shows it: for each head dim, ours / SDPA-flash speed-up
+"""The frontier grid as the performance page shows it: for each head dim, ours / SDPA-flash speed-up
 (forward / backward) by causal × H_kv rows and N columns, the N_q != N_k points, and a summary
 (minimum and median against flash and cuDNN), from the bench's JSON (one or more files: a point
 measured twice keeps the later file's row).
 
-    python -m kernels_gpu.bench.frontier_table results/frontier_s5_*.json
+    python -m kernels_gpu.bench.frontier_table kernels_gpu/data/frontier_*_h100.json
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import argparse
 import json
 import statistics
 
-__all__ = ["load", "render"]
+__all__ = ["load", "render", "render_cudnn"]
 
 
 def load(paths: list[str]) -> list[dict]:
@@ -74,6 +74,35 @@ def render(rows: list[dict]) -> str:
                            for p in ("fwd", "bwd")) + " |")
         out += ["", _summary(cross), ""]
     out.append("All points: " + _summary(rows))
+    return "\n".join(out) + "\n"
+
+
+def render_cudnn(rows: list[dict]) -> str:
+    """Ours / SDPA-cuDNN, forward / backward, for the square points: one row per (d, causal,
+    H_kv), N across; and each head dim's summary against cuDNN."""
+    sq = [r for r in rows if r.get("nk", r["n"]) == r["n"]]
+    ns = sorted({r["n"] for r in sq})
+    out = ["| d | causal | H_kv | " + " | ".join(f"N {n}" for n in ns) + " |",
+           "|---|---|---|" + "---|" * len(ns)]
+    for d in sorted({r["d"] for r in sq}):
+        for causal in (False, True):
+            for kv in sorted({r["heads_kv"] for r in sq if r["d"] == d}, reverse=True):
+                cells = {r["n"]: r for r in sq if r["d"] == d and bool(r["causal"]) == causal
+                         and r["heads_kv"] == kv}
+                if cells:
+                    out.append(f"| {d} | {'yes' if causal else 'no'} | {kv} | " + " | ".join(
+                        f"{_x(cells[n], 'cudnn', 'fwd'):.2f} / {_x(cells[n], 'cudnn', 'bwd'):.2f}"
+                        if n in cells else "–" for n in ns) + " |")
+    out.append("")
+    for d in sorted({r["d"] for r in sq}):
+        pts = [r for r in sq if r["d"] == d]
+        parts = []
+        for pass_ in ("fwd", "bwd"):
+            xs = [_x(r, "cudnn", pass_) for r in pts]
+            at_least = sum(x >= 1.0 for x in xs)
+            parts.append(f"{pass_} {min(xs):.2f} – {max(xs):.2f} (median "
+                         f"{statistics.median(xs):.2f}, {at_least} of {len(xs)} ≥ 1.0)")
+        out.append(f"* d {d} × cuDNN: " + "; ".join(parts))
     return "\n".join(out) + "\n"
 
 

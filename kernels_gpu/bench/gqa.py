@@ -1,9 +1,9 @@
-"""The grouped-query backward study (issue 21): dK/dV with the head-group loop in one program
+"""The grouped-query backward study: dK/dV with the head-group loop in one program
 (split 1, each autotune candidate) against the group split over programs (split = group, the
 MHA code per query head, fp32 partials summed; and split = group / 2), beside SDPA-flash and
 cuDNN, in one run on the GPU.
 
-    python -m kernels_gpu.bench.gqa [--out DIR] [--dims 64,128] [--repeats 3] [--ns N,..] [--kvs ..]
+    python -m kernels_gpu.bench.studies gqa [--out DIR] [--dims 64,128] [--repeats 3] [--ns N,..] [--kvs ..]
 
 Each point: the whole backward (preprocess, dK/dV, dQ: `flash_attention_backward` with only the
 dK/dV config varied), median of `--repeats` do_bench medians; SDPA through autograd as in the
@@ -12,10 +12,9 @@ bench. Writes gqa.json and gqa.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from dataclasses import replace
+from typing import Any
 
 import torch
 
@@ -24,7 +23,7 @@ from ..host import flash_attn as fa
 from ..host import launch as L
 from . import study
 from .check import precompile
-from .run import attention_flops, environment
+from .run import attention_flops
 
 B, H = 4, 32
 
@@ -56,15 +55,15 @@ def variants(d: int, causal: bool, n: int, group: int) -> dict[str, cfgs.KernelC
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.studies gqa",
+                                 description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--dims", default="64,128")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ns", help="only these N (comma-separated)")
     ap.add_argument("--kvs", help="only these H_kv (comma-separated)")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("kernels_gpu.bench.gqa needs a CUDA GPU", file=sys.stderr)
+    if not study.needs_cuda("gqa"):
         return 2
     os.makedirs(args.out, exist_ok=True)
     ints = lambda t: None if t is None else {int(x) for x in t.split(",")}  # noqa: E731
@@ -84,7 +83,7 @@ def main(argv=None) -> int:
                             requires_grad=True) for _ in range(2))
         do = torch.randn_like(q)
         flops = attention_flops(B, H, n, d, causal, "bwd")
-        row = {"d": d, "n": n, "causal": causal, "heads": H, "heads_kv": kv, "ms": {},
+        row: dict[str, Any] = {"d": d, "n": n, "causal": causal, "heads": H, "heads_kv": kv, "ms": {},
                "runs": {}}
         o, lse = fa.flash_attention_forward(q.detach(), k.detach(), v.detach(), causal)
         p = L.problem_of(q, k, v, causal)
@@ -100,8 +99,7 @@ def main(argv=None) -> int:
         print(f"d={d} N={n} causal={int(causal)} H_kv={kv}: " + ", ".join(
             f"{nm} {ms:.3f}" for nm, ms in row["ms"].items()) + f" | best {best[1]} "
             f"{row['ms']['flash'] / best[0]:.2f}x flash", flush=True)
-        with open(os.path.join(args.out, "gqa.json"), "w") as f:
-            json.dump({"env": environment(), "batch": B, "rows": rows}, f, indent=1)
+        study.save_rows(args.out, "gqa", rows, batch=B)
     with open(os.path.join(args.out, "gqa.md"), "w") as f:
         f.write(render(rows))
     return 0
@@ -113,6 +111,3 @@ def render(rows) -> str:
         str(r["d"]), str(r["n"]), "yes" if r["causal"] else "no",
         f"{r['heads']}/{r['heads_kv']}"])
 
-
-if __name__ == "__main__":
-    sys.exit(main())

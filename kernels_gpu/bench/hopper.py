@@ -1,16 +1,14 @@
-"""The Gluon Hopper forward (kernels.hopper, issue 21 item 3) beside the `tl` kernel, SDPA-flash
+"""The Gluon Hopper forward (kernels.hopper) beside the `tl` kernel, SDPA-flash
 and cuDNN, in one run on an sm_90 GPU: correctness against float32 SDPA-math, then forward time
 (median of --repeats do_bench medians), fp16, H 32, B·N = 16k, non-causal (--causal: causal);
 --ws adds the warp-specialised kernel (kernels.hopper_ws) in its schedules.
 
-    python -m kernels_gpu.bench.hopper [--out DIR] [--repeats 3] [--causal] [--ws]
+    python -m kernels_gpu.bench.studies hopper [--out DIR] [--repeats 3] [--causal] [--ws]
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -19,9 +17,10 @@ import torch
 
 from ..host import flash_attn as fa
 from ..host.hopper import attention_forward_hopper, attention_forward_ws
+from . import study
 from .check import sdpa
+from .run import attention_flops
 from .study import median_ms
-from .run import attention_flops, environment
 
 VARIANTS = {64: [(128, 128, 8), (128, 64, 8), (64, 128, 4)],
             128: [(128, 128, 8), (128, 64, 8), (64, 64, 4)]}
@@ -49,7 +48,7 @@ def _ms(fn, repeats):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.hopper")
+    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.studies hopper")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ns", default="1024,4096,16384")
@@ -57,8 +56,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ws", action="store_true", help="the warp-specialised kernel's schedules too")
     ap.add_argument("--dims", default="64,128")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("kernels_gpu.bench.hopper needs a CUDA GPU", file=sys.stderr)
+    if not study.needs_cuda("hopper"):
         return 2
     from torch.nn.attention import SDPBackend
     os.makedirs(args.out, exist_ok=True)
@@ -73,7 +71,7 @@ def main(argv=None) -> int:
             flops = attention_flops(b, h, n, d, c, "fwd")
             ref = sdpa(q.float(), k.float(), v.float(), c, SDPBackend.MATH) if n <= 4096 \
                 else None
-            row = {"d": d, "n": n, "batch": b, "heads": h, "causal": c, "ms": {}, "err": {}}
+            row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "causal": c, "ms": {}, "err": {}}
             for name, fn in variants(d, c, args.ws).items():
                 try:
                     o = fn(q, k, v)
@@ -95,12 +93,6 @@ def main(argv=None) -> int:
                   + " TFLOP/s | err " + ", ".join(f"{k_} {e if isinstance(e, str) else f'{e:.1e}'}"
                                                  for k_, e in row["err"].items()), flush=True)
             stem = ("hopper_ws" if args.ws else "hopper") + ("_causal" if c else "")
-            with open(os.path.join(args.out, stem + ".tmp"), "w") as f:
-                json.dump({"env": environment(), "rows": rows}, f, indent=1)
-            os.replace(os.path.join(args.out, stem + ".tmp"),
-                       os.path.join(args.out, stem + ".json"))
+            study.save_rows(args.out, stem, rows)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,16 +1,14 @@
-"""The Gluon dK/dV (kernels.hopper_bwd, issue 21 item 3) beside the `tl` dK/dV launch, and the
+"""The Gluon dK/dV (kernels.hopper_bwd) beside the `tl` dK/dV launch, and the
 whole backward built on it (the `tl` preprocess, the Gluon dK/dV, the `tl` dQ) beside the `tl`
 backward, SDPA-flash and cuDNN, in one run on an sm_90 GPU. fp16, H 32, B·N = 16k; each figure
 the median of --repeats do_bench medians; dK, dV checked against the `tl` backward's first.
 
-    python -m kernels_gpu.bench.hopper_bwd [--out DIR] [--repeats 3] [--ns 1024,4096,16384]
+    python -m kernels_gpu.bench.studies hopper_bwd [--out DIR] [--repeats 3] [--ns 1024,4096,16384]
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from typing import Any
 
 import torch
@@ -19,11 +17,11 @@ from ..host import flash_attn as fa
 from ..host import launch as L
 from ..host.hopper import attention_backward_dkdv_hopper, attention_backward_dq_hopper
 from . import study
-from .run import attention_flops, environment
+from .run import attention_flops
 
 # (BLOCK_M, BLOCK_N, warps, ring stages, overlap schedule); the first is the dispatched one
-# (the fourth session's first call timed (64, 64, 4, 3, 0), (64, 64, 4, 3, 2), (64, 128, 8, 3, 0)
-# and the dQ (64, 64, 4, 3, 1), (64, 128, 4, 2, 1) too: all slower, results/hopper_bwd_overlap_h100)
+# ((64, 64, 4, 3, 0), (64, 64, 4, 3, 2), (64, 128, 8, 3, 0) and the dQ (64, 64, 4, 3, 1),
+# (64, 128, 4, 2, 1) were timed too: all slower, the hopper_bwd_overlap studies in data/)
 VARIANTS = {64: [(32, 128, 8, 2, 0)],
             128: [(64, 64, 4, 2, 0), (64, 64, 4, 2, 1), (64, 128, 8, 2, 0)]}
 # the Gluon dQ, the same fields, timed alone and in a backward with the first dK/dV
@@ -38,14 +36,13 @@ def label(kind: str, cfg: tuple) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.hopper_bwd")
+    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.studies hopper_bwd")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ns", default="1024,4096,16384")
     ap.add_argument("--dims", default="64,128")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("kernels_gpu.bench.hopper_bwd needs a CUDA GPU", file=sys.stderr)
+    if not study.needs_cuda("hopper_bwd"):
         return 2
     os.makedirs(args.out, exist_ok=True)
     rows = []
@@ -53,10 +50,7 @@ def main(argv=None) -> int:
         for causal in (False, True):
             for n in (int(x) for x in args.ns.split(",")):
                 rows.append(point(d, n, causal, args.repeats))
-                with open(os.path.join(args.out, "hopper_bwd.tmp"), "w") as f:
-                    json.dump({"env": environment(), "rows": rows}, f, indent=1)
-                os.replace(os.path.join(args.out, "hopper_bwd.tmp"),
-                           os.path.join(args.out, "hopper_bwd.json"))
+                study.save_rows(args.out, "hopper_bwd", rows)
     return 0
 
 
@@ -142,6 +136,3 @@ def point(d: int, n: int, causal: bool, repeats: int) -> dict:
         flush=True)
     return row
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,43 +1,44 @@
-"""The warp-specialised Gluon dK/dV (kernels.hopper_bwd_ws, issue 21 item 3 (b)) beside the
+"""The warp-specialised Gluon dK/dV (kernels.hopper_bwd_ws) beside the
 dispatched one-partition Gluon dK/dV, and the whole backward built on each (the `tl`
 preprocess, the dK/dV, the dispatched dQ) beside the public path, SDPA-flash and cuDNN, in one
 run on an sm_90 GPU. fp16, H 32, B·N = 16k; each figure the median of --repeats do_bench
 medians; every variant's dK, dV compared with the one-partition kernel's first.
 
-    python -m kernels_gpu.bench.hopper_bwd_ws [--out DIR] [--repeats 3] [--ns 1024,4096,16384]
+    python -m kernels_gpu.bench.studies hopper_bwd_ws [--out DIR] [--repeats 3] [--ns 1024,4096,16384]
         [--variants 64/2/1/0,...|none] [--public 64/2/1/0,...]
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from typing import Any
 
 import torch
 
+from ..host import dispatch, hopper
 from ..host import flash_attn as fa
-from ..host import hopper, hopper_bwd_ws
 from ..host import launch as L
-from ..host.hopper_bwd_ws import (attention_backward_dkdv_ws, attention_backward_ws_fused,
-                                  ws_bwd_label)
+from ..host.hopper_bwd_ws import (
+    attention_backward_dkdv_ws,
+    attention_backward_ws_fused,
+    ws_bwd_label,
+)
 from . import study
 from .hopper_bwd import label
-from .run import attention_flops, environment
+from .run import attention_flops
 
 # (BLOCK_M, ring stages, overlap, fused dQ[, split]) of the warp-specialised dK/dV; fused dQ: dQ
 # by atomics of 1 / 2 / 4 floats in the same launch (its time includes zeroing the fp32
 # accumulator and the cast); split 1: the two warpgroups share dS^T, half the atomics.
-# The first call also timed (64, 2, 0), (64, 3, 0), (32, 2, 1), (32, 3, 1) without dQ: slower
-# (results/hopper_bwd_ws_h100.json)
+# (64, 2, 0), (64, 3, 0), (32, 2, 1), (32, 3, 1) without dQ were timed too: slower (the
+# hopper_bwd_ws_h100 study in data/)
 VARIANTS = [(64, 2, 1, 0), (64, 2, 2, 0), (64, 3, 1, 0), (64, 2, 0, 1), (64, 2, 1, 1),
             (64, 3, 1, 1), (64, 2, 1, 2), (64, 2, 1, 4), (64, 2, 0, 4), (64, 2, 1, 4, 1),
             (64, 2, 0, 4, 1)]
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.hopper_bwd_ws")
+    ap = argparse.ArgumentParser(prog="python -m kernels_gpu.bench.studies hopper_bwd_ws")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ns", default="1024,4096,16384")
@@ -48,8 +49,7 @@ def main(argv=None) -> int:
                          "with DISPATCH_DKDV_WS naming each in turn, beside the dispatch as is")
     ap.add_argument("--name", default="hopper_bwd_ws")
     args = ap.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("kernels_gpu.bench.hopper_bwd_ws needs a CUDA GPU", file=sys.stderr)
+    if not study.needs_cuda("hopper_bwd_ws"):
         return 2
     def configs(text):
         return [tuple(int(x) for x in v.split("/")) for v in text.split(",") if v]
@@ -60,10 +60,7 @@ def main(argv=None) -> int:
     for causal in (False, True):
         for n in (int(x) for x in args.ns.split(",")):
             rows.append(point(128, n, causal, args.repeats, variants, public))
-            tmp = os.path.join(args.out, args.name + ".tmp")
-            with open(tmp, "w") as f:
-                json.dump({"env": environment(), "rows": rows}, f, indent=1)
-            os.replace(tmp, os.path.join(args.out, args.name + ".json"))
+            study.save_rows(args.out, args.name, rows)
     return 0
 
 
@@ -79,8 +76,9 @@ def point(d: int, n: int, causal: bool, repeats: int, variants, public=()) -> di
     delta = L.new_empty((b, h, n), qd, torch.float32)
     dq = torch.empty_like(qd)
     dq_cfg = L.honour("bwd_dq", p, L.resolve_config("bwd_dq", p))
-    kv1 = hopper.dispatch_dkdv(p, False)  # the one-partition Gluon dK/dV dispatched before
-    gdq = hopper.dispatch_dq(p, False)
+    choice = dispatch.choose_for(p, False)
+    kv1 = choice.get("bwd_dkdv")  # the one-partition Gluon dK/dV dispatched before
+    gdq = choice.get("bwd_dq")
     if kv1 is None:
         raise ValueError(f"no one-partition Gluon dK/dV is dispatched at d = {d}, n = {n}")
     row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {}, "runs": {},
@@ -136,7 +134,7 @@ def point(d: int, n: int, causal: bool, repeats: int, variants, public=()) -> di
         study.time_into(row, f"backward with {name}", whole, repeats)
     study.time_into(row, "dispatched backward", lambda: fa.flash_attention_backward(
         qd, kd, vd, o, lse, dod, causal), repeats)
-    table = hopper_bwd_ws.DISPATCH_DKDV_WS
+    table = dispatch.DISPATCH_DKDV_WS
     saved = table.get((d, causal))
     try:
         for cfg in public:  # the public path with the warp-specialised kernel dispatched
@@ -157,6 +155,3 @@ def point(d: int, n: int, causal: bool, repeats: int, variants, public=()) -> di
                   for k_, e in row["err"].items()), flush=True)
     return row
 
-
-if __name__ == "__main__":
-    sys.exit(main())

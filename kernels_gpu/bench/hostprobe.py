@@ -117,7 +117,7 @@ def probe(d: int = 64, n: int = 1024, causal: bool = True, batch: int = 4,
         lambda: torch.autograd.grad(o_id, (q, k, v), do, retain_graph=True))
     # time inside flash_attention_backward when autograd calls it
     inside = []
-    real = fa._backward  # what FlashAttentionFunction.backward calls
+    real = fa._backward  # what the backward operator (flash_attn_bwd) calls
 
     def timed(*a, **kw):
         t0 = time.perf_counter()

@@ -1,6 +1,6 @@
-"""The public backward against its own launches called directly, interleaved (RESULTS.md,
-fourth session: causal d 128 N 16k took 14.07 ms through `flash_attention_backward` and
-12.63 ms as the bench's direct launches; not seen non-causal). Each round times, in a rotated
+"""The public backward against its own launches called directly, interleaved (causal d 128
+N 16k once took 14.07 ms through `flash_attention_backward` and 12.63 ms as the bench's direct
+launches; not seen non-causal). Each round times, in a rotated
 order, (a) `flash_attention_backward`, (b) the same dispatched launches with new output
 buffers each call, (c) with buffers made once, (d) the autograd path (`flash_attention(...)
 .backward`), so that order and clock drift cannot make a gap. Prints a Markdown table and
@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from typing import Any
 
 import torch
 
+from ..host import dispatch, hopper
 from ..host import flash_attn as fa
-from ..host import hopper
 from ..host import launch as L
 
 
@@ -29,9 +30,10 @@ def variants(d: int, n: int, causal: bool) -> dict:
     o, lse = fa.flash_attention_forward(q, k, v, causal)
     p = L.problem_of(q, k, v, causal)
     scale = fa.softmax_scale(None, d)
-    kv, dqc = hopper.dispatch_dkdv(p, False), hopper.dispatch_dq(p, False)
+    choice = dispatch.choose_for(p, False)
+    kv, dqc = choice.get("bwd_dkdv"), choice.get("bwd_dq")
     dq_cfg = L.honour("bwd_dq", p, L.resolve_config("bwd_dq", p))
-    fixed = dict(delta=L.new_empty((b, h, n), q, torch.float32), dq=torch.empty_like(q),
+    fixed: dict[str, Any] = dict(delta=L.new_empty((b, h, n), q, torch.float32), dq=torch.empty_like(q),
                  dk=torch.empty_like(k), dv=torch.empty_like(v))
 
     def direct(bufs=None):

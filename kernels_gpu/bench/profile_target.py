@@ -1,4 +1,4 @@
-"""The launches `device/profile.sh` profiles with ncu (where the time goes, issue 21 item 3):
+"""The launches `device/profile.sh` profiles with ncu (where the time goes):
 one case per call, warmed up, then run once more for ncu to catch (`--launch-skip` skips the
 warm-up launches).
 

@@ -1,7 +1,7 @@
 """Benchmark the Triton FlashAttention-2 against PyTorch SDPA (FLASH and cuDNN backends).
 
     python -m kernels_gpu.bench [--tune] [--precompile] [--grid main,shapes,fp8] [--out DIR]
-    python -m kernels_gpu.bench --predict [--from results/bench.json]   # time model beside it
+    python -m kernels_gpu.bench --predict [--from kernels_gpu/data/bench_h200.json]   # time model beside it
     python -m kernels_gpu.bench --memory [--ns 1024,...,32768]          # seed 003's probe
 
 1. checks ours against a float64 reference and SDPA on every shape (bench_check; exit 1 if one
@@ -31,9 +31,10 @@ import time
 
 import torch
 
-from . import alarm, tables
 from ..host import configs as cfgs
 from ..host import flash_attn as fa
+from ..host import support
+from . import alarm, tables
 from .check import DTYPES, check, compile_one, precompile, sdpa
 
 __all__ = ["GRIDS", "attention_flops", "time_point", "main"]
@@ -56,7 +57,7 @@ GRIDS = {
                + [_spec("shapes", 128, nq, c, nk=nk) for nq, nk in ((1024, 16384), (4096, 8192),
                                                                    (16384, 2048))
                   for c in (False, True)]),
-    # issue 21: what users run, so that no cliff can hide. B*N = 16k tokens a head (each
+    # what users run, so that no cliff can hide. B*N = 16k tokens a head (each
     # point quick), H 32; H_kv in H, H/4, H/8, 1; N_q != N_k both ways, causal bottom-right.
     "frontier": ([_spec("frontier", d, n, c, heads_kv=kv, batch=max(1, 16384 // n))
                   for d in (64, 128, 256) for c in (False, True) for kv in (32, 8, 4, 1)
@@ -64,7 +65,7 @@ GRIDS = {
                  + [_spec("frontier", d, nq, c, nk=nk, heads_kv=kv, batch=2)
                     for d in (64, 128) for c in (False, True) for kv in (32, 8)
                     for nq, nk in ((1024, 8192), (8192, 2048))]),
-    # d 192 (not in issue 21's grid): the same points, where the chunked Gluon backward runs
+    # d 192 (beside the frontier grid): the same points, where the chunked Gluon backward runs
     # (H_kv = H) and where the padded `tl` path still does (grouped heads)
     "d192": [_spec("d192", 192, n, c, heads_kv=kv, batch=max(1, 16384 // n))
              for c in (False, True) for kv in (32, 8, 4, 1)
@@ -172,21 +173,19 @@ def time_point(spec: dict, fwd_only: bool = False) -> dict:
         qd, kd = (t.to(DTYPES[spec["dtype"]]) for t in (qd, kd))
     passes = ("fwd",) if fp8 else cfgs.PASSES
     row["configs"] = {p: fa.resolve_config(p, qd, causal, k=kd).to_dict() for p in passes}
-    from ..host import hopper, launch
-    gluon = None if fp8 else hopper.dispatch_config(launch.problem_of(qd, kd, kd, causal),
-                                                    False)
+    from ..host import dispatch, hopper, launch
+    choice = {} if fp8 else dispatch.choose_for(launch.problem_of(qd, kd, kd, causal), False)
+    gluon = choice.get("fwd")
     if gluon is not None:  # the forward ran on the Gluon Hopper kernel, not configs["fwd"]
-        row["fwd_kernel"] = "gluon M{}N{}w{}".format(*gluon)
-        ws = hopper.dispatch_ws(launch.problem_of(qd, kd, kd, causal), False)
-        row["fwd_kernel"] = hopper.ws_label(ws) if ws else row["fwd_kernel"]
-        dkdv = hopper.dispatch_dkdv(launch.problem_of(qd, kd, kd, causal), False)
+        ws = choice.get("fwd_ws")
+        row["fwd_kernel"] = hopper.ws_label(ws) if ws else "gluon M{}N{}w{}".format(*gluon)
+        dkdv = choice.get("bwd_dkdv")
         if dkdv is not None:  # the backward's dK/dV ran on the Gluon kernel
             row["bwd_dkdv_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dkdv)
-            dq = hopper.dispatch_dq(launch.problem_of(qd, kd, kd, causal), False)
+            dq = choice.get("bwd_dq")
             if dq is not None:  # and its dQ too (model/gluon.py reads both names)
                 row["bwd_dq_kernel"] = "gluon M{}N{}w{} s{} ov{}".format(*dq)
-    from ..host.hopper_d192 import dispatch_d192
-    d192 = None if fp8 else dispatch_d192(launch.problem_of(qd, kd, kd, causal), False)
+    d192 = choice.get("bwd_d192")
     if d192 is not None:  # the backward ran on the chunked Gluon d 192 launches
         row.update(d192_names(d192))
     return row
@@ -209,7 +208,8 @@ def environment() -> dict:
     return {"gpu": torch.cuda.get_device_name(0), "sms": p.multi_processor_count,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "torch": torch.__version__, "triton": triton.__version__,
-            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
+            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+            "gluon": support.gluon_status()[1]}  # whether the Gluon kernels run, and why
 
 
 def _precompile_specs(specs: list[dict], fwd_only: bool) -> list[dict]:
@@ -250,7 +250,7 @@ def run_predict(args) -> int:
         rows = study_rows(points) + whole_rows(whole)
         head = render_study(points, stored["env"]) + render_whole(whole)
     else:
-        rows = tables.add_predictions(stored["rows"], gpu, calib, stored["env"].get("date", ""))
+        rows = tables.add_predictions(stored["rows"], gpu, calib)
         head = tables.render_predict(rows, stored["env"], calib)
     found = alarm.alarms(rows, gpu, args.alarm)
     unexplained, _ = alarm.explain(found)
@@ -294,7 +294,7 @@ def main(argv=None) -> int:
     ap.add_argument("--predict", action="store_true", help="the tile machine's time beside it")
     ap.add_argument("--from", dest="from_", help="--predict on a stored bench.json (no GPU)")
     ap.add_argument("--calibration", default=None,
-                    help="calibration.json (default: results/calibration_<gpu>.json)")
+                    help="calibration.json (default: data/calibration_<gpu>.json)")
     ap.add_argument("--alarm", type=float, default=alarm.SLOWER,
                     help="--predict: flag points measured > this x predicted; exit 1 if one is "
                          "not listed in bench/alarm.py KNOWN")

@@ -1,5 +1,5 @@
 """Register spills of a `tl` dK/dV launch, offline: where the compiled sm_90 code stores to
-local memory, and the bytes those stores write in one launch (issue 21 item 5: the write gap
+local memory, and the bytes those stores write in one launch (the write gap
 ncu measured beside the traffic model, which counts only the kernels' tensors).
 
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.spills [--out DIR]
@@ -15,8 +15,8 @@ program (an upper bound: a store on a skipped path counts too). Iterations per p
 from the launch's schedule (`model.schedule`): the diagonal tiles and the full ones of each
 program. Bytes = STL bytes x threads x iterations, summed over programs; each warp's 4-byte STL
 writes 128 contiguous bytes (whole sectors). The result is put beside the stored ncu runs:
-`l2_tex_write - pred_write` of the same launch (results/traffic_gluon_h100.json, which also
-has ncu's local-memory store sectors, l1_local_st; results/traffic.json, the H200 run).
+`l2_tex_write - pred_write` of the same launch (data/traffic_gluon_h100.json, which also
+has ncu's local-memory store sectors, l1_local_st; data/traffic_h200.json, the H200 run).
 """
 from __future__ import annotations
 
@@ -28,16 +28,16 @@ import sys
 from dataclasses import asdict, dataclass
 
 from ..host.configs import KernelConfig
+from ..model import data
 from ..model.schedule import schedule
 
 __all__ = ["SassLoop", "parse_sass", "loops", "stl_bytes", "iterations", "spill_bytes",
            "compile_dkdv", "CASES", "main"]
 
-RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 # (label, d, n, heads, kv_heads, causal, config, stored ncu run, its launch)
 CASES = [("grouped split (H 32/8)", 64, 4096, 32, 8, True, "M64N128w4s3-tma-sp4",
           "traffic_gluon_h100.json", "H100"),
-         ("MHA (H 32)", 64, 4096, 32, 32, True, "M64N128w4s3-tma", "traffic.json", "H200")]
+         ("MHA (H 32)", 64, 4096, 32, 32, True, "M64N128w4s3-tma", "traffic_h200.json", "H200")]
 BATCH = 4
 _INS = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _STL = re.compile(r"(?:^|\s)STL(\.(?:64|128|U8|S8|U16|S16))?\s")
@@ -160,9 +160,7 @@ def _sass(kernel) -> str:
 
 def measured_gap(run: str, d: int, n: int, causal: bool, kv_heads: int, config: str) -> dict:
     """The stored ncu run's dK/dV launch: L2 (tex) write bytes and the prediction's."""
-    with open(os.path.join(RESULTS, run)) as f:
-        rows = json.load(f)
-    for r in rows:
+    for r in data.load_json(run):
         if (r["pass"], r["d"], r["n"], r["causal"], r.get("kv_heads", 32), r["config"]) == \
                 ("bwd_dkdv", d, n, causal, kv_heads, config):
             return {"l2_tex_write": r["l2_tex_write"], "pred_write": r["pred_write"],

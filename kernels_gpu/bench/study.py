@@ -1,17 +1,42 @@
-"""The timing harness the kernel studies share (`bench/gqa.py`, `bench/d256.py`, and
-`bench/hopper.py`'s medians): variants of one point timed beside SDPA-flash and cuDNN, each
-figure the median of `repeats` do_bench medians; a variant that fails (out of shared memory, a
-backend without grouped heads) is recorded in the row, not raised."""
+"""The harness the kernel studies share (`python -m kernels_gpu.bench.studies NAME`): variants
+of one point timed beside SDPA-flash and cuDNN, each figure the median of `repeats` do_bench
+medians; a variant that fails (out of shared memory, a backend without grouped heads) is
+recorded in the row, not raised; the rows written after each point (`save_rows`)."""
 from __future__ import annotations
 
+import json
+import os
 import statistics
 from functools import partial
+import sys
+from typing import Any
 
 import torch
 
 from .check import sdpa
 
-__all__ = ["median_ms", "time_into", "time_sdpa_backward", "render", "render_points"]
+__all__ = ["median_ms", "time_into", "time_sdpa_backward", "render", "render_points",
+           "save_rows", "needs_cuda"]
+
+
+def needs_cuda(name: str) -> bool:
+    """True on a CUDA machine; else says so on stderr (the study then exits 2)."""
+    if torch.cuda.is_available():
+        return True
+    print(f"the {name} study needs a CUDA GPU", file=sys.stderr)
+    return False
+
+
+def save_rows(out: str, stem: str, rows: list[dict], **extra: Any) -> None:
+    """out/stem.json = {"env", **extra, "rows"}, written whole (a temporary file replaced), so a
+    study cut off mid-way leaves the points it finished."""
+    from .run import environment
+
+    os.makedirs(out, exist_ok=True)
+    tmp = os.path.join(out, stem + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump({"env": environment(), **extra, "rows": rows}, f, indent=1)
+    os.replace(tmp, os.path.join(out, stem + ".json"))
 
 
 def median_ms(fn, repeats: int, rep: int = 50) -> tuple[float, list[float]]:

@@ -3,10 +3,10 @@ measured times (`bench --predict`). Pure functions of the stored rows: same rows
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import statistics
+from typing import Any
 
 from ..host.configs import KernelConfig
 from ..model import gluon
@@ -60,7 +60,8 @@ def _speed_table(rows: list[dict], lead: list[tuple[str, Callable[[dict], str]]]
 
 
 def render_all(rows: list[dict], env: dict, batch: int, heads: int) -> str:
-    out = [f"GPU: {env['gpu']} ({env['sms']} SMs), {env['date']}, torch {env['torch']}, "
+    when = f", {env['date']}" if env.get("date") else ""
+    out = [f"GPU: {env['gpu']} ({env['sms']} SMs){when}, torch {env['torch']}, "
            f"triton {env['triton']}, CUDA {env['cuda']}, cuDNN {env['cudnn']}",
            f"batch {batch}, TFLOPS (fwd 4 B H N_q N_k d, causal: visible pairs; bwd 2.5x fwd); "
            "do_bench median", ""]
@@ -108,37 +109,17 @@ def normalise(r: dict) -> dict:
     return {"grid": "main", "nk": r["n"], "heads_kv": r.get("heads"), "dtype": "fp16", **r}
 
 
-# The bench rows began to name the Gluon dK/dV (`bwd_dkdv_kernel`) at commit 2f59ed5; its
-# dispatch (host/hopper.py DISPATCH_DKDV, d 128 -> M64N64w4, wherever the Gluon forward is
-# dispatched) came 7 minutes before, at 9fe8821. A run between the two (the stored
-# results/frontier_ws_dispatch_h100.json, 2026-11-25 21:04 UTC) ran it without the name.
-UNNAMED_DKDV = (("2026-11-25 21:02 UTC", "2026-11-25 21:09 UTC"), {128: "gluon M64N64w4"})
-
-
-# Rows of the chunked d 192 backward stored before the bench named its launches apart (the
-# fifth session's frontier runs, results/frontier_s5_*): `bwd_kernel` holds the whole
-# D192Config label, "gluon192 dv <blocks> dk <blocks> dq <blocks>" (or "dkdv <blocks>").
-_D192_WHOLE = re.compile(r"(gluon192 (?:dv \S+ dk \S+|dkdv \S+)) dq (\S+)")
-
-
-def kernels_of(r: dict, date: str = "") -> tuple:
+def kernels_of(r: dict) -> tuple:
     """(forward, dK/dV, dQ) Gluon kernels a row ran (model.gluon.GluonKernel; None: the `tl`
-    kernel). A run dated inside UNNAMED_DKDV's window gets the dK/dV its dispatch chose; a
-    chunked d 192 row named only by `bwd_kernel` gets its launches from that label."""
-    fwd = gluon.parse(r.get("fwd_kernel"), "fwd")
-    name, dq = r.get("bwd_dkdv_kernel"), r.get("bwd_dq_kernel")
-    (start, end), rule = UNNAMED_DKDV
-    if name is None and fwd is not None and start <= date < end:
-        name = rule.get(r["d"])
-    whole = _D192_WHOLE.fullmatch(r.get("bwd_kernel") or "")
-    if name is None and dq is None and whole is not None:
-        name, dq = whole.group(1), "gluon192 dq " + whole.group(2)
-    return fwd, gluon.parse(name, "bwd_dkdv"), gluon.parse(dq, "bwd_dq")
+    kernel), from the names the bench writes (`fwd_kernel`, `bwd_dkdv_kernel`,
+    `bwd_dq_kernel`)."""
+    return (gluon.parse(r.get("fwd_kernel"), "fwd"),
+            gluon.parse(r.get("bwd_dkdv_kernel"), "bwd_dkdv"),
+            gluon.parse(r.get("bwd_dq_kernel"), "bwd_dq"))
 
 
-def add_predictions(rows: list[dict], gpu: str, calib: dict, date: str = "") -> list[dict]:
-    """Each modelled row with row['predict'] = {fwd, bwd: Prediction dicts, *_ratio};
-    `date` the run's (env["date"], for kernels_of)."""
+def add_predictions(rows: list[dict], gpu: str, calib: dict) -> list[dict]:
+    """Each modelled row with row['predict'] = {fwd, bwd: Prediction dicts, *_ratio}."""
     out = []
     for r in rows:
         r = normalise(r)
@@ -146,9 +127,9 @@ def add_predictions(rows: list[dict], gpu: str, calib: dict, date: str = "") -> 
             fp8 = r["dtype"] in FP8
             m = machine_for(gpu, 1 if fp8 else 2, calib)
             c = {p: KernelConfig.from_dict(v) for p, v in r["configs"].items()}
-            kw = dict(n=r["n"], d=r["d"], batch=r["batch"], heads=r["heads"],
+            kw: dict[str, Any] = dict(n=r["n"], d=r["d"], batch=r["batch"], heads=r["heads"],
                       causal=bool(r["causal"]), nk=r["nk"], kv_heads=r["heads_kv"])
-            fwd, (kernel, dkdv_kernel, dq_kernel) = c["fwd"], kernels_of(r, date)
+            fwd, (kernel, dkdv_kernel, dq_kernel) = c["fwd"], kernels_of(r)
             pred = {"fwd": predict_forward(m, calib, block_m=fwd.block_m,
                                            block_n=fwd.block_n, config=fwd, kernel=kernel,
                                            **kw).to_dict()}
@@ -187,9 +168,10 @@ def _ms(x: float) -> str:
 
 
 def render_predict(rows: list[dict], env: dict, calib: dict) -> str:
-    lines = [f"Measured: {env['gpu']}, {env['date']}. Predicted: the tile machine "
-             f"(kernels_gpu.model.predict) on the preset of that GPU, calibrated "
-             f"{calib.get('date', '?')} ({calib.get('gpu', '?')}). Times in ms; "
+    when = f", {env['date']}" if env.get("date") else ""
+    lines = [f"Measured: {env['gpu']}{when}. Predicted: the tile machine "
+             f"(kernels_gpu.model.predict) on the preset of that GPU, calibrated on "
+             f"{calib.get('gpu', '?')}. Times in ms; "
              "terms: tensor + vector + sfu = compute; HBM = compulsory bytes; L2 = the tile "
              "program's bytes; sched = what the schedule adds to max(compute, HBM, L2) + launch "
              "(wave quantisation, per-program cost, exposed latency, overlap of co-resident "
@@ -210,7 +192,7 @@ def render_predict(rows: list[dict], env: dict, calib: dict) -> str:
             ratio = r["predict"].get(f"{pass_}_ratio")
             if ratio is not None:
                 ratios.append(ratio)
-            ran = dict(zip(("fwd", "bwd_dkdv", "bwd_dq"), kernels_of(r, env.get("date", ""))))
+            ran = dict(zip(("fwd", "bwd_dkdv", "bwd_dq"), kernels_of(r)))
             cfg = ("/".join(ran[k].label if ran.get(k) else
                             KernelConfig.from_dict(r["configs"][k]).short()
                             for k in ("bwd_dkdv", "bwd_dq")) if pass_ == "bwd" else

@@ -35,15 +35,21 @@ import torch
 
 from toymachine.cost import attention_tile_cost
 from toymachine.errors import ConfigError
-from toymachine.result import json_value
 from toymachine.gen.tile import run_attention
-from toymachine.sim.memory import random_block
 from toymachine.render import Report, Section
 from toymachine.render.cells import Num
+from toymachine.result import json_value
+from toymachine.sim.memory import random_block
 
 from ..host.configs import autotune_enabled
-from ..host.flash_attn import (INTERPRETER, MAX_HEAD_DIM, flash_attention_backward, flash_attention_forward,
-                         resolve_config)
+from ..host.flash_attn import (
+    INTERPRETER,
+    MAX_HEAD_DIM,
+    flash_attention_backward,
+    flash_attention_forward,
+    resolve_config,
+)
+from ..host.support import gluon_status
 from ..model.dispatch import Launch, case_launches, host_labels, launches, pass_labels
 from ..model.schedule import predict_traffic
 
@@ -201,7 +207,7 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
                                       TOLERANCE[name] * EPS[dtype] * max(top, 1.0),
                                       float(np.max(np.abs(s - r))), float(np.max(np.abs(g - r)))))
     fwd = sim["forward"]
-    cost_shape = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, block_m=bm, block_n=bn, scale=tau,
+    cost_shape: dict[str, Any] = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, block_m=bm, block_n=bn, scale=tau,
                       **({"nk": nk, "kv_heads": kv_heads} if (nk, kv_heads) != (n, heads) else {}))
     cost_fwd = _closed_form("forward", order, **cost_shape)
     cost_bwd = None
@@ -304,7 +310,10 @@ def _dispatch_text(explicit: bool, labels: dict | None, plan: list[Launch]) -> s
     if labels is None:
         return "none (Triton interpreter: the tl kernels)" if INTERPRETER else "off (autotuning)"
     gluon = [ln.pass_ for ln in plan if ln.gluon]
-    return "on: " + (", ".join(gluon) + " on Gluon kernels" if gluon else "the tl kernels here")
+    if gluon:
+        return "on: " + ", ".join(gluon) + " on Gluon kernels"
+    usable, why = gluon_status()
+    return "on: the tl kernels here" + ("" if usable else f" ({why})")
 
 
 def _kernel_order() -> str:

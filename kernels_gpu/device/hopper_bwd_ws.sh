@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The warp-specialised Gluon dK/dV (kernels/hopper_bwd_ws.py) on the lent GPU: its GPU tests
+# The warp-specialised Gluon dK/dV (kernels/hopper_bwd_ws.py) on a Hopper GPU: its GPU tests
 # (a hang or a failure stops here), then its bench beside the one-partition Gluon dK/dV,
 # SDPA-flash and cuDNN. Results under $OUT (default ./device_out).
 #   bash kernels_gpu/device/hopper_bwd_ws.sh            # BENCH_ARGS="--variants 64/2/1" etc.
@@ -15,5 +15,5 @@ timeout -k 10 "${TESTS_TIMEOUT:-240}" python3 -m pytest -q -rs -x $XDIST -p no:c
 rc=$?
 tail -25 "$OUT/tests_ws_bwd.log"
 [ "$rc" -eq 0 ] || [ -n "${BENCH_ANYWAY:-}" ] || exit "$rc"
-timeout -k 10 "${BENCH_TIMEOUT:-330}" python3 -m kernels_gpu.bench.hopper_bwd_ws --out "$OUT" \
+timeout -k 10 "${BENCH_TIMEOUT:-330}" python3 -m kernels_gpu.bench.studies hopper_bwd_ws --out "$OUT" \
   ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_ws_bwd.log"

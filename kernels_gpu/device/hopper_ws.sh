@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 21 item 3 (third session): the warp-specialised Gluon forward on the lent GPU in one call.
+# The warp-specialised Gluon forward on a Hopper GPU in one call.
 # Stages (STAGES="tests bench traffic profile" by default):
 #   tests    its GPU tests (tests/test_kernels_gpu_hopper.py)
-#   bench    python -m kernels_gpu.bench.hopper --ws, non-causal and causal (d 64/128, N 1k/4k/16k)
-#   bwd      python -m kernels_gpu.bench.hopper_bwd (the Gluon dK/dV beside `tl`, flash, cuDNN)
+#   bench    python -m kernels_gpu.bench.studies hopper --ws, non-causal and causal (d 64/128, N 1k/4k/16k)
+#   bwd      python -m kernels_gpu.bench.studies hopper_bwd (the Gluon dK/dV beside `tl`, flash, cuDNN)
 #   studies  the shared study harness re-checked: bench.gqa and bench.d256 on one point each
 #   frontier the frontier grid's d 128 MHA points through the public path (the dispatch)
 #   traffic  ncu traffic of the split dK/dV (GQA) and dV-apart (d 256) launches vs the model
@@ -21,14 +21,14 @@ for stage in ${STAGES:-tests bench traffic profile}; do
     tests) timeout "${TESTS_TIMEOUT:-200}" python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 90 \
              tests/test_kernels_gpu_hopper.py ${PYTEST_ARGS:-} 2>&1 | tail -15 | tee -a "$LOG" ;;
     bench) for c in "" --causal; do
-             timeout "${BENCH_TIMEOUT:-200}" python3 -m kernels_gpu.bench.hopper --ws $c \
+             timeout "${BENCH_TIMEOUT:-200}" python3 -m kernels_gpu.bench.studies hopper --ws $c \
                --ns "${NS:-1024,4096,16384}" --out "$OUT" 2>&1 | tee -a "$LOG"
            done ;;
-    bwd) timeout "${BWD_TIMEOUT:-200}" python3 -m kernels_gpu.bench.hopper_bwd \
+    bwd) timeout "${BWD_TIMEOUT:-200}" python3 -m kernels_gpu.bench.studies hopper_bwd \
            --ns "${NS:-1024,4096,16384}" --out "$OUT" 2>&1 | tee -a "$LOG" ;;
-    studies) timeout 150 python3 -m kernels_gpu.bench.gqa --dims 64 --ns 4096 --kvs 8 \
+    studies) timeout 150 python3 -m kernels_gpu.bench.studies gqa --dims 64 --ns 4096 --kvs 8 \
                --repeats 1 --out "$OUT" 2>&1 | tail -3 | tee -a "$LOG"
-             timeout 150 python3 -m kernels_gpu.bench.d256 --dims 256 --ns 4096 --causal 1 \
+             timeout 150 python3 -m kernels_gpu.bench.studies d256 --dims 256 --ns 4096 --causal 1 \
                --dkdv M32N128w8s3-tma-dv --dq M128N32w8s3-tma --repeats 1 --out "$OUT" 2>&1 \
                | tail -3 | tee -a "$LOG"
              cat "$OUT/gqa.md" "$OUT/d256.md" 2>/dev/null | tee -a "$LOG" ;;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where the time goes (issue 21 item 3): ncu on the launches of kernels_gpu/bench/profile_target.py
+# Where the time goes: ncu on the launches of kernels_gpu/bench/profile_target.py
 # (the Gluon and `tl` forwards at d 128, the warp-specialised Gluon forward's schedules, the d 256 backward's dV / dK launches, causal or not;
 # the one-partition and warp-specialised Gluon dK/dV at d 128, the latter also with dQ fused in).
 # Per launch: duration, SM throughput, tensor-pipe activity, warps active and the warp stall
@@ -38,4 +38,4 @@ for case in ${PROFILE_CASES:-gluon_fwd_d128 tl_fwd_d128 bwd_d256_causal bwd_d256
   esac
 done
 rm -f "$OUT/ncu/metrics.txt"
-tar czf "$OUT/ncu.tgz" -C "$OUT" ncu && rm -rf "$OUT/ncu"  # the lent machine returns few files
+tar czf "$OUT/ncu.tgz" -C "$OUT" ncu && rm -rf "$OUT/ncu"  # the device machine returns few files

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One call on the lent GPU (RESULTS.md, NOTES.md): the stages named in STAGES, in order, each
+# One call on a Hopper GPU: the stages named in STAGES, in order, each
 # with its own time limit. Files land in $OUT/run, packed at the end into $OUT/run.tgz beside
-# $OUT/log.txt (the lent machine returns at most 8 files; default OUT ./device_out).
+# $OUT/log.txt (the device machine returns at most 8 files; default OUT ./device_out).
 #   env        GPU, driver, clocks, versions
 #   calibrate  sustained rates for the h200 preset (kernels_gpu.model.calibrate -> calibration.json)
 #   tests      the GPU test suite (device_tests.sh -> tests.log, tests.xml)

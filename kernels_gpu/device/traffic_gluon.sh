@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 21 item 5 (fifth session): the dispatched Gluon kernels' traffic and `toym verify-gpu`
-# on the lent GPU in one call. Stages (STAGES="traffic verify tests" by default):
+# The dispatched Gluon kernels' traffic and `toym verify-gpu`
+# on a Hopper GPU in one call. Stages (STAGES="traffic verify tests" by default):
 #   traffic  ncu traffic of the public path (python -m kernels_gpu.model.traffic --profile
 #            --dispatch): fp16, B 4 x H 32, N 4096 — d 64 (the one-partition Gluon forward, `tl`
 #            backward), d 128 non-causal (warp-specialised lag forward, Gluon dK/dV, `tl` dQ),

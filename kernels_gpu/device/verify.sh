@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call on the lent GPU: `toym verify-gpu` on CUDA (tile simulator vs the kernel) for square,
+# One call on a Hopper GPU: `toym verify-gpu` on CUDA (tile simulator vs the kernel) for square,
 # cross-attention (--nk), grouped-query (--kv-heads) and padded head-dim (--d 80/96) cases,
 # forward and backward; the table lands in $OUT/verify.md (default ./device_out).
 set -u

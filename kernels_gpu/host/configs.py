@@ -9,7 +9,7 @@ Choice, in order (see `choose_config`):
   2. under the Triton interpreter (CPU) a small fixed config;
   3. if autotuning is on (`autotune=True` or env KERNELS_GPU_AUTOTUNE=1), each candidate of
      `candidates()` is timed once per key (pass, head dim, causal, dtype, N) and the fastest kept;
-  4. otherwise the table `TUNED` measured on an H200 (see RESULTS.md), else a safe default.
+  4. otherwise the table `TUNED` measured on an H200 (`bench --tune`), else a safe default.
 
 BLOCK_M always counts rows of Q (and O, dO, dQ); BLOCK_N always counts rows of K (and V, dK, dV),
 in every pass: the forward and dQ kernels hold a BLOCK_M tile of Q and step over K/V in BLOCK_N
@@ -80,9 +80,9 @@ def _c(bm, bn, w, s, tma=True, dv_apart=False) -> KernelConfig:
 
 
 # Candidates timed by the autotuner on CUDA, per pass and padded head dim (<=64 / 128 / 256):
-# for 64 and 128 the configs that won somewhere in a wider sweep on an H200 (see NOTES.md for
+# for 64 and 128 the configs that won somewhere in a wider sweep on an H200 (see ARCHITECTURE.md for
 # what else was tried); for 256 (head dims 129-256) the ones that compile for sm_90 without
-# register spills and with wgmma (`python -m kernels_gpu.bench.compile_check --dims 256`, NOTES.md):
+# register spills and with wgmma (`python -m kernels_gpu.bench.compile_check --dims 256`):
 # the fp32 accumulators are BLOCK x 256 (forward, dQ) or two of BLOCK_N x 256 (dK, dV).
 _CANDIDATES = {
     ("fwd", 64): [_c(64, 128, 4, 2), _c(64, 64, 4, 3), _c(128, 64, 4, 3, tma=False),
@@ -105,7 +105,7 @@ _FP8_EXTRA = {64: [_c(128, 128, 8, 3), _c(128, 64, 8, 4)], 128: [_c(128, 128, 8,
               256: [_c(64, 128, 8, 2)]}
 
 # Measured defaults, fp16/bf16 on sm_90 (H200, `python -m kernels_gpu.bench --tune`: the picks
-# that agreed between the runs of 2026-11-21 and 2026-11-23, RESULTS.md):
+# that agreed between two runs):
 # (pass, head_dim_bucket, causal) -> [(largest N it is used for, config), ...], used when
 # autotuning is off. The last entry covers every larger N.
 _BIG = 1 << 62
@@ -123,9 +123,9 @@ TUNED: dict[tuple[str, int, bool], list[tuple[int, KernelConfig]]] = {
     ("bwd_dq", 64, True): [(1024, _c(64, 32, 4, 4)), (_BIG, _c(128, 64, 4, 3))],
     ("bwd_dq", 128, False): [(_BIG, _c(128, 32, 8, 3))],
     ("bwd_dq", 128, True): [(_BIG, _c(64, 32, 4, 4))],
-    # d 129-256: the forward is the autotuner's pick on the lent H100, 2026-11-25 (bench --grid
+    # d 129-256: the forward is the autotuner's pick on an H100 (bench --grid
     # frontier --dims 256 --tune, N 1k and 4k, causal and not). The backward is the winner of
-    # the d 256 study of 2026-11-25 (`python -m kernels_gpu.bench.d256`, RESULTS.md): dV apart
+    # the d 256 study (`python -m kernels_gpu.bench.studies d256`): dV apart
     # from dK (two launches, one fp32 accumulator each: no spills at 237 registers) with
     # BLOCK_N 128, and 3 stages for dQ; 1.10-1.41 x flash where the autotuner's M64N64w8s2
     # (two accumulators, 255 registers) gave 0.89-1.16 x.
@@ -143,9 +143,9 @@ TUNED: dict[tuple[str, int, bool], list[tuple[int, KernelConfig]]] = {
 # the first row whose N covers the shape applies; a group of at least `smallest group` query
 # heads is split into programs of `heads per program` heads each (1: the MHA code per query
 # head; fp32 partials summed on the host), a smaller group keeps its loop in one program.
-# Measured on the lent H100, 2026-11-25 (`python -m kernels_gpu.bench.gqa`, RESULTS.md): the
+# Measured on an H100 (`python -m kernels_gpu.bench.studies gqa`): the
 # group loop with the d 64 causal N > 2k config (M64N128w4s3) spills registers and ran 3.7 -
-# 10 x slower than the split (the issue-21 cliff); without that config the loop wins by up to
+# 10 x slower than the split (a cliff); without that config the loop wins by up to
 # 10 % for groups <= 8, the split for groups of 32 (multi-query).
 _NEVER = 1 << 30
 TUNED_SPLIT: dict[tuple[int, bool], list[tuple[int, int, int]]] = {
@@ -161,10 +161,10 @@ TUNED_SPLIT: dict[tuple[int, bool], list[tuple[int, int, int]]] = {
 # The group loop's grid is B·H_kv·⌈N_k / BLOCK_N⌉ programs, whatever the group size; with few
 # K/V heads and a small batch it can leave the GPU with one 4-warp program an SM.
 # (head_dim_bucket, causal) -> (fewest programs the loop may run, query heads per program of
-# the split used below that), for groups of at least 16 heads. Measured on the lent H100,
-# 2026-11-25 (bench --grid frontier, fifth session, RESULTS.md): d 64 non-causal multi-query at
-# B·N 16k (128 programs), N 8k / 16k: the loop 9.02 / 18.21 ms (1.08 / 1.06 x flash), the split
-# into one head a program 7.30 / 14.54 ms in the first session's run (1.34 / 1.31 x); the
+# the split used below that), for groups of at least 16 heads. Measured on an H100
+# (bench --grid frontier): d 64 non-causal multi-query at B·N 16k (128 programs), N 8k / 16k:
+# the loop 9.02 / 18.21 ms (1.08 / 1.06 x flash), the split into one head a program 7.30 /
+# 14.54 ms (1.34 / 1.31 x, data/frontier_d64_split_h100.json); the
 # study's B 4 (256 programs) had the loop within 1 % of flash-beating at N 8k.
 LOOP_MIN_PROGRAMS: dict[tuple[int, bool], tuple[int, int]] = {(64, False): (264, 1)}
 
@@ -189,7 +189,7 @@ def dkdv_split(group: int, head_dim: int, causal: bool, n: int,
 
 # Causal cross-attention with N_k > N_q (bottom-right: the kernels compile the key-offset clamp,
 # OFF_POS, which costs registers): (pass, head_dim_bucket) -> config used instead of TUNED's.
-# Measured on the lent H100, 2026-11-25 (bench --grid frontier --cross --tune, RESULTS.md):
+# Measured on an H100 (bench --grid frontier --cross --tune):
 # d 64, N_q 1k / N_k 8k backward 0.39 x flash with TUNED's M64N128w4s3 (spills with the clamp),
 # 1.35 x with M32N64w4s4.
 TUNED_CROSS: dict[tuple[str, int], KernelConfig] = {

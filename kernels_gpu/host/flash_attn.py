@@ -33,20 +33,19 @@ CUDA) the kernels run in Triton's interpreter on torch CPU tensors.
 """
 from __future__ import annotations
 
-from typing import Any
 
 import torch
 import triton
 
-from . import graphs, hopper, hopper_bwd_ws, hopper_d192
+from ..kernels import INTERPRETER
+from . import dispatch, graphs, hopper, hopper_bwd_ws, hopper_d192, support
 from . import launch as L
 from .configs import KernelConfig, autotune_enabled
-from ..kernels import INTERPRETER
 from .launch import FP8_DTYPES, MAX_HEAD_DIM, Problem
 from .reference import attention_reference, softmax_scale
 
 __all__ = ["flash_attention", "flash_attention_forward", "flash_attention_backward",
-           "FlashAttentionFunction", "attention_reference", "resolve_config", "honour_config",
+           "attention_reference", "resolve_config", "honour_config",
            "INTERPRETER",
            "SUPPORTED_HEAD_DIMS", "MAX_HEAD_DIM", "FP8_DTYPES"]
 
@@ -117,21 +116,25 @@ def flash_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c
     q, k, v = q.contiguous(), k.contiguous(), _v_for(p, v)
     o = L.new_empty(q.shape, q, out_dtype)
     lse = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
-    gluon = (hopper.dispatch_config(p, INTERPRETER) if config is None and block_m is None
-             and block_n is None and not autotune and not autotune_enabled()
-             and descale is None and out_dtype == q.dtype else None)
-    ws = hopper.dispatch_ws(p, INTERPRETER) if gluon is not None else None
-    if ws is not None:  # the warp-specialised Gluon forward where it measured fastest
-        _replayable(("fwd-ws", p, scale, ws), (q, k, v, o, lse),
-                    lambda: hopper.attention_forward_ws(q, k, v, scale, ws[0], ws[1], ws[2],
-                                                        out=(o, lse), causal=p.causal), p)
-        return o, lse
-    if gluon is not None:  # the Gluon Hopper kernel where it measured faster (host/hopper.py)
-        bm, bn, w = gluon
-        _replayable(("fwd-gluon", p, scale, gluon), (q, k, v, o, lse),
-                    lambda: hopper.attention_forward_hopper(q, k, v, scale, bm, bn, w,
+    choice = (dispatch.choose_for(p, INTERPRETER) if config is None and block_m is None
+              and block_n is None and not autotune and not autotune_enabled()
+              and descale is None and out_dtype == q.dtype else {})
+    gluon, ws = choice.get("fwd"), choice.get("fwd_ws")
+    try:
+        if ws is not None:  # the warp-specialised Gluon forward where it measured fastest
+            _replayable(("fwd-ws", p, scale, ws), (q, k, v, o, lse),
+                        lambda: hopper.attention_forward_ws(q, k, v, scale, ws[0], ws[1], ws[2],
                                                             out=(o, lse), causal=p.causal), p)
-        return o, lse
+            return o, lse
+        if gluon is not None:  # the Gluon Hopper kernel where it measured faster (host/hopper.py)
+            bm, bn, w = gluon
+            _replayable(("fwd-gluon", p, scale, gluon), (q, k, v, o, lse),
+                        lambda: hopper.attention_forward_hopper(q, k, v, scale, bm, bn, w,
+                                                                out=(o, lse), causal=p.causal),
+                        p)
+            return o, lse
+    except support.GLUON_COMPILE_ERRORS as e:  # this Triton cannot build it: the `tl` kernel
+        _gluon_failed(e)
     timer = _timer(lambda c: L.launch_fwd(p, q, k, v, o, lse, scale, out_scale,
                                           L.honour("fwd", p, c)))
     cfg = (L.honour("fwd", p, config) if config is not None
@@ -176,9 +179,8 @@ def flash_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
     do = do.to(q.dtype).contiguous()
     lse = lse.float().contiguous()
     scale = softmax_scale(sm_scale, p.d)
-    gluon = ((hopper.dispatch_dkdv(p, INTERPRETER) or hopper_d192.dispatch_d192(p, INTERPRETER))
-             if dkdv_config is None and block_m is None
-             and block_n is None and not autotune and not autotune_enabled() else None)
+    choice = (dispatch.choose_for(p, INTERPRETER) if dkdv_config is None and block_m is None
+              and block_n is None and not autotune and not autotune_enabled() else {})
     if dkdv_config is None or dq_config is None:
         timers = _backward_timers(p, q, k, v, o, lse, do, scale)
         if dkdv_config is None:
@@ -186,13 +188,13 @@ def flash_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
         if dq_config is None:
             dq_config = L.resolve_config("bwd_dq", p, block_m, block_n, autotune, timers[1])
     return _backward(p, q, k, v, o, lse, do, scale, L.honour("bwd_dkdv", p, dkdv_config),
-                     L.honour("bwd_dq", p, dq_config), gluon)
+                     L.honour("bwd_dq", p, dq_config), choice)
 
 
 def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
     """Autotuning timers of the dK/dV and dQ launches; their buffers (and the D they read) are
     made on the first timing only, so the untuned path pays nothing for them."""
-    bufs: dict[str, Any] = {}
+    bufs: dict[str, torch.Tensor] = {}
 
     def buffers():
         if not bufs:
@@ -213,19 +215,37 @@ def _backward_timers(p: Problem, q, k, v, o, lse, do, scale):
 
 
 def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelConfig,
-              dq_cfg: KernelConfig, gluon: tuple[int, ...] | hopper_d192.D192Config | None = None):
+              dq_cfg: KernelConfig, choice: dispatch.Choice | None = None):
     """The three launches on checked, contiguous inputs with resolved configs (the autograd
-    path calls this directly: host time is what small shapes are bound by); gluon (BLOCK_M,
-    BLOCK_N, warps): dK/dV on the Gluon kernel (host/hopper.py DISPATCH_DKDV) instead. A
-    small problem seen before with the very same buffers replays the launches as one CUDA
-    graph (graphs); gluon a hopper_d192.D192Config: the chunked d 192 backward instead."""
-    if isinstance(gluon, hopper_d192.D192Config):
-        return hopper_d192.run_backward_d192(p, q, k, v, o, lse, do, scale, gluon, _replayable)
+    path calls this directly: host time is what small shapes are bound by); `choice`
+    (host/dispatch.py) names the passes that run on a Gluon kernel instead: the dK/dV (one
+    partition or warp-specialised), the dQ, or the whole chunked d 192 backward. A small
+    problem seen before with the very same buffers replays the launches as one CUDA graph
+    (graphs). A Gluon kernel this Triton cannot build runs the `tl` launches instead."""
+    if choice:
+        try:
+            return _backward_launches(p, q, k, v, o, lse, do, scale, dkdv_cfg, dq_cfg, choice)
+        except support.GLUON_COMPILE_ERRORS as e:  # this Triton cannot build it: `tl` kernels
+            _gluon_failed(e)
+    return _backward_launches(p, q, k, v, o, lse, do, scale, dkdv_cfg, dq_cfg, {})
+
+
+def _gluon_failed(error: BaseException) -> None:
+    """A Gluon kernel failed to compile: none is dispatched from now on (support.gluon_failed);
+    the one GluonFallbackWarning says why."""
+    support.gluon_failed(error)
+    support.gluon_usable()
+
+
+def _backward_launches(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelConfig,
+                       dq_cfg: KernelConfig, choice: dispatch.Choice):
+    d192 = choice.get("bwd_d192")
+    if isinstance(d192, hopper_d192.D192Config):
+        return hopper_d192.run_backward_d192(p, q, k, v, o, lse, do, scale, d192, _replayable)
     delta = L.new_empty((p.batch, p.heads, p.nq), q, torch.float32)
     dq, dk, dv = L.new_empty(q.shape, q), L.new_empty(k.shape, k), L.new_empty(v.shape, v)
-
-    gluon_dq = hopper.dispatch_dq(p, False) if gluon is not None else None
-    ws = hopper_bwd_ws.dispatch_dkdv_ws(p, False) if gluon is not None else None
+    gluon, gluon_dq, ws = (choice.get("bwd_dkdv"), choice.get("bwd_dq"),
+                           choice.get("bwd_dkdv_ws"))
 
     def launch():
         L.launch_preprocess(p, o, do, delta)
@@ -252,41 +272,87 @@ def _backward(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: KernelCon
     return dq, dk, dv
 
 
-class FlashAttentionFunction(torch.autograd.Function):
-    """autograd wrapper: forward saves (q, k, v, o, lse); backward runs the FA2 backward.
+# causal as the custom ops take it (a str: their schema has no bool-or-str type)
+_CAUSAL_NAMES = {False: "none", None: "none", True: "bottom_right",
+                 "bottom_right": "bottom_right", "top_left": "top_left"}
+_CAUSAL_VALUES = {"none": False, "bottom_right": True, "top_left": "top_left"}
 
-    The backward goes straight to the three launches with the problem checked by the forward
-    and the configs resolved once per shape (launch.resolve_config's cache): at small shapes
-    the backward is bound by host time, not by the GPU (hostprobe, NOTES.md)."""
 
-    @staticmethod
-    def forward(ctx, q, k, v, causal=False, sm_scale=None, block_m=None, block_n=None):
-        o, lse = flash_attention_forward(q, k, v, causal, sm_scale, block_m, block_n)
-        ctx.save_for_backward(q, k, v, o, lse)
-        ctx.problem = L.problem_of(q, k, v, causal)
-        ctx.causal, ctx.sm_scale, ctx.block_m, ctx.block_n = causal, sm_scale, block_m, block_n
-        return o
+def _causal_name(causal) -> str:
+    if not isinstance(causal, (bool, str, type(None))) or causal not in _CAUSAL_NAMES:
+        raise ValueError(f"causal must be False, True, 'bottom_right' or 'top_left'; got "
+                         f"{causal!r}")
+    return _CAUSAL_NAMES[causal]
 
-    @staticmethod
-    def backward(ctx, do):
-        q, k, v, o, lse = ctx.saved_tensors
-        p = ctx.problem
-        if p.fp8 or autotune_enabled():  # the general path: its checks, or the autotuner
-            dq, dk, dv = flash_attention_backward(q, k, v, o, lse, do, ctx.causal,
-                                                  ctx.sm_scale, ctx.block_m, ctx.block_n)
-        else:
-            dq, dk, dv = _backward(
-                p, q.contiguous(), k.contiguous(), v.contiguous(), o.contiguous(), lse,
-                do.to(q.dtype).contiguous(), softmax_scale(ctx.sm_scale, p.d),
-                L.resolve_config("bwd_dkdv", p, ctx.block_m, ctx.block_n),
-                L.resolve_config("bwd_dq", p, ctx.block_m, ctx.block_n),
-                (hopper.dispatch_dkdv(p, INTERPRETER) or hopper_d192.dispatch_d192(p, INTERPRETER))
-                if ctx.block_m is None and ctx.block_n is None else None)
-        return dq, dk, dv, None, None, None, None
+
+@torch.library.custom_op("kernels_gpu::flash_attn_fwd", mutates_args=())
+def _fwd_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str,
+            sm_scale: float | None, block_m: int | None, block_n: int | None
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(o, lse) of flash_attention_forward: the forward as one operator that torch.compile
+    and torch.export keep whole (the dispatch, the configs and the launches happen inside,
+    on real tensors, never in a traced graph)."""
+    return flash_attention_forward(q, k, v, _CAUSAL_VALUES[causal], sm_scale, block_m, block_n)
+
+
+@_fwd_op.register_fake
+def _fwd_fake(q, k, v, causal, sm_scale, block_m, block_n):
+    p = L.problem_of(q, k, v, _CAUSAL_VALUES[causal])  # the same checks, on shapes alone
+    out_dtype = torch.float16 if p.fp8 else q.dtype
+    return (q.new_empty(q.shape, dtype=out_dtype),
+            q.new_empty(q.shape[:3], dtype=torch.float32))
+
+
+@torch.library.custom_op("kernels_gpu::flash_attn_bwd", mutates_args=())
+def _bwd_op(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+            o: torch.Tensor, lse: torch.Tensor, causal: str, sm_scale: float | None,
+            block_m: int | None, block_n: int | None
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv) from the forward's o and lse: the three launches with the configs
+    resolved once per shape (launch.resolve_config's cache), as one operator. At small
+    shapes the backward is bound by host time, not by the GPU (`python -m kernels_gpu.bench.hostprobe`)."""
+    p = L.problem_of(q, k, v, _CAUSAL_VALUES[causal])
+    if p.fp8 or autotune_enabled():  # the general path: its checks, or the autotuner
+        return flash_attention_backward(q, k, v, o, lse, do, _CAUSAL_VALUES[causal], sm_scale,
+                                        block_m, block_n)
+    return _backward(
+        p, q.contiguous(), k.contiguous(), v.contiguous(), o.contiguous(), lse.contiguous(),
+        do.to(q.dtype).contiguous(), softmax_scale(sm_scale, p.d),
+        L.resolve_config("bwd_dkdv", p, block_m, block_n),
+        L.resolve_config("bwd_dq", p, block_m, block_n),
+        dispatch.choose_for(p, INTERPRETER) if block_m is None and block_n is None else None)
+
+
+@_bwd_op.register_fake
+def _bwd_fake(do, q, k, v, o, lse, causal, sm_scale, block_m, block_n):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    q, k, v, causal, sm_scale, block_m, block_n = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.args = (causal, sm_scale, block_m, block_n)
+    ctx.mark_non_differentiable(lse)
+
+
+def _autograd_backward(ctx, do, _dlse):
+    """The lse output carries no gradient (flash_attention returns o alone)."""
+    q, k, v, o, lse = ctx.saved_tensors
+    dq, dk, dv = _bwd_op(do, q, k, v, o, lse, *ctx.args)
+    return dq, dk, dv, None, None, None, None
+
+
+_fwd_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
 
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal=False,
                     sm_scale: float | None = None, block_m: int | None = None,
                     block_n: int | None = None) -> torch.Tensor:
-    """Differentiable FlashAttention-2: softmax(sm_scale * q k^T) v, shape (B, H, N_q, d)."""
-    return FlashAttentionFunction.apply(q, k, v, causal, sm_scale, block_m, block_n)
+    """Differentiable FlashAttention-2: softmax(sm_scale * q k^T) v, shape (B, H, N_q, d).
+
+    Runs the custom operator torch.ops.kernels_gpu.flash_attn_fwd (backward:
+    kernels_gpu::flash_attn_bwd), so torch.compile(fullgraph=True) traces a model calling it
+    with no graph break, CUDA graphs capture it and torch.export exports it."""
+    return torch.ops.kernels_gpu.flash_attn_fwd(q, k, v, _causal_name(causal), sm_scale,
+                                                block_m, block_n)[0]

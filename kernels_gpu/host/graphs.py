@@ -2,7 +2,7 @@
 
 A small backward (d 64, N 1k: ~200 us on an H200) is bound by host time: each Triton launch
 costs ~25-30 us of Python and driver work, three of them plus autograd more than the GPU needs
-(hostprobe, NOTES.md); a small forward likewise. A CUDA graph replays the launches of a call
+(`python -m kernels_gpu.bench.hostprobe`); a small forward likewise. A CUDA graph replays the launches of a call
 for ~10 us of host time.
 
 The graph bakes in every kernel argument: the data pointers, shapes, scalars and configs. So a

@@ -1,39 +1,17 @@
-"""Host side of the warp-specialised Gluon dK/dV (kernels.hopper_bwd_ws, issue 21 item 3 (b)):
-the launch and its dispatch table.
+"""Host side of the warp-specialised Gluon dK/dV (kernels.hopper_bwd_ws): its launches.
 
 `flash_attention_backward` (and autograd) run it instead of the one-partition Gluon dK/dV
-(`hopper.DISPATCH_DKDV`) where `DISPATCH_DKDV_WS` names a config for the point; dQ stays the
-launch `hopper.dispatch_dq` picks. H_kv = H, N_q = N_k a multiple of 128, fp16/bf16, d 64/128,
-sm_90.
+where host/dispatch.py's `DISPATCH_DKDV_WS` names a config for the point; dQ stays the launch
+the dispatch picks. H_kv = H, N_q = N_k a multiple of 128, fp16/bf16, d 64/128, sm_90.
 """
 from __future__ import annotations
 
-import os
-
 import torch
 
-from .hopper import WS_MAXNREG, _descriptors, _rows, dispatch_config, hopper_supported
+from .hopper import WS_MAXNREG, _descriptors, _rows, hopper_supported
 
-__all__ = ["DISPATCH_DKDV_WS", "dispatch_dkdv_ws", "attention_backward_dkdv_ws",
+__all__ = ["attention_backward_dkdv_ws",
            "attention_backward_ws_fused", "ws_bwd_label"]
-
-# (head dim, causal) -> [(largest N, (BLOCK_M, stages, overlap, fused dQ, split) or None)]: the
-# first row whose largest N covers N_q; fused dQ 1 / 2 / 4: dQ too, by atomics of that many
-# floats (no dQ launch); split 1: the two warpgroups share dS and each adds half of dQ's columns. Empty until
-# measured (RESULTS.md, "A warp-specialised Gluon backward").
-DISPATCH_DKDV_WS: dict[tuple[int, bool], list[tuple[int, tuple[int, ...] | None]]] = {}
-
-
-def dispatch_dkdv_ws(p, interpreter: bool) -> tuple[int, ...] | None:
-    """(BLOCK_M, stages, overlap, fused dQ, split) of the warp-specialised dK/dV for a launch.Problem where it
-    measured faster (DISPATCH_DKDV_WS; the Gluon forward's conditions, N a multiple of 128),
-    else None. KERNELS_GPU_HOPPER=0 turns it off with the other Gluon kernels,
-    KERNELS_GPU_WS_BWD=0 alone."""
-    rows = DISPATCH_DKDV_WS.get((p.d, bool(p.causal)))
-    if (not rows or os.environ.get("KERNELS_GPU_WS_BWD", "1") == "0"
-            or dispatch_config(p, interpreter) is None or p.nq % 128):
-        return None
-    return next((cfg for largest, cfg in rows if p.nq <= largest), None)
 
 
 def ws_bwd_label(cfg: tuple[int, ...]) -> str:

@@ -1,5 +1,5 @@
 """Host side of the d 192 chunked Gluon backward (kernels.hopper_bwd_chunked): descriptors,
-launches, and the measured dispatch table (issue 21, item 4, fifth session).
+launches and the candidate configurations the bench times (where it runs: host/dispatch.py).
 
 The backward at d 192 runs as: the `tl` preprocess (D = rowsum(dO * O)), the chunked dK/dV
 (one launch, or dV apart: a dV launch and a dK launch), the chunked dQ. TMA descriptors are
@@ -11,16 +11,15 @@ H heads, with dK and dV written as fp32 partials per query head and summed over 
 """
 from __future__ import annotations
 
-import math
-import os
 from typing import NamedTuple
 
 import torch
 
 from ..kernels.hopper_bwd_chunked import HAVE_GLUON
 from . import launch as L
+from .hopper import _rows, descriptors
 
-__all__ = ["D192Config", "CANDIDATES", "DISPATCH_D192", "dispatch_d192", "d192_supported",
+__all__ = ["D192Config", "CANDIDATES", "d192_supported",
            "attention_backward_dkdv_d192", "attention_backward_dq_d192", "backward_d192",
            "run_backward_d192"]
 
@@ -40,7 +39,7 @@ class D192Config(NamedTuple):
         return f"gluon192 {kv} dq {f(*self.dq)}"
 
 
-# What the bench (`python -m kernels_gpu.bench.d192`) times: name -> config. The offline
+# What the bench (`python -m kernels_gpu.bench.studies d192`) times: name -> config. The offline
 # compile (`python -m kernels_gpu.bench.compile_d192`) dropped the rest (spills, shared memory).
 CANDIDATES: dict[str, D192Config] = {
     "g-n64": D192Config((64, 64, 4, 2), (64, 64, 4, 2), (64, 64, 4, 2)),
@@ -51,58 +50,16 @@ CANDIDATES: dict[str, D192Config] = {
     "g-best": D192Config((32, 64, 4, 2), (64, 128, 8, 2), (128, 64, 8, 2)),
 }
 
-# Where flash_attention_backward runs the chunked Gluon backward: causal -> [(largest N,
-# config or None)], the first row whose N covers N_q. Measured on the lent H100, 2026-11-25
-# (`python -m kernels_gpu.bench.d192`, results/d192_gluon_h100*.json, two calls; RESULTS.md
-# "d 192 native in Gluon (fifth session)"): g-n128 1.19 - 1.34 x SDPA-flash and 1.11 - 1.43 x
-# the `tl` path at every N 1k - 16k, causal or not (call 2, the public path: 1.18 - 1.32 x
-# flash); g-best within -4 % / +8 % of it, so not chosen; below N 1k nothing was measured.
-DISPATCH_D192: dict[bool, list[tuple[int, D192Config | None]]] = {
-    False: [(1023, None), (1 << 62, CANDIDATES["g-n128"])],
-    True: [(1023, None), (1 << 62, CANDIDATES["g-n128"])]}
-
-
 def d192_supported(q: torch.Tensor, k: torch.Tensor, *blocks: int) -> bool:
     return (HAVE_GLUON and q.is_cuda and torch.cuda.get_device_capability(q.device)[0] == 9
             and q.dtype in (torch.float16, torch.bfloat16) and q.shape == k.shape
             and q.shape[-1] == 192 and all(q.shape[2] % b == 0 for b in blocks))
 
 
-def dispatch_d192(p, interpreter: bool) -> D192Config | None:
-    """The chunked Gluon backward's config for a launch.Problem where it measured faster
-    (DISPATCH_D192; d 192, N_q = N_k a multiple of every block, fp16/bf16, sm_90; grouped
-    heads through run_backward_d192's copies), else None. KERNELS_GPU_HOPPER=0 turns it off
-    with the other Gluon kernels, KERNELS_GPU_D192_GROUPS=0 for grouped heads alone."""
-    rows = DISPATCH_D192.get(bool(p.causal), [])
-    if p.group != 1 and os.environ.get("KERNELS_GPU_D192_GROUPS", "1") == "0":
-        return None
-    if (p.d != 192 or interpreter or not HAVE_GLUON or p.nq != p.nk
-            or p.dtype not in (torch.float16, torch.bfloat16)
-            or os.environ.get("KERNELS_GPU_HOPPER", "1") == "0" or not torch.cuda.is_available()
-            or L._capability(torch.cuda.current_device())[0] != 9):
-        return None
-    cfg = next((c for largest, c in rows if p.nq <= largest), None)
-    if cfg is None or any(p.nq % b for blk in cfg if blk for b in blk[:2]):
-        return None
-    return cfg
-
-
 def _descriptors(dtype: torch.dtype, *tensor_rows: tuple[torch.Tensor, int]) -> list:
     """A TMA descriptor for each (tensor, rows): the (B·H·N, 192) tensor read in (rows, 64)
-    boxes into NVMMA-swizzled shared memory."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    gdt = gl.float16 if dtype == torch.float16 else gl.bfloat16
-    return [TensorDescriptor(t, list(t.shape), [t.shape[1], 1], [rows, 64],
-                             gl.NVMMASharedLayout.get_default_for([rows, 64], gdt))
-            for t, rows in tensor_rows]
-
-
-def _rows(q, sm_scale, *tensors):
-    b, h, n, d = q.shape
-    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
-    return (b, h, n, d), scale, tuple(t.contiguous().view(b * h * n, d) for t in tensors)
+    boxes (hopper._descriptors' boxes of 64 columns)."""
+    return descriptors(dtype, *tensor_rows, cols=64)
 
 
 def _check(q, k, v, do, causal, block_m, block_n, held_first: bool) -> None:

@@ -19,10 +19,22 @@ from dataclasses import dataclass, replace
 import torch
 import triton
 
-from .configs import (KernelConfig, autotune_enabled, choose_config, cross_config, dkdv_split,
-                      tma_allowed)
-from ..kernels import (INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_bwd_preprocess,
-                      _attn_fwd, padded_head_dim)
+from ..kernels import (
+    INTERPRETER,
+    _attn_bwd_dkdv,
+    _attn_bwd_dq,
+    _attn_bwd_preprocess,
+    _attn_fwd,
+    padded_head_dim,
+)
+from .configs import (
+    KernelConfig,
+    autotune_enabled,
+    choose_config,
+    cross_config,
+    dkdv_split,
+    tma_allowed,
+)
 
 try:  # host-side TMA descriptors (triton >= 3.4)
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -222,7 +234,7 @@ def _flat_desc_t(vt: torch.Tensor, block_cols: int):
 def _launch(kernel, grid, args: tuple, consts: dict) -> None:
     """kernel[grid](*args, **consts): one JIT launch, ~25 us of host time on the H200 machine
     (hostprobe). Calling the compiled kernel directly with a Python-built specialization key
-    was measured slower (NOTES.md), so every launch goes through Triton's JIT."""
+    was measured slower (ARCHITECTURE.md, host time), so every launch goes through Triton's JIT."""
     kernel[grid](*args, **consts)
 
 

@@ -9,8 +9,8 @@ same (already rounded) inputs. Why each bound is what it is:
 * fp32 on a CUDA GPU: tl.dot on fp32 operands runs TF32 on the tensor cores (operands rounded to
   a 10-bit mantissa, unit roundoff 2^-11 ~ 4.9e-4): measured 1.1e-3 - 1.9e-3 for O, dQ, dK, dV
   on an H200 (N 256 - 1024) and 1.4e-4 for lse; bounds 5e-3 (outputs) and 1e-3 (lse). The
-  interpreter has no TF32, which is why one bound cannot serve both (issue 14: 11 fp32 tests
-  failed on CUDA with the interpreter's 1e-5).
+  interpreter has no TF32, which is why one bound cannot serve both (the interpreter's 1e-5 fails
+  fp32 tests on CUDA).
 * fp16 (both): P and dS are rounded to fp16 (11-bit mantissa) before their dots: measured
   2.5e-4 - 3.1e-4; bound 2e-3 (outputs), 1e-5 (lse, computed in fp32 from fp32 scores).
 * bf16 (both): 8-bit mantissa: measured 2.0e-3 - 6.8e-3; bound 2e-2.

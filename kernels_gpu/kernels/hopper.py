@@ -1,5 +1,5 @@
 """A Hopper-only attention forward in Gluon (`triton.experimental.gluon`, Triton 3.6): the first
-step toward the FlashAttention-3 schedule (issue 21, item 3).
+step toward the FlashAttention-3 schedule.
 
 What it has: Q, K, V tiles through TMA descriptors into NVMMA-swizzled shared memory, a
 two-stage K/V ring with one mbarrier per stage (the load of tile j+1 in flight while tile j is
@@ -7,21 +7,25 @@ computed), both matmuls on `warpgroup_mma` (wgmma; P from registers as the A ope
 online softmax in registers, O written through shared memory and a TMA store.
 What it does not have yet (FA3): a producer warp (warp specialisation), two consumer
 warpgroups in ping-pong, `setmaxnreg`, the overlap of one tile's softmax with the next tile's
-QK^T inside a warpgroup. Causal (square, second session) or not, H_kv = H, N a multiple of the blocks, d 64 or 128, fp16 /
+QK^T inside a warpgroup. Causal (square) or not, H_kv = H, N a multiple of the blocks, d 64 or 128, fp16 /
 bf16. The `tl` kernels stay the reference path (and the only one under the interpreter).
 
 Grid (N / BLOCK_M, B * H); 8 warps = two warpgroups, each owning BLOCK_M / 2 rows.
 """
 from __future__ import annotations
 
-try:
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
-                                                                  tma, warpgroup_mma)
-    HAVE_GLUON = True
-except ImportError:  # pragma: no cover - a Triton without Gluon
-    HAVE_GLUON = False
+from .gluon_api import (
+    HAVE_GLUON,
+    fence_async_shared,
+    gl,
+    gluon,
+    mbarrier,
+    thread_barrier,
+    tma,
+    tma_load,
+    tma_store,
+    warpgroup_mma,
+)
 
 __all__ = ["HAVE_GLUON", "_attn_fwd_hopper"]
 
@@ -62,10 +66,10 @@ if HAVE_GLUON:
         kv_bytes: gl.constexpr = 2 * BLOCK_N * HEAD_DIM * 2
 
         mbarrier.expect(q_bar, BLOCK_M * HEAD_DIM * 2)
-        tma.async_copy_global_to_shared(q_desc, [q_row, 0], q_bar, q_smem)
+        tma_load(q_desc, [q_row, 0], q_bar, q_smem)
         mbarrier.expect(kv_bar.index(0), kv_bytes)
-        tma.async_copy_global_to_shared(k_desc, [kv_row, 0], kv_bar.index(0), k_smem.index(0))
-        tma.async_copy_global_to_shared(v_desc, [kv_row, 0], kv_bar.index(0), v_smem.index(0))
+        tma_load(k_desc, [kv_row, 0], kv_bar.index(0), k_smem.index(0))
+        tma_load(v_desc, [kv_row, 0], kv_bar.index(0), v_smem.index(0))
 
         m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=row_s)
         l_i = gl.full([BLOCK_M], 0.0, gl.float32, layout=row_s)
@@ -82,13 +86,13 @@ if HAVE_GLUON:
         for j in range(n_tiles):
             stage = j % 2
             # every warpgroup is done with the buffer the next load overwrites (tile j - 1)
-            gl.thread_barrier()
+            thread_barrier()
             if j + 1 < n_tiles:
                 nxt = (j + 1) % 2
                 mbarrier.expect(kv_bar.index(nxt), kv_bytes)
-                tma.async_copy_global_to_shared(k_desc, [kv_row + (j + 1) * BLOCK_N, 0],
+                tma_load(k_desc, [kv_row + (j + 1) * BLOCK_N, 0],
                                                 kv_bar.index(nxt), k_smem.index(nxt))
-                tma.async_copy_global_to_shared(v_desc, [kv_row + (j + 1) * BLOCK_N, 0],
+                tma_load(v_desc, [kv_row + (j + 1) * BLOCK_N, 0],
                                                 kv_bar.index(nxt), v_smem.index(nxt))
             mbarrier.wait(kv_bar.index(stage), phase=(j // 2) & 1)
 
@@ -117,5 +121,5 @@ if HAVE_GLUON:
         o_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], o_desc.layout)
         o_smem.store(acc.to(dtype))
         fence_async_shared()
-        tma.async_copy_shared_to_global(o_desc, [q_row, 0], o_smem)
+        tma_store(o_desc, [q_row, 0], o_smem)
         tma.store_wait(pendings=0)

@@ -1,5 +1,5 @@
 """A Hopper dK/dV backward in Gluon (Triton 3.6): the backward's heavy launch on TMA + wgmma
-(issue 21, item 3, third and fourth sessions; one partition, no warp specialisation yet).
+(one partition, no warp specialisation yet).
 
 One program holds a (BLOCK_N, d) tile of K and of V in shared memory (TMA, once) and streams
 the query tiles (BLOCK_M rows of Q and dO) through a two-stage TMA ring, one mbarrier per stage.
@@ -17,20 +17,22 @@ kernel's, or `_attn_bwd_dq_hopper`'s: the mirror image (a Q / dO / lse / D tile 
 streamed; S = Q K^T, P, dP = dO V^T, dS, dQ += dS K). H_kv = H, N_q = N_k a multiple of the
 blocks, d 64 / 128, fp16 / bf16. dK/dV grid (N / BLOCK_N, B * H), dQ grid (N / BLOCK_M, B * H);
 num_warps 8: each warp owns 1/8 of the held tile's rows. STAGES: the streamed ring's depth.
-OVERLAP (fourth session): 0 every wgmma waited; 1 the two products of the streamed tile (S^T and
+OVERLAP: 0 every wgmma waited; 1 the two products of the streamed tile (S^T and
 dP^T; S and dP) issued together and dP^T waited only after P^T's exponentials; 2 (dK/dV) also
 P^T dO left running while dS^T is formed. Every wgmma of a tile retires before the next tile.
 """
 from __future__ import annotations
 
-try:
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
-                                                                  warpgroup_mma_wait)
-    HAVE_GLUON = True
-except ImportError:  # pragma: no cover - a Triton without Gluon
-    HAVE_GLUON = False
+from .gluon_api import (
+    HAVE_GLUON,
+    gl,
+    gluon,
+    mbarrier,
+    thread_barrier,
+    tma_load,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 
 __all__ = ["HAVE_GLUON", "_attn_bwd_dkdv_hopper", "_attn_bwd_dq_hopper"]
 
@@ -69,8 +71,8 @@ if HAVE_GLUON:
         tile_bytes: gl.constexpr = 2 * BLOCK_M * HEAD_DIM * 2
 
         mbarrier.expect(kv_bar, 2 * BLOCK_N * HEAD_DIM * 2)
-        tma.async_copy_global_to_shared(k_desc, [row0 + start_n, 0], kv_bar, k_smem)
-        tma.async_copy_global_to_shared(v_desc, [row0 + start_n, 0], kv_bar, v_smem)
+        tma_load(k_desc, [row0 + start_n, 0], kv_bar, k_smem)
+        tma_load(v_desc, [row0 + start_n, 0], kv_bar, v_smem)
         if CAUSAL:
             first = start_n // BLOCK_M  # the first query tile that sees any of these keys
         else:
@@ -79,9 +81,9 @@ if HAVE_GLUON:
         for s in gl.static_range(STAGES - 1):  # the ring's first STAGES - 1 tiles
             if s < n_tiles:
                 mbarrier.expect(bars.index(s), tile_bytes)
-                tma.async_copy_global_to_shared(q_desc, [row0 + (first + s) * BLOCK_M, 0],
+                tma_load(q_desc, [row0 + (first + s) * BLOCK_M, 0],
                                                 bars.index(s), q_smem.index(s))
-                tma.async_copy_global_to_shared(do_desc, [row0 + (first + s) * BLOCK_M, 0],
+                tma_load(do_desc, [row0 + (first + s) * BLOCK_M, 0],
                                                 bars.index(s), do_smem.index(s))
 
         dk = gl.zeros([BLOCK_N, HEAD_DIM], gl.float32, layout=acc_layout)
@@ -93,14 +95,14 @@ if HAVE_GLUON:
         for i in range(n_tiles):
             stage = i % STAGES
             start_m = (first + i) * BLOCK_M
-            gl.thread_barrier()  # every warp is done with the stage the next load overwrites
+            thread_barrier()  # every warp is done with the stage the next load overwrites
             if i + STAGES - 1 < n_tiles:
                 nxt = (i + STAGES - 1) % STAGES
                 nxt_m = start_m + (STAGES - 1) * BLOCK_M
                 mbarrier.expect(bars.index(nxt), tile_bytes)
-                tma.async_copy_global_to_shared(q_desc, [row0 + nxt_m, 0], bars.index(nxt),
+                tma_load(q_desc, [row0 + nxt_m, 0], bars.index(nxt),
                                                 q_smem.index(nxt))
-                tma.async_copy_global_to_shared(do_desc, [row0 + nxt_m, 0], bars.index(nxt),
+                tma_load(do_desc, [row0 + nxt_m, 0], bars.index(nxt),
                                                 do_smem.index(nxt))
             lse2 = gl.load(LSE + row0 + start_m + m_off) * 1.4426950408889634
             delta = gl.load(DELTA + row0 + start_m + m_off)
@@ -193,8 +195,8 @@ if HAVE_GLUON:
         tile_bytes: gl.constexpr = 2 * BLOCK_N * HEAD_DIM * 2
 
         mbarrier.expect(q_bar, 2 * BLOCK_M * HEAD_DIM * 2)
-        tma.async_copy_global_to_shared(q_desc, [row0 + start_m, 0], q_bar, q_smem)
-        tma.async_copy_global_to_shared(do_desc, [row0 + start_m, 0], q_bar, do_smem)
+        tma_load(q_desc, [row0 + start_m, 0], q_bar, q_smem)
+        tma_load(do_desc, [row0 + start_m, 0], q_bar, do_smem)
         if CAUSAL:
             n_tiles = (start_m + BLOCK_M) // BLOCK_N  # keys up to the tile's last row
         else:
@@ -202,9 +204,9 @@ if HAVE_GLUON:
         for t in gl.static_range(STAGES - 1):  # the ring's first STAGES - 1 tiles
             if t < n_tiles:
                 mbarrier.expect(bars.index(t), tile_bytes)
-                tma.async_copy_global_to_shared(k_desc, [row0 + t * BLOCK_N, 0], bars.index(t),
+                tma_load(k_desc, [row0 + t * BLOCK_N, 0], bars.index(t),
                                                 k_smem.index(t))
-                tma.async_copy_global_to_shared(v_desc, [row0 + t * BLOCK_N, 0], bars.index(t),
+                tma_load(v_desc, [row0 + t * BLOCK_N, 0], bars.index(t),
                                                 v_smem.index(t))
 
         m_off = gl.arange(0, BLOCK_M, layout=row_s)
@@ -218,14 +220,14 @@ if HAVE_GLUON:
         for j in range(n_tiles):
             stage = j % STAGES
             start_n = j * BLOCK_N
-            gl.thread_barrier()  # every warp is done with the stage the next load overwrites
+            thread_barrier()  # every warp is done with the stage the next load overwrites
             if j + STAGES - 1 < n_tiles:
                 nxt = (j + STAGES - 1) % STAGES
                 nxt_n = start_n + (STAGES - 1) * BLOCK_N
                 mbarrier.expect(bars.index(nxt), tile_bytes)
-                tma.async_copy_global_to_shared(k_desc, [row0 + nxt_n, 0], bars.index(nxt),
+                tma_load(k_desc, [row0 + nxt_n, 0], bars.index(nxt),
                                                 k_smem.index(nxt))
-                tma.async_copy_global_to_shared(v_desc, [row0 + nxt_n, 0], bars.index(nxt),
+                tma_load(v_desc, [row0 + nxt_n, 0], bars.index(nxt),
                                                 v_smem.index(nxt))
             mbarrier.wait(bars.index(stage), phase=(j // STAGES) & 1)
             k_t = k_smem.index(stage)

@@ -1,5 +1,4 @@
-"""The d 192 backward in Gluon with the head dim as three 64-column chunks (issue 21, item 4,
-fifth session): every Gluon tensor has power-of-two dims, so a (rows, 192) tile is held as
+"""The d 192 backward in Gluon with the head dim as three 64-column chunks: every Gluon tensor has power-of-two dims, so a (rows, 192) tile is held as
 three (rows, 64) tiles. TMA reads the UNPADDED (B*H*N, 192) tensors through one descriptor of
 box (BLOCK, 64), loaded at columns 0, 64 and 128; no work is done on padding.
 
@@ -21,14 +20,16 @@ dS K_c). H_kv = H, N_q = N_k a multiple of the blocks, fp16 / bf16; grids as ker
 """
 from __future__ import annotations
 
-try:
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
-                                                                  warpgroup_mma_wait)
-    HAVE_GLUON = True
-except ImportError:  # pragma: no cover - a Triton without Gluon
-    HAVE_GLUON = False
+from .gluon_api import (
+    HAVE_GLUON,
+    gl,
+    gluon,
+    mbarrier,
+    thread_barrier,
+    tma_load,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 
 __all__ = ["HAVE_GLUON", "CHUNK", "CHUNKS", "_attn_bwd_dkdv_d192", "_attn_bwd_dq_d192"]
 
@@ -39,9 +40,9 @@ if HAVE_GLUON:
     @gluon.jit
     def _load3(desc, row, bar, smem, base):
         """The three 64-column chunks of `desc`'s rows from `row` into smem[base .. base+2]."""
-        tma.async_copy_global_to_shared(desc, [row, 0], bar, smem.index(base))
-        tma.async_copy_global_to_shared(desc, [row, 64], bar, smem.index(base + 1))
-        tma.async_copy_global_to_shared(desc, [row, 128], bar, smem.index(base + 2))
+        tma_load(desc, [row, 0], bar, smem.index(base))
+        tma_load(desc, [row, 64], bar, smem.index(base + 1))
+        tma_load(desc, [row, 128], bar, smem.index(base + 2))
 
     @gluon.jit
     def _chain3(a, a_base, b, b_base, zero):
@@ -88,7 +89,10 @@ if HAVE_GLUON:
         HELD: gl.constexpr = 1 if PART == 1 else 2  # dV alone needs no V
 
         k_smem = gl.allocate_shared_memory(dtype, [3, BLOCK_N, 64], k_desc.layout)
-        v_smem = gl.allocate_shared_memory(dtype, [3 * (HELD - 1), BLOCK_N, 64], v_desc.layout)
+        if PART == 1:  # dV alone reads no V: no buffer for it
+            v_smem = k_smem
+        else:
+            v_smem = gl.allocate_shared_memory(dtype, [3, BLOCK_N, 64], v_desc.layout)
         q_smem = gl.allocate_shared_memory(dtype, [3 * STAGES, BLOCK_M, 64], q_desc.layout)
         do_smem = gl.allocate_shared_memory(dtype, [3 * STAGES, BLOCK_M, 64], do_desc.layout)
         kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -126,7 +130,7 @@ if HAVE_GLUON:
         for i in range(n_tiles):
             stage = i % STAGES
             start_m = (first + i) * BLOCK_M
-            gl.thread_barrier()  # every warp is done with the stage the next load overwrites
+            thread_barrier()  # every warp is done with the stage the next load overwrites
             if i + STAGES - 1 < n_tiles:
                 nxt = (i + STAGES - 1) % STAGES
                 nxt_m = start_m + (STAGES - 1) * BLOCK_M
@@ -237,7 +241,7 @@ if HAVE_GLUON:
         for j in range(n_tiles):
             stage = j % STAGES
             start_n = j * BLOCK_N
-            gl.thread_barrier()  # every warp is done with the stage the next load overwrites
+            thread_barrier()  # every warp is done with the stage the next load overwrites
             if j + STAGES - 1 < n_tiles:
                 nxt = (j + STAGES - 1) % STAGES
                 nxt_n = start_n + (STAGES - 1) * BLOCK_N

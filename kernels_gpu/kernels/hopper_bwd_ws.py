@@ -1,5 +1,5 @@
 """The FlashAttention-3 backward's structure in Gluon (Triton 3.6): a warp-specialised dK/dV
-(issue 21, item 3 (b), fifth session).
+.
 
 One program owns 128 key rows of one head (two blocks of WG_ROWS = 64) and runs three
 partitions (`gl.warp_specialize`, as `hopper_ws.py`'s forward):
@@ -19,7 +19,7 @@ partitions (`gl.warp_specialize`, as `hopper_ws.py`'s forward):
 
   on wgmma (P^T and dS^T from registers), lse and D = rowsum(dO * O) read with plain loads.
   OVERLAP as `hopper_bwd.py`'s: 0 every wgmma waited; 1 dP^T issued with S^T and retired after
-  P^T's exponentials; 2 also P^T dO left running while dS^T is formed. FUSED_DQ (item 3 (c)):
+  P^T's exponentials; 2 also P^T dO left running while dS^T is formed. FUSED_DQ:
   dS^T goes through shared memory instead, feeding dK += dS^T Q and dQ_part = dS K (two column
   halves of 32 registers), added to an fp32 dQ with atomics (FA2 / FA3's fused dQ; FA3 reduces
   with bulk TMA, which Gluon 3.6 does not offer). Causal: the second
@@ -32,15 +32,17 @@ a separate launch (`hopper_bwd._attn_bwd_dq_hopper` or the `tl` one). H_kv = H, 
 """
 from __future__ import annotations
 
-try:
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
-                                                                  tma, warpgroup_mma,
-                                                                  warpgroup_mma_wait)
-    HAVE_GLUON = True
-except ImportError:  # pragma: no cover - a Triton without Gluon
-    HAVE_GLUON = False
+from .gluon_api import (
+    HAVE_GLUON,
+    fence_async_shared,
+    gl,
+    gluon,
+    mbarrier,
+    thread_barrier,
+    tma_load,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 
 __all__ = ["HAVE_GLUON", "WG_ROWS", "_attn_bwd_dkdv_ws"]
 
@@ -56,17 +58,17 @@ if HAVE_GLUON:
         BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
         mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
         for w in gl.static_range(2):
-            tma.async_copy_global_to_shared(k_desc, [row0 + start_n + w * ROWS, 0], kv_bar,
+            tma_load(k_desc, [row0 + start_n + w * ROWS, 0], kv_bar,
                                             k_smem.index(w))
-            tma.async_copy_global_to_shared(v_desc, [row0 + start_n + w * ROWS, 0], kv_bar,
+            tma_load(v_desc, [row0 + start_n + w * ROWS, 0], kv_bar,
                                             v_smem.index(w))
         for i in range(n_tiles):
             s = i % STAGES
             mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(s), 2 * q_desc.block_type.nbytes)
             m_row = row0 + (first + i) * BLOCK_M
-            tma.async_copy_global_to_shared(q_desc, [m_row, 0], ready.index(s), q_smem.index(s))
-            tma.async_copy_global_to_shared(do_desc, [m_row, 0], ready.index(s),
+            tma_load(q_desc, [m_row, 0], ready.index(s), q_smem.index(s))
+            tma_load(do_desc, [m_row, 0], ready.index(s),
                                             do_smem.index(s))
 
     @gluon.jit
@@ -146,7 +148,7 @@ if HAVE_GLUON:
                 ds_t = ds_smem.index(2 * buf + wg)
                 ds_t.store((pt * (dpt - gl.expand_dims(delta, 0))).to(dtype))
                 fence_async_shared()
-                gl.thread_barrier()  # the warpgroup's dS^T rows all written
+                thread_barrier()  # the warpgroup's dS^T rows all written
                 dk_tok = warpgroup_mma(ds_t, q_t, dk, is_async=True)
                 mbarrier.arrive(ds_bar.index(buf), count=1)
                 mbarrier.wait(ds_bar.index(buf), (i // 2) & 1)  # the other half written
@@ -164,7 +166,7 @@ if HAVE_GLUON:
                 ds_t = ds_smem.index(wg)
                 ds_t.store((pt * (dpt - gl.expand_dims(delta, 0))).to(dtype))
                 fence_async_shared()
-                gl.thread_barrier()  # the warpgroup's dS^T rows all written
+                thread_barrier()  # the warpgroup's dS^T rows all written
                 dk_tok = warpgroup_mma(ds_t, q_t, dk, is_async=True)
                 dq_tok = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(0, HALF, dim=1),
                                        dq_zero, use_acc=False, is_async=True)

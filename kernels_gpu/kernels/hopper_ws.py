@@ -1,5 +1,5 @@
 """The FlashAttention-3 schedule in Gluon (Triton 3.6) for Hopper: a warp-specialised forward
-(issue 21, item 3, third session).
+.
 
 One program owns 128 query rows of one head and runs three partitions (`gl.warp_specialize`):
 
@@ -27,15 +27,18 @@ fp16 / bf16. The `tl` kernels stay the reference path (the only one under the in
 """
 from __future__ import annotations
 
-try:
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier,
-                                                                  tma, warpgroup_mma,
-                                                                  warpgroup_mma_wait)
-    HAVE_GLUON = True
-except ImportError:  # pragma: no cover - a Triton without Gluon
-    HAVE_GLUON = False
+from .gluon_api import (
+    HAVE_GLUON,
+    fence_async_shared,
+    gl,
+    gluon,
+    mbarrier,
+    tma,
+    tma_load,
+    tma_store,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 
 __all__ = ["HAVE_GLUON", "SCHEDULES", "WG_ROWS", "_attn_fwd_ws"]
 
@@ -52,18 +55,18 @@ if HAVE_GLUON:
         ROWS: gl.constexpr = q_desc.block_type.shape[0]
         for w in gl.static_range(2):
             mbarrier.expect(q_bar.index(w), q_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(q_desc, [q_row + w * ROWS, 0], q_bar.index(w),
+            tma_load(q_desc, [q_row + w * ROWS, 0], q_bar.index(w),
                                             q_smem.index(w))
         for j in range(n_tiles):
             s = j % STAGES
             ph = (j // STAGES) & 1
             mbarrier.wait(k_empty.index(s), ph ^ 1)
             mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc, [kv_row + j * BLOCK_N, 0], k_ready.index(s),
+            tma_load(k_desc, [kv_row + j * BLOCK_N, 0], k_ready.index(s),
                                             k_smem.index(s))
             mbarrier.wait(v_empty.index(s), ph ^ 1)
             mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc, [kv_row + j * BLOCK_N, 0], v_ready.index(s),
+            tma_load(v_desc, [kv_row + j * BLOCK_N, 0], v_ready.index(s),
                                             v_smem.index(s))
 
     @gluon.jit
@@ -168,7 +171,7 @@ if HAVE_GLUON:
         acc = acc / gl.expand_dims(gl.convert_layout(l_i, row_o), 1)
         q.store(acc.to(dtype))  # the Q tile is dead: every wgmma reading it has completed
         fence_async_shared()
-        tma.async_copy_shared_to_global(o_desc, [q_row + wg * ROWS, 0], q)
+        tma_store(o_desc, [q_row + wg * ROWS, 0], q)
         tma.store_wait(pendings=0)
 
     @gluon.jit

@@ -1,16 +1,12 @@
-"""Which kernel each launch of a forward and backward runs (issue 21 item 5): the `tl` kernels
+"""Which kernel each launch of a forward and backward runs: the `tl` kernels
 or the Gluon Hopper kernels that `host/flash_attn.py` dispatches to on sm_90.
 
 `launches(...)` is the list of a problem's kernel launches, in order, each a `Launch`: the
 kernel function (the name ncu reports), the label the bench writes (`"tl M128N64w4s3-tma"`,
 `"gluon M128N64w8"`, `"gluon M128N128w12 ws-lag-s3"`, `"gluon M64N64w4"`, `"gluon M64N64w4 s2
-ov1"`) and the tiles its schedule runs. The decision is the host's (`host/hopper.py`:
-`dispatch_config`, `dispatch_ws`, `dispatch_dkdv`, `dispatch_dq`, from the tables `DISPATCH`,
-`DISPATCH_CAUSAL`, `DISPATCH_WS`, `DISPATCH_DKDV`, `DISPATCH_DQ`; `host/hopper_d192.py`:
-`dispatch_d192` from `DISPATCH_D192`, the chunked d 192 backward), made here without a GPU:
-the same tables, the same conditions, the GPU's compute capability given (`capability`; None:
-no GPU, the interpreter — no Gluon kernel). A CPU test holds `gluon_choice` equal to the host's
-functions on a grid of problems.
+ov1"`) and the tiles its schedule runs. Which kernel runs is `host/dispatch.py`'s `choose`,
+the function the public functions call, asked here without a GPU for the GPU's compute
+capability given (`capability`; None: no GPU, the interpreter — no Gluon kernel).
 
 What a Gluon launch's schedule is (`Launch.schedule`): the `tl` schedule of the same loops
 with the kernel's blocks (the one-partition forward BLOCK_M x BLOCK_N; the warp-specialised
@@ -29,24 +25,22 @@ d x elem_bytes bytes a row, as the schedule counts.
 """
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from ..host.configs import KernelConfig
+from ..host.dispatch import SM90, WS_ROWS, Choice, choose, choose_for
 from .schedule import PREPROCESS_CONFIG, Schedule, launch_config, schedule
 
-__all__ = ["Launch", "gluon_choice", "launches", "from_label", "case_launches", "host_labels",
+__all__ = ["Launch", "launches", "from_label", "case_launches", "host_labels",
            "TL_FUNCTIONS", "d192_labels", "d192_launches", "pass_labels", "D192_FUNCTIONS",
            "GLUON_FUNCTIONS", "SM90"]
 
-SM90 = (9, 0)
 TL_FUNCTIONS = {"fwd": "_attn_fwd", "bwd_preprocess": "_attn_bwd_preprocess",
                 "bwd_dkdv": "_attn_bwd_dkdv", "bwd_dq": "_attn_bwd_dq"}
 GLUON_FUNCTIONS = {"fwd": "_attn_fwd_hopper", "fwd_ws": "_attn_fwd_ws",
                    "bwd_dkdv": "_attn_bwd_dkdv_hopper", "bwd_dq": "_attn_bwd_dq_hopper"}
-WS_ROWS = 128  # query rows of a warp-specialised program (kernels.hopper_ws: 2 x WG_ROWS)
 WS_WARPS = 12  # two consumer warpgroups and the producer's, padded to a warpgroup
 _LABEL = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-(ws|lag|pingpong)-s(\d+)| s(\d+) ov(\d+))?")
 D192_FUNCTIONS = {"bwd_dkdv": "_attn_bwd_dkdv_d192", "bwd_dq": "_attn_bwd_dq_d192"}
@@ -87,65 +81,6 @@ class Launch:
                         kernel=self.label if self.gluon else "")
 
 
-def gluon_choice(n: int, d: int, causal: bool = False, heads: int = 1,
-                 kv_heads: int | None = None, nk: int | None = None, elem_bytes: int = 2,
-                 capability: tuple[int, int] | None = SM90,
-                 env: Mapping[str, str] | None = None) -> dict[str, tuple]:
-    """{"fwd": host/hopper.py's `dispatch_config` tuple, "fwd_ws": `dispatch_ws`'s, "bwd_dkdv":
-    `dispatch_dkdv`'s, "bwd_dq": `dispatch_dq`'s, "bwd_d192": host/hopper_d192.py's
-    `dispatch_d192` D192Config (the chunked d 192 backward, where no Gluon dK/dV is)} for the
-    passes the host dispatches to a Gluon kernel (absent: the `tl` kernel), for a launch with
-    no explicit blocks or config. elem_bytes 2 = fp16 / bf16; `env` the environment
-    (KERNELS_GPU_HOPPER=0, KERNELS_GPU_WS=0 turn the kernels off; default os.environ)."""
-    from ..host import hopper  # the tables and HAVE_GLUON; nothing runs on a GPU
-
-    env = os.environ if env is None else env
-    nk = n if nk is None else nk
-    kv_heads = heads if kv_heads is None else kv_heads
-    if (capability is None or capability[0] != 9 or nk != n
-            or elem_bytes != 2 or env.get("KERNELS_GPU_HOPPER", "1") == "0"):
-        return {}
-    if kv_heads != heads:  # grouped heads: only the chunked d 192 backward (on K/V copied out)
-        d192 = (_d192_choice(n, d, causal)
-                if env.get("KERNELS_GPU_D192_GROUPS", "1") != "0" else None)
-        return {"bwd_d192": d192} if d192 else {}
-    cfg = (hopper.DISPATCH_CAUSAL if causal else hopper.DISPATCH).get(d)
-    if cfg is None or not hopper.HAVE_GLUON or n % max(cfg[0], cfg[1]):
-        d192 = _d192_choice(n, d, causal)
-        return {"bwd_d192": d192} if d192 else {}
-    out: dict[str, tuple] = {"fwd": tuple(cfg)}
-    rows = hopper.DISPATCH_WS.get((d, bool(causal)))
-    if rows is not None and env.get("KERNELS_GPU_WS", "1") != "0" and n % WS_ROWS == 0:
-        ws = next(c for largest, c in rows if n <= largest)
-        if ws is not None:
-            out["fwd_ws"] = tuple(ws)
-    dkdv = hopper.DISPATCH_DKDV.get(d)
-    if dkdv is not None and n % max(dkdv[:2]) == 0:
-        out["bwd_dkdv"] = tuple(dkdv)
-        dq = hopper.DISPATCH_DQ.get((d, bool(causal)))
-        if dq is not None and n % max(dq[:2]) == 0:
-            out["bwd_dq"] = tuple(dq)
-    else:
-        d192 = _d192_choice(n, d, causal)
-        out.update({"bwd_d192": d192} if d192 else {})
-    return out
-
-
-def _d192_choice(n: int, d: int, causal: bool) -> tuple | None:
-    """host/hopper_d192.py's `dispatch_d192` past the conditions the Gluon kernels share
-    (sm_90, H_kv = H, N_q = N_k, fp16 / bf16, the switch): d 192, DISPATCH_D192's row for N,
-    N a multiple of every block of its launches."""
-    from ..host import hopper_d192
-
-    if d != 192 or not hopper_d192.HAVE_GLUON:
-        return None
-    cfg = next((c for largest, c in hopper_d192.DISPATCH_D192.get(bool(causal), [])
-                if n <= largest), None)
-    if cfg is None or any(n % b for blk in cfg if blk for b in blk[:2]):
-        return None
-    return cfg
-
-
 def d192_labels(cfg) -> dict[str, str]:
     """pass -> label of a chunked d 192 backward (a D192Config (dv, dk, dq)): "bwd_dkdv"
     "gluon192 dv M..s.. dk M..s.." (dV apart) or "gluon192 dkdv M..s..", "bwd_dq" "gluon192 dq
@@ -180,23 +115,23 @@ def pass_labels(plan: list[Launch]) -> dict[str, str]:
     return out
 
 
-def _gluon_launch(pass_: str, choice: dict[str, tuple]) -> Launch | list[Launch] | None:
-    """The Gluon launch of `pass_` in a `gluon_choice` (a list: the chunked d 192 ones), or
-    None (the `tl` kernel runs)."""
+def _gluon_launch(pass_: str, choice: Choice) -> list[Launch]:
+    """The Gluon launches of `pass_` in a `choose` answer (two for the chunked d 192 dK/dV
+    with dV apart), or [] (the `tl` kernel runs)."""
     if pass_ == "fwd" and "fwd_ws" in choice:
         bn, sched, stages = choice["fwd_ws"]
-        return from_label("fwd", f"gluon M{WS_ROWS}N{bn}w{WS_WARPS} ws-{sched}-s{stages}")
+        return [from_label("fwd", f"gluon M{WS_ROWS}N{bn}w{WS_WARPS} ws-{sched}-s{stages}")]
     if pass_ == "fwd" and "fwd" in choice:
-        return from_label("fwd", "gluon M{}N{}w{}".format(*choice["fwd"]))
+        return [from_label("fwd", "gluon M{}N{}w{}".format(*choice["fwd"]))]
     if pass_ == "bwd_dkdv" and "bwd_dkdv" in choice:
         bm, bn, w, stages, _ = choice["bwd_dkdv"]
-        return Launch(pass_, GLUON_FUNCTIONS[pass_], f"gluon M{bm}N{bn}w{w}",
-                      KernelConfig(bm, bn, w, stages, True))
+        return [Launch(pass_, GLUON_FUNCTIONS[pass_], f"gluon M{bm}N{bn}w{w}",
+                       KernelConfig(bm, bn, w, stages, True))]
     if "bwd_d192" in choice and pass_ in ("bwd_dkdv", "bwd_dq"):
         return d192_launches(pass_, d192_labels(choice["bwd_d192"])[pass_])
     if pass_ == "bwd_dq" and "bwd_dq" in choice:
-        return from_label("bwd_dq", "gluon M{}N{}w{} s{} ov{}".format(*choice["bwd_dq"]))
-    return None
+        return [from_label("bwd_dq", "gluon M{}N{}w{} s{} ov{}".format(*choice["bwd_dq"]))]
+    return []
 
 
 def from_label(pass_: str, label: str, config: KernelConfig | None = None) -> Launch:
@@ -238,30 +173,27 @@ def launches(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int
              configs: Mapping[str, KernelConfig] | None = None,
              env: Mapping[str, str] | None = None) -> list[Launch]:
     """The launches of one forward (and backward) through the public functions without explicit
-    blocks, in order: the Gluon kernels where `gluon_choice` picks them, else the `tl` kernel
+    blocks, in order: the Gluon kernels where `choose` picks them, else the `tl` kernel
     with `configs[pass]` (what ran) or `schedule.launch_config`'s choice. A `tl` dK/dV with
     dv_apart is two launches (dV, dK); one with fused_dq writes dQ itself (no dQ launch) unless
     the Gluon dK/dV runs."""
-    choice = gluon_choice(n, d, causal, heads, kv_heads, nk, elem_bytes, capability, env)
+    choice = choose(n, d, causal, heads, kv_heads, nk, elem_bytes, capability, env)
     configs = dict(configs or {})
 
     def tl(pass_: str) -> KernelConfig:
         return configs.get(pass_) or launch_config(n, d, causal, pass_=pass_,
                                                    elem_bytes=elem_bytes, nk=nk)
 
-    fwd = _gluon_launch("fwd", choice)
-    out: list[Launch] = [fwd if isinstance(fwd, Launch) else from_label("fwd", "tl", tl("fwd"))]
+    out = _gluon_launch("fwd", choice) or [from_label("fwd", "tl", tl("fwd"))]
     if not backward:
         return out
     out.append(Launch("bwd_preprocess", TL_FUNCTIONS["bwd_preprocess"],
                       "tl " + PREPROCESS_CONFIG.short(), PREPROCESS_CONFIG))
     dkdv = _gluon_launch("bwd_dkdv", choice)
-    if isinstance(dkdv, list):  # the chunked d 192 backward: its dK/dV and dQ launches
-        dq = _gluon_launch("bwd_dq", choice)
-        assert isinstance(dq, list)  # the chunked backward's dQ launches too
-        return out + dkdv + dq
-    if dkdv is not None:
-        out.append(dkdv)
+    if "bwd_d192" in choice:  # the chunked d 192 backward: its dK/dV and dQ launches
+        return out + dkdv + _gluon_launch("bwd_dq", choice)
+    if dkdv:
+        out += dkdv
     else:
         cfg = tl("bwd_dkdv")
         label = "tl " + cfg.short()
@@ -269,8 +201,7 @@ def launches(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int
                 if cfg.dv_apart else [Launch("bwd_dkdv", TL_FUNCTIONS["bwd_dkdv"], label, cfg)])
         if cfg.fused_dq:
             return out
-    dq_launch = _gluon_launch("bwd_dq", choice)
-    out.append(dq_launch if isinstance(dq_launch, Launch) else from_label("bwd_dq", "tl", tl("bwd_dq")))
+    out += _gluon_launch("bwd_dq", choice) or [from_label("bwd_dq", "tl", tl("bwd_dq"))]
     return out
 
 
@@ -301,19 +232,16 @@ def case_launches(case: Mapping) -> list[Launch]:
 
 
 def host_labels(q, k, v, causal) -> dict[str, str]:
-    """pass -> label of the Gluon kernels the host's own dispatch (host/hopper.py,
-    host/hopper_d192.py) runs for these CUDA tensors through the public functions with no
-    explicit blocks; absent: `tl`."""
-    from ..host import hopper, hopper_d192
+    """pass -> label of the Gluon kernels the public functions run for these CUDA tensors with
+    no explicit blocks (host/dispatch.py's `choose_for`); absent: `tl`."""
+    from ..host import hopper
     from ..host.launch import problem_of
 
-    p = problem_of(q, k, v, causal)
-    fwd, dkdv = hopper.dispatch_config(p, False), hopper.dispatch_dkdv(p, False)
-    ws = hopper.dispatch_ws(p, False) if fwd is not None else None
-    dq = hopper.dispatch_dq(p, False) if dkdv is not None else None
+    choice = choose_for(problem_of(q, k, v, causal), False)
+    fwd, ws, dkdv, dq = (choice.get(name) for name in ("fwd", "fwd_ws", "bwd_dkdv", "bwd_dq"))
     labels = {"fwd": hopper.ws_label(ws) if ws else fwd and "gluon M{}N{}w{}".format(*fwd),
               "bwd_dkdv": dkdv and "gluon M{}N{}w{}".format(*dkdv),
               "bwd_dq": dq and "gluon M{}N{}w{} s{} ov{}".format(*dq)}
-    d192 = hopper_d192.dispatch_d192(p, False) if dkdv is None else None
-    labels.update(d192_labels(d192) if d192 else {})  # as flash_attn: dK/dV's dispatch first
+    d192 = choice.get("bwd_d192")
+    labels.update(d192_labels(d192) if d192 else {})
     return {pass_: label for pass_, label in labels.items() if label}

@@ -1,5 +1,5 @@
 """The Gluon kernels as the time model sees them: which kernel ran, its tiles, its occupancy and
-its schedule (issue 21, items 2 and 5).
+its schedule.
 
 A bench row names the kernel that ran where it is not the `tl` one: `fwd_kernel` (e.g.
 "gluon M128N64w8", the one-partition Hopper forward of `kernels/hopper.py`, or
@@ -8,7 +8,7 @@ schedule and ring stages), `bwd_dkdv_kernel` and `bwd_dq_kernel` ("gluon M64N64w
 dK/dV and the dQ of `kernels/hopper_bwd.py` with ring stages and OVERLAP; " s2" and " ov0" may
 be left out). `parse` turns a name into a `GluonKernel`; absent or "tl ..." is the `tl` kernel
 (None). The launch studies (bench/hopper.py, hopper_bwd.py) name their columns differently
-("ws N128 lag s2", "gluon dq M64N64w4 ov1"): `from_study`. The fifth session's backward
+("ws N128 lag s2", "gluon dq M64N64w4 ov1"): `from_study`. The other backward
 kernels (model/gluon_bwd.py: their resources and the fused dQ's atomics): the warp-specialised
 dK/dV "gluon ws M64N128w12 s2 ov1" (dQ fused by fp32 atomics: "gluon ws+dq ... red4 split"),
 a chain in each of its two consumer warpgroups (KINDS' `lanes` 2); the chunked d 192 launches
@@ -28,7 +28,7 @@ What the model takes from the kernel:
   config=kernel.config)`) follow the kernel's tiles: 128 query rows (two consumer warpgroups
   of 64) x BLOCK_N for the warp-specialised forward, BLOCK_M x BLOCK_N for the others; all TMA.
 * **occupancy** (`resources`): registers and shared memory of one program. The stored offline
-  sm_90 compile (`results/resources_gluon_sm90.json`, `TRITON_INTERPRET=0 python -m
+  sm_90 compile (`data/resources_gluon_sm90.json`, `TRITON_INTERPRET=0 python -m
   kernels_gpu.bench.fit_model --compile-gluon`: every kernel the dispatch runs and the launch
   studies ran) where it has the kernel, else the closed form of the kernel's budgets: the
   warp-specialised forward's registers are set by `setmaxnreg`, two consumer warpgroups at 240
@@ -55,15 +55,14 @@ What the model takes from the kernel:
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 from ..host.configs import KernelConfig
-from . import gluon_bwd
-from .pipeline import overlapped_time, program_time  # noqa: F401 (re-exported)
+from . import data, gluon_bwd
 from .occupancy import resources as tl_resources
+from .pipeline import overlapped_time, program_time  # noqa: F401 (re-exported)
 from .schedule import Schedule, schedule
 
 __all__ = ["GluonKernel", "parse", "from_study", "Kind", "KINDS", "resources", "program_time",
@@ -71,8 +70,7 @@ __all__ = ["GluonKernel", "parse", "from_study", "Kind", "KINDS", "resources", "
            "overlap_hidden", "overlapped_time", "phase", "from_d192_launch",
            "WS_ROWS", "CONSUMER_REGS", "PRODUCER_REGS"]
 
-GLUON_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "results", "resources_gluon_sm90.json")
+GLUON_FILE = data.path("resources_gluon_sm90.json")
 WS_ROWS = 128          # query rows of a warp-specialised program: two consumer warpgroups of 64
 CONSUMER_REGS = 240    # setmaxnreg of each consumer warpgroup (kernels/hopper_ws.py)
 PRODUCER_REGS = 24     # setmaxnreg of the producer's warpgroup
@@ -252,7 +250,7 @@ class Kind:
 # warp-specialised schedule: "bwd_dkdv-ws" for a warp-specialised dK/dV named "gluon
 # M..N..w.. ws-ws-s2" in bwd_dkdv_kernel). A new kernel: a row here; if its schedule is
 # neither, a branch in predict.scheduled; its offline compile in bench/fit_model._compile_one.
-# A bench row naming a kind not here stops `--predict` with the name (no silent guess).
+# A bench row naming a kind not here stops `--predict` with the name (nothing is guessed).
 KINDS = {
     "fwd": Kind("chain", 0.0, "one-partition forward (kernels/hopper.py): every tile and "
                 "product waited in turn, like `tl`"),
@@ -293,8 +291,6 @@ KINDS = {
 @lru_cache(maxsize=4)
 def compiled(path: str = GLUON_FILE) -> dict:
     """{"pass|label|causal": {"regs", "smem", ...}} of the stored offline compile."""
-    if not os.path.exists(path):
-        return {}
     with open(path) as f:
         return json.load(f)["kernels"]
 
@@ -345,11 +341,11 @@ class PipelineTerms:
 # Fitted by `python -m kernels_gpu.bench.fit_model --gluon` on GLUON_FIT_SUBSET (see there).
 PIPELINE = PipelineTerms(fixed_s=2e-6, hidden={"ws": 0.25, "lag": 0.4, "pingpong": 0.35},
                          balance=0.25)
-GLUON_FIT_SUBSET = ("the launch studies results/hopper_*_h100*.json (each Gluon kernel and "
-                    "`tl` dQ timed alone) and results/d192_gluon_h100.json (each d 192 launch "
-                    "alone, `launch_ms`) at N 1024 and 16384; held out: their N 512, 2048, "
-                    "4096, 8192, every whole backward of the studies and every dispatch run "
-                    "(results/frontier_*dispatch*_h100*.json)")
+GLUON_FIT_SUBSET = ("the launch studies of data/gluon_studies_h100.json (each Gluon kernel and "
+                    "`tl` dQ timed alone; the d 192 ones each launch alone, `launch_ms`) at N "
+                    "1024 and 16384; held out: their N 512, 2048, 4096, 8192, every whole "
+                    "backward of the studies and every dispatch run "
+                    "(data/dispatch_runs_h100.json)")
 
 
 def overlap_hidden(rate, kernel: GluonKernel | None) -> float:

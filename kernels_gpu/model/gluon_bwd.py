@@ -1,4 +1,4 @@
-"""The fifth session's Gluon backward kernels as the time model sees them (model/gluon.py's
+"""The Gluon backward kernels beyond the one-partition dK/dV and dQ, as the time model sees them (model/gluon.py's
 KINDS rows "bwd_dkdv-ws", "bwd_dkdv-ws+dq", "d192-dv", "d192-dk", "d192-dq"): their programs'
 resources and the fused dQ's atomics.
 
@@ -16,20 +16,19 @@ resources and the fused dQ's atomics.
   gluon.GLUON_FIT_SUBSET) plus the accumulator's bytes at the HBM rate and two launches
   (`atomic_s`). The bytes are a closed form of the tile pairs (`atomic_bytes`).
 * **The d 192 chunked launches** (kernels/hopper_bwd_chunked.py): registers and shared memory
-  from the stored offline sm_90 compile, `results/resources_gluon_d192_sm90.md`
-  (`python -m kernels_gpu.bench.compile_d192`), read here (`d192_compiled`).
+  from the declared offline sm_90 compile, `data/resources_gluon_d192_sm90.json`
+  (`python -m kernels_gpu.bench.compile_d192 --json`), read here (`d192_compiled`).
 """
 from __future__ import annotations
 
-import os
-import re
 from functools import lru_cache
+
+from . import data
 
 __all__ = ["ws_resources", "atomic_bytes", "accumulator_bytes", "atomic_s", "ATOMIC_BPS",
            "d192_compiled", "D192_FILE", "WS_KEYS", "WG_KEYS"]
 
-D192_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         "results", "resources_gluon_d192_sm90.md")
+D192_FILE = "resources_gluon_d192_sm90.json"  # declared in data/manifest.json
 WS_KEYS = 128        # key rows of a warp-specialised dK/dV program
 WG_KEYS = 64         # key rows of each consumer warpgroup
 CONSUMER_REGS, PRODUCER_REGS, BARRIER_BYTES = 240, 24, 8
@@ -37,7 +36,7 @@ CONSUMER_REGS, PRODUCER_REGS, BARRIER_BYTES = 240, 24, 8
 # Bytes per second of the fused dQ's fp32 reductions, by form (red1: Triton's atomic_add,
 # red.f32; red2 / red4: inline red.global.add.v2 / v4.f32; "red4 split": v4 with half the
 # atomics, the warpgroups sharing dS^T). Fitted by `python -m kernels_gpu.bench.fit_model
-# --gluon` on gluon.GLUON_FIT_SUBSET (results/hopper_bwd_ws_h100_run*.json at N 1k, 16k).
+# --gluon` on gluon.GLUON_FIT_SUBSET (the warp-specialised backward studies at N 1k, 16k).
 ATOMIC_BPS = {"red1": 3.0e12, "red2": 2.9e12, "red4": 4.5e12, "red4 split": 3.8e12}
 
 
@@ -85,21 +84,13 @@ def atomic_s(form: str, n: int, d: int, batch: int, heads: int, causal: bool, bl
             + 2 * launch_s)
 
 
-_ROW = re.compile(r"\| (dkdv part (\d)|dq) \| (yes|no) \| (M\d+N\d+w\d+s\d+) \| (\d+) \| "
-                  r"\d+ \| \d+ \| (\d+) \|")
-
-
 @lru_cache(maxsize=2)
-def d192_compiled(path: str = D192_FILE) -> dict:
-    """{(part, "M..N..w..s..", causal): (registers, shared-memory bytes)} of the stored offline
-    compile of the chunked d 192 kernels (fp16; part 1 dV, 2 dK, 0 both, "dq" the dQ)."""
-    if not os.path.exists(path):
-        return {}
+def d192_compiled(name: str = D192_FILE) -> dict:
+    """{(part, "M..N..w..s..", causal): (registers, shared-memory bytes)} of the declared
+    offline compile of the chunked d 192 kernels (fp16; part 1 dV, 2 dK, 0 both, "dq" the
+    dQ)."""
     out = {}
-    with open(path) as f:
-        for line in f:
-            m = _ROW.match(line)
-            if m:
-                key = (int(m.group(2)) if m.group(2) else "dq", m.group(4), m.group(3) == "yes")
-                out[key] = (int(m.group(5)), int(m.group(6)))
+    for key, r in data.load_json(name)["kernels"].items():
+        part, config, causal = key.split("|")
+        out[(part if part == "dq" else int(part), config, causal == "1")] = (r["regs"], r["smem"])
     return out

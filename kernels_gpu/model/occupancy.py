@@ -11,7 +11,7 @@ architect adds, all computed here from the config that ran (no GPU needed):
   pointer loads) plus the tiles a program holds. The registers are the fp32 accumulators and
   score tiles per thread plus a fixed overhead (`REG_OVERHEAD`) for addresses, softmax
   statistics and loop state (`resources`). Where the offline sm_90 compile of the kernel is
-  stored (`results/resources_sm90.json`: the frontier grid's 30 kernels, fp16, written by
+  stored (`data/resources_sm90.json`: the frontier grid's 30 kernels, fp16, written by
   `TRITON_INTERPRET=0 python -m kernels_gpu.bench.fit_model --compile`) its registers and
   shared memory are used instead (`program_resources`); a CPU test compares the two.
 * **the program list** (`program_row`): the inner-loop iterations of each program, in the
@@ -26,20 +26,20 @@ from __future__ import annotations
 import heapq
 import json
 import math
-import os
 from functools import lru_cache
+
+from . import data
 
 __all__ = ["SM", "REG_OVERHEAD", "resources", "programs_per_sm", "program_row", "makespan",
            "kernel_key", "compiled", "program_resources", "COMPILED_FILE", "schedule_time"]
 
-COMPILED_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                             "results", "resources_sm90.json")
+COMPILED_FILE = data.path("resources_sm90.json")
 
 # H100 SXM (the datasheet; the same per SM on the H200)
 SM = {"regs": 65536, "smem": 233472, "smem_reserved": 1024, "warps": 64, "blocks": 32,
       "max_regs": 255, "reg_granule": 8}
 REG_OVERHEAD = 24  # registers per thread beyond the tiles: chosen against the offline compile
-#                    of the frontier grid's 30 kernels (results/resources_sm90.json): 27 of 30
+#                    of the frontier grid's 30 kernels (data/resources_sm90.json): 27 of 30
 #                    get the compiled programs per SM (a CPU test holds it)
 
 MAX_PROGRAMS = 1 << 20  # a launch with more programs gets the closed form of equal programs
@@ -84,10 +84,7 @@ def kernel_key(pass_: str, d: int, causal: bool, config, part: int | None = None
 
 @lru_cache(maxsize=4)
 def compiled(path: str = COMPILED_FILE) -> dict:
-    """{kernel_key: {"regs", "smem", "spill_stores"}} of the stored offline compile ({} if
-    the file is absent)."""
-    if not os.path.exists(path):
-        return {}
+    """{kernel_key: {"regs", "smem", "spill_stores"}} of the stored offline compile."""
     with open(path) as f:
         return json.load(f)["kernels"]
 

@@ -15,7 +15,7 @@ seconds by its one formula (`Machine.work_cycles`):
 
 Why two memory terms: the tile machine has no cache, so the words it moves are what the SMs
 request. On the GPU the re-reads of K and V (forward, dQ) and of Q and dO (dK/dV) are served by
-the L2 (ncu measured DRAM reads = the compulsory bytes in 31 of 32 launches, RESULTS.md), so
+the L2 (ncu measured DRAM reads = the compulsory bytes in 31 of 32 launches, data/traffic_h200.json), so
 HBM sees only the compulsory words and the rest costs L2 bandwidth (measured, calibration.json).
 `roofline_s` is the tile machine's own estimate, max(all tile words at the HBM rate, compute):
 what the model says with no L2, printed beside for comparison.
@@ -23,7 +23,7 @@ what the model says with no L2, printed beside for comparison.
 FLOPs use the padded head dim (the tensor cores run d_p-wide tiles); bytes use the real one.
 
 Given the config that ran (`config=` / `dkdv_config=`, `dq_config=`), each loop launch then goes
-through the schedule (issue 21, item 2; `model/occupancy.py`): the rate time above is spread
+through the schedule (`model/occupancy.py`): the rate time above is spread
 over the launch's programs in proportion to their loop iterations, and the programs run on
 SMs x programs-per-SM slots (greedy, in launch order). Per iteration a slot takes
 
@@ -45,7 +45,7 @@ its schedule (gluon.KINDS) replace the `tl` config's: the one-partition kernels 
 above with `GLUON_TERMS` (less the GEMM the backward's OVERLAP hides, `overlap_hidden`); the
 warp-specialised forward is a two-stage pipeline hiding a fraction of the shorter of its
 matrix and softmax stages (`overlapped_time`, gluon.PIPELINE). Both fitted on the launch
-studies (gluon.GLUON_FIT_SUBSET); the dispatch runs are held out. The fifth session's backward
+studies (gluon.GLUON_FIT_SUBSET); the dispatch runs are held out. The other Gluon backward
 kernels run the chain by their KINDS row (`chain_time`): the warp-specialised dK/dV two chains
 a program (`lanes`), its fused dQ 5 / 4 of the tensor time plus the fp32 reductions at their
 form's throughput (model/gluon_bwd.py); the chunked d 192 launches on unpadded d 192 work
@@ -62,9 +62,8 @@ from toymachine.cost import attention_tile_cost
 from ..kernels.common import padded_head_dim
 from . import gluon, gluon_bwd
 from .gluon import overlap_hidden, overlapped_time
-from .rates import (CALIBRATION_FILE, RESULTS_DIR, calibration, calibration_file,  # noqa: F401
-                    l2_rate, machine_for)
 from .occupancy import program_resources, program_row, programs_per_sm, schedule_time
+from .rates import CALIBRATION_FILE, calibration, calibration_file, l2_rate, machine_for  # noqa: F401
 from .schedule import schedule
 
 __all__ = ["Prediction", "predict_forward", "predict_backward", "predict_launch", "sequence",
@@ -126,15 +125,14 @@ class ScheduleTerms:
 
 
 # Fitted by `python -m kernels_gpu.bench.fit_model` (least squares of log(predicted /
-# measured), grid search) on FIT_SUBSET of results/frontier_h100.json (H100, 2026-11-25);
+# measured), grid search) on FIT_SUBSET of data/frontier_h100.json (an H100);
 # a CPU test checks them. The forward's overlap is determined by its d 64 points alone (the
 # only forward launch with 3 programs per SM whose softmax is not hidden behind the L2 time).
 # "bwd_dq" (the dQ launch) is fitted first, on the `tl` dQ launches of the launch studies
 # (gluon.GLUON_FIT_SUBSET: timed alone, N 1k and 16k; `fit_model --gluon`), then "bwd" (the
-# dK/dV launches) on FIT_SUBSET with it held (fifth session; before, one "bwd" for both:
-# 5 us, 0.2, 0.375, which put the `tl` dQ launch alone at 0.81 - 1.37 x its measured time
-# and the `tl` dK/dV at 0.68 - 1.10: errors that cancelled in the whole `tl` backward, not
-# beside a Gluon dK/dV).
+# dK/dV launches) on FIT_SUBSET with it held (one "bwd" for both, 5 us, 0.2, 0.375, put the
+# `tl` dQ launch alone at 0.81 - 1.37 x its measured time and the `tl` dK/dV at 0.68 - 1.10:
+# errors that cancel in the whole `tl` backward, not beside a Gluon dK/dV).
 TERMS = {"fwd": ScheduleTerms(fixed_s=0.0, exposed=0.1, overlap=0.125),
          "bwd": ScheduleTerms(fixed_s=8e-6, exposed=0.3, overlap=0.25),
          "bwd_dq": ScheduleTerms(fixed_s=3e-6, exposed=0.0, overlap=0.375)}
@@ -145,7 +143,7 @@ FIT_SUBSET = "N_q = N_k in {1024, 4096, 16384}"  # held out: N 2048, 8192 and N_
 GLUON_TERMS = {"fwd": ScheduleTerms(fixed_s=0.5e-6, exposed=0.0, overlap=0.125),
                "bwd": ScheduleTerms(fixed_s=5e-6, exposed=0.2, overlap=0.125),
                "bwd_dq": ScheduleTerms(fixed_s=3e-6, exposed=0.15, overlap=0.25),
-               # the fifth session's backward kernels (gluon.KINDS' `terms`): the warp-
+               # the other Gluon backward kernels (gluon.KINDS' `terms`): the warp-
                # specialised dK/dV (fused dQ or not), the d 192 dV, dK and dQ launches
                "bwd_ws": ScheduleTerms(fixed_s=6e-6, exposed=0.95, overlap=0.75),
                "d192_dv": ScheduleTerms(fixed_s=3e-6, exposed=0.45, overlap=0.125),
@@ -216,7 +214,7 @@ _HEAD_ARRAYS = {"Q", "O", "dO", "dQ"}  # (B, H, n, d); K, V, dK, dV: (B, H_kv, n
 
 def _compulsory_words(traffic, *, n, nk, d, batch, heads, kv_heads) -> int:
     """Every array the program touches, read once and written once: what DRAM must move when
-    L2 serves every re-read (ncu: DRAM reads = this, RESULTS.md)."""
+    L2 serves every re-read (ncu: DRAM reads = this, data/traffic_h200.json)."""
     size = {"q": batch * heads * n * d, "kv": batch * kv_heads * nk * d, "row": batch * heads * n}
     total = 0
     for name, (reads, writes) in traffic.items():
@@ -303,7 +301,7 @@ def predict_backward(machine, calib: dict, *, n: int, d: int, batch: int, heads:
     parts = [_one(machine, l2, launch, block_m=PREPROCESS_BLOCK, block_n=PREPROCESS_BLOCK,
                   phase="preprocess", **args)]
     sms = calib.get("sms") or 132
-    geo = dict(nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes)
+    geo: dict[str, Any] = dict(nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes)
     copied = (dkdv_kernel is not None and dkdv_kernel.family == "d192" and kv < heads)
     one: dict[str, Any] = dict(n=n, d=d, batch=batch, heads=heads, causal=causal, nk=nk,
                kv_heads=heads if copied else kv_heads, terms=terms)

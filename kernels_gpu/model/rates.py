@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 
 from toymachine import resolve_machine
 
-__all__ = ["calibration", "calibration_file", "l2_rate", "machine_for", "CALIBRATION_FILE",
-           "RESULTS_DIR"]
+from . import data
 
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
-CALIBRATION_FILE = os.path.join(RESULTS_DIR, "calibration_h200.json")
+__all__ = ["calibration", "calibration_file", "l2_rate", "machine_for", "CALIBRATION_FILE"]
+
+CALIBRATION_FILE = data.path("calibration_h200.json")
 
 
 def calibration_file(gpu_name: str) -> str:
-    """results/calibration_h100.json for an H100 where that run exists, else the H200's."""
-    if "H100" in gpu_name.upper():
-        h100 = os.path.join(RESULTS_DIR, "calibration_h100.json")
-        if os.path.exists(h100):
-            return h100
-    return CALIBRATION_FILE
+    """The declared calibration of the GPU named (data/calibration_h100.json for an H100),
+    else the H200's."""
+    return data.path("calibration_h100.json" if "H100" in gpu_name.upper()
+                     else "calibration_h200.json")
 
 
 def calibration(path: str = CALIBRATION_FILE) -> dict:

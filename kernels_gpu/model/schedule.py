@@ -88,7 +88,7 @@ class Schedule:
         """Times the SMs request a pointer-loaded tensor's bytes, where not once: the Gluon
         dK/dV's lse and D rows, which every warp loads whole (the columns of its transposed
         S^T tile are the BLOCK_M query rows, and each warp holds all of them): num_warps
-        requests at L1, one at L2 (ncu, fifth session)."""
+        requests at L1, one at L2 (ncu: the fixture data/traffic_gluon_h100.csv)."""
         if self.kernel and self.pass_ == "bwd_dkdv":
             return {"lse": self.config.num_warps, "D": self.config.num_warps}
         return {}
@@ -227,7 +227,7 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
 
     held_rows: list[int] = []
     streamed: list[tuple[int, ...]] = []
-    held: tuple[TileRead, ...]  # the Schedule's held, streamed and written tiles
+    held: tuple[TileRead, ...]
     stream: tuple[TileRead, ...]
     written: tuple[TileRead, ...]
     if pass_ in ("fwd", "bwd_dq"):

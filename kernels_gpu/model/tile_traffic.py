@@ -9,7 +9,7 @@ head runs the same loops, so one head is simulated and its bytes are multiplied 
 heads (a test holds that equal to simulating all heads). The simulator has no cache: a tile
 load is a global-memory read each time a program issues it.
 
-The Gluon kernels (issue 21 item 5) run the same loops with their own blocks; `kernel` (a
+The Gluon kernels run the same loops with their own blocks; `kernel` (a
 Gluon label, `model.dispatch`) says which tensors they move through TMA (every (rows, d) tile
 they read, O written by a TMA store), which ncu counts apart from pointer loads. `traffic.py`
 puts these predictions beside ncu's counters.

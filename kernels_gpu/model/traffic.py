@@ -9,8 +9,8 @@ launch's own schedule; `model.dispatch` says which kernel each launch of a case 
 kernels with their configs, or the Gluon kernels the host dispatches to on sm_90), and so which
 schedule and which TMA loads the prediction takes.
 
-Without arguments the stored measurements (results/ncu_traffic.csv, results/traffic_cases.json:
-the H200 run of RESULTS.md) are put beside the prediction and printed; nothing is written
+Without arguments the stored measurements (data/ncu_traffic.csv, data/traffic_cases.json:
+the H200 run of PERFORMANCE.md) are put beside the prediction and printed; nothing is written
 unless --out is given. --profile runs this module's --target under Nsight Compute: for each
 case (d 64/128, N 1k/4k, causal or not; fp16, batch 4 x 32 heads) one forward and one
 backward, i.e. exactly four kernel launches (_attn_fwd, _attn_bwd_preprocess, _attn_bwd_dkdv,
@@ -40,7 +40,9 @@ import subprocess
 import sys
 
 from ..host.configs import KernelConfig
-from .dispatch import case_launches, host_labels, launches as dispatched_launches, pass_labels
+from . import data
+from .dispatch import case_launches, host_labels, pass_labels
+from .dispatch import launches as dispatched_launches
 from .tile_traffic import TILE_PROGRAM, LaunchPrediction, simulated_traffic
 
 __all__ = ["LaunchPrediction", "simulated_traffic", "TILE_PROGRAM", "parse_ncu_csv", "compare",
@@ -57,7 +59,6 @@ WANTED_METRICS = ("lts__t_sectors_srcunit_tex_op_read", "lts__t_sectors_srcunit_
                   "dram__bytes_read", "dram__bytes_write", "gpu__time_duration",
                   "l1tex__t_sectors_pipe_lsu_mem_local_op_st")
 SECTOR_BYTES = 32
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
 
 def _configs_from_bench(path: str | None) -> dict:
@@ -272,13 +273,11 @@ def render(rows: list[dict]) -> str:
     return "\n".join(reads + [""] + writes)
 
 
-def stored_rows(results_dir: str = RESULTS_DIR) -> list[dict]:
-    """The stored H200 measurements (ncu_traffic.csv, traffic_cases.json) beside the prediction."""
-    with open(os.path.join(results_dir, "ncu_traffic.csv")) as f:
-        launches = parse_ncu_csv(f.read())
-    with open(os.path.join(results_dir, "traffic_cases.json")) as f:
-        cases = json.load(f)
-    return compare(launches, cases)
+def stored_rows(csv_name: str = "ncu_traffic.csv",
+                cases_name: str = "traffic_cases.json") -> list[dict]:
+    """A declared ncu run (data/: its CSV and its cases) beside the prediction; by default the
+    H200 run of the `tl` kernels."""
+    return compare(parse_ncu_csv(data.load_text(csv_name)), data.load_json(cases_name))
 
 
 def main(argv=None) -> int:
@@ -315,8 +314,7 @@ def main(argv=None) -> int:
             ap.error("--parse needs --cases (the traffic_cases.json of the same run)")
         csv_path, cases_path = args.parse, args.cases
     else:
-        csv_path = os.path.join(RESULTS_DIR, "ncu_traffic.csv")
-        cases_path = os.path.join(RESULTS_DIR, "traffic_cases.json")
+        csv_path, cases_path = data.path("ncu_traffic.csv"), data.path("traffic_cases.json")
     with open(csv_path) as f:
         launches = parse_ncu_csv(f.read())
     with open(cases_path) as f:
