@@ -509,7 +509,7 @@ def test_the_gluon_constants_are_fitted_on_their_declared_subset_only():
         mine = [p for p in sub if p.group == group and (p.kernel is not None) == is_gluon]
         assert mine
 
-        def loss(t):
+        def loss(t, group=group, mine=mine):
             return sum(math.log(p.predicted(terms={group: t}) / p.measured_s) ** 2
                        for p in mine)
         base = loss(stored)
@@ -658,7 +658,7 @@ def test_the_backward_constants_are_fitted_on_their_declared_subset_only():
         assert mine and {p.n for p in mine} == {1024, 16384}
         stored = predict.GLUON_TERMS[group]
 
-        def loss(t):
+        def loss(t, group=group, mine=mine):
             return sum(math.log(p.predicted(terms={group: t}) / p.measured_s) ** 2
                        for p in mine)
         base = loss(stored)

@@ -91,7 +91,7 @@ def _fragments(toym) -> list[tuple[str, str]]:
 
 def _compile(engine: str, fragments: list[tuple[str, str]], folder) -> None:
     body = []
-    for i, (what, tex) in enumerate(fragments):
+    for i, (_, tex) in enumerate(fragments):
         (folder / f"f{i}.tex").write_text(tex, encoding="utf-8")
         body.append(f"\\typeout{{FRAGMENT {i}}}\\input{{f{i}}}\\clearpage")
     from toymachine.render.tex import FIT_PACKAGES_LINE

@@ -228,7 +228,7 @@ def _outputs(result, program):
     return {w: result.array(w[0])[w[1]] for w in words}
 
 
-EMITTED = [(lambda: parse_file(str(PROGRAMS / name)), R) for name, R in
+EMITTED = [(lambda name=name: parse_file(str(PROGRAMS / name)), R) for name, R in
            [("matmul_outer_2x2.asm", 6), ("matmul_outer_2x2.asm", 3), ("softmax_safe.asm", 3),
             ("softmax_online.asm", 4), ("rescale_overflow.asm", 3)]] + \
           [(lambda: parse(NAIVE), 3), (lambda: attention_program(n=3, d=2, order="outer", output_slots=1), 9),

@@ -80,8 +80,8 @@ def traces(draw):
     for _ in range(draw(st.integers(1, 10))):
         r, s, d = (draw(st.integers(0, 3)) for _ in range(3))
         body.append(draw(st.sampled_from([
-            "LOAD x[{i}], R%d" % r, "LOAD w[{j}][{k}], R%d" % r, "STORE R%d, z[{i}]" % r,
-            "STORE R%d, v[{k}][{j}]" % r, f"ADD R{r}, R{s}, R{d}", f"SUB R{r}, R{s}, R{d}",
+            f"LOAD x[{{i}}], R{r}", f"LOAD w[{{j}}][{{k}}], R{r}", f"STORE R{r}, z[{{i}}]",
+            f"STORE R{r}, v[{{k}}][{{j}}]", f"ADD R{r}, R{s}, R{d}", f"SUB R{r}, R{s}, R{d}",
             f"MUL R{r}, R{s}, R{d}", f"MAX R{r}, R{s}, R{d}", f"MOV R{r}, R{d}", f"DIV R{r}, R{s}, R{d}",
             f"EXP R{r}, R{d}", f"MAC R{r}, R{s}, R{d}, R{d}", f"MAC_Z R{r}, R{s}, R{d}",
             "; x[{i}] and w[{j}][{k}]", ""])))
@@ -104,7 +104,7 @@ def test_blocks_agree_with_the_loop(monkeypatch, force, text, dtype):
 
 
 def _softmaxish(n: int, extra: str = "") -> str:
-    return ".array x[%d]\nLOAD x[0], R1\nMOV R1, R3\n" % n + "".join(
+    return f".array x[{n}]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
         f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n{extra}" for i in range(n))
 
 

@@ -29,7 +29,10 @@ __all__ = [
 ]
 
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # typing.Self is Python 3.11's; the package supports 3.10
+    from typing_extensions import Self
 
 EXCERPT_CHARS = 200  # an error quotes at most this much of an offending line (or of a message)
 

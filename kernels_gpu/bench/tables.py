@@ -3,8 +3,9 @@ measured times (`bench --predict`). Pure functions of the stored rows: same rows
 """
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable
+
+import statistics
 from typing import Any
 
 from ..host.configs import KernelConfig

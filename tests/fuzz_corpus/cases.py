@@ -14,11 +14,11 @@ import json
 import struct
 import zipfile
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import Callable
 
 import numpy as np
 
-Content = Union[str, bytes, Callable[[], Union[str, bytes]]]
+Content = str | bytes | Callable[[], str | bytes]
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ __all__ = ["Node", "Num", "Name", "Unary", "Binary", "Transpose", "Call", "FUNCT
            "names_in", "ExprError"]
 
 import re
+from typing import NoReturn
 from dataclasses import dataclass
 
 from ..limits import LIMITS
@@ -131,8 +132,9 @@ def _tokens(text: str) -> list[_Tok]:
             out.append(_Tok("bad", text[pos], pos))
             pos += 1
             continue
-        if m.lastgroup != "ws":
-            out.append(_Tok(m.lastgroup, m.group(m.lastgroup), pos))
+        kind = m.lastgroup  # every alternative of _TOKEN is a named group
+        if kind is not None and kind != "ws":
+            out.append(_Tok(kind, m.group(kind), pos))
         pos = m.end()
     out.append(_Tok("end", "", len(text)))
     return out
@@ -179,7 +181,7 @@ class _Parser:
             self.unexpected(what)
         return self.take()
 
-    def unexpected(self, what: str):
+    def unexpected(self, what: str) -> NoReturn:
         t = self.tok
         if t.kind in ("bad", "attr"):
             _refuse(t)

@@ -198,10 +198,10 @@ def _expectation(src: Source, knode, vnode, inputs: dict) -> tuple[Expectation, 
 
     target = str(knode.value).strip()
     vnode, rule = value_rule(src, vnode, target)
-    address = None
+    address: Mem | None = None
     if "[" in target:
         try:
-            address = parse(f"LOAD {target}, R0").instrs[0].args[0]
+            address = parse(f"LOAD {target}, R0").instrs[0].mem(0)
         except AsmError as exc:
             raise src.error(f"'{target}' is not an array, cell or block address: {exc.message}", knode,
                             hint="write c, c[0][1] or O[0:2, :] (the assembly's address syntax)") from None
@@ -371,7 +371,7 @@ def _build(path: str, src: Source, spec: dict, params: dict | None = None, index
         if key in spec:
             rule = limit_rule(src, spec[key], key, integer=key != "max_cycles")
             budgets[key], rules[CHECK_NAMES[key]] = rule.limit, rule
-    array_budgets = {}
+    array_budgets: dict[str, dict[str, float | None]] = {}
     for key in ARRAY_BUDGETS:
         if key in spec:
             array_budgets[key] = {}

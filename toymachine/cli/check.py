@@ -13,7 +13,7 @@ __all__ = ["check_command"]
 import os
 import sys
 from enum import Enum
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -22,10 +22,10 @@ from ..machine import resolve_machine
 from ..render import FORMATS
 from .common import guard, machine_option, output_option, write_output
 
-CheckFormat = Enum("CheckFormat", {f: f for f in FORMATS + ("gradescope",)}, type=str)
+CheckFormat = Enum("CheckFormat", {f: f for f in FORMATS + ("gradescope",)}, type=str)  # type: ignore[misc]
 
 
-def student_option() -> typer.Option:
+def student_option() -> Any:
     return typer.Option(None, "--student", help="Student ID: picks the student's variant of a problem with "
                                                 "variants (the same ID, the same variant).")
 

@@ -21,6 +21,8 @@ from ..dtypes import DTYPES
 from ..errors import ConfigError, ToyMachineError
 from ..render import FORMATS
 
+# Typer's choices are str Enums made from the one declaration of each list (FORMATS, DTYPES); mypy
+# cannot list members made at run time, hence `type: ignore[misc]` on each such Enum in the CLI.
 Format = Enum("Format", {f: f for f in FORMATS}, type=str)  # type: ignore[misc]
 DType = Enum("DType", {d: d for d in DTYPES}, type=str)  # type: ignore[misc]
 
@@ -65,7 +67,7 @@ def guard(fmt: Any = None) -> Iterator[None]:
     except BrokenPipeError:  # `toym run … | head`
         with contextlib.suppress(Exception):
             sys.stdout = open(os.devnull, "w")
-        raise typer.Exit(0)
+        raise typer.Exit(0) from None
 
 
 def warn(warnings) -> None:
@@ -122,7 +124,7 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_output(text: str | Callable[[Callable[[str], None]], None], path: Optional[str]) -> None:
+def write_output(text: str | Callable[[Callable[[str], object]], None], path: Optional[str]) -> None:
     """Print, or write ``path`` atomically (no half-written file on error) with the mode a
     plain ``open`` would give it (an existing file keeps its mode). ``text`` may be a function
     that streams: it is called with the ``write`` to hand each block of text to."""

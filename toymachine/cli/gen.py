@@ -24,14 +24,14 @@ from ..machine import resolve_machine
 from .common import guard, machine_option, output_option, write_output
 from .vocabulary import ORDER_SYNONYMS
 
-Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)
-SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)
-Order = Enum("Order", {o: o for o in ORDERS + ("row", "col", "split")}, type=str)
-Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)
+Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)  # type: ignore[misc]
+SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)  # type: ignore[misc]
+Order = Enum("Order", {o: o for o in ORDERS + ("row", "col", "split")}, type=str)  # type: ignore[misc]
+Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)  # type: ignore[misc]
 Level = Enum("Level", {"scalar": "scalar", "tile": "tile"}, type=str)
-TileAlgo = Enum("TileAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)
-Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)
-SramRule = Enum("SramRule", {r: r for r in SRAM_RULES}, type=str)
+TileAlgo = Enum("TileAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)  # type: ignore[misc]
+Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)  # type: ignore[misc]
+SramRule = Enum("SramRule", {r: r for r in SRAM_RULES}, type=str)  # type: ignore[misc]
 
 gen_app = typer.Typer(
     help="Write a generated program (assembly with a header giving its cost formula) to stdout or -o FILE. "

@@ -17,8 +17,8 @@ from ..render import render_report
 from ..render.terminal import terminal_width
 from .common import Format, alias, format_option, guard, output_option, write_output
 
-Level = Enum("Level", {lv: lv for lv in LEVELS}, type=str)
-Algo = Enum("Algo", {a.replace("-", "_"): a for a in ALGOS}, type=str)
+Level = Enum("Level", {lv: lv for lv in LEVELS}, type=str)  # type: ignore[misc]
+Algo = Enum("Algo", {a.replace("-", "_"): a for a in ALGOS}, type=str)  # type: ignore[misc]
 
 
 def numerics_command(

@@ -11,7 +11,7 @@ __all__ = ["optimize_app", "analyze_command"]
 import json
 import sys
 from enum import Enum
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -26,9 +26,9 @@ from ..optimize import (analysis_report, analyze, block_table, block_table_repor
 from ..render import render_report
 from .common import Format, guard, machine_option, output_option, write_output
 
-Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)
-BlockAlgo = Enum("BlockAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)
-BlockOrder = Enum("BlockOrder", {o: o for o in ("row", "col", "split", "inner", "outer")}, type=str)
+Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)  # type: ignore[misc]
+BlockAlgo = Enum("BlockAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)  # type: ignore[misc]
+BlockOrder = Enum("BlockOrder", {o: o for o in ("row", "col", "split", "inner", "outer")}, type=str)  # type: ignore[misc]
 
 optimize_app = typer.Typer(
     help="Provably optimal schedules and block sizes: the least-cycle matmul schedule on R registers "
@@ -130,7 +130,7 @@ def optimize_attention_tile_command(
         if emit:
             from ..gen.tile import attention_program
 
-            kw = dict(order=s.best.order) if s.best.order else {}
+            kw: dict[str, Any] = dict(order=s.best.order) if s.best.order else {}
             write_output(attention_program(n=n, d=d, algo=s.best.algo, pass_=pass_.value, heads=heads, causal=causal,
                                            block_m=s.best.br, block_n=s.best.bc, sram_words=s.sram_words,
                                            **kw).to_text(), emit)

@@ -15,7 +15,7 @@ from .common import Format, format_option, guard, output_option, write_output
 
 problem_app = typer.Typer(help="Problem files: handouts and problem sets.", no_args_is_help=True)
 
-HandoutFormat = Enum("HandoutFormat", {f: f for f in ("markdown", "html", "latex")}, type=str)
+HandoutFormat = Enum("HandoutFormat", {f: f for f in ("markdown", "html", "latex")}, type=str)  # type: ignore[misc]
 
 
 @problem_app.command("show")

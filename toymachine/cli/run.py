@@ -5,13 +5,16 @@ from __future__ import annotations
 
 __all__ = ["run_command", "isa_command"]
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from ..render.jsonout import MEMORY_MAX
 from .common import (DType, Format, format_option, guard, machine_option, output_option, progress_bar,
                      progress_option, show_progress, warn, write_output)
+
+if TYPE_CHECKING:
+    from ..machine import Machine
 
 
 def run_command(
@@ -49,20 +52,23 @@ def run_command(
     options = RunOptions(registers=registers, seed=seed, symbolic=symbolic, steps=steps,
                          dtype=dtype.value if dtype else None, strict_numerics=strict_numerics, strict_inputs=strict)
     with guard(fmt):
-        mach, arrays = machine, data
+        mach: str | Machine | None = machine
+        arrays: str | dict | None = data
+        exercise = None  # the problem's machine
         if student is not None and problem is None:  # a variant of no problem: say so, do not run another
             from ..errors import ConfigError
 
             raise ConfigError("--student picks the student's variant of a problem, and no --problem is given",
                               hint="add --problem FILE: the exercise whose variant --student picks")
         if problem is not None:
-            mach, arrays = _exercise(problem, student, machine, data, seed)
+            exercise, arrays = _exercise(problem, student, machine, data, seed)
+            mach = exercise
         with progress_bar(f"run {file}", show_progress(progress)) as update:
             try:
                 ran = run_path(file, options, machine=mach, data=arrays, fmt=fmt.value, progress=update)
             except ToyMachineError as err:
-                if problem is not None and err.key == "registers":
-                    n = mach.registers
+                n = exercise.registers if exercise is not None else None
+                if n is not None and err.key == "registers":
                     err.suggestion = None  # the machine is the exercise's: no option fixes it
                     err.hint = (f"the exercise ({problem}) gives {n} registers (R0–R{n - 1}): reuse a register "
                                 f"once its value is no longer needed")
@@ -73,7 +79,8 @@ def run_command(
         write_output(text, output)
 
 
-def _exercise(problem: str, student: Optional[str], machine: Optional[str], data: Optional[str], seed: int):
+def _exercise(problem: str, student: Optional[str], machine: Optional[str], data: Optional[str],
+              seed: int) -> tuple[Machine, dict]:
     """The problem's machine and its inputs (trial 0 of ``seed``, or of the problem's seed)."""
     from ..check import load_problem
     from ..check.grader import draw_inputs

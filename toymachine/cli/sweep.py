@@ -82,7 +82,7 @@ def _short_param(spec, token: str) -> tuple[str, str, str]:
     names = {p.flag for p in spec.params}
     if flag is None or flag.name.split("/")[0] not in names:
         long = "--" + token[1:2]
-        meant = f"; did you mean {long} ({flag_of(long).meaning})?" if long in names and flag_of(long) else ""
+        meant = f"; did you mean {long} ({f.meaning})?" if long in names and (f := flag_of(long)) else ""
         what = f"{token[:2]} is {flag.name.split('/')[0]}, which sweep {spec.name} does not take" if flag else \
             f"sweep {spec.name} has no option {token[:2]}"
         raise ConfigError(what + meant, hint=f"its parameters are {', '.join(p.flag for p in spec.params)} "
@@ -100,7 +100,7 @@ def _lookalike_value(param, value: str) -> None:
     if short in _OWN_SHORTS and param.kind is int and value and not (value[0].isdigit() or value[0] == "-" or
                                                                      value.split(",")[0].strip().lower() == "none"):
         shown = value if len(value) <= 40 and value.isprintable() else ascii(value[:40])[1:-1] + "…"
-        raise ConfigError(f"{param.flag} is {flag_of(param.flag).meaning if flag_of(param.flag) else param.help}, "
+        raise ConfigError(f"{param.flag} is {f.meaning if (f := flag_of(param.flag)) else param.help}, "
                           f"not '{shown}'; did you mean {short} ({_OWN_SHORTS[short]})?",
                           hint=f"write {short} {shown} for the {_OWN_SHORTS[short][2:]}; {param.flag} takes whole "
                                f"numbers: 2,4,8 or 3..6")
@@ -136,7 +136,7 @@ def _generators_report():
                                          tuple(rows)),))
 
 
-Executor = Enum("Executor", {e: e for e in EXECUTORS}, type=str)
+Executor = Enum("Executor", {e: e for e in EXECUTORS}, type=str)  # type: ignore[misc]
 
 
 def sweep_command(

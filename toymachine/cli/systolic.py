@@ -19,7 +19,7 @@ from ..sim.memory import load_data_file
 from ..sim.systolic import DATAFLOWS, systolic_matmul
 from .common import Format, guard, write_output
 
-Dataflow = Enum("Dataflow", {d: d for d in DATAFLOWS}, type=str)
+Dataflow = Enum("Dataflow", {d: d for d in DATAFLOWS}, type=str)  # type: ignore[misc]
 
 
 def _matrix(path: str, name: str) -> np.ndarray:

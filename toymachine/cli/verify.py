@@ -49,7 +49,7 @@ def verify_gpu_command(
     pass_: Pass = typer.Option(Pass.forward, "--pass", help="forward: O and log-sum-exp; backward: also dQ, dK, dV."),
     seed: int = typer.Option(0, "--seed", help="Seed of the inputs (the simulator's deterministic random values)."),
     scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale (default 1/√d)."),
-    sim_dtype: DType = typer.Option(DType.fp32, "--sim-dtype", help="The simulator's number format (default fp32, "
+    sim_dtype: DType = typer.Option(DType["fp32"], "--sim-dtype", help="The simulator's number format (default fp32, "
                                                                      "the kernel's accumulation format)."),
     fmt: Format = format_option(),
     output: Optional[str] = output_option(),

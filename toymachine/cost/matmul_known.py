@@ -96,7 +96,7 @@ def known_cost(m: int, n: int, k: int, registers: int, constructive_cycles: floa
     e = best_known(m, n, k, registers, constructive_cycles, mac_accumulator)
     if e is None:
         return None
-    a = sum(1 for ins in e.instrs if ins.op == "LOAD" and ins.args[0].array == "a")
+    a = sum(1 for ins in e.instrs if ins.op == "LOAD" and ins.mem(0).array == "a")
     return Cost(e.ops, e.registers_used, {"A loads": a, "B loads": e.ops.get("LOAD", 0) - a})
 
 

@@ -127,7 +127,8 @@ def memory_report(rows: Sequence[MemoryRow], machine: Machine, *, batch: int = 1
                         note=f"{wb}-byte words; fits on-chip: fused attention's whole {level} peak (S, Q, K → V, "
                              f"O, row statistics) ≤ {cap}; scores alone: the seed's criterion, the n×n scores "
                              f"≤ {cap}")]
-    peak, previous = [], {}
+    peak: list[tuple] = []
+    previous: dict[str, MemoryRow] = {}  # algo → its row at the last n
     for r in rows:
         before = previous.get(r.algo)
         growth = f"{r.hbm / before.hbm:.2f}x per {r.n // before.n}x n" if before and r.n > before.n else ""

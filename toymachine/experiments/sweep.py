@@ -46,7 +46,7 @@ _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)(?:([+*])(\d+))?$")
 MAX_POINTS_PER_RANGE = 100_000
 
 
-def parse_values(text: str, param: Param) -> list:
+def parse_values(text: str | int, param: Param) -> list:
     """Values of ``param`` from ``text`` (see the module docstring for the syntax)."""
     values: list = []
     for item in (s.strip() for s in str(text).split(",")):
@@ -56,7 +56,7 @@ def parse_values(text: str, param: Param) -> list:
     return values
 
 
-def _parse_item(item: str, param: Param, text: str) -> list:
+def _parse_item(item: str, param: Param, text: str | int) -> list:
     if param.kind is int:
         if item.lower() == "none" and param.default is None:
             return [None]

@@ -154,7 +154,7 @@ def _unit(key: str, value, loc: Location):
     """``mxu: {rows, cols, count}`` or ``vpu: {lanes, cycles_per_vector}`` (``units`` says what they cost)."""
     if not isinstance(value, dict):
         raise ConfigError(f"'{key}' must be a mapping", loc=loc, hint=f"e.g. {_UNIT_EXAMPLE[key]}")
-    args = {}
+    args: dict[str, Any] = {}
     for name, v in value.items():
         if name not in _UNIT_KEYS[key]:
             raise ConfigError(f"unknown key '{name}' in '{key}'", loc=loc,

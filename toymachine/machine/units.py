@@ -81,7 +81,7 @@ class MXU:
 
 @lru_cache(maxsize=4096)
 def _matmul(rows: int, cols: int, count: int, m: int, k: int, n: int) -> tuple[int, int]:
-    best = None
+    best: tuple[tuple[int, int], int] | None = None
     for a in range(1, count + 1):
         for b in range(1, count // a + 1):
             kb, nb = rows * a, cols * b
@@ -93,6 +93,7 @@ def _matmul(rows: int, cols: int, count: int, m: int, k: int, n: int) -> tuple[i
             key = (cycles, a * b)
             if best is None or key < best[0]:
                 best = (key, tk * tn)
+    assert best is not None  # count ≥ 1: the arrangement a = b = 1 always exists
     (cycles, _), passes = best
     return cycles, passes
 

@@ -166,8 +166,8 @@ def _summary(result: Result) -> list[tuple[str, Any, str]]:
         rows.append(("dtype", result.dtype, ""))
     for a in result.alarms:
         rows.append((f"alarm: {a.kind}", f"step {a.step} (line {a.line}): {a.instruction}", ""))
-    if result.underflows:
-        fu = result.first_underflow
+    fu = result.first_underflow
+    if result.underflows and fu is not None:
         rows.append(("underflows", result.underflows, f"first: step {fu.step}, line {fu.line}: {fu.instruction}"))
     return rows
 

@@ -203,7 +203,8 @@ def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: 
     stats = 2 if algo == "fa1" else 1
     if order == "split":  # T0 T5 T8 (preprocess); + T1 T2 T3 T4 T6 T10 (+T7) (dq, dk); + T11 (dkdv, all);
         # dv: T0 T5 T6 (T7) T1 T3 T11
-        return {"preprocess": 3, "dq": 8 + stats, "dk": 8 + stats, "dv": 5 + stats}.get(phase, 9 + stats) + s
+        by_phase: dict[str | None, int] = {"preprocess": 3, "dq": 8 + stats, "dk": 8 + stats, "dv": 5 + stats}
+        return by_phase.get(phase, 9 + stats) + s
     return 10 + stats + (0 if precompute_d else 1) + s
 
 
