@@ -15,8 +15,8 @@ pytest.importorskip("triton")
 
 from kernels_gpu.bench import run as bench  # noqa: E402
 from kernels_gpu.bench import tables as bench_tables  # noqa: E402
-from kernels_gpu.model import data, memory, predict  # noqa: E402
 from kernels_gpu.host.configs import KernelConfig  # noqa: E402
+from kernels_gpu.model import data, memory, predict  # noqa: E402
 
 BENCH_H200 = data.path("bench_h200.json")
 

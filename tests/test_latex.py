@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import PROGRAMS, ROOT, built_once, cli_runner, need_tool, program_machine
 
 sys.path.insert(0, str(ROOT / "docs"))

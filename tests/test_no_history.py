@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 NARRATION = {

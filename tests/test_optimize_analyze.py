@@ -6,9 +6,9 @@ import random
 
 import numpy as np
 import pytest
-
 from conftest import PROGRAMS
 from optimize_oracle import min_loads_fixed_order
+
 from toymachine import ConfigError, RuntimeFault, parse, parse_file, simulate
 from toymachine.gen import attention_program, matmul_program, softmax_program, variance_program
 from toymachine.gen.tile import attention_program as tile_attention_program

@@ -4,12 +4,10 @@ what it claims, the quick ones are re-proven by the search, and the generator us
 import numpy as np
 import pytest
 
-from toymachine import parse, simulate
-from toymachine.cost import matmul_cost
-from toymachine.gen import matmul_program
-from toymachine import resolve_machine
-from toymachine.cost import matmul_known_table
+from toymachine import parse, resolve_machine, simulate
+from toymachine.cost import matmul_cost, matmul_known_table
 from toymachine.cost.matmul_known_table import KNOWN
+from toymachine.gen import matmul_program
 from toymachine.optimize import optimize_matmul
 from toymachine.optimize.matmul_table import build_table
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from toymachine import AsmError, NumericsError, RuntimeFault, parse, simulate
-from toymachine.errors import MachineLimitError
 from toymachine.asm import source
+from toymachine.errors import MachineLimitError
 from toymachine.gen import matmul_program, softmax_program, variance_program
 
 compiled = importlib.import_module("toymachine.sim.compiled")
@@ -195,8 +195,8 @@ def mixed_traces(draw):
     tile block faults (a row past the declared shape) or reads an array the word lines use."""
     body = ["LOAD x[{i}], R0", "MAX R1, R0, R1", "SUB R0, R1, R2", "EXP R2, R2", "ADD R3, R2, R3"]
     rows = draw(st.integers(2, 6))
-    tile = [f"LOAD Q[{{r}}:{{r2}}, :], T0", draw(st.sampled_from(["ADD T0, T0, T1", "MUL T0, T0, T1", "EXP T0, T1"])),
-            f"STORE T1, O[{{r}}:{{r2}}, :]"]
+    tile = ["LOAD Q[{r}:{r2}, :], T0", draw(st.sampled_from(["ADD T0, T0, T1", "MUL T0, T0, T1", "EXP T0, T1"])),
+            "STORE T1, O[{r}:{r2}, :]"]
     every = draw(st.integers(1, 5))
     fault_at = draw(st.one_of(st.none(), st.integers(0, 120)))
     reps = draw(st.integers(30, 140))

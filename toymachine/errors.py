@@ -112,7 +112,7 @@ class ToyMachineError(Exception):
         at least 1, got 0")``), with ``key`` set for callers to test."""
         return cls(f"{option_name(key)} {problem}", key=key, **kwargs)
 
-    def with_loc(self, loc: Location) -> "ToyMachineError":
+    def with_loc(self, loc: Location) -> ToyMachineError:
         """Attach a location if the error has none yet (returns self)."""
         if self.loc is None or self.loc.line == 0:
             self.loc = loc

@@ -9,9 +9,9 @@ from __future__ import annotations
 __all__ = ["Reg", "Mem", "Span", "Instr", "ArrayDecl", "Program", "format_value", "format_literal", "ACCUMULATOR"]
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
-
+from typing import Any
 
 ACCUMULATOR = "ACC"  # the MAC unit's internal accumulator register (seed 000's Blackwell remark)
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 __all__ = ["SafeYamlLoader", "compose", "construct", "load", "node_location", "read_text", "CORE_TAGS"]
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 

@@ -34,7 +34,7 @@ class Known:
         if not self.reason.strip():
             raise ValueError("a known slow point needs a reason")
 
-    def matches(self, a: "Alarm") -> bool:
+    def matches(self, a: Alarm) -> bool:
         return ((self.pass_ is None or self.pass_ == a.pass_)
                 and (self.d is None or self.d == a.d)
                 and (self.causal is None or self.causal == bool(a.causal))

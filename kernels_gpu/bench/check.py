@@ -13,13 +13,12 @@ that fails or is wrong is excluded from autotuning (configs.exclude_candidate).
 """
 from __future__ import annotations
 
-from typing import Any
-
 import concurrent.futures as cf
 import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 import torch
 import torch.nn.functional as F

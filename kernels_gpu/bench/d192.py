@@ -13,12 +13,11 @@ say where the time goes. Writes d192.json and d192.md.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import argparse
 import math
 import os
 from functools import partial
+from typing import Any
 
 import torch
 

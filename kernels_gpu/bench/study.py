@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import os
 import statistics
-from functools import partial
 import sys
+from functools import partial
 from typing import Any
 
 import torch

@@ -3,9 +3,8 @@ measured times (`bench --predict`). Pure functions of the stored rows: same rows
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from ..host.configs import KernelConfig

@@ -25,10 +25,9 @@ too, so a mismatch says which side is off.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch

@@ -33,7 +33,6 @@ CUDA) the kernels run in Triton's interpreter on torch CPU tensors.
 """
 from __future__ import annotations
 
-
 import torch
 import triton
 

@@ -53,9 +53,8 @@ form's throughput (model/gluon_bwd.py); the chunked d 192 launches on unpadded d
 """
 from __future__ import annotations
 
-from typing import Any
-
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from toymachine.cost import attention_tile_cost
 

@@ -17,9 +17,10 @@ puts these predictions beside ncu's counters.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from toymachine.gen.tile import attention_program
 from toymachine.sim import simulate

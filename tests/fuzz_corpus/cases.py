@@ -13,8 +13,8 @@ import io
 import json
 import struct
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

@@ -7,10 +7,21 @@ __all__ = ["parse", "parse_file", "parse_line"]
 import re
 
 from ..errors import AsmError
-from ..limits import LIMITS, LimitError
 from ..isa import ISA, MNEMONICS, OpSpec
+from ..limits import LIMITS, LimitError
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Operand, Program, Reg, Span
-from .lexer import INT, NUMBER, REG, IDENT, check_brackets, closest, make_loc, parse_number, split_operands, strip_comment
+from .lexer import (
+    IDENT,
+    INT,
+    NUMBER,
+    REG,
+    check_brackets,
+    closest,
+    make_loc,
+    parse_number,
+    split_operands,
+    strip_comment,
+)
 from .literal import parse_literal, shape_of
 from .source import read_source
 

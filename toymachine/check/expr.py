@@ -38,8 +38,8 @@ __all__ = ["Node", "Num", "Name", "Unary", "Binary", "Transpose", "Call", "FUNCT
            "names_in", "ExprError"]
 
 import re
-from typing import NoReturn
 from dataclasses import dataclass
+from typing import NoReturn
 
 from ..limits import LIMITS
 
@@ -67,29 +67,29 @@ class Name:
 @dataclass(frozen=True)
 class Unary:
     op: str
-    operand: "Node"
+    operand: Node
     pos: int
 
 
 @dataclass(frozen=True)
 class Binary:
     op: str
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
     pos: int
 
 
 @dataclass(frozen=True)
 class Transpose:
-    operand: "Node"
+    operand: Node
     pos: int
 
 
 @dataclass(frozen=True)
 class Call:
     function: str
-    args: tuple["Node", ...]
-    keywords: tuple[tuple[str, "Node"], ...]
+    args: tuple[Node, ...]
+    keywords: tuple[tuple[str, Node], ...]
     pos: int
     length: int
 

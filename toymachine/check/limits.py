@@ -16,8 +16,8 @@ import math
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from typing import Iterator
 
 from ..limits import LIMITS as TABLE
 
@@ -40,7 +40,7 @@ class GradeLimits:
     max_ratio: float = TABLE[ROWS["max_ratio"]].default  # a zip member that inflates more than this is a bomb
 
     @classmethod
-    def from_table(cls, **overrides) -> "GradeLimits":
+    def from_table(cls, **overrides) -> GradeLimits:
         """The limits in force: each row's ``TOYM_MAX_GRADE_…`` value, else its default; then ``overrides``."""
         return cls(**{**{f.name: TABLE[ROWS[f.name]].value() for f in fields(cls)}, **overrides})
 

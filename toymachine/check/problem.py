@@ -42,13 +42,13 @@ import yaml
 
 from .. import yamlsafe
 from ..errors import ConfigError, Location
+from ..limits import LIMITS
 from ..machine import Machine
 from ..program import Mem
+from .deadline import Deadline, parse_deadline
 from .expr import ExprError, Node, names_in, parse_expr
-from ..limits import LIMITS
 from .expr_eval import evaluate
 from .rules import CHECK_NAMES, Rule, limit_rule, ops_rule, value_rule
-from .deadline import Deadline, parse_deadline
 from .variants import describe_variant, pick_variant, problem_id, substitute, variant_params
 from .yamlsrc import Source, mapping, number, value_of
 

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from ..render import Report, Section, render_report
 from ..render.cells import sig
 
-
 NO_POINTS = " (no points: an expected array is wrong)"  # a budget's message when a value check failed
 
 

@@ -17,7 +17,8 @@ __all__ = ["app", "main", "COMMANDS"]
 
 import os
 import sys
-from typing import Callable, NoReturn, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import NoReturn, Protocol, runtime_checkable
 
 import typer
 

@@ -23,7 +23,8 @@ import os
 import re
 import shlex
 import sys
-from typing import Any, Sequence, overload
+from collections.abc import Sequence
+from typing import Any, overload
 
 import typer
 from typer.core import TyperGroup

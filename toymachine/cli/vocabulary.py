@@ -16,8 +16,9 @@ from __future__ import annotations
 __all__ = ["Flag", "VOCABULARY", "HIDDEN_ALIASES", "MACHINE_COMMANDS", "ORDER_SYNONYMS", "flag_of", "short_flag",
            "command_options", "flag_commands", "vocabulary_report"]
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 __all__ = ["Cost", "Bound", "ops_of", "compulsory", "scalar_work", "SCALAR_FLOPS"]
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 from ..isa import MNEMONICS
 from ..machine import DEFAULT_MACHINE, Machine

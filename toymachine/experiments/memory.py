@@ -24,14 +24,14 @@ from __future__ import annotations
 
 __all__ = ["MemoryRow", "ALGOS", "CHECK_ELEMENTS", "memory_rows", "memory_report", "plot_memory"]
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..cost.tile import attention_tile_cost
 from ..errors import ConfigError
-from ..limits import LIMITS
 from ..gen.tile import ALGOS, attention_program, resolve_blocks
 from ..gen.tile.fused import machine_blocks
+from ..limits import LIMITS
 from ..machine import Machine
 from ..params import check_choice, check_int
 from ..render.report import Report, Section

@@ -32,8 +32,8 @@ __all__ = ["LEVELS", "ALGOS", "VARIANTS", "DTYPES", "NumericsRow", "NumericsTabl
            "numerics_report", "attention_inputs", "parse_list"]
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 

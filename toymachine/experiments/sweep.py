@@ -27,18 +27,19 @@ import inspect
 import itertools
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..cost import Bound, Cost
 from ..errors import ConfigError, MachineLimitError, ToyMachineError
 from ..gen.registry import GeneratorSpec, Param, get_generator
+from ..limits import LIMITS
 from ..machine import DEFAULT_MACHINE, Machine
 from ..render.report import Report, Section
 from ..sim import simulate
-from ..limits import LIMITS
-from .parallel import run_points
 from .columns import column
+from .parallel import run_points
 from .plot import METRICS, check_plot, plot_sweep
 from .simulable import CHECK_ELEMENTS, closed_form_point, guarded, point_error, simulable
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 __all__ = ["TpuColumn", "tpu_columns", "tpu_table", "tpu_report", "SEED_POINT"]
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..cost.tpu_schedule import MODELS, schedule_cycles
 from ..cost.tpu_seed import SEED_TABLE

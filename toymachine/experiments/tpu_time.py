@@ -21,7 +21,7 @@ from __future__ import annotations
 
 __all__ = ["SEED_MS", "SEED_VMAP_MS", "time_rows", "time_report", "MAX_N"]
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..cost.tpu_schedule import schedule_cycles
 from ..errors import ConfigError

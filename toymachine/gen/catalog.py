@@ -9,24 +9,35 @@ from __future__ import annotations
 
 __all__: list[str] = []
 
-import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from ..cost import (Bound, Cost, attention_bound, attention_cost, attention_tile_cost, matmul_bound, matmul_cost,
-                    softmax_bound, softmax_cost, variance_bound, variance_cost)
+from ..cost import (
+    Bound,
+    Cost,
+    attention_bound,
+    attention_cost,
+    attention_tile_cost,
+    matmul_bound,
+    matmul_cost,
+    softmax_bound,
+    softmax_cost,
+    variance_bound,
+    variance_cost,
+)
+from ..cost.tile import default_order
+from ..cost.tile.eager import eager_blocks
+from ..cost.units import UNIT_ALGOS, attention_unit_cycles
 from ..machine import Machine
 from ..machine.config import SRAM_RULES
 from ..program import Program
-from ..cost.units import UNIT_ALGOS, attention_unit_cycles
-from ..cost.tile import default_order
-from ..cost.tile.eager import eager_blocks
-from .tile import ALGOS, ORDERS, PASSES, VARIANTS, array_shapes, attention_program as tile_program, resolve_blocks
-from .tile.fused import machine_blocks
 from .registry import GeneratorSpec, Param, register
 from .scalar import attention, matmul, softmax, variance
-
+from .tile import ALGOS, ORDERS, PASSES, VARIANTS, array_shapes, resolve_blocks
+from .tile import attention_program as tile_program
+from .tile.fused import machine_blocks
 
 # -- the scalar machine's generators -------------------------------------------------------
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 __all__ = ["ProgramBuilder", "LineSink", "input_values", "cli_line", "check_size", "MAX_INSTRUCTIONS"]
 
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..sim.memory import random_block
 from ..errors import ConfigError
 from ..limits import LIMITS
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg
+from ..sim.memory import random_block
 
 
 class ProgramBuilder:

@@ -10,11 +10,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-
 from ..dtypes import DTYPES
 from ..errors import ConfigError, Location
 from ..isa import ISA
-from .config import ACCOUNTINGS, DEFAULT_MACHINE, FIELDS, RATE_FIELDS, ROOFLINE_NEEDS, SRAM_RULES, Machine
+from .config import (
+    ACCOUNTINGS,
+    DEFAULT_MACHINE,
+    FIELDS,
+    RATE_FIELDS,
+    ROOFLINE_NEEDS,
+    SRAM_RULES,
+    Machine,
+)
 from .units import MXU, VPU, VPU_OPS
 
 PRESET_DIR = Path(__file__).with_name("presets")

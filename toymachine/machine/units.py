@@ -28,11 +28,11 @@ from __future__ import annotations
 
 __all__ = ["MXU", "VPU", "VPU_OPS", "MXU_OPS", "vectors", "frozen_reduce"]
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-import dataclasses
 from types import MappingProxyType
-from typing import Mapping
 
 MXU_OPS = ("MAC_Z", "MAC")
 VPU_OPS = ("MAX", "SUB", "ADD", "MUL", "DIV", "EXP", "LOG", "ROWMAX", "ROWSUM", "MASK", "FILL", "MOV")

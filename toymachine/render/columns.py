@@ -8,7 +8,7 @@ __all__ = ["select_columns", "collapse_constant", "column_names"]
 
 import dataclasses
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import ConfigError
 from .cells import text_of

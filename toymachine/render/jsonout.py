@@ -18,7 +18,8 @@ __all__ = ["dump_json", "result_json", "select_fields", "error_json", "MEMORY_MA
 import dataclasses
 import json
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 

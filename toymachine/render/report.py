@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..result import Result
+from .cells import Arr, Code, Num, Qty, Sym, sig, value_text
 from .display import DISPLAY
 from .units import UNITS_HEADERS, memory_peak_text, units_rows
-from .cells import Arr, Code, Num, Qty, Sym, sig, value_text
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ from __future__ import annotations
 __all__ = ["GRID_MAX", "ArrayView", "cell_text", "array_views", "initial_contents"]
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..isa import ISA
 from ..program import Instr, Mem, Program, Span

@@ -13,8 +13,8 @@ __all__ = ["systolic_report", "render_systolic"]
 import numpy as np
 
 from ..sim.systolic import TICKS_NOTE, SystolicRun
-from .formats import dump_json, render_report
 from .cells import Arr, sig
+from .formats import dump_json, render_report
 from .report import Report, Section
 
 

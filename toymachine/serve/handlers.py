@@ -17,7 +17,8 @@ __all__ = ["HANDLERS", "Reply", "RequestError", "handle"]
 import dataclasses
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..api import Ran, RunOptions, render_run, run_text, sweep_table
 from ..dtypes import DTYPES

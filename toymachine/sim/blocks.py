@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING
 __all__ = ["BlockCache", "run_blocks"]
 
 from bisect import bisect_right
-from operator import ne, not_, sub
 from itertools import accumulate, chain, compress, islice
+from operator import ne, not_, sub
 
-from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
 from . import compiled, tile_blocks
+from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
+from .block_keys import SEP as _SEP
+from .block_keys import cut_edges, tile_units, units
 from .block_ops import initial_reads
-from .block_keys import SEP as _SEP, cut_edges, tile_units, units
 from .loop import execute, execute_engines
 
 if TYPE_CHECKING:
@@ -307,8 +308,7 @@ def _call_runs(calls: list, g: int, skip: int, nxt) -> list | None:
     already ran): None when every one ran, else the indices the block that bailed had taken (the
     bail is handled by the caller, outside this handler: no exception context, no kept frames)."""
     try:
-        for g in range(g, len(calls)):
-            fn, count = calls[g]
+        for fn, count in calls[g:]:
             fn(nxt, count - skip)
             skip = 0
     except Bail as bail:

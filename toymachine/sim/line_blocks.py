@@ -31,8 +31,9 @@ from collections import Counter
 from operator import itemgetter
 
 from . import compiled
-from .block_ops import ARITY as _ARITY, WordStatements, initial_reads
-from .blocks import Bail, _BAIL, _flush
+from .block_ops import ARITY as _ARITY
+from .block_ops import WordStatements, initial_reads
+from .blocks import _BAIL, Bail, _flush
 from .engines.kinds import LOAD, LOAD_T, SKIP, STORE, STORE_T
 from .loop import execute
 

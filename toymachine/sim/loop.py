@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 __all__ = ["execute", "execute_engines"]
 
-from ..result import Step
-from .engines import scalar
 from ..errors import RuntimeFault
 from ..isa import _mac
+from ..result import Step
+from .engines import scalar
 from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
 from .symbolic import Expr, const, leaf
 

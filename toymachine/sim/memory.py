@@ -19,8 +19,9 @@ __all__ = ["Array", "Memory", "random_value", "random_block", "random_run", "SCA
 
 import math
 import zlib
+from collections.abc import Iterable
 from operator import itemgetter
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 

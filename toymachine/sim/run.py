@@ -12,7 +12,8 @@ from __future__ import annotations
 __all__ = ["Run"]
 
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..asm import operand_spans, parse_line, strip_comment
 from ..dtypes import get_dtype

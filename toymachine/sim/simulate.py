@@ -20,7 +20,8 @@ __all__ = ["simulate", "DEFAULT_STEP_LIMIT"]
 
 import contextlib
 import gc
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -32,15 +33,14 @@ from ..program import ArrayDecl, Program
 from ..result import MemoryView, Result, Step, arithmetic_intensity
 from . import engines
 from .engines import ENGINES, scalar, tile, units
-from .engines.kinds import MM, MZO, SFU, VEC
-from .engines.kinds import EXEC, LOAD, STORE
-from .program_blocks import ProgramKeys, run_program_blocks
+from .engines.kinds import EXEC, LOAD, MM, MZO, SFU, STORE, VEC
 from .inputs import empty_trace, misread_inputs, unset_inputs
 from .loop import execute, execute_engines
-from .text import run_text
 from .memory import Memory
+from .program_blocks import ProgramKeys, run_program_blocks
 from .run import Run
 from .symbolic import Namer
+from .text import run_text
 
 DEFAULT_STEP_LIMIT = 200  # steps shown by default only for programs this short
 PROGRAM_CHUNK = 65_536  # instructions of a Program compiled at a time (bounds the compiled code's memory)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __all__ = ["Expr", "leaf", "SYMBOLIC_OPS", "Namer", "render", "subscript", "const"]
 
-from typing import Callable
+from collections.abc import Callable
 
 _SUB = str.maketrans("0123456789-", "₀₁₂₃₄₅₆₇₈₉₋")
 

@@ -22,7 +22,8 @@ in the block wrote, SRAM is counted exactly (not ``sram_rule: paper``) and no st
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 __all__ = ["compile_tile_block", "TileBlock", "separate"]
 

@@ -67,10 +67,25 @@ from __future__ import annotations
 __all__ = ["default_order", "Blocks", "TileCost", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
            "check_split"]
 
-from .backward import (backward_words, split_words, standard_backward_words, tally_backward, tally_split,
-                       tally_standard_backward)
-from .blocks import (APART_PHASES, KV_PHASES, SPLIT_PHASES, Blocks, check_split, default_order, fit_blocks, paper_blocks,
-                     sram_peak)
+from .backward import (
+    backward_words,
+    split_words,
+    standard_backward_words,
+    tally_backward,
+    tally_split,
+    tally_standard_backward,
+)
+from .blocks import (
+    APART_PHASES,
+    KV_PHASES,
+    SPLIT_PHASES,
+    Blocks,
+    check_split,
+    default_order,
+    fit_blocks,
+    paper_blocks,
+    sram_peak,
+)
 from .counts import Tally, TileCost
 from .eager import EAGER_REGISTERS, eager_footprint, eager_peak, eager_words, tally_eager
 from .forward import forward_words, tally_forward

@@ -37,8 +37,8 @@ __all__ = ["ORDERS", "VARIANTS", "attention_program", "resolve_attention"]
 
 from ...cost import attention_bound, attention_cost, attention_registers
 from ...errors import ConfigError
-from ...program import ArrayDecl, Program
 from ...params import check_choice, check_int
+from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
 ORDERS = ("inner", "outer")

@@ -37,13 +37,12 @@ from __future__ import annotations
 
 __all__ = ["SCHEDULES", "matmul_program"]
 
-from typing import Callable
+from collections.abc import Callable
 
 from ...cost.matmul import SCHEDULES, MatmulPlan, matmul_bound, matmul_plan_cost, plan_matmul
 from ...cost.matmul_known import known_program
 from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
-
 
 # -- emission ----------------------------------------------------------------------------
 

@@ -15,13 +15,14 @@ Cost formulas: ``toymachine.cost.softmax_cost``.
 
 from __future__ import annotations
 
-from typing import Callable, overload
+from collections.abc import Callable
+from typing import overload
 
 __all__ = ["ALGOS", "softmax_program"]
 
 from ...cost import SOFTMAX_REGISTERS, softmax_bound, softmax_cost
-from ...program import ArrayDecl, Program
 from ...params import check_choice, check_int
+from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, LineSink, ProgramBuilder, check_size, cli_line, input_values
 
 ALGOS = ("naive", "safe", "online")

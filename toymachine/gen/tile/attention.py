@@ -89,17 +89,26 @@ __all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_p
            "attention_reference", "attention_backward_reference", "array_shapes"]
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from ...cost.tile import (KV_PHASES, SPLIT_PHASES, Blocks, attention_tile_cost, check_split, default_order, fit_blocks,
-                          sram_peak)
+from ...cost.tile import (
+    KV_PHASES,
+    SPLIT_PHASES,
+    Blocks,
+    attention_tile_cost,
+    check_split,
+    default_order,
+    fit_blocks,
+    sram_peak,
+)
 from ...errors import ConfigError
 from ...machine.config import SRAM_RULES
 from ...program import Program
-from .backward import emit_backward, emit_split_phase, emit_standard_backward
 from ..common import MAX_INSTRUCTIONS, check_size
+from .backward import emit_backward, emit_split_phase, emit_standard_backward
 from .eager import eager_program, eager_shapes
 from .emit import TAU, Dropout, Emitter
 from .forward import emit_forward
