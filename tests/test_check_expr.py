@@ -143,6 +143,7 @@ def value_of(t):
     return OPS[kind](left, right)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(trees())
 def test_precedence_and_associativity_match_the_tree(tree):

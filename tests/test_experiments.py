@@ -168,6 +168,7 @@ def test_multi_head_site_names_the_head():
     assert t.rows[0].where[0].startswith("head (0, 0), tile (0, 0)")
 
 
+@pytest.mark.slow
 def test_scalar_level():
     """The scalar machine rounds after every MAC of the dot product: fp16 exact ≈ 5e-3 (n = 16,
     d = 16); with τ = 1 no-max overflows — first in the numerator's MAC p·v, before any EXP does."""

@@ -49,6 +49,7 @@ def run(n, d, order, slots=None, variant="exact", seed=0, registers=None):
     return r, (q, k, v), used_slots
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(n=st.integers(1, 6), d=st.integers(1, 4), order=st.sampled_from(["inner", "outer"]),
        variant=st.sampled_from(VARIANTS), slot_fraction=st.floats(0, 1), seed=st.integers(0, 2**16))

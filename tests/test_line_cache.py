@@ -413,6 +413,7 @@ def test_a_verifying_piece_runs_and_bails(monkeypatch):
         assert verified and len(flushes) > len(verified)  # (a flush after each bail, and one at the end)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=repeated_traces(), chunk=st.integers(200, 4000), head=st.integers(1, 12),
        swaps=st.lists(st.integers(0, 10 ** 6), max_size=6), dtype=st.sampled_from(["fp64", "bf16"]))

@@ -51,6 +51,7 @@ def test_spills_searched_equal_brute_force_with_spills(m, n, k, R):
     check_schedule(opt, WEIGHTED)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m,n,k,R", [(1, 1, 2, 2), (1, 2, 2, 2), (2, 2, 1, 2), (2, 2, 2, 2), (1, 2, 2, 3),
                                      (2, 1, 2, 3), (2, 2, 1, 3)])
 @pytest.mark.parametrize("machine", [Machine(), WEIGHTED], ids=["unit", "weighted"])
@@ -86,6 +87,7 @@ def test_two_by_two_targets_proven(R, cycles, loads):
     check_schedule(opt)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("R", [3, 4])
 def test_three_by_three_small_register_files_proven(R):
     """n = 3 at R = 3 (the inner product's 82) and R = 4 (71, five LOADs fewer than the constructions)."""
@@ -95,6 +97,7 @@ def test_three_by_three_small_register_files_proven(R):
     check_schedule(opt)
 
 
+@pytest.mark.slow
 def test_time_limit_returns_best_found_with_a_gap():
     opt = optimize_matmul(4, 6, time_limit=0.5, beam_width=0)
     assert not opt.proven_optimal and opt.lower_bound < opt.cycles and opt.gap == opt.cycles - opt.lower_bound
@@ -104,6 +107,7 @@ def test_time_limit_returns_best_found_with_a_gap():
     check_schedule(opt)
 
 
+@pytest.mark.slow
 def test_symmetry_reduction_keeps_the_optimum_and_explores_fewer_states():
     plain = optimize_matmul(3, 4, m=2, k=3, symmetry=False, beam_width=0)
     reduced = optimize_matmul(3, 4, m=2, k=3, symmetry=True, beam_width=0)
@@ -134,6 +138,7 @@ def _act(space, key, rows, cols, ls, transpose):
     return space.pack(res2, codes2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m,n,k,R", [(2, 2, 2, 4), (2, 3, 3, 6), (3, 3, 3, 5)])
 def test_canonical_form_is_one_representative_per_orbit(m, n, k, R):
     """Every renaming of a state has the same canonical key, and that key is one of the renamings."""

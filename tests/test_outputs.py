@@ -171,6 +171,7 @@ def test_significant_digits(value, text):
     assert sig(value) == text
 
 
+@pytest.mark.slow
 def test_every_human_format_rounds_numbers_and_csv_is_numeric(toym):
     args = ("sweep", "attention-tile", "--n", "256", "--d", "64", "--algo", "fa1,fa2", "--block-m", "64", "--block-n", "64",
             "--machine", "h100")

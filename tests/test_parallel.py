@@ -63,6 +63,7 @@ def test_bad_executor_options_are_errors(toym):
     assert code == 2 and "cannot reach the Dask scheduler" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_dask_cluster_runs_the_points_in_order():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",

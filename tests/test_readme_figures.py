@@ -60,6 +60,7 @@ def test_the_readme_has_figure_tables():
     assert len(FIGURES) >= 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command,columns,table", FIGURES, ids=[f[0] for f in FIGURES])
 def test_figure_table_is_the_commands_output(toym, command, columns, table):
     code, out, err = toym(*shlex.split(command)[1:], "-f", "csv")
@@ -185,6 +186,7 @@ def claims_seed001():
 CLAIMS = [claims_programs, claims_gen_matmul, claims_variance, claims_numerics, claims_intensity, claims_seed001]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claims", CLAIMS, ids=[c.__name__ for c in CLAIMS])
 def test_readme_says_what_the_commands_print(claims):
     missing = [text for text in claims() if text not in README]

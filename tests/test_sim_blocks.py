@@ -261,6 +261,7 @@ def test_runs_of_one_block_bail_mid_run_as_the_loop_does(monkeypatch, force, zer
     assert isinstance(got, dict) and len(got["memory"]["z"]) == 300
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(hot=st.integers(0, 15), zeros=st.lists(st.integers(0, 199), max_size=4),
        op=st.sampled_from(["EXP T0, T1", "MUL T0, T0, T1"]), dtype=st.sampled_from(["fp64", "fp16"]))
@@ -287,6 +288,7 @@ def test_an_alarm_in_a_stand_in_quotes_the_step_the_loop_quotes(monkeypatch, for
         assert any(a["kind"] == "overflow" for a in got["alarms"])
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(starts=st.lists(st.integers(0, 400), min_size=1, max_size=5),
        dtype=st.sampled_from(["fp64", "fp32", "fp16", "bf16"]))
@@ -403,6 +405,7 @@ def repeated_tile_blocks(draw):
     return "".join(out), reps, rows, (h == 1 and not same and not vary, same)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(trace=repeated_tile_blocks(), tiny=st.one_of(st.none(), st.integers(0, 17)),
        zeros=st.lists(st.integers(0, 219), max_size=3), dtype=st.sampled_from(["fp64", "fp16", "bf16"]),

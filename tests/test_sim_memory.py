@@ -4,6 +4,7 @@ equal the per-cell path on random inputs, and a run leaves the garbage collector
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ def _plain(arr: Array) -> np.ndarray:
 values = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(shape=st.one_of(st.tuples(st.integers(1, 40)), st.tuples(st.integers(1, 7), st.integers(1, 7))),
        data=st.data(), read=st.booleans(), fill=st.one_of(st.none(), st.floats(-3, 3)), seed=st.integers(0, 3))
@@ -45,6 +47,7 @@ def test_symbolic_cells_take_the_plain_path():
     assert arr._cells_array() is None
 
 
+@pytest.mark.slow
 def test_a_run_leaves_the_collector_on_and_its_objects_out_of_the_young_generations():
     """``sim.simulate`` pauses the cyclic collector while it runs; what the run made goes to the oldest
     generation before it is enabled again (no young collection walks the run's compiled lines)."""

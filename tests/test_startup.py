@@ -144,6 +144,7 @@ TEXTS = st.one_of(st.text(max_size=8), st.from_regex(r"-?[0-9]{1,20}(\.[0-9]*)?(
                                    "json", "JSON", "fp16", "table", "", "-", "--", "1e400", "99999999999999999999"]))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(value=TEXTS, which=st.sampled_from(["str", "int", "int_min1", "int_range", "float", "float_min0", "enum"]))
 def test_fast_conversion_equals_typers(value, which):
@@ -174,6 +175,7 @@ def test_the_common_values_take_the_fast_path(annotation, info, value):
     assert fast is not _SLOW and _typer_value(desc, value) == ("ok", fast)
 
 
+@pytest.mark.slow
 def test_shell_completion_still_lists_commands_and_options():
     def complete(words: str) -> str:
         env = dict(os.environ, _TOYM_COMPLETE="complete_zsh", _TYPER_COMPLETE_ARGS=words)
@@ -184,6 +186,7 @@ def test_shell_completion_still_lists_commands_and_options():
     assert '"--registers":' in complete("toym run --reg")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given_env, want", [(None, "1"), ("3", "3")])
 def test_the_toym_process_runs_one_blas_thread_unless_told(given_env, want):
     """numpy's BLAS pool threads spin and burn a core on every ``toym`` run: the command (not the

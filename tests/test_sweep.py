@@ -127,6 +127,7 @@ def test_no_progress_bar_when_not_a_terminal(toym):
     assert code == 0 and err == ""
 
 
+@pytest.mark.slow
 def test_plot_png_and_svg(toym, tmp_path):
     pytest.importorskip("matplotlib")
     png, svg = tmp_path / "m.png", tmp_path / "s.svg"

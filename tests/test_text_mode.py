@@ -75,6 +75,7 @@ def _outcome(run):
     return d
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(text=traces(), chunk=st.integers(8, 200), fill=st.booleans())
 def test_every_path_agrees(text, chunk, fill):

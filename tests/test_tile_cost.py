@@ -66,6 +66,7 @@ def shape_points(draw):
             "sram_rule": draw(st.sampled_from(["exact", "paper"]))}
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(shape_points())
 def test_cross_and_grouped_counts_equal_the_closed_forms(p):

@@ -68,6 +68,7 @@ def _run(text, machine, steps=False):
     return lambda: simulate(io.StringIO(text), machine, steps=steps, file="t.asm")
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(trace=tile_traces(), m=st.integers(0, len(MACHINES) - 1), chunk=st.sampled_from([40, 200, 1 << 16]))
 def test_fast_path_agrees_with_the_parser(trace, m, chunk):

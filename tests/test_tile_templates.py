@@ -145,6 +145,7 @@ def small_chunks():
         yield mp
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(text=mixed_traces(), m=st.integers(0, len(MACHINES) - 1), chunk=st.sampled_from([300, 2000, 6000, 20000]))
 def test_templates_agree_with_whole_lines(small_chunks, text, m, chunk):
@@ -228,6 +229,7 @@ def test_sram_overflow_in_the_middle_of_the_blocks():
     assert "SRAM" in out[1] and out[3][0] == text.split("\n").index("LOAD Q[0:40, :], T2") + 1
 
 
+@pytest.mark.slow
 def test_a_long_mixed_new_trace_runs_as_templates(monkeypatch):
     """Whole chunks of new tile lines: the tile lines compiled are a few per chunk, not one per line;
     the result equals the parsed Program's; the regions an output remembers stay bounded."""
@@ -254,6 +256,7 @@ def test_which_chunks_are_cut():
     assert not text_slices._new_tiles(_mixed_new(600, 8))  # tile lines that repeat stay lines (counted, not run)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("machine", [Machine(sram_words=4096), Machine(sram_words=4096, dtype="bf16"),
                                      Machine(sram_words=4096, dtype="fp16")])
 @pytest.mark.parametrize("op", ["MUL T0, T0, T1", "FILL 1e200, 1, 1, T3\nMUL T0, T3, T1", "DIV T0, T0, T1",
@@ -271,6 +274,7 @@ def test_an_alarm_deep_in_a_batch_of_blocks(machine, op):
         assert fast == run_outcome(_run(text, machine))
 
 
+@pytest.mark.slow
 def test_overlapping_stores_and_changing_heights():
     """Blocks STOREd over one another (the last one written wins) and heights that change: the batch
     gives way, the runs go one by one, and the result is the parsed Program's."""
@@ -289,6 +293,7 @@ def test_overlapping_stores_and_changing_heights():
                                              file="t.asm"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", [None, "LOAD Q[19998:20001, :], T0", "FILL 0, 2, 4, T3\nDIV T3, T3, T1"])
 def test_a_trace_of_tile_blocks_only(bad):
     """A chunk that is one long run of one template tile block (blocks._run_runs: its ``multi``, the

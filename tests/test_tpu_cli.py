@@ -68,6 +68,7 @@ def test_systolic_picks_named_arrays(toym, tmp_path):
 
 
 # -- toym memory -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_seed_002_memory_scaling_table(toym):
     code, out, _ = toym("memory", "--machine", "tpu-v5e", "--n", "512..32768*2", "--d", "64", "-f", "csv")
     columns = ["seq_len", "scores (n^2)", "output (n*d)", "ratio", "fits on-chip?"]

@@ -24,6 +24,7 @@ def _units(algo: str, n: int, d: int, block: int | None):
     return simulate(prog, machine).extra["units"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, key", [
     (["--algo", "standard"], "standard"),
     (["--algo", "fa2", "--block-m", "128", "--block-n", "128"], 128),

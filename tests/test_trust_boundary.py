@@ -253,6 +253,7 @@ def test_a_zips_entry_count_is_judged_from_its_end_record(tmp_path, toym, monkey
 SHELL_PIECES = ["$(", ")", "`", "'", '"', ";", "&", "|", "\n", " ", "$HOME", "\\", "*", "!", "#", "-", "<", ">", "é"]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, derandomize=True, deadline=None, database=None)
 @given(pieces=st.lists(st.sampled_from(SHELL_PIECES) | st.text(max_size=4), max_size=8))
 def test_any_problem_name_reaches_the_zip_as_data(tmp_path_factory, pieces):

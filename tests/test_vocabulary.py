@@ -417,6 +417,7 @@ def test_docs_error_examples_are_what_toym_prints(capsys, monkeypatch):
         assert code == 2 and err.rstrip() == shown.rstrip(), f"toym {args}"
 
 
+@pytest.mark.slow
 def test_no_command_line_gets_clicks_raw_message():
     """Any mix of look-alikes, unknown options and odd values: exit 0, 1 or 2, and an error is toym's —
     never click's "Usage: … Try 'toym -h'", never a traceback."""
