@@ -25,7 +25,7 @@ bails.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["BlockCache", "run_blocks"]
 
@@ -97,7 +97,7 @@ def run_blocks(run: Run, ktext: str, first: int, cache: BlockCache, templates: d
             keys = [_SEP.join(keys[:group])] * (len(keys) // group) + tail
         else:
             keys = list(map(_SEP.join, zip(*[iter(keys)] * group))) + tail
-    uniq = dict.fromkeys(keys)
+    uniq: dict[str, Any] = dict.fromkeys(keys)  # key → its block (filled in below)
     if len(uniq) * MIN_REPEATS > len(keys):
         return False
     for key in uniq:
@@ -320,7 +320,7 @@ def _rerun(run: Run, block, taken: list, line: int) -> None:
     """The block that bailed, again in the loop from ``line``: its indices those it had taken, then
     the chunk's stream where it stopped."""
     nxt = run.next_index
-    run.next_index = chain(taken, nxt.__self__).__next__
+    run.next_index = chain(taken, nxt.__self__).__next__  # type: ignore[attr-defined]  # next_index is an iterator's bound __next__
     try:
         execute(run, list(block.codes), line)
     finally:

@@ -63,7 +63,7 @@ class LineBlocks:
         self.run = run
         self.kinds: dict[tuple, str] = {}  # shape → character
         self.protos: dict[str, tuple] = {}  # character → a code of that shape
-        self.pieces: dict[str, object] = {}  # piece (shape string) → _Piece, or None: the loop runs it
+        self.pieces: dict[str | tuple[str], object] = {}  # piece (shape string, or a period's as a 1-tuple) → _Piece, or None: the loop runs it
         self.held = 0  # the lines of the pieces compiled (bounded by HELD_LINES)
 
     def clear(self) -> None:
@@ -78,6 +78,7 @@ class LineBlocks:
         every item keeps its place and ``code[-1]`` is still the tag (``sim.text`` caches this
         code: one lookup per line gives the code and its shape, ``code[-2]``)."""
         kind = code[0]
+        shape: tuple | None
         if kind == LOAD or kind == STORE:
             shape = (kind, code[1], id(code[2]), code[4])
         elif kind in _ARITY:
@@ -91,6 +92,7 @@ class LineBlocks:
             if len(self.kinds) >= MAX_SHAPES:
                 ch = _NONE
             else:
+                assert shape is not None  # a line without a shape has ch _NONE
                 ch = self.kinds[shape] = chr(0x100 + len(self.kinds))
                 self.protos[ch] = code + (ch, code[-1])  # (noted: its ch is the one object of its shape)
         return code + (ch, code[-1])

@@ -8,7 +8,7 @@ from __future__ import annotations
 __all__ = ["ProgramKeys", "run_program_blocks"]
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..program import Instr, Reg
 from . import compiled
@@ -86,7 +86,7 @@ class ProgramKeys:
                 keys[k] = key
         except ValueError:  # no key left to find
             pass
-        return "\n".join(keys), indices
+        return "\n".join(cast("list[str]", keys)), indices  # every None is filled in above
 
 
 def run_program_blocks(run: Run, state: ProgramKeys, chunk: Sequence[Instr], first: int) -> bool:
