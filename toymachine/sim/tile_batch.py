@@ -114,7 +114,7 @@ def compile_batch(specs: list, env: dict):
             x, y = src(*what[2][:2]), src(*what[3][:2])
             if x is None or y is None:
                 return None
-            expr = f"{bind(what[1], 'F')}({x}, {y})"
+            expr: str | None = f"{bind(what[1], 'F')}({x}, {y})"
         elif op == "MOV":
             expr = src(*what[1][:2])
             if expr is None:

@@ -23,7 +23,7 @@ in the block wrote, SRAM is counted exactly (not ``sram_rule: paper``) and no st
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["compile_tile_block", "TileBlock", "separate"]
 
@@ -66,7 +66,7 @@ def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
     """The ``TileBlock`` of a block of tile codes, or None where it is not compiled here."""
     if run.record or not run.sram_exact or not codes:
         return None
-    specs = [getattr(c[2], "block", None) if c[0] == EXEC else None for c in codes]
+    specs: list[Any] = [getattr(c[2], "block", None) if c[0] == EXEC else None for c in codes]
     if None in specs:
         return None
     env: dict = {"_B": bail, "Bail": bail_class, "regs": run.regs, "sizes": run.sizes, "run": run,
@@ -95,7 +95,7 @@ def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
     targets: list = []
     skip: list[str] = []  # what ``skip(n)`` adds: n times each static counter
     bounds = 0  # bounds taken from the chunk's bound stream (template LOADs/STOREs: engines.tile_templates)
-    moved: list[str] = []  # words moved by template LOADs and STOREs (known when the block runs)
+    moved: list[tuple[str, str]] = []  # words moved by template LOADs and STOREs (known when the block runs)
 
     def src(slot: int, t: bool) -> str:
         if slot not in written:

@@ -263,7 +263,7 @@ def _memory_parts_loose(text: str):
     if inner.isdigit():
         if len(inner) > 7:  # the parser bounds long indices (limits.array_elements)
             return None
-        idx = (int(inner),)
+        idx: tuple[int, ...] = (int(inner),)
     else:
         parts = inner.split("][")
         if not all(p.isdigit() and len(p) <= 7 for p in parts):
@@ -349,6 +349,7 @@ def numeric_event(run: Run, line: int, code: tuple, operands: tuple, r, exc: Bas
             run.alarm("overflow", line, code, operands, r)
     elif r == 0.0:
         base = ISA[op].numeric
+        assert base is not None  # an arithmetic instruction: it has value semantics
         exact = None
         try:
             exact = base(*operands)

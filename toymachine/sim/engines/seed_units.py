@@ -28,7 +28,7 @@ __all__ = ["seed_setup", "seed_pricer"]
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ...cost import tpu_seed as S
 from ...program import operands_of
@@ -48,7 +48,11 @@ def seed_setup(run: Run) -> None:
 
 def seed_pricer(run: Run, op: str, srcs: tuple, ins) -> Callable:
     """The closure that charges one execution of ``op`` under the seed's accounting."""
-    vpu, acc, by_op, st = run.machine.vpu, run.units, run.vpu_by_op, run.seed_state
+    vpu, st = run.machine.vpu, run.seed_state
+    assert vpu is not None  # seed-002 accounting needs units (machine.loader), which come as a pair
+    # the cycle counters: a cycles_per_vector may be fractional, so they hold floats
+    acc = cast("list[float]", run.units)
+    by_op = cast("dict[str, float]", run.vpu_by_op)
     lanes = vpu.lanes
 
     def charge(name: str, elements: int, mnemonic: str, shape=None, score=False) -> None:

@@ -61,7 +61,7 @@ that underflow to zero are counted.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 __all__ = ["claims", "setup", "compile", "report", "note_paper_registers"]
 
@@ -164,7 +164,7 @@ def compile(run: Run, ins: Instr, line: int, text: str | None) -> tuple:
             with np.errstate(all="ignore"):
                 const = run.dt.round_array(const)
         return _op(run, lambda regs: const, d, (), op, tag, units.pricer(run, ins.op, (), ins), ("const", const))
-    srcs = []
+    srcs: list[tuple[int, bool, int]] = []  # (slot, transposed, position)
     for pos, kind in enumerate(spec.signature[:-1]):
         if kind != "src":
             continue
@@ -181,7 +181,8 @@ def compile(run: Run, ins: Instr, line: int, text: str | None) -> tuple:
     if not any(_is_tile_reg(a[p]) for _, _, p in srcs):
         raise AsmError(f"{ins.op} with only word operands makes a word, not a tile", loc=run.loc(line, len(a) - 1),
                        hint="write the result to an R register, or make a tile with FILL")
-    block = None  # what the instruction computes, for a compiled block of tile instructions (sim.tile_blocks)
+    # what the instruction computes, for a compiled block of tile instructions (sim.tile_blocks)
+    block: tuple | None = None
     if spec.kind == "mask":
         for pos in (1, 2):
             n = a[pos]
@@ -193,15 +194,17 @@ def compile(run: Run, ins: Instr, line: int, text: str | None) -> tuple:
     elif spec.kind == "dropout":
         fn = tile_ops.dropout(srcs[0][0], srcs[0][1], *dropout_operands(run, line, a), acc)
     elif ins.op in ("MAC_Z", "MAC"):
-        block = ("matmul", *srcs[:2], srcs[2] if ins.op == "MAC" else None)
-        fn = tile_ops.matmul(*block[1:], acc)
+        c = srcs[2] if ins.op == "MAC" else None
+        block = ("matmul", srcs[0], srcs[1], c)
+        fn = tile_ops.matmul(srcs[0], srcs[1], c, acc)
     elif ins.op in ("ROWMAX", "ROWSUM"):
         fn, block = tile_ops.rowreduce(ins.op, srcs[0][0], srcs[0][1], acc), (ins.op, srcs[0])
     elif ins.op == "MOV":
         fn, block = tile_ops.mov(srcs[0][0], srcs[0][1]), ("MOV", srcs[0])
     elif len(srcs) == 1:
-        block = ("unary", UFUNC[ins.op], srcs[0], SFU if spec.cost_class == "sfu" else VEC)
-        fn = tile_ops.unary(UFUNC[ins.op], srcs[0][0], srcs[0][1], acc, block[3])
+        unit = SFU if spec.cost_class == "sfu" else VEC
+        block = ("unary", UFUNC[ins.op], srcs[0], unit)
+        fn = tile_ops.unary(UFUNC[ins.op], srcs[0][0], srcs[0][1], acc, unit)
     else:
         fn, block = tile_ops.binary(UFUNC[ins.op], srcs[0], srcs[1], acc), ("binary", UFUNC[ins.op], *srcs)
     tag = (ins, text, ins.op in ("MAC", "MAC_Z", "MUL", "DIV", "EXP"))
@@ -229,7 +232,8 @@ def _paper_count(run: Run, mem: Mem, slot: int) -> None:
 
 
 def _as_block(mem: Mem) -> str:
-    return f"{mem.array}[{', '.join(f'{i}:{i + 1}' for i in mem.index)}]"
+    index = cast("tuple[int, ...]", mem.index)  # a single word's address: every index a whole number
+    return f"{mem.array}[{', '.join(f'{i}:{i + 1}' for i in index)}]"
 
 
 def _block(run: Run, mem: Mem, line: int, operand: int, *, write: bool):
@@ -240,6 +244,7 @@ def _block(run: Run, mem: Mem, line: int, operand: int, *, write: bool):
         raise RuntimeFault(f"'{name}' has no declared shape; a block LOAD/STORE needs one",
                            loc=run.loc(line, operand),
                            hint=f"declare it before the code: `.array {name}[rows][cols]` (or give it with --data)")
+    assert arr.shape is not None  # fixed: the shape is declared or given
     if len(mem.index) != len(arr.shape):
         raise RuntimeFault(f"'{name}' has {len(arr.shape)} dimensions but '{mem}' gives {len(mem.index)}",
                            loc=run.loc(line, operand),
@@ -310,7 +315,7 @@ def _op(run: Run, compute, d: int, srcs: tuple, op: int, tag: tuple, price=None,
             if occ + run.n_scalar > run.sram_cap:
                 sram_full(run, line, code, d, occ + run.n_scalar)
 
-    execute.block = None if block is None or price is not None else ("op", d, block)
+    execute.block = None if block is None or price is not None else ("op", d, block)  # type: ignore[attr-defined]  # sim.tile_blocks reads it
     code = (EXEC, op, execute, tag)
     return code
 
@@ -343,7 +348,7 @@ def _load(run: Run, arr, idx: tuple, d: int, op: int, tag: tuple) -> tuple:
             if occ + run.n_scalar > run.sram_cap:
                 sram_full(run, line, code, d, occ + run.n_scalar)
 
-    execute.block = ("load", arr, idx, d, arr.dense[idx].size)
+    execute.block = ("load", arr, idx, d, arr.dense[idx].size)  # type: ignore[attr-defined]  # sim.tile_blocks reads it
     code = (EXEC, op, execute, tag)
     return code
 
@@ -368,7 +373,7 @@ def _store(run: Run, arr, idx: tuple, s: int, shape: tuple, transposed: bool, op
         run.writes += w
         run.tile_writes += w
 
-    execute.block = ("store", arr, idx, s, shape, transposed)
+    execute.block = ("store", arr, idx, s, shape, transposed)  # type: ignore[attr-defined]  # sim.tile_blocks reads it
     code = (EXEC, op, execute, tag)
     return code
 

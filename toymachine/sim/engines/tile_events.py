@@ -114,7 +114,7 @@ def _raise_alarm(run: Run, kind: str, line: int, code: tuple, r, mask, operands,
         return
     pos = tuple(int(i) for i in hits[0])
     if elementwise and len(operands) and all(hasattr(o, "shape") and o.shape == r.shape for o in operands):
-        values = tuple(float(o[pos]) for o in operands)  # elementwise: the operands of that element
+        values: tuple = tuple(float(o[pos]) for o in operands)  # elementwise: the operands of that element
     else:
         values = tiles
     run.alarm(kind, line, code, values, float(r[pos]), where=f" @[{', '.join(map(str, pos))}]", count=count)
@@ -178,7 +178,7 @@ def sram_full(run: Run, line: int, code: tuple, d: int, occupied: int) -> None:
              f"you no longer need, or a machine with `sram_words: {occupied}` or more")
 
 
-def dropout_operands(run: Run, line: int, a: tuple) -> tuple:
+def dropout_operands(run: Run, line: int, a: tuple) -> tuple[float, int, int, int, int]:
     """(p, seed, head, row0, col0) of ``DROPOUT Ta, p, seed, head, row0, col0, Td``, checked."""
     p = a[1]
     if not 0 <= p < 1:

@@ -31,7 +31,7 @@ _TWO_SPANS = re.compile(rf"{_NUM}:{_NUM}, ?{_NUM}:{_NUM}\Z")  # the common case:
 _LINE = re.compile(rf"[ \t]*(?:LOAD[ \t]+{_ADDR},[ \t]*{_T}|STORE[ \t]+{_T},[ \t]*{_ADDR})[ \t]*\Z")
 
 
-def _items(inner: str, cap: int) -> tuple | None:
+def _items(inner: str, cap: float) -> tuple | None:
     """The index items of ``inner`` (the text between the brackets), as the parser reads them."""
     items: list = []
     for piece in inner.split(","):
@@ -59,15 +59,16 @@ def compile_tile_line(run: Run, n: int, text: str):
     if m is None or ":" not in text:
         return None
     name, inner, reg, sreg, sname, sinner = m.groups()
-    cap = run.__dict__.get("tile_line_cap")
+    cap: float | None = run.__dict__.get("tile_line_cap")
     if cap is None:  # the limit in force, read once a run
-        cap = run.tile_line_cap = LIMITS["array_elements"].value()
+        # the limit may be fractional (a TOYM_MAX_ARRAY_ELEMENTS override); Run declares the cap int
+        cap = run.tile_line_cap = LIMITS["array_elements"].value()  # type: ignore[assignment]
     two = _TWO_SPANS.match(inner if name is not None else sinner)
     if two is not None:
         a, b, c, d = [None if x is None else int(x) for x in two.groups()]
         if any(x is not None and x >= cap for x in (a, b, c, d)):
             return None
-        items = (Span(a, b), Span(c, d))
+        items: tuple | None = (Span(a, b), Span(c, d))
     else:
         items = _items(inner if name is not None else sinner, cap)
     if items is None:

@@ -43,7 +43,7 @@ _KEY = re.compile(rf"[ \t]*(?:LOAD[ \t]+{_NAME}\[\]\x01{_REST}\],[ \t]*{_REG}|ST
 REGIONS_LIMIT = 1024  # a STORE template's blocks remembered apart before they are folded into one mask
 
 
-def axes_of(rest: str, shape: list, cap: int) -> tuple | None:
+def axes_of(rest: str, shape: list, cap: float) -> tuple | None:
     """The axes of a key's block: ("s", 0, 1, n, stop_limit) the cut span (its start and stop are
     bounds 0 and 1 of the line), then the literal items: ("c", start, stop) a span, ("i", value)."""
     items = [p.strip() for p in rest.split(",")[1:]]
@@ -113,6 +113,7 @@ def block_index(axes: tuple, off: int, body: list) -> tuple[str, str, str]:
 def _exact(run: Run, line: int) -> None:
     """The line compiled and run as itself: its errors and alarms, as it always raised them."""
     text = run.source(line)
+    assert text is not None  # a line of the program: it compiled before
     code = compile_tile_line(run, line, text)
     if code is None:
         item = parse_line(text, line, run.file)

@@ -53,6 +53,7 @@ def pricer(run: Run, op: str, srcs: tuple, ins=None) -> Callable | None:
         return seed_units.seed_pricer(run, op, srcs, ins)
     acc, by_op = run.units, run.vpu_by_op
     vpu = machine.vpu
+    assert vpu is not None  # units come as a pair (machine.loader): has_units means both
     lanes = vpu.lanes
     if op in ("MAC_Z", "MAC"):
         mxu = machine.mxu
