@@ -12,8 +12,10 @@ from toymachine.experiments.sweep import METRICS, check_plot, expand_grid, sweep
 from toymachine.gen.registry import get_generator
 from toymachine.machine import resolve_machine
 
-# sweeps that between them show every table column: the scalar machine, a clocked tile machine, units
+# sweeps that between them show every table column: the scalar machine, a clocked tile machine, units,
+# and a sweep with a point too big to simulate (closed form) and one whose blocks overflow the SRAM
 _SWEEPS = [("matmul", {"n": "2", "registers": "3,4"}, None),
+           ("attention-tile", {"n": "32,65536", "d": "64", "algo": "fa2", "block_m": "64,4096"}, "h100"),
            ("attention-tile", {"n": "32", "d": "8", "algo": "fa2"}, "h100"),
            ("attention-tile", {"n": "128", "d": "64", "algo": "fa2", "block_m": "64", "block_n": "64"}, "tpu-v5e")]
 

@@ -62,9 +62,10 @@ COMMANDS: dict[str, Lazy] = {
                     "the bound for its outputs in any order, and which LOADs are redundant (\"line 9 reloads a[0][1], "
                     "which an optimal allocation would have kept in a register\")."),
     "problem": Lazy("problem:problem_app", "Problem files: handouts and problem sets."),
-    "grade": Lazy("grade:grade_command", "Grade every submission in SUBMISSIONS against the problem: one row per "
-                  "student in DIR/gradebook.csv, what each student sees in DIR/feedback/, the class at a glance in "
-                  "DIR/summary.md."),
+    "grade": Lazy("grade:grade_command", "Grade every submission in SUBMISSIONS against the problem (or each "
+                  "problem of an assignment): one row per student in DIR/gradebook.csv, what each student sees in "
+                  "DIR/feedback/, the class at a glance in DIR/summary.md, similar traces in DIR/similarity.csv, "
+                  "and the file the LMS imports."),
     "autograder": Lazy("autograder:autograder_command", "Build the Gradescope autograder zip: upload it as a "
                        "\"Zip file upload\" autograder."),
     "serve": Lazy("serve:serve_command", "Serve the live playground: edit a trace in the browser and watch its "

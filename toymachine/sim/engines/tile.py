@@ -72,7 +72,7 @@ import numpy as np
 from ...errors import AsmError, RuntimeFault
 from ...isa import ISA
 from ...limits import LIMITS
-from ...program import Instr, Mem, Reg, Span, operands_of
+from ...program import Instr, Mem, Reg, Span
 from ..memory import SCALAR
 from . import tile_ops, units
 from .kinds import EXEC, MM, OPINDEX, SFU, SKIP_SLOT, TILE_BASE, VEC
@@ -85,6 +85,7 @@ from .tile_events import (
     tile_rounder,
 )
 from .tile_ops import UFUNC
+from .tile_paper import note_paper_registers, paper_count
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -131,7 +132,7 @@ def compile(run: Run, ins: Instr, line: int, text: str | None) -> tuple:
                            hint="load blocks into tile registers: T0, T1, …")
         arr, idx, shape = _block(run, mem, line, 0, write=False)
         d = run.slot(dst, line, 1)
-        _paper_count(run, mem, d)
+        paper_count(run, mem, d)
         return _load(run, arr, idx, d, op, tag)
     if spec.kind == "store":
         src, mem = a
@@ -142,7 +143,7 @@ def compile(run: Run, ins: Instr, line: int, text: str | None) -> tuple:
             raise AsmError(f"{src.name} holds one word; '{mem}' is a block", loc=run.loc(line, 0),
                            hint="store blocks from tile registers: T0, T1, …")
         s = run.slot(src, line, 0)
-        _paper_count(run, mem, s)
+        paper_count(run, mem, s)
         arr, idx, shape = _block(run, mem, line, 1, write=True)
         return _store(run, arr, idx, s, shape, src.transpose, op, tag)
     dst = a[-1]
@@ -209,26 +210,6 @@ def compile(run: Run, ins: Instr, line: int, text: str | None) -> tuple:
         fn, block = tile_ops.binary(UFUNC[ins.op], srcs[0], srcs[1], acc), ("binary", UFUNC[ins.op], *srcs)
     tag = (ins, text, ins.op in ("MAC", "MAC_Z", "MUL", "DIV", "EXP"))
     return _op(run, fn, d, tuple(srcs), op, tag, units.pricer(run, ins.op, tuple(srcs), ins), block)
-
-
-def note_paper_registers(run: Run, instrs) -> None:
-    """``sram_rule: paper``: the registers any LOAD/STORE of a 2-D block names, known before the run
-    (a register FILLed before its first STORE counts from the FILL on): ``Run.slot`` counts them."""
-    for ins in instrs:
-        if ins.op in ("LOAD", "STORE"):
-            mem, reg = operands_of(ins) if ins.op == "LOAD" else operands_of(ins)[::-1]
-            if isinstance(mem, Mem) and isinstance(reg, Reg) and sum(isinstance(i, Span) for i in mem.index) == 2:
-                run.paper_names.add(reg.name)
-                if reg.name in run.slots:
-                    run.sram_counted.add(run.slots[reg.name])
-
-
-def _paper_count(run: Run, mem: Mem, slot: int) -> None:
-    """Under ``sram_rule: paper`` a register counts against SRAM iff a 2-D block of an HBM array is
-    loaded into it or stored from it (the paper's Q_i, K_j, V_j, O_i; not S, m, ℓ, temporaries).
-    ``note_paper_registers`` finds them all before the run starts; this keeps the set complete."""
-    if not run.sram_exact and sum(isinstance(i, Span) for i in mem.index) == 2:
-        run.sram_counted.add(slot)
 
 
 def _as_block(mem: Mem) -> str:
