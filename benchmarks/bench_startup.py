@@ -75,7 +75,7 @@ def measure(rounds: int = 10) -> dict:
 def report(m: dict) -> str:
     base = m["numpy"]
     lines = [f"{'command':48s} {'wall (median)':>14s} {'÷ numpy':>8s} {'CPU (median)':>13s} {'÷ numpy':>8s}"]
-    for name, row in m.items():
+    for row in m.values():
         lines.append(f"{row['command']:48s} {row['wall']:12.3f} s {row['wall'] / base['wall']:7.2f}× "
                      f"{row['cpu']:11.3f} s {row['cpu'] / base['cpu']:7.2f}×")
     ok = all(m[k]["wall"] <= TARGET_S and m[k]["wall"] <= TARGET_RATIO * base["wall"] for k in ("run", "help"))

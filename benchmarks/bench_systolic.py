@@ -72,11 +72,11 @@ def main() -> None:
     for size, loop in ((16, True), (48, True), (128, False), (256, False), (512, False)):
         a = rng.integers(-9, 10, size=(size, size))
         b = rng.integers(-9, 10, size=(size, size))
-        t_vec, run = best(lambda: systolic_matmul(a, b, record=False), args.repeat)
-        t_np, ref = best(lambda: a @ b, args.repeat)
+        t_vec, run = best(lambda a=a, b=b: systolic_matmul(a, b, record=False), args.repeat)
+        t_np, ref = best(lambda a=a, b=b: a @ b, args.repeat)
         same = np.array_equal(run.c, ref)
         if loop:
-            t_loop, (c_loop, ticks) = best(lambda: cell_loop(a, b), 1)
+            t_loop, (c_loop, ticks) = best(lambda a=a, b=b: cell_loop(a, b), 1)
             same = same and np.array_equal(c_loop, ref) and ticks == run.busy_ticks
             print(f"{size}³".rjust(14) + f" {t_vec:>15.4f} {t_loop:>14.4f} {t_loop / t_vec:>7.1f}× "
                   f"{t_np:>10.5f}  {same}")

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker()
     t0 = time.perf_counter()
     try:
-        for i in range(args.mutants):
+        for _ in range(args.mutants):
             program = rng.choice(programs)
             text = program.read_text(encoding="utf-8")
             for _ in range(rng.randint(1, 4)):

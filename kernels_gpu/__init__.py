@@ -12,9 +12,17 @@ if not torch.cuda.is_available():  # before anything imports triton: triton.lang
     os.environ.setdefault("TRITON_INTERPRET", "1")  # @jit helpers read it when triton is imported
 
 from .host.configs import KernelConfig  # noqa: E402
-from .host.flash_attn import (FP8_DTYPES, INTERPRETER, MAX_HEAD_DIM, SUPPORTED_HEAD_DIMS,
-                         attention_reference, flash_attention,
-                         flash_attention_backward, flash_attention_forward, resolve_config)
+from .host.flash_attn import (
+    FP8_DTYPES,
+    INTERPRETER,
+    MAX_HEAD_DIM,
+    SUPPORTED_HEAD_DIMS,
+    attention_reference,
+    flash_attention,
+    flash_attention_backward,
+    flash_attention_forward,
+    resolve_config,
+)
 from .host.sdpa import SDPAUnsupported, scaled_dot_product_attention  # noqa: E402
 from .model.schedule import Schedule, Traffic, predict_traffic, schedule
 

@@ -124,7 +124,7 @@ class Chromium:
             raise RuntimeError("chromium did not open a DevTools port")
         self.endpoint = _Endpoint(url, timeout)
 
-    def new_page(self, width: int = 1400, height: int = 1000) -> "Browser":
+    def new_page(self, width: int = 1400, height: int = 1000) -> Browser:
         context = self.endpoint.send("Target.createBrowserContext")["browserContextId"]
         target = self.endpoint.send("Target.createTarget", url="about:blank", browserContextId=context,
                                     width=width, height=height)["targetId"]
@@ -142,7 +142,7 @@ class Chromium:
                 self.proc.kill()
             self.profile.cleanup()
 
-    def __enter__(self) -> "Chromium":
+    def __enter__(self) -> Chromium:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -224,7 +224,7 @@ class Browser:
             self.chromium.endpoint.send("Target.closeTarget", targetId=self.target)
             self.chromium.endpoint.send("Target.disposeBrowserContext", browserContextId=self.context)
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc) -> None:

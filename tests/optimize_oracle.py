@@ -50,7 +50,7 @@ def brute_force_matmul(m: int, n: int, k: int, registers: int, *, load: float = 
                     i, j = outputs[o]
                     succ.append((load, regs[:r] + (("p", i, j, w),) + regs[r + 1:], mem, acc_val))
         sources = [(r, regs[r]) for r in range(registers)] + ([("acc", acc_val)] if acc else [])
-        for r, v in sources:  # STORE a partial sum (from a register or ACC): the output, or a spill
+        for _, v in sources:  # STORE a partial sum (from a register or ACC): the output, or a spill
             if v is not None and v[0] == "p":
                 o = outputs.index((v[1], v[2]))
                 if v[3] == full:
@@ -58,7 +58,7 @@ def brute_force_matmul(m: int, n: int, k: int, registers: int, *, load: float = 
                 elif spills and mem[o] != "done":
                     succ.append((store, regs, mem[:o] + (v[3],) + mem[o + 1:], acc_val))
 
-        def writes(value, cost):  # the result into any register, or into ACC
+        def writes(value, cost, succ=succ, regs=regs, mem=mem, acc_val=acc_val):  # into any register, or ACC
             for rd in range(registers):
                 succ.append((cost, regs[:rd] + (value,) + regs[rd + 1:], mem, acc_val))
             if acc:

@@ -8,8 +8,8 @@ import os
 import zipfile
 
 import pytest
-
 from conftest import PROGRAMS, ROOT
+
 from toymachine.check import check_trace, load_problem
 from toymachine.check.bookout import csv_cell, gradebook_csv, summary_markdown
 from toymachine.check.feedback import feedback_html, feedback_markdown, md_escape

@@ -5,8 +5,8 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import PROGRAMS, ROOT
+
 from toymachine.check import check_trace, load_problem
 from toymachine.check.grader import draw_inputs
 from toymachine.errors import ConfigError

@@ -9,8 +9,8 @@ import sys
 import zipfile
 
 import pytest
-
 from conftest import PROGRAMS, ROOT
+
 from toymachine.check.variants import pick_variant
 
 PROBLEMS = ROOT / "examples" / "problems"

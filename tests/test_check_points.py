@@ -5,8 +5,8 @@ import collections
 import math
 
 import pytest
-
 from conftest import PROGRAMS, ROOT
+
 from toymachine.check import check_trace, load_problem
 from toymachine.check.problem import load_variants
 from toymachine.check.variants import pick_variant, substitute

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-
 from conftest import ROOT
+
 from toymachine.check import load_problem
 from toymachine.check.grader import draw_inputs
 from toymachine.errors import ConfigError

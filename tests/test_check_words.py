@@ -4,8 +4,8 @@ what, and why it passed or failed; a variant says what it is; a problem's title 
 import re
 
 import pytest
-
 from conftest import PROGRAMS, ROOT
+
 from toymachine.check import check_trace, load_problem
 from toymachine.check.grader import draw_inputs
 

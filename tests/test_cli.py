@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import PROGRAMS
 
 JSON_KEYS = {"cycles", "instructions", "ops", "dram", "registers_used", "registers", "memory"}

@@ -5,8 +5,8 @@ import csv
 import subprocess
 
 import pytest
-
 from conftest import PROGRAMS, ROOT
+
 from toymachine.check import load_problem
 from toymachine.check.handout import handout
 

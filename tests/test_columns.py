@@ -133,6 +133,7 @@ def test_no_name_means_two_columns():
 
 def test_docs_column_table_is_the_vocabulary():
     from conftest import ROOT
+
     from toymachine.experiments.columns import columns_report
     from toymachine.render import render_report
 

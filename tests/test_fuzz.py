@@ -17,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fuzz_corpus.runner import Worker, inert_problems
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from fuzz_corpus.runner import Worker, inert_problems
 
 pytestmark = pytest.mark.fuzz
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,8 +7,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import PROGRAMS, ROOT
+
 from toymachine import ConfigError, parse, parse_file
 
 

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from conftest import PROGRAMS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import PROGRAMS
 from toymachine import ConfigError, MachineLimitError, parse, parse_file, simulate
 from toymachine.cost import matmul_bound, matmul_cost, matmul_plan_cost
 from toymachine.cost.matmul import matmul_plans, plan_matmul

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from conftest import PROGRAMS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import PROGRAMS
 from toymachine import ConfigError, parse_file, simulate
 from toymachine.cost import softmax_bound, softmax_cost
 from toymachine.gen.scalar.softmax import ALGOS, softmax_program

@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
 from conftest import GOLDEN, PROGRAMS, ROOT, program_machine
 
 sys.path.insert(0, str(ROOT / "docs"))

@@ -5,8 +5,8 @@ the flags the systolic, TPU, times and bf16 tables must keep."""
 import zipfile
 
 import pytest
-
 from conftest import ROOT
+
 from toymachine.check import load_problem
 from toymachine.check.gradebook import grade_submissions
 from toymachine.check.submissions import collect_submissions

@@ -6,7 +6,6 @@ its time budget; hostile text must stay inert in the format it reaches."""
 from __future__ import annotations
 
 import pytest
-
 from fuzz_corpus.cases import CASES
 from fuzz_corpus.runner import inert_problems, run_toym, write_files
 

@@ -5,8 +5,8 @@ every run's summary and JSON, in sweeps, and in the closed forms — and the see
 to the counts."""
 
 import pytest
-
 from conftest import PROGRAMS
+
 from toymachine import simulate
 from toymachine.cost.tile import attention_tile_cost
 from toymachine.experiments.sweep import sweep, sweep_report

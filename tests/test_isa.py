@@ -3,11 +3,11 @@ an explicit "not symbolic"), and is documented — scalar and tile instructions 
 
 import numpy as np
 import pytest
-
 from conftest import ROOT
+
 from toymachine import DEFAULT_MACHINE, parse, simulate
-from toymachine.render.isa import isa_markdown
 from toymachine.isa import ISA, SCALAR_MNEMONICS, TILE_ONLY, UNITS
+from toymachine.render.isa import isa_markdown
 from toymachine.sim.symbolic import SYMBOLIC_OPS
 
 SEED = {"LOAD", "STORE", "MAC_Z", "MAC", "MAX", "SUB", "ADD", "MUL", "DIV", "EXP", "MOV"}

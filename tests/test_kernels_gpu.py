@@ -20,9 +20,15 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton")
 
-from kernels_gpu import (INTERPRETER, KernelConfig, attention_reference,  # noqa: E402
-                         flash_attention, flash_attention_backward, flash_attention_forward,
-                         resolve_config)
+from kernels_gpu import (  # noqa: E402
+    INTERPRETER,
+    KernelConfig,
+    attention_reference,
+    flash_attention,
+    flash_attention_backward,
+    flash_attention_forward,
+    resolve_config,
+)
 from kernels_gpu.host import launch  # noqa: E402
 from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err  # noqa: E402
 

@@ -10,7 +10,6 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 from test_architecture import MAX_LINES, _cycles
 

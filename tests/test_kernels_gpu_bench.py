@@ -13,9 +13,10 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton")
 
-from kernels_gpu.bench import run as bench, tables as bench_tables  # noqa: E402
-from kernels_gpu.model import data, memory, predict  # noqa: E402
+from kernels_gpu.bench import run as bench  # noqa: E402
+from kernels_gpu.bench import tables as bench_tables  # noqa: E402
 from kernels_gpu.host.configs import KernelConfig  # noqa: E402
+from kernels_gpu.model import data, memory, predict  # noqa: E402
 
 BENCH_H200 = data.path("bench_h200.json")
 

@@ -12,9 +12,11 @@ pytest.importorskip("triton")
 
 from kernels_gpu import KernelConfig, predict_traffic  # noqa: E402
 from kernels_gpu.host import dispatch as host_dispatch  # noqa: E402
-from kernels_gpu.host import hopper_d192  # noqa: E402
+from kernels_gpu.host import (
+    hopper_d192,  # noqa: E402
+    support,  # noqa: E402
+)
 from kernels_gpu.host.hopper_d192 import D192Config  # noqa: E402
-from kernels_gpu.host import support  # noqa: E402
 from kernels_gpu.model import dispatch  # noqa: E402
 from kernels_gpu.model.tile_traffic import simulated_traffic  # noqa: E402
 

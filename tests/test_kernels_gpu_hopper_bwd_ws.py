@@ -211,8 +211,10 @@ def test_the_fused_dq_launch_computes_all_three_gradients(dtype, st, ov, vec, sp
     """dQ by fp32 atomics inside the warp-specialised dK/dV (no dQ launch): dQ, dK, dV against
     float64 autograd, fresh random inputs, N 640, outputs poisoned with NaN first; dK, dV bit
     for bit the unfused launch's (the same products in the same order)."""
-    from kernels_gpu.host.hopper_bwd_ws import (attention_backward_dkdv_ws,
-                                                attention_backward_ws_fused)
+    from kernels_gpu.host.hopper_bwd_ws import (
+        attention_backward_dkdv_ws,
+        attention_backward_ws_fused,
+    )
     from kernels_gpu.host.tolerance import output_tolerance, rel_err
 
     (q, k, v, do, _, lse, delta), grads = _inputs(40 + st + ov + split, 640, 128, dtype,

@@ -17,10 +17,15 @@ pytest.importorskip("triton")
 from kernels_gpu.bench import fit_model, tables  # noqa: E402
 from kernels_gpu.host.configs import KernelConfig  # noqa: E402
 from kernels_gpu.model import predict  # noqa: E402
-from kernels_gpu.model.occupancy import (kernel_key, makespan, program_resources,  # noqa: E402
-                                         program_row, programs_per_sm, resources)
+from kernels_gpu.model.occupancy import (  # noqa: E402
+    kernel_key,
+    makespan,
+    program_resources,
+    program_row,
+    programs_per_sm,
+    resources,
+)
 from kernels_gpu.model.schedule import schedule  # noqa: E402
-
 
 
 def _stored(name):
@@ -387,9 +392,9 @@ def test_every_study_column_names_a_known_kernel():
     `launch_ms`; the d 192 dK/dV pass as the dispatch names it) parses to a kind it has, and
     its canonical name parses back to the same kernel; a kind it lacks is refused by name."""
     from kernels_gpu.bench.fit_gluon import gluon_studies
+    from kernels_gpu.host.dispatch import DISPATCH_D192
     from kernels_gpu.model import gluon
     from kernels_gpu.model.dispatch import d192_labels
-    from kernels_gpu.host.dispatch import DISPATCH_D192
     seen = set()
     for name in gluon_studies():
         for r in _stored(name)["rows"]:
@@ -428,9 +433,8 @@ def test_the_overlap_schedule_takes_the_hidden_gemm_off_the_chain():
     the chain loses min(that GEMM's tensor time, the exponentials' time). The GEMM's share is
     one of the launch's equal products: the tile machine's dK/dV does 4/3 the dQ's matrix
     FLOPs (4 GEMMs against 3), so 1/4 and 1/3."""
-    from toymachine.cost import attention_tile_cost
-
     from kernels_gpu.model import gluon
+    from toymachine.cost import attention_tile_cost
     kw = dict(d=128, block_m=64, block_n=64, n=512, batch=1, heads=1, causal=False,
               algo="fa2", pass_="backward", order="split")
     dkdv = attention_tile_cost(phase="dkdv", **kw).flops_matmul
@@ -509,7 +513,7 @@ def test_the_gluon_constants_are_fitted_on_their_declared_subset_only():
         mine = [p for p in sub if p.group == group and (p.kernel is not None) == is_gluon]
         assert mine
 
-        def loss(t):
+        def loss(t, group=group, mine=mine):
             return sum(math.log(p.predicted(terms={group: t}) / p.measured_s) ** 2
                        for p in mine)
         base = loss(stored)
@@ -648,7 +652,8 @@ def test_the_backward_constants_are_fitted_on_their_declared_subset_only():
     """GLUON_TERMS["bwd_ws", "d192_*"] and gluon_bwd.ATOMIC_BPS are minima of the loss on the
     studies at N 1k and 16k (no grid neighbour better); the held-out launches (N 2k, 4k, 8k)
     of the dispatched d 192 blocks and the warp-specialised M64 ones stay near the model."""
-    from kernels_gpu.bench import fit_gluon, fit_gluon_bwd as B
+    from kernels_gpu.bench import fit_gluon
+    from kernels_gpu.bench import fit_gluon_bwd as B
     from kernels_gpu.model import gluon_bwd
     points = fit_gluon.study_points()
     sub = [p for p in points if fit_gluon.in_gluon_subset(p)]
@@ -658,7 +663,7 @@ def test_the_backward_constants_are_fitted_on_their_declared_subset_only():
         assert mine and {p.n for p in mine} == {1024, 16384}
         stored = predict.GLUON_TERMS[group]
 
-        def loss(t):
+        def loss(t, group=group, mine=mine):
             return sum(math.log(p.predicted(terms={group: t}) / p.measured_s) ** 2
                        for p in mine)
         base = loss(stored)
@@ -682,7 +687,8 @@ def test_the_d192_whole_backward_is_predicted_and_raises_no_alarm():
     """Held out wholly: every chunked d 192 whole backward of both d 192 calls (each
     candidate, the public path) within 0.8 - 1.2 of the model, 9 in 10 within ±15 %; the
     alarm raises nothing on them."""
-    from kernels_gpu.bench import alarm, fit_gluon_bwd as B
+    from kernels_gpu.bench import alarm
+    from kernels_gpu.bench import fit_gluon_bwd as B
     whole = B.d192_whole()
     assert len(whole) >= 60 and {w[1] for w in whole} >= {"g-n128", "public"}
     rs = [t / ms for *_, t, ms in whole]

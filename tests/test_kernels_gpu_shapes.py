@@ -16,8 +16,14 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton")
 
-from kernels_gpu import (FP8_DTYPES, INTERPRETER, attention_reference,  # noqa: E402
-                         flash_attention, flash_attention_backward, flash_attention_forward)
+from kernels_gpu import (  # noqa: E402
+    FP8_DTYPES,
+    INTERPRETER,
+    attention_reference,
+    flash_attention,
+    flash_attention_backward,
+    flash_attention_forward,
+)
 from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err  # noqa: E402
 
 DEVICE = "cpu" if INTERPRETER else "cuda"

@@ -68,14 +68,15 @@ def test_an_unverified_triton_warns_once_with_the_reason_and_the_fast_path(monke
 
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
 def test_the_model_predicts_the_tl_kernels_on_an_unverified_triton(monkeypatch):
-    """model.dispatch answers for an sm_90 GPU on any machine: Gluon kernels on a verified
-    Triton, none on another (the host would run the `tl` kernels there)."""
-    from kernels_gpu.model.dispatch import gluon_choice
+    """host/dispatch.choose, which the model asks for an sm_90 GPU on any machine: Gluon kernels
+    on a verified Triton, none on another (the host runs the `tl` kernels there)."""
+    from kernels_gpu.host.dispatch import choose
 
+    monkeypatch.setattr(support, "HAVE_GLUON", True)
     monkeypatch.setattr(support.triton, "__version__", "3.6.0")
-    assert gluon_choice(4096, 128, False, capability=(9, 0), env={})
+    assert choose(4096, 128, False, capability=(9, 0), env={})
     monkeypatch.setattr(support.triton, "__version__", "3.7.1")
-    assert gluon_choice(4096, 128, False, capability=(9, 0), env={}) == {}
+    assert choose(4096, 128, False, capability=(9, 0), env={}) == {}
 
 
 def test_the_gpu_extra_states_the_gates_triton_range():
@@ -109,12 +110,9 @@ def test_a_gluon_compile_failure_runs_the_tl_forward_and_backward_warned_once(mo
     def broken(*a, **kw):
         raise _compile_error()
 
-    monkeypatch.setattr(hopper, "dispatch_config", lambda p, interp: (128, 64, 8))
-    monkeypatch.setattr(hopper, "dispatch_ws", lambda p, interp: None)
+    monkeypatch.setattr(flash_attn.dispatch, "choose_for", lambda p, interp: {"fwd": (128, 64, 8)})
     monkeypatch.setattr(hopper, "attention_forward_hopper", broken)
     monkeypatch.setattr(hopper, "attention_backward_dkdv_hopper", broken)
-    monkeypatch.setattr(hopper, "dispatch_dq", lambda p, interp: None)
-    monkeypatch.setattr(flash_attn.hopper_bwd_ws, "dispatch_dkdv_ws", lambda p, interp: None)
     q, k, v = _qkv()
     with pytest.warns(support.GluonFallbackWarning, match="renamed in this Triton"):
         o, lse = flash_attn.flash_attention_forward(q, k, v)
@@ -126,7 +124,7 @@ def test_a_gluon_compile_failure_runs_the_tl_forward_and_backward_warned_once(mo
     do = torch.randn_like(q)
     cfgs = [flash_attn.L.resolve_config(s, p) for s in ("bwd_dkdv", "bwd_dq")]
     with pytest.warns(support.GluonFallbackWarning):
-        got = flash_attn._backward(p, q, k, v, o, lse, do, p.d ** -0.5, *cfgs, (64, 64, 4, 2, 1))
+        got = flash_attn._backward(p, q, k, v, o, lse, do, p.d ** -0.5, *cfgs, {"bwd_dkdv": (64, 64, 4, 2, 1)})
     want = flash_attn._backward(p, q, k, v, o, lse, do, p.d ** -0.5, *cfgs, None)
     for a, b in zip(got, want, strict=False):
         assert torch.equal(a, b)

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import PROGRAMS, ROOT, built_once, cli_runner, need_tool, program_machine
 
 sys.path.insert(0, str(ROOT / "docs"))
@@ -91,7 +90,7 @@ def _fragments(toym) -> list[tuple[str, str]]:
 
 def _compile(engine: str, fragments: list[tuple[str, str]], folder) -> None:
     body = []
-    for i, (what, tex) in enumerate(fragments):
+    for i, (_, tex) in enumerate(fragments):
         (folder / f"f{i}.tex").write_text(tex, encoding="utf-8")
         body.append(f"\\typeout{{FRAGMENT {i}}}\\input{{f{i}}}\\clearpage")
     from toymachine.render.tex import FIT_PACKAGES_LINE

@@ -3,9 +3,9 @@
 import sys
 
 import pytest
+from conftest import PROGRAMS, ROOT
 from pygments.token import Comment, Error, Keyword, Name, Number, Text
 
-from conftest import PROGRAMS, ROOT
 from toymachine.gen.tile import attention_program
 from toymachine.isa import MNEMONICS
 from toymachine.render.lexer import ToyAsmLexer, highlight_line

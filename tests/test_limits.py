@@ -9,10 +9,10 @@ import sys
 import time
 
 import pytest
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT
 from toymachine import yamlsafe
 from toymachine.cost.tile.blocks import Blocks, floor_sum
 from toymachine.errors import ConfigError, DataError, Location, ToyMachineError, excerpt

@@ -6,12 +6,12 @@ import os
 import sys
 
 import pytest
-
 from conftest import PROGRAMS, ROOT
+
 import toymachine
 from toymachine import parse_file, resolve_machine, simulate
-from toymachine.render import render, render_report
 from toymachine.experiments.sweep import sweep, sweep_report
+from toymachine.render import render, render_report
 
 
 def test_result_reprs_are_its_tables():

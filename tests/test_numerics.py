@@ -130,6 +130,7 @@ def test_seed003_block_sizes_give_the_same_output_to_round_off(algo):
     import itertools
 
     from test_experiments import exact_error_bound
+
     from toymachine.experiments.numerics import attention_inputs
     from toymachine.gen.tile import run_attention
 
@@ -149,6 +150,7 @@ def test_seed003_block_sizes_give_the_same_output_to_round_off(algo):
 
 def _rescale_program(dtype):
     from conftest import PROGRAMS
+
     from toymachine import parse_file
 
     return simulate(parse_file(str(PROGRAMS / "rescale_overflow.asm")), dtype=dtype)

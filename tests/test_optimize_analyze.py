@@ -6,9 +6,9 @@ import random
 
 import numpy as np
 import pytest
-
 from conftest import PROGRAMS
 from optimize_oracle import min_loads_fixed_order
+
 from toymachine import ConfigError, RuntimeFault, parse, parse_file, simulate
 from toymachine.gen import attention_program, matmul_program, softmax_program, variance_program
 from toymachine.gen.tile import attention_program as tile_attention_program
@@ -228,7 +228,7 @@ def _outputs(result, program):
     return {w: result.array(w[0])[w[1]] for w in words}
 
 
-EMITTED = [(lambda: parse_file(str(PROGRAMS / name)), R) for name, R in
+EMITTED = [(lambda name=name: parse_file(str(PROGRAMS / name)), R) for name, R in
            [("matmul_outer_2x2.asm", 6), ("matmul_outer_2x2.asm", 3), ("softmax_safe.asm", 3),
             ("softmax_online.asm", 4), ("rescale_overflow.asm", 3)]] + \
           [(lambda: parse(NAIVE), 3), (lambda: attention_program(n=3, d=2, order="outer", output_slots=1), 9),

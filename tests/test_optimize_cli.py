@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import PROGRAMS
+
 from toymachine import parse_file, resolve_machine, simulate
 
 HUMAN = ["table", "markdown", "csv", "latex", "html", "html-fragment"]

@@ -6,8 +6,8 @@ from itertools import permutations
 
 import numpy as np
 import pytest
-
 from optimize_oracle import brute_force_matmul
+
 from toymachine import ConfigError, Machine, simulate
 from toymachine.cost import matmul_cost
 from toymachine.optimize import optimize_matmul

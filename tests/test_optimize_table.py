@@ -4,16 +4,14 @@ what it claims, the quick ones are re-proven by the search, and the generator us
 import numpy as np
 import pytest
 
-from toymachine import parse, simulate
-from toymachine.cost import matmul_cost
-from toymachine.gen import matmul_program
-from toymachine import resolve_machine
-from toymachine.cost import matmul_known_table
+from toymachine import parse, resolve_machine, simulate
+from toymachine.cost import matmul_cost, matmul_known_table
 from toymachine.cost.matmul_known_table import KNOWN
-
-KNOWN_ACC = getattr(matmul_known_table, "KNOWN_ACC", {})
+from toymachine.gen import matmul_program
 from toymachine.optimize import optimize_matmul
 from toymachine.optimize.matmul_table import build_table
+
+KNOWN_ACC = getattr(matmul_known_table, "KNOWN_ACC", {})
 
 SHAPES = sorted({key[:3] for key in KNOWN})
 QUICK = [key for key, row in sorted(KNOWN.items()) if row[2] and row[3] <= 0.5 and key[0] * key[1] * key[2] <= 12]

@@ -9,8 +9,8 @@ import re
 
 import numpy as np
 import pytest
-
 from conftest import PROGRAMS, program_machine
+
 from toymachine import parse, resolve_machine, simulate
 from toymachine.errors import AsmError, DataError
 from toymachine.render import Report, Section, render, render_report
@@ -301,8 +301,6 @@ def test_plot_series_are_distinguishable(tmp_path):
     mpl = pytest.importorskip("matplotlib")
     mpl.use("Agg")
     import matplotlib.pyplot as plt
-
-    from toymachine.experiments.sweep import plot_sweep, sweep
 
     from toymachine.experiments.plot import sweep_figure
     from toymachine.experiments.sweep import sweep

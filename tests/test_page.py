@@ -6,8 +6,8 @@ import re
 
 import numpy as np
 import pytest
-
 from conftest import PROGRAMS
+
 from toymachine import parse, parse_file, resolve_machine, simulate
 from toymachine.gen.tile import attention_program
 from toymachine.render import FORMATS, render, render_report

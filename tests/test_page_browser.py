@@ -8,8 +8,8 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-
 from conftest import PROGRAMS
+
 from toymachine import parse_file, resolve_machine, simulate
 from toymachine.render.page import page_html
 

@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import GOLDEN, PROGRAMS
+
 from toymachine import parse_file, resolve_machine, simulate
 from toymachine.render import render
 

@@ -8,7 +8,6 @@ import re
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "docs"))

@@ -23,8 +23,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import PROGRAMS, ROOT
+
 from toymachine import simulate
 from toymachine.experiments.numerics import numerics_table
 from toymachine.gen import matmul_program, variance_program

@@ -9,7 +9,6 @@ import sys
 import tokenize
 
 import pytest
-
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "docs"))

@@ -12,8 +12,8 @@ Deviations from the seed, with the arithmetic:
 
 import numpy as np
 import pytest
-
 from conftest import PROGRAMS
+
 from toymachine import MachineLimitError, simulate
 from toymachine.cost.tile import Blocks
 from toymachine.gen.tile import attention_program, attention_reference

@@ -18,9 +18,9 @@ import yaml
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
+from conftest import PROGRAMS, ROOT, need_tool  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
-from conftest import PROGRAMS, ROOT, need_tool  # noqa: E402
 from toymachine.serve.app import STATIC_FILES, create_app  # noqa: E402
 from toymachine.serve.limits import LIMITS  # noqa: E402
 

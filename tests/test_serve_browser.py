@@ -21,6 +21,7 @@ pytest.importorskip("uvicorn")
 
 from browser import Browser  # noqa: E402
 from conftest import ROOT  # noqa: E402
+
 from toymachine import parse, simulate  # noqa: E402
 from toymachine.experiments.sweep import sweep  # noqa: E402
 

@@ -128,9 +128,9 @@ def test_a_cancelled_waiter_frees_its_place():
 # The app: the scheduler's refusals are answers with Retry-After; a dropped upload is one log line.
 
 starlette = pytest.importorskip("starlette")
-from dataclasses import replace  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
 
 from starlette.testclient import TestClient  # noqa: E402
 

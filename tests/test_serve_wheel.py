@@ -12,7 +12,6 @@ import sys
 import venv
 
 import pytest
-
 from conftest import PROGRAMS, ROOT
 
 PROBLEMS = ROOT / "examples" / "problems"

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from toymachine import AsmError, NumericsError, RuntimeFault, parse, simulate
-from toymachine.errors import MachineLimitError
 from toymachine.asm import source
+from toymachine.errors import MachineLimitError
 from toymachine.gen import matmul_program, softmax_program, variance_program
 
 compiled = importlib.import_module("toymachine.sim.compiled")
@@ -80,8 +80,8 @@ def traces(draw):
     for _ in range(draw(st.integers(1, 10))):
         r, s, d = (draw(st.integers(0, 3)) for _ in range(3))
         body.append(draw(st.sampled_from([
-            "LOAD x[{i}], R%d" % r, "LOAD w[{j}][{k}], R%d" % r, "STORE R%d, z[{i}]" % r,
-            "STORE R%d, v[{k}][{j}]" % r, f"ADD R{r}, R{s}, R{d}", f"SUB R{r}, R{s}, R{d}",
+            f"LOAD x[{{i}}], R{r}", f"LOAD w[{{j}}][{{k}}], R{r}", f"STORE R{r}, z[{{i}}]",
+            f"STORE R{r}, v[{{k}}][{{j}}]", f"ADD R{r}, R{s}, R{d}", f"SUB R{r}, R{s}, R{d}",
             f"MUL R{r}, R{s}, R{d}", f"MAX R{r}, R{s}, R{d}", f"MOV R{r}, R{d}", f"DIV R{r}, R{s}, R{d}",
             f"EXP R{r}, R{d}", f"MAC R{r}, R{s}, R{d}, R{d}", f"MAC_Z R{r}, R{s}, R{d}",
             "; x[{i}] and w[{j}][{k}]", ""])))
@@ -104,7 +104,7 @@ def test_blocks_agree_with_the_loop(monkeypatch, force, text, dtype):
 
 
 def _softmaxish(n: int, extra: str = "") -> str:
-    return ".array x[%d]\nLOAD x[0], R1\nMOV R1, R3\n" % n + "".join(
+    return f".array x[{n}]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
         f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n{extra}" for i in range(n))
 
 
@@ -195,8 +195,8 @@ def mixed_traces(draw):
     tile block faults (a row past the declared shape) or reads an array the word lines use."""
     body = ["LOAD x[{i}], R0", "MAX R1, R0, R1", "SUB R0, R1, R2", "EXP R2, R2", "ADD R3, R2, R3"]
     rows = draw(st.integers(2, 6))
-    tile = [f"LOAD Q[{{r}}:{{r2}}, :], T0", draw(st.sampled_from(["ADD T0, T0, T1", "MUL T0, T0, T1", "EXP T0, T1"])),
-            f"STORE T1, O[{{r}}:{{r2}}, :]"]
+    tile = ["LOAD Q[{r}:{r2}, :], T0", draw(st.sampled_from(["ADD T0, T0, T1", "MUL T0, T0, T1", "EXP T0, T1"])),
+            "STORE T1, O[{r}:{r2}, :]"]
     every = draw(st.integers(1, 5))
     fault_at = draw(st.one_of(st.none(), st.integers(0, 120)))
     reps = draw(st.integers(30, 140))

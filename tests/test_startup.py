@@ -16,10 +16,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import PROGRAMS, ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from conftest import PROGRAMS, ROOT
 
 DENY = ("rich", "matplotlib", "torch", "triton", "dask", "starlette", "uvicorn", "httpx", "pydantic", "yaml",
         "pygments", "IPython", "toymachine.optimize", "toymachine.experiments", "toymachine.check",
@@ -30,7 +29,7 @@ DENY = ("rich", "matplotlib", "torch", "triton", "dask", "starlette", "uvicorn",
 
 def _modules_after(code: str) -> set[str]:
     """The modules a fresh interpreter holds after running ``code`` (its stdout/exit ignored)."""
-    probe = (f"import sys\ntry:\n" + "".join(f"    {line}\n" for line in code.splitlines()) +
+    probe = ("import sys\ntry:\n" + "".join(f"    {line}\n" for line in code.splitlines()) +
              "except SystemExit:\n    pass\nsys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)))\n")
     env = dict(os.environ, COLUMNS="80")
     proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=env,

@@ -4,9 +4,8 @@ every test that asks for it, and CI runs the README's test command."""
 
 import re
 
-import pytest
-
 import conftest
+import pytest
 from conftest import ROOT, SLOW_TOOLS, built_once, need_tool
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from toymachine import ConfigError
 from toymachine.cost import matmul_cost, softmax_cost
-from toymachine.gen.registry import GeneratorSpec, Param, get_generator
 from toymachine.experiments.sweep import expand_grid, parse_values, plot_sweep, sweep, sweep_report
+from toymachine.gen.registry import GeneratorSpec, Param, get_generator
 
 N = Param("n", int, 2, "size", minimum=1)
 ALGO = Param("algo", str, "a", "which", choices=("a", "b"))
@@ -163,8 +163,8 @@ def test_forced_progress_bar_goes_to_stderr_only(toym):
 def test_tile_sweep_rows_carry_sram_peak_flops_and_time():
     """Tile sweeps show SRAM peak, FLOPs and (with a clocked machine) time; they are plot metrics."""
     from toymachine import resolve_machine, simulate
-    from toymachine.gen.tile import attention_program
     from toymachine.experiments.sweep import METRICS, sweep, sweep_report
+    from toymachine.gen.tile import attention_program
 
     grid = {"n": "64,128", "d": "16", "algo": "fa1,fa2", "block_m": "16", "block_n": "16"}
     rows = sweep("attention-tile", grid, machine=resolve_machine("h100"))

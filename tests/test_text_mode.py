@@ -200,6 +200,7 @@ def test_paper_rule_counts_the_same_streamed_or_parsed(name):
     """Under sram_rule paper a register counts if any LOAD/STORE of a 2-D block names it — also when
     it is FILLed before that line streams past (O_i in FA2)."""
     from conftest import PROGRAMS
+
     from toymachine import resolve_machine
 
     machine = resolve_machine("toysram-paper")

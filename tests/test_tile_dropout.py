@@ -7,8 +7,13 @@ import numpy as np
 import pytest
 
 from toymachine import AsmError, simulate
-from toymachine.gen.tile import (array_shapes, attention_backward_reference, attention_program,
-                                 attention_reference, run_attention)
+from toymachine.gen.tile import (
+    array_shapes,
+    attention_backward_reference,
+    attention_program,
+    attention_reference,
+    run_attention,
+)
 from toymachine.sim.engines.tile_ops import dropout_keep
 from toymachine.sim.memory import random_block
 

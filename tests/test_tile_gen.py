@@ -6,8 +6,12 @@ import pytest
 
 from toymachine import ConfigError, Machine, MachineLimitError, parse, simulate
 from toymachine.cost.tile import paper_blocks
-from toymachine.gen.tile import (array_shapes, attention_backward_reference, attention_program,
-                                 attention_reference)
+from toymachine.gen.tile import (
+    array_shapes,
+    attention_backward_reference,
+    attention_program,
+    attention_reference,
+)
 from toymachine.sim.memory import random_block
 
 EXACT = 1e-12

@@ -6,10 +6,10 @@ empty slices, slices past a declared shape, SRAM overflow, alarms in tile ops, b
 import io
 
 import pytest
+from conftest import run_outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import run_outcome
 from toymachine import AsmError, Machine, RuntimeFault, parse, simulate
 from toymachine.asm import source
 from toymachine.sim import text as text_mode

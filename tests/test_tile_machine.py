@@ -6,7 +6,15 @@ import json
 import numpy as np
 import pytest
 
-from toymachine import AsmError, Machine, MachineLimitError, NumericsError, RuntimeFault, parse, simulate
+from toymachine import (
+    AsmError,
+    Machine,
+    MachineLimitError,
+    NumericsError,
+    RuntimeFault,
+    parse,
+    simulate,
+)
 from toymachine.dtypes import get_dtype
 from toymachine.sim.memory import random_block, random_value
 

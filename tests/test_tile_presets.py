@@ -2,8 +2,8 @@
 GPU presets carry their datasheet rates, and a tile machine's YAML keys are validated."""
 
 import pytest
-
 from conftest import ROOT
+
 from toymachine import ConfigError, load_machine, resolve_machine, simulate
 from toymachine.gen.tile import attention_program
 from toymachine.machine import PRESET_DIR, TILE_FIELDS, preset_names

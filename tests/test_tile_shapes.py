@@ -8,8 +8,13 @@ import numpy as np
 import pytest
 
 from toymachine import ConfigError, simulate
-from toymachine.gen.tile import (array_shapes, attention_backward_reference, attention_program,
-                                 attention_reference, run_attention)
+from toymachine.gen.tile import (
+    array_shapes,
+    attention_backward_reference,
+    attention_program,
+    attention_reference,
+    run_attention,
+)
 from toymachine.sim.memory import random_block
 
 EXACT = 1e-12

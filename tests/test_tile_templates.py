@@ -9,14 +9,14 @@ slices and ``[i, c:d]``, odd spacing and comments, chunk boundaries anywhere."""
 import io
 
 import pytest
+from conftest import run_outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import run_outcome
 from toymachine import Machine, parse, simulate
 from toymachine.asm import source
-from toymachine.sim import text as text_mode
 from toymachine.sim import blocks, text_slices, tile_blocks
+from toymachine.sim import text as text_mode
 from toymachine.sim.engines import tile_templates
 
 ROWS = 40

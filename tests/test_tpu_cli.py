@@ -9,8 +9,8 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import ROOT
+
 from toymachine import resolve_machine
 from toymachine.experiments.memory import memory_report, memory_rows
 from toymachine.experiments.sweep import METRICS, sweep, sweep_report

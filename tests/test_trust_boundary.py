@@ -8,10 +8,10 @@ import sys
 import zipfile
 
 import pytest
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT
 from toymachine.check import load_problem
 from toymachine.check.variants import pick_variant
 from toymachine.named_paths import NamedPathError, resolve_named_file

@@ -198,7 +198,7 @@ def test_the_plan_runs_the_chunked_d192_launches(monkeypatch):
     monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
     from kernels_gpu import KernelConfig
     from kernels_gpu.host import dispatch as host_dispatch
-    from kernels_gpu.host import hopper_d192
+    from kernels_gpu.host import hopper_d192, support
     from kernels_gpu.model import dispatch
 
     labels = dispatch.d192_labels(hopper_d192.CANDIDATES["g-best"])
@@ -219,7 +219,9 @@ def test_the_plan_runs_the_chunked_d192_launches(monkeypatch):
     assert [verify_mod._part(ln) for ln in plan] == [""] * 5  # the chunked labels say dv / dk
     monkeypatch.setattr(host_dispatch, "DISPATCH_D192",
                         {c: [(1 << 62, hopper_d192.CANDIDATES["g-best"])] for c in (False, True)})
-    monkeypatch.setattr(host_dispatch, "HAVE_GLUON", True)
+    monkeypatch.setattr(support, "HAVE_GLUON", True)  # the tables on any Triton: this one taken as verified
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
+    support.reset()
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     assert verify_mod._agrees(got, 1024, 192, True, 1, 1, 1024, 2, True) is True
     assert verify_mod._agrees({"bwd_dkdv": labels["bwd_dkdv"]}, 1024, 192, True, 1, 1, 1024, 2, True) is False
@@ -252,7 +254,9 @@ def test_a_d192_plan_is_simulated_launch_by_launch(monkeypatch):
 
     monkeypatch.setattr(verify_mod, "_plan", plan)
     monkeypatch.setattr(host_dispatch, "DISPATCH_D192", {c: [(1 << 62, cfg)] for c in (False, True)})
-    monkeypatch.setattr(host_dispatch, "HAVE_GLUON", True)
+    monkeypatch.setattr(support, "HAVE_GLUON", True)  # the tables on any Triton: this one taken as verified
+    monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
+    support.reset()
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     v = verify_mod.verify(n=64, d=192, causal=True, pass_="backward")
     assert v.ok, v.comparisons

@@ -7,11 +7,19 @@ import sys
 
 import pytest
 import typer
-
 from conftest import ROOT
+
 from toymachine.cli import app
-from toymachine.cli.vocabulary import (HIDDEN_ALIASES, MACHINE_COMMANDS, VOCABULARY, command_options, flag_commands,
-                                       flag_of, short_flag, vocabulary_report)
+from toymachine.cli.vocabulary import (
+    HIDDEN_ALIASES,
+    MACHINE_COMMANDS,
+    VOCABULARY,
+    command_options,
+    flag_commands,
+    flag_of,
+    short_flag,
+    vocabulary_report,
+)
 from toymachine.gen.registry import generator_names, get_generator
 
 ROOT_COMMAND = typer.main.get_command(app)

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from toymachine import resolve_machine, simulate
 from toymachine.experiments.walk import store_visits, walk_slides
 from toymachine.gen.tile import attention_program

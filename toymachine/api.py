@@ -13,8 +13,9 @@ __all__ = ["Ran", "RunOptions", "run_file", "run_text", "run_path", "render_run"
 import io
 import os
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from .asm import Chunks, binary_chunks, decode_source, open_error, parse, text_chunks
 from .errors import Location

@@ -29,7 +29,10 @@ __all__ = [
 ]
 
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # typing.Self is Python 3.11's; the package supports 3.10
+    from typing_extensions import Self
 
 EXCERPT_CHARS = 200  # an error quotes at most this much of an offending line (or of a message)
 
@@ -109,7 +112,7 @@ class ToyMachineError(Exception):
         at least 1, got 0")``), with ``key`` set for callers to test."""
         return cls(f"{option_name(key)} {problem}", key=key, **kwargs)
 
-    def with_loc(self, loc: Location) -> "ToyMachineError":
+    def with_loc(self, loc: Location) -> ToyMachineError:
         """Attach a location if the error has none yet (returns self)."""
         if self.loc is None or self.loc.line == 0:
             self.loc = loc

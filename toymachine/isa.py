@@ -29,8 +29,8 @@ __all__ = ["OpSpec", "ISA", "MNEMONICS", "SCALAR_MNEMONICS", "TILE_ONLY", "UNITS
 
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 def fmax(a: float, b: float) -> float:

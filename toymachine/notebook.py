@@ -61,9 +61,9 @@ def view(obj: Result | Program | str | os.PathLike, *, height: int = 720, max_st
     IPython is installed (a notebook shows it inline), else the page's HTML text."""
     from .asm import parse_file
     from .machine import resolve_machine
-    from .sim import simulate
     from .render.page import page_html
     from .render.stepview import MAX_STEPS
+    from .sim import simulate
 
     program = None
     if isinstance(obj, Result):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 __all__ = ["check_int", "check_choice"]
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 __all__ = ["Reg", "Mem", "Span", "Instr", "ArrayDecl", "Program", "format_value", "format_literal", "ACCUMULATOR"]
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Union
-
+from typing import Any
 
 ACCUMULATOR = "ACC"  # the MAC unit's internal accumulator register (seed 000's Blackwell remark)
 
@@ -48,7 +48,7 @@ class Span:
         return f"{a}:{b}"
 
 
-Index = Union[int, Span]
+Index = int | Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,7 @@ class Mem:
         return f"{self.array}[{', '.join(str(i) for i in index)}]"
 
 
-Operand = Union[Reg, Mem, float]
+Operand = Reg | Mem | float
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +84,27 @@ class Instr:
 
     def __str__(self) -> str:
         return f"{self.op} {', '.join(format_operand(a) for a in self.args)}"
+
+    def reg(self, i: int) -> Reg:
+        """Operand ``i``, where the instruction's signature puts a register."""
+        a = self.args[i]
+        if not isinstance(a, Reg):
+            raise TypeError(f"{self.op}: operand {i} is {format_operand(a)}, not a register")
+        return a
+
+    def mem(self, i: int) -> Mem:
+        """Operand ``i``, where the instruction's signature puts a memory address."""
+        a = self.args[i]
+        if not isinstance(a, Mem):
+            raise TypeError(f"{self.op}: operand {i} is {format_operand(a)}, not a memory address")
+        return a
+
+    def value(self, i: int) -> float:
+        """Operand ``i``, where the instruction's signature puts a number."""
+        a = self.args[i]
+        if isinstance(a, (Reg, Mem)):
+            raise TypeError(f"{self.op}: operand {i} is {a}, not a number")
+        return a
 
 
 def operands_of(ins: Instr) -> tuple[Any, ...]:

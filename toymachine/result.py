@@ -9,9 +9,9 @@ from __future__ import annotations
 __all__ = ["Result", "Step", "Alarm", "MemoryView", "json_value", "arithmetic_intensity", "DISPLAY"]
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -88,7 +88,7 @@ def arithmetic_intensity(flops: float, words: int, word_bytes: int) -> dict:
 # Jupyter display of a Result, MIME type → renderer. The renderers live in a higher stage
 # (toymachine.notebook), which fills this in when the package is imported; without them a
 # Result shows as text.
-DISPLAY: dict[str, Callable[["Result"], str]] = {}
+DISPLAY: dict[str, Callable[[Result], str]] = {}
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 __all__ = ["SafeYamlLoader", "compose", "construct", "load", "node_location", "read_text", "CORE_TAGS"]
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 
@@ -65,7 +66,7 @@ def node_location(path: str, node, lines: list[str]) -> Location:
     return Location(path, line, col, src, length)
 
 
-def _check(root, max_nodes: int, max_depth: int, max_digits: int) -> None:
+def _check(root, max_nodes: float, max_depth: float, max_digits: float) -> None:
     """Count ``root``'s nodes with aliases expanded (memoised per node), its depth, its tags."""
     sizes: dict[int, tuple[int, int]] = {}  # id(node) → (nodes, depth) once expanded
     active: set[int] = set()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-
 # docs path → the toym command that writes it (its output file is the last argument)
 STEP_VIEWERS = {
     "live/matmul_outer_2x2.html": "run programs/matmul_outer_2x2.asm --format html -o OUT",

@@ -136,7 +136,7 @@ def cli_page() -> str:
             out += table + [""]
         if path == "toym sweep":
             out += ["Generators and their parameters (`toym sweep --list`): each parameter is an option of",
-                    f"`toym sweep NAME` and takes a value, a list or a range.", "", *sweep_generators_table(), ""]
+                    "`toym sweep NAME` and takes a value, a list or a range.", "", *sweep_generators_table(), ""]
     return "\n".join(out)
 
 
@@ -370,9 +370,8 @@ def _dataclass_rows(cls, skip=()) -> list[str]:
 
 def machine_page() -> str:
     from toymachine.dtypes import DTYPES
-    from toymachine.machine import loader
+    from toymachine.machine import loader, units
     from toymachine.machine.config import SRAM_RULES, Machine
-    from toymachine.machine import units
     from toymachine.machine.units import MXU, VPU
 
     presets = sorted(p.stem for p in loader.PRESET_DIR.glob("*.yaml"))

@@ -34,7 +34,7 @@ class Known:
         if not self.reason.strip():
             raise ValueError("a known slow point needs a reason")
 
-    def matches(self, a: "Alarm") -> bool:
+    def matches(self, a: Alarm) -> bool:
         return ((self.pass_ is None or self.pass_ == a.pass_)
                 and (self.d is None or self.d == a.d)
                 and (self.causal is None or self.causal == bool(a.causal))
@@ -86,7 +86,8 @@ class Alarm:
 
     def where(self) -> str:
         lengths = str(self.n) if self.n == self.nk else f"{self.n}/{self.nk}"
-        causal = {True: "causal", False: "full"}.get(self.causal, str(self.causal))
+        names: dict[object, str] = {True: "causal", False: "full"}
+        causal = names.get(self.causal, str(self.causal))
         launch = f" ({self.grid[6:]})" if self.grid.startswith("study:") else ""
         return (f"{self.pass_} d {self.d} H {self.heads}/{self.heads_kv} N {lengths} {causal} "
                 f"{self.dtype}{launch}")

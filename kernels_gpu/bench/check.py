@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -30,11 +31,10 @@ from ..host.tolerance import lse_tolerance, output_tolerance, rel_err
 __all__ = ["check", "compile_one", "precompile", "sdpa", "CHECK_CASES"]
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
-          "e5m2": getattr(torch, "float8_e5m2", None), "e4m3": getattr(torch, "float8_e4m3fn",
-                                                                     None)}
+          "e5m2": torch.float8_e5m2, "e4m3": torch.float8_e4m3fn}
 
 # (d, N_q, N_k, H, H_kv, causal, dtype)
-CHECK_CASES = ([(d, n, n, 4, 4, c, "fp16") for d in (64, 128) for n in (1024, 1000)
+CHECK_CASES: list[tuple[int, int, int, int, int, bool | str, str]] = ([(d, n, n, 4, 4, c, "fp16") for d in (64, 128) for n in (1024, 1000)
                 for c in (False, True)]
                + [(d, 1000, 1000, 4, 4, True, "fp16") for d in (80, 96, 192, 256)]
                + [(64, 512, 512, 4, 4, True, "bf16"), (128, 384, 384, 4, 4, False, "bf16"),
@@ -65,6 +65,13 @@ def sdpa(q, k, v, causal, backend=None):
         return F.scaled_dot_product_attention(q, k, v, **kw)
 
 
+def _grad(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s gradient, which a backward pass through it has filled."""
+    if t.grad is None:
+        raise ValueError("the backward pass left no gradient")
+    return t.grad
+
+
 def _check_case(d, nq, nk, h, hkv, causal, dt, log) -> bool:
     from torch.nn.attention import SDPBackend
 
@@ -86,7 +93,7 @@ def _check_case(d, nq, nk, h, hkv, causal, dt, log) -> bool:
     if not fp8:
         ref_o.backward(do.double())
         grads = torch.autograd.grad(fa.flash_attention(q, k, v, causal), (q, k, v), do)
-        for name, g, r in zip(("dQ", "dK", "dV"), grads, (qr.grad, kr.grad, vr.grad)):
+        for name, g, r in zip(("dQ", "dK", "dV"), grads, (_grad(qr), _grad(kr), _grad(vr))):
             errs[name] = rel_err(g, r)
             good &= errs[name] < output_tolerance(dtype, True, backward=True)
         backend = SDPBackend.FLASH_ATTENTION if dtype != torch.float32 else None
@@ -110,7 +117,8 @@ def check(log=print, cases=CHECK_CASES) -> bool:
     ok = True
     for case in cases:
         try:
-            ok &= _check_case(*case, log)
+            d, nq, nk, h, hkv, causal, dt = case
+            ok &= _check_case(d, nq, nk, h, hkv, causal, dt, log)
         except Exception as e:  # noqa: BLE001 - report and go on with the other cases
             ok = False
             log(f"| {' | '.join(map(str, case))} | ERROR {type(e).__name__}: {str(e)[:300]} |")
@@ -138,14 +146,14 @@ def compile_one(spec: dict) -> dict:
         err, tol = rel_err(o, ref), 2 * output_tolerance(dtype, True)
     else:
         o, lse = fa.flash_attention_forward(q, k, v, causal, block_m=64, block_n=64)
-        kw = {"dkdv_config": cfg} if pass_ == "bwd_dkdv" else {"dq_config": cfg}
+        kw: dict[str, Any] = {"dkdv_config": cfg} if pass_ == "bwd_dkdv" else {"dq_config": cfg}
         dq, dk, dv = fa.flash_attention_backward(q, k, v, o, lse, do, causal, **kw)
         qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
         fa.attention_reference(qr, kr, vr, causal)[0].backward(do.double())
-        err = max(rel_err(dk, kr.grad), rel_err(dv, vr.grad)) if pass_ == "bwd_dkdv" else \
-            rel_err(dq, qr.grad)
+        err = max(rel_err(dk, _grad(kr)), rel_err(dv, _grad(vr))) if pass_ == "bwd_dkdv" else \
+            rel_err(dq, _grad(qr))
         if cfg.fused_dq:  # the dK/dV launch wrote dQ too
-            err = max(err, rel_err(dq, qr.grad))
+            err = max(err, rel_err(dq, _grad(qr)))
         tol = 2 * output_tolerance(dtype, True, backward=True)
     torch.cuda.synchronize()
     return {"err": err, "tol": tol, "seconds": time.time() - t0}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from functools import partial
 from typing import Any
 
 import torch
@@ -98,16 +99,17 @@ def main(argv=None) -> int:
             old_cfgs: dict[str, Any] = dict(dkdv_config=L.resolve_config("bwd_dkdv", p),
                             dq_config=L.resolve_config("bwd_dq", p))
             disp = dispatch.choose_for(p, False).get("bwd_d192")
-            row["dispatch"] = disp.label() if disp else None
-            variants = {"old": lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do,
-                                                                   causal, **old_cfgs),
-                        "pad256": lambda: _padded(qd, kd, vd, o, lse, do, causal),
-                        "public": lambda: fa.flash_attention_backward(qd, kd, vd, o, lse, do,
-                                                                      causal)}
+            row["dispatch"] = disp.label() if isinstance(disp, g.D192Config) else None
+            # each variant's call, its tensors bound now (they are freed at the end of the loop)
+            variants: dict[str, Any] = {
+                "old": partial(fa.flash_attention_backward, qd, kd, vd, o, lse, do, causal,
+                               **old_cfgs),
+                "pad256": partial(_padded, qd, kd, vd, o, lse, do, causal),
+                "public": partial(fa.flash_attention_backward, qd, kd, vd, o, lse, do, causal)}
             for name, cfg in cands.items():
-                variants[name] = lambda cfg=cfg: g.run_backward_d192(
-                    p, qd, kd, vd, o, lse, do, 1.0 / math.sqrt(D), cfg,
-                    lambda what, ts, launch, p_: launch())
+                variants[name] = partial(g.run_backward_d192, p, qd, kd, vd, o, lse, do,
+                                         1.0 / math.sqrt(D), cfg,
+                                         lambda what, ts, launch, p_: launch())
             ref = None
             for name, fn in variants.items():
                 try:
@@ -131,7 +133,7 @@ def main(argv=None) -> int:
             rows.append(row)
             ours = {nm: ms for nm, ms in row["ms"].items()
                     if nm not in ("flash", "cudnn") and ms == ms}
-            best = min(ours, key=ours.get)
+            best = min(ours, key=ours.__getitem__)
             print(f"N={n} causal={int(causal)}: old {row['ms']['old']:.3f} flash "
                   f"{row['ms']['flash']:.3f} cudnn {row['ms']['cudnn']:.3f} | best {best} "
                   f"{ours[best]:.3f} = {row['ms']['flash'] / ours[best]:.2f}x flash | "

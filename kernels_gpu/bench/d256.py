@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from functools import partial
 from typing import Any
 
 import torch
@@ -105,8 +106,8 @@ def main(argv=None) -> int:
                 row["ms"][name], row["runs"][name] = float("nan"), [f"{type(e).__name__}: "
                                                                     f"{str(e)[:160]}"]
                 continue
-            study.time_into(row, name, lambda: fa.flash_attention_backward(
-                qd, kd, vd, o, lse, do, causal, dkdv_config=ckv, dq_config=cq), args.repeats)
+            study.time_into(row, name, partial(fa.flash_attention_backward, qd, kd, vd, o, lse, do,
+                                               causal, dkdv_config=ckv, dq_config=cq), args.repeats)
         p = L.problem_of(qd, kd, vd, causal)
         t_kv, t_q = fa._backward_timers(p, qd, kd, vd, o, lse, do, fa.softmax_scale(None, d))
         base_kv, base_q = variants(d, causal, n, [], [])["tuned"]
@@ -116,7 +117,7 @@ def main(argv=None) -> int:
         rows.append(row)
         ours = {nm: ms for nm, ms in row["ms"].items() if nm not in ("flash", "cudnn")
                 and ms == ms}
-        best = min(ours, key=ours.get)
+        best = min(ours, key=ours.__getitem__)
         print(f"d={d} N={n} causal={int(causal)}: tuned {row['ms']['tuned']:.3f} "
               f"(dkdv {row['launch_ms']['bwd_dkdv']:.3f} dq {row['launch_ms']['bwd_dq']:.3f}) "
               f"flash {row['ms']['flash']:.3f} cudnn {row['ms']['cudnn']:.3f} | best {best} "

@@ -94,7 +94,7 @@ class StudyPoint:
     def predicted(self, pipeline: gluon.PipelineTerms | None = None, terms: dict | None = None,
                   atomic: dict | None = None) -> float:
         k = self.kernel
-        if self.group == "pipeline":
+        if self.group == "pipeline" and k is not None:  # (the pipeline group is Gluon's)
             pipeline = pipeline or gluon.PIPELINE
             return P.overlapped_time(self.rate, list(self.per), self.rows, self.occ,
                                      pipeline.fixed_s, 132, pipeline.hidden[k.schedule],
@@ -132,9 +132,14 @@ def points_of(st: dict, name: str, calib: dict | None = None) -> list[StudyPoint
                      if key.split()[0] in gluon.D192_PART]
         for col, k, ms in launches:
             tl = None if k is not None else _tl_column(col)
-            if (k is None and tl is None) or not ms == ms:
+            if not ms == ms:
                 continue
-            pass_, cfg = (k.pass_, k.config) if k is not None else tl
+            if k is not None:
+                pass_, cfg = k.pass_, k.config
+            elif tl is not None:
+                pass_, cfg = tl
+            else:
+                continue
             rate = P._one(m, P.l2_rate(calib), calib["launch_s"], n=r["n"], nk=None,
                           d=r["d"], batch=r["batch"], heads=r["heads"], causal=causal,
                           block_m=cfg.block_m, block_n=cfg.block_n,
@@ -209,6 +214,7 @@ def fit_chain(points: list[StudyPoint], group: str, grid: dict, gluon_: bool = T
                               for p in mine), 9)
                 if best is None or v < best[0]:
                     best = (v, t)
+    assert best is not None  # the grids are not empty
     return best[1]
 
 
@@ -221,18 +227,19 @@ def fit_pipeline(points: list[StudyPoint]) -> gluon.PipelineTerms:
     cost and balance, each schedule's hidden fraction on its own points (the loss separates),
     first of equals in grid order."""
     ws = [p for p in points if p.group == "pipeline"]
-    scheds = sorted({p.kernel.schedule for p in ws})
+    scheds = sorted({p.kernel.schedule for p in ws if p.kernel is not None})
     best = None
     for balance in BALANCE_GRID:
         for fixed in FIXED_GRID:
             hidden, total = {}, 0.0
             for s in scheds:
-                mine = [p for p in ws if p.kernel.schedule == s]
+                mine = [p for p in ws if p.kernel is not None and p.kernel.schedule == s]
                 v, h = min((round(_loss(mine, gluon.PipelineTerms(fixed, {s: h}, balance)), 9),
                             h) for h in HIDDEN_GRID)
                 hidden[s], total = h, total + v
             if best is None or round(total, 9) < best[0]:
                 best = (round(total, 9), gluon.PipelineTerms(fixed, hidden, balance))
+    assert best is not None  # the grids are not empty
     return best[1]
 
 
@@ -249,7 +256,7 @@ def dispatch_ratios(name: str) -> dict[str, list[tuple[dict, float]]]:
     where a Gluon kernel ran in that pass)."""
     st = data.part(DISPATCH, name)
     calib = P.calibration(P.calibration_file(st["env"]["gpu"]))
-    out = {"fwd": [], "bwd": []}
+    out: dict[str, list[tuple[dict, float]]] = {"fwd": [], "bwd": []}
     for r in add_predictions(st["rows"], st["env"]["gpu"], calib):
         for p in ("fwd", "bwd"):
             v = r.get("predict", {}).get(f"{p}_ratio")
@@ -282,6 +289,6 @@ def report(grid: dict, points: list[StudyPoint] | None = None) -> str:
                 lines.append(f"| studies | {kind} | {'fitted' if fitted else 'held out'} | "
                              f"{spread(rs)} |")
     for name in DISPATCH_RUNS:
-        for p, rs in dispatch_ratios(name).items():
-            lines.append(f"| {name} | {p} | held out | {spread([v for _, v in rs])} |")
+        for p, pairs in dispatch_ratios(name).items():
+            lines.append(f"| {name} | {p} | held out | {spread([v for _, v in pairs])} |")
     return "\n".join(lines)

@@ -154,9 +154,13 @@ def render_whole(whole: list[tuple]) -> str:
 def _config_of(label: str) -> D192Config:
     """The D192Config a row's "gluon192 dv M..s.. dk M..s.. dq M..s.." names."""
     words = label.split()
-    blocks = {k: tuple(int(x) for x in
-                       b.replace("M", " ").replace("N", " ").replace("w", " ")
-                       .replace("s", " ").split()) for k, b in zip(words[1::2], words[2::2])}
+
+    def tiles(text: str) -> tuple[int, int, int, int]:  # "M64N128w8s2" → (64, 128, 8, 2)
+        bm, bn, w, s = (int(x) for x in text.replace("M", " ").replace("N", " ").replace("w", " ")
+                        .replace("s", " ").split())
+        return bm, bn, w, s
+
+    blocks = {k: tiles(b) for k, b in zip(words[1::2], words[2::2])}
     return D192Config(blocks.get("dv"), blocks.get("dk") or blocks["dkdv"], blocks["dq"])
 
 
@@ -190,6 +194,8 @@ def _family(p: StudyPoint) -> str:
     """A launch family: its kind, and for the warp-specialised dK/dV its BLOCK_M and (fused)
     atomics' form."""
     k = p.kernel
+    if k is None:
+        raise ValueError("a tl launch has no Gluon family")
     if k.family == "ws":
         return f"{k.kind} M{k.block_m}" + (f" {k.fused}" if k.fused else "")
     return f"{k.kind} M{k.block_m}N{k.block_n}w{k.num_warps}"

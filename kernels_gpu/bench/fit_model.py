@@ -48,7 +48,7 @@ def in_subset(r: dict) -> bool:
 @dataclass(frozen=True)
 class _Launch:
     rate: P.Prediction  # the tile machine's rate prediction
-    per: tuple          # iterations per program of one row, launch order (None: rate only)
+    per: tuple | None   # iterations per program of one row, launch order (None: rate only)
     rows: int
     occ: int
     sms: int
@@ -123,6 +123,7 @@ def fit(points, grid: dict = GRID) -> P.ScheduleTerms:
                 v = round(loss(ratios(points, t)), 9)
                 if best is None or v < best[0]:
                     best = (v, t)
+    assert best is not None  # the grid is not empty
     return best[1]
 
 
@@ -144,7 +145,7 @@ def _modelled(stored: dict):
 
 def split_points(stored: dict) -> dict:
     """{pass: (calibration points, held-out points)} of a stored bench.json."""
-    out = {"fwd": ([], []), "bwd": ([], [])}
+    out: dict[str, tuple[list, list]] = {"fwd": ([], []), "bwd": ([], [])}
     for r, ls in _modelled(stored):
         for p in ("fwd", "bwd"):
             ms = r.get("ours", {}).get(f"{p}_ms")
@@ -230,7 +231,7 @@ def compile_gluon(stored: dict) -> dict:
         if "ms" in r:  # a launch study (bench/hopper.py, hopper_bwd.py)
             ran = [gluon.from_study(name) for name, ms in sorted(r["ms"].items()) if ms == ms]
         else:
-            ran = kernels_of(normalise(r))
+            ran = list(kernels_of(normalise(r)))
         for k in ran:
             key = k and f"{k.pass_}|{k.canonical}|{r['d']}|{int(causal)}"
             if k is None or k.family or key in out:  # ws: closed form; d 192: compile_d192

@@ -41,6 +41,8 @@ def shapes(dims, ns=None, kvs=None):
 
 def variants(d: int, causal: bool, n: int, group: int) -> dict[str, cfgs.KernelConfig]:
     base = cfgs.tuned_config("bwd_dkdv", d, causal, n)
+    if base is None:
+        raise ValueError(f"no tuned bwd_dkdv config at d = {d}, n = {n}")
     out = {"loop (before)": replace(base, split=1)}
     if d == 64:
         for c in cfgs.candidates("bwd_dkdv", d, 2, causal):

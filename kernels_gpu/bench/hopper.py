@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -31,17 +33,13 @@ WS_VARIANTS = {64: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2)],
 def variants(d: int, causal: bool, ws: bool) -> dict:
     """name -> the forward call, for the one-partition Gluon configs and (ws) the
     warp-specialised schedules."""
-    out = {}
+    out: dict[str, Callable[..., Any]] = {}  # name → f(q, k, v)
     for bm, bn, w in VARIANTS[d]:
-        out[f"gluon M{bm}N{bn}w{w}"] = (lambda bm=bm, bn=bn, w=w: lambda q, k, v:
-                                        attention_forward_hopper(q, k, v, block_m=bm,
-                                                                 block_n=bn, num_warps=w,
-                                                                 causal=causal))()
+        out[f"gluon M{bm}N{bn}w{w}"] = partial(attention_forward_hopper, block_m=bm, block_n=bn,
+                                               num_warps=w, causal=causal)
     for bn, sched, st in (WS_VARIANTS[d] if ws else []):
-        out[f"ws N{bn} {sched} s{st}"] = (lambda bn=bn, sched=sched, st=st: lambda q, k, v:
-                                          attention_forward_ws(q, k, v, block_n=bn,
-                                                               schedule=sched, stages=st,
-                                                               causal=causal))()
+        out[f"ws N{bn} {sched} s{st}"] = partial(attention_forward_ws, block_n=bn, schedule=sched,
+                                                 stages=st, causal=causal)
     return out
 
 

@@ -79,6 +79,8 @@ def point(d: int, n: int, causal: bool, repeats: int, variants, public=()) -> di
     choice = dispatch.choose_for(p, False)
     kv1 = choice.get("bwd_dkdv")  # the one-partition Gluon dK/dV dispatched before
     gdq = choice.get("bwd_dq")
+    if kv1 is None:
+        raise ValueError(f"no one-partition Gluon dK/dV is dispatched at d = {d}, n = {n}")
     row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {}, "runs": {},
            "err": {}, "dq": label("dq", gdq) if gdq else f"tl dq {dq_cfg.short()}"}
     L.launch_preprocess(p, o, dod, delta)

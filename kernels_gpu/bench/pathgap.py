@@ -73,7 +73,7 @@ def main(argv=None) -> int:
             fns = variants(a.d, n, causal)
             meta = fns.pop("_meta")
             names = list(fns)
-            runs = {k: [] for k in names}
+            runs: dict[str, list[float]] = {k: [] for k in names}
             for r in range(a.rounds):
                 for k in names[r % len(names):] + names[:r % len(names)]:
                     runs[k].append(triton.testing.do_bench(fns[k], warmup=10, rep=50,
@@ -85,10 +85,10 @@ def main(argv=None) -> int:
                 for k, v in runs.items()), flush=True)
     print("| d | N | causal | " + " | ".join(names) + " | public ÷ direct |")
     print("|---|---|---|" + "---|" * (len(names) + 1))
-    for r in rows:
-        print(f"| {r['d']} | {r['n']} | {'yes' if r['causal'] else 'no'} | " + " | ".join(
-            f"{r['ms'][k]:.3f}" for k in names) +
-            f" | {r['ms']['public'] / r['ms']['direct, new buffers']:.3f} |")
+    for row in rows:
+        print(f"| {row['d']} | {row['n']} | {'yes' if row['causal'] else 'no'} | " + " | ".join(
+            f"{row['ms'][k]:.3f}" for k in names) +
+            f" | {row['ms']['public'] / row['ms']['direct, new buffers']:.3f} |")
     if a.out:
         with open(a.out, "w") as f:
             json.dump(rows, f, indent=1, sort_keys=True)

@@ -14,6 +14,7 @@ fused in by atomics (`ws_fused_d128`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import torch
 
@@ -38,6 +39,7 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     q, k, v, do = (torch.randn(4, 32, 4096, d, device="cuda", dtype=torch.float16)
                    for _ in range(4))
+    run: Callable[[], object]  # the launch the profiler captures
     if case == "gluon_fwd_d128":
         run = lambda: attention_forward_hopper(q, k, v, block_m=128, block_n=64,  # noqa: E731
                                                num_warps=8)

@@ -8,6 +8,7 @@ import json
 import os
 import statistics
 import sys
+from functools import partial
 from typing import Any
 
 import torch
@@ -73,8 +74,8 @@ def time_sdpa_backward(row: dict, q, k, v, do, causal: bool, repeats: int) -> No
                     raise
                 out = sdpa(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), causal,
                            backend)
-            time_into(row, name, lambda: torch.autograd.grad(out, (q, k, v), do,
-                                                             retain_graph=True), repeats)
+            time_into(row, name, partial(torch.autograd.grad, out, (q, k, v), do,
+                                         retain_graph=True), repeats)
             del out
         except Exception as e:  # noqa: BLE001
             row["ms"][name], row["runs"][name] = float("nan"), [str(e)[:200]]

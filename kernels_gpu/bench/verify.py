@@ -153,9 +153,9 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
         raise ConfigError(f"causal with --nk {nk} < --n {n}: the tile machine refuses it (aligned "
                           f"bottom-right, the first {n - nk} query rows see no key)",
                           hint="use --nk >= --n with --causal (the kernel itself returns O = 0 there)")
-    for name, value in (("block-m", block_m), ("block-n", block_n)):
-        if value is not None and (value < 16 or value & (value - 1)):
-            raise ConfigError(f"--{name} must be a power of two ≥ 16 (a tensor-core tile), got {value}")
+    for name, block in (("block-m", block_m), ("block-n", block_n)):
+        if block is not None and (block < 16 or block & (block - 1)):
+            raise ConfigError(f"--{name} must be a power of two ≥ 16 (a tensor-core tile), got {block}")
     device = "cpu" if INTERPRETER else "cuda"
     tdtype = TORCH_DTYPES[dtype]
     shapes = {"Q": (batch, heads, n, d), "dO": (batch, heads, n, d), "K": (batch, kv_heads, nk, d),
@@ -217,7 +217,7 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
     shape: dict[str, Any] = dict(batch=batch, heads=heads, causal=causal, elem_bytes=elem, nk=nk, kv_heads=kv_heads)
     traffic = [predict_traffic(ln.schedule(n, d, **shape)) for ln in plan]
     kv = "" if (nk, kv_heads) == (n, heads) else f" (K/V: heads {kv_heads} × N {nk})"
-    setup = {
+    setup: dict[str, Any] = {
         "device": torch.cuda.get_device_name() if device == "cuda" else "CPU (Triton interpreter)",
         "shape": f"batch {batch} × heads {heads} × N {n} × d {d}{kv}", "causal": causal, "kernel dtype": dtype,
         "simulator dtype": sim_dtype, "blocks": f"BLOCK_M {bm} × BLOCK_N {bn}", "scale": tau, "seed": seed,
@@ -228,7 +228,7 @@ def verify(*, n: int = 128, d: int = 64, batch: int = 1, heads: int = 1, causal:
         "simulated HBM (forward)": f"{fwd.dram_reads} elements read, {fwd.dram_writes} written",
         "closed-form HBM (forward)": f"{cost_fwd['reads']} read, {cost_fwd['writes']} written",
     }
-    if pass_ == "backward":
+    if pass_ == "backward" and cost_bwd is not None:
         bwd = sim["backward"]
         setup["blocks"] += "".join(
             f"; {ln.pass_}{_part(ln)} BLOCK_M {ln.config.block_m} × BLOCK_N {ln.config.block_n}"
@@ -274,7 +274,8 @@ def _agrees(labels: dict | None, n: int, d: int, causal: bool, heads: int, kv_he
     dispatch was made)."""
     if labels is None:
         return None
-    cap = tuple(torch.cuda.get_device_capability())
+    major, minor = torch.cuda.get_device_capability()
+    cap = (major, minor)
     model = pass_labels(launches(n, d, causal, heads, kv_heads, nk, elem_bytes, cap, backward))
     return model == {p: label for p, label in labels.items() if backward or p == "fwd"}
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Callable
 
 __all__ = ["KernelConfig", "PASSES", "TUNED", "TUNED_SPLIT", "TUNED_CROSS", "LOOP_MIN_PROGRAMS",
            "dkdv_split",
@@ -55,12 +55,12 @@ class KernelConfig:
         return s + ("-fq" if self.fused_dq else "") + ("-dv" if self.dv_apart else "")
 
     @classmethod
-    def from_dict(cls, d: dict) -> "KernelConfig":
+    def from_dict(cls, d: dict) -> KernelConfig:
         """From to_dict() output; keys this version does not know are ignored."""
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
     @classmethod
-    def from_short(cls, text: str) -> "KernelConfig":
+    def from_short(cls, text: str) -> KernelConfig:
         """Inverse of short(): 'M128N64w4s3-tma' -> KernelConfig ('-sp4': split 4; '-fq':
         dK/dV with the fused dQ; '-dv': dV apart from dK)."""
         head, *flags = text.split("-")

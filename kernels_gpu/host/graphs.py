@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -26,8 +26,8 @@ __all__ = ["enabled", "run", "clear", "stats", "SIZE", "MAX_WORK"]
 
 SIZE = 16                # graphs kept
 MAX_WORK = 1 << 36       # B * H * N_q * N_k * d above which launches are not host bound
-_graphs: "OrderedDict[tuple, torch.cuda.CUDAGraph]" = OrderedDict()
-_seen: "OrderedDict[tuple, None]" = OrderedDict()
+_graphs: OrderedDict[tuple, torch.cuda.CUDAGraph] = OrderedDict()
+_seen: OrderedDict[tuple, None] = OrderedDict()
 _failed: set = set()
 _stats = {"eager": 0, "captured": 0, "replayed": 0}
 

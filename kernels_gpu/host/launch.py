@@ -142,7 +142,7 @@ def problem_of(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal) -> Pro
     return Problem(b, h, hkv, nq, nk, d, q.dtype, is_causal, off)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _capability(index: int) -> tuple[int, int]:
     return torch.cuda.get_device_capability(index)
 

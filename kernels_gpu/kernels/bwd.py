@@ -17,8 +17,16 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .common import (_causal_key_range, _causal_query_range, _dot, _kv_head,
-                             _load_row_stat, _load_tile, _store_row_stat, _store_tile)
+from .common import (
+    _causal_key_range,
+    _causal_query_range,
+    _dot,
+    _kv_head,
+    _load_row_stat,
+    _load_tile,
+    _store_row_stat,
+    _store_tile,
+)
 
 __all__ = ["_attn_bwd_preprocess", "_attn_bwd_dkdv", "_attn_bwd_dq"]
 

@@ -12,8 +12,15 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .common import (_causal_key_range, _dot, _kv_head, _load_tile, _load_tile_t,
-                             _store_row_stat, _store_tile)
+from .common import (
+    _causal_key_range,
+    _dot,
+    _kv_head,
+    _load_tile,
+    _load_tile_t,
+    _store_row_stat,
+    _store_tile,
+)
 
 __all__ = ["_attn_fwd"]
 

@@ -130,6 +130,14 @@ def _clocks() -> dict:
         return {"error": str(e)[:200]}
 
 
+def _dram_copy_rate() -> float:
+    """Bytes/s of a 2 GiB device-to-device copy (its 4 GiB are freed on return)."""
+    big = torch.empty(1 << 30, dtype=torch.float16, device="cuda").uniform_()
+    dst = torch.empty_like(big)
+    copy_ms = events_ms(lambda: dst.copy_(big), 20)
+    return 2 * big.numel() * 2 / (copy_ms * 1e-3)
+
+
 def measure() -> dict:
     """Every rate of the module docstring, as a dict (SI units: bytes/s, FLOP/s, s)."""
     props = torch.cuda.get_device_properties(0)
@@ -137,11 +145,7 @@ def measure() -> dict:
            "l2_bytes": getattr(props, "L2_cache_size", None),
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "torch": torch.__version__, "triton": triton.__version__}
-    big = torch.empty(1 << 30, dtype=torch.float16, device="cuda").uniform_()  # 2 GiB
-    dst = torch.empty_like(big)
-    copy_ms = events_ms(lambda: dst.copy_(big), 20)
-    res["dram_copy_Bps"] = 2 * big.numel() * 2 / (copy_ms * 1e-3)
-    big = dst = None  # free the 4 GiB before the next measurement
+    res["dram_copy_Bps"] = _dram_copy_rate()
     small = torch.rand(1 << 22, device="cuda")  # 16 MiB
     sdst = torch.empty_like(small)
     reps = 200

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import Any
 
 import torch
 
@@ -103,7 +104,7 @@ def simulated_footprint_bytes(n: int, algo: str) -> int:
 def _one(impl: str, n: int, log) -> dict:
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    row = {"impl": impl, "n": n, "baseline_bytes": torch.cuda.memory_allocated()}
+    row: dict[str, Any] = {"impl": impl, "n": n, "baseline_bytes": torch.cuda.memory_allocated()}
     try:
         q = torch.randn(SHAPE["batch"], SHAPE["heads"], n, SHAPE["dim"], device="cuda",
                         dtype=torch.float16)
@@ -124,7 +125,8 @@ def _one(impl: str, n: int, log) -> dict:
     except torch.cuda.OutOfMemoryError:
         row["peak_bytes"], row["oom"] = None, True
     finally:
-        q = k = v = out = None  # noqa: F841 - free before the next probe
+        # free before the next probe (after an out-of-memory error some were never made)
+        q = k = v = out = None  # type: ignore[assignment]  # noqa: F841
         torch.cuda.empty_cache()
     log(f"memory probe {impl:6s} N={n:6d}: "
         + ("OOM" if row.get("oom") else f"peak {row['peak_bytes'] / 1e9:.3f} GB, "

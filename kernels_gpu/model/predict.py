@@ -101,7 +101,7 @@ class Prediction:
 def _launch_prediction(tensor_s, vector_s, sfu_s, hbm_s, l2_s, launch_s, roofline_s
                        ) -> Prediction:
     terms = {"compute": tensor_s + vector_s + sfu_s, "hbm": hbm_s, "l2": l2_s}
-    bound = max(terms, key=terms.get)
+    bound = max(terms, key=terms.__getitem__)
     return Prediction(tensor_s, vector_s, sfu_s, hbm_s, l2_s, launch_s, roofline_s,
                       terms[bound] + launch_s, bound)
 
@@ -173,12 +173,12 @@ def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 
         regs, smem, _ = gluon.resources(kernel, sched.head_dim, sched.causal, sched.elem_bytes)
         occ = programs_per_sm(regs, smem, kernel.num_warps)
     kind = gluon.KINDS[kernel.kind] if kernel is not None else None
-    if kind is not None and kind.schedule == "pipeline":
+    if kernel is not None and kind is not None and kind.schedule == "pipeline":
         pipeline = gluon.PIPELINE if pipeline is None else pipeline
         t = overlapped_time(rate, per, rows, occ, pipeline.fixed_s, sms,
                             pipeline.hidden[kernel.schedule], pipeline.balance)
     else:
-        if kernel is not None:
+        if kernel is not None and kind is not None:
             terms = chain or GLUON_TERMS[kind.terms or TERMS_OF[kernel.pass_]]
         geo = (sched.n, sched.head_dim, sched.batch, sched.heads, sched.causal,
                sched.elem_bytes)
@@ -193,9 +193,9 @@ def chain_time(rate: Prediction, per: list[int], rows: int, occ: int, terms: Sch
     its KINDS row: the tensor time x `products`, `lanes` chains a program, less the OVERLAP's
     hidden GEMM; a fused dQ adds its atomics (gluon_bwd.atomic_s; `geo` = (n, d, batch,
     heads, causal, elem_bytes), `atomic` the throughputs, ATOMIC_BPS if None)."""
-    kind = gluon.KINDS[kernel.kind] if kernel is not None else None
-    if kind is None:
+    if kernel is None:
         return schedule_time(rate, per, rows, occ, terms, sms)
+    kind = gluon.KINDS[kernel.kind]
     rate = replace(rate, tensor_s=rate.tensor_s * kind.products)
     t = schedule_time(rate, per, rows, occ, terms, sms, overlap_hidden(rate, kernel),
                       kind.lanes)

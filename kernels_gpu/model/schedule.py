@@ -54,15 +54,9 @@ class Schedule:
     # list of start rows of the streamed tiles it loads, in loop order)
     held_rows: tuple[int, ...]
     streamed_starts: tuple[tuple[int, ...], ...]
-    nk: int | None = None        # key rows (default n)
-    kv_heads: int | None = None  # K/V heads (default heads)
+    nk: int                      # key rows (`schedule`'s default: n)
+    kv_heads: int                # K/V heads (`schedule`'s default: heads)
     kernel: str = ""             # the Gluon kernel's label (model.dispatch); "" the `tl` one
-
-    def __post_init__(self):
-        if self.nk is None:
-            object.__setattr__(self, "nk", self.n)
-        if self.kv_heads is None:
-            object.__setattr__(self, "kv_heads", self.heads)
 
     @property
     def split(self) -> int:

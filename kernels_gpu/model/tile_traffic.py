@@ -17,9 +17,10 @@ puts these predictions beside ncu's counters.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any
 
 from toymachine.gen.tile import attention_program
 from toymachine.sim import simulate
@@ -33,7 +34,7 @@ __all__ = ["LaunchPrediction", "simulated_traffic", "TILE_PROGRAM", "TENSOR_OF_A
 
 # ---------------------------------------------------------------- the simulator's prediction
 # the tile program of each launch (toymachine.gen.tile.attention_program keywords)
-TILE_PROGRAM = {
+TILE_PROGRAM: dict[str, dict[str, Any]] = {
     "fwd": dict(pass_="forward"),
     "bwd_preprocess": dict(pass_="backward", order="split", phase="preprocess"),
     "bwd_dkdv": dict(pass_="backward", order="split", phase="dkdv"),
@@ -105,7 +106,7 @@ def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bo
     # a grouped dK/dV split over `split` programs: each is the tile program of group / split
     # query heads with its own copy of the K/V tile, writing fp32 partials
     split = cfg.split if pass_ == "bwd_dkdv" and group > 1 else 1
-    shape = {"nk": nk, "kv_heads": 1} if (nk, group // split) != (n, 1) else {}
+    shape: dict[str, Any] = {"nk": nk, "kv_heads": 1} if (nk, group // split) != (n, 1) else {}
     program = attention_program(n=n, d=d, algo="fa2", causal=causal, block_m=cfg.block_m,
                                 block_n=cfg.block_n, heads=group // split, **shape,
                                 **dict(TILE_PROGRAM[pass_], **({"phase": ("dv", "dk")[part - 1]}
@@ -114,7 +115,7 @@ def simulated_traffic(n: int, d: int, batch: int = 1, heads: int = 1, causal: bo
     words = {a: (t["reads"], t["writes"]) for a, t in result.extra["tile_traffic"].items()}
     copies = batch * kv_heads * split  # the simulated K/V head (or share), once per program row
     tensors, compulsory = {}, 0
-    sizes = {a.name: math.prod(a.shape) for a in program.arrays}
+    sizes = {a.name: math.prod(a.shape) for a in program.arrays if a.shape is not None}
     for array, (r, w) in words.items():
         tensor = TENSOR_OF_ARRAY.get(array, array)
         per = LSE_BYTES if tensor in STAT_TENSORS else elem_bytes

@@ -202,7 +202,7 @@ def compare(launches: list[dict], cases: list[dict]) -> list[dict]:
                                      kernel=launch.label if launch.gluon else "")
             m = ln["metrics"]
 
-            def get(name, scale=1.0):
+            def get(name, scale=1.0, m=m):
                 v = m.get(name + ".sum")
                 return None if v is None else v * scale
             rows.append({

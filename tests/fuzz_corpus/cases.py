@@ -13,12 +13,12 @@ import io
 import json
 import struct
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Union
 
 import numpy as np
 
-Content = Union[str, bytes, Callable[[], Union[str, bytes]]]
+Content = str | bytes | Callable[[], str | bytes]
 
 
 @dataclass(frozen=True)

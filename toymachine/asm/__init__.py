@@ -23,5 +23,13 @@ __all__ = ["parse", "parse_file", "parse_line", "parse_literal", "operand_spans"
 from .lexer import operand_spans, strip_comment
 from .literal import parse_literal
 from .parser import parse, parse_file, parse_line
-from .source import (Chunks, binary_chunks, decode_source, line_chunks, line_iter, open_error, read_source,
-                     text_chunks)
+from .source import (
+           Chunks,
+           binary_chunks,
+           decode_source,
+           line_chunks,
+           line_iter,
+           open_error,
+           read_source,
+           text_chunks,
+)

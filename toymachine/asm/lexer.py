@@ -11,7 +11,7 @@ __all__ = ["strip_comment", "operand_spans", "split_operands", "check_brackets",
 
 import math
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..errors import AsmError, Location
 from ..limits import LIMITS

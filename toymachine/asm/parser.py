@@ -7,10 +7,21 @@ __all__ = ["parse", "parse_file", "parse_line"]
 import re
 
 from ..errors import AsmError
-from ..limits import LIMITS, LimitError
 from ..isa import ISA, MNEMONICS, OpSpec
-from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg, Span
-from .lexer import INT, NUMBER, REG, IDENT, check_brackets, closest, make_loc, parse_number, split_operands, strip_comment
+from ..limits import LIMITS, LimitError
+from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Operand, Program, Reg, Span
+from .lexer import (
+    IDENT,
+    INT,
+    NUMBER,
+    REG,
+    check_brackets,
+    closest,
+    make_loc,
+    parse_number,
+    split_operands,
+    strip_comment,
+)
 from .literal import parse_literal, shape_of
 from .source import read_source
 
@@ -125,7 +136,7 @@ def parse_line(text: str, line: int = 1, file: str = "<input>"):
         raise AsmError(
             f"{spec.mnemonic} takes {spec.arity} operand{'s' if spec.arity != 1 else ''}, found {len(ops)}",
             loc=make_loc(file, line, text, col, length), hint=f"write it as `{spec.syntax}`")
-    args = []
+    args: list[Operand] = []
     for (otext, ocol), kind in zip(ops, spec.signature):
         if not otext:
             raise AsmError("empty operand", loc=make_loc(file, line, text, ocol), hint=f"write it as `{spec.syntax}`")
@@ -188,7 +199,7 @@ def _parse_directive(code: str, line: int, file: str, text: str) -> ArrayDecl:
     lead = len(code) - len(code.lstrip())
     m = re.match(r"\.([A-Za-z_]+)", code[lead:])
     name = m.group(1).lower() if m else ""
-    if name not in ("data", "array"):
+    if m is None or name not in ("data", "array"):
         word = m.group(0) if m else "."
         raise AsmError(f"unknown directive '{word}'", loc=make_loc(file, line, text, lead + 1, len(word)),
                        hint="directives are `.data NAME = [...]` and `.array NAME[d0][d1] [= fill]`")

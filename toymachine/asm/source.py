@@ -7,8 +7,8 @@ __all__ = ["open_error", "read_source", "decode_source", "line_iter", "Chunks", 
            "CHUNK_CHARS", "FIRST_CHUNK_CHARS"]
 
 import codecs
+from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Iterable, Iterator
 
 from ..errors import AsmError, Location
 

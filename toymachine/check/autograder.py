@@ -37,6 +37,7 @@ import io
 import json
 import os
 import re
+import sys
 import zipfile
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def _package_root() -> Path:
 def _requires() -> list[str]:
     """toymachine's own dependencies (no extras): the installed metadata's, else pyproject.toml's."""
     pyproject = _package_root().parent / "pyproject.toml"
-    if pyproject.is_file():
+    if pyproject.is_file() and sys.version_info >= (3, 11):  # (Python 3.10 has no tomllib: the metadata's)
         import tomllib
 
         with open(pyproject, "rb") as fh:
@@ -108,7 +109,7 @@ def _requires() -> list[str]:
 
 def _version() -> str:
     pyproject = _package_root().parent / "pyproject.toml"
-    if pyproject.is_file():
+    if pyproject.is_file() and sys.version_info >= (3, 11):  # (Python 3.10 has no tomllib: the metadata's)
         import tomllib
 
         with open(pyproject, "rb") as fh:

@@ -121,8 +121,8 @@ def summary_markdown(book: Gradebook, plot: str | None = None) -> str:
     runs = [c for e in entries for c in e.report.checks if c.kind == "run"]
     fails.append((len(runs), "run (the trace ran)", len(entries)))
     fails = [f for f in fails if f[0]]
-    for failed, name, tried in sorted(fails, key=lambda f: (-f[0], f[1])):
-        out.append(f"| {md_escape(name)} | {failed} | {tried} | {'yes' if name in book.hidden else ''} |")
+    for n_failed, name, n_tried in sorted(fails, key=lambda f: (-f[0], f[1])):
+        out.append(f"| {md_escape(name)} | {n_failed} | {n_tried} | {'yes' if name in book.hidden else ''} |")
     if not fails:
         out.append("| (none) | 0 | | |")
     out += ["", "## Cost of the runs", "", "| figure | min | 25% | median | 75% | max |", "|---|---:|---:|---:|---:|---:|"]

@@ -42,6 +42,7 @@ from .deadline import Deadline, Lateness, parse_deadline, parse_time, penalty
 from .gradebook import Gradebook, grade_list, read_problem_text
 from .limits import GradeLimits
 from .problem import Problem, load_variants
+from .readers import read_size
 from .roster import Join, Roster, Student, join, load_roster, variant_key
 from .similarity import Cluster, find_clusters
 from .submissions import ClassExport, collect_class
@@ -274,7 +275,7 @@ def grade_course(submissions: str | os.PathLike, file: str | os.PathLike, *, ros
             ref = os.path.join(os.path.dirname(os.path.abspath(part.problem)), problem.reference)
             try:
                 with open(ref, encoding="utf-8") as fh:
-                    reference = fh.read(limits.max_bytes + 1)
+                    reference = fh.read(read_size(limits.max_bytes))
             except OSError:
                 reference = None
         clusters.append(tuple(find_clusters(traces, reference=reference)))

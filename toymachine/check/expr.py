@@ -39,6 +39,7 @@ __all__ = ["Node", "Num", "Name", "Unary", "Binary", "Transpose", "Call", "FUNCT
 
 import re
 from dataclasses import dataclass
+from typing import NoReturn
 
 from ..limits import LIMITS
 
@@ -66,29 +67,29 @@ class Name:
 @dataclass(frozen=True)
 class Unary:
     op: str
-    operand: "Node"
+    operand: Node
     pos: int
 
 
 @dataclass(frozen=True)
 class Binary:
     op: str
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
     pos: int
 
 
 @dataclass(frozen=True)
 class Transpose:
-    operand: "Node"
+    operand: Node
     pos: int
 
 
 @dataclass(frozen=True)
 class Call:
     function: str
-    args: tuple["Node", ...]
-    keywords: tuple[tuple[str, "Node"], ...]
+    args: tuple[Node, ...]
+    keywords: tuple[tuple[str, Node], ...]
     pos: int
     length: int
 
@@ -131,8 +132,9 @@ def _tokens(text: str) -> list[_Tok]:
             out.append(_Tok("bad", text[pos], pos))
             pos += 1
             continue
-        if m.lastgroup != "ws":
-            out.append(_Tok(m.lastgroup, m.group(m.lastgroup), pos))
+        kind = m.lastgroup  # every alternative of _TOKEN is a named group
+        if kind is not None and kind != "ws":
+            out.append(_Tok(kind, m.group(kind), pos))
         pos = m.end()
     out.append(_Tok("end", "", len(text)))
     return out
@@ -179,7 +181,7 @@ class _Parser:
             self.unexpected(what)
         return self.take()
 
-    def unexpected(self, what: str):
+    def unexpected(self, what: str) -> NoReturn:
         t = self.tok
         if t.kind in ("bad", "attr"):
             _refuse(t)

@@ -6,7 +6,7 @@ from __future__ import annotations
 __all__ = ["evaluate"]
 
 import math
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 

@@ -14,9 +14,9 @@ __all__ = ["Entry", "Gradebook", "grade_submissions", "grade_list", "read_proble
 import dataclasses
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..errors import ConfigError, Location, ToyMachineError
 from .grader import check_trace

@@ -199,10 +199,8 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
         problem = dataclasses.replace(problem, machine=machine)
     checks: list[Check] = []
     results: list[Result] = []
-    program = source
     try:
-        if not isinstance(program, Program):
-            program = parse(source, name)
+        program = source if isinstance(source, Program) else parse(source, name)
         for t in range(trials):
             results.append(simulate(program, problem.machine, draw_inputs(problem, seed, t), seed=seed + t,
                                     steps=False))
@@ -214,7 +212,7 @@ def check_trace(trace: str | os.PathLike | Program, problem: str | os.PathLike |
     checks += _value_checks(problem, results, seed)
     checks += _budget_checks(problem, results, program)
     if problem.allowed_ops is not None:
-        checks.append(_ops_check(problem, results))
+        checks.append(_ops_check(problem.allowed_ops, results))
     return CheckReport(problem.title, problem.file, name, tuple(_scored(problem, checks)), trials, seed, notes,
                        problem.max_score, problem.variant_label, _metrics(results))
 
@@ -226,14 +224,14 @@ def _metrics(results: list[Result]) -> dict:
             "instructions": max(sum(r.ops.values()) for r in results)}
 
 
-def _ops_check(problem: Problem, results: list[Result]) -> Check:
+def _ops_check(allowed_ops: tuple[str, ...], results: list[Result]) -> Check:
     used: dict[str, int] = {}
     for r in results[:1]:  # no branches: every trial runs the same instructions
         for op, count in r.ops.items():
             if count:
                 used[op] = count
-    extra = {op: n for op, n in used.items() if op not in problem.allowed_ops}
-    allowed = ", ".join(problem.allowed_ops)
+    extra = {op: n for op, n in used.items() if op not in allowed_ops}
+    allowed = ", ".join(allowed_ops)
     if not extra:
         return Check("instructions", "ops", True, 0, 0, f"uses only the allowed instructions: {allowed}")
     listed = ", ".join(f"{op} ({n}×)" for op, n in sorted(extra.items()))
@@ -277,7 +275,7 @@ def _for_grading(err: ToyMachineError, problem: Problem, overridden: bool) -> To
     if err.key is None or err.suggestion is None or option_name(err.key) in CHECK_FLAGS:
         return err
     m = problem.machine
-    if err.key == "registers":
+    if err.key == "registers" and m.registers is not None:
         hint = (f"the exercise's machine has {m.registers} registers (R0–R{m.registers - 1}): reuse a register once "
                 f"its value is no longer needed" + ("" if overridden else "; toym check --machine tries a bigger machine"))
     else:
@@ -347,9 +345,9 @@ def _budget_checks(problem: Problem, results: list[Result], program: Program) ->
         kind = "load" if key == "max_reads" else "store"
         pos = 0 if kind == "load" else 1
         for array, limit in per_array.items():
-            words = sum(_words(ins.args[pos], shapes.get(array, ()))
+            words = sum(_words(ins.mem(pos), shapes.get(array, ()))
                         for ins in program.instrs
-                        if ins.op == ("LOAD" if kind == "load" else "STORE") and ins.args[pos].array == array)
+                        if ins.op == ("LOAD" if kind == "load" else "STORE") and ins.mem(pos).array == array)
             passed = words <= limit
             out.append(Check(f"{key.removeprefix('max_')} {array}", "budget", passed, words, limit,
                              _budget_words(f"{ARRAY_BUDGETS[key]} {array}", words, limit)))

@@ -57,7 +57,7 @@ def handout_rows(problem: Problem) -> dict[str, list[tuple[str, str]]]:
             grading.append((name, f"{_num(rule.points)} points: within {_num(problem.tolerance)} of the expected "
                                   f"value on {problem.trials} random draw(s)"))
         elif rule.kind == "ops":
-            grading.append((name, f"{_num(rule.points)} points: only {', '.join(problem.allowed_ops)}"))
+            grading.append((name, f"{_num(rule.points)} points: only {', '.join(problem.allowed_ops or ())}"))
         else:
             what = BUDGETS.get(names.get(name, ""), name)
             tiers = ", ".join(f"≤ {_num(lim)}: {_num(pts)}" for lim, pts in rule.tiers)
@@ -143,12 +143,12 @@ def _assignment_handout(assignment, fmt: str, student: str | None) -> str:
         return first[:first.index("<body>") + len("<body>")] + head + "".join(inner) + "</body>\n</html>\n"
     if fmt == "latex":
         rows = "".join(f"{tex_escape(k)} & \\texttt{{{tex_escape(v)}}} \\\\\n" for k, v in files)
-        head = [f"\\section*{{{tex_escape(assignment.title)}}}", "Hand in these files:\n", "\\begin{tabular}{ll}",
-                rows.rstrip("\n"), "\\end{tabular}", ""]
+        lines = [f"\\section*{{{tex_escape(assignment.title)}}}", "Hand in these files:\n", "\\begin{tabular}{ll}",
+                 rows.rstrip("\n"), "\\end{tabular}", ""]
         if due:
-            head.append(f"Due: {tex_escape(due)}.\n")
+            lines.append(f"Due: {tex_escape(due)}.\n")
         sheets = [_handout(pr, fmt).split("\n", 1)[1] for pr in problems]  # one packages line, at the top
-        return PACKAGES_LINE + "\n" + "\n".join(head) + "\n" + "".join(sheets)
+        return PACKAGES_LINE + "\n" + "\n".join(lines) + "\n" + "".join(sheets)
     return _handout(problems[0], fmt)
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 __all__ = ["GradeLimits", "DEFAULT_LIMITS", "time_limit", "TimeLimitExceeded"]
 
 import contextlib
+import math
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from typing import Iterator
 
 from ..limits import LIMITS as TABLE
 
@@ -27,18 +28,19 @@ ROWS = {"max_bytes": "grade_bytes", "max_instructions": "grade_instructions", "s
 
 @dataclass(frozen=True)
 class GradeLimits:
-    """The rows' defaults; ``from_table()`` for the values in force."""
+    """The rows' defaults; ``from_table()`` for the values in force (a count, or ``math.inf`` where
+    its ``TOYM_MAX_GRADE_…`` variable lifts it to no limit)."""
 
-    max_bytes: int = TABLE[ROWS["max_bytes"]].default  # one submitted trace file
-    max_instructions: int = TABLE[ROWS["max_instructions"]].default  # lines of a trace (at most one instruction each)
+    max_bytes: float = TABLE[ROWS["max_bytes"]].default  # one submitted trace file
+    max_instructions: float = TABLE[ROWS["max_instructions"]].default  # lines of a trace (at most one instruction each)
     seconds: float = TABLE[ROWS["seconds"]].default  # wall time to grade one submission (every trial)
-    max_files: int = TABLE[ROWS["max_files"]].default  # files of one student's submission
-    max_entries: int = TABLE[ROWS["max_entries"]].default  # entries of a whole zip, or of a folder's top level
-    max_total_bytes: int = TABLE[ROWS["max_total_bytes"]].default  # uncompressed bytes read from a zip, all members
-    max_ratio: int = TABLE[ROWS["max_ratio"]].default  # a zip member that inflates more than this is a bomb
+    max_files: float = TABLE[ROWS["max_files"]].default  # files of one student's submission
+    max_entries: float = TABLE[ROWS["max_entries"]].default  # entries of a whole zip, or of a folder's top level
+    max_total_bytes: float = TABLE[ROWS["max_total_bytes"]].default  # uncompressed bytes read from a zip, all members
+    max_ratio: float = TABLE[ROWS["max_ratio"]].default  # a zip member that inflates more than this is a bomb
 
     @classmethod
-    def from_table(cls, **overrides) -> "GradeLimits":
+    def from_table(cls, **overrides) -> GradeLimits:
         """The limits in force: each row's ``TOYM_MAX_GRADE_…`` value, else its default; then ``overrides``."""
         return cls(**{**{f.name: TABLE[ROWS[f.name]].value() for f in fields(cls)}, **overrides})
 
@@ -58,8 +60,8 @@ class TimeLimitExceeded(BaseException):
 def time_limit(seconds: float | None) -> Iterator[None]:
     """Raise ``TimeLimitExceeded`` in the block after ``seconds`` of wall time (a SIGALRM
     timer: only in a process's main thread, elsewhere the block runs unbounded)."""
-    usable = seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not seconds or seconds == math.inf or not usable:  # no limit, or no timer here
         yield
         return
 

@@ -42,40 +42,18 @@ import yaml
 
 from .. import yamlsafe
 from ..errors import ConfigError, Location
+from ..limits import LIMITS
 from ..machine import Machine
 from ..program import Mem
-from .expr import ExprError, Node, names_in, parse_expr
-from ..limits import LIMITS
-from .expr_eval import evaluate
-from .rules import CHECK_NAMES, Rule, limit_rule, ops_rule, value_rule
 from .deadline import Deadline, parse_deadline
+from .expr import ExprError, Node, names_in, parse_expr
+from .expr_eval import evaluate
+from .problem_keys import ARRAY_BUDGETS, BUDGETS, KEY_DOCS, KEYS
+from .rules import CHECK_NAMES, Rule, limit_rule, ops_rule, value_rule
 from .variants import describe_variant, pick_variant, problem_id, substitute, variant_params
 from .yamlsrc import Source, mapping, number, value_of
 
-# budget key → (what it limits, unit)
-BUDGETS: dict[str, str] = {
-    "max_cycles": "cycles",
-    "max_loads": "LOAD instructions",
-    "max_stores": "STORE instructions",
-    "max_registers": "registers used",
-    "max_dram_reads": "DRAM words read",
-    "max_dram_writes": "DRAM words written",
-    "max_sram": "SRAM peak (words)",
-}
-ARRAY_BUDGETS: dict[str, str] = {"max_reads": "words read from", "max_writes": "words written to"}
-KEYS = ("title", "description", "statement", "inputs", "expect", "registers", "machine", "tolerance", "trials",
-        "seed", "reference", "submission", "allowed_ops", "variants", "id", "due", "late") + tuple(BUDGETS) \
-    + tuple(ARRAY_BUDGETS)
 _DISTS = ("normal", "uniform", "integers")
-# what the course keys mean (the generated reference reads this)
-KEY_DOCS = {"statement": "the handout's text, Markdown (`toym problem show`); default: description",
-            "submission": "the file each student hands in, in a folder per student (`toym grade`, Gradescope)",
-            "allowed_ops": "the only instructions the trace may use: a list, or `{ops: [...], points, hidden}`",
-            "variants": "parameter sets, one per variant, used as `{name}` anywhere in the file; `--student ID` picks one",
-            "id": "the problem's own id: with the student's, it picks the variant (default: the title as written); "
-                  "renaming the file changes no variant",
-            "due": "the due date, ISO 8601 (without a zone: UTC); `toym grade` computes the late penalty",
-            "late": "the late policy: `{grace: 15m, per_day: 10, cutoff: 3d}` (or `per_hour`), percent of the score"}
 
 
 @dataclass(frozen=True)
@@ -198,10 +176,10 @@ def _expectation(src: Source, knode, vnode, inputs: dict) -> tuple[Expectation, 
 
     target = str(knode.value).strip()
     vnode, rule = value_rule(src, vnode, target)
-    address = None
+    address: Mem | None = None
     if "[" in target:
         try:
-            address = parse(f"LOAD {target}, R0").instrs[0].args[0]
+            address = parse(f"LOAD {target}, R0").instrs[0].mem(0)
         except AsmError as exc:
             raise src.error(f"'{target}' is not an array, cell or block address: {exc.message}", knode,
                             hint="write c, c[0][1] or O[0:2, :] (the assembly's address syntax)") from None
@@ -371,7 +349,7 @@ def _build(path: str, src: Source, spec: dict, params: dict | None = None, index
         if key in spec:
             rule = limit_rule(src, spec[key], key, integer=key != "max_cycles")
             budgets[key], rules[CHECK_NAMES[key]] = rule.limit, rule
-    array_budgets = {}
+    array_budgets: dict[str, dict[str, float | None]] = {}
     for key in ARRAY_BUDGETS:
         if key in spec:
             array_budgets[key] = {}

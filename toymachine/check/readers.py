@@ -12,8 +12,9 @@ its ``reason`` — one failing row, never an aborted batch.
 from __future__ import annotations
 
 __all__ = ["Submission", "read_student_folder", "read_file", "decode_trace",
-           "decode_submission", "safe_id", "zip_entry_count", "read_member"]
+           "decode_submission", "safe_id", "zip_entry_count", "read_member", "read_size"]
 
+import math
 import os
 import re
 import stat
@@ -95,6 +96,11 @@ def _comment_bytes(data: bytes) -> tuple[str | None, str, tuple[str, ...]]:
                                 "\N{REPLACEMENT CHARACTER}; save the trace as UTF-8",)
 
 
+def read_size(limit: float) -> int:
+    """How many bytes to read to tell content over ``limit`` bytes from content at it (-1: all of it)."""
+    return -1 if limit == math.inf else int(limit) + 1
+
+
 def read_file(path: str, limits: GradeLimits) -> tuple[str | None, str, tuple[str, ...]]:
     """(text, reason, warnings) of a submitted file on disk (``decode_submission``)."""
     try:
@@ -107,7 +113,7 @@ def read_file(path: str, limits: GradeLimits) -> tuple[str | None, str, tuple[st
             return None, f"too large: {st.st_size:,} bytes; the limit is {limits.max_bytes:,}", ()
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
-            data = fh.read(limits.max_bytes + 1)
+            data = fh.read(read_size(limits.max_bytes))
     except OSError as exc:
         return None, f"cannot read: {exc.strerror}", ()
     return decode_submission(data, limits)
@@ -201,7 +207,7 @@ def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: GradeLi
         return None, f"the archive's read budget ({limits.max_total_bytes:,} bytes) is spent", ()
     try:
         with archive.open(info) as fh:  # the header may lie: read at most max_bytes + 1
-            data = fh.read(min(limits.max_bytes, budget[0]) + 1)
+            data = fh.read(read_size(min(limits.max_bytes, budget[0])))
     except Exception as exc:  # zipfile, zlib and bz2 raise their own kinds for a damaged member
         return None, f"a damaged archive member: {exc}", ()
     budget[0] -= len(data)

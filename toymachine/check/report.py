@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from ..render import Report, Section, render_report
 from ..render.cells import sig
 
-
 NO_POINTS = " (no points: an expected array is wrong)"  # a budget's message when a value check failed
 
 
@@ -104,7 +103,7 @@ class CheckReport:
                       c.text) for c in self.checks)
         verdict = (f"passed: all {len(self.checks)} checks" if self.passed
                    else f"failed: {len(self.failed)} of {len(self.checks)} checks")
-        notes = (f"{self.trace} against {self.problem_file}: {verdict} ({self.trials} trial(s), seed {self.seed})",
+        notes: tuple[str, ...] = (f"{self.trace} against {self.problem_file}: {verdict} ({self.trials} trial(s), seed {self.seed})",
                  f"score: {_figure(self.score)} / {_figure(self.max_score)}")
         if self.variant:
             notes += (f"{self.variant}: the problem comes in versions with other parameters; toym check --student ID "

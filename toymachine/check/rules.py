@@ -105,6 +105,7 @@ def value_rule(src: Source, vnode, target: str):
     """(the expression's node, its Rule) of an ``expect`` entry: text or ``{value, points, hidden}``."""
     if not isinstance(vnode, yaml.MappingNode):
         return vnode, Rule("value", DEFAULT_POINTS)
+    points: float
     expr, points, hidden = None, DEFAULT_POINTS, False
     for knode, v in vnode.value:
         name = value_of(knode)
@@ -125,6 +126,7 @@ def value_rule(src: Source, vnode, target: str):
 
 def ops_rule(src: Source, node, known: tuple[str, ...]) -> tuple[tuple[str, ...], Rule]:
     """``allowed_ops``: a list of mnemonics, or ``{ops: [...], points: P, hidden: B}``."""
+    points: float
     points, hidden, ops_node = DEFAULT_POINTS, False, node
     if isinstance(node, yaml.MappingNode):
         ops_node = None

@@ -39,6 +39,7 @@ from .readers import (
     decode_trace,
     read_file,
     read_member,
+    read_size,
     read_student_folder,
     safe_id,
     zip_entry_count,
@@ -203,7 +204,7 @@ def _read_bytes(path: str, limits: GradeLimits) -> bytes | None:
         if os.path.islink(path) or not os.path.isfile(path):
             return None
         with open(path, "rb") as fh:
-            data = fh.read(limits.max_total_bytes + 1)
+            data = fh.read(read_size(limits.max_total_bytes))
     except OSError:
         return None
     return data if len(data) <= limits.max_total_bytes else None
@@ -214,7 +215,7 @@ def _member_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Grade
         return None
     try:
         with archive.open(info) as fh:
-            data = fh.read(budget[0] + 1)
+            data = fh.read(read_size(budget[0]))
     except Exception:  # zipfile, zlib and bz2 raise their own kinds for a damaged member
         return None
     budget[0] -= len(data)

@@ -17,6 +17,8 @@ __all__ = ["app", "main", "COMMANDS"]
 
 import os
 import sys
+from collections.abc import Callable
+from typing import NoReturn, Protocol, runtime_checkable
 
 import typer
 
@@ -117,14 +119,16 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     if argv is None and "numpy" not in sys.modules:  # the toym process: one BLAS thread (toym's tiles are
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small; idle pool threads spin and burn a core)
-    leave = sys.exit if argv is not None else _leave  # called in-process (tests): a plain SystemExit
+    leave: Callable[[int], None] = _leave
+    if argv is not None:  # called in-process (tests): a plain SystemExit
+        leave = sys.exit
     try:
         code = app(args, prog_name="toym", standalone_mode=False)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
     except Exception as exc:  # click's usage errors (its exception classes are typer's private copy)
-        if not (hasattr(exc, "show") and hasattr(exc, "exit_code")):
+        if not isinstance(exc, _ClickError):
             _internal_error(exc, args)
         exc.show()
         if exc.exit_code == 2 and wants_json(args) and not isinstance(exc, ToymUsageError):
@@ -153,7 +157,18 @@ def _leave(code: int) -> None:
     os._exit(code)
 
 
-def _internal_error(exc: BaseException, args: list[str]) -> None:
+@runtime_checkable
+class _ClickError(Protocol):
+    """What click's exceptions offer, whichever copy of click raised them."""
+
+    exit_code: int
+
+    def show(self) -> None: ...
+
+    def format_message(self) -> str: ...
+
+
+def _internal_error(exc: BaseException, args: list[str]) -> NoReturn:
     """An exception no guard mapped: one line and the bug-report hint (exit 3), never a traceback
     unless ``--debug`` (or ``TOYM_DEBUG=1``) asks for it."""
     import os

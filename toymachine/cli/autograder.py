@@ -7,7 +7,6 @@ from __future__ import annotations
 __all__ = ["autograder_command"]
 
 import os
-from typing import Optional
 
 import typer
 
@@ -19,7 +18,7 @@ def autograder_command(
     file: str = typer.Argument(..., help="Problem file (YAML) the autograder grades against, or an assignment file "
                                          "listing several."),
     output: str = typer.Option("autograder.zip", "--output", "-o", help="Write the zip to FILE."),
-    wheel: Optional[str] = typer.Option(None, "--wheel", help="A toymachine wheel to bundle (default: made from "
+    wheel: str | None = typer.Option(None, "--wheel", help="A toymachine wheel to bundle (default: made from "
                                                               "the installed package's files)."),
 ) -> None:
     """Build the Gradescope autograder zip: upload it as a "Zip file upload" autograder."""

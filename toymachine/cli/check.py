@@ -13,7 +13,7 @@ __all__ = ["check_command"]
 import os
 import sys
 from enum import Enum
-from typing import Optional
+from typing import Any
 
 import typer
 
@@ -22,10 +22,10 @@ from ..machine import resolve_machine
 from ..render import FORMATS
 from .common import guard, machine_option, output_option, write_output
 
-CheckFormat = Enum("CheckFormat", {f: f for f in FORMATS + ("gradescope",)}, type=str)
+CheckFormat = Enum("CheckFormat", {f: f for f in FORMATS + ("gradescope",)}, type=str)  # type: ignore[misc]
 
 
-def student_option() -> typer.Option:
+def student_option() -> Any:
     return typer.Option(None, "--student", help="Student ID: picks the student's variant of a problem with "
                                                 "variants (the same ID, the same variant).")
 
@@ -33,13 +33,13 @@ def student_option() -> typer.Option:
 def check_command(
     trace: str = typer.Argument(..., help="The trace to grade (.asm), a student's folder, or - for standard input."),
     problem: str = typer.Option(..., "--problem", "-p", help="Problem file (YAML): inputs, expected arrays, machine, budgets."),
-    machine: Optional[str] = machine_option("Run on this machine (preset or YAML file) instead of the problem's."),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed of the random inputs (default: the problem's, else 0)."),
-    trials: Optional[int] = typer.Option(None, "--trials", min=1, max=1000, help="Random input draws (default: the problem's, else 3)."),
-    student: Optional[str] = student_option(),
+    machine: str | None = machine_option("Run on this machine (preset or YAML file) instead of the problem's."),
+    seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of the random inputs (default: the problem's, else 0)."),
+    trials: int | None = typer.Option(None, "--trials", min=1, max=1000, help="Random input draws (default: the problem's, else 3)."),
+    student: str | None = student_option(),
     fmt: CheckFormat = typer.Option("table", "--format", "-f", help="Output format: table, markdown, csv, json, "
                                     "latex, html, html-fragment, gradescope (results.json)."),
-    output: Optional[str] = output_option(),
+    output: str | None = output_option(),
     allow_outside: bool = typer.Option(False, "--allow-outside", help="Let the problem's machine: file lie outside "
                                                                        "the problem's folder."),
 ) -> None:

@@ -12,8 +12,9 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 import typer
 
@@ -21,6 +22,8 @@ from ..dtypes import DTYPES
 from ..errors import ConfigError, ToyMachineError
 from ..render import FORMATS
 
+# Typer's choices are str Enums made from the one declaration of each list (FORMATS, DTYPES); mypy
+# cannot list members made at run time, hence `type: ignore[misc]` on each such Enum in the CLI.
 Format = Enum("Format", {f: f for f in FORMATS}, type=str)  # type: ignore[misc]
 DType = Enum("DType", {d: d for d in DTYPES}, type=str)  # type: ignore[misc]
 
@@ -65,7 +68,7 @@ def guard(fmt: Any = None) -> Iterator[None]:
     except BrokenPipeError:  # `toym run … | head`
         with contextlib.suppress(Exception):
             sys.stdout = open(os.devnull, "w")
-        raise typer.Exit(0)
+        raise typer.Exit(0) from None
 
 
 def warn(warnings) -> None:
@@ -87,7 +90,7 @@ def alias(new: str, old: str, new_value: Any, old_value: Any, default: Any = Non
 
 
 @contextlib.contextmanager
-def progress_bar(label: str, show: bool) -> Iterator[Optional[Callable[[int, int], None]]]:
+def progress_bar(label: str, show: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A transient progress bar on stderr (``show``: it is a terminal, or --progress); yields the
     ``update(done, total)`` callback to hand to a library call, or None."""
     if not show:
@@ -106,7 +109,7 @@ def progress_bar(label: str, show: bool) -> Iterator[Optional[Callable[[int, int
         yield update
 
 
-def show_progress(flag: Optional[bool]) -> bool:
+def show_progress(flag: bool | None) -> bool:
     if flag is not None:
         return flag
     try:
@@ -122,7 +125,7 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_output(text: str | Callable[[Callable[[str], None]], None], path: Optional[str]) -> None:
+def write_output(text: str | Callable[[Callable[[str], object]], None], path: str | None) -> None:
     """Print, or write ``path`` atomically (no half-written file on error) with the mode a
     plain ``open`` would give it (an existing file keeps its mode). ``text`` may be a function
     that streams: it is called with the ``write`` to hand each block of text to."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 __all__ = ["flags_command"]
 
-from typing import Optional
 
 import typer
 
@@ -15,7 +14,7 @@ from .common import Format, format_option, guard, output_option, write_output
 from .vocabulary import vocabulary_report
 
 
-def flags_command(ctx: typer.Context, fmt: Format = format_option(), output: Optional[str] = output_option()) -> None:
+def flags_command(ctx: typer.Context, fmt: Format = format_option(), output: str | None = output_option()) -> None:
     """Print the flags every command shares: one name and one meaning each, and which commands take it."""
     with guard(fmt):
         report = vocabulary_report(ctx.find_root().command)

@@ -6,32 +6,31 @@ from __future__ import annotations
 __all__ = ["gen_app"]
 
 from enum import Enum
-from typing import Optional
 
 import typer
 
 from ..errors import ConfigError
+from ..gen.common import MAX_INSTRUCTIONS
 from ..gen.scalar.attention import ORDERS, VARIANTS
 from ..gen.scalar.attention import attention_program as scalar_attention_program
 from ..gen.scalar.matmul import SCHEDULES, matmul_program
 from ..gen.scalar.softmax import ALGOS, softmax_program
 from ..gen.scalar.variance import variance_program
 from ..gen.tile import ALGOS as TILE_ALGOS
-from ..machine.config import SRAM_RULES
-from ..gen.common import MAX_INSTRUCTIONS
 from ..gen.tile import attention_program as tile_attention_program
 from ..machine import resolve_machine
+from ..machine.config import SRAM_RULES
 from .common import guard, machine_option, output_option, write_output
 from .vocabulary import ORDER_SYNONYMS
 
-Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)
-SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)
-Order = Enum("Order", {o: o for o in ORDERS + ("row", "col", "split")}, type=str)
-Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)
+Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)  # type: ignore[misc]
+SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)  # type: ignore[misc]
+Order = Enum("Order", {o: o for o in ORDERS + ("row", "col", "split")}, type=str)  # type: ignore[misc]
+Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)  # type: ignore[misc]
 Level = Enum("Level", {"scalar": "scalar", "tile": "tile"}, type=str)
-TileAlgo = Enum("TileAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)
-Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)
-SramRule = Enum("SramRule", {r: r for r in SRAM_RULES}, type=str)
+TileAlgo = Enum("TileAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)  # type: ignore[misc]
+Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)  # type: ignore[misc]
+SramRule = Enum("SramRule", {r: r for r in SRAM_RULES}, type=str)  # type: ignore[misc]
 
 gen_app = typer.Typer(
     help="Write a generated program (assembly with a header giving its cost formula) to stdout or -o FILE. "
@@ -74,17 +73,17 @@ def _emit(build) -> None:
 @gen_app.command("matmul")
 def gen_matmul(
     n: int = typer.Option(2, "--n", help="Columns of B and C; also m and k unless given."),
-    m: Optional[int] = typer.Option(None, "--m", help="Rows of A and C (default n)."),
-    k: Optional[int] = typer.Option(None, "--k", help="Columns of A, rows of B (default n)."),
-    registers: Optional[int] = typer.Option(None, "--registers", "-r", help="Register count R (at least 3; "
+    m: int | None = typer.Option(None, "--m", help="Rows of A and C (default n)."),
+    k: int | None = typer.Option(None, "--k", help="Columns of A, rows of B (default n)."),
+    registers: int | None = typer.Option(None, "--registers", "-r", help="Register count R (at least 3; "
                                             "default: the machine's, else 3)."),
     schedule: Schedule = typer.Option("best", "--schedule", help="inner, outer, or the cheapest that fits R."),
     mac_accumulator: bool = typer.Option(False, "--mac-accumulator",
                                          help="The MAC unit keeps its own accumulator ACC (run it with --machine "
                                               "toy2acc or a machine with mac_accumulator: true): R registers + ACC. "
                                               "Implied by a --machine that has one."),
-    machine: Optional[str] = _MACHINE,
-    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED, max_instructions: int = _MAX,
+    machine: str | None = _MACHINE,
+    output: str | None = _OUTPUT, data: bool = _DATA, seed: int = _SEED, max_instructions: int = _MAX,
 ) -> None:
     """C = A·B on an R-register machine (seed 000, Problems 1–3)."""
     def build():
@@ -101,7 +100,7 @@ def gen_matmul(
 def gen_softmax(
     n: int = typer.Option(6, "--n", help="Number of elements."),
     algo: SoftmaxAlgo = typer.Option("online", "--algo", help="naive (no max), safe (3 passes) or online (2 passes)."),
-    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED, max_instructions: int = _MAX,
+    output: str | None = _OUTPUT, data: bool = _DATA, seed: int = _SEED, max_instructions: int = _MAX,
 ) -> None:
     """Softmax of x[0..n−1] (seed 000, Problems 4 and 5)."""
     with guard():  # the program streams to its output as it is generated (a block of text in memory)
@@ -112,7 +111,7 @@ def gen_softmax(
 @gen_app.command("variance")
 def gen_variance(
     n: int = typer.Option(6, "--n", help="Number of elements (at least 2)."),
-    output: Optional[str] = _OUTPUT, data: bool = _DATA, seed: int = _SEED, max_instructions: int = _MAX,
+    output: str | None = _OUTPUT, data: bool = _DATA, seed: int = _SEED, max_instructions: int = _MAX,
 ) -> None:
     """Welford's one-pass sample variance (seed 000, quiz 'Online variance'); 6 registers."""
     _emit(lambda: (variance_program(n=n, with_data=data, seed=seed, **_limits(max_instructions)), output))
@@ -122,53 +121,53 @@ def gen_variance(
 def gen_attention(
     level: Level = typer.Option("scalar", "--level", help="scalar: the register machine; tile: the SRAM/HBM machine."),
     n: int = typer.Option(4, "--n", help="Sequence length (rows of Q, K, V)."),
-    nk: Optional[int] = typer.Option(None, "--nk", help="Tile level: keys/values length (default --n: "
+    nk: int | None = typer.Option(None, "--nk", help="Tile level: keys/values length (default --n: "
                                                         "cross-attention otherwise; --causal aligns the mask "
                                                         "bottom-right, query i attends keys j ≤ i + nk − n)."),
     d: int = typer.Option(2, "--d", help="Head dimension."),
-    registers: Optional[int] = typer.Option(None, "--registers", "-r",
+    registers: int | None = typer.Option(None, "--registers", "-r",
                                             help="Scalar level: Register count (default: the machine's, else the "
                                                  "minimum needed)."),
-    order: Optional[Order] = typer.Option(None, "--order", help="Loop order: inner (query loop outside; default) or "
+    order: Order | None = typer.Option(None, "--order", help="Loop order: inner (query loop outside; default) or "
                                                                 "outer (key/value loop outside) — row and col are the "
                                                                 "same two; tile backward also split: the FA2 kernel's "
                                                                 "three launches."),
-    output_slots: Optional[int] = typer.Option(None, "--output-slots", help="Scalar, outer order: Output rows kept "
+    output_slots: int | None = typer.Option(None, "--output-slots", help="Scalar, outer order: Output rows kept "
                                                                             "resident (default: as many as fit)."),
     variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
-    algo: Optional[TileAlgo] = typer.Option(None, "--algo", help="Tile level: eager (one kernel per op, each a round "
+    algo: TileAlgo | None = typer.Option(None, "--algo", help="Tile level: eager (one kernel per op, each a round "
                                                                  "trip through HBM), standard (Algorithm 0: S, P written "
                                                                  "and read once), standard-3pass (S read 3×), fa1, "
                                                                  "fa2 or fused (standard attention with S kept on "
                                                                  "chip)."),
-    batch: Optional[int] = typer.Option(None, "--batch", help="Tile level: Batch size."),
-    heads: Optional[int] = typer.Option(None, "--heads", help="Tile level: Number of heads."),
-    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="Tile level: K/V heads (default --heads; fewer: "
+    batch: int | None = typer.Option(None, "--batch", help="Tile level: Batch size."),
+    heads: int | None = typer.Option(None, "--heads", help="Tile level: Number of heads."),
+    kv_heads: int | None = typer.Option(None, "--kv-heads", help="Tile level: K/V heads (default --heads; fewer: "
                                                                     "grouped-query attention, 1: multi-query)."),
-    causal: Optional[bool] = typer.Option(None, "--causal/--no-causal", help="Tile level: Causal mask."),
-    block_m: Optional[int] = typer.Option(None, "--block-m", help="Tile level: Query block rows."),
-    block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: Key/value block rows."),
-    sram: Optional[int] = typer.Option(None, "--sram", help="Tile level: SRAM size in words (default: the machine's)."),
-    sram_rule: Optional[SramRule] = typer.Option(None, "--sram-rule", help="Tile level: how SRAM is counted against "
+    causal: bool | None = typer.Option(None, "--causal/--no-causal", help="Tile level: Causal mask."),
+    block_m: int | None = typer.Option(None, "--block-m", help="Tile level: Query block rows."),
+    block_n: int | None = typer.Option(None, "--block-n", help="Tile level: Key/value block rows."),
+    sram: int | None = typer.Option(None, "--sram", help="Tile level: SRAM size in words (default: the machine's)."),
+    sram_rule: SramRule | None = typer.Option(None, "--sram-rule", help="Tile level: how SRAM is counted against "
                                                                           "--sram: exact (every tile, default) or "
                                                                           "paper (only Q_i, K_j, V_j, O_i … blocks, "
                                                                           "as Bc = ⌈M/4d⌉ assumes; run on a "
                                                                           "sram_rule: paper machine, e.g. "
                                                                           "toysram-paper)."),
-    pass_: Optional[Pass] = typer.Option(None, "--pass", help="Tile level: forward or backward."),
-    precompute_d: Optional[bool] = typer.Option(None, "--precompute-d/--no-precompute-d",
+    pass_: Pass | None = typer.Option(None, "--pass", help="Tile level: forward or backward."),
+    precompute_d: bool | None = typer.Option(None, "--precompute-d/--no-precompute-d",
                                                 help="Tile backward: D = rowsum(dO∘O) precomputed (K, V loaded once "
                                                      "per block) or not (K loaded twice). Default: precomputed."),
-    scale: Optional[float] = typer.Option(None, "--scale", help="Tile level: softmax scale τ (default 1/√d; 1 = "
+    scale: float | None = typer.Option(None, "--scale", help="Tile level: softmax scale τ (default 1/√d; 1 = "
                                                                 "Q given pre-scaled, as seed 000 folds it in)."),
-    dropout: Optional[float] = typer.Option(None, "--dropout", help="Tile level: dropout probability p (Algorithm 2: "
+    dropout: float | None = typer.Option(None, "--dropout", help="Tile level: dropout probability p (Algorithm 2: "
                                                                     "the mask is made on chip by DROPOUT, never "
                                                                     "stored; the backward remakes it). Default 0."),
-    dropout_seed: Optional[int] = typer.Option(None, "--dropout-seed", help="Tile level: seed of the dropout mask "
+    dropout_seed: int | None = typer.Option(None, "--dropout-seed", help="Tile level: seed of the dropout mask "
                                                                             "(default 0)."),
-    machine: Optional[str] = _MACHINE,
-    output: Optional[str] = _OUTPUT, max_instructions: int = _MAX,
-    data: Optional[bool] = typer.Option(None, "--data/--no-data", help="Include .data inputs (deterministic, from "
+    machine: str | None = _MACHINE,
+    output: str | None = _OUTPUT, max_instructions: int = _MAX,
+    data: bool | None = typer.Option(None, "--data/--no-data", help="Include .data inputs (deterministic, from "
                                         "--seed), or leave them to the simulator's random values. Default: --data "
                                         "at scalar level, --no-data at tile level (tile inputs are large)."),
     seed: int = _SEED,
@@ -210,11 +209,11 @@ def gen_attention(
     _emit(build)
 
 
-def _machine_registers(machine: Optional[str]) -> Optional[int]:
+def _machine_registers(machine: str | None) -> int | None:
     return resolve_machine(machine).registers if machine is not None else None
 
 
-def _sram(sram: Optional[int], machine: Optional[str]) -> Optional[int]:
+def _sram(sram: int | None, machine: str | None) -> int | None:
     """--sram, else the machine's SRAM (words), else None (blocks default to 64)."""
     return sram if sram is not None or machine is None else resolve_machine(machine).sram_words
 
@@ -236,26 +235,26 @@ def gen_attention_tile(
     pass_: Pass = typer.Option("forward", "--pass", help="forward or backward."),
     batch: int = typer.Option(1, "--batch", help="Batch size."),
     heads: int = typer.Option(1, "--heads", help="Number of heads."),
-    nk: Optional[int] = typer.Option(None, "--nk", help="Keys/values length (default n; causal aligned bottom-right)."),
-    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="K/V heads (default heads; grouped-query "
+    nk: int | None = typer.Option(None, "--nk", help="Keys/values length (default n; causal aligned bottom-right)."),
+    kv_heads: int | None = typer.Option(None, "--kv-heads", help="K/V heads (default heads; grouped-query "
                                                                     "attention: heads % kv_heads == 0)."),
-    dropout: Optional[float] = typer.Option(None, "--dropout", help="Dropout probability p (Algorithm 2; default 0)."),
-    dropout_seed: Optional[int] = typer.Option(None, "--dropout-seed", help="Seed of the dropout mask (default 0)."),
-    sram_rule: Optional[SramRule] = typer.Option(None, "--sram-rule", help="exact (every tile, default) or paper "
+    dropout: float | None = typer.Option(None, "--dropout", help="Dropout probability p (Algorithm 2; default 0)."),
+    dropout_seed: int | None = typer.Option(None, "--dropout-seed", help="Seed of the dropout mask (default 0)."),
+    sram_rule: SramRule | None = typer.Option(None, "--sram-rule", help="exact (every tile, default) or paper "
                                                                           "(only blocks of HBM matrices)."),
     causal: bool = typer.Option(False, "--causal/--no-causal", help="Causal mask."),
-    block_m: Optional[int] = typer.Option(None, "--block-m", help="Query block rows Br (default: from --sram, else 64)."),
-    block_n: Optional[int] = typer.Option(None, "--block-n", help="Key/value block rows Bc (default: from --sram, "
+    block_m: int | None = typer.Option(None, "--block-m", help="Query block rows Br (default: from --sram, else 64)."),
+    block_n: int | None = typer.Option(None, "--block-n", help="Key/value block rows Bc (default: from --sram, "
                                                                   "else 64)."),
-    sram: Optional[int] = typer.Option(None, "--sram", help="SRAM size in words (default: the machine's)."),
+    sram: int | None = typer.Option(None, "--sram", help="SRAM size in words (default: the machine's)."),
     variant: Variant = typer.Option("exact", "--variant", help="exact, no-max or no-rescale (seed 003's breaks)."),
-    order: Optional[Order] = typer.Option(None, "--order", help="Backward loop order: inner ≡ row (query loop outside; "
+    order: Order | None = typer.Option(None, "--order", help="Backward loop order: inner ≡ row (query loop outside; "
                                                                 "default), outer ≡ col (key loop outside), split."),
     precompute_d: bool = typer.Option(True, "--precompute-d/--no-precompute-d", help="Backward: D = rowsum(dO∘O) "
                                                                                    "first (K, V loaded once)."),
-    scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale τ (default 1/√d)."),
-    machine: Optional[str] = _MACHINE,
-    output: Optional[str] = _OUTPUT, max_instructions: int = _MAX,
+    scale: float | None = typer.Option(None, "--scale", help="Softmax scale τ (default 1/√d)."),
+    machine: str | None = _MACHINE,
+    output: str | None = _OUTPUT, max_instructions: int = _MAX,
     data: bool = typer.Option(False, "--data/--no-data", help="Include .data inputs (deterministic, from --seed); "
                                                               "default: declare them (.array), the simulator's random values."),
     seed: int = _SEED,

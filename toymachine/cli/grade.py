@@ -11,7 +11,6 @@ from __future__ import annotations
 __all__ = ["grade_command", "write_gradebook", "write_course"]
 
 import os
-from typing import Optional
 
 import typer
 
@@ -99,21 +98,21 @@ def grade_command(
                                                              "theirs), or an assignment file listing several."),
     out: str = typer.Option(..., "--out", help="Folder for gradebook.csv, feedback/, summary.md, similarity.csv and "
                                                "the LMS import files."),
-    roster: Optional[str] = typer.Option(None, "--roster", help="The class list: a Canvas or Moodle gradebook export, "
+    roster: str | None = typer.Option(None, "--roster", help="The class list: a Canvas or Moodle gradebook export, "
                                                                 "or a CSV with an id column."),
-    lms: Optional[str] = typer.Option(None, "--lms", help="Read the names as this LMS writes them: canvas, moodle, "
+    lms: str | None = typer.Option(None, "--lms", help="Read the names as this LMS writes them: canvas, moodle, "
                                                           "blackboard, brightspace, gradescope (default: detected)."),
-    times: Optional[str] = typer.Option(None, "--times", help="CSV of submission times (student, submitted) for "
+    times: str | None = typer.Option(None, "--times", help="CSV of submission times (student, submitted) for "
                                                               "the late policy."),
     similarity: bool = typer.Option(True, "--similarity/--no-similarity", help="Find clusters of similar traces "
                                                                               "(scores never change)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes (default: every core; the "
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes (default: every core; the "
                                        "gradebook is the same for any number)."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=0.001, help="Seconds one submission may take "
+    time_limit: float | None = typer.Option(None, "--time-limit", min=0.001, help="Seconds one submission may take "
                                                "to grade (default 10)."),
-    max_instructions: Optional[int] = typer.Option(None, "--max-instructions", min=1, help="Lines one trace may have "
+    max_instructions: int | None = typer.Option(None, "--max-instructions", min=1, help="Lines one trace may have "
                                                    "(default 200,000)."),
-    progress: Optional[bool] = progress_option(),
+    progress: bool | None = progress_option(),
 ) -> None:
     """Grade every submission in SUBMISSIONS against the problem (or each problem of an assignment):
     one row per student in DIR/gradebook.csv, what each student sees in DIR/feedback/, the class at

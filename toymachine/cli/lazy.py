@@ -17,6 +17,7 @@ __all__ = ["Lazy", "LazyCommands", "LazyGroup", "load", "fast_params"]
 import re
 from enum import Enum
 from importlib import import_module
+from types import UnionType
 from typing import Any, NamedTuple, Union, get_args, get_origin
 
 import typer
@@ -29,7 +30,7 @@ class Lazy(NamedTuple):
     context: str | None = None  # a module attribute holding the command's context settings
 
 
-class LazyCommands:
+class LazyCommands(TyperGroup):
     """Mixin for a typer group (``class G(LazyCommands, TyperGroup)``, or any subclass of it):
     its commands come from ``table`` (name → ``Lazy``), imported on demand. Commands registered
     the ordinary way (``app.command(...)``) still work and are listed after."""
@@ -55,14 +56,14 @@ class LazyCommands:
         """As click does it, with the table's help for commands not loaded (no import)."""
         from typer._click.utils import make_default_short_help
 
-        rows = []
+        rows: list[tuple[str, Any, str]] = []  # (name, the command if loaded, else None and the table's help)
         for name in self.list_commands(ctx):
             if name in self.table and name not in self.commands:
                 rows.append((name, None, self.table[name].help))
                 continue
             cmd = self.get_command(ctx, name)
             if cmd is not None and not cmd.hidden:
-                rows.append((name, cmd, None))
+                rows.append((name, cmd, ""))
         if not rows:
             return
         limit = formatter.width - 6 - max(len(name) for name, _, _ in rows)
@@ -85,6 +86,7 @@ def load(name: str, entry: Lazy, rich_markup_mode: Any = None):
     module_name, attr = entry.target.split(":")
     module = import_module(f"{__package__}.{module_name}")
     obj = getattr(module, attr)
+    cmd: Any  # a group or a command of typer's click
     if isinstance(obj, typer.Typer):
         cmd = get_group_from_info(TyperInfo(obj, name=name), pretty_exceptions_short=True,
                                   rich_markup_mode=rich_markup_mode, suggest_commands=True)
@@ -108,8 +110,8 @@ def _int_text(s: str) -> bool:
 
 
 def _leaf(annotation: Any) -> Any:
-    """Optional[X] → X."""
-    if get_origin(annotation) is Union:
+    """Optional[X] (or X | None) → X."""
+    if get_origin(annotation) in (Union, UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
         if len(args) == 1:
             return args[0]
@@ -138,12 +140,12 @@ def _convert(annotation: Any, info: Any, value: Any, ctx: Any) -> Any:
         return x if _in_range(x, info) else _SLOW
     if annotation is float:
         if type(value) in (int, float):
-            x = float(value)
+            f = float(value)
         elif isinstance(value, str) and re.match(_FLOAT, value):
-            x = float(value)
+            f = float(value)
         else:
             return _SLOW
-        return x if _in_range(x, info) else _SLOW
+        return f if _in_range(f, info) else _SLOW
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         from typer._param_types import coerce_cli_choice
 
@@ -157,9 +159,14 @@ def _convert(annotation: Any, info: Any, value: Any, ctx: Any) -> Any:
 try:  # typer's private coercion classes (typer ≥ 0.25); without them every value takes typer's own path
     from typer._coercion import RuntimeParam, build_runtime_param
 except ImportError:  # pragma: no cover
-    RuntimeParam = None
+    _COERCION = False
 else:
+    _COERCION = True
+
     class _Fast(RuntimeParam):  # RuntimeParam's fields, and leaf + descriptor set by _fast_runtime
+        leaf: Any  # (not fields: RuntimeParam is a frozen dataclass, _Fast is not one)
+        descriptor: Any
+
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             out = _convert(self.leaf, self.parameter_info, value, ctx)
             if out is _SLOW:
@@ -170,7 +177,7 @@ else:
 def _fast_runtime(param: Any) -> Any:
     desc = param.type_descriptor
     leaf = _leaf(desc.annotation)
-    if RuntimeParam is None or desc.file_annotation is not None or \
+    if not _COERCION or desc.file_annotation is not None or \
             not (leaf in (str, int, float, bool) or (isinstance(leaf, type) and issubclass(leaf, Enum))):
         return None
     fast = _Fast(parameter_info=desc.parameter_info, annotation=desc.annotation)
@@ -191,7 +198,7 @@ def fast_params(cmd: Any) -> None:
     """Give ``cmd``'s parameters — its help option too, which click makes as it parses — and its
     subcommands' the direct conversion. Typer's internals are private: where they are not as
     expected this does nothing (slower, the same result)."""
-    if RuntimeParam is None:  # pragma: no cover
+    if not _COERCION:  # pragma: no cover
         return
     get_params = cmd.get_params
 

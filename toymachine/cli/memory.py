@@ -7,7 +7,6 @@ from __future__ import annotations
 __all__ = ["memory_command"]
 
 from enum import Enum
-from typing import Optional
 
 import typer
 
@@ -27,21 +26,21 @@ def memory_command(
     algo: str = typer.Option("standard,fused,fa2", "--algo", help="Algorithms, a comma-separated list: eager (one "
                                                                   "kernel per op), standard (S, P in HBM), fused "
                                                                   "(S on chip), fa1, fa2 …"),
-    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Machine YAML file or preset: word size "
+    machine: str | None = typer.Option(None, "--machine", "-m", help="Machine YAML file or preset: word size "
                                           "and on-chip capacity (tpu-v5e: seed 002's table; a100: seed 003's)."),
     batch: int = typer.Option(1, "--batch", help="Batch size."),
     heads: int = typer.Option(1, "--heads", help="Heads."),
     causal: bool = typer.Option(True, "--causal/--no-causal", help="Causal mask (the seeds' setting)."),
-    block_m: Optional[int] = typer.Option(None, "--block-m", help="Query block rows (standard, fa2)."),
-    block_n: Optional[int] = typer.Option(None, "--block-n", help="Key/value block rows (standard, fa2)."),
+    block_m: int | None = typer.Option(None, "--block-m", help="Query block rows (standard, fa2)."),
+    block_n: int | None = typer.Option(None, "--block-n", help="Key/value block rows (standard, fa2)."),
     check: bool = typer.Option(True, "--check/--no-check", help="Simulate the points with n² ≤ 2²² and compare "
                                                                 "their memory_peak with the formula."),
-    plot: Optional[str] = typer.Option(None, "--plot", help="Also draw peak memory against n, log axes, to "
+    plot: str | None = typer.Option(None, "--plot", help="Also draw peak memory against n, log axes, to "
                                                             "FILE.png or FILE.svg (needs matplotlib)."),
     metric: PlotMetric = typer.Option("memory_peak", "--y", help="Plotted metric: memory_peak (HBM: seed 003's "
                                                                 "picture) or onchip_peak (SRAM/VMEM)."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the table to FILE."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write the table to FILE."),
 ) -> None:
     """Peak memory of attention against n: seed 002's memory-scaling table and seed 003's picture.
 

@@ -8,7 +8,6 @@ __all__ = ["numerics_command"]
 
 import json
 from enum import Enum
-from typing import Optional
 
 import typer
 
@@ -17,8 +16,8 @@ from ..render import render_report
 from ..render.terminal import terminal_width
 from .common import Format, alias, format_option, guard, output_option, write_output
 
-Level = Enum("Level", {lv: lv for lv in LEVELS}, type=str)
-Algo = Enum("Algo", {a.replace("-", "_"): a for a in ALGOS}, type=str)
+Level = Enum("Level", {lv: lv for lv in LEVELS}, type=str)  # type: ignore[misc]
+Algo = Enum("Algo", {a.replace("-", "_"): a for a in ALGOS}, type=str)  # type: ignore[misc]
 
 
 def numerics_command(
@@ -27,26 +26,26 @@ def numerics_command(
     algo: Algo = typer.Option("fa2", "--algo", help="fa2 (query blocks outside), fa1 (key blocks outside), or (tile "
                                                     "only) eager, standard, standard-3pass, fused. Scalar: fa2 = "
                                                     "inner order, fa1 = outer."),
-    n: Optional[int] = typer.Option(None, "--n", help="Sequence length (default 256 tile, 16 scalar)."),
+    n: int | None = typer.Option(None, "--n", help="Sequence length (default 256 tile, 16 scalar)."),
     d: int = typer.Option(64, "--d", help="Head dimension."),
     batch: int = typer.Option(1, "--batch", help="Tile level: batch size."),
     heads: int = typer.Option(1, "--heads", help="Tile level: heads."),
     causal: bool = typer.Option(False, "--causal/--no-causal", help="Tile level: causal mask."),
-    block_m: Optional[int] = typer.Option(None, "--block-m", help="Tile level: query block rows Br (default 64)."),
-    block_n: Optional[int] = typer.Option(None, "--block-n", help="Tile level: key block rows Bc (default 64)."),
-    variant: Optional[str] = typer.Option(None, "--variant", help="Comma list of exact, no-max, no-rescale "
+    block_m: int | None = typer.Option(None, "--block-m", help="Tile level: query block rows Br (default 64)."),
+    block_n: int | None = typer.Option(None, "--block-n", help="Tile level: key block rows Bc (default 64)."),
+    variant: str | None = typer.Option(None, "--variant", help="Comma list of exact, no-max, no-rescale "
                                                                   "(default: all)."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Comma list of fp64, fp32, bf16, fp16 (default: all)."),
-    variants: Optional[str] = typer.Option(None, "--variants", hidden=True, help="Old spelling of --variant."),
-    dtypes: Optional[str] = typer.Option(None, "--dtypes", hidden=True, help="Old spelling of --dtype."),
+    dtype: str | None = typer.Option(None, "--dtype", help="Comma list of fp64, fp32, bf16, fp16 (default: all)."),
+    variants: str | None = typer.Option(None, "--variants", hidden=True, help="Old spelling of --variant."),
+    dtypes: str | None = typer.Option(None, "--dtypes", hidden=True, help="Old spelling of --dtype."),
     seed: int = typer.Option(0, "--seed", help="Seed of the inputs (the machine's deterministic random values)."),
-    scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale τ on the scores (default 1/√d, as seed "
+    scale: float | None = typer.Option(None, "--scale", help="Softmax scale τ on the scores (default 1/√d, as seed "
                                                                 "003; 1 = seed 000's scale folded into an unscaled Q)."),
     table_kind: str = typer.Option("break", "--table", help="break: seed 003's break-it table (default); bf16: seed "
                                                             "002's bf16 error table on its three shapes."),
     trials: int = typer.Option(5, "--trials", help="--table bf16: input seeds --seed … --seed + trials − 1 (spread)."),
     fmt: Format = format_option(),
-    output: Optional[str] = output_option(),
+    output: str | None = output_option(),
 ) -> None:
     """Seed 003's break-it experiments: variant × dtype → max error, first alarm.
 
@@ -87,7 +86,7 @@ def numerics_command(
         write_output(text, output)
 
 
-def _bf16_table(kind: str, seed: int, trials: int, fmt: Format, output: Optional[str]) -> None:
+def _bf16_table(kind: str, seed: int, trials: int, fmt: Format, output: str | None) -> None:
     from ..errors import ConfigError
     from ..experiments.bf16 import bf16_report, bf16_rows
 

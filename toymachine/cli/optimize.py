@@ -11,7 +11,7 @@ __all__ = ["optimize_app", "analyze_command"]
 import json
 import sys
 from enum import Enum
-from typing import Optional
+from typing import Any
 
 import typer
 
@@ -21,14 +21,22 @@ from ..experiments.sweep import parse_values
 from ..gen.registry import Param
 from ..gen.tile import ALGOS as TILE_ALGOS
 from ..machine import resolve_machine
-from ..optimize import (analysis_report, analyze, block_table, block_table_report, blocks_report, matmul_report,
-                        optimize_blocks, optimize_matmul)
+from ..optimize import (
+    analysis_report,
+    analyze,
+    block_table,
+    block_table_report,
+    blocks_report,
+    matmul_report,
+    optimize_blocks,
+    optimize_matmul,
+)
 from ..render import render_report
 from .common import Format, guard, machine_option, output_option, write_output
 
-Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)
-BlockAlgo = Enum("BlockAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)
-BlockOrder = Enum("BlockOrder", {o: o for o in ("row", "col", "split", "inner", "outer")}, type=str)
+Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)  # type: ignore[misc]
+BlockAlgo = Enum("BlockAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)  # type: ignore[misc]
+BlockOrder = Enum("BlockOrder", {o: o for o in ("row", "col", "split", "inner", "outer")}, type=str)  # type: ignore[misc]
 
 optimize_app = typer.Typer(
     help="Provably optimal schedules and block sizes: the least-cycle matmul schedule on R registers "
@@ -47,7 +55,7 @@ def _json(obj: dict) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _write(result, report, fmt: Format, output: Optional[str]) -> None:
+def _write(result, report, fmt: Format, output: str | None) -> None:
     text = _json(result.to_dict()) if fmt.value == "json" else render_report(report, fmt.value)
     write_output(text, output)
 
@@ -55,11 +63,11 @@ def _write(result, report, fmt: Format, output: Optional[str]) -> None:
 @optimize_app.command("matmul")
 def optimize_matmul_command(
     n: int = typer.Option(2, "--n", help="Columns of B and C; also m and k unless given."),
-    m: Optional[int] = typer.Option(None, "--m", help="Rows of A and C (default n)."),
-    k: Optional[int] = typer.Option(None, "--k", help="Columns of A, rows of B (default n)."),
-    registers: Optional[int] = typer.Option(None, "--registers", "-r", help="Register count R (default: the "
+    m: int | None = typer.Option(None, "--m", help="Rows of A and C (default n)."),
+    k: int | None = typer.Option(None, "--k", help="Columns of A, rows of B (default n)."),
+    registers: int | None = typer.Option(None, "--registers", "-r", help="Register count R (default: the "
                                             "machine's, else 3)."),
-    machine: Optional[str] = machine_option("Machine preset or YAML file: its per-instruction cycles, its "
+    machine: str | None = machine_option("Machine preset or YAML file: its per-instruction cycles, its "
                                             "register count (unless -r), its MAC accumulator."),
     time_limit: float = typer.Option(60.0, "--time-limit", help="Seconds the search may take; then the best "
                                                                 "schedule found and the gap to the bound."),
@@ -69,9 +77,9 @@ def optimize_matmul_command(
     spills: bool = typer.Option(False, "--spills/--no-spills", help="Also search schedules that spill partial "
                                                                     "sums (STORE, LOAD back)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the .data inputs of the emitted schedule."),
-    emit: Optional[str] = _EMIT,
+    emit: str | None = _EMIT,
     fmt: Format = _FORMAT,
-    output: Optional[str] = _OUTPUT,
+    output: str | None = _OUTPUT,
 ) -> None:
     """The least-cycle LOAD/MAC_Z/MAC/STORE schedule of C = A·B on R registers (seed 000's puzzles):
     proven optimal when the search completes within --time-limit, else the best found and the gap."""
@@ -95,16 +103,16 @@ def optimize_attention_tile_command(
     pass_: Pass = typer.Option("forward", "--pass", help="forward or backward."),
     causal: bool = typer.Option(False, "--causal/--no-causal", help="Causal mask."),
     heads: int = typer.Option(1, "--heads", help="Heads (HBM words scale with them)."),
-    algo: Optional[BlockAlgo] = typer.Option(None, "--algo", help="Only this algorithm: fa1 (K_j, V_j outer), fa2 "
+    algo: BlockAlgo | None = typer.Option(None, "--algo", help="Only this algorithm: fa1 (K_j, V_j outer), fa2 "
                                                                   "(Q_i outer) or eager (its matmul tiles); default "
                                                                   "fa1 and fa2."),
-    order: Optional[BlockOrder] = typer.Option(None, "--order", help="Backward: only row (inner), col (outer) or "
+    order: BlockOrder | None = typer.Option(None, "--order", help="Backward: only row (inner), col (outer) or "
                                                                      "split; default all three."),
-    machine: Optional[str] = machine_option("Machine preset or YAML file: with HBM and compute rates the search "
+    machine: str | None = machine_option("Machine preset or YAML file: with HBM and compute rates the search "
                                             "minimises time, else HBM words."),
-    emit: Optional[str] = typer.Option(None, "--emit", help="Also write the winner's tile program to FILE (.asm)."),
+    emit: str | None = typer.Option(None, "--emit", help="Also write the winner's tile program to FILE (.asm)."),
     fmt: Format = _FORMAT,
-    output: Optional[str] = _OUTPUT,
+    output: str | None = _OUTPUT,
 ) -> None:
     """FlashAttention's block sizes: every feasible (Br, Bc) and loop order under the SRAM for the least
     HBM traffic (or time), beside the paper's Bc = ⌈M/4d⌉, Br = min(⌈M/4d⌉, d) and the Θ(N²d²/M) bound;
@@ -130,7 +138,7 @@ def optimize_attention_tile_command(
         if emit:
             from ..gen.tile import attention_program
 
-            kw = dict(order=s.best.order) if s.best.order else {}
+            kw: dict[str, Any] = dict(order=s.best.order) if s.best.order else {}
             write_output(attention_program(n=n, d=d, algo=s.best.algo, pass_=pass_.value, heads=heads, causal=causal,
                                            block_m=s.best.br, block_n=s.best.bc, sram_words=s.sram_words,
                                            **kw).to_text(), emit)
@@ -147,13 +155,13 @@ def _row_json(r: dict) -> dict:
 
 def analyze_command(
     trace: str = typer.Argument(..., help="The trace: an .asm file, or - for standard input."),
-    registers: Optional[int] = typer.Option(None, "--registers", "-r", help="Registers of the allocation (default: "
+    registers: int | None = typer.Option(None, "--registers", "-r", help="Registers of the allocation (default: "
                                             "the machine's, else as many as the trace names)."),
-    machine: Optional[str] = machine_option("Machine preset or YAML file: per-instruction cycles, register count."),
-    emit: Optional[str] = typer.Option(None, "--emit", help="Also write the trace re-allocated that way (same "
+    machine: str | None = machine_option("Machine preset or YAML file: per-instruction cycles, register count."),
+    emit: str | None = typer.Option(None, "--emit", help="Also write the trace re-allocated that way (same "
                                                             "instructions, same order, R registers) to FILE."),
     fmt: Format = _FORMAT,
-    output: Optional[str] = _OUTPUT,
+    output: str | None = _OUTPUT,
 ) -> None:
     """How far a trace is from an optimal register allocation of its own order of computation: the
     fewest LOADs/STOREs any allocation of that order needs (Belady's MIN), the bound for its outputs in

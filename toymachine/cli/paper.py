@@ -5,7 +5,6 @@ from __future__ import annotations
 
 __all__ = ["paper_command"]
 
-from typing import Optional
 
 import typer
 
@@ -16,12 +15,12 @@ from .common import Format, guard, write_output
 
 
 def paper_command(
-    name: Optional[str] = typer.Argument(None, metavar="NAME", help="The figure (toym paper --list shows them)."),
+    name: str | None = typer.Argument(None, metavar="NAME", help="The figure (toym paper --list shows them)."),
     list_figures: bool = typer.Option(False, "--list", help="List the figures."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format: table, markdown, csv, json, latex."),
-    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Machine preset or YAML file (default: "
+    machine: str | None = typer.Option(None, "--machine", "-m", help="Machine preset or YAML file (default: "
                                                                         "a100, the papers' GPU)."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output."),
 ) -> None:
     """A paper's figure beside toym's: the published numbers, toym's, their ratio and the command
     that prints each of toym's (toym paper --list shows the figures)."""

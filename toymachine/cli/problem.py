@@ -6,7 +6,6 @@ from __future__ import annotations
 __all__ = ["problem_app"]
 
 from enum import Enum
-from typing import Optional
 
 import typer
 
@@ -15,15 +14,15 @@ from .common import Format, format_option, guard, output_option, write_output
 
 problem_app = typer.Typer(help="Problem files: handouts and problem sets.", no_args_is_help=True)
 
-HandoutFormat = Enum("HandoutFormat", {f: f for f in ("markdown", "html", "latex")}, type=str)
+HandoutFormat = Enum("HandoutFormat", {f: f for f in ("markdown", "html", "latex")}, type=str)  # type: ignore[misc]
 
 
 @problem_app.command("show")
 def show_command(
     file: str = typer.Argument(..., help="Problem file (YAML)."),
-    student: Optional[str] = student_option(),
+    student: str | None = student_option(),
     fmt: HandoutFormat = typer.Option("markdown", "--format", "-f", help="Output format: markdown, html, latex."),
-    output: Optional[str] = output_option(),
+    output: str | None = output_option(),
 ) -> None:
     """The handout: statement, machine, inputs, what to compute, allowed instructions, budgets and points."""
     from ..check.handout import handout
@@ -36,7 +35,7 @@ def show_command(
 def list_command(
     folder: str = typer.Argument(..., help="A folder of problem files."),
     fmt: Format = format_option(),
-    output: Optional[str] = output_option(),
+    output: str | None = output_option(),
 ) -> None:
     """Every problem file in a folder: title, points, variants, machine."""
     from ..check.handout import problem_index

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 __all__ = ["serve_command"]
 
-from typing import Optional
 
 import typer
 
@@ -18,7 +17,7 @@ LOCAL = "127.0.0.1"
 
 def serve_command(
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port to listen on (0: any free port)."),
-    host: Optional[str] = typer.Option(None, "--host", help="Address to bind (default 127.0.0.1: this computer "
+    host: str | None = typer.Option(None, "--host", help="Address to bind (default 127.0.0.1: this computer "
                                                             "only). Anything else serves your network: a warning."),
     open_browser: bool = typer.Option(False, "--open", help="Open the page in the default web browser."),
 ) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 __all__ = ["sweep_command", "SWEEP_CONTEXT"]
 
 from enum import Enum
-from typing import Optional
 
 import typer
 
@@ -22,11 +21,19 @@ from ..machine import resolve_machine
 from ..render import render_report
 from ..render.report import Report, Section
 from ..render.terminal import terminal_width
-from .common import (Format, format_option, guard, machine_option, output_option, progress_bar, progress_option,
-                     show_progress, write_output)
+from .common import (
+    Format,
+    format_option,
+    guard,
+    machine_option,
+    output_option,
+    progress_bar,
+    progress_option,
+    show_progress,
+    write_output,
+)
 from .usage import command_line_location, raw_args
 from .vocabulary import ORDER_SYNONYMS, flag_of, short_flag
-
 
 SWEEP_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
                  "help_option_names": ["-h", "--help"]}
@@ -82,7 +89,7 @@ def _short_param(spec, token: str) -> tuple[str, str, str]:
     names = {p.flag for p in spec.params}
     if flag is None or flag.name.split("/")[0] not in names:
         long = "--" + token[1:2]
-        meant = f"; did you mean {long} ({flag_of(long).meaning})?" if long in names and flag_of(long) else ""
+        meant = f"; did you mean {long} ({f.meaning})?" if long in names and (f := flag_of(long)) else ""
         what = f"{token[:2]} is {flag.name.split('/')[0]}, which sweep {spec.name} does not take" if flag else \
             f"sweep {spec.name} has no option {token[:2]}"
         raise ConfigError(what + meant, hint=f"its parameters are {', '.join(p.flag for p in spec.params)} "
@@ -100,7 +107,7 @@ def _lookalike_value(param, value: str) -> None:
     if short in _OWN_SHORTS and param.kind is int and value and not (value[0].isdigit() or value[0] == "-" or
                                                                      value.split(",")[0].strip().lower() == "none"):
         shown = value if len(value) <= 40 and value.isprintable() else ascii(value[:40])[1:-1] + "…"
-        raise ConfigError(f"{param.flag} is {flag_of(param.flag).meaning if flag_of(param.flag) else param.help}, "
+        raise ConfigError(f"{param.flag} is {f.meaning if (f := flag_of(param.flag)) else param.help}, "
                           f"not '{shown}'; did you mean {short} ({_OWN_SHORTS[short]})?",
                           hint=f"write {short} {shown} for the {_OWN_SHORTS[short][2:]}; {param.flag} takes whole "
                                f"numbers: 2,4,8 or 3..6")
@@ -136,18 +143,18 @@ def _generators_report():
                                          tuple(rows)),))
 
 
-Executor = Enum("Executor", {e: e for e in EXECUTORS}, type=str)
+Executor = Enum("Executor", {e: e for e in EXECUTORS}, type=str)  # type: ignore[misc]
 
 
 def sweep_command(
     ctx: typer.Context,
-    generator: Optional[str] = typer.Argument(None, help="Generator to sweep: matmul, softmax, attention, variance "
+    generator: str | None = typer.Argument(None, help="Generator to sweep: matmul, softmax, attention, variance "
                                                          "(--list shows all and their parameters)."),
     fmt: Format = format_option(),
-    output: Optional[str] = output_option("Write the table to FILE instead of standard output."),
-    plot: Optional[str] = typer.Option(None, "--plot", help="Also draw the sweep to FILE.png or FILE.svg "
+    output: str | None = output_option("Write the table to FILE instead of standard output."),
+    plot: str | None = typer.Option(None, "--plot", help="Also draw the sweep to FILE.png or FILE.svg "
                                                             "(needs matplotlib: the 'plot' extra)."),
-    x: Optional[str] = typer.Option(None, "--x", help="Parameter on the plot's x axis (default: the numeric one swept "
+    x: str | None = typer.Option(None, "--x", help="Parameter on the plot's x axis (default: the numeric one swept "
                                                       "over the most values)."),
     size: str = typer.Option("slide", "--size", help="Plot size: slide (16:9, large type) or page (7 × 4.5 in)."),
     max_series: int = typer.Option(MAX_SERIES, "--max-series", min=1, help="The most lines a plot draws (one per "
@@ -161,20 +168,20 @@ def sweep_command(
     latex_fit: bool = typer.Option(False, "--latex-fit", help="With --format latex: scale each table down to fit "
                                                              "the line width and a beamer frame's height "
                                                              "(graphicx's \\resizebox; beamer loads graphicx)."),
-    machine: Optional[str] = machine_option("Machine preset or YAML file: per-instruction cycles, unit rates, clock "
+    machine: str | None = machine_option("Machine preset or YAML file: per-instruction cycles, unit rates, clock "
                                             "(each point's registers/SRAM come from its parameters)."),
-    columns: Optional[str] = typer.Option(None, "--columns", help="Only these columns, in this order (e.g. "
+    columns: str | None = typer.Option(None, "--columns", help="Only these columns, in this order (e.g. "
                                                                   "n,algo,cycles,dram_reads,gap: the JSON keys; "
                                                                   "headers and older names work too; 'help' lists "
                                                                   "them); default: all, with the columns that are the "
                                                                   "same in every row listed once above the table."),
-    progress: Optional[bool] = progress_option(),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for the points (default: "
+    progress: bool | None = progress_option(),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for the points (default: "
                                                                       "every core). The rows are the same, in the "
                                                                       "same order, for any number."),
     executor: Executor = typer.Option("local", "--executor", help="local: worker processes on this machine; dask: "
                                                                   "a Dask cluster (--scheduler; the 'dask' extra)."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:PORT "
+    scheduler: str | None = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:PORT "
                                                                       "(with --executor dask)."),
     list_generators: bool = typer.Option(False, "--list", help="List the generators and their parameters."),
     strict: bool = typer.Option(False, "--strict", help="Stop (exit 2) at the first infeasible point (blocks that "

@@ -7,19 +7,18 @@ from __future__ import annotations
 __all__ = ["systolic_command"]
 
 from enum import Enum
-from typing import Optional
 
 import numpy as np
 import typer
 
 from ..errors import ConfigError, DataError, Location
-from ..render.systolic import render_systolic
 from ..limits import LIMITS
+from ..render.systolic import render_systolic
 from ..sim.memory import load_data_file
 from ..sim.systolic import DATAFLOWS, systolic_matmul
 from .common import Format, guard, write_output
 
-Dataflow = Enum("Dataflow", {d: d for d in DATAFLOWS}, type=str)
+Dataflow = Enum("Dataflow", {d: d for d in DATAFLOWS}, type=str)  # type: ignore[misc]
 
 
 def _matrix(path: str, name: str) -> np.ndarray:
@@ -45,16 +44,16 @@ MAX_ELEMENTS = 4_000_000  # of A, B and C each
 
 
 def systolic_command(
-    m: Optional[int] = typer.Option(None, "--m", help="Rows of A and C (default 4; from --a when given)."),
-    k: Optional[int] = typer.Option(None, "--k", help="Columns of A, rows of B (default 3)."),
-    n: Optional[int] = typer.Option(None, "--n", help="Columns of B and C (default 2)."),
+    m: int | None = typer.Option(None, "--m", help="Rows of A and C (default 4; from --a when given)."),
+    k: int | None = typer.Option(None, "--k", help="Columns of A, rows of B (default 3)."),
+    n: int | None = typer.Option(None, "--n", help="Columns of B and C (default 2)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random whole-number inputs in [−9, 9]."),
-    a_file: Optional[str] = typer.Option(None, "--a", help="A from a file: YAML (A: nested list), .npy or .npz."),
-    b_file: Optional[str] = typer.Option(None, "--b", help="B from a file (the same file may hold A and B)."),
+    a_file: str | None = typer.Option(None, "--a", help="A from a file: YAML (A: nested list), .npy or .npz."),
+    b_file: str | None = typer.Option(None, "--b", help="B from a file (the same file may hold A and B)."),
     dataflow: Dataflow = typer.Option("weight", "--dataflow", help="weight: B stationary (the TPU's MXU); "
                                                                    "output: C stationary, A and B both stream."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write to FILE instead of standard output."),
 ) -> None:
     """C = A·B on a tick-level systolic array (seed 002): the cycle-by-cycle table (M, K, N ≤ 16),
     cycles = M+K+N−2 against the emulator's ticks, MACs, utilisation; C equals numpy's A @ B."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 __all__ = ["tpu_table_command"]
 
-from typing import Optional
 
 import typer
 
@@ -20,7 +19,7 @@ from .common import Format, guard, write_output
 
 
 def tpu_table_command(
-    machine: Optional[str] = typer.Option("tpu-v5e-seed", "--machine", "-m",
+    machine: str | None = typer.Option("tpu-v5e-seed", "--machine", "-m",
                                           help="Machine with compute units: tpu-v5e-seed (seed 002's accounting) "
                                                "or tpu-v5e (toym's), or a YAML file."),
     n: str = typer.Option("512", "--n", help="Sequence length (--table times: a list, 512..4096*2)."),
@@ -30,7 +29,7 @@ def tpu_table_command(
                                                              "overlap model); times: its wall-clock tables as "
                                                              "predicted times (a model)."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the table to FILE."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write the table to FILE."),
 ) -> None:
     """Seed 002's TPU table ("What the emulator revealed") from simulated runs.
 

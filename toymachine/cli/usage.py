@@ -23,7 +23,8 @@ import os
 import re
 import shlex
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, overload
 
 import typer
 from typer.core import TyperGroup
@@ -34,7 +35,7 @@ from .vocabulary import flag_of, short_flag
 try:  # typer ≥ 0.20 carries its own copy of click; its exceptions are the ones raised
     from typer._click import exceptions as _click_errors
 except ImportError:  # pragma: no cover - an older typer on the real click
-    from click import exceptions as _click_errors
+    from click import exceptions as _click_errors  # type: ignore[no-redef]  # the same module
 
 UsageError = _click_errors.UsageError
 _ARGS = "toym.args"
@@ -215,12 +216,16 @@ def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
     return ToymUsageError(error, wants_json(args))
 
 
+@overload
+def _bounded(text: str) -> str: ...
+@overload
+def _bounded(text: None) -> None: ...
 def _bounded(text: str | None) -> str | None:
     """A message quoting what was typed: control characters escaped, every long word cut short."""
     if text is None:
         return None
     text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-    return re.sub(r"\S{%d,}" % (_TOKEN_SHOWN + 1), lambda m: m.group(0)[:_TOKEN_SHOWN - 1] + "…", text)
+    return re.sub(rf"\S{{{_TOKEN_SHOWN + 1},}}", lambda m: m.group(0)[:_TOKEN_SHOWN - 1] + "…", text)
 
 
 def _sentence(text: str) -> str:
@@ -267,7 +272,7 @@ def _value_lookalike(cmd, param, value: str | None) -> str | None:
     if len(letter) != 1 or "-" + letter not in _options(cmd):
         return None
     other = _long(_options(cmd)["-" + letter])
-    return f"{long} is {flag_of(long).meaning if flag_of(long) else long}; -{letter} is {other}: " \
+    return f"{long} is {f.meaning if (f := flag_of(long)) else long}; -{letter} is {other}: " \
            f"did you mean -{letter} {value}?" if value is not None else None
 
 

@@ -7,7 +7,6 @@ __all__ = ["verify_gpu_command"]
 
 import json
 from enum import Enum
-from typing import Optional
 
 import typer
 
@@ -32,27 +31,27 @@ def verify_gpu_command(
     n: int = typer.Option(128, "--n", help="Sequence length (the CPU interpreter is slow: keep it ≤ 256 there)."),
     d: int = typer.Option(64, "--d", help="Head dimension, 1 to 256 (not a power of two: padded on chip "
                                           "by the kernel)."),
-    nk: Optional[int] = typer.Option(None, "--nk", help="Keys/values length Nk ≠ n (cross-attention; causal "
+    nk: int | None = typer.Option(None, "--nk", help="Keys/values length Nk ≠ n (cross-attention; causal "
                                                          "aligned bottom-right). Default n."),
     batch: int = typer.Option(1, "--batch", help="Batch size."),
     heads: int = typer.Option(1, "--heads", help="Number of (query) heads."),
-    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", help="K/V heads (grouped-query: heads % kv_heads "
+    kv_heads: int | None = typer.Option(None, "--kv-heads", help="K/V heads (grouped-query: heads % kv_heads "
                                                                      "== 0; 1 = multi-query). Default heads."),
     causal: bool = typer.Option(False, "--causal/--no-causal", help="Causal mask."),
     dtype: KernelDType = typer.Option(KernelDType.fp16, "--dtype", help="The kernel's input/output dtype."),
-    block_m: Optional[int] = typer.Option(None, "--block-m", help="Query rows per tile. Default: none given, so the "
+    block_m: int | None = typer.Option(None, "--block-m", help="Query rows per tile. Default: none given, so the "
                                                                   "dispatched kernels run, each launch with its own "
                                                                   "blocks (Gluon on sm_90); blocks turn the dispatch off."),
-    block_n: Optional[int] = typer.Option(None, "--block-n", help="Key rows per tile. Default: none given, so the "
+    block_n: int | None = typer.Option(None, "--block-n", help="Key rows per tile. Default: none given, so the "
                                                                   "dispatched kernels run, each launch with its own "
                                                                   "blocks (Gluon on sm_90); blocks turn the dispatch off."),
     pass_: Pass = typer.Option(Pass.forward, "--pass", help="forward: O and log-sum-exp; backward: also dQ, dK, dV."),
     seed: int = typer.Option(0, "--seed", help="Seed of the inputs (the simulator's deterministic random values)."),
-    scale: Optional[float] = typer.Option(None, "--scale", help="Softmax scale (default 1/√d)."),
-    sim_dtype: DType = typer.Option(DType.fp32, "--sim-dtype", help="The simulator's number format (default fp32, "
+    scale: float | None = typer.Option(None, "--scale", help="Softmax scale (default 1/√d)."),
+    sim_dtype: DType = typer.Option(DType["fp32"], "--sim-dtype", help="The simulator's number format (default fp32, "
                                                                      "the kernel's accumulation format)."),
     fmt: Format = format_option(),
-    output: Optional[str] = output_option(),
+    output: str | None = output_option(),
 ) -> None:
     """Run the tile simulator and the bundled Triton kernel on the same inputs and compare
     O, the log-sum-exp (and dQ, dK, dV): exit 0 when they agree, 1 when they don't.

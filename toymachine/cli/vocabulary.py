@@ -16,8 +16,9 @@ from __future__ import annotations
 __all__ = ["Flag", "VOCABULARY", "HIDDEN_ALIASES", "MACHINE_COMMANDS", "ORDER_SYNONYMS", "flag_of", "short_flag",
            "command_options", "flag_commands", "vocabulary_report"]
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def short_flag(short: str) -> Flag | None:
     return next((f for f in VOCABULARY if f.short == short), None)
 
 
-def command_options(root) -> Iterator[tuple[str, object]]:
+def command_options(root) -> Iterator[tuple[str, Any]]:
     """(command path, parameter) for every option of every command under ``root`` (the app's click
     group: ``typer.main.get_command(app)``), the root's own included."""
 

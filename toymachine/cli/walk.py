@@ -6,7 +6,6 @@ from __future__ import annotations
 
 __all__ = ["walk_command"]
 
-from typing import Optional
 
 import typer
 
@@ -18,14 +17,14 @@ from .common import Format, guard, write_output
 
 def walk_command(
     file: str = typer.Argument(..., help="Tiled assembly program (.asm), or - for standard input."),
-    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Machine YAML file or preset (seed 001's "
+    machine: str | None = typer.Option(None, "--machine", "-m", help="Machine YAML file or preset (seed 001's "
                                                                        "walk: toysram-paper, M = 59)."),
-    data: Optional[str] = typer.Option(None, "--data", help="Input arrays: YAML (name: nested list), .npy "
+    data: str | None = typer.Option(None, "--data", help="Input arrays: YAML (name: nested list), .npy "
                                                                  "or .npz."),
     seed: int = typer.Option(0, "--seed", help="Seed for the deterministic random values of arrays never given."),
     watch: str = typer.Option("O", "--watch", help="Array shown after every STORE to it (seed 001: O)."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to FILE."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write to FILE."),
 ) -> None:
     """A tiled run as seed 001's slides, and O after every (i, j) visit.
 

@@ -36,7 +36,14 @@ __all__ = [
 
 from .attention import attention_bound, attention_cost, attention_registers
 from .common import Bound, Cost
-from .matmul import MatmulPlan, matmul_bound, matmul_cost, matmul_plan_cost, matmul_plans, plan_matmul
+from .matmul import (
+    MatmulPlan,
+    matmul_bound,
+    matmul_cost,
+    matmul_plan_cost,
+    matmul_plans,
+    plan_matmul,
+)
 from .softmax import SOFTMAX_REGISTERS, softmax_bound, softmax_cost
 from .tile import Blocks, TileCost, attention_tile_cost, paper_blocks
 from .variance import VARIANCE_REGISTERS, variance_bound, variance_cost

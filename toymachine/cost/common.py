@@ -4,9 +4,9 @@ from __future__ import annotations
 
 __all__ = ["Cost", "Bound", "ops_of", "compulsory", "scalar_work", "SCALAR_FLOPS"]
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 from ..isa import MNEMONICS
 from ..machine import DEFAULT_MACHINE, Machine
@@ -18,7 +18,7 @@ class Cost:
 
     ops: Mapping[str, int]  # mnemonic → instructions executed
     registers: int  # distinct registers the program names
-    breakdown: Mapping[str, int] = field(default_factory=dict)  # named parts (e.g. "Q row loads")
+    breakdown: Mapping[str, float] = field(default_factory=dict)  # named parts (e.g. "Q row loads")
     # the units' work beyond issue, for a machine with rates (``Machine.work_cycles``): words moved,
     # matmul / vector FLOPs, EXP/LOG elements; None = only issue cycles (the scalar machine's programs)
     work: Mapping[str, float] | None = None
@@ -70,8 +70,8 @@ SCALAR_FLOPS = {"MAC_Z": ("matmul", 1), "MAC": ("matmul", 2), "MAX": ("vector", 
 
 def scalar_work(ops: Mapping[str, int]) -> dict[str, float]:
     """The units' work of scalar instructions: one word per LOAD/STORE, ``SCALAR_FLOPS`` each."""
-    work = {"words": ops.get("LOAD", 0) + ops.get("STORE", 0), "matmul": 0, "vector": 0, "sfu": 0,
-            "matmul_outputs": ops.get("MAC_Z", 0)}  # a scalar MAC_Z writes one element
+    work: dict[str, float] = {"words": ops.get("LOAD", 0) + ops.get("STORE", 0), "matmul": 0, "vector": 0, "sfu": 0,
+                              "matmul_outputs": ops.get("MAC_Z", 0)}  # a scalar MAC_Z writes one element
     for op, n in ops.items():
         if op in SCALAR_FLOPS:
             unit, per = SCALAR_FLOPS[op]

@@ -21,7 +21,6 @@ from ..errors import ConfigError
 from ..params import check_choice, check_int
 from .common import Bound, Cost, ops_of
 
-
 SCHEDULES = ("inner", "outer", "best")
 
 
@@ -125,7 +124,7 @@ def plan_matmul(n: int, registers: int, schedule: str = "best", m: int | None = 
     return min(plans, key=price)  # ties: the first enumerated (inner before outer, rows before cols)
 
 
-def matmul_plan_cost(plan: "MatmulPlan") -> Cost:
+def matmul_plan_cost(plan: MatmulPlan) -> Cost:
     """Closed form of one matmul schedule (``toymachine.gen.scalar.matmul`` describes the schedules).
 
     In the plan's orientation the *row operand* P is M×K and the *column operand* Q is K×N

@@ -17,7 +17,7 @@ from __future__ import annotations
 __all__ = ["KnownSchedule", "best_known", "known_program", "known_cost", "optimality"]
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Program, Reg
 from . import matmul_known_table
@@ -54,7 +54,7 @@ def table(mac_accumulator: bool = False) -> dict:
     return getattr(matmul_known_table, "KNOWN_ACC", {}) if mac_accumulator else matmul_known_table.KNOWN
 
 
-@lru_cache(maxsize=None)
+@cache
 def _entry(m: int, n: int, k: int, registers: int, mac_accumulator: bool = False) -> KnownSchedule | None:
     row = table(mac_accumulator).get((m, n, k, registers))
     if row is None or not row[4]:
@@ -96,7 +96,7 @@ def known_cost(m: int, n: int, k: int, registers: int, constructive_cycles: floa
     e = best_known(m, n, k, registers, constructive_cycles, mac_accumulator)
     if e is None:
         return None
-    a = sum(1 for ins in e.instrs if ins.op == "LOAD" and ins.args[0].array == "a")
+    a = sum(1 for ins in e.instrs if ins.op == "LOAD" and ins.mem(0).array == "a")
     return Cost(e.ops, e.registers_used, {"A loads": a, "B loads": e.ops.get("LOAD", 0) - a})
 
 

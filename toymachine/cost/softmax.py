@@ -7,7 +7,6 @@ __all__ = ["SOFTMAX_REGISTERS", "softmax_cost", "softmax_bound"]
 
 from .common import Bound, Cost, compulsory, ops_of
 
-
 SOFTMAX_REGISTERS = {"naive": 2, "safe": 3, "online": 4}
 
 

@@ -40,7 +40,7 @@ from ..errors import ConfigError
 from ..isa import ISA
 from ..machine import Machine
 from ..machine.units import MXU
-from ..program import Program, Span
+from ..program import Program, Reg, Span
 
 MODELS = {  # name → (overlap_compute, double_buffer, independent MXUs)
     "in order, no overlap": (False, False, False),
@@ -79,27 +79,27 @@ def program_tasks(program: Program, machine: Machine) -> list[tuple]:
                           hint="use --machine tpu-v5e")
     shapes = {a.name: tuple(a.shape) for a in program.arrays if a.shape is not None}
     regs: dict[str, tuple[int, int]] = {}
-    out = []
+    out: list[tuple] = []
     for ins in program.instrs:
         spec = ISA[ins.op]
         a = ins.args
         if spec.kind == "load":
-            mem, dst = a
-            regs[dst.name] = _shape_of_mem(mem, shapes)
-            r, c = regs[dst.name]
-            out.append(("load", "dma", r * c, (), dst.name, (mem.array, str(mem))))
+            mem, load_dst = ins.mem(0), ins.reg(1)
+            regs[load_dst.name] = _shape_of_mem(mem, shapes)
+            r, c = regs[load_dst.name]
+            out.append(("load", "dma", r * c, (), load_dst.name, (mem.array, str(mem))))
             continue
         if spec.kind == "store":
-            src, mem = a
+            src, mem = ins.reg(0), ins.mem(1)
             r, c = regs[src.name]
             out.append(("store", "dma", r * c, (src.name,), None, (mem.array, str(mem))))
             continue
-        dst = a[-1].name
-        srcs = tuple(x.name for pos, x in enumerate(a) if spec.signature[pos] == "src" and hasattr(x, "name"))
+        dst = ins.reg(len(a) - 1).name
+        srcs = tuple(x.name for pos, x in enumerate(a) if spec.signature[pos] == "src" and isinstance(x, Reg))
         if spec.kind == "fill":
-            regs[dst] = (int(a[1]), int(a[2]))
+            regs[dst] = (int(ins.value(1)), int(ins.value(2)))
         elif ins.op in ("MAC_Z", "MAC"):
-            sa, sb = a[0], a[1]
+            sa, sb = ins.reg(0), ins.reg(1)
             ra, rb = regs[sa.name], regs[sb.name]
             m, k = (ra[1], ra[0]) if sa.transpose else ra
             n = rb[0] if sb.transpose else rb[1]
@@ -109,9 +109,9 @@ def program_tasks(program: Program, machine: Machine) -> list[tuple]:
                 out.append(("vector", "vpu", m * n, (dst + "'", srcs[2]), dst, "ADD"))
             continue
         elif ins.op in ("ROWMAX", "ROWSUM"):
-            r = regs[srcs[0]]
-            regs[dst] = (r[0], 1)
-            out.append(("vector", "vpu", r[0] * r[1], srcs, dst, ins.op))
+            rows, cols = regs[srcs[0]]
+            regs[dst] = (rows, 1)
+            out.append(("vector", "vpu", rows * cols, srcs, dst, ins.op))
             continue
         else:
             got = [regs[s] for s in srcs if s in regs]
@@ -126,6 +126,9 @@ def schedule_cycles(program: Program, machine: Machine, *, overlap_compute: bool
     """The program's cycles under one model (module docstring)."""
     tasks = program_tasks(program, machine)
     mxu, vpu = machine.mxu, machine.vpu
+    if mxu is None or vpu is None:
+        raise ConfigError(f"machine {machine.name} needs both an mxu and a vpu to schedule on",
+                          hint="use --machine tpu-v5e")
     one = MXU(mxu.rows, mxu.cols, 1)
     arrays = [0.0] * (mxu.count if independent_mxus else 1)
     vpu_free = dma_free = 0.0

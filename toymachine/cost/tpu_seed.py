@@ -136,6 +136,8 @@ def seed_vpu_ops(*, algo: str, n: int, d: int, block: int | None = None, block_n
     if algo == "standard":
         names = ((SCALE,) if scaled else ()) + ((TRIU, WHERE_MASK) if causal and n > 1 else ())
         return _ops(names + (ROW_MAX, SUB_MAX, EXP_S, ROW_SUM, DIV_SUM), (n, n), heads)
+    if block is None:
+        raise ValueError(f"seed_vpu_ops: algo {algo} is blocked and needs block")
     bm = min(block, n)
     bn = min(block if block_n is None else block_n, n)
     tiles, nb = _flash_tiles(n, bm, bn, causal)

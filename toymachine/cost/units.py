@@ -75,9 +75,9 @@ def attention_unit_cycles(*, n: int, d: int, algo: str = "fa2", machine: Machine
     if algo not in UNIT_ALGOS:
         raise ConfigError(f"unit cycles in closed form are given for {', '.join(UNIT_ALGOS)}; got {algo!r}",
                           hint="simulate other programs on the machine: toym run --machine …")
-    if not machine.has_units:
-        raise ConfigError(f"machine {machine.name} has no compute units (mxu, vpu)", hint="use e.g. tpu-v5e")
     mxu, vpu = machine.mxu, machine.vpu
+    if mxu is None or vpu is None:  # the machine loader gives a machine both or neither
+        raise ConfigError(f"machine {machine.name} has no compute units (mxu, vpu)", hint="use e.g. tpu-v5e")
     h = batch * heads
     scaled = (d ** -0.5 if scale is None else scale) != 1.0
     if machine.accounting == "seed-002":  # seed 002's own accounting (cost.tpu_seed), as tpu-v5e-seed prices

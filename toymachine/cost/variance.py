@@ -7,7 +7,6 @@ __all__ = ["VARIANCE_REGISTERS", "variance_cost", "variance_bound"]
 
 from .common import Bound, Cost, compulsory, ops_of
 
-
 VARIANCE_REGISTERS = 6
 
 

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 __all__ = ["SEED_BF16", "Bf16Row", "bf16_rows", "bf16_report", "MAX_TRIALS", "tpu_flash", "tpu_standard"]
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import numpy as np
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 __all__ = ["Column", "COLUMNS", "column", "metric_key", "column_key", "columns_report", "normalized"]
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..errors import ConfigError
 

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 __all__ = ["MemoryRow", "ALGOS", "CHECK_ELEMENTS", "memory_rows", "memory_report", "plot_memory"]
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..cost.tile import attention_tile_cost
 from ..errors import ConfigError
-from ..limits import LIMITS
 from ..gen.tile import ALGOS, attention_program, resolve_blocks
 from ..gen.tile.fused import machine_blocks
+from ..limits import LIMITS
 from ..machine import Machine
 from ..params import check_choice, check_int
 from ..render.report import Report, Section
@@ -127,7 +127,8 @@ def memory_report(rows: Sequence[MemoryRow], machine: Machine, *, batch: int = 1
                         note=f"{wb}-byte words; fits on-chip: fused attention's whole {level} peak (S, Q, K → V, "
                              f"O, row statistics) ≤ {cap}; scores alone: the seed's criterion, the n×n scores "
                              f"≤ {cap}")]
-    peak, previous = [], {}
+    peak: list[tuple] = []
+    previous: dict[str, MemoryRow] = {}  # algo → its row at the last n
     for r in rows:
         before = previous.get(r.algo)
         growth = f"{r.hbm / before.hbm:.2f}x per {r.n // before.n}x n" if before and r.n > before.n else ""

@@ -32,8 +32,8 @@ __all__ = ["LEVELS", "ALGOS", "VARIANTS", "DTYPES", "NumericsRow", "NumericsTabl
            "numerics_report", "attention_inputs", "parse_list"]
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -278,7 +278,9 @@ def _run(program: Program, data: dict, out_name: str, ref: np.ndarray, variant: 
 def _site(program: Program, step: int, level: str, br: int | None, bc: int | None) -> str:
     """Where step ``step`` (1-based; generated programs are straight-line) falls: the block
     pair whose tiles were last loaded (tile), or the query row and key (scalar)."""
-    qrows = krows = None
+    qrow = krow = None  # scalar: the indices
+    qrows: Span | None = None  # tile: the blocks
+    krows: Span | None = None
     head: tuple = ()
     for ins in program.instrs[:step]:
         if ins.op not in ("LOAD", "STORE"):
@@ -289,9 +291,9 @@ def _site(program: Program, step: int, level: str, br: int | None, bc: int | Non
         name = mem.array
         if level == "scalar":
             if name in ("q", "row_max", "row_sum", "acc") and ins.op == "LOAD":
-                qrows = mem.index[0]
+                qrow = mem.index[0]
             elif name in ("k",):
-                krows = mem.index[0]
+                krow = mem.index[0]
             continue
         spans = [x for x in mem.index if isinstance(x, Span)]
         lead = tuple(x for x in mem.index if not isinstance(x, Span))
@@ -305,18 +307,18 @@ def _site(program: Program, step: int, level: str, br: int | None, bc: int | Non
             continue
         head = lead
     if level == "scalar":
-        parts = [f"query {qrows}" if qrows is not None else "", f"key {krows}" if krows is not None else ""]
+        parts = [f"query {qrow}" if qrow is not None else "", f"key {krow}" if krow is not None else ""]
         return ", ".join(p for p in parts if p)
     text = []
     if head:
         text.append(f"head ({', '.join(map(str, head))})")
     if qrows is not None and krows is not None and br and krows.start is None:  # a row block of S (Algorithm 0)
-        text.append(f"row block {qrows.start // br}: Q[{qrows.start}:{qrows.stop}] × every key")
+        text.append(f"row block {(qrows.start or 0) // br}: Q[{qrows.start}:{qrows.stop}] × every key")
     elif qrows is not None and krows is not None and br and bc:
-        text.append(f"tile ({qrows.start // br}, {krows.start // bc}): Q[{qrows.start}:{qrows.stop}] × "
+        text.append(f"tile ({(qrows.start or 0) // br}, {(krows.start or 0) // bc}): Q[{qrows.start}:{qrows.stop}] × "
                     f"K[{krows.start}:{krows.stop}]")
     elif qrows is not None and br:
-        text.append(f"Q block {qrows.start // br}: Q[{qrows.start}:{qrows.stop}]")
+        text.append(f"Q block {(qrows.start or 0) // br}: Q[{qrows.start}:{qrows.stop}]")
     return ", ".join(text)
 
 

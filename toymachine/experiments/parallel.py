@@ -20,7 +20,8 @@ __all__ = ["run_points", "EXECUTORS", "default_jobs"]
 
 import os
 import signal
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import ConfigError, option_name
 

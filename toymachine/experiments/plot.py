@@ -16,7 +16,8 @@ from __future__ import annotations
 
 __all__ = ["plot_sweep", "sweep_figure", "check_plot", "METRICS", "MAX_SERIES", "SIZES"]
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import ConfigError, Location
 from ..gen.registry import GeneratorSpec, get_generator

@@ -27,18 +27,19 @@ import inspect
 import itertools
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..cost import Bound, Cost
 from ..errors import ConfigError, MachineLimitError, ToyMachineError
 from ..gen.registry import GeneratorSpec, Param, get_generator
+from ..limits import LIMITS
 from ..machine import DEFAULT_MACHINE, Machine
 from ..render.report import Report, Section
 from ..sim import simulate
-from ..limits import LIMITS
-from .parallel import run_points
 from .columns import column
+from .parallel import run_points
 from .plot import METRICS, check_plot, plot_sweep
 from .simulable import CHECK_ELEMENTS, closed_form_point, guarded, point_error, simulable
 
@@ -46,7 +47,7 @@ _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)(?:([+*])(\d+))?$")
 MAX_POINTS_PER_RANGE = 100_000
 
 
-def parse_values(text: str, param: Param) -> list:
+def parse_values(text: str | int, param: Param) -> list:
     """Values of ``param`` from ``text`` (see the module docstring for the syntax)."""
     values: list = []
     for item in (s.strip() for s in str(text).split(",")):
@@ -56,7 +57,7 @@ def parse_values(text: str, param: Param) -> list:
     return values
 
 
-def _parse_item(item: str, param: Param, text: str) -> list:
+def _parse_item(item: str, param: Param, text: str | int) -> list:
     if param.kind is int:
         if item.lower() == "none" and param.default is None:
             return [None]

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 __all__ = ["TpuColumn", "tpu_columns", "tpu_table", "tpu_report", "SEED_POINT"]
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any
 
 from ..cost.tpu_schedule import MODELS, schedule_cycles
 from ..cost.tpu_seed import SEED_TABLE
@@ -65,12 +66,13 @@ def tpu_columns(machine: Machine, *, n: int = 512, d: int = 64, blocks: Sequence
             raise ConfigError(f"--block-m {b} at n = {n} visits {t * (t + 1) // 2:,} tiles; this table simulates at "
                               f"most {MAX_TILES:,}", hint=f"use --block-m ≥ {-(-n // _blocks_for(MAX_TILES))}")
     cols = []
-    for b in list(dict.fromkeys(check_int("block_m", b, 1) for b in blocks)) + [None]:
-        kw = {} if b is None else dict(block_m=b, block_n=b)
-        algo = "standard" if b is None else "fa2"
+    sizes: list[int | None] = [*dict.fromkeys(check_int("block_m", b, 1) for b in blocks), None]
+    for size in sizes:
+        kw: dict[str, Any] = {} if size is None else dict(block_m=size, block_n=size)
+        algo = "standard" if size is None else "fa2"
         prog = attention_program(n=n, d=d, algo=algo, causal=True, machine=machine, **kw)
         u = simulate(prog, machine, steps=False).extra["units"]
-        cols.append(TpuColumn("standard" if b is None else f"block={b}", "standard" if b is None else b, prog,
+        cols.append(TpuColumn("standard" if size is None else f"block={size}", "standard" if size is None else size, prog,
                               u["mxu"]["cycles"], u["vpu"]["cycles"], u["total"], u["mxu"]["utilization"],
                               u["vpu"]["by_op"]))
     return cols
@@ -90,6 +92,7 @@ def tpu_table(machine: Machine, cols: list[TpuColumn], *, n: int, d: int) -> Sec
     """The seed's layout: one row per figure, one column per program (and the seed's, at its point)."""
     std = cols[-1].total
     seed = n == SEED_POINT[0] and d == SEED_POINT[1] and {c.key for c in cols[:-1]} <= set(SEED_POINT[2])
+    rows: list[tuple[str, list[str], list[str] | None]] | None
     rows = [("Total cycles", [_c(c.total) for c in cols], [_c(SEED_TABLE[c.key]["total"]) for c in cols]),
             ("MXU cycles", [_c(c.mxu) for c in cols], [_c(SEED_TABLE[c.key]["mxu"]) for c in cols]),
             ("VPU cycles", [_c(c.vpu) for c in cols], [_c(SEED_TABLE[c.key]["vpu"]) for c in cols]),
@@ -105,8 +108,8 @@ def tpu_table(machine: Machine, cols: list[TpuColumn], *, n: int, d: int) -> Sec
     headers = ("",) + tuple(c.label for c in cols) + (("seed 002",) if seed else ())
     body = []
     for name, got, want in rows:
-        extra = ()
-        if seed:
+        extra: tuple[str, ...] = ()
+        if seed and want is not None:
             extra = ("equal" if got == want else " / ".join(want),)
         body.append((name, *got, *extra))
     note = (f"n = {n}, d = {d}, causal, one head, on {machine.name}: toym gen attention --level tile --algo fa2 "
@@ -124,10 +127,11 @@ TPU_NOTE = ("toym tpu-table: n, d, causal, one head; FlashAttention-2 per block 
 def schedule_section(machine: Machine, cols: list[TpuColumn]) -> Section | None:
     """Each column's program under the overlap models of ``cost.tpu_schedule``: cycles and the
     ratio to the in-order, no-overlap model (MXU + VPU + DMA in sequence)."""
-    if not machine.hbm_bytes_per_cycle or machine.accounting != "toym":  # it prices as toym's units do
+    mxu = machine.mxu
+    if mxu is None or not machine.hbm_bytes_per_cycle or machine.accounting != "toym":  # it prices as toym's units do
         return None
     rows = []
-    base = {}
+    base: dict[str, float] = {}
     for name, (oc, db, ind) in MODELS.items():
         cells = []
         for c in cols:
@@ -135,7 +139,7 @@ def schedule_section(machine: Machine, cols: list[TpuColumn]) -> Section | None:
             base.setdefault(c.label, t.cycles)
             cells.append(f"{_c(round(t.cycles))} ({base[c.label] / t.cycles:.2f}x)")
         rows.append((name, *cells))
-    return Section(f"Overlap on {machine.name}: {machine.mxu.count} MXUs, DMA double-buffering (a model)",
+    return Section(f"Overlap on {machine.name}: {mxu.count} MXUs, DMA double-buffering (a model)",
                    ("",) + tuple(c.label for c in cols), tuple(rows), align=("l",) + ("r",) * len(cols))
 
 

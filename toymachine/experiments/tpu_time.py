@@ -21,7 +21,7 @@ from __future__ import annotations
 
 __all__ = ["SEED_MS", "SEED_VMAP_MS", "time_rows", "time_report", "MAX_N"]
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..cost.tpu_schedule import schedule_cycles
 from ..errors import ConfigError
@@ -40,14 +40,15 @@ MAX_N = 16384
 D, BLOCK = 64, 128
 
 
-def _ms(prog, machine: Machine, overlap: bool) -> float:
+def _ms(prog, machine: Machine, clock_hz: float, overlap: bool) -> float:
     t = schedule_cycles(prog, machine, overlap_compute=overlap, double_buffer=overlap, independent_mxus=overlap)
-    return 1e3 * t.cycles / machine.clock_hz
+    return 1e3 * t.cycles / clock_hz
 
 
 def time_rows(machine: Machine, ns: Sequence[int]) -> list[tuple[int, float, float, float, float]]:
     """(n, unfused, fused, fori, vmap) predicted milliseconds."""
-    if not machine.has_units or not machine.clock_hz or not machine.hbm_bytes_per_cycle:
+    clock = machine.clock_hz
+    if not machine.has_units or not clock or not machine.hbm_bytes_per_cycle:
         raise ConfigError(f"machine {machine.name} has no compute units, clock or HBM rate to predict times with",
                           hint="use --machine tpu-v5e")
     if machine.accounting != "toym":
@@ -63,8 +64,8 @@ def time_rows(machine: Machine, ns: Sequence[int]) -> list[tuple[int, float, flo
         fused = attention_program(n=n, d=D, algo="standard", causal=True, machine=machine, max_instructions=None)
         flash = attention_program(n=n, d=D, algo="fa2", causal=True, machine=machine, block_m=BLOCK, block_n=BLOCK,
                                   max_instructions=None)
-        rows.append((n, _ms(blocked, machine, False), _ms(fused, machine, True), _ms(flash, machine, False),
-                     _ms(flash, machine, True)))
+        rows.append((n, _ms(blocked, machine, clock, False), _ms(fused, machine, clock, True),
+                     _ms(flash, machine, clock, False), _ms(flash, machine, clock, True)))
     return rows
 
 
@@ -77,7 +78,7 @@ def time_report(machine: Machine, rows: list[tuple]) -> Report:
     for n, unf, fus, fori, vmap in rows:
         seed, sv = SEED_MS.get(n), SEED_VMAP_MS.get(n)
         body.append((str(n), _f(unf), _f(fus), _f(fori), _f(vmap),
-                     "—" if seed is None else f"{seed[1]:.3f} / {seed[2]:.3f} / {seed[3]:.3f} / {sv[1]:.3f}",
+                     "—" if seed is None or sv is None else f"{seed[1]:.3f} / {seed[2]:.3f} / {seed[3]:.3f} / {sv[1]:.3f}",
                      f"{unf / fus:.1f}x", "—" if seed is None else f"{seed[1] / seed[2]:.1f}x",
                      f"{fori / vmap:.1f}x", "—" if sv is None else f"{sv[0] / sv[1]:.1f}x"))
     heads = ("n", "unfused (ms)", "fused (ms)", "flash fori (ms)", "flash vmap (ms)",

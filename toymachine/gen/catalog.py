@@ -9,24 +9,35 @@ from __future__ import annotations
 
 __all__: list[str] = []
 
-import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from ..cost import (Bound, Cost, attention_bound, attention_cost, attention_tile_cost, matmul_bound, matmul_cost,
-                    softmax_bound, softmax_cost, variance_bound, variance_cost)
+from ..cost import (
+    Bound,
+    Cost,
+    attention_bound,
+    attention_cost,
+    attention_tile_cost,
+    matmul_bound,
+    matmul_cost,
+    softmax_bound,
+    softmax_cost,
+    variance_bound,
+    variance_cost,
+)
+from ..cost.tile import default_order
+from ..cost.tile.eager import eager_blocks
+from ..cost.units import UNIT_ALGOS, attention_unit_cycles
 from ..machine import Machine
 from ..machine.config import SRAM_RULES
 from ..program import Program
-from ..cost.units import UNIT_ALGOS, attention_unit_cycles
-from ..cost.tile import default_order
-from ..cost.tile.eager import eager_blocks
-from .tile import ALGOS, ORDERS, PASSES, VARIANTS, array_shapes, attention_program as tile_program, resolve_blocks
-from .tile.fused import machine_blocks
 from .registry import GeneratorSpec, Param, register
 from .scalar import attention, matmul, softmax, variance
-
+from .tile import ALGOS, ORDERS, PASSES, VARIANTS, array_shapes, resolve_blocks
+from .tile import attention_program as tile_program
+from .tile.fused import machine_blocks
 
 # -- the scalar machine's generators -------------------------------------------------------
 
@@ -132,7 +143,7 @@ def _tile_cost(machine: Machine | None = None, **p) -> Cost:
                             heads=q["heads"], causal=q["causal"], block_m=br, block_n=bc, variant=q["variant"],
                             precompute_d=q["precompute_d"], order=q["order"], nk=q["nk"], kv_heads=q["kv_heads"],
                             sram_rule=q["sram_rule"], block_rows=rows)
-    breakdown = {"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
+    breakdown: dict[str, float] = {"HBM reads": c.reads, "HBM writes": c.writes, "SRAM peak": c.sram_peak,
                  "HBM footprint": c.hbm_footprint, "matmul FLOPs": c.flops_matmul, "other FLOPs": c.flops_other}
     if sizing is not None and q["algo"] in UNIT_ALGOS and q["pass_"] == "forward":  # cost.units' closed form
         u = attention_unit_cycles(n=q["n"], d=q["d"], algo=q["algo"], machine=sizing, batch=q["batch"],
@@ -148,6 +159,8 @@ def _tile_bound(**p) -> Bound:
     shapes = array_shapes(n=p["n"], d=p["d"], batch=p["batch"], heads=p["heads"], algo=p["algo"],
                           pass_=p["pass"], nk=p["nk"], kv_heads=p["kv_heads"])
     size = {k: int(np.prod(v)) for k, v in shapes.items()}
+    ins: tuple[str, ...]
+    outs: tuple[str, ...]
     if p["pass"] == "forward":
         ins, outs = ("Q", "K", "V"), {"fa1": ("O", "l", "m"), "eager": ("O",)}.get(p["algo"], ("O", "L"))
     elif p["algo"] in ("standard", "eager"):  # Algorithm 3 and autograd read the forward's P

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 __all__ = ["ProgramBuilder", "LineSink", "input_values", "cli_line", "check_size", "MAX_INSTRUCTIONS"]
 
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..sim.memory import random_block
 from ..errors import ConfigError
 from ..limits import LIMITS
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg
+from ..sim.memory import random_block
 
 
 class ProgramBuilder:
@@ -26,8 +26,9 @@ class ProgramBuilder:
 
     __slots__ = ("instrs", "_regs", "_ops", "_accumulator")
 
-    def __init__(self, accumulator: int | None = None) -> None:
-        self.instrs: list[Instr] = []
+    def __init__(self, accumulator: int | None = None, sink: LineSink | None = None) -> None:
+        # a builder given a sink writes each instruction's text to it and builds no Program
+        self.instrs: list[Instr] | LineSink = [] if sink is None else sink
         self._regs: dict[int, Reg] = {}
         self._ops: dict[tuple, Instr] = {}  # register-only instructions are values: share them
         self._accumulator = accumulator  # this register number is ACC (the MAC unit's); those above shift down
@@ -59,14 +60,10 @@ class ProgramBuilder:
             instr = self._ops[key] = Instr(mnemonic, tuple(self.reg(r) for r in registers))
         self.instrs.append(instr)
 
-    def program(self, header: Sequence[str], arrays: Iterable[ArrayDecl] = ()) -> Program | None:
-        """The Program built — or, for a builder streaming to a ``LineSink``, None (the text is written)."""
+    def program(self, header: Sequence[str], arrays: Iterable[ArrayDecl] = ()) -> Program:
+        """The Program built (a builder streaming to a ``LineSink`` has written its text instead)."""
         if isinstance(self.instrs, LineSink):
-            self.instrs.close()
-            return None
-        return self._program(header, arrays)
-
-    def _program(self, header: Sequence[str], arrays: Iterable[ArrayDecl] = ()) -> Program:
+            raise TypeError("a builder streaming to a LineSink builds no Program")
         return Program(tuple(self.instrs), tuple(arrays), header=tuple(header))
 
 
@@ -78,8 +75,10 @@ class LineSink:
 
     __slots__ = ("write", "lines", "texts")
 
-    def __init__(self, write: Callable[[str], None]):
-        self.write, self.lines, self.texts = write, [], {}
+    def __init__(self, write: Callable[[str], object]):
+        self.write = write
+        self.lines: list[str] = []
+        self.texts: dict[int, str] = {}
 
     def start(self, header: Sequence[str], arrays: Iterable[ArrayDecl]) -> None:
         head = [f"; {h}".rstrip() if h else ";" for h in header] + [a.to_text() for a in arrays]
@@ -135,11 +134,12 @@ def check_size(instructions: int, what: str, max_instructions: int | None = MAX_
     the count its closed form gives (the CLI announces big ones), and refuse more than
     ``max_instructions`` (None: no limit)."""
     size = instructions * _BYTES_PER_LINE
+    limit: float | None = max_instructions
     if max_instructions == MAX_INSTRUCTIONS:  # not given: the limits table's (TOYM_MAX_INSTRUCTIONS lifts it)
-        max_instructions = LIMITS["instructions"].value()
-    if max_instructions is not None and instructions > max_instructions:
+        limit = LIMITS["instructions"].value()
+    if limit is not None and instructions > limit:
         raise ConfigError(f"{what} would be {instructions:,} instructions (about {_human(size)} of text), more than "
-                          f"--max-instructions {max_instructions:,}",
+                          f"--max-instructions {limit:,}",
                           hint="use smaller sizes (the count is the closed form in the program's header), or raise "
                                "--max-instructions if you mean it")
     if on_size is not None:

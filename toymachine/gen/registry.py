@@ -21,8 +21,9 @@ from __future__ import annotations
 __all__ = ["Param", "GeneratorSpec", "register", "get_generator", "generator_names", "PLUGINS"]
 
 import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..cost import Bound, Cost
 from ..errors import ConfigError

@@ -68,9 +68,10 @@ from __future__ import annotations
 __all__ = ["Machine", "DEFAULT_MACHINE", "TILE_FIELDS", "SRAM_RULES", "ACCOUNTINGS", "UNIT_FIELDS", "MXU", "VPU"]
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from ..isa import ISA, TILE_ONLY
 from .units import MXU, MXU_OPS, VPU, VPU_OPS, frozen_reduce
@@ -171,7 +172,7 @@ class Machine:
             return "vpu"
         return "dma" if mnemonic in ("LOAD", "STORE") else None
 
-    def with_(self, **changes: Any) -> "Machine":
+    def with_(self, **changes: Any) -> Machine:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:

@@ -10,11 +10,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-
 from ..dtypes import DTYPES
 from ..errors import ConfigError, Location
 from ..isa import ISA
-from .config import ACCOUNTINGS, DEFAULT_MACHINE, FIELDS, RATE_FIELDS, ROOFLINE_NEEDS, SRAM_RULES, Machine
+from .config import (
+    ACCOUNTINGS,
+    DEFAULT_MACHINE,
+    FIELDS,
+    RATE_FIELDS,
+    ROOFLINE_NEEDS,
+    SRAM_RULES,
+    Machine,
+)
 from .units import MXU, VPU, VPU_OPS
 
 PRESET_DIR = Path(__file__).with_name("presets")
@@ -154,7 +161,7 @@ def _unit(key: str, value, loc: Location):
     """``mxu: {rows, cols, count}`` or ``vpu: {lanes, cycles_per_vector}`` (``units`` says what they cost)."""
     if not isinstance(value, dict):
         raise ConfigError(f"'{key}' must be a mapping", loc=loc, hint=f"e.g. {_UNIT_EXAMPLE[key]}")
-    args = {}
+    args: dict[str, Any] = {}
     for name, v in value.items():
         if name not in _UNIT_KEYS[key]:
             raise ConfigError(f"unknown key '{name}' in '{key}'", loc=loc,

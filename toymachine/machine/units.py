@@ -28,11 +28,11 @@ from __future__ import annotations
 
 __all__ = ["MXU", "VPU", "VPU_OPS", "MXU_OPS", "vectors", "frozen_reduce"]
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-import dataclasses
 from types import MappingProxyType
-from typing import Mapping
 
 MXU_OPS = ("MAC_Z", "MAC")
 VPU_OPS = ("MAX", "SUB", "ADD", "MUL", "DIV", "EXP", "LOG", "ROWMAX", "ROWSUM", "MASK", "FILL", "MOV")
@@ -81,7 +81,7 @@ class MXU:
 
 @lru_cache(maxsize=4096)
 def _matmul(rows: int, cols: int, count: int, m: int, k: int, n: int) -> tuple[int, int]:
-    best = None
+    best: tuple[tuple[int, int], int] | None = None
     for a in range(1, count + 1):
         for b in range(1, count // a + 1):
             kb, nb = rows * a, cols * b
@@ -93,6 +93,7 @@ def _matmul(rows: int, cols: int, count: int, m: int, k: int, n: int) -> tuple[i
             key = (cycles, a * b)
             if best is None or key < best[0]:
                 best = (key, tk * tn)
+    assert best is not None  # count ≥ 1: the arrangement a = b = 1 always exists
     (cycles, _), passes = best
     return cycles, passes
 

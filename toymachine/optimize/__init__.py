@@ -15,7 +15,13 @@ from __future__ import annotations
 from .analyze import RedundantLoad, TraceAnalysis, analyze
 from .attention_blocks import BlockChoice, BlockSearch, block_table, optimize_blocks
 from .matmul_search import MatmulOptimum, optimize_matmul
-from .reports import analysis_report, block_table_report, blocks_report, matmul_report, matmul_table_report
+from .reports import (
+    analysis_report,
+    block_table_report,
+    blocks_report,
+    matmul_report,
+    matmul_table_report,
+)
 
 __all__ = [
     "MatmulOptimum", "optimize_matmul", "TraceAnalysis", "RedundantLoad", "analyze", "BlockChoice", "BlockSearch",

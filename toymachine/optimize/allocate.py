@@ -149,7 +149,7 @@ def allocate(flow: Flow, registers: int, clean_first: bool = False) -> Allocatio
         is_dirty[out] = True
         push(out)
         emit(ins.op, *srcs, regs[r])
-    for v in sorted(resident, key=resident.get):  # outputs still in a register
+    for v in sorted(resident, key=resident.__getitem__):  # outputs still in a register
         if is_dirty[v] and v in flow.outputs and v not in written:
             for w in flow.outputs[v]:
                 emit("STORE", regs[resident[v]], w)

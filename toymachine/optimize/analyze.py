@@ -77,8 +77,8 @@ class TraceAnalysis:
     redundant: tuple[RedundantLoad, ...]
     trace_cycles: float
     alloc_cycles: float
+    program: Program = field(repr=False)  # the allocation written out
     machine: Machine = field(default=DEFAULT_MACHINE, repr=False)
-    program: Program | None = field(default=None, repr=False)  # the allocation written out
 
     @property
     def lower_bound(self) -> int:
@@ -130,7 +130,7 @@ def analyze(program: Program | str, registers: int | None = None, machine: Machi
     return TraceAnalysis(program.file, R, trace_regs, len(program.instrs), trace_loads, flow.stores, belady.loads,
                          chosen.loads, chosen.stores, flow.output_stores, len(flow.initial_of),
                          chosen.loads + chosen.stores == belady.loads + flow.output_stores, redundant, run.cycles,
-                         alloc_cycles, machine, emitted)
+                         alloc_cycles, emitted, machine)
 
 
 def _redundant(flow: Flow, belady) -> tuple[RedundantLoad, ...]:

@@ -22,6 +22,8 @@ Ties go to fewer instructions, then to larger blocks.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["BlockChoice", "BlockSearch", "optimize_blocks", "block_table", "paper_choice"]
 
 import math
@@ -238,7 +240,7 @@ def _verify(c: BlockChoice, n, d, sram_words, heads, causal, pass_) -> dict | No
 
     if c.instructions > VERIFY_MAX_INSTRUCTIONS:
         return None
-    kw = dict(order=c.order) if pass_ == "backward" and c.algo != "eager" else {}
+    kw: dict[str, Any] = dict(order=c.order) if pass_ == "backward" and c.algo != "eager" else {}
     program = attention_program(n=n, d=d, algo=c.algo, pass_=pass_, heads=heads, causal=causal, block_m=c.br,
                                 block_n=c.bc, sram_words=sram_words, **kw)
     r = simulate(program, DEFAULT_MACHINE.with_(sram_words=sram_words), steps=False)

@@ -168,7 +168,7 @@ def space_bound(space, key: int) -> float:
     code_mask = (1 << w) - 1
     line_mask = full | inreg  # a line problem's code: done bits and "resident" (ACC is one more slot there)
     if rows is not None and cols is not None and not space.accumulator:
-        total = _spilled(space, st) if space.spills else 0
+        total: float = _spilled(space, st) if space.spills else 0
         row_bits = n * w
         row_mask = (1 << row_bits) - 1
         for i in range(space.m):  # row i: a_i· costed; its n codes are contiguous in the state

@@ -16,7 +16,7 @@ def arrays(m: int, n: int, k: int, seed: int) -> tuple[ArrayDecl, ...]:
             ArrayDecl("b", (k, n), values=input_values(seed, "b", (k, n), integers=True)))
 
 
-def replay(space: MatmulSpace, canon, states: list[int], m: int, n: int, k: int,
+def replay(space: MatmulSpace, canon, states: list[tuple[int, float]], m: int, n: int, k: int,
            seed: int | None) -> Program:
     """A concrete schedule through the canonical ``states``: from the actual (unrenamed) state,
     take a move whose child is equivalent to the next canonical state, and replay the moves'
@@ -49,16 +49,22 @@ def replay(space: MatmulSpace, canon, states: list[int], m: int, n: int, k: int,
             regs[r] = v
         where[v] = r
 
-    def take(v: int) -> int | None:
+    def release(v: int) -> int | None:
         r = where.pop(v, None)
         if r is not None and r < R:
             regs[r] = None
         return r
 
+    def take(v: int) -> int:
+        r = release(v)
+        if r is None:  # pragma: no cover - the events only move values that are in a register
+            raise AssertionError(f"schedule reconstruction: value {v} is in no register")
+        return r
+
     for ev in events:
         kind = ev[0]
         if kind == "drop":
-            take(ev[1])
+            release(ev[1])
         elif kind in ("spill", "store"):
             r = take(ni + ev[1])
             b.store(r, *space.value_name(ni + ev[1]))

@@ -135,7 +135,7 @@ def _constructive(m: int, n: int, k: int, registers: int, machine: Machine,
     """The cheaper of the generator's inner- and outer-product families (never a table entry)."""
     from ..gen import matmul_program
 
-    best = None
+    best: tuple[float, Program, str] | None = None
     for family in ("inner", "outer"):
         try:
             prog = matmul_program(n, registers, family, m=m, k=k, with_data=False, mac_accumulator=accumulator)
@@ -144,6 +144,7 @@ def _constructive(m: int, n: int, k: int, registers: int, machine: Machine,
         cycles, _ = program_cycles(prog, machine)
         if best is None or cycles < best[0]:
             best = (cycles, prog, family)
+    assert best is not None  # the inner-product family fits every machine
     return best[1], f"constructive ({best[2]})"
 
 
@@ -191,7 +192,7 @@ def optimize_matmul(n: int = 2, registers: int = 3, *, m: int | None = None, k: 
     if cycles < lower or (search.proven and cycles != lower):  # pragma: no cover - the bound would be wrong
         raise AssertionError(f"internal: schedule of {cycles} cycles against a bound of {lower}")
     program = Program(program.instrs, program.arrays,
-                      header=_header(m, n, k, registers, machine, ops, cycles, lower, search.proven, found_by, acc))
+                      header=tuple(_header(m, n, k, registers, machine, ops, cycles, lower, search.proven, found_by, acc)))
     return MatmulOptimum(m, n, k, registers, program, cycles, ops, lower, search.proven, search.expanded,
                          len(search.table), time.perf_counter() - t0, found_by, spills, machine, static, acc)
 

@@ -90,7 +90,7 @@ class Canonicalizer:
         s = self.s
         k, full = s.k, s.full
         sp, W = self.spread, self.W
-        best = None
+        best: int | None = None
         flags = ~full  # resident, in ACC: carried over as they are
         na, width, shift = s.na, s.width, s.ni
         fmask = (1 << W) - 1
@@ -133,4 +133,5 @@ class Canonicalizer:
                 key = res | (st << shift)
                 if best is None or key < best:
                     best = key
+        assert best is not None  # _orders gives each signature at least one order
         return best

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 __all__ = ["matmul_report", "matmul_table_report", "analysis_report", "blocks_report", "block_table_report"]
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..render import Report, Section
 from ..render.cells import sig

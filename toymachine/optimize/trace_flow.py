@@ -67,7 +67,8 @@ def trace_flow(program: Program) -> tuple[Flow, int]:
     mems: dict = {}  # word → the Mem that names it
     reg_val: dict = {}  # register → value id
     pending: dict = {}  # register → index into loads of a LOAD not yet used
-    uses, loads = [], []
+    uses: list[tuple] = []  # (line, the value ids read, the value written or None, the instruction)
+    loads: list[list] = []  # [line, text, value id, index into uses of the use it serves or None]
     stores = 0
     regs_named: set = set()
 
@@ -89,7 +90,7 @@ def trace_flow(program: Program) -> tuple[Flow, int]:
     for ins, line in zip(program.instrs, line_numbers(program)):
         _check_scalar(ins, line, regs_named)
         if ins.op == "LOAD":
-            mem, reg = ins.args
+            mem, reg = ins.mem(0), ins.reg(1)
             word = (mem.array, mem.index)
             v = word_val.get(word)
             if v is None:
@@ -100,7 +101,7 @@ def trace_flow(program: Program) -> tuple[Flow, int]:
             loads.append([line, str(ins), v, None])
             reg_val[reg.name] = v
         elif ins.op == "STORE":
-            reg, mem = ins.args
+            reg, mem = ins.reg(0), ins.mem(1)
             v = reg_val[reg.name]
             stores += 1
             if not dirty[v]:  # a copy of an input: the value must be in a register here
@@ -113,7 +114,7 @@ def trace_flow(program: Program) -> tuple[Flow, int]:
         else:
             v = new(f"{ins.op} at line {line}", True, line)
             use(line, [a for a in ins.args[:-1] if isinstance(a, Reg)], v, ins)
-            dest = ins.args[-1]
+            dest = ins.reg(len(ins.args) - 1)
             pending.pop(dest.name, None)
             reg_val[dest.name] = v
     outputs: dict = {}

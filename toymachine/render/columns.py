@@ -8,7 +8,7 @@ __all__ = ["select_columns", "collapse_constant", "column_names"]
 
 import dataclasses
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import ConfigError
 from .cells import text_of
@@ -45,18 +45,18 @@ def select_columns(report: Report, wanted: Sequence[str]) -> Report:
         for i, (h, k) in enumerate(zip(s.headers, s.json_keys())):
             for name in (h, k):
                 lookup.setdefault(_norm(name), i)
-        idx = []
+        idx: list[int] = []
         for w in wanted:
-            i = lookup.get(_norm(w))
-            if i is None:
+            found = lookup.get(_norm(w))
+            if found is None:
                 import difflib
 
                 close = difflib.get_close_matches(_norm(w), list(lookup), n=1, cutoff=0.6)
                 guess = s.json_keys()[lookup[close[0]]] if close else None
                 raise ConfigError(f"--columns: no column '{w}'" + (f" (did you mean '{guess}'?)" if guess else ""),
                                   hint="columns: " + ", ".join(s.json_keys()))
-            if i not in idx:
-                idx.append(i)
+            if found not in idx:
+                idx.append(found)
         sections.append(_pick(s, idx, collapse=False))
     return dataclasses.replace(report, sections=tuple(sections))
 

@@ -17,6 +17,7 @@ __all__ = ["render_csv", "inert"]
 
 import csv
 import io
+from collections.abc import Sequence
 
 from .cells import Qty, csv_value, sig
 from .report import Report, Section
@@ -32,7 +33,7 @@ def _section_rows(s: Section) -> tuple[list[str], list[list[str]]]:
             headers.append("Unit" if h == "Value" else f"{h} unit")
     rows: list[list[str]] = []
     for r in s.rows:
-        views = []  # per column: its (value[, unit]) views; a multi-unit quantity has several
+        views: list[Sequence[tuple[str, ...]]] = []  # per column: its (value[, unit]) views; a multi-unit quantity has several
         for i, cell in enumerate(r):
             if i not in qty_cols:
                 views.append([(csv_value(cell),)])

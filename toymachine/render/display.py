@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["DISPLAY"]
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 DISPLAY: dict[str, Callable[[Any], str]] = {}

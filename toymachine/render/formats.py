@@ -7,9 +7,10 @@ from __future__ import annotations
 __all__ = ["FORMATS", "render", "render_report", "dump_json", "summary_html"]
 
 import dataclasses
-import json
 import html
-from typing import TYPE_CHECKING, Iterable
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .display import DISPLAY
 from .jsonout import MEMORY_MAX, dump_json, result_json, select_fields

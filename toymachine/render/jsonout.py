@@ -18,12 +18,13 @@ __all__ = ["dump_json", "result_json", "select_fields", "error_json", "MEMORY_MA
 import dataclasses
 import json
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError, ToyMachineError
-from ..result import Result, _nested_json, json_value
+from ..result import MemoryView, Result, _nested_json, json_value
 
 MEMORY_MAX = 1024  # elements; larger arrays are summarised unless a full dump is asked for
 
@@ -101,9 +102,8 @@ def result_json(result: Result, *, steps: bool = True, memory: bool = True,
 
 def _memory_json(result: Result, name: str, limit: int | None):
     mem = result.memory
-    arrays = getattr(mem, "_arrays", None)
-    if limit is not None and arrays is not None and not result.symbolic:
-        shape = arrays[name].shape or []
+    if limit is not None and isinstance(mem, MemoryView) and not result.symbolic:
+        shape = mem._arrays[name].shape or []
         if math.prod(shape) > limit:
             return summarise(mem.array(name))
     return _nested_json(mem[name])

@@ -19,7 +19,14 @@ from typing import Any
 from .cells import Arr, Code, Num, Qty, Sym, nested_items, sig, text_of, unit_for
 from .expr import expr_tex
 from .report import Report, Section
-from .tex import FIT_PACKAGES_LINE, PACKAGES_LINE, tex_comment, tex_escape, tex_number, tex_number_math
+from .tex import (
+    FIT_PACKAGES_LINE,
+    PACKAGES_LINE,
+    tex_comment,
+    tex_escape,
+    tex_number,
+    tex_number_math,
+)
 
 # a table scaled down to the line width, then to 3/4 of the text height (a frame's title takes the rest);
 # \width, \totalheight: the box's natural size, as \resizebox defines them (the starred form scales the total

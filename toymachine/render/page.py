@@ -31,7 +31,7 @@ ASSETS = "page_assets"
 
 
 def _asset(name: str) -> str:
-    return resources.files(__package__).joinpath(ASSETS, name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath(ASSETS).joinpath(name).read_text(encoding="utf-8")
 
 
 def _json_script(data: dict) -> str:

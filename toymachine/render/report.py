@@ -12,12 +12,12 @@ from __future__ import annotations
 __all__ = ["Report", "Section", "report_of", "value_text", "memory_name", "seconds", "DISPLAY"]
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..result import Result
+from .cells import Arr, Code, Num, Qty, Sym, sig, value_text
 from .display import DISPLAY
 from .units import UNITS_HEADERS, memory_peak_text, units_rows
-from .cells import Arr, Code, Num, Qty, Sym, sig, value_text
 
 
 @dataclass(frozen=True)
@@ -166,8 +166,8 @@ def _summary(result: Result) -> list[tuple[str, Any, str]]:
         rows.append(("dtype", result.dtype, ""))
     for a in result.alarms:
         rows.append((f"alarm: {a.kind}", f"step {a.step} (line {a.line}): {a.instruction}", ""))
-    if result.underflows:
-        fu = result.first_underflow
+    fu = result.first_underflow
+    if result.underflows and fu is not None:
         rows.append(("underflows", result.underflows, f"first: step {fu.step}, line {fu.line}: {fu.instruction}"))
     return rows
 

@@ -27,6 +27,7 @@ __all__ = ["MAX_STEPS", "TILE_VALUES_MAX", "step_model", "cell_text"]
 
 import dataclasses
 import re
+from typing import Any
 
 from ..isa import ISA
 from ..program import Instr, Mem, Program, Reg, Span
@@ -75,7 +76,7 @@ def _flops(ins: Instr, before: tuple, after_value, index: dict) -> tuple[str, in
     spec = ISA[ins.op]
     if spec.cost_class == "memory" or ins.op in ("MOV", "FILL", "MASK"):
         return _VEC, 0
-    srcs = [a for pos, a in enumerate(ins.args) if spec.signature[pos] == "src"]
+    srcs = [ins.reg(pos) for pos in range(len(ins.args)) if spec.signature[pos] == "src"]
     size = _size(after_value)
     if ins.op in ("MAC_Z", "MAC"):
         _, k = _oriented_shape(before[index[srcs[0].name]], srcs[0].transpose)
@@ -91,7 +92,7 @@ def _explain(ins: Instr, tile: bool, shape) -> str:
     spec = ISA[ins.op]
     a = ins.args
     if spec.kind in ("load", "store"):
-        reg, mem = (a[1], a[0]) if spec.kind == "load" else (a[0], a[1])
+        reg, mem = (ins.reg(1), ins.mem(0)) if spec.kind == "load" else (ins.reg(0), ins.mem(1))
         where = "HBM" if reg.name[0] == "T" else "DRAM"
         if spec.kind == "store":
             return f"{where}[{mem}] = {reg}"
@@ -123,6 +124,7 @@ def _register_texts(result: Result, steps: tuple) -> list[list[str]]:
 
 def _units(ops: list[str], tile: bool) -> list[dict]:
     """The compute box: the seed's units (MAC; ALU) or the GPU's (tensor core, vector, SFU)."""
+    groups: tuple[tuple[str, str, str], ...]
     if tile:
         groups = (("mac", "Tensor core", "A·B (+C)"), ("alu", "Vector unit", "elementwise, row max/sum"),
                   ("sfu", "SFU", "exp, log"))
@@ -196,13 +198,13 @@ def step_model(result: Result, *, max_steps: int = MAX_STEPS, steps: bool = True
         row: dict = {"l": step.line - 1 if source is not None else k}
         words = 0
         if spec.kind == "load":
-            mem = ins.args[0]
+            mem = ins.mem(0)
             rd = [[aindex[mem.array]] + r for r in view_of[mem.array].rects(mem)]
             words = ArrayView.words([r[1:] for r in rd])
             reads += words
             row.update(m="L", rd=rd, o=[rd, str(mem)])  # the register now holds a copy of this block
         elif spec.kind == "store":
-            src, mem = ins.args
+            src, mem = ins.reg(0), ins.mem(1)
             wr = [[aindex[mem.array]] + r for r in view_of[mem.array].rects(mem)]
             words = ArrayView.words([r[1:] for r in wr])
             writes += words
@@ -211,10 +213,10 @@ def step_model(result: Result, *, max_steps: int = MAX_STEPS, steps: bool = True
                 value = step.registers[index[src.name]]
                 vals = (value.T if src.transpose else value).ravel().tolist() if hasattr(value, "shape") else [value]
                 row["mv"] = [cell_text(v) for v in vals]
-        row["rr"] = [index[a.name] for pos, a in enumerate(ins.args) if spec.signature[pos] == "src"]
-        dst_value = None
+        row["rr"] = [index[ins.reg(pos).name] for pos in range(len(ins.args)) if spec.signature[pos] == "src"]
+        dst_value: Any = None
         if spec.dest is not None:
-            w = index[ins.args[spec.dest].name]
+            w = index[ins.reg(spec.dest).name]
             dst_value = step.registers[w]
             row["rw"] = w
             row["v"] = _register_value(dst_value) if hasattr(dst_value, "shape") else reg_texts[k][w]
@@ -227,9 +229,10 @@ def step_model(result: Result, *, max_steps: int = MAX_STEPS, steps: bool = True
         cyc += op_cycles.get(ins.op, 1)
         if hbm_rate:
             cyc += words * word_bytes / hbm_rate
-        if rate[unit] and f:
+        unit_rate = rate[unit]
+        if unit_rate and f:
             whole_mac = unit == _MM and ins.op == "MAC_Z" and whole  # each output's first MAC: a multiply, a whole MAC
-            cyc += (f + (_size(dst_value) if whole_mac else 0)) / rate[unit]
+            cyc += (f + (_size(dst_value) if whole_mac else 0)) / unit_rate
         counters["cycles"].append(_num(cyc))
         counters["reads"].append(reads)
         counters["writes"].append(writes)

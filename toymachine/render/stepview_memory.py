@@ -19,8 +19,9 @@ from __future__ import annotations
 __all__ = ["GRID_MAX", "ArrayView", "cell_text", "array_views", "initial_contents"]
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..isa import ISA
 from ..program import Instr, Mem, Program, Span
@@ -162,7 +163,7 @@ def array_views(memory, instrs: Sequence[Instr], written: set, program: Program 
             for ins in instrs:
                 for arg in ins.args:
                     if isinstance(arg, Mem) and arg.array == name and arg.is_scalar:
-                        idx = list(arg.index)
+                        idx = [i for i in arg.index if isinstance(i, int)]  # all of them: is_scalar
                         dims = [max(a, b + 1) for a, b in zip(dims + [0] * (len(idx) - len(dims)), idx)]
             shape = tuple(dims)
         views[name] = ArrayView(name, shape, column=name in blocks)
@@ -186,15 +187,15 @@ def initial_contents(views: Sequence[ArrayView], memory, steps, instrs: Sequence
     decided: dict[str, set] = {n: set() for n in written if n in contents}
     for step, ins in zip(steps, instrs):
         kind = ISA[ins.op].kind
-        if kind == "store" and ins.args[1].array in decided:
-            mem = ins.args[1]
+        if kind == "store" and ins.mem(1).array in decided:
+            mem = ins.mem(1)
             for cell in by_name[mem.array].cells(mem):
                 if cell not in decided[mem.array]:  # stored before anything read it: unknown
                     decided[mem.array].add(cell)
                     contents[mem.array][cell] = ""
-        elif kind == "load" and ins.args[0].array in decided:
-            mem = ins.args[0]
-            value = step.registers[register_index[ins.args[1].name]]
+        elif kind == "load" and ins.mem(0).array in decided:
+            mem = ins.mem(0)
+            value = step.registers[register_index[ins.reg(1).name]]
             vals = value.ravel().tolist() if hasattr(value, "shape") else [value]
             for cell, v in zip(by_name[mem.array].cells(mem), vals):
                 if cell not in decided[mem.array]:  # read before any store: the value it had

@@ -10,32 +10,35 @@ from __future__ import annotations
 
 __all__ = ["systolic_report", "render_systolic"]
 
+import numpy as np
+
 from ..sim.systolic import TICKS_NOTE, SystolicRun
-from .formats import dump_json, render_report
 from .cells import Arr, sig
+from .formats import dump_json, render_report
 from .report import Report, Section
 
 
-def _entering(run: SystolicRun) -> Section:
-    """Seed 002's stagger table: which element enters each row (and column) at each tick."""
+def _entering(run: SystolicRun, recorded: np.ndarray) -> Section:
+    """Seed 002's stagger table: which element enters each row (and column) at each tick
+    (``recorded``: the run's cells)."""
     ticks = range(run.ticks)
     head = ("",) + tuple(str(t) for t in ticks)
     rows = []
     if run.dataflow == "weight":
         for r in range(run.k):  # A[m, r] enters row r at tick m + r
-            rows.append((f"row {r}",) + tuple(_at(run.cells[t, r, 0], lambda m: f"A[{m},{r}]") for t in ticks))
+            rows.append((f"row {r}",) + tuple(_at(recorded[t, r, 0], lambda m, r=r: f"A[{m},{r}]") for t in ticks))
         title, note = "A entering each row, by cycle", "A[m,k] enters row k at cycle m + k (the stagger)"
     else:
         for i in range(run.m):  # A[i, k] enters row i at tick i + k
-            rows.append((f"row {i}",) + tuple(_at(run.cells[t, i, 0], lambda k: f"A[{i},{k}]") for t in ticks))
+            rows.append((f"row {i}",) + tuple(_at(recorded[t, i, 0], lambda k, i=i: f"A[{i},{k}]") for t in ticks))
         for j in range(run.n):  # B[k, j] enters column j at tick k + j
-            rows.append((f"col {j}",) + tuple(_at(run.cells[t, 0, j], lambda k: f"B[{k},{j}]") for t in ticks))
+            rows.append((f"col {j}",) + tuple(_at(recorded[t, 0, j], lambda k, j=j: f"B[{k},{j}]") for t in ticks))
         title = "A entering each row, B each column, by cycle"
         note = "A[i,k] enters row i at cycle i + k; B[k,j] column j at k + j"
     return Section(title, head, tuple(rows), note=note, align=("l",) + ("l",) * run.ticks)
 
 
-def _cells(run: SystolicRun) -> Section:
+def _cells(run: SystolicRun, recorded: np.ndarray) -> Section:
     """Every cell at every tick: the A element passing through (weight-stationary; B[k,n] stays)
     or the A·B pair meeting there (output-stationary; C[i,j] stays)."""
     rows_n, cols_n = run.grid
@@ -44,16 +47,16 @@ def _cells(run: SystolicRun) -> Section:
     for t in range(run.ticks):
         for r in range(rows_n):
             if run.dataflow == "weight":
-                cells = tuple(_at(run.cells[t, r, c], lambda m: f"A[{m},{r}]") for c in range(cols_n))
+                cells = tuple(_at(recorded[t, r, c], lambda m, r=r: f"A[{m},{r}]") for c in range(cols_n))
             else:
-                cells = tuple(_at(run.cells[t, r, c], lambda k, c=c: f"A[{r},{k}]·B[{k},{c}]") for c in range(cols_n))
+                cells = tuple(_at(recorded[t, r, c], lambda k, r=r, c=c: f"A[{r},{k}]·B[{k},{c}]") for c in range(cols_n))
             rows.append((str(t) if r == 0 else "", str(r)) + cells)
     what = ("cell (k, n) holds B[k,n]; A[m,k] passes through it at cycle m + k + n" if run.dataflow == "weight"
             else "cell (i, j) holds C[i,j]; A[i,k] and B[k,j] meet there at cycle i + j + k")
     return Section("Cells, cycle by cycle", head, tuple(rows), note=what, align=("r", "r") + ("l",) * cols_n)
 
 
-def _sums(run: SystolicRun) -> Section:
+def _sums(run: SystolicRun, recorded: np.ndarray, sums: np.ndarray) -> Section:
     """Every cell's partial sum at every tick (where the cell is at work): weight-stationary, the sum
     it passes down, Σ_{k' ≤ row} A[m,k']·B[k',n] (the bottom row's is C[m,n]); output-stationary, its
     accumulator C[i,j] so far."""
@@ -62,7 +65,7 @@ def _sums(run: SystolicRun) -> Section:
     rows = []
     for t in range(run.ticks):
         for r in range(rows_n):
-            cells = tuple("" if run.cells[t, r, c] < 0 else sig(run.sums[t, r, c].item())
+            cells = tuple("" if recorded[t, r, c] < 0 else sig(sums[t, r, c].item())
                           for c in range(cols_n))
             rows.append((str(t) if r == 0 else "", str(r)) + cells)
     return Section("Partial sums, cycle by cycle", head, tuple(rows), align=("r", "r") + ("r",) * cols_n)
@@ -77,7 +80,9 @@ def systolic_report(run: SystolicRun) -> Report:
     rows_n, cols_n = run.grid
     sections = []
     if run.cells is not None:
-        sections += [_entering(run), _cells(run)] + ([_sums(run)] if run.sums is not None else [])
+        sections += [_entering(run, run.cells), _cells(run, run.cells)]
+        if run.sums is not None:
+            sections.append(_sums(run, run.cells, run.sums))
     stationary = "B stationary in the cells" if run.dataflow == "weight" else "C stationary in the cells"
     err = run.numpy_max_error
     summary = (
@@ -100,7 +105,7 @@ def systolic_report(run: SystolicRun) -> Report:
     else:
         sections.append(Section("Results", ("array", "contents"),
                                 (("C", Arr(run.c.tolist())),), align=("l", "l")))
-    notes = (TICKS_NOTE,)
+    notes: tuple[str, ...] = (TICKS_NOTE,)
     if run.sums is not None and run.cells is not None:
         notes += ("partial sums: weight-stationary, the sum each working cell passes down, Σ over k' ≤ row of "
                   "A[m,k']·B[k',n] (the bottom row's leaves as C[m,n]); output-stationary, the C[i,j] each cell "

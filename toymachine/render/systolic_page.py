@@ -19,7 +19,11 @@ from .cells import sig
 
 
 def systolic_frames(run: SystolicRun) -> dict:
-    """Per tick and cell: [operand text, partial sum text] (empty when idle); the stationary values."""
+    """Per tick and cell: [operand text, partial sum text] (empty when idle); the stationary values.
+    The run must have recorded its cells and sums (the page is made for small arrays only)."""
+    recorded, sums = run.cells, run.sums
+    if recorded is None or sums is None:
+        raise ValueError("systolic_frames: the run recorded no cells (the array is too big to animate)")
     rows_n, cols_n = run.grid
     frames = []
     for t in range(run.ticks):
@@ -27,13 +31,13 @@ def systolic_frames(run: SystolicRun) -> dict:
         for r in range(rows_n):
             row = []
             for c in range(cols_n):
-                v = int(run.cells[t, r, c])
+                v = int(recorded[t, r, c])
                 if v < 0:
                     row.append(["", ""])
                     continue
                 what = (f"A[{v},{r}] = {sig(run.a[v, r].item())}" if run.dataflow == "weight"
                         else f"A[{r},{v}]·B[{v},{c}] = {sig(run.a[r, v].item())}·{sig(run.b[v, c].item())}")
-                row.append([what, sig(run.sums[t, r, c].item())])
+                row.append([what, sig(sums[t, r, c].item())])
             frame.append(row)
         frames.append(frame)
     if run.dataflow == "weight":

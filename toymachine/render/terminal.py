@@ -14,9 +14,13 @@ __all__ = ["render_table", "terminal_width"]
 import io
 import shutil
 import sys
+from typing import TYPE_CHECKING
 
 from .cells import is_numeric, text_of
 from .report import Report, Section
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 _PAD = 3  # rich's SIMPLE_HEAVY box: one space either side and a separator
 
@@ -85,7 +89,7 @@ def render_table(report: Report, width: int | None = None) -> str:
                     console.print(Text(line))
             t = Table(box=box.SIMPLE_HEAVY, show_edge=False)
             for i in cols:
-                justify = "right" if aligns[i] == "r" else "left"
+                justify: JustifyMethod = "right" if aligns[i] == "r" else "left"
                 if numeric[i]:
                     t.add_column(s.headers[i], justify=justify, no_wrap=True,
                                  min_width=max((len(r[i]) for r in texts), default=1))

@@ -62,7 +62,7 @@ def _error(status: int, message: str, hint: str | None = None, headers: dict | N
 
 
 def _static(name: str) -> bytes:
-    return resources.files(__package__).joinpath("static", name).read_bytes()
+    return resources.files(__package__).joinpath("static").joinpath(name).read_bytes()
 
 
 def create_app(limits: Limits | None = None, *, local_only: bool = True) -> Starlette:

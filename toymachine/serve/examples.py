@@ -38,7 +38,7 @@ def roots() -> list[Path]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _files(kind: str) -> dict[str, Path]:
     sub, suffix = FOLDERS[kind]
     for root in roots():

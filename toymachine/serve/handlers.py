@@ -15,10 +15,10 @@ from __future__ import annotations
 __all__ = ["HANDLERS", "Reply", "RequestError", "handle"]
 
 import dataclasses
-import io
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..api import Ran, RunOptions, render_run, run_text, sweep_table
 from ..dtypes import DTYPES

@@ -41,7 +41,7 @@ class Limits:
     client_requests: int = _row("client_requests")
 
     @classmethod
-    def from_table(cls, **overrides) -> "Limits":
+    def from_table(cls, **overrides) -> Limits:
         """The limits in force: each row's value (its ``TOYM_MAX_SERVE_…`` variable, else its default)."""
         values = {f.name: TABLE["serve_" + f.name].value() for f in fields(cls) if "serve_" + f.name in TABLE}
         return cls(**{**values, **overrides})

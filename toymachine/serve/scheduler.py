@@ -23,9 +23,9 @@ import asyncio
 import itertools
 import math
 from collections import Counter
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import AsyncIterator
 
 INTERACTIVE, SWEEP = "interactive", "sweep"
 

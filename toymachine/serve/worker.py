@@ -132,8 +132,9 @@ class _Worker:
             self.proc.kill()
             self.proc.wait(5)
         for fh in (self.proc.stdin, self.proc.stdout):
-            with contextlib.suppress(Exception):
-                fh.close()
+            if fh is not None:
+                with contextlib.suppress(Exception):
+                    fh.close()
 
 
 class WorkerPool:

@@ -38,7 +38,8 @@ def cut_edges(keys: list, templates: dict):
     (the chunk ends inside a unit), both taken out of ``keys`` — or None where a line of them is not
     compiled. They stand once (their text depends on where the chunk was cut): run in the loop,
     they cost no compiled block per chunk."""
-    head = tail = ()
+    head: list | tuple = ()
+    tail: list | tuple = ()
     if len(keys) > 2 and keys[0][:1] == "\n":
         head = list(map(templates.get, keys.pop(0)[1:].split("\n")))
     if len(keys) > 2 and keys[-1] != keys[-2]:

@@ -25,18 +25,19 @@ bails.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["BlockCache", "run_blocks"]
 
 from bisect import bisect_right
-from operator import ne, not_, sub
 from itertools import accumulate, chain, compress, islice
+from operator import ne, not_, sub
 
-from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
 from . import compiled, tile_blocks
+from .block_compile import _BAIL, Bail, _Block, _in_loop, compile_block
+from .block_keys import SEP as _SEP
+from .block_keys import cut_edges, tile_units, units
 from .block_ops import initial_reads
-from .block_keys import SEP as _SEP, cut_edges, tile_units, units
 from .loop import execute, execute_engines
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def run_blocks(run: Run, ktext: str, first: int, cache: BlockCache, templates: d
     (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
     often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
     (a tile instruction now and then) run in the loop where they stand."""
-    if not compiled.enabled():
+    if not compiled.ENABLED:
         return False
     keys = units(ktext)  # as ("\n" + ktext).split(_SEP) less its first "", without copying the chunk
     keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
@@ -96,7 +97,7 @@ def run_blocks(run: Run, ktext: str, first: int, cache: BlockCache, templates: d
             keys = [_SEP.join(keys[:group])] * (len(keys) // group) + tail
         else:
             keys = list(map(_SEP.join, zip(*[iter(keys)] * group))) + tail
-    uniq = dict.fromkeys(keys)
+    uniq: dict[str, Any] = dict.fromkeys(keys)  # key → its block (filled in below)
     if len(uniq) * MIN_REPEATS > len(keys):
         return False
     for key in uniq:
@@ -307,8 +308,7 @@ def _call_runs(calls: list, g: int, skip: int, nxt) -> list | None:
     already ran): None when every one ran, else the indices the block that bailed had taken (the
     bail is handled by the caller, outside this handler: no exception context, no kept frames)."""
     try:
-        for g in range(g, len(calls)):
-            fn, count = calls[g]
+        for fn, count in calls[g:]:
             fn(nxt, count - skip)
             skip = 0
     except Bail as bail:
@@ -320,7 +320,7 @@ def _rerun(run: Run, block, taken: list, line: int) -> None:
     """The block that bailed, again in the loop from ``line``: its indices those it had taken, then
     the chunk's stream where it stopped."""
     nxt = run.next_index
-    run.next_index = chain(taken, nxt.__self__).__next__
+    run.next_index = chain(taken, nxt.__self__).__next__  # type: ignore[attr-defined]  # next_index is an iterator's bound __next__
     try:
         execute(run, list(block.codes), line)
     finally:

@@ -72,7 +72,7 @@ def _read_npy(fh, size: int, path: str, name: str) -> np.ndarray:
         shape, fortran, dtype = fmt.read_array_header_1_0(fh)
     elif version in ((2, 0), (3, 0)):
         shape, fortran, dtype = fmt.read_array_header_2_0(fh) if version == (2, 0) else \
-            fmt._read_array_header(fh, version)  # noqa: SLF001 (numpy reads v3 headers only so)
+            fmt._read_array_header(fh, version)  # type: ignore[attr-defined]  # noqa: SLF001 (private, absent from numpy's stubs; numpy reads v3 headers only so)
     else:
         raise ValueError(f"unsupported .npy version {version}")
     where = Location(path)

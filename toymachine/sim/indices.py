@@ -105,7 +105,7 @@ def _cut_ascii(text: str, on_long):
     values = np.zeros(len(at), np.int64)
     for j in range(longest):
         values = np.where(j < length, values * 10 + (chars[:, j] - 48), values)
-    return codecs.ascii_decode(_template(buf, mask, at + 1, length))[0], values.tolist()
+    return codecs.ascii_decode(_template(buf, mask, at + 1, length))[0], values.tolist()  # type: ignore[arg-type]  # an ndarray is a buffer
 
 
 def cut_spans(text: str, mark: str):
@@ -157,4 +157,4 @@ def cut_spans(text: str, mark: str):
     kept[q + 2] = ord(mark)
     bounds = np.empty(2 * len(q), np.int64)
     bounds[0::2], bounds[1::2] = values[colon], stops[colon]
-    return codecs.ascii_decode(kept)[0], values[~colon].tolist(), bounds.tolist()
+    return codecs.ascii_decode(kept)[0], values[~colon].tolist(), bounds.tolist()  # type: ignore[arg-type]  # an ndarray is a buffer

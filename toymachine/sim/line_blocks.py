@@ -31,8 +31,9 @@ from collections import Counter
 from operator import itemgetter
 
 from . import compiled
-from .block_ops import ARITY as _ARITY, WordStatements, initial_reads
-from .blocks import Bail, _BAIL, _flush
+from .block_ops import ARITY as _ARITY
+from .block_ops import WordStatements, initial_reads
+from .blocks import _BAIL, Bail, _flush
 from .engines.kinds import LOAD, LOAD_T, SKIP, STORE, STORE_T
 from .loop import execute
 
@@ -62,7 +63,7 @@ class LineBlocks:
         self.run = run
         self.kinds: dict[tuple, str] = {}  # shape → character
         self.protos: dict[str, tuple] = {}  # character → a code of that shape
-        self.pieces: dict[str, object] = {}  # piece (shape string) → _Piece, or None: the loop runs it
+        self.pieces: dict[str | tuple[str], object] = {}  # piece (shape string, or a period's as a 1-tuple) → _Piece, or None: the loop runs it
         self.held = 0  # the lines of the pieces compiled (bounded by HELD_LINES)
 
     def clear(self) -> None:
@@ -77,6 +78,7 @@ class LineBlocks:
         every item keeps its place and ``code[-1]`` is still the tag (``sim.text`` caches this
         code: one lookup per line gives the code and its shape, ``code[-2]``)."""
         kind = code[0]
+        shape: tuple | None
         if kind == LOAD or kind == STORE:
             shape = (kind, code[1], id(code[2]), code[4])
         elif kind in _ARITY:
@@ -90,6 +92,7 @@ class LineBlocks:
             if len(self.kinds) >= MAX_SHAPES:
                 ch = _NONE
             else:
+                assert shape is not None  # a line without a shape has ch _NONE
                 ch = self.kinds[shape] = chr(0x100 + len(self.kinds))
                 self.protos[ch] = code + (ch, code[-1])  # (noted: its ch is the one object of its shape)
         return code + (ch, code[-1])
@@ -113,7 +116,7 @@ class LineBlocks:
         (``_compile(…, verify=True)``: the shape's character, by identity) and bails on any other,
         so the loop runs that period. False — nothing ran — where the head shows no such period."""
         n = len(codes)
-        if n < PERIOD_REPEATS * PIECE or run.record or run.symbolic or not compiled.enabled():
+        if n < PERIOD_REPEATS * PIECE or run.record or run.symbolic or not compiled.ENABLED:
             return False
         try:
             head = shapes(codes[:2 * MAX_PERIOD + PIECE])
@@ -178,7 +181,7 @@ class LineBlocks:
         its STORE) runs in pieces of whole periods that start at that shape — the same piece
         for every segment, whatever line it starts at; the lines before and after run as below."""
         n = end - pos
-        if n < MIN_SEGMENT or run.record or run.symbolic or not compiled.enabled():
+        if n < MIN_SEGMENT or run.record or run.symbolic or not compiled.ENABLED:
             execute(run, codes[pos:end], first + pos)
             return
         span = _period(sig) if n >= PERIOD_REPEATS * PIECE else None

@@ -36,6 +36,12 @@ class LineCache(dict):
     up, and its new lines compiled ahead in the order they first stand, in one pass."""
 
     __slots__ = ("run", "pieces", "new", "refused", "parts", "missed")
+    run: Run
+    pieces: LineBlocks
+    new: list[str]  # lines looked up and not found in this chunk, in order
+    refused: set[str]  # lines compile_ahead cannot compile (MISS_CODE)
+    parts: dict[tuple, tuple]  # (kind, array, register) → (array, slot, op, shape character)
+    missed: bool
 
     def begin(self, run: Run, pieces: LineBlocks) -> None:
         """Start a chunk: ``new`` lists the lines looked up and not found, in order."""

@@ -14,14 +14,14 @@ unless step rows are recorded.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 __all__ = ["execute", "execute_engines"]
 
-from ..result import Step
-from .engines import scalar
 from ..errors import RuntimeFault
 from ..isa import _mac
+from ..result import Step
+from .engines import scalar
 from .engines.kinds import BINARY, COPY, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
 from .symbolic import Expr, const, leaf
 
@@ -148,7 +148,7 @@ def execute(run: Run, codes: list, first: int, lines=None) -> None:
             arr.cells[idx] = v
             writes += 1
             if symbolic and isinstance(v, Expr) and v.op == "+":
-                run.outputs.setdefault(v, leaf(arr.name, idx).name)
+                run.outputs.setdefault(v, cast(str, leaf(arr.name, idx).name))  # leaf() always names its node
         elif kind == SKIP:  # a blank or comment line: no step, but it takes its indices
             step -= 1
             shift += 1

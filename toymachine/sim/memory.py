@@ -19,8 +19,9 @@ __all__ = ["Array", "Memory", "random_value", "random_block", "random_run", "SCA
 
 import math
 import zlib
+from collections.abc import Iterable
 from operator import itemgetter
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -147,6 +148,7 @@ class Array:
         """
         if self.mode == TILE:
             return
+        assert self.shape is not None  # tile access needs a fixed shape
         shape = tuple(self.shape)
         self.round_fn = round_fn
         if self.dense is None:
@@ -178,10 +180,12 @@ class Array:
         object (a compiled STORE's) once — it grows with distinct STORE lines, not with the trace."""
         if id(idx) not in self._stored:
             self._stored[id(idx)] = idx  # held: its id is not reused while it is here
+            assert self.regions is not None  # tile STOREs record regions while cells may be unwritten
             self.regions.append(idx)
 
     def written_mask(self) -> np.ndarray:
-        mask = np.zeros(tuple(self.shape), dtype=bool)
+        assert self.shape is not None  # tile mode: the shape is fixed
+        mask = np.zeros(tuple(self.shape), dtype=np.bool_)
         for idx in self.regions or ():
             mask[idx] = True
         return mask
@@ -191,6 +195,7 @@ class Array:
         if not self.pending:
             return
         self.randomised = True
+        assert self.shape is not None and self.dense is not None  # pending: use_tile made dense
         init = random_block(self.seed, self.name, tuple(self.shape))
         if self.round_fn is not None:
             with np.errstate(all="ignore"):
@@ -298,12 +303,14 @@ class Array:
     def _dense_nested(self, is_input: bool) -> list:
         if is_input:
             self.materialise()
+        dense = self.dense
+        assert dense is not None  # to_nested calls this only while dense holds the array
         if not self.pending:
-            return self.dense.tolist()
+            return dense.tolist()
         mask = self.written_mask()
         if mask.all():
-            return self.dense.tolist()
-        out = self.dense.astype(object)
+            return dense.tolist()
+        out = dense.astype(object)
         out[~mask] = None
         return out.tolist()
 

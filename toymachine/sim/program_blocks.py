@@ -8,7 +8,7 @@ from __future__ import annotations
 __all__ = ["ProgramKeys", "run_program_blocks"]
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..program import Instr, Reg
 from . import compiled
@@ -86,13 +86,13 @@ class ProgramKeys:
                 keys[k] = key
         except ValueError:  # no key left to find
             pass
-        return "\n".join(keys), indices
+        return "\n".join(cast("list[str]", keys)), indices  # every None is filled in above
 
 
 def run_program_blocks(run: Run, state: ProgramKeys, chunk: Sequence[Instr], first: int) -> bool:
     """Run a chunk of a generated program (lines ``first`` …) block by block, as text mode runs
     a template chunk; False — nothing ran — where it cannot (the caller runs the loop)."""
-    if state.off or run.record or run.symbolic or not compiled.enabled():
+    if state.off or run.record or run.symbolic or not compiled.ENABLED:
         return False
     made = state.keys(chunk, first)
     if made is None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 __all__ = ["Run"]
 
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..asm import operand_spans, parse_line, strip_comment
 from ..dtypes import get_dtype
@@ -21,7 +22,6 @@ from ..isa import ISA
 from ..machine import Machine
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Reg, operands_of
 from ..result import Alarm, Step
-from .engines import ENGINES, engine_for
 from .engines.kinds import COUNT_SLOTS, TEMPLATES, code_text
 from .memory import Memory
 
@@ -83,8 +83,6 @@ class Run:
         self.tround: Callable | None = None
         self.paper_names: set[str] = set()  # sram_rule paper: registers that hold blocks of HBM matrices
         self.sram_counted: set[int] = set()  # …their slots
-        for engine in ENGINES:
-            engine.setup(self)
 
     # -- errors -------------------------------------------------------------------------
     def loc(self, line: int, operand: int | None = None) -> Location:
@@ -171,10 +169,6 @@ class Run:
     def slot_of(self, name: str, line: int, operand: int) -> int:
         s = self.slots.get(name)
         return s if s is not None else self.slot(Reg(name), line, operand)
-
-    def compile(self, ins: Instr, line: int, text: str | None = None) -> tuple:
-        """``ins`` → its code tuple, compiled by the engine that claims it."""
-        return engine_for(ins).compile(self, ins, line, text)
 
     def declare(self, decl: ArrayDecl, data: dict | None):
         first = self.declared.setdefault(decl.name, decl.line)

@@ -20,7 +20,8 @@ __all__ = ["simulate", "DEFAULT_STEP_LIMIT"]
 
 import contextlib
 import gc
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -30,16 +31,16 @@ from ..isa import MNEMONICS
 from ..machine import DEFAULT_MACHINE, Machine
 from ..program import ArrayDecl, Program
 from ..result import MemoryView, Result, Step, arithmetic_intensity
+from . import engines
 from .engines import ENGINES, scalar, tile, units
-from .engines.kinds import MM, MZO, SFU, VEC
-from .engines.kinds import EXEC, LOAD, STORE
-from .program_blocks import ProgramKeys, run_program_blocks
+from .engines.kinds import EXEC, LOAD, MM, MZO, SFU, STORE, VEC
 from .inputs import empty_trace, misread_inputs, unset_inputs
 from .loop import execute, execute_engines
-from .text import run_text
 from .memory import Memory
+from .program_blocks import ProgramKeys, run_program_blocks
 from .run import Run
 from .symbolic import Namer
+from .text import run_text
 
 DEFAULT_STEP_LIMIT = 200  # steps shown by default only for programs this short
 PROGRAM_CHUNK = 65_536  # instructions of a Program compiled at a time (bounds the compiled code's memory)
@@ -73,6 +74,7 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
     memory = Memory(seed)
     run = Run(machine, memory, dtype=machine.dtype, symbolic=symbolic, steps=steps, step_limit=step_limit,
                strict=strict_numerics, file=fname, source=lambda line: None)
+    engines.setup(run)
     run.data = data
     rnd = None if (symbolic or run.dt.exact) else run.dt.round_array
     for name, values in (data or {}).items():
@@ -180,7 +182,7 @@ def _run_program(run: Run, program: Program, data: dict | None) -> None:
                     code = by_id.get(id(ins))  # compiled at an earlier occurrence in this chunk
                     if code is None:
                         line = first + start + k if lines is None else lines[start + k]
-                        code = scalar.compile_memory(run, ins, line) or run.compile(ins, line)
+                        code = scalar.compile_memory(run, ins, line) or engines.compile_instr(run, ins, line)
                         if run.flush:
                             break
                         if code[0] != LOAD and code[0] != STORE:  # a LOAD/STORE Instr is rarely seen twice

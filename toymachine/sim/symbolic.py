@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __all__ = ["Expr", "leaf", "SYMBOLIC_OPS", "Namer", "render", "subscript", "const"]
 
-from typing import Callable
+from collections.abc import Callable
 
 _SUB = str.maketrans("0123456789-", "₀₁₂₃₄₅₆₇₈₉₋")
 
@@ -34,7 +34,7 @@ class Expr:
         self.args = args
         self.name = name
         self._hash = hash((op, args, name))
-        self._leaves = None
+        self._leaves: frozenset | None = None
 
     def __eq__(self, other) -> bool:
         return (self is other) or (isinstance(other, Expr) and self._hash == other._hash
@@ -177,6 +177,7 @@ def render(e: Expr, namer: Namer | None = None, limit: int = 0) -> str:
         if nm is not None:
             s = nm
         elif x.op in ("leaf", "const"):
+            assert x.name is not None  # leaf() and const() always name their node
             s = x.name
         elif x.op == "exp":
             inner = go(x.args[0])

@@ -184,7 +184,9 @@ def _weight_stationary(a: np.ndarray, b: np.ndarray, record: bool):
     exits = np.full((m, n), -1, np.int64)
     last_entry = m + k - 2  # A[M−1, K−1] enters row K−1 at this tick
     t = busy_ticks = macs = 0
-    busy_cells, cells, sums = [], ([] if record else None), ([] if record else None)
+    busy_cells: list[int] = []
+    cells: list[np.ndarray] | None = [] if record else None
+    sums: list[np.ndarray] | None = [] if record else None
     while True:
         # 1. activations move one cell right; column 0 takes A[t − row, row] (the stagger)
         act[:, 1:] = act[:, :-1]
@@ -196,6 +198,7 @@ def _weight_stationary(a: np.ndarray, b: np.ndarray, record: bool):
         bottom[1:] = bottom[:-1]
         bottom[0] = m_in[-1] if entering[-1] else -1
         if record:
+            assert src is not None
             src[:, 1:] = src[:, :-1]
             src[:, 0] = np.where(entering, m_in, -1)
         # 2. partial sums move one cell down (row 0 starts from zero); a cell holding an
@@ -213,6 +216,7 @@ def _weight_stationary(a: np.ndarray, b: np.ndarray, record: bool):
         count = int(np.count_nonzero(live))
         busy_cells.append(count)
         if record:
+            assert src is not None and cells is not None and sums is not None
             cells.append(src.copy())
             sums.append(psum.copy())
         t += 1
@@ -237,7 +241,9 @@ def _output_stationary(a: np.ndarray, b: np.ndarray, record: bool):
     exits = np.full((m, n), -1, np.int64)
     last_entry = max(m, n) + k - 2  # the last A/B element to enter
     t = busy_ticks = macs = 0
-    busy_cells, cells, sums = [], ([] if record else None), ([] if record else None)
+    busy_cells: list[int] = []
+    cells: list[np.ndarray] | None = [] if record else None
+    sums: list[np.ndarray] | None = [] if record else None
     while True:
         a_val[:, 1:], a_k[:, 1:] = a_val[:, :-1], a_k[:, :-1]  # A moves right
         b_val[1:], b_k[1:] = b_val[:-1], b_k[:-1]  # B moves down
@@ -256,6 +262,7 @@ def _output_stationary(a: np.ndarray, b: np.ndarray, record: bool):
         count = int(np.count_nonzero(busy))
         busy_cells.append(count)
         if record:
+            assert cells is not None and sums is not None
             cells.append(np.where(busy, a_k, -1))
             sums.append(acc.copy())
         t += 1

@@ -26,20 +26,21 @@ from __future__ import annotations
 __all__ = ["run_text", "CACHE_LIMIT"]
 
 from collections import Counter
+from collections.abc import Iterable
 from itertools import compress
 from operator import not_
-from typing import Iterable, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..asm import parse_line, strip_comment
 from ..program import ArrayDecl
 from .blocks import BlockCache, run_blocks
+from .engines import compile_instr, scalar
+from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
+from .engines.tile_lines import compile_tile_line
 from .line_blocks import MISS, MISS_CODE, LineBlocks
 from .line_cache import LineCache
-from .engines import scalar
-from .engines.tile_lines import compile_tile_line
-from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .loop import execute
 from .text_slices import MARK, cut, template_ahead, tile_miss
 
@@ -227,7 +228,7 @@ def _run_lines(run: Run, codes: list, sig: str, at: list, first: int, compile_mi
         if run.flush:  # an array went dense: compiled word accesses to it are stale
             run.flush = False
             rest = [code] + [None] * (end - j - 1)
-            _segments(run, rest, first + j, lambda k: compile_miss(j + k))
+            _segments(run, rest, first + j, lambda k, j=j: compile_miss(j + k))
             return
         if code is not _SKIP0 and later:
             for k in later.pop(lines[j], ()):
@@ -355,4 +356,4 @@ def _compile_line(run: Run, n: int, text: str):
     if isinstance(item, ArrayDecl):
         run.declare(item, run.data)
         return None
-    return run.compile(item, n, text=strip_comment(text).strip())
+    return compile_instr(run, item, n, text=strip_comment(text).strip())

@@ -119,6 +119,7 @@ def tile_miss(run: Run, n: int, key: str, line: str, templates: dict, exact: dic
     for _ in range(key.count("[]") - k):
         run.next_index()
     k *= 2  # a cut span's start and stop
+    assert run.tile_bounds is not None  # text.py calls this only for a chunk with cut bounds
     bounds, pos = run.tile_bounds
     taken = bounds[pos[0]:pos[0] + k]
     pos[0] += k

@@ -22,6 +22,7 @@ in the block wrote, SRAM is counted exactly (not ``sram_rule: paper``) and no st
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 __all__ = ["compile_tile_block", "TileBlock", "separate"]
@@ -49,6 +50,16 @@ class TileBlock:
     of the arrays it reads; ``stores``: (array, index) of each block it writes."""
 
     __slots__ = ("block", "multi", "skip", "words", "pure", "signature", "loads", "stores", "streamed", "batch")
+    block: Callable[[Callable[[], int]], None]
+    multi: Callable[[Callable[[], int], int], None]
+    skip: Callable[[int], None]
+    words: bool
+    pure: bool
+    signature: tuple
+    loads: frozenset[int]
+    stores: tuple
+    streamed: bool
+    batch: Callable | None
 
 
 def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):

@@ -67,10 +67,25 @@ from __future__ import annotations
 __all__ = ["default_order", "Blocks", "TileCost", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
            "check_split"]
 
-from .backward import (backward_words, split_words, standard_backward_words, tally_backward, tally_split,
-                       tally_standard_backward)
-from .blocks import (APART_PHASES, KV_PHASES, SPLIT_PHASES, Blocks, check_split, default_order, fit_blocks, paper_blocks,
-                     sram_peak)
+from .backward import (
+    backward_words,
+    split_words,
+    standard_backward_words,
+    tally_backward,
+    tally_split,
+    tally_standard_backward,
+)
+from .blocks import (
+    APART_PHASES,
+    KV_PHASES,
+    SPLIT_PHASES,
+    Blocks,
+    check_split,
+    default_order,
+    fit_blocks,
+    paper_blocks,
+    sram_peak,
+)
 from .counts import Tally, TileCost
 from .eager import EAGER_REGISTERS, eager_footprint, eager_peak, eager_words, tally_eager
 from .forward import forward_words, tally_forward
@@ -203,7 +218,8 @@ def _registers(algo: str, pass_: str, variant: str, scaled: bool, precompute_d: 
     stats = 2 if algo == "fa1" else 1
     if order == "split":  # T0 T5 T8 (preprocess); + T1 T2 T3 T4 T6 T10 (+T7) (dq, dk); + T11 (dkdv, all);
         # dv: T0 T5 T6 (T7) T1 T3 T11
-        return {"preprocess": 3, "dq": 8 + stats, "dk": 8 + stats, "dv": 5 + stats}.get(phase, 9 + stats) + s
+        by_phase: dict[str | None, int] = {"preprocess": 3, "dq": 8 + stats, "dk": 8 + stats, "dv": 5 + stats}
+        return by_phase.get(phase, 9 + stats) + s
     return 10 + stats + (0 if precompute_d else 1) + s
 
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 from ...errors import ConfigError
 
-
 SPLIT_PHASES = ("preprocess", "dkdv", "dq")  # order split: the FlashAttention-2 kernels' three backward launches
 APART_PHASES = ("dv", "dk")  # dkdv as two launches, one accumulator each (kernels_gpu's d 256 backward, dv_apart)
 KV_PHASES = ("dkdv",) + APART_PHASES  # the launches that hold K_j (and V_j) while Q_i, dO_i stream past

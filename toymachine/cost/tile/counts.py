@@ -10,9 +10,9 @@ from __future__ import annotations
 __all__ = ["TileCost", "Tally"]
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 from ...isa import MNEMONICS
 from ...machine import DEFAULT_MACHINE, Machine

@@ -37,8 +37,8 @@ __all__ = ["ORDERS", "VARIANTS", "attention_program", "resolve_attention"]
 
 from ...cost import attention_bound, attention_cost, attention_registers
 from ...errors import ConfigError
-from ...program import ArrayDecl, Program
 from ...params import check_choice, check_int
+from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
 ORDERS = ("inner", "outer")
@@ -61,8 +61,10 @@ class _Registers:
 
 
 def _update_scalars(b: ProgramBuilder, variant: str, x: int, m: int | None, l_: int, scale: int | None) -> None:
-    """Fold the score in x into (m, l); afterwards x holds the weight p (and scale c)."""
+    """Fold the score in x into (m, l); afterwards x holds the weight p (and scale c). The variant
+    decides which registers exist: m for all but no-max, scale for exact only."""
     if variant == "exact":  # the seed's online-softmax steps 2–9
+        assert m is not None and scale is not None
         b.op("MOV", m, scale)  # save the old max
         b.op("MAX", m, x, m)  # m' = max(m, x)
         b.op("SUB", scale, m, scale)  # m − m'
@@ -72,6 +74,7 @@ def _update_scalars(b: ProgramBuilder, variant: str, x: int, m: int | None, l_: 
         b.op("MUL", l_, scale, l_)  # l·c
         b.op("ADD", l_, x, l_)  # l' = l·c + p
     elif variant == "no-rescale":
+        assert m is not None
         b.op("MAX", m, x, m)
         b.op("SUB", x, m, x)
         b.op("EXP", x, x)  # p = e^(x − m'), old l and numerator left on the old scale
@@ -84,6 +87,7 @@ def _update_scalars(b: ProgramBuilder, variant: str, x: int, m: int | None, l_: 
 def _update_numerator(b: ProgramBuilder, variant: str, x: int, scale: int | None, value: int, num: int) -> None:
     """num ← num·c + p·v_j[t] (num·c only for exact)."""
     if variant == "exact":
+        assert scale is not None  # exact has the rescale register
         b.op("MUL", num, scale, num)
     b.op("MAC", x, value, num, num)
 
@@ -112,7 +116,7 @@ def _inner(b: ProgramBuilder, n: int, d: int, variant: str) -> None:
     for i in range(n):
         for t in range(d):
             b.load("q", (i, t), q[t])  # Q row load
-        if has_max:  # O row load: the initial state
+        if m is not None:  # O row load: the initial state (no-max keeps no max)
             b.load("row_max", (i,), m)
         b.load("row_sum", (i,), l_)
         for t in range(d):
@@ -137,13 +141,17 @@ def _outer(b: ProgramBuilder, n: int, d: int, variant: str, slots: int) -> None:
     scale = regs.one() if variant == "exact" else None
     tmp = regs.one()
     k_row, v_row = regs.take(d), regs.take(d)  # the KV row, resident
-    slot_m, slot_l, slot_num = [], [], []  # output slots: rows 0..K−1 stay resident
+    # output slots: rows 0..K−1 stay resident
+    slot_m: list[int | None] = []
+    slot_l: list[int] = []
+    slot_num: list[list[int]] = []
     for r in range(slots):
-        slot_m.append(regs.one() if has_max else None)
+        m_r = regs.one() if has_max else None
+        slot_m.append(m_r)
         slot_l.append(regs.one())
         slot_num.append(regs.take(d))
-        if has_max:  # O row load, once
-            b.load("row_max", (r,), slot_m[r])
+        if m_r is not None:  # O row load, once
+            b.load("row_max", (r,), m_r)
         b.load("row_sum", (r,), slot_l[r])
         for t in range(d):
             b.load("acc", (r, t), slot_num[r][t])
@@ -160,12 +168,13 @@ def _outer(b: ProgramBuilder, n: int, d: int, variant: str, slots: int) -> None:
                 for t in range(d):
                     _update_numerator(b, variant, x, scale, v_row[t], slot_num[i][t])
                 continue
-            if has_max:  # O row load
+            assert l_w is not None  # a row past the slots: there are fewer slots than rows
+            if m_w is not None:  # O row load
                 b.load("row_max", (i,), m_w)
             b.load("row_sum", (i,), l_w)
             _update_scalars(b, variant, x, m_w, l_w, scale)
             if not last:  # O row store (the state) …
-                if has_max:
+                if m_w is not None:
                     b.store(m_w, "row_max", (i,))
                 b.store(l_w, "row_sum", (i,))
             for t in range(d):

@@ -37,15 +37,19 @@ from __future__ import annotations
 
 __all__ = ["SCHEDULES", "matmul_program"]
 
+from collections.abc import Callable
+
 from ...cost.matmul import SCHEDULES, MatmulPlan, matmul_bound, matmul_plan_cost, plan_matmul
 from ...cost.matmul_known import known_program
 from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
-
 # -- emission ----------------------------------------------------------------------------
 
-def _addressing(plan: MatmulPlan):
+Address = Callable[[int, int], tuple[str, tuple[int, int]]]  # (row, column) → (array, index)
+
+
+def _addressing(plan: MatmulPlan) -> tuple[Address, Address, Address]:
     """P(i, k), Q(k, j), C(i, j) of the plan's orientation as (array, index)."""
     if plan.orientation == "rows":
         return (lambda i, k: ("a", (i, k)), lambda k, j: ("b", (k, j)), lambda i, j: ("c", (i, j)))

@@ -15,13 +15,14 @@ Cost formulas: ``toymachine.cost.softmax_cost``.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import overload
 
 __all__ = ["ALGOS", "softmax_program"]
 
 from ...cost import SOFTMAX_REGISTERS, softmax_bound, softmax_cost
-from ...program import ArrayDecl, Program
 from ...params import check_choice, check_int
+from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, LineSink, ProgramBuilder, check_size, cli_line, input_values
 
 ALGOS = ("naive", "safe", "online")
@@ -90,9 +91,15 @@ def _online(b: ProgramBuilder, n: int) -> None:
     _normalise_pass(b, n, subtract_max=True)
 
 
+@overload
+def softmax_program(n: int = ..., algo: str = ..., *, with_data: bool = ..., seed: int = ...,
+                    max_instructions: int | None = ..., on_size=..., stream: None = ...) -> Program: ...
+@overload
+def softmax_program(n: int = ..., algo: str = ..., *, with_data: bool = ..., seed: int = ...,
+                    max_instructions: int | None = ..., on_size=..., stream: Callable[[str], object]) -> None: ...
 def softmax_program(n: int = 6, algo: str = "online", *, with_data: bool = True, seed: int = 0,
                     max_instructions: int | None = MAX_INSTRUCTIONS, on_size=None,
-                    stream: Callable[[str], None] | None = None) -> Program | None:
+                    stream: Callable[[str], object] | None = None) -> Program | None:
     """``toym gen softmax``: softmax of x[0..n−1] into out[0..n−1]. With ``stream``, the program's
     text (``Program.to_text()``'s bytes) goes to ``stream`` in blocks as it is generated, and the
     result is None: ``--n 100000000 --no-data`` costs a block of text in memory, not the program."""
@@ -110,9 +117,13 @@ def softmax_program(n: int = 6, algo: str = "online", *, with_data: bool = True,
         f"lower bound: {bound.traffic} words ({bound.source})",
     ]
     arrays = [ArrayDecl("x", (n,), values=input_values(seed, "x", (n,)) if with_data else None)]  # else .array x[n]
-    b = ProgramBuilder()
-    if stream is not None:
-        b.instrs = LineSink(stream)
-        b.instrs.start(header, arrays)
-    {"naive": _naive, "safe": _safe, "online": _online}[algo](b, n)
-    return b.program(header, arrays)
+    emit = {"naive": _naive, "safe": _safe, "online": _online}[algo]
+    if stream is None:
+        b = ProgramBuilder()
+        emit(b, n)
+        return b.program(header, arrays)
+    sink = LineSink(stream)
+    sink.start(header, arrays)
+    emit(ProgramBuilder(sink=sink), n)
+    sink.close()
+    return None

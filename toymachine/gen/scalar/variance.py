@@ -18,8 +18,8 @@ from __future__ import annotations
 __all__ = ["variance_program"]
 
 from ...cost import VARIANCE_REGISTERS, variance_bound, variance_cost
-from ...program import ArrayDecl, Program
 from ...params import check_int
+from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
 X, MEAN, M2, COUNT, ONE, DELTA = range(6)

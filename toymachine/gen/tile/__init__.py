@@ -8,6 +8,16 @@ from __future__ import annotations
 __all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_program", "run_attention",
            "resolve_blocks", "attention_reference", "attention_backward_reference", "array_shapes"]
 
-from .attention import (ALGOS, ORDERS, PASSES, SPLIT_PHASES, VARIANTS, array_shapes, attention_backward_reference,
-                        attention_program, attention_reference, resolve_blocks)
+from .attention import (
+           ALGOS,
+           ORDERS,
+           PASSES,
+           SPLIT_PHASES,
+           VARIANTS,
+           array_shapes,
+           attention_backward_reference,
+           attention_program,
+           attention_reference,
+           resolve_blocks,
+)
 from .run import run_attention

@@ -89,17 +89,26 @@ __all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_p
            "attention_reference", "attention_backward_reference", "array_shapes"]
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from ...cost.tile import (KV_PHASES, SPLIT_PHASES, Blocks, attention_tile_cost, check_split, default_order, fit_blocks,
-                          sram_peak)
+from ...cost.tile import (
+    KV_PHASES,
+    SPLIT_PHASES,
+    Blocks,
+    attention_tile_cost,
+    check_split,
+    default_order,
+    fit_blocks,
+    sram_peak,
+)
 from ...errors import ConfigError
 from ...machine.config import SRAM_RULES
 from ...program import Program
-from .backward import emit_backward, emit_split_phase, emit_standard_backward
 from ..common import MAX_INSTRUCTIONS, check_size
+from .backward import emit_backward, emit_split_phase, emit_standard_backward
 from .eager import eager_program, eager_shapes
 from .emit import TAU, Dropout, Emitter
 from .forward import emit_forward
@@ -140,7 +149,7 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
     (the queries), Bc to nk (the keys, default n). ``heads``/``kv_heads``: all batches' heads."""
     keys = n if nk is None else nk
     order = default_order(algo, order)
-    fit = dict(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
+    fit: dict[str, Any] = dict(algo=algo, pass_=pass_, d=d, n=n, sram_words=sram_words, variant=variant, scaled=scaled,
                precompute_d=precompute_d, order=order, heads=heads, phase=phase, nk=nk, kv_heads=kv_heads,
                dropout=dropout, sram_rule=sram_rule)
     if block_m is not None or block_n is not None or sram_words is None:
@@ -284,7 +293,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     g = Blocks(n, br, bc, bool(causal), None if keys == n else keys)
     groups = _head_groups(batch, heads, kvh)
     dr = Dropout(p_drop, int(dropout_seed), heads) if p_drop else None
-    extra = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
+    extra: dict[str, Any] = {} if (nk is None and kv_heads is None) else dict(nk=keys, kv_heads=kvh)
     cost = attention_tile_cost(n=n, d=d, algo=algo, pass_=pass_, batch=batch, heads=heads, causal=bool(causal),
                                block_m=br, block_n=bc, variant=variant, precompute_d=precompute_d, order=order,
                                scale=tau, phase=phase, dropout=p_drop, sram_rule=sram_rule, **extra)
@@ -317,7 +326,7 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
                     emit_forward(e, g, d, pre, algo=algo, variant=variant, scaled=scaled, kpre=kpre, dropout=dr)
     peak_kw = dict(algo=algo, pass_=pass_, d=d, variant=variant, scaled=scaled, precompute_d=precompute_d, order=order,
                    n=n, heads=batch * heads, phase=phase, nk=keys, kv_heads=batch * kvh, dropout=bool(p_drop))
-    drop_kw = dict(dropout=p_drop, dropout_seed=int(dropout_seed)) if p_drop else {}
+    drop_kw: dict[str, Any] = dict(dropout=p_drop, dropout_seed=int(dropout_seed)) if p_drop else {}
     shapes = array_shapes(n=n, d=d, batch=batch, heads=heads, algo=algo, pass_=pass_, **extra)
     arrays = array_declarations(shapes, algo, pass_, precompute_d, order, with_data, seed, tau, bool(causal), n, d,
                                 phase, **drop_kw)

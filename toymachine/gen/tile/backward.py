@@ -15,6 +15,7 @@ __all__ = ["BACKWARD_REGS", "SPLIT_REGS", "STANDARD_REGS", "emit_backward", "emi
            "emit_standard_backward"]
 
 from ...cost.tile import Blocks
+from ...program import Mem
 from .emit import TAU, Dropout, Emitter, drop, scores
 
 BACKWARD_REGS = ("T0 Q_i, T5 dO_i, T9 dQ_i (Br×d) · T1 K_j, T2 V_j, T10 dK_j, T11 dV_j (Bc×d) · T3 S_ij → P_ij, "
@@ -86,7 +87,7 @@ def emit_backward(e: Emitter, g: Blocks, d: int, pres: list, *, algo: str, scale
         e.op("ROWSUM", t(4), t(12))
         e.op("ADD", t(8), t(12), t(8))  # D_i += rowsum(P∘dP)
 
-    def gradients(dv_rmw: tuple | None, dk_rmw: tuple | None, pre: tuple, i0: int, j0: int) -> None:
+    def gradients(dv_rmw: Mem | None, dk_rmw: Mem | None, pre: tuple, i0: int, j0: int) -> None:
         if dv_rmw:
             e.op("LOAD", dv_rmw, t(11))
         dropped = 13 if dropout is not None and dropout.p else 3

@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from ...sim.memory import random_block
 from ...program import ArrayDecl
+from ...sim.memory import random_block
 from .backward import BACKWARD_REGS, SPLIT_REGS, STANDARD_REGS
 from .emit import TAU
 from .forward import FORWARD_REGS

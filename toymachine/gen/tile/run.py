@@ -8,6 +8,8 @@ them on a machine and returns the outputs as numpy arrays with the inputs' layou
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["run_attention"]
 
 import numpy as np
@@ -52,13 +54,13 @@ def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, 
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     batch, heads, kv_heads, n, nk, d = _layout(q, k, v)
     mach = machine if isinstance(machine, Machine) or machine is None else resolve_machine(machine)
-    common = dict(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=block_m, block_n=block_n,
+    common: dict[str, Any] = dict(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=block_m, block_n=block_n,
                   scale=scale)
     if nk != n or kv_heads != heads:  # the default programs stay those of the plain call
         common.update(nk=nk, kv_heads=kv_heads)
     if dropout:
         common.update(dropout=dropout, dropout_seed=dropout_seed)
-    shape_kw = {key: common[key] for key in ("n", "d", "algo", "batch", "heads", "nk", "kv_heads") if key in common}
+    shape_kw: dict[str, Any] = {key: common[key] for key in ("n", "d", "algo", "batch", "heads", "nk", "kv_heads") if key in common}
     shape_kw["algo"] = "standard" if algo.startswith("standard") else algo
     shapes = array_shapes(**shape_kw)
 
@@ -74,6 +76,7 @@ def run_attention(q, k, v, do=None, *, algo: str = "fa2", causal: bool = False, 
     if do is None:
         return out
     do = np.asarray(do, dtype=np.float64).reshape(q.shape)
+    order_kw: dict[str, Any]
     if algo.startswith("standard"):  # Algorithm 3 reads the forward's P; its schedule has no order
         common["algo"] = "standard"
         order_kw = {}

@@ -24,9 +24,15 @@ the tile engine calls it) prices tile instructions on a machine with compute uni
 
 from __future__ import annotations
 
-__all__ = ["ENGINES", "engine_for"]
+__all__ = ["ENGINES", "engine_for", "setup", "compile_instr"]
 
+from typing import TYPE_CHECKING
+
+from ...program import Instr
 from . import scalar, tile
+
+if TYPE_CHECKING:
+    from ..run import Run
 
 ENGINES = (tile, scalar)  # the first that claims an instruction compiles it; scalar claims the rest
 
@@ -37,3 +43,14 @@ def engine_for(ins):
         if engine.claims(ins):
             return engine
     raise AssertionError(ins)  # pragma: no cover - scalar claims every instruction
+
+
+def setup(run: Run) -> None:
+    """Every engine's per-run state, once, before anything compiles."""
+    for engine in ENGINES:
+        engine.setup(run)
+
+
+def compile_instr(run: Run, ins: Instr, line: int, text: str | None = None) -> tuple:
+    """``ins`` → its code tuple, compiled by the engine that claims it."""
+    return engine_for(ins).compile(run, ins, line, text)

@@ -25,16 +25,32 @@ __all__ = ["claims", "setup", "compile", "report", "compile_memory", "compile_me
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from ...asm import parse_line, strip_comment
 from ...errors import AsmError, RuntimeFault
 from ...isa import ISA, MNEMONICS
-from ...asm import parse_line, strip_comment
 from ...program import ACCUMULATOR, Instr, Reg, operands_of
 from ..memory import SCALAR, TILE
 from ..symbolic import SYMBOLIC_OPS
-from .kinds import (BINARY, COPY, EXEC, LOAD, LOAD_T, MM, MZO, OPINDEX, SFU, STORE, STORE_T, TERNARY, TILE_BASE, UNARY,
-                    VEC)
+from .kinds import (
+    BINARY,
+    COPY,
+    EXEC,
+    LOAD,
+    LOAD_T,
+    MM,
+    MZO,
+    OPINDEX,
+    SFU,
+    STORE,
+    STORE_T,
+    TERNARY,
+    TILE_BASE,
+    UNARY,
+    VEC,
+)
 
 if TYPE_CHECKING:
     from ..run import Run

@@ -27,7 +27,8 @@ from __future__ import annotations
 __all__ = ["seed_setup", "seed_pricer"]
 
 import math
-from typing import Callable, TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ...cost import tpu_seed as S
 from ...program import operands_of

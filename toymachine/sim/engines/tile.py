@@ -70,13 +70,20 @@ import math
 import numpy as np
 
 from ...errors import AsmError, RuntimeFault
-from ...limits import LIMITS
 from ...isa import ISA
+from ...limits import LIMITS
 from ...program import Instr, Mem, Reg, Span, operands_of
 from ..memory import SCALAR
 from . import tile_ops, units
 from .kinds import EXEC, MM, OPINDEX, SFU, SKIP_SLOT, TILE_BASE, VEC
-from .tile_events import ELEMENTWISE, bad_store, dropout_operands, sram_full, tile_event, tile_rounder
+from .tile_events import (
+    ELEMENTWISE,
+    bad_store,
+    dropout_operands,
+    sram_full,
+    tile_event,
+    tile_rounder,
+)
 from .tile_ops import UFUNC
 
 if TYPE_CHECKING:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 __all__ = ["tile_event", "tile_rounder", "bad_store", "sram_full", "shape_text", "dropout_operands", "ELEMENTWISE"]
 
-from typing import Callable, TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def tile_event(run: Run, line: int, code: tuple, compute: Callable, srcs: tuple,
     operands as (register slot, transposed, operand position)."""
     ins = code[-1][0]
     vals = [run.regs[s] for s, _, _ in srcs]
-    for (s, t, pos), v in zip(srcs, vals):
+    for (_, _, pos), v in zip(srcs, vals):
         if v is None:
             name = ins.args[pos].name
             raise RuntimeFault(f"{name} is read before anything was written to it", loc=run.loc(line, pos),

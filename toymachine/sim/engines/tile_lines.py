@@ -4,7 +4,7 @@
 A trace whose tile addresses are all new (every block line a first sight) spends most of its
 time parsing them; here a canonical line — upper-case mnemonic, one ``[...]`` of literal indices
 and ``start:stop`` spans, a canonical ``T<n>`` register, no comment — becomes the same ``Instr``
-the parser builds and is compiled by the same engine (``Run.compile``). Anything else (lower case,
+the parser builds and is compiled by the same engine (``engines.compile_instr``). Anything else (lower case,
 ``.T``, ``a[0][1:2]`` brackets, an index at or past ``limits.array_elements``, a malformed slice)
 returns None and takes the general path, which reports it.
 """
@@ -76,4 +76,4 @@ def compile_tile_line(run: Run, n: int, text: str):
         ins = Instr("LOAD", (Mem(name, items), Reg(reg)), n)
     else:
         ins = Instr("STORE", (Reg(sreg), Mem(sname, items)), n)
-    return tile.compile(run, ins, n, text.strip())  # the engine Run.compile picks (tile claims a T register)
+    return tile.compile(run, ins, n, text.strip())  # the engine engines.compile_instr picks (tile claims a T register)

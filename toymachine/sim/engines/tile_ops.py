@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __all__ = ["UFUNC", "matmul", "binary", "unary", "rowreduce", "mov", "mask", "dropout", "dropout_keep"]
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -116,7 +116,11 @@ def _exact(run: Run, line: int) -> None:
     code = compile_tile_line(run, line, text)
     if code is None:
         item = parse_line(text, line, run.file)
-        code = run.compile(item, line, text=strip_comment(text).strip())
+        from . import (
+            compile_instr,  # (the package's: it imports the tile engine, which imports this)
+        )
+
+        code = compile_instr(run, item, line, text=strip_comment(text).strip())
     code[2](run, line)
 
 

@@ -19,7 +19,8 @@ __all__ = ["setup", "pricer", "report", "memory_peak", "MXU_CYCLES", "MACS", "PA
 
 import math
 from collections import Counter
-from typing import Callable, TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -32,7 +33,9 @@ def setup(run: Run) -> None:
     run.units = [0, 0, 0, 0] if run.machine.has_units else None
     run.vpu_by_op = Counter()
     if run.machine.accounting == "seed-002":
-        from . import seed_units  # seed 002's accounting, loaded only for its machine (a fast start)
+        from . import (
+            seed_units,  # seed 002's accounting, loaded only for its machine (a fast start)
+        )
 
         seed_units.seed_setup(run)
 
