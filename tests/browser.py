@@ -2,7 +2,7 @@
 
 Only the standard library: the DevTools protocol is JSON over a WebSocket, and the
 WebSocket here is the RFC 6455 minimum a client needs (handshake, masked text frames out,
-unmasked frames in). One ``Chromium`` process serves a whole test session (the ``chromium``
+unmasked frames in). One ``Chromium`` process serves a whole test run (the ``chromium``
 fixture of tests/conftest.py); each ``Browser`` is a page of its own in a fresh browser context
 (no cookies, storage or cache of another page). Tests skip where no Chromium is installed
 (Debian: ``apt-get install -y chromium``): the ``browser`` mark.

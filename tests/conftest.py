@@ -141,13 +141,13 @@ def pytest_runtest_setup(item):
 
 
 def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
-    """A folder that ``build(folder)`` fills once per test session and every pytest-xdist worker shares:
+    """A folder that ``build(folder)`` fills once per test run and every pytest-xdist worker shares:
     the first worker to ask builds it under a file lock, the others wait and reuse it. A failed build
     fails every test that asks for it, in every worker (the traceback is kept beside the folder).
     ``build`` does not skip: check for the tools it needs (``need_tool``) before asking."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the session's folder, above each worker's own
+        base = base.parent  # the run's folder, above each worker's own
     folder, done, failed = base / name, base / f"{name}.done", base / f"{name}.failed"
     with open(base / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -170,7 +170,7 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
 
 @pytest.fixture(scope="session")
 def chromium():
-    """One headless Chromium for the session (for each pytest-xdist worker); tests take pages of it."""
+    """One headless Chromium for the test run (for each pytest-xdist worker); tests take pages of it."""
     from browser import Chromium, find_chromium
 
     with Chromium(need_tool(find_chromium(), "Chromium", "apt-get install -y chromium")) as process:
@@ -179,6 +179,6 @@ def chromium():
 
 @pytest.fixture
 def browser(chromium):
-    """A page of the session's Chromium in a fresh browser context (nothing kept from another test)."""
+    """A page of the run's Chromium in a fresh browser context (nothing kept from another test)."""
     with chromium.new_page() as page:
         yield page

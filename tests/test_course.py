@@ -156,6 +156,7 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
+@pytest.mark.slow
 def test_canvas_moodle_and_blackboard_exports_of_one_class_give_the_same_grades(tmp_path):
     students = course_class.make_class(60)
     problem = _problem_with_deadline(tmp_path)
@@ -289,6 +290,7 @@ def test_renaming_a_problem_file_moves_no_variant(tmp_path):
     assert load_variants(tmp_path / "a.yaml")[0].id.startswith("Problem 1: c{i}{j} = ")
 
 
+@pytest.mark.slow
 def test_a_trace_of_another_students_variant_says_so_in_the_feedback(tmp_path, toym):
     out = tmp_path / "out"
     code, _, err = toym("grade", str(ROOT / "examples" / "submissions" / "p1_c00"), "-p", str(P1), "--out", str(out))
@@ -323,6 +325,7 @@ def test_copies_with_renamed_registers_and_reordered_instructions_are_clustered(
     assert 0.8 <= clusters[0].similarity < 1
 
 
+@pytest.mark.slow
 def test_similarity_never_changes_a_score_and_is_in_the_summary(tmp_path, toym):
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -370,6 +373,7 @@ def _assignment(tmp_path: Path) -> Path:
     return folder / "hw1.yaml"
 
 
+@pytest.mark.slow
 def test_a_three_problem_assignment_gives_one_gradebook_with_a_column_per_problem(tmp_path, toym):
     hw = _assignment(tmp_path)
     subs = tmp_path / "subs"
@@ -395,6 +399,7 @@ def test_a_three_problem_assignment_gives_one_gradebook_with_a_column_per_proble
     assert code == 0 and "| c00 | c00.asm (11 points) |" in sheet and sheet.count("## Hand in") == 3
 
 
+@pytest.mark.slow
 def test_a_three_problem_assignment_gives_one_autograder_zip_that_grades_all_three(tmp_path, toym):
     hw = _assignment(tmp_path)
     archive = tmp_path / "autograder.zip"
@@ -505,6 +510,7 @@ def test_moodles_grading_worksheet_is_a_roster_keyed_on_the_participant_number(t
     assert got.unknown == (students[2].moodle_id,)
 
 
+@pytest.mark.slow
 def test_the_similarity_check_compares_far_fewer_pairs_than_the_class_has(monkeypatch):
     """MinHash buckets: n distinct traces cost about n comparisons, not n²/2."""
     import random

@@ -257,7 +257,7 @@ HAVE_MKDOCS = importlib.util.find_spec("mkdocs") is not None
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    """The site, built once per session with ``mkdocs build --strict`` (a warning fails the build)."""
+    """The site, built once per test run with ``mkdocs build --strict`` (a warning fails the build)."""
     need_tool(HAVE_MKDOCS, "mkdocs", "pip install -e '.[docs]'")
 
     def build(folder):

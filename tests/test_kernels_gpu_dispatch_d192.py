@@ -170,6 +170,7 @@ def test_a_chunked_schedule_refuses_what_the_kernels_do_not_run(kw, needle):
                  part=1 if args["config"].dv_apart else None, kernel=launch.label)
 
 
+@pytest.mark.slow
 def test_compare_walks_a_d192_case():
     """traffic.compare on a --dispatch case at d 192: preprocess, the dV and dK launches (both
     `_attn_bwd_dkdv_d192`, parts 1 and 2) and the dQ, each predicted with its chunked schedule

@@ -50,6 +50,7 @@ def test_the_operators_are_registered_with_their_schemas():
     assert [a.name for a in bwd.arguments][:6] == ["do", "q", "k", "v", "o", "lse"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_fake_tensors_give_the_outputs_shapes_and_dtypes(dtype):
     """Under FakeTensorMode no kernel runs: o has q's shape and dtype, lse (B, H, N_q) fp32,
@@ -65,6 +66,7 @@ def test_fake_tensors_give_the_outputs_shapes_and_dtypes(dtype):
         assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == k.shape
 
 
+@pytest.mark.slow
 def test_fake_tensors_refuse_bad_shapes_before_any_kernel():
     with FakeTensorMode():
         q = torch.empty(1, 3, 16, 16, device=DEV)

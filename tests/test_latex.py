@@ -1,6 +1,6 @@
 """LaTeX that compiles: every `--format latex` output of the commands of the README and the docs pages
 and of the bundled programs goes through pdflatex and lualatex in one document per engine, and any TeX error
-fails the test. The outputs are made once per session and shared by both engines. Skipped where an engine
+fails the test. The outputs are made once per test run and shared by both engines. Skipped where an engine
 is absent (CI installs texlive-latex-base and texlive-luatex: .ci/run)."""
 
 import json

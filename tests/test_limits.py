@@ -110,6 +110,7 @@ def test_floor_sum_is_the_sum(n, m, a, b):
     assert floor_sum(n, m, a, b) == sum((a * i + b) // m for i in range(n))
 
 
+@pytest.mark.slow
 @settings(max_examples=400, derandomize=True, deadline=None)
 @given(n=st.integers(1, 90), br=st.integers(1, 70), bc=st.integers(1, 70), causal=st.booleans(),
        nk=st.none() | st.integers(1, 90))
@@ -210,6 +211,7 @@ def test_serve_and_grade_limits_are_typed_views_of_the_central_table(monkeypatch
     assert {n for n, lim in LIMITS.items() if lim.front != "all"} == {"serve_" + n for n in serve} | set(ROWS.values())
 
 
+@pytest.mark.slow
 def test_toym_grade_reads_its_limits_from_the_table(toym, tmp_path, monkeypatch):
     subs = tmp_path / "subs"
     subs.mkdir()

@@ -113,6 +113,7 @@ def traces(draw):
     return _HEAD + ("\n".join(body) + "\n") * draw(st.integers(20, 200))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=traces(), dtype=st.sampled_from(["fp64", "fp32", "bf16"]), piece=st.sampled_from([2, 5, 24]))
 def test_random_traces_agree_with_the_loop(monkeypatch, pieces, text, dtype, piece):

@@ -364,6 +364,7 @@ def test_the_fast_path_gives_the_code_compile_ahead_gives(monkeypatch):
     assert scalar.compile_ahead(run, "LOAD F[6][0], R1") is None
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(6, 8), chunk=st.integers(5000, 12000), odd=st.sets(st.integers(0, 35), max_size=12),
        swap=st.sampled_from(["MAC R1, R0, R2, R2", "MUL R0, R1, R0", "LOAD a[0][0], R1", "MAC_Z R0, R1, R2"]),

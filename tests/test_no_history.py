@@ -46,6 +46,8 @@ ALLOWED: list[tuple[str, re.Pattern[str], str]] = [
      "an upstream project's bug report, cited as the source of a figure"),
     ("tests/test_course.py", re.compile(r":created_at: 20\d\d-\d\d-\d\d \d\d:\d\d"),
      "a submission time in Gradescope's export metadata: an input of the code under test"),
+    ("tests/*.py", re.compile(r'scope="session"|\brequest\.session\b'),
+     "pytest's session scope and object: one test run, not a sitting of work"),
 ]
 
 TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".ini", ".sh", ".asm", ".tex", ".html",

@@ -34,6 +34,7 @@ def test_fig2_hbm_traffic_within_the_papers_figures(fig2):
     assert abs(ratio / (40.3 / 4.4) - 1) <= 0.15
 
 
+@pytest.mark.slow
 def test_fig2_numbers_are_those_the_shown_commands_print(fig2):
     """The standard row's command, run: its words × 2 bytes are the row's GB."""
     row = _rows(fig2, "Left")["standard attention, HBM R/W"]
@@ -82,6 +83,7 @@ def test_fig2_shape_is_not_refused_by_the_sweep():
     assert all(r.error is None and r.source == "closed form" for r in rows)
 
 
+@pytest.mark.slow
 def test_paper_cli_lists_and_refuses_unknown_names():
     ok = subprocess.run([sys.executable, "-m", "toymachine", "paper", "--list"], capture_output=True, text=True)
     assert ok.returncode == 0 and "fa1-fig2" in ok.stdout

@@ -18,6 +18,7 @@ def _bytes(rows, generator="matmul"):
     return render_report(sweep_report(rows, generator), "json")
 
 
+@pytest.mark.slow
 def test_jobs_give_the_same_rows_in_the_same_order(toym):
     one = sweep("matmul", GRID)
     assert len(one) == 36
@@ -44,6 +45,7 @@ def test_results_come_back_in_task_order_whatever_finishes_first():
     assert run_points(_slow, [(i,) for i in range(8)], jobs=3) == [i * i for i in range(8)]
 
 
+@pytest.mark.slow
 def test_an_interrupt_stops_the_workers_at_once():
     def interrupt(done, total):
         raise KeyboardInterrupt
@@ -54,6 +56,7 @@ def test_an_interrupt_stops_the_workers_at_once():
     assert time.perf_counter() - t < 3.5  # not the 6 s the pending points would take
 
 
+@pytest.mark.slow
 def test_bad_executor_options_are_errors(toym):
     with pytest.raises(ConfigError, match="needs the scheduler's address"):
         sweep("softmax", {"n": "4,8"}, executor="dask")

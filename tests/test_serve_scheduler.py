@@ -160,6 +160,7 @@ def _while_a_sweep_runs(limits, then):
             assert done and done[0].status_code == 422  # the sweep itself was stopped by the deadline
 
 
+@pytest.mark.slow
 def test_a_client_over_its_share_is_answered_429_with_retry_after():
     limits = replace(LIMITS, workers=1, run_seconds=3.0, client_requests=1, queue_seconds=30.0)
     r = _while_a_sweep_runs(limits, lambda c: c.post("/api/run", json={"trace": "LOAD x[0], R0\n"}))
@@ -167,6 +168,7 @@ def test_a_client_over_its_share_is_answered_429_with_retry_after():
     assert "already has 1 requests waiting or running" in r.json()["error"]["message"]
 
 
+@pytest.mark.slow
 def test_a_request_that_finds_no_worker_in_time_is_answered_503_with_retry_after():
     limits = replace(LIMITS, workers=1, run_seconds=3.0, client_requests=10, queue_seconds=0.3)
     r = _while_a_sweep_runs(limits, lambda c: c.get("/api/meta"))

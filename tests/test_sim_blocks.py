@@ -574,6 +574,7 @@ def test_the_units_a_chunk_cuts_run_in_the_loop_as_the_loop_runs_them(monkeypatc
     assert len(compiled) <= 4  # the unit and its pairs, whole; not one per chunk for its cut ends (10 before)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(head=st.text("LOAD x[]\n, ", max_size=12), unit=st.text("LOAD x[]\n, R0", min_size=1, max_size=14),
        m=st.integers(0, 40), rest=st.text("LOAD x[]\n, ", max_size=14))

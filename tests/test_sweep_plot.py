@@ -31,6 +31,7 @@ def test_the_default_x_is_the_parameter_swept_over_the_most_values(grid, want):
     assert check_plot(spec, points, "p.png", max_series=9) == want == max(counts, key=counts.get)
 
 
+@pytest.mark.slow
 def test_more_series_than_a_slide_holds_is_refused_unless_asked(toym, tmp_path):
     code, out, err = toym("sweep", "matmul", *[w for k, v in CROWDED.items() for w in (f"--{k}", v)],
                           "--plot", tmp_path / "p.png")
@@ -63,6 +64,7 @@ def test_the_legend_sits_beside_the_axes(size):
         plt.close(fig)
 
 
+@pytest.mark.slow
 def test_the_default_plot_is_16_by_9(toym, tmp_path):
     args = [w for k, v in LECTURE.items() for w in (f"--{k}", v)]
     code, _, err = toym("sweep", "matmul", *args, "--plot", tmp_path / "slide.png")

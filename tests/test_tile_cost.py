@@ -29,6 +29,7 @@ def points(draw):
         scale=draw(st.sampled_from([None, 1.0])))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(points())
 def test_simulated_counts_equal_the_closed_forms(p):

@@ -96,6 +96,7 @@ def test_memory_peaks_are_checked_by_simulation():
     assert all(r.checked is True for r in rows)
 
 
+@pytest.mark.slow
 def test_memory_plot(toym, tmp_path):
     path = tmp_path / "memory.svg"
     code, _, _ = toym("memory", "--machine", "a100", "--n", "256..1024*2", "--batch", 2, "--heads", 8, "--algo",

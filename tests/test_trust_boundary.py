@@ -47,6 +47,7 @@ def _unpack(archive, root):
     os.chmod(root / "run_autograder", 0o755)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", HOSTILE_NAMES, ids=range(len(HOSTILE_NAMES)))
 def test_hostile_problem_names_are_data_in_the_autograder(tmp_path, toym, name):
     folder = tmp_path / "course"

@@ -103,6 +103,7 @@ def test_walk_errors(toym, args, needle):
     assert code == 2 and needle in err
 
 
+@pytest.mark.slow
 def test_walk_refuses_long_runs(toym, tmp_path):
     prog = tmp_path / "big.asm"
     toym("gen", "attention", "--level", "tile", "--algo", "fa1", "--n", 64, "--d", 2, "--block-m", 1, "--block-n", 1,
