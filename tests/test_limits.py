@@ -136,9 +136,9 @@ def test_block_sizes_in_root_time_equal_the_definition(n):
 
 
 # -- internal errors: exit 3, a traceback only under --debug ------------------------------------------
-_BUG = ("import sys, toymachine.api as r  # the run command imports run_file from api as it runs\n"
+_BUG = ("import sys, toymachine.api as r  # the run command imports run_path from api as it runs\n"
         "def boom(*a, **k): raise RuntimeError('simulated bug')\n"
-        "r.run_file = boom\n"
+        "r.run_path = boom\n"
         "from toymachine.cli.app import main\n"
         "main(sys.argv[1:])\n")
 

@@ -5,7 +5,7 @@ kernels import what they use from here, so a rename is mapped once:
 
 * the TMA copies: Triton 3.6 calls them `tma.async_copy_global_to_shared` /
   `tma.async_copy_shared_to_global`; later releases `tma.async_load` / `tma.async_store`
-  (same arguments) and make the old names raise. `tma_load` / `tma_store` are whichever this
+  (same arguments) and make the former names raise. `tma_load` / `tma_store` are whichever this
   Triton has;
 * the CTA-wide barrier: `gl.thread_barrier()` in 3.6, `gl.barrier()` later (same lowering).
   `thread_barrier` is whichever this Triton has.

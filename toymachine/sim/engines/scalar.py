@@ -18,11 +18,9 @@ that is non-finite or zero, or an operation that raised — is ``numeric_event``
 from __future__ import annotations
 
 __all__ = ["claims", "setup", "compile", "report", "compile_memory", "compile_memory_line", "compile_ahead",
-           "template_ahead",
-           "numeric_event",
-           "scalar_flops",
-           "MAY_UNDERFLOW"]
+           "template_ahead", "numeric_event", "scalar_flops", "MAY_UNDERFLOW"]
 
+import contextlib
 import math
 import re
 from collections.abc import Callable
@@ -351,10 +349,8 @@ def numeric_event(run: Run, line: int, code: tuple, operands: tuple, r, exc: Bas
         base = ISA[op].numeric
         assert base is not None  # an arithmetic instruction: it has value semantics
         exact = None
-        try:
+        with contextlib.suppress(ArithmeticError, ValueError):
             exact = base(*operands)
-        except (ArithmeticError, ValueError):
-            pass
         if op in ("MAC", "MAC_Z", "MUL") and operands[0] != 0.0 and operands[1] != 0.0 and operands[0] * operands[1] == 0.0:
             exact = 1.0  # the product itself underflowed in fp64
         if op == "EXP" and operands[0] != -_INF:
