@@ -94,7 +94,10 @@ def test_fast_path_agrees_with_the_parser(trace, m, chunk):
         assert run_outcome(lambda: simulate(parse(text, file="t.asm"), machine, steps=False, file="t.asm")) == fast
 
 
+@pytest.mark.slow  # reads what the (slow) property test above counted
 def test_most_random_traces_run_to_the_end():
+    if not STATS:
+        pytest.skip("the property test above ran in another process (or not at all)")
     print("runs to the end:", STATS.count(True), "of", len(STATS), sorted(set(map(str, STATS))))
     assert STATS.count(True) > len(STATS) // 3, (STATS.count(True), len(STATS))  # the errors are not all
 
