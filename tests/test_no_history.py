@@ -42,8 +42,6 @@ ALLOWED: list[tuple[str, re.Pattern[str], str]] = [
     ("tests/*.py", re.compile(r'scope="session"|request\.session|\b(test|pytest) session\b|\bper session\b'
                               r"|\bfor the session\b|\bthe session's (folder|Chromium)"),
      "pytest's test session (a fixture's scope), not a sitting of work"),
-    ("*", re.compile(r"(flash-attention|Dao-AILab/[\w-]+)[ /]issues?[ /]\d+"),
-     "an upstream project's bug report, cited as the source of a figure"),
     ("tests/test_course.py", re.compile(r":created_at: 20\d\d-\d\d-\d\d \d\d:\d\d"),
      "a submission time in Gradescope's export metadata: an input of the code under test"),
     ("tests/*.py", re.compile(r'scope="session"|\brequest\.session\b'),

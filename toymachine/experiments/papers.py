@@ -10,7 +10,7 @@ FLOPs: the FlashAttention repository's benchmarks count matmuls only — forward
 2× that for standard attention and 2.5× for FlashAttention (S recomputed): 825 and 963 GFLOPs at
 Figure 2's shape. The figure's 66.6 and 75.2 GFLOPs are ~12.4× and ~12.8× fewer; the authors have
 said the figure's FLOP numbers are off by some factor and that only their ratio compares
-(Dao-AILab/flash-attention issue 741). No count of this shape's matmuls gives 66.6 GFLOPs: one
+(in the Dao-AILab/flash-attention repository's issue tracker). No count of this shape's matmuls gives 66.6 GFLOPs: one
 N×N×d matmul over the 1,024 heads alone is 137 GFLOPs.
 """
 
@@ -75,7 +75,7 @@ def fa1_fig2(machine: Machine) -> Report:
     roof = "toym's time is a roofline, max(HBM time, compute time) with the units overlapping perfectly: a lower " \
            "bound on a measured time"
     conv = ("the repository's benchmark convention (4·b·N²·h·d forward; backward 2× standard, 2.5× FlashAttention); "
-            "the paper's GFLOPs are off by a factor its authors do not recover (flash-attention issue 741) — "
+            "the paper's GFLOPs are off by a factor its authors do not recover (the flash-attention repository's tracker) — "
             "compare the ratio")
     left = [
         Row("standard attention, HBM R/W", 40.3, eager_gb, "GB", _cmd("--algo eager", "dram_reads,dram_writes"),
