@@ -20,17 +20,35 @@ def brute_force_matmul(m: int, n: int, k: int, registers: int, *, load: float = 
                        limit: int = 3_000_000) -> float:
     """Least cycles of any schedule of C = A·B (A m×k, B k×n) on ``registers`` registers
     (``acc``: and ACC, a slot of the MAC unit: MAC_Z/MAC may write it, MAC may add from it,
-    STORE may read it; LOAD never writes it and operands never come from it)."""
+    STORE may read it; LOAD never writes it and operands never come from it).
+
+    A state's register file is the sorted tuple of its contents' numbers (each content is
+    numbered when first seen): renaming registers changes nothing, so an instruction that
+    overwrites a register is tried once per distinct content it may overwrite — every register
+    holding that content gives the same state."""
     inputs = [("a", i, l) for i in range(m) for l in range(k)] + [("b", l, j) for l in range(k) for j in range(n)]
     full = frozenset(range(k))
-    outputs = [(i, j) for i in range(m) for j in range(n)]
-    start = (tuple([None] * registers), tuple([None] * len(outputs)), None)  # registers, DRAM words, ACC
+    outputs = {(i, j): o for o, (i, j) in enumerate((i, j) for i in range(m) for j in range(n))}
+    number: dict = {}  # a register's content -> its number
+    content: list = []  # its number -> the content
+
+    def num(value) -> int:
+        at = number.get(value)
+        if at is None:
+            at = number[value] = len(content)
+            content.append(value)
+        return at
+
+    def put(regs: tuple[int, ...], old: int, value) -> tuple[int, ...]:
+        """The register file with one register holding ``old`` overwritten by ``value``."""
+        at = regs.index(old)
+        return tuple(sorted(regs[:at] + regs[at + 1:] + (num(value),)))
+
+    loads = [num(v) for v in inputs]
+    start = (tuple([num(None)] * registers), tuple([None] * len(outputs)), None)  # registers, DRAM words, ACC
     best = {start: 0.0}
     tie = count()
     heap = [(0.0, next(tie), start)]
-
-    def norm(regs):
-        return tuple(sorted(regs, key=repr))
 
     while heap:
         g, _, state = heapq.heappop(heap)
@@ -41,45 +59,45 @@ def brute_force_matmul(m: int, n: int, k: int, registers: int, *, load: float = 
             return g
         if len(best) > limit:
             raise RuntimeError("oracle state limit")
+        held = sorted(set(regs))
+        values = [content[r] for r in held]
         succ = []  # (cost, registers, DRAM words, ACC)
-        for r in range(registers):
-            for v in inputs:  # LOAD an input into any register
-                succ.append((load, regs[:r] + (v,) + regs[r + 1:], mem, acc_val))
-            for o, w in enumerate(mem):  # LOAD a spilled partial sum back
-                if isinstance(w, frozenset):
-                    i, j = outputs[o]
-                    succ.append((load, regs[:r] + (("p", i, j, w),) + regs[r + 1:], mem, acc_val))
-        sources = [(r, regs[r]) for r in range(registers)] + ([("acc", acc_val)] if acc else [])
-        for _, v in sources:  # STORE a partial sum (from a register or ACC): the output, or a spill
+        for old in held:
+            for v in loads:  # LOAD an input into any register
+                at = regs.index(old)
+                succ.append((load, tuple(sorted(regs[:at] + regs[at + 1:] + (v,))), mem, acc_val))
+            for (i, j), o in outputs.items():  # LOAD a spilled partial sum back
+                if isinstance(mem[o], frozenset):
+                    succ.append((load, put(regs, old, ("p", i, j, mem[o])), mem, acc_val))
+        for v in values + ([acc_val] if acc else []):  # STORE a partial sum (from a register or ACC)
             if v is not None and v[0] == "p":
-                o = outputs.index((v[1], v[2]))
+                o = outputs[v[1], v[2]]
                 if v[3] == full:
                     succ.append((store, regs, mem[:o] + ("done",) + mem[o + 1:], acc_val))
                 elif spills and mem[o] != "done":
                     succ.append((store, regs, mem[:o] + (v[3],) + mem[o + 1:], acc_val))
 
-        def writes(value, cost, succ=succ, regs=regs, mem=mem, acc_val=acc_val):  # into any register, or ACC
-            for rd in range(registers):
-                succ.append((cost, regs[:rd] + (value,) + regs[rd + 1:], mem, acc_val))
+        def writes(value, cost, succ=succ, regs=regs, mem=mem, acc_val=acc_val, held=held):  # any register, or ACC
+            for old in held:
+                succ.append((cost, put(regs, old, value), mem, acc_val))
             if acc:
                 succ.append((cost, regs, mem, value))
 
-        for ra in range(registers):
-            x = regs[ra]
+        partials = [z for z in values + ([acc_val] if acc else []) if z is not None and z[0] == "p"]
+        for x in values:
             if x is None or x[0] != "a":
                 continue
-            for rb in range(registers):
-                y = regs[rb]
+            for y in values:
                 if y is None or y[0] != "b" or y[1] != x[2]:
                     continue
                 i, l, j = x[1], x[2], y[2]
                 writes(("p", i, j, frozenset([l])), mac_z)  # MAC_Z a_il, b_lj
-                for z in [regs[rc] for rc in range(registers)] + ([acc_val] if acc else []):
-                    if z is None or z[0] != "p" or (z[1], z[2]) != (i, j) or l in z[3]:
+                for z in partials:
+                    if (z[1], z[2]) != (i, j) or l in z[3]:
                         continue
                     writes(("p", i, j, z[3] | {l}), mac)  # MAC a_il, b_lj, a partial sum of (i, j) without l
         for cost, regs2, mem2, acc2 in succ:
-            nxt = (norm(regs2), mem2, acc2)
+            nxt = (regs2, mem2, acc2)
             g2 = g + cost
             if g2 < best.get(nxt, float("inf")):
                 best[nxt] = g2
