@@ -2,7 +2,9 @@
 
 * What a reader sees is what runs: every ```` ```bash ```` ``toym …`` command of every page — English and
   translated — runs, in page order, in a folder holding copies of programs/ and examples/
-  (``docs/docgen/pages.py`` says how), and exits 0.
+  (``docs/docgen/pages.py`` says how), and exits 0. Each page runs once per test run
+  (tests/page_runs.py: tests/test_latex.py reads the same run); a translated page whose steps are its
+  English page's shares that page's run.
 * Every ``<!-- toym-output -->`` block is exactly what the command shown directly above it prints
   (``toym-error``: what it prints on stderr, exiting 2; ``python docs/refresh_outputs.py`` rewrites them
   from real runs). A marker cannot name a command of its own; a titled fence is a file the page writes,
@@ -15,6 +17,7 @@
   embedded in a tutorial steps when its button is clicked.
 """
 
+import functools
 import importlib.util
 import os
 import re
@@ -34,7 +37,6 @@ from docgen.pages import (  # noqa: E402
     english_pages,
     normalise,
     pages,
-    run_page,
     stale_files,
     steps,
     unshown_files,
@@ -57,9 +59,9 @@ def test_the_docs_have_commands_and_outputs():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[_rel(p) for p in PAGES])
-def test_page_commands_run_and_outputs_are_real(page, toym):
+def test_page_commands_run_and_outputs_are_real(page, page_runs):
     failures = []
-    for step, code, out, err in run_page(page, toym):
+    for step, code, out, err in page_runs(page).results:
         want = 0 if step.kind == "command" else step.exit_status
         if code != want:
             failures.append(f"toym {step.text} exited {code}, not {want}: {err[-800:]}")
@@ -164,11 +166,14 @@ def test_translation_runs_what_the_english_page_runs(rel, lang):
 
 
 # -- the generated reference ---------------------------------------------------------------------------
-REFERENCE = reference.pages()
+@functools.cache
+def _reference() -> dict[str, str]:
+    """The generated reference pages (made when a test first reads them, not at collection)."""
+    return reference.pages()
 
 
 def test_every_command_and_option_is_in_the_cli_reference():
-    cli = REFERENCE["reference/cli.md"]
+    cli = _reference()["reference/cli.md"]
     paths = reference.all_command_paths()
     assert {"toym run", "toym gen matmul", "toym sweep", "toym check", "toym optimize matmul"} <= set(paths)
     missing = [p for p in paths if f"## `{p}`" not in cli]
@@ -179,7 +184,7 @@ def test_every_command_and_option_is_in_the_cli_reference():
 def test_every_flag_of_the_vocabulary_is_on_the_flags_page():
     from toymachine.cli.vocabulary import VOCABULARY
 
-    flags = REFERENCE["reference/flags.md"]
+    flags = _reference()["reference/flags.md"]
     assert [f.name for f in VOCABULARY if f"`{f.name}`" not in flags] == []
 
 
@@ -187,7 +192,7 @@ def test_every_opcode_is_in_the_isa_reference():
     from toymachine.isa import ISA
     from toymachine.render.isa import isa_markdown
 
-    page = REFERENCE["reference/isa.md"]
+    page = _reference()["reference/isa.md"]
     table = isa_markdown().strip().split("\n", 1)[1].strip()  # the table under its heading
     assert table in page
     assert [op for op, spec in ISA.items() if f"### {op}" not in page or spec.syntax not in page] == []
@@ -201,9 +206,9 @@ def test_every_json_key_a_run_writes_is_explained():
         JSON_KEYS,  # the keys --json-fields always accepts
     )
 
-    assert [k for k in JSON_KEYS if f"| `{k}` |" not in REFERENCE["reference/json.md"]] == []
-    assert "**undocumented**" not in REFERENCE["reference/json.md"]
-    assert '"error": {' in REFERENCE["reference/json.md"]
+    assert [k for k in JSON_KEYS if f"| `{k}` |" not in _reference()["reference/json.md"]] == []
+    assert "**undocumented**" not in _reference()["reference/json.md"]
+    assert '"error": {' in _reference()["reference/json.md"]
 
 
 def test_every_machine_and_problem_key_is_in_the_schemas():
@@ -215,21 +220,21 @@ def test_every_machine_and_problem_key_is_in_the_schemas():
     from toymachine.machine.config import Machine
     from toymachine.machine.loader import preset_names
 
-    machine = REFERENCE["reference/machine-yaml.md"]
+    machine = _reference()["reference/machine-yaml.md"]
     assert [f.name for f in dataclasses.fields(Machine) if f"| `{f.name}` |" not in machine] == []
     blank = [line.split("|")[1].strip() for line in machine.splitlines()
              if line.startswith("| `") and line.rstrip().endswith("|  |")]
     assert blank == [], f"machine keys without a meaning: {blank}"
     assert [p for p in preset_names() if f"| `{p}` |" not in machine] == []
     assert resolve_machine("h100").description in machine
-    problem = REFERENCE["reference/problem-yaml.md"]
+    problem = _reference()["reference/problem-yaml.md"]
     assert [k for k in KEYS if f"| `{k}` |" not in problem] == []
     assert [f for f in FUNCTIONS if f"`{f}()`" not in problem] == []
     assert "**undocumented**" not in problem
 
 
 def test_api_page_documents_the_public_modules():
-    api = REFERENCE["reference/api.md"]
+    api = _reference()["reference/api.md"]
     assert all(f"::: {m}" in api for m in ("toymachine", "toymachine.gen", "toymachine.check", "toymachine.optimize"))
 
 

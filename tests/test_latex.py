@@ -1,84 +1,28 @@
 """LaTeX that compiles: every `--format latex` output of the commands of the README and the docs pages
 and of the bundled programs goes through pdflatex and lualatex in one document per engine, and any TeX error
-fails the test. The outputs are made once per test run and shared by both engines. Skipped where an engine
-is absent (CI installs texlive-latex-base and texlive-luatex: .ci/run)."""
+fails the test. The outputs are made once per test run and shared by both engines; the pages' come from
+the pages' shared runs (tests/page_runs.py), which tests/test_docs.py and tests/test_readme.py read too.
+Skipped where an engine is absent (CI installs texlive-latex-base and texlive-luatex: .ci/run)."""
 
 import json
 import re
-import shlex
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from conftest import PROGRAMS, ROOT, built_once, cli_runner, need_tool, program_machine
+from page_runs import latex_variant
 
 sys.path.insert(0, str(ROOT / "docs"))
-from docgen.pages import english_pages, steps, workdir  # noqa: E402
-
-FORMATTED = ("run", "sweep", "numerics", "isa", "verify-gpu")
-
-
-def _latex_variant(stages: list[list[str]]) -> list[list[str]] | None:
-    """The pipeline with its last stage asked for LaTeX on stdout (None: it prints no report)."""
-    last = list(stages[-1])
-    if last[1] not in FORMATTED:
-        return None
-    out, i = [], 0
-    while i < len(last):
-        a = last[i]
-        if a in ("-o", "--output", "--plot", "-f", "--format"):
-            i += 2
-            continue
-        if a.startswith(("--format=", "--output=", "--plot=")):
-            i += 1
-            continue
-        out.append(a)
-        i += 1
-    return stages[:-1] + [out + ["-f", "latex"]]
-
-
-def _importable(name: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(name) is not None
-
+from docgen.pages import english_pages  # noqa: E402
 
 pytestmark = pytest.mark.latex
 
 
-def _fragments(toym) -> list[tuple[str, str]]:
-    """(what, LaTeX) for every command of the README and the docs pages that prints a report, and every
-    bundled program. Each page runs in its own folder, as tests/test_readme.py and test_docs.py run it."""
-    have_gpu = _importable("torch") and _importable("triton")
+def _program_fragments(toym) -> list[tuple[str, str]]:
+    """(what, LaTeX) for every bundled program (and its symbolic table, on the scalar machine)."""
     found = []
-    for page in [ROOT / "README.md", *english_pages()]:
-        with workdir():
-            for step in steps(page.read_text(encoding="utf-8")):
-                if step.kind == "file":
-                    Path(step.text).write_text(step.expected, encoding="utf-8")
-                if step.kind not in ("command", "output") or step.exit_status != 0:
-                    continue
-                command = "toym " + step.text
-                stages = [shlex.split(s) for s in command.split(" | ")]
-                if stages[0][1] == "verify-gpu" and not have_gpu:
-                    continue
-                if "--plot" in stages[-1]:  # the plot is not LaTeX (and needs matplotlib)
-                    at = stages[-1].index("--plot")
-                    stages[-1] = stages[-1][:at] + stages[-1][at + 2:]
-                data = None
-                for stage in stages:  # as written: later commands may read this one's -o file
-                    code, data, err = toym(*stage[1:], input=data)
-                    assert code == 0, (command, err)
-                variant = _latex_variant(stages)
-                if variant is None:
-                    continue
-                data = None
-                for stage in variant:
-                    code, data, err = toym(*stage[1:], input=data)
-                    assert code == 0, (command, err)
-                found.append((command, data))
     for program in sorted(PROGRAMS.glob("*.asm")):
         tile = re.search(r"\bT\d+\b", program.read_text(encoding="utf-8")) is not None
         for extra in ((),) if tile else ((), ("--symbolic",)):  # symbolic values are the scalar machine's
@@ -113,25 +57,37 @@ def _compile(engine: str, fragments: list[tuple[str, str]], folder) -> None:
 
 
 @pytest.fixture(scope="session")
-def fragments(tmp_path_factory) -> list[tuple[str, str]]:
-    """Every LaTeX output, made once for both engines (and every pytest-xdist worker)."""
+def latex_fragments(tmp_path_factory, page_runs) -> list[tuple[str, str]]:
+    """(what, LaTeX) for every command of the README and the English docs pages that prints a report
+    (each page's shared run holds them: tests/page_runs.py), and every bundled program; made once for
+    both engines and every pytest-xdist worker."""
 
     def build(folder):
-        (folder / "fragments.json").write_text(json.dumps(_fragments(cli_runner())), encoding="utf-8")
+        found = []
+        for page in [ROOT / "README.md", *english_pages()]:
+            run = page_runs(page)
+            failed = [f"toym {step.text} exited {code}: {err[-800:]}" for step, code, _, err in run.results
+                      if step.kind != "error" and step.exit_status == 0 and code != 0
+                      and latex_variant(step.text) is not None]
+            assert not failed, f"{page.name}: " + "\n".join(failed)
+            found += run.latex
+        found += _program_fragments(cli_runner())
+        (folder / "fragments.json").write_text(json.dumps(found), encoding="utf-8")
 
     folder = built_once(tmp_path_factory, "latex-fragments", build)
     return [tuple(f) for f in json.loads((folder / "fragments.json").read_text(encoding="utf-8"))]
 
 
 @pytest.mark.parametrize("engine", ["pdflatex", "lualatex"])
-def test_every_latex_output_compiles(engine, fragments, tmp_path):
+def test_every_latex_output_compiles(engine, latex_fragments, tmp_path):
     need_tool(shutil.which(engine), engine,
               f"apt-get install -y texlive-latex-base{' texlive-luatex' if engine == 'lualatex' else ''}")
-    assert len(fragments) >= 25
-    assert any("--symbolic" in what and "softmax_safe" in what for what, _ in fragments)
+    assert len(latex_fragments) >= 25
+    assert any("--symbolic" in what and "softmax_safe" in what for what, _ in latex_fragments)
+    assert any(what.startswith("toym sweep") for what, _ in latex_fragments)  # the pages' commands are in
     build = tmp_path / "build"
     build.mkdir()
-    _compile(engine, fragments, build)
+    _compile(engine, latex_fragments, build)
 
 
 BEAMER = "\\documentclass{beamer}\n\\begin{document}\n\\begin{frame}{The cost table}\n\\input{table.tex}\n" \

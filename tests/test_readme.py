@@ -1,7 +1,8 @@
 """The README stays true: every `toym …` command in its bash blocks runs as written, in order, in one
 folder holding copies of programs/ and examples/ (a later command may read an earlier one's -o file),
 and every `<!-- toym-output -->`/`<!-- toym-error -->` block is what the command shown directly above it
-prints — the same rules as the docs pages (docs/docgen/pages.py; tests/test_docs.py runs those)."""
+prints — the same rules as the docs pages (docs/docgen/pages.py; tests/test_docs.py runs those). The
+README runs once per test run (tests/page_runs.py), for this test and tests/test_latex.py."""
 
 import os
 import re
@@ -12,7 +13,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "docs"))
 
-from docgen.pages import normalise, run_page, steps  # noqa: E402
+from docgen.pages import normalise, steps  # noqa: E402
 
 README = ROOT / "README.md"
 
@@ -34,9 +35,9 @@ def test_readme_is_a_front_page():
 
 
 @pytest.mark.slow
-def test_readme_commands_run_in_order(toym):
+def test_readme_commands_run_in_order(page_runs):
     failures = []
-    for step, code, out, err in run_page(README, toym):
+    for step, code, out, err in page_runs(README).results:
         want = 0 if step.kind == "command" else step.exit_status
         if code != want:
             failures.append((step.text, code, err[-1000:]))
