@@ -19,10 +19,18 @@ is one browser per worker and ``browser`` a fresh page of it.
 """
 
 import os
+import sys
 
 # Small matrices only: BLAS threads would just contend for this machine's two cores.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# The suite keeps compiled bytecode between runs (in the git-ignored __pycache__ folders) even where
+# PYTHONDONTWRITEBYTECODE is set: else every pytest-xdist worker compiles the package and rewrites
+# every test module again, and every `python -m toymachine` a test starts compiles the package again,
+# seconds of CPU each, every run.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 import fcntl  # noqa: E402
 import shutil  # noqa: E402
@@ -166,6 +174,19 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
     if failed.exists():
         pytest.fail(f"building {name} failed:\n{failed.read_text(encoding='utf-8')[-6000:]}", pytrace=False)
     return folder
+
+
+@pytest.fixture(scope="session")
+def page_runs(request, tmp_path_factory) -> Callable:
+    """``run(page)``: a docs page's (or the README's) run, made once per test run and shared by every
+    test and worker that reads it (tests/page_runs.py). Where a selected test compiles the pages'
+    LaTeX (it asks for ``latex_fragments``) and a TeX engine is installed, each run also holds each
+    reporting command's ``-f latex`` output."""
+    from page_runs import page_run
+
+    latex = bool(shutil.which("pdflatex") or shutil.which("lualatex")) and any(
+        "latex_fragments" in getattr(item, "fixturenames", ()) for item in request.session.items)
+    return lambda page: page_run(tmp_path_factory, page, latex)
 
 
 @pytest.fixture(scope="session")
