@@ -2,14 +2,14 @@
 
 Markers (registered in pyproject.toml; ``--strict-markers`` makes any other an error):
 
-* ``slow`` — takes over about a second of CPU; ``python -m pytest -m "not slow"`` is the fast tier.
+* ``slow`` — takes a quarter of a second of CPU or more; ``python -m pytest -m "not slow"`` is the fast tier.
 * ``browser`` (headless Chromium), ``latex`` (pdflatex / lualatex), ``docs`` (an ``mkdocs build`` of
   the site), ``fuzz`` (the property-based fuzz suite), ``interpreter`` (Triton kernels launched in
   its interpreter on a CPU): each implies ``slow`` (``pytest_collection_modifyitems`` below adds it).
 * ``gpu`` — needs a CUDA GPU (sm_90 for the Gluon kernels); skips without one.
 
 A test that builds a wheel, runs a notebook kernel, rebuilds the npm bundle or compiles kernels
-offline is marked ``slow`` by hand, as is any other test over about a second. Module-wide marks go in
+offline is marked ``slow`` by hand, as is any other test of a quarter of a second or more. Module-wide marks go in
 ``pytestmark``. A ``browser`` or ``latex`` test skips where its tool is missing (``need_tool``),
 except under ``TOYM_REQUIRE_TOOLS=1`` (CI, which installs every tool), where it fails.
 

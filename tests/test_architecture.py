@@ -129,11 +129,13 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_the_graph_is_read(graph):
     assert "toymachine.sim.loop" in graph["toymachine.sim.simulate"]
     assert "toymachine.cost.matmul" in graph["toymachine.gen.scalar.matmul"]
 
 
+@pytest.mark.slow
 def test_no_import_cycles(graph):
     assert _cycles(graph) == []
 
@@ -151,6 +153,7 @@ def test_every_module_has_a_stage():
     assert {_stage(m) for m in _modules()} <= set(RANK)
 
 
+@pytest.mark.slow
 def test_data_flows_one_way(graph):
     """A lower stage never imports a higher one (the generators do not call the CLI, the cost
     model does not import a generator, the simulator does not import the renderers …)."""

@@ -80,6 +80,7 @@ def test_simulator_column_is_bf16_inputs_against_float64():
     assert B._sim(257, 64, 64, 64, 0) == pytest.approx(want, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_cli_table(toym):
     code, out, _ = toym("numerics", "--table", "bf16", "--trials", 1, "-f", "json")
     rows = json.loads(out)["seed 002's bf16 error table"]

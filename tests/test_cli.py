@@ -110,11 +110,13 @@ def test_output_file_written_atomically(toym, tmp_path):
     assert code == 2 and not out2.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".toym-")]
 
 
+@pytest.mark.slow
 def test_usage_error_exit_2(toym):
     code, _, _ = toym("run", PROGRAMS / "c00.asm", "--format", "yaml")
     assert code == 2
 
 
+@pytest.mark.slow
 def test_console_script_installed():
     """The `toym` entry point runs as a real process (no traceback on bad input)."""
     exe = [sys.executable, "-m", "toymachine"]

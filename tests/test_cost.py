@@ -37,6 +37,7 @@ def small_point(spec, draw):
     return params
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(name=st.sampled_from(SCALAR_GENERATORS), machine=machines, data=st.data())
 def test_cycles_on_any_machine_equal_the_formula(name, machine, data):

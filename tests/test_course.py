@@ -193,6 +193,7 @@ def test_canvas_moodle_and_blackboard_exports_of_one_class_give_the_same_grades(
         assert grades["blackboard"][s.email][1] == pytest.approx(want)
 
 
+@pytest.mark.slow
 def test_the_lms_import_files_have_the_documented_headers_byte_for_byte(tmp_path):
     students = course_class.make_class(5)
     problem = _problem_with_deadline(tmp_path)

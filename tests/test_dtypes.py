@@ -22,6 +22,7 @@ def test_scalar_rounding_equals_numpy_cast(name, np_type):
     np.testing.assert_array_equal(d.round_array(x), want)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False, width=64))
 def test_bf16_scalar_and_array_agree_and_have_8_significant_bits(v):

@@ -118,6 +118,7 @@ def test_no_rescale_error_across_seeds():
     assert sum(0.1 <= e <= 0.5 for e in errors) >= 6
 
 
+@pytest.mark.slow
 def test_no_max_overflows_in_the_first_tile_with_scale_one(scale_one_table):
     """τ = 1: scores up to 39.4. In fp16 the first EXP of the first tile pair overflows (step 7),
     the next MAC makes NaN (inf·0 or inf − inf), every output is NaN. fp32 and bf16 hold e^39."""
@@ -187,6 +188,7 @@ def test_scalar_level():
     assert t.row("no-rescale", "fp16").max_error > 1.0
 
 
+@pytest.mark.slow
 def test_the_rerun_note_reproduces_a_row(toym, default_table):
     """The report's `toym gen … --data --seed | toym run -` gives the row's O bit for bit."""
     code, text, _ = toym("gen", "attention", "--level", "tile", "--algo", "fa2", "--n", 256, "--d", 64,

@@ -22,6 +22,7 @@ def test_gen_matmul_pipes_into_run(toym):
     np.testing.assert_array_equal(np.array(d["memory"]["c"]), a @ b)
 
 
+@pytest.mark.slow
 def test_real_shell_pipe():
     """`toym gen … | toym run -` through two processes, as a user types it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -54,6 +54,7 @@ def test_quiz_inner_product_with_six_registers_beats_three():
 @settings(max_examples=150, deadline=None)
 @given(m=st.integers(1, 6), n=st.integers(1, 6), k=st.integers(1, 6), registers=st.integers(3, 40),
        schedule=st.sampled_from(["inner", "outer", "best"]), seed=st.integers(0, 2**16))
+@pytest.mark.slow
 def test_simulated_counts_equal_closed_form_and_values_equal_numpy(m, n, k, registers, schedule, seed):
     program = matmul_program(n, registers, schedule, m=m, k=k, with_data=False)
     a, b = inputs(m, n, k, seed)
@@ -64,6 +65,7 @@ def test_simulated_counts_equal_closed_form_and_values_equal_numpy(m, n, k, regi
     np.testing.assert_array_equal(np.array(r.memory["c"]), a @ b)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(m=st.integers(1, 4), n=st.integers(1, 4), k=st.integers(1, 4), registers=st.integers(3, 20))
 def test_every_candidate_schedule_matches_its_formula(m, n, k, registers):
@@ -81,6 +83,7 @@ def test_every_candidate_schedule_matches_its_formula(m, n, k, registers):
         np.testing.assert_array_equal(np.array(r.memory["c"]), a @ b)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(m=st.integers(1, 8), n=st.integers(1, 8), k=st.integers(1, 8), schedule=st.sampled_from(["inner", "outer", "best"]))
 def test_more_registers_never_cost_more(m, n, k, schedule):

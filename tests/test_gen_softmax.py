@@ -30,6 +30,7 @@ def test_seed_reads_and_writes(algo, passes, registers):
     assert (r.dram_reads, r.dram_writes, r.registers_used) == (passes * n, n, registers)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 40), algo=st.sampled_from(ALGOS), seed=st.integers(0, 2**16))
 def test_counts_equal_closed_form_and_values_equal_numpy(n, algo, seed):

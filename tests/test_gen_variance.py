@@ -10,6 +10,7 @@ from toymachine.cost import VARIANCE_REGISTERS, variance_cost
 from toymachine.gen.scalar.variance import variance_program
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(2, 60), seed=st.integers(0, 2**16), shift=st.sampled_from([0.0, 1e6]))
 def test_values_equal_numpy_and_counts_equal_closed_form(n, seed, shift):

@@ -16,6 +16,7 @@ P1 = PROBLEMS / "p1_c00.yaml"
 ALICE = (ROOT / "examples" / "submissions" / "p1_c00" / "alice.asm").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_grade_and_student_option_give_the_same_variant_for_any_name(tmp_path):
     """toym grade names a file 'Jean Dupont.asm' Jean_Dupont; `--student "Jean Dupont"` (problem
     show, check, Gradescope) must pick the variant the gradebook grades against."""

@@ -4,6 +4,7 @@ indices, the long-index check called exactly when an index has more than 7 digit
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,6 +31,7 @@ _PIECES = st.sampled_from(["[", "]", "[]", "][", "0", "7", "12", "x", "LOAD x", 
                            "[3]", "[0][1]", "[12345678]", "[123456789]", "[00]", "[1:2, :]", "[[4]", "[5]]"])
 
 
+@pytest.mark.slow
 @given(st.lists(st.one_of(_PIECES, st.integers(0, 10 ** 12).map(str)), max_size=40))
 def test_random_text_cuts_as_the_regular_expression(pieces):
     text = "".join(pieces)
@@ -38,6 +40,7 @@ def test_random_text_cuts_as_the_regular_expression(pieces):
 
 @given(st.lists(st.tuples(st.sampled_from(["LOAD x[{}], R0", "STORE R1, out[{}]", "LOAD a[{}][{}], R2", "MUL R0, R0, R1"]),
                           st.integers(0, 10 ** 9), st.integers(0, 99)), min_size=1, max_size=30), st.booleans())
+@pytest.mark.slow
 def test_trace_lines_cut_as_the_regular_expression(lines, newline):
     text = "\n".join(form.format(i, j) for form, i, j in lines) + ("\n" if newline else "")
     assert _cut(text) == _reference(text)
@@ -78,6 +81,7 @@ _SPAN_PIECES = st.sampled_from(["[", "]", ":", ",", " ", "0", "7", "12", "123456
                                 "[1:12345678]", "[1234567:7654321,", "[3:4", "LOAD Q", ", T0", ":, ", "[[4:5]"])
 
 
+@pytest.mark.slow
 @given(st.lists(st.one_of(_SPAN_PIECES, st.integers(0, 10 ** 9).map(str)), max_size=40))
 def test_random_text_spans_cut_as_the_regular_expression(pieces):
     text = "".join(pieces)
@@ -87,6 +91,7 @@ def test_random_text_spans_cut_as_the_regular_expression(pieces):
 @given(st.lists(st.tuples(st.sampled_from(["LOAD x[{}], R0", "LOAD Q[{}:{}, :], T0", "STORE T1, O[{}:{}, 2:4]",
                                            "LOAD v[{}:{}], T2", "LOAD a[{}][{}], R2", "MUL T0, T0, T1"]),
                           st.integers(0, 10 ** 8), st.integers(0, 10 ** 8)), min_size=1, max_size=30), st.booleans())
+@pytest.mark.slow
 def test_tile_trace_lines_cut_as_the_regular_expression(lines, newline):
     text = "\n".join(form.format(i, j) for form, i, j in lines) + ("\n" if newline else "")
     assert _spans(text) == _spans_reference(text)

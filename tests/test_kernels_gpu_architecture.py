@@ -70,12 +70,14 @@ def _stage(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+@pytest.mark.slow
 def test_the_graph_is_read(graph):
     assert "kernels_gpu.kernels.common" in graph["kernels_gpu.kernels.bwd"]
     assert "kernels_gpu.host.configs" in graph["kernels_gpu.model.schedule"]
     assert "kernels_gpu.host.flash_attn" in graph["kernels_gpu.bench.run"]
 
 
+@pytest.mark.slow
 def test_no_import_cycles(graph):
     assert _cycles(graph) == []
 
@@ -84,6 +86,7 @@ def test_every_module_has_a_stage():
     assert {_stage(m) for m in _modules()} <= set(RANK)
 
 
+@pytest.mark.slow
 def test_data_flows_one_way(graph):
     """The kernels import no host code, the host no model, the models no benchmark."""
     upward = [(a, b) for a, targets in graph.items() for b in targets

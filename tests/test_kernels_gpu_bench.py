@@ -256,6 +256,7 @@ def test_bench_predict_fails_on_an_unexplained_point(tmp_path, capsys):
     assert "0 unexplained" in (tmp_path / "out" / "predict.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_model_schedule_explains_the_multi_query_backward_of_the_stored_h200_run():
     """The stored run of the grouped-loop dispatch: the multi-query causal backward (d 128, H_kv 1, N 4k, the
     group loop) was 1.72 x the rate model. With the schedule (B x H_kv x N / BLOCK_N = 256

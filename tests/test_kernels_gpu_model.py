@@ -353,6 +353,7 @@ def test_the_spread_on_the_gluon_points_of_the_dispatch_runs(name, fwd_inside, b
     assert sum(0.85 <= v <= 1.15 for v in rs["bwd"]) >= bwd_inside
 
 
+@pytest.mark.slow
 def test_the_ws_run_raises_no_alarm(tmp_path):
     from kernels_gpu.bench import alarm, run
     assert run.main(["--predict", "--from", _from(WS_RUN, tmp_path),
@@ -527,6 +528,7 @@ def test_the_gluon_constants_are_fitted_on_their_declared_subset_only():
     assert all(0.85 <= p.predicted() / p.measured_s <= 1.15 for p in ws)
 
 
+@pytest.mark.slow
 def test_the_alarm_reads_the_launch_studies(tmp_path):
     """`bench --predict --from` a launch study (a part of data/gluon_studies_h100.json) predicts each Gluon (and
     `tl` dQ) launch and raises no alarm on the stored one; the same study with one launch
@@ -683,6 +685,7 @@ def test_the_backward_constants_are_fitted_on_their_declared_subset_only():
     assert sum(0.85 <= v <= 1.15 for v in rs) >= 0.9 * len(rs)
 
 
+@pytest.mark.slow
 def test_the_d192_whole_backward_is_predicted_and_raises_no_alarm():
     """Held out wholly: every chunked d 192 whole backward of both d 192 calls (each
     candidate, the public path) within 0.8 - 1.2 of the model, 9 in 10 within ±15 %; the

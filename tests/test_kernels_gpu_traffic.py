@@ -254,6 +254,7 @@ def test_the_performance_page_holds_the_recomputed_table(stored_traffic):
     assert sum(line.startswith("| bwd_") for line in rendered) == 2 * 3 * len(STORED)
 
 
+@pytest.mark.slow
 def test_traffic_main_parses_a_run_and_prints_the_table(tmp_path, capsys):
     """`python -m kernels_gpu.model.traffic --parse CSV --cases JSON --out DIR` on the first two cases."""
     import json

@@ -104,6 +104,7 @@ def test_a_yaml_file_is_read_no_further_than_its_limit(monkeypatch, tmp_path):
 
 
 # -- closed-form size guards --------------------------------------------------------------------------
+@pytest.mark.slow
 @settings(max_examples=300, derandomize=True, deadline=None)
 @given(n=st.integers(0, 60), m=st.integers(1, 40), a=st.integers(-50, 50), b=st.integers(-50, 50))
 def test_floor_sum_is_the_sum(n, m, a, b):
@@ -143,6 +144,7 @@ _BUG = ("import sys, toymachine.api as r  # the run command imports run_path fro
         "main(sys.argv[1:])\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("debug", [False, True])
 def test_an_unexpected_exception_is_an_internal_error(tmp_path, debug):
     (tmp_path / "t.asm").write_text("LOAD x[0], R0\n")
@@ -232,6 +234,7 @@ def test_toym_grade_reads_its_limits_from_the_table(toym, tmp_path, monkeypatch)
     assert code == 2 and "TOYM_MAX_GRADE_INSTRUCTIONS must be positive" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_toym_serve_reads_its_limits_from_the_table(monkeypatch):
     pytest.importorskip("starlette")
     pytest.importorskip("httpx")

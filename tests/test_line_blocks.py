@@ -125,6 +125,7 @@ def test_random_traces_agree_with_the_loop(monkeypatch, pieces, text, dtype, pie
 @given(text=traces(), at=st.floats(0, 1), bad=st.sampled_from([
     "ADD R0, R1", "LOAD x[-1], R0", "FOO R1, R2, R3", "LOAD Q[9][9], R0", "EXP R9, R0", "STORE R0, x[1.5]",
     "DIV R0, R0, R0", ".data x = [nan, 1, 2, 3]", "MOV R0, R7", "LOAD O[0][0], R1"]))
+@pytest.mark.slow
 def test_mutated_traces_fail_or_alarm_at_the_same_line(monkeypatch, pieces, text, at, bad):
     """One line replaced by a broken or slow-path line: the same error, at the same line, or the
     same alarms."""
@@ -153,6 +154,7 @@ def test_steps_and_symbolic_runs_never_take_pieces(monkeypatch, pieces):
 
 
 
+@pytest.mark.slow
 def test_random_traces_mostly_take_pieces(monkeypatch, pieces):
     """Traces drawn as above (a seeded generator) do exercise the pieces, not only the loop."""
     import random

@@ -150,6 +150,7 @@ def test_a_line_compiled_in_order_runs_in_pieces_at_its_later_places(monkeypatch
     assert sum(calls) > 0.9 * 4 * 240
 
 
+@pytest.mark.slow
 def test_lines_after_templates_take_the_codes_template_mode_cached(monkeypatch):
     """Template mode caches a word access to an array held dense (no template: the tile engine's
     element access) in the line cache without a shape; when lines mode comes back (a probe finds
@@ -231,6 +232,7 @@ _PERIOD = line_blocks._period
        bad=st.sampled_from(["MOV R2, R2", "DIV R2, R3, R2", "MUL R2, R2, R2", "SUB R2, R2, R2", "LOAD c[0][0], R2", "ADD R0, R1",
                             "STORE R2, a[0][1]", "EXP R9, R2", "; a comment"]),
        strict=st.booleans())
+@pytest.mark.slow
 def test_pieces_of_whole_periods_agree_with_one_line_at_a_time(monkeypatch, n, chunk, at, bad, strict):
     """A matmul's shapes repeat with its block (3n + 1 lines; the STORE stands once in each): pieces
     of whole periods, the same for every chunk whatever line it starts at. One block broken or slow
@@ -269,6 +271,7 @@ def test_a_period_is_found_where_a_shape_stands_once_in_it():
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(st.sampled_from(["a\n", "bb\n", "\n", "ccc", "d\r\n", "e\r", "LOAD x[1], R0\n" * 5]), max_size=60),
        first=st.integers(1, 20), size=st.integers(1, 40))
+@pytest.mark.slow
 def test_text_chunks_end_at_line_ends_and_hold_the_whole_text(monkeypatch, parts, first, size):
     """A block read and the rest of its last line (``readline``): the same text as cutting each
     block at its last newline, every chunk but the last ends with one, none is empty."""

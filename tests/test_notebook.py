@@ -27,6 +27,7 @@ def test_sweep_tables_render_in_notebooks():
     assert rep._repr_markdown_().startswith("### Sweep")
 
 
+@pytest.mark.slow
 def test_view_is_the_stepper_in_an_iframe():
     pytest.importorskip("IPython")
     shown = toymachine.view(PROGRAMS / "c00.asm")

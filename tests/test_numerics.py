@@ -121,6 +121,7 @@ def test_seed001_softmax_row_is_the_standard_kernels_p():
         assert [round(float(p), 4) for p in row] == [0.0043, 0.0116, 0.0315, 0.0858, 0.2331, 0.6337]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["fa2", "fa1"])
 def test_seed003_block_sizes_give_the_same_output_to_round_off(algo):
     """Seed 003, Step 4: "Run at BR=BC=16, 32, 64, 128. The output should be identical to within

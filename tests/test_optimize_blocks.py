@@ -64,6 +64,7 @@ def test_time_objective_on_a_machine_with_rates():
     assert s.best.time_s == pytest.approx(brute_force(32, 4, 400, key="time_s", machine=a100))
 
 
+@pytest.mark.slow
 def test_more_sram_never_costs_more():
     traffic = [optimize_blocks(n=64, d=8, sram_words=M, verify=False).best.traffic for M in range(300, 5000, 300)]
     assert all(b <= a for a, b in zip(traffic, traffic[1:]))
@@ -82,6 +83,7 @@ def test_paper_rule_beside_the_optimum():
     assert (fa1[4800]["paper"].br, fa1[4800]["paper"].bc) == (min(br, 64), min(bc, 64))
 
 
+@pytest.mark.slow
 def test_bound_and_dict():
     s = optimize_blocks(n=64, d=8, sram_words=600)
     assert s.bound == 64 * 64 * 8 * 8 / 600

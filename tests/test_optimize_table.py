@@ -45,6 +45,7 @@ def test_quick_entries_are_re_proven(key):
     assert opt.proven_optimal and opt.cycles == KNOWN[key][0]
 
 
+@pytest.mark.slow
 def test_regenerating_a_shape_gives_the_same_entries():
     """The table is data the optimizer writes (python -m toymachine.optimize.matmul_table --write)."""
     fresh = build_table(shapes=[(2, 2, 2), (2, 3, 2)])

@@ -113,6 +113,7 @@ def test_json_fields_select_keys_and_paths(toym):
     assert code == 2 and "read_bytes" in err
 
 
+@pytest.mark.slow
 def test_json_default_keeps_big_runs_small_and_full_dump_on_request(toym, tmp_path):
     prog = tmp_path / "big.asm"
     code, _, _ = toym("gen", "attention-tile", "--n", "256", "--d", "32", "-o", prog)
@@ -136,6 +137,7 @@ def test_json_default_keeps_big_runs_small_and_full_dump_on_request(toym, tmp_pa
     assert tiny["registers"][t_reg]["summary"] and isinstance(full["registers"][t_reg], list)
 
 
+@pytest.mark.slow
 def test_golden_programs_json_unchanged_by_the_default(toym):
     """The seed's programs are far under the limit: their JSON is whole, as the goldens pin."""
     for p in PROGRAMS.glob("*.asm"):
@@ -271,6 +273,7 @@ def test_sim_equals_formula_for_scalar_programs_on_a_rate_machine():
 
 
 # -- sweep columns ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_constant_columns_are_listed_once_and_columns_can_be_chosen(toym):
     args = ("sweep", "matmul", "--n", "2", "--registers", "3..6", "--schedule", "inner,outer")
     md = toym(*args, "-f", "markdown")[1]
@@ -297,6 +300,7 @@ def test_plot_is_checked_before_the_sweep_runs(toym, monkeypatch, tmp_path):
         assert code == 2 and needle in err
 
 
+@pytest.mark.slow
 def test_plot_series_are_distinguishable(tmp_path):
     mpl = pytest.importorskip("matplotlib")
     mpl.use("Agg")
@@ -366,6 +370,7 @@ def test_usage_errors_under_json_are_an_object_too(capsys):
     assert exc.value.code == 0 and json.loads(capsys.readouterr().out) == {"cycles": 7}
 
 
+@pytest.mark.slow
 def test_forced_progress_changes_nothing_on_stdout(toym, tmp_path):
     prog = tmp_path / "long.asm"
     toym("gen", "softmax", "--n", "3000", "--no-data", "-o", prog)

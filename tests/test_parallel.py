@@ -30,6 +30,7 @@ def test_jobs_give_the_same_rows_in_the_same_order(toym):
     assert toym(*args, "--jobs", "1")[1] == toym(*args, "--jobs", "2")[1] == toym(*args)[1]
 
 
+@pytest.mark.slow
 def test_progress_counts_finished_points():
     seen = []
     sweep("softmax", {"n": "4..64*2", "algo": "naive,safe,online"}, jobs=2, on_point=lambda d, t: seen.append((d, t)))
@@ -41,6 +42,7 @@ def _slow(i):
     return i * i
 
 
+@pytest.mark.slow
 def test_results_come_back_in_task_order_whatever_finishes_first():
     assert run_points(_slow, [(i,) for i in range(8)], jobs=3) == [i * i for i in range(8)]
 

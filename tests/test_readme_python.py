@@ -38,6 +38,7 @@ def test_the_readme_has_python_blocks():
     assert len(BLOCKS) >= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_python_block_runs_and_its_claims_hold(source, monkeypatch):
     monkeypatch.chdir(ROOT)  # the blocks name programs/… relative to the repository

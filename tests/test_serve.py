@@ -171,6 +171,7 @@ def test_live_is_one_run_as_json_page_and_warnings(client, toym):
     assert [w["kind"] for w in r.json()["warnings"]] == ["data"] and r.json()["warnings"][0]["line"] == 1
 
 
+@pytest.mark.slow
 def test_limits_refuse_big_bodies_long_traces_and_slow_runs():
     limits = replace(LIMITS, run_seconds=1.0, trace_lines=100, body_bytes=10_000, workers=1)
     with TestClient(create_app(limits), base_url=LOCAL) as c:
@@ -309,6 +310,7 @@ def test_a_registers_error_is_the_same_error_both_ways(client, toym):
     assert r.json()["error"]["hint"] == "use --registers 3 or a machine file with more registers"
 
 
+@pytest.mark.slow
 def test_the_pickers_offer_the_clis_choices(client):
     """One declaration each: the formats and dtypes /api/meta offers are the CLI's choices."""
     from toymachine.cli.common import DType, Format

@@ -210,6 +210,7 @@ def mixed_traces(draw):
     return "".join(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=mixed_traces(), dtype=st.sampled_from(["fp64", "fp32"]))
 def test_tile_blocks_among_word_blocks_agree_with_the_loop(monkeypatch, force, text, dtype):
@@ -243,6 +244,7 @@ def test_tile_blocks_run_in_the_loop_among_compiled_blocks(monkeypatch, force):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(zeros=st.lists(st.integers(0, 299), max_size=6), nan_at=st.one_of(st.none(), st.integers(0, 299)),
        dtype=st.sampled_from(["fp64", "bf16"]))
+@pytest.mark.slow
 def test_runs_of_one_block_bail_mid_run_as_the_loop_does(monkeypatch, force, zeros, nan_at, dtype):
     """Long runs of one block are one call each (``multi``): a pass that bails anywhere in a run
     leaves the registers the passes before it wrote, and the run goes on after it."""
@@ -362,6 +364,7 @@ def apart_traces(draw):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(trace=apart_traces(), zeros=st.lists(st.integers(0, 199), max_size=4), hot=st.one_of(st.none(), st.integers(0, 17)),
        dtype=st.sampled_from(["fp64", "fp32", "bf16"]), strict=st.booleans())
+@pytest.mark.slow
 def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force, trace, zeros, hot, dtype, strict):
     text, reps, rows, scaled = trace
     apart = []

@@ -110,6 +110,7 @@ def test_step_rows_hold_registers_after_each_step():
     assert [s.registers for s in r.steps] == [(2.0, None), (2.0, 3.0), (6.0, 3.0)]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(-50, 50, allow_nan=False), min_size=1, max_size=12))
 def test_generated_online_softmax_matches_numpy(xs):

@@ -67,6 +67,7 @@ def test_help_lists_every_command_without_importing_one():
     ["run", str(PROGRAMS / "c00.asm"), "-f", "json", "-o", os.devnull],
     ["run", str(PROGRAMS / "c00.asm"), "-f", "json", "--registers", "x"],  # a usage error under json
 ])
+@pytest.mark.slow
 def test_a_small_run_loads_only_the_run_path(args):
     mods = _modules_after(f"from toymachine.cli import main\nmain({args!r})")
     bad_value = "--registers" in args  # typer's own conversion words the error: pydantic may load for it
@@ -76,6 +77,7 @@ def test_a_small_run_loads_only_the_run_path(args):
                 m.split(".")[2] not in ("app", "lazy", "run", "common", "usage", "vocabulary")]
 
 
+@pytest.mark.slow
 def test_other_formats_load_their_renderer_only_when_used():
     mods = _modules_after(f"from toymachine.cli import main\nmain(['run', {str(PROGRAMS / 'c00.asm')!r}, '-f', 'csv'])")
     assert "toymachine.render.csvout" in mods and "toymachine.render.latex" not in mods and "rich" not in mods

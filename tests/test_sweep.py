@@ -78,6 +78,7 @@ def test_a_generator_without_formula_is_swept_but_not_checked():
     assert report.sections[0].rows[0][-3:] == ("", None, None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json", "latex", "html"])
 def test_cli_every_format(toym, fmt):
     code, out, err = toym("sweep", "matmul", "--n", "2", "--registers", "3..6", "--schedule", "inner,outer", "-f", fmt)
@@ -93,6 +94,7 @@ def test_cli_every_format(toym, fmt):
         assert (outer6["cycles"], outer6["loads"], outer6["registers_used"]) == (22, 10, 6)
 
 
+@pytest.mark.slow
 def test_cli_param_forms_and_errors(toym):
     code, out, _ = toym("sweep", "softmax", "--n=4", "--algo", "naive,safe,online", "-f", "csv")
     assert code == 0 and len(out.splitlines()) == 4
@@ -122,6 +124,7 @@ def test_cli_exits_1_when_simulation_and_formula_disagree(toym, monkeypatch):
     assert code == 1 and "NO" in out and "differs from its closed-form cost" in err
 
 
+@pytest.mark.slow
 def test_no_progress_bar_when_not_a_terminal(toym):
     code, out, err = toym("sweep", "softmax", "--n", "1..20")
     assert code == 0 and err == ""
@@ -154,12 +157,14 @@ def test_plot_without_matplotlib_is_a_clear_error(toym, tmp_path, monkeypatch):
     assert code == 2 and "needs matplotlib" in err and "toymachine[plot]" in err
 
 
+@pytest.mark.slow
 def test_forced_progress_bar_goes_to_stderr_only(toym):
     plain = toym("sweep", "softmax", "--n", "1..4", "-f", "csv")
     code, out, err = toym("sweep", "softmax", "--n", "1..4", "-f", "csv", "--progress")
     assert code == 0 and out == plain[1]
 
 
+@pytest.mark.slow
 def test_tile_sweep_rows_carry_sram_peak_flops_and_time():
     """Tile sweeps show SRAM peak, FLOPs and (with a clocked machine) time; they are plot metrics."""
     from toymachine import resolve_machine, simulate

@@ -45,6 +45,7 @@ def test_more_series_than_a_slide_holds_is_refused_unless_asked(toym, tmp_path):
     assert MAX_SERIES == 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", sorted(SIZES))
 def test_the_legend_sits_beside_the_axes(size):
     import matplotlib.pyplot as plt

@@ -95,6 +95,7 @@ def test_output_stationary_walkthrough():
 shapes = st.tuples(st.integers(1, 16), st.integers(1, 16), st.integers(1, 16))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**32 - 1), dataflow=st.sampled_from(DATAFLOWS))
 def test_integers_equal_numpy_exactly(shape, seed, dataflow):
@@ -108,6 +109,7 @@ def test_integers_equal_numpy_exactly(shape, seed, dataflow):
     assert run.numpy_max_error == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**32 - 1), dataflow=st.sampled_from(DATAFLOWS))
 def test_floats_equal_the_k_ordered_sum_bitwise(shape, seed, dataflow):
@@ -135,6 +137,7 @@ def test_exact_floats_equal_numpy_exactly(shape, seed, dataflow):
     assert np.array_equal(systolic_matmul(a, b, dataflow=dataflow).c, a @ b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataflow", DATAFLOWS)
 def test_ticks_and_cycles_every_small_shape(dataflow):
     """For every shape up to 7³: busy ticks = M+K+N−2 (counted, not assumed), ticks = that + 1,

@@ -47,6 +47,7 @@ def split_points(draw):
         phase=draw(st.sampled_from([None, "preprocess", "dkdv", "dq", "dv", "dk"])))
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(split_points())
 def test_split_counts_equal_the_closed_forms(p):

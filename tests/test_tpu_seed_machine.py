@@ -58,6 +58,7 @@ def test_by_op_is_the_seed_op_list(algo, n, d, block):
     assert (units["mxu"]["cycles"], units["mxu"]["macs"], units["vpu"]["cycles"]) == (want.mxu, want.macs, want.vpu)
 
 
+@pytest.mark.slow
 def test_seed_formula_beyond_the_arrays():
     """The seed prices (1024, 64)·(64, 1024) as one pass: 1024 + 64 + 1024 − 2 (tpu-v5e splits it)."""
     units = _units("standard", 1024, 64, None)
@@ -142,6 +143,7 @@ def test_closed_form_beyond_the_seeds_point(algo, kw):
     assert (units["mxu"]["cycles"], units["mxu"]["macs"], units["vpu"]["cycles"]) == (want.mxu, want.macs, want.vpu)
 
 
+@pytest.mark.slow
 def test_sweep_on_the_seed_machine_agrees_with_its_formula(toym):
     code, out, _ = toym("sweep", "attention-tile", "--machine", SEED, "--algo", "fused,fa2", "--causal", "true,false",
                         "--n", "128,200", "--d", 32, "--heads", "1,2")

@@ -203,6 +203,7 @@ def test_one_students_junk_in_a_zip_is_their_failing_row(tmp_path):
     assert folder["mallory"].reason == subs["mallory"].reason and folder["alice"].text == subs["alice"].text
 
 
+@pytest.mark.slow
 def test_grade_gives_the_junk_student_a_row_and_writes_the_gradebook(tmp_path, toym, monkeypatch):
     monkeypatch.setenv("TOYM_MAX_GRADE_FILES", "10")
     members = {"alice/c.asm": c_trace(0, 0)}

@@ -75,6 +75,7 @@ def _passes(m, k, n, kb, nb):
 @settings(max_examples=80, deadline=None)
 @given(m=st.integers(1, 300), k=st.integers(1, 300), n=st.integers(1, 300), rows=st.sampled_from([2, 4, 8, 128]),
        cols=st.sampled_from([2, 4, 8, 128]), count=st.integers(1, 4))
+@pytest.mark.slow
 def test_mxu_cycles_are_the_cheapest_arrangement(m, k, n, rows, cols, count):
     cycles, passes = MXU(rows, cols, count).matmul(m, k, n)
     options = [_passes(m, k, n, rows * a, cols * b) for a in range(1, count + 1) for b in range(1, count // a + 1)]
@@ -153,6 +154,7 @@ def unit_machines(draw):
        bn=st.integers(1, 40), causal=st.booleans(), heads=st.integers(1, 2),
        variant=st.sampled_from(["exact", "no-max", "no-rescale"]), scale=st.sampled_from([None, 1.0]),
        algo=st.sampled_from(["fa2", "fused"]))
+@pytest.mark.slow
 def test_closed_form_equals_the_simulator(machine, n, d, bm, bn, causal, heads, variant, scale, algo):
     if algo == "fused" and variant == "no-rescale":
         variant = "exact"
@@ -208,6 +210,7 @@ def test_vmem_overflow_names_vmem(tmp_path):
         simulate(attention_program(n=64, d=8, algo="fused"), m)
 
 
+@pytest.mark.slow
 def test_cli_seed_command(toym):
     code, text, _ = toym("gen", "attention", "--level", "tile", "--algo", "standard", "--n", "512", "--d", "64",
                          "--causal", "--machine", "tpu-v5e")

@@ -110,6 +110,7 @@ def test_help_short_form_everywhere(toym, path):
     assert code == 0 and "Usage" in out, path
 
 
+@pytest.mark.slow
 def test_sweep_takes_its_parameters_short_forms(toym):
     """The table lists ``sweep matmul`` under --registers/-r: ``-r 3..6`` works there, as ``--registers 3..6``."""
     from toymachine.cli.sweep import _grid_from_args
@@ -129,6 +130,7 @@ def test_sweep_takes_its_parameters_short_forms(toym):
     assert long[0] == 0 and short == long and len(long[1].splitlines()) == 1 + 4
 
 
+@pytest.mark.slow
 def test_sweep_short_forms_of_other_things_are_refused_with_the_meant_flag(toym):
     code, _, err = toym("sweep", "attention", "--n", "4", "-d", "2")
     assert code == 2 and "-d is --data" in err and "did you mean --d (head dimension)?" in err
