@@ -104,15 +104,17 @@ def resources(kernel) -> dict:
 
 def _descriptors(d: int, **rows: int) -> dict[str, str]:
     """The signature of the Gluon kernels' TMA descriptor arguments (name → rows a block): fp16
-    (N, d) row-major tensors read in NVMMA-swizzled blocks of (rows, d)."""
+    (N, d) row-major tensors read in NVMMA-swizzled blocks of (rows, d), at d 192 (rows, 64)."""
     import torch
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     from triton.runtime.jit import mangle_type
 
     t = torch.empty(1024, d, dtype=torch.float16)
-    return {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d],
-                                            gl.NVMMASharedLayout.get_default_for([b, d], gl.float16)))
+    cols = 64 if d == 192 else d  # d 192: boxes of 64 columns (three a row)
+    return {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, cols],
+                                            gl.NVMMASharedLayout.get_default_for([b, cols],
+                                                                                 gl.float16)))
             for k, b in rows.items()}
 
 
@@ -129,7 +131,8 @@ def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int
     sig = _descriptors(d, q_desc=block_m, k_desc=block_n, v_desc=block_n, o_desc=block_m)
     consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "num_warps": num_warps,
               "CAUSAL": causal}
-    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", GROUP="i32",
+               **{k: "constexpr" for k in consts})
     return triton.compile(GluonASTSource(_attn_fwd_hopper, sig, consts),
                           target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
 
@@ -149,7 +152,8 @@ def compile_ws(d: int, block_n: int, schedule: str, arch: int = 90, causal: bool
     sig = _descriptors(d, q_desc=WG_ROWS, k_desc=block_n, v_desc=block_n, o_desc=WG_ROWS)
     consts = {"BLOCK_N": block_n, "HEAD_DIM": d, "STAGES": stages, "CAUSAL": causal,
               "SCHEDULE": SCHEDULES[schedule], "CONSUMER_REGS": consumer_regs, "num_warps": 4}
-    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", GROUP="i32",
+               **{k: "constexpr" for k in consts})
     return triton.compile(GluonASTSource(_attn_fwd_ws, sig, consts),
                           target=GPUTarget("cuda", arch, 32),
                           options={"num_warps": 4, "maxnreg": WS_MAXNREG})

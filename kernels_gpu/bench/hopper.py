@@ -1,9 +1,12 @@
 """The Gluon Hopper forward (kernels.hopper) beside the `tl` kernel, SDPA-flash
 and cuDNN, in one run on an sm_90 GPU: correctness against float32 SDPA-math, then forward time
 (median of --repeats do_bench medians), fp16, H 32, B·N = 16k, non-causal (--causal: causal);
---ws adds the warp-specialised kernel (kernels.hopper_ws) in its schedules.
+--ws adds the warp-specialised kernel (kernels.hopper_ws) in its schedules; --kv the K/V heads
+(grouped heads: 8, 4, 1); d 192 runs the warp-specialised kernel on three 64-column chunks.
+"ours" is the public forward as dispatched (host/dispatch.py), "ours (tl)" the `tl` kernel.
 
     python -m kernels_gpu.bench.studies hopper [--out DIR] [--repeats 3] [--causal] [--ws]
+        [--dims 64,128,192] [--kv 32,8,1] [--ns 1024,4096,16384]
 """
 from __future__ import annotations
 
@@ -23,11 +26,13 @@ from .run import attention_flops
 from .study import median_ms
 
 VARIANTS = {64: [(128, 128, 8), (128, 64, 8), (64, 128, 4)],
-            128: [(128, 128, 8), (128, 64, 8), (64, 64, 4)]}
+            128: [(128, 128, 8), (128, 64, 8), (64, 64, 4)], 192: []}
 # the warp-specialised forward (kernels.hopper_ws): (block_n, schedule, stages)
 WS_VARIANTS = {64: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2)],
                128: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2), (128, "lag", 3),
-                     (128, "pingpong", 3)]}
+                     (128, "pingpong", 3)],
+               192: [(64, "ws", 2), (64, "lag", 2), (64, "pingpong", 2), (64, "lag", 3),
+                     (64, "pingpong", 3)]}
 
 
 def variants(d: int, causal: bool, ws: bool) -> dict:
@@ -55,24 +60,30 @@ def main(argv=None) -> int:
     ap.add_argument("--causal", action="store_true", help="causal (square N) instead")
     ap.add_argument("--ws", action="store_true", help="the warp-specialised kernel's schedules too")
     ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--kv", default="32", help="K/V heads (comma list; 32 = dense)")
     args = ap.parse_args(argv)
     if not study.needs_cuda("hopper"):
         return 2
     from torch.nn.attention import SDPBackend
     os.makedirs(args.out, exist_ok=True)
     rows = []
-    for d in (int(x) for x in args.dims.split(",")):
-        for n in (int(x) for x in args.ns.split(",")):
-            b, h = max(1, 16384 // n), 32
-            torch.manual_seed(n + d)
-            q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16)
-                       for _ in range(3))
-            c = args.causal
-            flops = attention_flops(b, h, n, d, c, "fwd")
-            ref = sdpa(q.float(), k.float(), v.float(), c, SDPBackend.MATH) if n <= 4096 \
-                else None
-            row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "causal": c, "ms": {}, "err": {}}
-            for name, fn in variants(d, c, args.ws).items():
+    for d, kv, n in ((int(d), int(kv), int(n)) for d in args.dims.split(",")
+                     for kv in args.kv.split(",") for n in args.ns.split(",")):
+        b, h = max(1, 16384 // n), 32
+        torch.manual_seed(n + d + kv)
+        q = torch.randn(b, h, n, d, device="cuda", dtype=torch.float16)
+        k, v = (torch.randn(b, kv, n, d, device="cuda", dtype=torch.float16) for _ in range(2))
+        c = args.causal
+        flops = attention_flops(b, h, n, d, c, "fwd")
+        g = h // kv
+        ref = sdpa(q.float(), k.float().repeat_interleave(g, 1), v.float().repeat_interleave(g, 1),
+                   c, SDPBackend.MATH) if n <= 4096 else None
+        row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "kv_heads": kv,
+                               "causal": c, "ms": {}, "err": {}}
+        with torch.no_grad():
+            calls = {**variants(d, c, args.ws),
+                     "ours": lambda q_, k_, v_: fa.flash_attention_forward(q_, k_, v_, c)[0]}
+            for name, fn in calls.items():
                 try:
                     o = fn(q, k, v)
                     if ref is not None:
@@ -81,18 +92,21 @@ def main(argv=None) -> int:
                 except Exception as e:  # noqa: BLE001 - a variant that fails is reported
                     row["ms"][name] = float("nan")
                     row["err"][name] = f"{type(e).__name__}: {str(e)[-300:]}"
-            with torch.no_grad():
-                row["ms"]["ours (tl)"] = _ms(lambda: fa.flash_attention_forward(
-                    q, k, v, c, config=fa.resolve_config("fwd", q, c)), args.repeats)
-                for name, be in (("flash", SDPBackend.FLASH_ATTENTION),
-                                 ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-                    row["ms"][name] = _ms(lambda: sdpa(q, k, v, c, be), args.repeats)
-            row["tflops"] = {k_: flops / ms * 1e-9 for k_, ms in row["ms"].items()}
-            rows.append(row)
-            print(f"d={d} N={n}: " + ", ".join(f"{k_} {t:.0f}" for k_, t in row["tflops"].items())
-                  + " TFLOP/s | err " + ", ".join(f"{k_} {e if isinstance(e, str) else f'{e:.1e}'}"
-                                                 for k_, e in row["err"].items()), flush=True)
-            stem = ("hopper_ws" if args.ws else "hopper") + ("_causal" if c else "")
-            study.save_rows(args.out, stem, rows)
+            row["ms"]["ours (tl)"] = _ms(lambda: fa.flash_attention_forward(
+                q, k, v, c, config=fa.resolve_config("fwd", q, c, k=k)), args.repeats)
+            for name, be in (("flash", SDPBackend.FLASH_ATTENTION),
+                             ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                try:
+                    sdpa(q, k, v, c, be)
+                    kk, vv = k, v
+                except RuntimeError:  # a backend without grouped heads: K/V expanded
+                    kk, vv = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+                row["ms"][name] = _ms(lambda: sdpa(q, kk, vv, c, be), args.repeats)
+        row["tflops"] = {k_: flops / ms * 1e-9 for k_, ms in row["ms"].items()}
+        rows.append(row)
+        print(f"d={d} H_kv={kv} N={n}: " + ", ".join(f"{k_} {t:.0f}" for k_, t in row["tflops"].items())
+              + " TFLOP/s | err " + ", ".join(f"{k_} {e if isinstance(e, str) else f'{e:.1e}'}"
+                                             for k_, e in row["err"].items()), flush=True)
+        stem = ("hopper_ws" if args.ws else "hopper") + ("_causal" if c else "")
+        study.save_rows(args.out, stem, rows)
     return 0
-

@@ -1,7 +1,8 @@
 """Host side of the Gluon Hopper kernels (kernels.hopper, hopper_ws, hopper_bwd): TMA
 descriptors and the launches of the one-partition and warp-specialised forwards, the dK/dV and
-the dQ. Causal (N_q = N_k) or not, H_kv = H, fp16/bf16, d 64/128, N a multiple of the blocks,
-sm_90. Where the public functions run them is `host/dispatch.py`'s decision.
+the dQ. Causal (N_q = N_k) or not, fp16/bf16, d 64/128 (the warp-specialised forward d 192 too),
+N a multiple of the blocks, sm_90; the forwards take grouped heads (H a multiple of H_kv), the
+backward launches H_kv = H. Where the public functions run them is `host/dispatch.py`'s decision.
 """
 from __future__ import annotations
 
@@ -18,10 +19,16 @@ LOG2E = 1.4426950408889634
 
 
 def hopper_supported(q: torch.Tensor, k: torch.Tensor, block_m: int = 128,
-                     block_n: int = 128) -> bool:
+                     block_n: int = 128, grouped: bool = False,
+                     dims: tuple[int, ...] = (64, 128)) -> bool:
+    """q (B, H, N, d) and k of the Gluon kernels' shapes: k's the same, or with `grouped`
+    (B, H_kv, N, d) with H a multiple of H_kv; d in `dims`, N a multiple of the blocks."""
+    same = q.shape == k.shape or (
+        grouped and q.dim() == k.dim() == 4 and (q.shape[0], *q.shape[2:]) == (k.shape[0], *k.shape[2:])
+        and k.shape[1] > 0 and q.shape[1] % k.shape[1] == 0)
     return (HAVE_GLUON and q.is_cuda and torch.cuda.get_device_capability(q.device)[0] == 9
-            and q.dtype in (torch.float16, torch.bfloat16) and q.shape == k.shape
-            and q.shape[-1] in (64, 128) and q.shape[2] % block_m == 0
+            and q.dtype in (torch.float16, torch.bfloat16) and same
+            and q.shape[-1] in dims and q.shape[2] % block_m == 0
             and q.shape[2] % block_n == 0)
 
 
@@ -36,28 +43,32 @@ def attention_forward_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              block_n: int = 128, num_warps: int = 8,
                              out: tuple[torch.Tensor, torch.Tensor] | None = None,
                              causal: bool = False) -> torch.Tensor:
-    """O (B, H, N, d) = softmax(sm_scale q k^T) v, on the Gluon kernel; `out` = (o, lse)
-    buffers to write (lse (B, H, N) fp32, natural log), else o is new and lse dropped."""
-    if not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape:
-        raise ValueError("the Gluon Hopper forward takes q, k, v of one shape (B, H, N, d), "
-                         "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
+    """O (B, H, N, d) = softmax(sm_scale q k^T) v, on the Gluon kernel; k, v (B, H_kv, N, d)
+    with H a multiple of H_kv (grouped heads); `out` = (o, lse) buffers to write (lse (B, H, N)
+    fp32, natural log), else o is new and lse dropped."""
+    if not hopper_supported(q, k, block_m, block_n, grouped=True) or v.shape != k.shape:
+        raise ValueError("the Gluon Hopper forward takes q (B, H, N, d) and k, v (B, H_kv, N, "
+                         "d), H a multiple of H_kv, fp16/bf16, d 64 or 128, N a multiple of the "
+                         "blocks, on an sm_90 GPU")
     if causal and block_m % block_n:
         raise ValueError("the causal Gluon forward needs block_m a multiple of block_n")
     (b, h, n, d), scale, (q2, k2, v2) = _rows(q, sm_scale, q, k, v)
     o, lse = _forward_out(q2, out, d)
     descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (o, block_m))
-    _attn_fwd_hopper[(n // block_m, b * h)](*descs, lse, scale * LOG2E, n, block_m, block_n, d,
-                                            num_warps=num_warps, CAUSAL=bool(causal))
+    _attn_fwd_hopper[(n // block_m, b * h)](*descs, lse, scale * LOG2E, n, h // k.shape[1],
+                                            block_m, block_n, d, num_warps=num_warps,
+                                            CAUSAL=bool(causal))
     return o.view(b, h, n, d)
 
 
 def _rows(q: torch.Tensor, sm_scale: float | None, *tensors: torch.Tensor
           ) -> tuple[tuple[int, int, int, int], float, tuple[torch.Tensor, ...]]:
     """(q's shape (B, H, N, d), the softmax scale (1/√d unless given), the tensors as contiguous
-    (B·H·N, d) row-major views): what every Gluon launch reads through TMA."""
+    (rows, d) row-major views — B·H·N rows, B·H_kv·N for grouped K and V): what every Gluon
+    launch reads through TMA."""
     b, h, n, d = q.shape
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
-    return (b, h, n, d), scale, tuple(t.contiguous().view(b * h * n, d) for t in tensors)
+    return (b, h, n, d), scale, tuple(t.contiguous().view(-1, d) for t in tensors)
 
 
 def _forward_out(q2: torch.Tensor, out, d: int):
@@ -93,21 +104,25 @@ def attention_forward_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                          out: tuple[torch.Tensor, torch.Tensor] | None = None,
                          causal: bool = False) -> torch.Tensor:
     """O (B, H, N, d) on the warp-specialised Gluon forward (kernels.hopper_ws): a TMA
-    producer warp, two consumer warpgroups of 64 rows; `schedule` "ws", "lag" (P V of tile
+    producer warp, two consumer warpgroups of 64 rows (d 192: the head dim as three 64-column
+    chunks, no padding); `schedule` "ws", "lag" (P V of tile
     j-1 under the softmax of tile j) or "pingpong" (lag + the two warpgroups taking turns).
-    `out` = (o, lse) buffers to write, else o is new and lse dropped."""
+    k, v (B, H_kv, N, d), H a multiple of H_kv. `out` = (o, lse) buffers to write, else o is
+    new and lse dropped."""
     from ..kernels.hopper_ws import SCHEDULES, WG_ROWS, _attn_fwd_ws
 
-    if (not hopper_supported(q, k, 2 * WG_ROWS, block_n) or v.shape != k.shape
-            or schedule not in SCHEDULES or (2 * WG_ROWS) % block_n):
-        raise ValueError("the warp-specialised Gluon forward takes q, k, v of one shape "
-                         "(B, H, N, d), fp16/bf16, d 64 or 128, N a multiple of 128, block_n "
-                         "64 or 128, on an sm_90 GPU")
+    if (not hopper_supported(q, k, 2 * WG_ROWS, block_n, grouped=True, dims=(64, 128, 192))
+            or v.shape != k.shape or schedule not in SCHEDULES or (2 * WG_ROWS) % block_n
+            or (q.shape[-1] == 192 and block_n != 64)):
+        raise ValueError("the warp-specialised Gluon forward takes q (B, H, N, d) and k, v "
+                         "(B, H_kv, N, d), H a multiple of H_kv, fp16/bf16, d 64, 128 or 192, "
+                         "N a multiple of 128, block_n 64 or 128 (d 192: 64), on an sm_90 GPU")
     (b, h, n, d), scale, (q2, k2, v2) = _rows(q, sm_scale, q, k, v)
     o, lse = _forward_out(q2, out, d)
-    descs = _descriptors(q.dtype, (q2, WG_ROWS), (k2, block_n), (v2, block_n), (o, WG_ROWS))
+    descs = _descriptors(q.dtype, (q2, WG_ROWS), (k2, block_n), (v2, block_n), (o, WG_ROWS),
+                         cols=64 if d == 192 else None)  # d 192: three 64-column boxes a row
     _attn_fwd_ws[(n // (2 * WG_ROWS), b * h)](
-        *descs, lse, scale * LOG2E, n, block_n, d, stages, bool(causal),
+        *descs, lse, scale * LOG2E, n, h // k.shape[1], block_n, d, stages, bool(causal),
         SCHEDULES[schedule], consumer_regs, num_warps=4, maxnreg=WS_MAXNREG)
     return o.view(b, h, n, d)
 

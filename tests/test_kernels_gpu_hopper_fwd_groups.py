@@ -1,0 +1,178 @@
+"""The Gluon forwards on grouped heads (H a multiple of H_kv, MQA H_kv 1) and the
+warp-specialised forward at d 192 (the head dim as three 64-column chunks, no padding): offline
+they compile to wgmma without spills (Triton's own ptxas, any machine); on an sm_90 GPU they
+compute attention against float64 (O and lse, O poisoned first), and the public forward
+dispatches to them (bit for bit) with the backward from their lse right."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+pytest.importorskip("triton")
+
+from kernels_gpu import attention_reference  # noqa: E402
+from kernels_gpu.kernels.hopper import HAVE_GLUON  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GLUON = pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
+
+
+def _sm90() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+
+
+SM90 = pytest.mark.skipif(not _sm90(), reason="the Gluon Hopper kernels need an sm_90 GPU")
+
+
+def _inputs(seed: int, b: int, h: int, kv: int, n: int, d: int, dtype=torch.float16):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, n, d, generator=g).to(dtype).cuda()
+    k, v = (torch.randn(b, kv, n, d, generator=g).to(dtype).cuda() for _ in range(2))
+    return q, k, v
+
+
+def _check(o, lse, q, k, v, causal, dtype) -> None:
+    from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
+
+    ref, ref_lse = attention_reference(q, k, v, causal)
+    assert not torch.isnan(o).any() and not torch.isnan(lse).any()
+    assert rel_err(o, ref) < output_tolerance(dtype, True)
+    assert rel_err(lse.view(ref_lse.shape), ref_lse) < lse_tolerance(dtype, True)
+
+
+@GLUON
+@pytest.mark.slow  # offline sm_90 compiles (ptxas)
+def test_the_d192_and_grouped_forwards_compile_to_wgmma_without_spills():
+    """Every d 192 row of DISPATCH_WS, causal or not, and the one-partition forward (whose
+    K/V head is a run-time division): HGMMA, no local memory, the consumers at 240 registers
+    and the producer at 24 (setmaxnreg)."""
+    code = ("import json\n"
+            "from kernels_gpu.bench.compile_check import compile_hopper, compile_ws, resources\n"
+            "from kernels_gpu.host.dispatch import DISPATCH_WS\n"
+            "cfgs = sorted({(d, c, cfg) for (d, c), rows in DISPATCH_WS.items() if d == 192\n"
+            "               for _, cfg in rows if cfg})\n"
+            "ws = [resources(compile_ws(d, bn, s, causal=c, stages=st))\n"
+            "      for d, c, (bn, s, st) in cfgs]\n"
+            "one = [resources(compile_hopper(128, 128, 64, 8, causal=True))]\n"
+            "print(json.dumps([len(cfgs), ws, one]))\n")
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    count, ws, one = json.loads(r.stdout.strip().splitlines()[-1])
+    assert count >= 1 and len(ws) == count
+    for row in ws + one:
+        assert row["spill_stores"] == 0 and row["local_bytes"] == 0, row
+        assert row["mma"].get("HGMMA", 0) > 0 and "HMMA" not in row["mma"], row
+    for row in ws:
+        assert {"0xf0", "0x18"} <= set(row["setmaxnreg"]), row
+
+
+@GLUON
+@pytest.mark.gpu
+@SM90
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("d,heads,kv", [(64, 8, 2), (64, 4, 1), (128, 8, 2), (128, 6, 1)])
+def test_the_gluon_forwards_compute_grouped_heads(dtype, d, heads, kv, causal):
+    """The one-partition (BLOCK_N 64 and 128) and the warp-specialised forward (each schedule)
+    with query head h reading K/V head h // (H / H_kv): O and lse against float64."""
+    from kernels_gpu.host.hopper import attention_forward_hopper, attention_forward_ws
+
+    q, k, v = _inputs(d + heads + kv, 2, heads, kv, 640 if d == 128 else 512, d, dtype)
+    calls = [lambda out, bn=bn: attention_forward_hopper(q, k, v, block_m=128, block_n=bn,
+                                                  num_warps=8, out=out, causal=causal)
+             for bn in (64, 128)]
+    if q.shape[2] % 128 == 0:
+        calls += [lambda out, s=s: attention_forward_ws(q, k, v, block_n=128, schedule=s,
+                                                        out=out, causal=causal)
+                  for s in ("ws", "lag", "pingpong")]
+    for call in calls:
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full(q.shape[:3], float("nan"), device="cuda")
+        call((o, lse.view(-1)))
+        _check(o, lse, q, k, v, causal, dtype)
+
+
+@GLUON
+@pytest.mark.gpu
+@SM90
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("schedule,stages", [("ws", 2), ("lag", 2), ("pingpong", 2),
+                                             ("lag", 3), ("pingpong", 3)])
+@pytest.mark.parametrize("heads,kv", [(3, 3), (4, 1)])
+def test_the_d192_forward_computes_attention(dtype, schedule, stages, heads, kv, causal):
+    """d 192 on three 64-column chunks, each schedule, dense and MQA; N 640 = 5 programs of 128
+    rows and 10 key tiles of 64, so the ring wraps and causal programs have 2 - 10 tiles."""
+    from kernels_gpu.host.hopper import attention_forward_ws
+
+    q, k, v = _inputs(stages + heads, 2, heads, kv, 640, 192, dtype)
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full(q.shape[:3], float("nan"), device="cuda")
+    attention_forward_ws(q, k, v, block_n=64, schedule=schedule, stages=stages,
+                         out=(o, lse.view(-1)), causal=causal)
+    _check(o, lse, q, k, v, causal, dtype)
+
+
+@GLUON
+@pytest.mark.gpu
+@SM90
+def test_the_d192_forward_refuses_what_it_cannot_run():
+    from kernels_gpu.host.hopper import attention_forward_ws
+
+    q, k, v = _inputs(0, 1, 2, 2, 256, 192)
+    with pytest.raises(ValueError):
+        attention_forward_ws(q, k, v, block_n=128)  # d 192 takes BLOCK_N 64 only
+    q, k, v = _inputs(0, 1, 3, 2, 256, 128)
+    with pytest.raises(ValueError):
+        attention_forward_ws(q, k, v, block_n=128)  # 3 query heads on 2 K/V heads
+
+
+@GLUON
+@pytest.mark.gpu
+@SM90
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("d,heads,kv,n", [(128, 8, 2, 1024), (128, 4, 1, 256), (64, 8, 1, 1024),
+                                          (192, 4, 4, 1024), (192, 4, 1, 512),
+                                          (128, 4, 2, 1000), (192, 4, 2, 200)])
+def test_flash_attention_dispatches_grouped_and_d192_forwards(d, heads, kv, n, causal):
+    """The public forward runs the Gluon forward `choose` names (bit for bit against the
+    direct call), or the `tl` kernel where N is ragged; O, lse and the gradients through
+    autograd (the backward the dispatch picks) against float64."""
+    from kernels_gpu import flash_attention, flash_attention_forward
+    from kernels_gpu.host import dispatch, hopper, launch
+    from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
+
+    q, k, v = _inputs(n + d, 1, heads, kv, n, d)
+    do = torch.randn_like(q)
+    choice = dispatch.choose_for(launch.problem_of(q, k, v, causal), False)
+    o, lse = flash_attention_forward(q, k, v, causal)
+    if n % 128:
+        assert "fwd" not in choice and "fwd_ws" not in choice
+    elif "fwd_ws" in choice:
+        assert torch.equal(o, hopper.attention_forward_ws(q, k, v, None, *choice["fwd_ws"],
+                                                          causal=causal))
+    else:
+        bm, bn, w = choice["fwd"]
+        assert torch.equal(o, hopper.attention_forward_hopper(q, k, v, None, bm, bn, w,
+                                                              causal=causal))
+    if n % 128 == 0 and (d in (64, 128) or kv == heads):
+        assert "fwd" in choice or "fwd_ws" in choice
+    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
+    ref_o, ref_lse = attention_reference(qr, kr, vr, causal)
+    assert rel_err(o, ref_o.detach()) < output_tolerance(torch.float16, True)
+    assert rel_err(lse, ref_lse.detach()) < lse_tolerance(torch.float16, True)
+    ref_o.backward(do.double())
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    flash_attention(q, k, v, causal).backward(do)
+    tol = output_tolerance(torch.float16, True, backward=True)
+    assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
+               rel_err(v.grad, vr.grad)) < tol
