@@ -259,7 +259,7 @@ def predict_forward(machine, calib: dict, *, n: int, d: int, batch: int, heads: 
         config, block_m, block_n = kernel.config, kernel.block_m, kernel.block_n
     rate = _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
                 heads=heads, causal=causal, block_m=block_m, block_n=block_n, pass_="forward",
-                kv_heads=kv_heads)
+                kv_heads=kv_heads, pad=kernel is None)  # a Gluon forward: d 192 in 64-col chunks
     if config is None:
         return rate
     sched = schedule(n, d, batch, heads, causal, pass_="fwd", config=config, nk=nk,
@@ -349,7 +349,7 @@ def predict_launch(machine, calib: dict, kernel: gluon.GluonKernel, *, n: int, d
     rate = _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
                 heads=heads, causal=causal, block_m=kernel.block_m, block_n=kernel.block_n,
                 pass_="forward" if phase is None else "backward", phase=phase,
-                kv_heads=kv_heads, pad=kernel.family != "d192")
+                kv_heads=kv_heads, pad=kernel.family != "d192" and phase is not None)
     sched = schedule(n, d, batch, heads, causal, pass_=kernel.pass_, config=kernel.config,
                      nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes,
                      part=kernel.part or None)
