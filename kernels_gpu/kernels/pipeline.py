@@ -8,7 +8,8 @@ barrier's phase is (i // STAGES) & 1 (`stage_phase`).
 * one partition (`ring_fill`, `ring_refill`, `ring_wait`): the first STAGES - 1 tiles loaded
   up front; per tile a CTA barrier (every warp is done with the stage the next load
   overwrites), the load of tile i + STAGES - 1 issued into it, then the wait for tile i;
-* warp-specialised (`ring_produce`, `ring_acquire`, `ring_release`): a producer warp waits on
+* warp-specialised (`ring_produce`, or `ring_produce_one` where each tensor has its own
+  barriers; `ring_acquire`, `ring_release`): a producer warp waits on
   the stage's `empty` barrier (the consumers' arrivals; a fresh mbarrier passes phase 1) before
   loading into it and completing its `ready` one; each consumer waits on `ready` and arrives
   on `empty` when every wgmma reading the stage has retired.
@@ -18,7 +19,9 @@ program's warps), `operand_layout` (a register A operand of it), `chain` (a prod
 over the column chunks, left running), `probs_t` / `probs` (the backward's P^T and P from the
 forward's lse, causal mask on the tiles that cross the diagonal), `dkdv_step` (one streamed
 query tile into dK, dV: S^T, P^T, dV += P^T dO, dP^T, dS^T, dK += dS^T Q in the OVERLAP
-schedules) and `store_rows` (an fp32 accumulator cast and stored by plain stores). Every helper
+schedules), `store_rows` (an fp32 accumulator cast and stored by plain stores) and
+`tma_store_tile` (through shared memory and a TMA store); the forward's `mask_scores` and
+`online_softmax` (the running max, P, the rescale factor, the running sum). Every helper
 is a `@gluon.jit` function: the compiler inlines it, so a kernel built from them compiles to
 the code it had written out.
 """
@@ -26,20 +29,23 @@ from __future__ import annotations
 
 from .gluon_api import (
     HAVE_GLUON,
+    fence_async_shared,
     gl,
     gluon,
     mbarrier,
     thread_barrier,
+    tma,
     tma_load,
+    tma_store,
     warpgroup_mma,
     warpgroup_mma_wait,
 )
 
 __all__ = ["HAVE_GLUON", "LOG2E", "mma_layout", "operand_layout", "alloc_ring",
            "alloc_barriers", "invalidate_barriers", "stage_phase", "tma_load_tile",
-           "tma_load_pair", "ring_fill", "ring_refill", "ring_wait", "ring_produce",
-           "ring_acquire", "ring_release", "chain", "two_products", "row_stats", "probs_t", "probs",
-           "dkdv_step", "store_rows"]
+           "tma_load_pair", "tma_store_tile", "ring_fill", "ring_refill", "ring_wait",
+           "ring_produce", "ring_produce_one", "ring_acquire", "ring_release", "chain", "two_products", "row_stats", "probs_t", "probs",
+           "dkdv_step", "store_rows", "mask_scores", "online_softmax"]
 
 LOG2E = 1.4426950408889634  # exp(x) = exp2(x * LOG2E): the kernels' softmax runs on exp2
 
@@ -101,6 +107,15 @@ if HAVE_GLUON:
         tma_load_tile(b_desc, row, bar, b_smem, slot, CHUNKS)
 
     @gluon.jit
+    def tma_store_tile(desc, row, acc, smem):
+        """acc cast to `desc`'s type, through `smem` (a dead tile of the box's shape) and a TMA
+        store at `row`, waited."""
+        smem.store(acc.to(desc.dtype))
+        fence_async_shared()
+        tma_store(desc, [row, 0], smem)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
     def ring_fill(a_desc, b_desc, a_ring, b_ring, bars, row0, first, n_tiles,
                   STAGES: gl.constexpr, CHUNKS: gl.constexpr):
         """One partition: the ring's first STAGES - 1 tiles (tile t at row0 + (first + t) *
@@ -138,6 +153,15 @@ if HAVE_GLUON:
         s, ph = stage_phase(i, STAGES)
         mbarrier.wait(empty.index(s), ph ^ 1)
         tma_load_pair(a_desc, b_desc, row, ready.index(s), a_ring, b_ring, s, CHUNKS)
+
+    @gluon.jit
+    def ring_produce_one(desc, ring, ready, empty, i, row, STAGES: gl.constexpr):
+        """Warp-specialised producer, one tensor with its own barriers (K apart from V): tile
+        i (at `row`) into its stage once every consumer has released the stage."""
+        s, ph = stage_phase(i, STAGES)
+        mbarrier.wait(empty.index(s), ph ^ 1)
+        mbarrier.expect(ready.index(s), desc.block_type.nbytes)
+        tma_load(desc, [row, 0], ready.index(s), ring.index(s))
 
     @gluon.jit
     def ring_acquire(ready, i, STAGES: gl.constexpr):
@@ -256,3 +280,19 @@ if HAVE_GLUON:
             gl.store(PTR + offs, acc.to(PTR.dtype.element_ty))
         else:
             gl.store(PTR + offs + col0, acc.to(PTR.dtype.element_ty))
+
+    @gluon.jit
+    def mask_scores(s, q_pos, k_pos):
+        """S with the keys past each query at -inf (the forward's causal mask)."""
+        return gl.where(gl.expand_dims(k_pos, 0) <= gl.expand_dims(q_pos, 1), s, float("-inf"))
+
+    @gluon.jit
+    def online_softmax(s, m_i, l_i, qk_scale):
+        """One key tile of the online softmax (log2 units, qk_scale = sm_scale * log2 e): the
+        new running max, P = exp2(S * qk_scale - max), the factor alpha the accumulator is
+        rescaled by and the running sum: (p, alpha, m_new, l_new)."""
+        m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+        p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))
+        alpha = gl.exp2(m_i - m_new)
+        l_i = l_i * alpha + gl.sum(p, axis=1)
+        return p, alpha, m_new, l_i
