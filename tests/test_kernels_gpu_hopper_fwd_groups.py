@@ -105,6 +105,28 @@ def test_the_gluon_forwards_compute_grouped_heads(dtype, d, heads, kv, causal):
 @pytest.mark.gpu
 @SM90
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("schedule", ["pws", "plag", "ppingpong"])
+@pytest.mark.parametrize("d,heads,kv,stages", [(64, 16, 16, 2), (64, 16, 2, 3), (128, 16, 4, 2),
+                                               (128, 8, 1, 2)])
+def test_the_persistent_forward_computes_attention(d, heads, kv, schedule, stages, causal):
+    """The persistent warp-specialised forward against float64: 4 x heads x 5 query tiles of
+    128 rows, more work items than SMs, so that each program runs several and the ring, the
+    turns and the Q and O buffers carry over from item to item."""
+    from kernels_gpu.host.hopper import attention_forward_ws
+
+    q, k, v = _inputs(d + heads + stages, 4, heads, kv, 640, d)
+    assert 4 * heads * 5 > torch.cuda.get_device_properties(0).multi_processor_count
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full(q.shape[:3], float("nan"), device="cuda")
+    attention_forward_ws(q, k, v, block_n=128, schedule=schedule, stages=stages,
+                         out=(o, lse.view(-1)), causal=causal)
+    _check(o, lse, q, k, v, causal, torch.float16)
+
+
+@GLUON
+@pytest.mark.gpu
+@SM90
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("schedule,stages", [("ws", 2), ("lag", 2), ("pingpong", 2),
                                              ("lag", 3), ("pingpong", 3)])

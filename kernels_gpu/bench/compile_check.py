@@ -159,6 +159,26 @@ def compile_ws(d: int, block_n: int, schedule: str, arch: int = 90, causal: bool
                           options={"num_warps": 4, "maxnreg": WS_MAXNREG})
 
 
+def compile_ws_persistent(d: int, block_n: int, schedule: str, arch: int = 90,
+                          causal: bool = False, stages: int = 2, consumer_regs: int = 240):
+    """The persistent warp-specialised forward (kernels.hopper_ws_persistent), sm_<arch>,
+    fp16; `schedule` one of host.hopper.PERSISTENT."""
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from ..host.hopper import PERSISTENT, WS_MAXNREG
+    from ..kernels.hopper_ws import WG_ROWS
+    from ..kernels.hopper_ws_persistent import _attn_fwd_ws_persistent
+
+    sig = _descriptors(d, q_desc=WG_ROWS, k_desc=block_n, v_desc=block_n, o_desc=WG_ROWS)
+    consts = {"BLOCK_N": block_n, "HEAD_DIM": d, "STAGES": stages, "CAUSAL": causal,
+              "SCHEDULE": PERSISTENT[schedule], "CONSUMER_REGS": consumer_regs, "num_warps": 4}
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", GROUP="i32", BH="i32",
+               **{k: "constexpr" for k in consts})
+    return triton.compile(GluonASTSource(_attn_fwd_ws_persistent, sig, consts),
+                          target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": 4, "maxnreg": WS_MAXNREG})
+
+
 def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: int = 90,
                 causal: bool = False, dq: bool = False, stages: int = 2,
                 overlap: bool = False):

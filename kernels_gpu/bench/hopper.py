@@ -27,10 +27,12 @@ from .study import median_ms
 
 VARIANTS = {64: [(128, 128, 8), (128, 64, 8), (64, 128, 4)],
             128: [(128, 128, 8), (128, 64, 8), (64, 64, 4)], 192: []}
-# the warp-specialised forward (kernels.hopper_ws): (block_n, schedule, stages)
-WS_VARIANTS = {64: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2)],
+# the warp-specialised forward (kernels.hopper_ws): (block_n, schedule, stages); "p...": its
+# persistent form (kernels.hopper_ws_persistent)
+WS_VARIANTS = {64: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2), (128, "plag", 2),
+                    (128, "ppingpong", 2), (128, "plag", 3)],
                128: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2), (128, "lag", 3),
-                     (128, "pingpong", 3)],
+                     (128, "pingpong", 3), (128, "plag", 2), (128, "ppingpong", 2)],
                192: [(64, "ws", 2), (64, "lag", 2), (64, "pingpong", 2), (64, "lag", 3),
                      (64, "pingpong", 3)]}
 

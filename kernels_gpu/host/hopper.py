@@ -106,14 +106,16 @@ def attention_forward_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     """O (B, H, N, d) on the warp-specialised Gluon forward (kernels.hopper_ws): a TMA
     producer warp, two consumer warpgroups of 64 rows (d 192: the head dim as three 64-column
     chunks, no padding); `schedule` "ws", "lag" (P V of tile
-    j-1 under the softmax of tile j) or "pingpong" (lag + the two warpgroups taking turns).
-    k, v (B, H_kv, N, d), H a multiple of H_kv. `out` = (o, lse) buffers to write, else o is
-    new and lse dropped."""
+    j-1 under the softmax of tile j) or "pingpong" (lag + the two warpgroups taking turns);
+    "pws", "plag", "ppingpong": the same as a persistent kernel (kernels.hopper_ws_persistent:
+    one program an SM walking the (query tile, head) items; d 64 / 128). k, v (B, H_kv, N, d),
+    H a multiple of H_kv. `out` = (o, lse) buffers to write, else o is new and lse dropped."""
     from ..kernels.hopper_ws import SCHEDULES, WG_ROWS, _attn_fwd_ws
 
+    persistent = schedule in PERSISTENT
     if (not hopper_supported(q, k, 2 * WG_ROWS, block_n, grouped=True, dims=(64, 128, 192))
-            or v.shape != k.shape or schedule not in SCHEDULES or (2 * WG_ROWS) % block_n
-            or (q.shape[-1] == 192 and block_n != 64)):
+            or v.shape != k.shape or (schedule not in SCHEDULES and not persistent)
+            or (2 * WG_ROWS) % block_n or (q.shape[-1] == 192 and (block_n != 64 or persistent))):
         raise ValueError("the warp-specialised Gluon forward takes q (B, H, N, d) and k, v "
                          "(B, H_kv, N, d), H a multiple of H_kv, fp16/bf16, d 64, 128 or 192, "
                          "N a multiple of 128, block_n 64 or 128 (d 192: 64), on an sm_90 GPU")
@@ -121,10 +123,31 @@ def attention_forward_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     o, lse = _forward_out(q2, out, d)
     descs = _descriptors(q.dtype, (q2, WG_ROWS), (k2, block_n), (v2, block_n), (o, WG_ROWS),
                          cols=64 if d == 192 else None)  # d 192: three 64-column boxes a row
+    if persistent:
+        from ..kernels.hopper_ws_persistent import _attn_fwd_ws_persistent
+
+        items = n // (2 * WG_ROWS) * b * h
+        _attn_fwd_ws_persistent[(min(items, _sms(q.device)),)](
+            *descs, lse, scale * LOG2E, n, h // k.shape[1], b * h, block_n, d, stages,
+            bool(causal), PERSISTENT[schedule], consumer_regs, num_warps=4, maxnreg=WS_MAXNREG)
+        return o.view(b, h, n, d)
     _attn_fwd_ws[(n // (2 * WG_ROWS), b * h)](
         *descs, lse, scale * LOG2E, n, h // k.shape[1], block_n, d, stages, bool(causal),
         SCHEDULES[schedule], consumer_regs, num_warps=4, maxnreg=WS_MAXNREG)
     return o.view(b, h, n, d)
+
+
+# the persistent warp-specialised forward's schedules (the one-launch-a-tile ones' numbers)
+PERSISTENT = {"pws": 0, "plag": 1, "ppingpong": 2}
+_SMS: dict[int, int] = {}
+
+
+def _sms(device: torch.device) -> int:
+    """The device's SM count (a persistent grid's size), read once."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index]
 
 
 # 12 warps a program (two consumer warpgroups + the producer's, padded to a warpgroup):
