@@ -181,16 +181,20 @@ def compile_ws_persistent(d: int, block_n: int, schedule: str, arch: int = 90,
 
 def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: int = 90,
                 causal: bool = False, dq: bool = False, stages: int = 2,
-                overlap: bool = False):
-    """The Gluon dK/dV (dq: the dQ) of kernels.hopper_bwd compiled for sm_<arch>, fp16."""
+                overlap: bool = False, tma_out: bool = False):
+    """The Gluon dK/dV (dq: the dQ) of kernels.hopper_bwd compiled for sm_<arch>, fp16;
+    `tma_out`: the outputs through shared memory and TMA stores (TMA descriptors)."""
     from triton.experimental.gluon._runtime import GluonASTSource
 
     from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper
 
     sig = _descriptors(d, q_desc=block_m, k_desc=block_n, v_desc=block_n, do_desc=block_m)
     consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "CAUSAL": causal,
-              "STAGES": stages, "OVERLAP": int(overlap), "num_warps": num_warps}
+              "STAGES": stages, "OVERLAP": int(overlap), "num_warps": num_warps,
+              "TMA_OUT": bool(tma_out)}
     outs = {"DQ": "*fp16"} if dq else {"DK": "*fp16", "DV": "*fp16"}
+    if tma_out:
+        outs = _descriptors(d, DQ=block_m) if dq else _descriptors(d, DK=block_n, DV=block_n)
     sig.update(**outs, LSE="*fp32", DELTA="*fp32", sm_scale="fp32", N="i32",
                **{k: "constexpr" for k in consts})
     fn = _attn_bwd_dq_hopper if dq else _attn_bwd_dkdv_hopper

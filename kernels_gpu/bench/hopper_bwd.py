@@ -4,6 +4,7 @@ backward, SDPA-flash and cuDNN, in one run on an sm_90 GPU. fp16, H 32, B·N = 1
 the median of --repeats do_bench medians; dK, dV checked against the `tl` backward's first.
 
     python -m kernels_gpu.bench.studies hopper_bwd [--out DIR] [--repeats 3] [--ns 1024,4096,16384]
+        [--tma-out]   # the first dK/dV and dQ with plain and with TMA stores of their outputs
 """
 from __future__ import annotations
 
@@ -41,11 +42,21 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ns", default="1024,4096,16384")
     ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--tma-out", action="store_true",
+                    help="instead: the first dK/dV and dQ variants alone, with plain stores and "
+                         "with TMA stores of their outputs, and the backward on each pair")
     args = ap.parse_args(argv)
     if not study.needs_cuda("hopper_bwd"):
         return 2
     os.makedirs(args.out, exist_ok=True)
     rows = []
+    if args.tma_out:
+        for d in (int(x) for x in args.dims.split(",")):
+            for causal in (False, True):
+                for n in (int(x) for x in args.ns.split(",")):
+                    rows.append(tma_out_point(d, n, causal, args.repeats))
+                    study.save_rows(args.out, "hopper_bwd_tma_out", rows)
+        return 0
     for d in (int(x) for x in args.dims.split(",")):
         for causal in (False, True):
             for n in (int(x) for x in args.ns.split(",")):
@@ -136,3 +147,58 @@ def point(d: int, n: int, causal: bool, repeats: int) -> dict:
         flush=True)
     return row
 
+
+
+def tma_out_point(d: int, n: int, causal: bool, repeats: int) -> dict:
+    """The dispatched (else the first) dK/dV and dQ configs of d, each with plain stores and with TMA stores
+    (`tma_out`), alone and as a backward (the `tl` preprocess, the dK/dV, the dQ), beside
+    SDPA's; the outputs checked against the dispatched backward first."""
+    b, h = max(1, 16384 // n), 32
+    torch.manual_seed(n + d + causal)
+    q, k, v, do = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16,
+                               requires_grad=True) for _ in range(4))
+    qd, kd, vd, dod = (t.detach() for t in (q, k, v, do))
+    o, lse = fa.flash_attention_forward(qd, kd, vd, causal)
+    p = L.problem_of(qd, kd, vd, causal)
+    scale = fa.softmax_scale(None, d)
+    delta = L.new_empty((b, h, n), qd, torch.float32)
+    L.launch_preprocess(p, o, dod, delta)
+    ref = fa.flash_attention_backward(qd, kd, vd, o, lse, dod, causal)
+    from ..host import dispatch
+
+    kv_cfg = dispatch.DISPATCH_DKDV.get(d, VARIANTS[d][0])  # the dispatched ones where any
+    dq_cfg = dispatch.DISPATCH_DQ.get((d, True), DQ_VARIANTS[d][0])
+    row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "ms": {},
+                           "runs": {}, "err": {}}
+    for tma in (False, True):
+        tag = " tma" if tma else ""
+
+        def dkdv(tma=tma):
+            return attention_backward_dkdv_hopper(qd, kd, vd, dod, lse, delta, scale, causal,
+                                                  *kv_cfg, tma_out=tma)
+
+        def dq_(tma=tma):
+            return attention_backward_dq_hopper(qd, kd, vd, dod, lse, delta, scale, causal,
+                                                *dq_cfg, tma_out=tma)
+        dk, dv = dkdv()
+        g = dq_()
+        row["err"][label("dkdv", kv_cfg) + tag] = max(
+            float((x.float() - r.float()).norm() / r.float().norm())
+            for x, r in ((dk, ref[1]), (dv, ref[2])))
+        row["err"][label("dq", dq_cfg) + tag] = float(
+            (g.float() - ref[0].float()).norm() / ref[0].float().norm())
+        study.time_into(row, label("dkdv", kv_cfg) + tag, dkdv, repeats)
+        study.time_into(row, label("dq", dq_cfg) + tag, dq_, repeats)
+
+        def whole(dkdv=dkdv, dq_=dq_):
+            L.launch_preprocess(p, o, dod, delta)
+            dkdv()
+            dq_()
+        study.time_into(row, "backward" + tag, whole, repeats)
+    study.time_into(row, "dispatched backward", lambda: fa.flash_attention_backward(
+        qd, kd, vd, o, lse, dod, causal), repeats)
+    study.time_sdpa_backward(row, q, k, v, dod, causal, repeats)
+    print(f"d={d} N={n} causal={int(causal)}: " + ", ".join(
+        f"{k_} {ms:.3f}" for k_, ms in row["ms"].items()) + " ms | err " + ", ".join(
+        f"{k_} {e:.1e}" for k_, e in row["err"].items()), flush=True)
+    return row

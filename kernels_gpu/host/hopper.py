@@ -160,13 +160,14 @@ def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Te
                                    sm_scale: float | None = None, causal: bool = False,
                                    block_m: int = 64, block_n: int = 128,
                                    num_warps: int = 8, stages: int = 2, overlap: int = 0,
-                                   out: tuple[torch.Tensor, torch.Tensor] | None = None
-                                   ) -> tuple[torch.Tensor, torch.Tensor]:
+                                   out: tuple[torch.Tensor, torch.Tensor] | None = None,
+                                   tma_out: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """dK, dV (B, H, N, d) on the Gluon dK/dV kernel (kernels.hopper_bwd) from the forward's
     lse (natural log, fp32) and D = rowsum(dO * O) (fp32), both (B, H, N); `out` = (dk, dv)
     contiguous buffers to write, else new ones. `stages`: the Q/dO ring's depth; `overlap`:
     0 every wgmma waited, 1 dP^T issued with S^T and run under P^T's exponentials, 2 also
-    P^T dO under dS^T (the asynchronous wgmma schedules)."""
+    P^T dO under dS^T (the asynchronous wgmma schedules); `tma_out`: dK, dV leave through the
+    dead K, V tiles in shared memory and TMA stores instead of plain stores."""
     from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper
 
     if (not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape
@@ -176,9 +177,11 @@ def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
     dk, dv = (torch.empty_like(k2), torch.empty_like(v2)) if out is None else out
     descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m))
+    outs = _descriptors(q.dtype, (dk.view(-1, d), block_n), (dv.view(-1, d), block_n)) \
+        if tma_out else [dk, dv]  # tma_out: dK, dV through shared memory and TMA stores
     _attn_bwd_dkdv_hopper[(n // block_n, b * h)](
-        *descs, dk, dv, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
-        bool(causal), int(stages), int(overlap), num_warps=num_warps)
+        *descs, *outs, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
+        bool(causal), int(stages), int(overlap), num_warps=num_warps, TMA_OUT=bool(tma_out))
     return dk.view(b, h, n, d), dv.view(b, h, n, d)
 
 
@@ -187,10 +190,12 @@ def attention_backward_dq_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
                                  sm_scale: float | None = None, causal: bool = False,
                                  block_m: int = 128, block_n: int = 64, num_warps: int = 8,
                                  stages: int = 2, overlap: int = 0,
-                                 out: torch.Tensor | None = None) -> torch.Tensor:
+                                 out: torch.Tensor | None = None,
+                                 tma_out: bool = False) -> torch.Tensor:
     """dQ (B, H, N, d) on the Gluon dQ kernel (kernels.hopper_bwd), from the forward's lse and
     D as attention_backward_dkdv_hopper takes them; `out` a contiguous buffer to write;
-    `stages`, `overlap` as there (the K/V ring; 1: dP under P's exponentials)."""
+    `stages`, `overlap` as there (the K/V ring; 1: dP under P's exponentials); `tma_out`: dQ
+    through the dead Q tile and a TMA store."""
     from ..kernels.hopper_bwd import _attn_bwd_dq_hopper
 
     if (not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape
@@ -200,7 +205,8 @@ def attention_backward_dq_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
     dq = torch.empty_like(q2) if out is None else out
     descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m))
+    dq_out = _descriptors(q.dtype, (dq.view(-1, d), block_m))[0] if tma_out else dq
     _attn_bwd_dq_hopper[(n // block_m, b * h)](
-        *descs, dq, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
-        bool(causal), int(stages), int(overlap), num_warps=num_warps)
+        *descs, dq_out, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
+        bool(causal), int(stages), int(overlap), num_warps=num_warps, TMA_OUT=bool(tma_out))
     return dq.view(b, h, n, d)
