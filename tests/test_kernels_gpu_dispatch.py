@@ -176,7 +176,7 @@ def test_gluon_launch_traffic_simulated_equals_the_hand_formula(pass_, label, n,
     """Every Gluon launch (the one-partition and warp-specialised forwards, the dK/dV, the dQ):
     the tile simulator's bytes for its schedule equal the hand formula, to the byte; every
     (rows, d) tile it reads comes through TMA (no pointer loads but lse / D rows, which each
-    warp of the dK/dV loads whole), the forwards' O through a TMA store."""
+    warp of the dK/dV loads whole), the forwards' O and the dK/dV's dK, dV through TMA stores."""
     launch = dispatch.from_label(pass_, label)
     if n % launch.config.block_m or n % launch.config.block_n:
         pytest.skip("the Gluon kernels run N a multiple of the blocks")
@@ -190,7 +190,7 @@ def test_gluon_launch_traffic_simulated_equals_the_hand_formula(pass_, label, n,
     assert set(sim.tma_tensors) == tiles
     copies = launch.config.num_warps if pass_ == "bwd_dkdv" else 1  # every warp loads them
     assert sim.pointer_read_bytes == copies * sum(sim.tensors[t][0] for t in ("lse", "D")[:stats])
-    assert sim.tma_stores == (("O",) if pass_ == "fwd" else ())
+    assert sim.tma_stores == {"fwd": ("O",), "bwd_dkdv": ("dK", "dV"), "bwd_dq": ()}[pass_]
     if pass_ == "fwd" and not causal:  # closed form: Q once, K and V once per program
         e, bm = 2, launch.config.block_m
         assert sim.read_bytes == 2 * 3 * (n * d * e + 2 * (n // bm) * n * d * e)

@@ -16,14 +16,21 @@ the commands that produce them):
   grouped heads (H a multiple of H_kv, MQA too) run it and the warp-specialised one as well.
 * DISPATCH_WS: (head dim, causal) -> [(largest N, (BLOCK_N, schedule, stages) or None)], the
   warp-specialised forward (kernels.hopper_ws), before the one-partition one; the first row
-  whose largest N covers N_q. d 64 is absent: there it lost to the one-partition kernel. d 192
+  whose largest N covers N_q; a schedule "p...": its persistent form (one program an SM
+  walking the (query tile, head) items; kernels.hopper_ws_persistent), which led at N 1k (the
+  prologue and epilogue no longer alone: 1.03 - 1.19 x cuDNN with grouped heads against
+  0.88 - 0.93 for the one-launch-a-tile kernels) and tied at 4k. d 64 is absent: there it lost
+  to the one-partition kernel. d 192
   runs it alone (the head dim as three 64-column chunks; the one-partition kernel has no d 192):
   1.4 - 1.5 x the `tl` forward padded to 256 (data/hopper_fwd_h200.json: its schedules and
   ring depths within 1 - 8 % of each other; ping-pong 2 stages led non-causal, lag causal).
 * DISPATCH_DKDV: head dim -> (BLOCK_M, BLOCK_N, warps, ring stages, overlap) of the Gluon dK/dV
   (kernels.hopper_bwd): 1.09 - 1.34 x the `tl` dK/dV launch at d 128; at d 64 within +-7 %, so
   not there. Overlap 1 (dP^T issued with S^T, under P^T's exponentials); a 3-stage ring needs
-  131 KB of shared memory (one program per SM instead of two) and lost.
+  131 KB of shared memory (one program per SM instead of two) and lost. The host runs it with
+  dK and dV stored through shared memory and TMA (tma_out): 0 - 12 % faster than its plain
+  stores, which also spilled (data/hopper_fwd_h200.json, part hopper_bwd_tma_out); the Gluon
+  dQ's TMA store was mixed (-15 % to +6 %), so the dQ keeps its plain stores.
 * DISPATCH_DQ: (head dim, causal) -> the Gluon dQ's config, only beside the Gluon dK/dV: causal
   d 128 (the backward 1.02 - 1.06 x); non-causal within +-3 %, so not there.
 * DISPATCH_DKDV_WS: (head dim, causal) -> [(largest N, (BLOCK_M, stages, overlap, fused dQ,
@@ -62,8 +69,10 @@ BwdConfig = tuple[int, int, int, int, int]
 DISPATCH: dict[int, FwdConfig] = {64: (128, 128, 8), 128: (128, 64, 8)}
 DISPATCH_CAUSAL: dict[int, FwdConfig] = {64: (128, 128, 8), 128: (128, 64, 8)}
 DISPATCH_WS: dict[tuple[int, bool], list[tuple[int, WsConfig | None]]] = {
-    (128, False): [(512, None), (4096, (128, "lag", 3)), (1 << 62, (128, "lag", 2))],
-    (128, True): [(2048, None), (4096, (128, "pingpong", 3)), (1 << 62, (128, "pingpong", 2))],
+    (128, False): [(512, None), (1024, (128, "ppingpong", 2)), (4096, (128, "lag", 3)),
+                   (1 << 62, (128, "lag", 2))],
+    (128, True): [(512, None), (2048, (128, "ppingpong", 2)), (4096, (128, "pingpong", 3)),
+                  (1 << 62, (128, "pingpong", 2))],
     (192, False): [(1 << 62, (64, "pingpong", 2))],
     (192, True): [(1 << 62, (64, "lag", 2))]}
 DISPATCH_DKDV: dict[int, BwdConfig] = {128: (64, 64, 4, 2, 1)}

@@ -175,8 +175,10 @@ def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 
     kind = gluon.KINDS[kernel.kind] if kernel is not None else None
     if kernel is not None and kind is not None and kind.schedule == "pipeline":
         pipeline = gluon.PIPELINE if pipeline is None else pipeline
-        t = overlapped_time(rate, per, rows, occ, pipeline.fixed_s, sms,
-                            pipeline.hidden[kernel.schedule], pipeline.balance)
+        # persistent: every item's prologue and epilogue but the first under its neighbours'
+        fixed = 0.0 if kernel.persistent else pipeline.fixed_s
+        t = overlapped_time(rate, per, rows, occ, fixed, sms,
+                            pipeline.hidden[kernel.pipeline_schedule], pipeline.balance)
     else:
         if kernel is not None and kind is not None:
             terms = chain or GLUON_TERMS[kind.terms or TERMS_OF[kernel.pass_]]

@@ -95,9 +95,15 @@ class Schedule:
 
     @property
     def tma_stores(self) -> tuple[str, ...]:
-        """Outputs written by a TMA store: O of the Gluon forwards (through shared memory);
-        every other output (lse, D, dK, dV, dQ, the `tl` kernels' O) by pointer stores."""
-        return ("O",) if self.kernel and self.pass_ == "fwd" else ()
+        """Outputs written by a TMA store (through shared memory): O of the Gluon forwards, dK
+        and dV of the one-partition Gluon dK/dV (kernels/hopper_bwd.py TMA_OUT, as the host
+        dispatches it); every other output (lse, D, dQ, the `tl` kernels' O, dK, dV) by
+        pointer stores."""
+        if self.kernel and self.pass_ == "fwd":
+            return ("O",)
+        if self.pass_ == "bwd_dkdv" and self.kernel.startswith("gluon M"):
+            return ("dK", "dV")
+        return ()
 
     def iterations(self) -> int:
         """Inner-loop iterations summed over all programs of the launch (a dK/dV program runs
