@@ -40,10 +40,14 @@ def test_choose_follows_the_tables(tables):
         "fwd": fwd128, "fwd_ws": (128, "pingpong", 2), "bwd_dkdv": dkdv, "bwd_dq": dq}
     assert host_dispatch.choose(4096, 128, True, env={"KERNELS_GPU_WS": "0"}) == {
         "fwd": fwd128, "bwd_dkdv": dkdv, "bwd_dq": dq}
-    for kv_heads in (8, 2, 1):  # grouped heads, MQA: the forwards, the `tl` backward
+    for kv_heads in (8, 2, 1):  # grouped heads, MQA: the forwards (DISPATCH_WS_GROUPED's
+        # rows first), the `tl` backward
         assert host_dispatch.choose(4096, 128, True, heads=8, kv_heads=kv_heads) == {
             "fwd": fwd128, "fwd_ws": (128, "pingpong", 2), "bwd_dkdv": dkdv,
-            "bwd_dq": dq} if kv_heads == 8 else {"fwd": fwd128, "fwd_ws": (128, "pingpong", 2)}
+            "bwd_dq": dq} if kv_heads == 8 else {"fwd": fwd128, "fwd_ws": (128, "plag", 2)}
+    assert host_dispatch.choose(512, 128, True, heads=8, kv_heads=2) == {"fwd": fwd128}
+    assert host_dispatch.choose(1024, 128, False, heads=8, kv_heads=2)["fwd_ws"] == (
+        128, "lag", 3)  # no grouped row: DISPATCH_WS's
     assert host_dispatch.choose(1024, 64, heads=8, kv_heads=1) == {"fwd": fwd64}
     assert host_dispatch.choose(1024, 64, heads=8, kv_heads=3) == {}  # 8 not a multiple of 3
     d192 = TABLES["DISPATCH_D192"][False][1][1]
@@ -94,6 +98,7 @@ TABLES = dict(DISPATCH={64: (128, 128, 8), 128: (128, 64, 8)},
               DISPATCH_WS={(128, False): [(512, None), (1 << 62, (128, "lag", 3))],
                            (128, True): [(2048, None), (1 << 62, (128, "pingpong", 2))],
                            (192, False): [(1 << 62, (64, "lag", 2))]},
+              DISPATCH_WS_GROUPED={(128, True): [(512, None), (1 << 62, (128, "plag", 2))]},
               DISPATCH_DKDV={128: (64, 64, 4, 2, 1)},
               DISPATCH_DQ={(128, True): (64, 64, 4, 2, 1)},
               DISPATCH_DKDV_WS={},

@@ -1,14 +1,12 @@
-"""The Gluon forwards on grouped heads (H a multiple of H_kv, MQA H_kv 1) and the
-warp-specialised forward at d 192 (the head dim as three 64-column chunks, no padding): offline
-they compile to wgmma without spills (Triton's own ptxas, any machine); on an sm_90 GPU they
-compute attention against float64 (O and lse, O poisoned first), and the public forward
-dispatches to them (bit for bit) with the backward from their lse right."""
+"""The Gluon forwards on grouped heads (H a multiple of H_kv, MQA H_kv 1), the
+warp-specialised forward at d 192 (the head dim as three 64-column chunks, no padding) and its
+persistent form: on an sm_90 GPU they compute attention against float64 (O and lse, O poisoned
+first), and the public forward dispatches to them (bit for bit) with the backward from their
+lse right. Their offline compile (wgmma, no spills) is test_kernels_gpu_hopper.py's, over every
+dispatched config."""
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -20,7 +18,6 @@ pytest.importorskip("triton")
 from kernels_gpu import attention_reference  # noqa: E402
 from kernels_gpu.kernels.hopper import HAVE_GLUON  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GLUON = pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
 
 
@@ -45,34 +42,6 @@ def _check(o, lse, q, k, v, causal, dtype) -> None:
     assert not torch.isnan(o).any() and not torch.isnan(lse).any()
     assert rel_err(o, ref) < output_tolerance(dtype, True)
     assert rel_err(lse.view(ref_lse.shape), ref_lse) < lse_tolerance(dtype, True)
-
-
-@GLUON
-@pytest.mark.slow  # offline sm_90 compiles (ptxas)
-def test_the_d192_and_grouped_forwards_compile_to_wgmma_without_spills():
-    """Every d 192 row of DISPATCH_WS, causal or not, and the one-partition forward (whose
-    K/V head is a run-time division): HGMMA, no local memory, the consumers at 240 registers
-    and the producer at 24 (setmaxnreg)."""
-    code = ("import json\n"
-            "from kernels_gpu.bench.compile_check import compile_hopper, compile_ws, resources\n"
-            "from kernels_gpu.host.dispatch import DISPATCH_WS\n"
-            "cfgs = sorted({(d, c, cfg) for (d, c), rows in DISPATCH_WS.items() if d == 192\n"
-            "               for _, cfg in rows if cfg})\n"
-            "ws = [resources(compile_ws(d, bn, s, causal=c, stages=st))\n"
-            "      for d, c, (bn, s, st) in cfgs]\n"
-            "one = [resources(compile_hopper(128, 128, 64, 8, causal=True))]\n"
-            "print(json.dumps([len(cfgs), ws, one]))\n")
-    env = dict(os.environ, TRITON_INTERPRET="0")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
-    count, ws, one = json.loads(r.stdout.strip().splitlines()[-1])
-    assert count >= 1 and len(ws) == count
-    for row in ws + one:
-        assert row["spill_stores"] == 0 and row["local_bytes"] == 0, row
-        assert row["mma"].get("HGMMA", 0) > 0 and "HMMA" not in row["mma"], row
-    for row in ws:
-        assert {"0xf0", "0x18"} <= set(row["setmaxnreg"]), row
 
 
 @GLUON

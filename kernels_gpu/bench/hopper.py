@@ -6,7 +6,7 @@ and cuDNN, in one run on an sm_90 GPU: correctness against float32 SDPA-math, th
 "ours" is the public forward as dispatched (host/dispatch.py), "ours (tl)" the `tl` kernel.
 
     python -m kernels_gpu.bench.studies hopper [--out DIR] [--repeats 3] [--causal] [--ws]
-        [--dims 64,128,192] [--kv 32,8,1] [--ns 1024,4096,16384]
+        [--dims 64,128,192] [--kv 32,8,1] [--ns 1024,4096,16384] [--dispatched]
 """
 from __future__ import annotations
 
@@ -63,6 +63,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ws", action="store_true", help="the warp-specialised kernel's schedules too")
     ap.add_argument("--dims", default="64,128")
     ap.add_argument("--kv", default="32", help="K/V heads (comma list; 32 = dense)")
+    ap.add_argument("--dispatched", action="store_true",
+                    help="only the dispatched forward, the `tl` one, SDPA-flash and cuDNN")
     args = ap.parse_args(argv)
     if not study.needs_cuda("hopper"):
         return 2
@@ -83,7 +85,7 @@ def main(argv=None) -> int:
         row: dict[str, Any] = {"d": d, "n": n, "batch": b, "heads": h, "kv_heads": kv,
                                "causal": c, "ms": {}, "err": {}}
         with torch.no_grad():
-            calls = {**variants(d, c, args.ws),
+            calls = {**({} if args.dispatched else variants(d, c, args.ws)),
                      "ours": lambda q_, k_, v_: fa.flash_attention_forward(q_, k_, v_, c)[0]}
             for name, fn in calls.items():
                 try:
@@ -109,6 +111,7 @@ def main(argv=None) -> int:
         print(f"d={d} H_kv={kv} N={n}: " + ", ".join(f"{k_} {t:.0f}" for k_, t in row["tflops"].items())
               + " TFLOP/s | err " + ", ".join(f"{k_} {e if isinstance(e, str) else f'{e:.1e}'}"
                                              for k_, e in row["err"].items()), flush=True)
-        stem = ("hopper_ws" if args.ws else "hopper") + ("_causal" if c else "")
+        stem = ("hopper_dispatched" if args.dispatched else "hopper_ws" if args.ws
+                else "hopper") + ("_causal" if c else "")
         study.save_rows(args.out, stem, rows)
     return 0

@@ -19,8 +19,12 @@ the commands that produce them):
   whose largest N covers N_q; a schedule "p...": its persistent form (one program an SM
   walking the (query tile, head) items; kernels.hopper_ws_persistent), which led at N 1k (the
   prologue and epilogue no longer alone: 1.03 - 1.19 x cuDNN with grouped heads against
-  0.88 - 0.93 for the one-launch-a-tile kernels) and tied at 4k. d 64 is absent: there it lost
-  to the one-partition kernel. d 192
+  0.88 - 0.93 for the one-launch-a-tile kernels) and tied at 4k. Causal and dense it lost at
+  N 1k - 2k (0.87 - 0.88 x cuDNN against 0.94 - 0.96 for the one-partition kernel: its
+  heaviest-first order across heads spreads the K/V tiles in flight over every head, where a
+  group's heads share them), so DISPATCH_WS_GROUPED holds the grouped-head rows that differ
+  and is read first when H_kv < H. d 64 is absent: there it lost to the one-partition kernel.
+  d 192
   runs it alone (the head dim as three 64-column chunks; the one-partition kernel has no d 192):
   1.4 - 1.5 x the `tl` forward padded to 256 (data/hopper_fwd_h200.json: its schedules and
   ring depths within 1 - 8 % of each other; ping-pong 2 stages led non-causal, lag causal).
@@ -55,7 +59,7 @@ import torch
 from . import support
 from .hopper_d192 import CANDIDATES, D192Config
 
-__all__ = ["DISPATCH", "DISPATCH_CAUSAL", "DISPATCH_WS", "DISPATCH_DKDV", "DISPATCH_DQ",
+__all__ = ["DISPATCH", "DISPATCH_CAUSAL", "DISPATCH_WS", "DISPATCH_WS_GROUPED", "DISPATCH_DKDV", "DISPATCH_DQ",
            "DISPATCH_DKDV_WS", "DISPATCH_D192", "Choice", "SM90", "WS_ROWS", "choose",
            "choose_for", "capability_now"]
 
@@ -71,10 +75,12 @@ DISPATCH_CAUSAL: dict[int, FwdConfig] = {64: (128, 128, 8), 128: (128, 64, 8)}
 DISPATCH_WS: dict[tuple[int, bool], list[tuple[int, WsConfig | None]]] = {
     (128, False): [(512, None), (1024, (128, "ppingpong", 2)), (4096, (128, "lag", 3)),
                    (1 << 62, (128, "lag", 2))],
-    (128, True): [(512, None), (2048, (128, "ppingpong", 2)), (4096, (128, "pingpong", 3)),
-                  (1 << 62, (128, "pingpong", 2))],
+    (128, True): [(2048, None), (4096, (128, "pingpong", 3)), (1 << 62, (128, "pingpong", 2))],
     (192, False): [(1 << 62, (64, "pingpong", 2))],
     (192, True): [(1 << 62, (64, "lag", 2))]}
+DISPATCH_WS_GROUPED: dict[tuple[int, bool], list[tuple[int, WsConfig | None]]] = {
+    (128, True): [(512, None), (2048, (128, "ppingpong", 2)), (4096, (128, "pingpong", 3)),
+                  (1 << 62, (128, "pingpong", 2))]}
 DISPATCH_DKDV: dict[int, BwdConfig] = {128: (64, 64, 4, 2, 1)}
 DISPATCH_DQ: dict[tuple[int, bool], BwdConfig] = {(128, True): (64, 64, 4, 2, 1)}
 DISPATCH_DKDV_WS: dict[tuple[int, bool], list[tuple[int, tuple[int, ...] | None]]] = {}
@@ -112,7 +118,9 @@ def choose(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int |
     grouped_ok = heads % kv_heads == 0  # grouped heads: query head h reads K/V head h // G
     if grouped_ok and fwd is not None and n % max(fwd[:2]) == 0:
         out["fwd"] = fwd
-    ws = _first_row(DISPATCH_WS.get((d, bool(causal)), []), n)
+    key = (d, bool(causal))
+    ws = _first_row((DISPATCH_WS_GROUPED.get(key) if kv_heads < heads else None)
+                    or DISPATCH_WS.get(key, []), n)
     if (ws is not None and grouped_ok and env.get("KERNELS_GPU_WS", "1") != "0"
             and n % max(WS_ROWS, ws[0]) == 0):
         out["fwd_ws"] = ws

@@ -273,8 +273,8 @@ KINDS = {
     "fwd-pingpong": Kind("pipeline", 0.0, "warp-specialised forward, the two warpgroups' "
                          "GEMMs alternated by a named barrier"),
     # the persistent form (kernels/hopper_ws_persistent.py): the same pipeline per work item,
-    # the item's prologue and epilogue under its neighbours' work (no fixed_s but the first)
-    "fwd-pws": Kind("pipeline", 0.0, "persistent warp-specialised forward, no lag"),
+    # the item's prologue and epilogue under its neighbours' work (no fixed_s but the first);
+    # its "pws" schedule was never timed, so it has no row
     "fwd-plag": Kind("pipeline", 0.0, "persistent warp-specialised forward, lag"),
     "fwd-ppingpong": Kind("pipeline", 0.0, "persistent warp-specialised forward, ping-pong"),
     # four equal GEMMs an iteration (S^T, dP^T, dV, dK): dP^T is a quarter of the tensor time
