@@ -1,28 +1,20 @@
-"""Host side of the Gluon Hopper kernels (kernels.hopper, hopper_ws, hopper_bwd): TMA
-descriptors and the launches of the one-partition and warp-specialised forwards, the dK/dV and
-the dQ. Causal (N_q = N_k) or not, H_kv = H, fp16/bf16, d 64/128, N a multiple of the blocks,
-sm_90. Where the public functions run them is `host/dispatch.py`'s decision.
+"""Host side of the Gluon Hopper kernels (kernels.hopper, hopper_ws, hopper_bwd): the launches
+of the one-partition and warp-specialised forwards, the dK/dV and the dQ (their operands,
+descriptors, grids and checks: `launch_common`). Causal (N_q = N_k) or not, H_kv = H,
+fp16/bf16, d 64/128, N a multiple of the blocks, sm_90. Where the public functions run them is `host/dispatch.py`'s decision.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
-from ..kernels.hopper import HAVE_GLUON, _attn_fwd_hopper
+from ..kernels.hopper import _attn_fwd_hopper
+from .launch_common import WS_MAXNREG, gluon_operands, gluon_supported, grid, launch, out_rows
 
-__all__ = ["descriptors", "hopper_supported", "attention_forward_hopper", "attention_forward_ws", "ws_label",
+__all__ = ["attention_forward_hopper", "attention_forward_ws", "ws_label",
            "attention_backward_dkdv_hopper", "attention_backward_dq_hopper"]
 
 LOG2E = 1.4426950408889634
-
-
-def hopper_supported(q: torch.Tensor, k: torch.Tensor, block_m: int = 128,
-                     block_n: int = 128) -> bool:
-    return (HAVE_GLUON and q.is_cuda and torch.cuda.get_device_capability(q.device)[0] == 9
-            and q.dtype in (torch.float16, torch.bfloat16) and q.shape == k.shape
-            and q.shape[-1] in (64, 128) and q.shape[2] % block_m == 0
-            and q.shape[2] % block_n == 0)
+DIMS = (64, 128)  # the head dims these kernels take
 
 
 def ws_label(cfg: tuple[int, str, int]) -> str:
@@ -38,53 +30,26 @@ def attention_forward_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              causal: bool = False) -> torch.Tensor:
     """O (B, H, N, d) = softmax(sm_scale q k^T) v, on the Gluon kernel; `out` = (o, lse)
     buffers to write (lse (B, H, N) fp32, natural log), else o is new and lse dropped."""
-    if not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape:
+    if not gluon_supported(q, k, DIMS, block_m, block_n) or v.shape != k.shape:
         raise ValueError("the Gluon Hopper forward takes q, k, v of one shape (B, H, N, d), "
                          "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
     if causal and block_m % block_n:
         raise ValueError("the causal Gluon forward needs block_m a multiple of block_n")
-    (b, h, n, d), scale, (q2, k2, v2) = _rows(q, sm_scale, q, k, v)
-    o, lse = _forward_out(q2, out, d)
-    descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (o, block_m))
-    _attn_fwd_hopper[(n // block_m, b * h)](*descs, lse, scale * LOG2E, n, block_m, block_n, d,
-                                            num_warps=num_warps, CAUSAL=bool(causal))
+    o, lse = _forward_out(q, out)
+    (b, h, n, d), scale, _, descs = gluon_operands(sm_scale, (q, block_m), (k, block_n),
+                                                   (v, block_n), (o, block_m))
+    launch(_attn_fwd_hopper, grid(n, block_m, b * h), *descs, lse, scale * LOG2E, n, block_m,
+           block_n, d, num_warps=num_warps, CAUSAL=bool(causal))
     return o.view(b, h, n, d)
 
 
-def _rows(q: torch.Tensor, sm_scale: float | None, *tensors: torch.Tensor
-          ) -> tuple[tuple[int, int, int, int], float, tuple[torch.Tensor, ...]]:
-    """(q's shape (B, H, N, d), the softmax scale (1/√d unless given), the tensors as contiguous
-    (B·H·N, d) row-major views): what every Gluon launch reads through TMA."""
-    b, h, n, d = q.shape
-    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
-    return (b, h, n, d), scale, tuple(t.contiguous().view(b * h * n, d) for t in tensors)
-
-
-def _forward_out(q2: torch.Tensor, out, d: int):
-    """(o (B·H·N, d), lse (B·H·N) fp32) of a forward: the given buffers, else new ones."""
+def _forward_out(q: torch.Tensor, out: tuple[torch.Tensor, torch.Tensor] | None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(o, lse (B·H·N) fp32) of a forward, o shaped as q: the given buffers, else new ones."""
     if out is None:
-        return torch.empty_like(q2), torch.empty(q2.shape[0], device=q2.device, dtype=torch.float32)
-    return out[0].view(q2.shape[0], d), out[1]
-
-
-def descriptors(dtype: torch.dtype, *tensor_rows: tuple[torch.Tensor, int],
-                cols: int | None = None) -> list:
-    """A TMA descriptor for each (tensor, rows): the (B·H·N, d) tensor read in boxes of `rows`
-    rows and `cols` columns (default: all d) into NVMMA-swizzled shared memory of the tensors'
-    16-bit type. Every Gluon launch's descriptors are made here."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    gdt = gl.float16 if dtype == torch.float16 else gl.bfloat16
-    out = []
-    for t, rows in tensor_rows:
-        box = [rows, cols or t.shape[1]]
-        out.append(TensorDescriptor(t, list(t.shape), [t.shape[1], 1], box,
-                                    gl.NVMMASharedLayout.get_default_for(box, gdt)))
-    return out
-
-
-_descriptors = descriptors
+        return out_rows(None, q), torch.empty(q.numel() // q.shape[-1], device=q.device,
+                                              dtype=torch.float32)
+    return out_rows(out[0], q), out[1]
 
 
 def attention_forward_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -98,23 +63,18 @@ def attention_forward_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     `out` = (o, lse) buffers to write, else o is new and lse dropped."""
     from ..kernels.hopper_ws import SCHEDULES, WG_ROWS, _attn_fwd_ws
 
-    if (not hopper_supported(q, k, 2 * WG_ROWS, block_n) or v.shape != k.shape
+    if (not gluon_supported(q, k, DIMS, 2 * WG_ROWS, block_n) or v.shape != k.shape
             or schedule not in SCHEDULES or (2 * WG_ROWS) % block_n):
         raise ValueError("the warp-specialised Gluon forward takes q, k, v of one shape "
                          "(B, H, N, d), fp16/bf16, d 64 or 128, N a multiple of 128, block_n "
                          "64 or 128, on an sm_90 GPU")
-    (b, h, n, d), scale, (q2, k2, v2) = _rows(q, sm_scale, q, k, v)
-    o, lse = _forward_out(q2, out, d)
-    descs = _descriptors(q.dtype, (q2, WG_ROWS), (k2, block_n), (v2, block_n), (o, WG_ROWS))
-    _attn_fwd_ws[(n // (2 * WG_ROWS), b * h)](
-        *descs, lse, scale * LOG2E, n, block_n, d, stages, bool(causal),
-        SCHEDULES[schedule], consumer_regs, num_warps=4, maxnreg=WS_MAXNREG)
+    o, lse = _forward_out(q, out)
+    (b, h, n, d), scale, _, descs = gluon_operands(sm_scale, (q, WG_ROWS), (k, block_n),
+                                                   (v, block_n), (o, WG_ROWS))
+    launch(_attn_fwd_ws, grid(n, 2 * WG_ROWS, b * h), *descs, lse, scale * LOG2E, n, block_n,
+           d, stages, bool(causal), SCHEDULES[schedule], consumer_regs, num_warps=4,
+           maxnreg=WS_MAXNREG)
     return o.view(b, h, n, d)
-
-
-# 12 warps a program (two consumer warpgroups + the producer's, padded to a warpgroup):
-# 65536 registers / 384 threads, rounded down to a multiple of 8
-WS_MAXNREG = 168
 
 
 def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -131,16 +91,16 @@ def attention_backward_dkdv_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     P^T dO under dS^T (the asynchronous wgmma schedules)."""
     from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper
 
-    if (not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape
+    if (not gluon_supported(q, k, DIMS, block_m, block_n) or v.shape != k.shape
             or do.shape != q.shape or (causal and block_n % block_m)):
         raise ValueError("the Gluon dK/dV takes q, k, v, do of one shape (B, H, N, d), "
                          "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
-    (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
-    dk, dv = (torch.empty_like(k2), torch.empty_like(v2)) if out is None else out
-    descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m))
-    _attn_bwd_dkdv_hopper[(n // block_n, b * h)](
-        *descs, dk, dv, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
-        bool(causal), int(stages), int(overlap), num_warps=num_warps)
+    (b, h, n, d), scale, (_, k2, v2, _), descs = gluon_operands(
+        sm_scale, (q, block_m), (k, block_n), (v, block_n), (do, block_m))
+    dk, dv = (out_rows(o, t) for o, t in zip(out or (None, None), (k2, v2)))
+    launch(_attn_bwd_dkdv_hopper, grid(n, block_n, b * h), *descs, dk, dv, lse.contiguous(),
+           delta.contiguous(), scale, n, block_m, block_n, d, bool(causal), int(stages),
+           int(overlap), num_warps=num_warps)
     return dk.view(b, h, n, d), dv.view(b, h, n, d)
 
 
@@ -155,14 +115,14 @@ def attention_backward_dq_hopper(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     `stages`, `overlap` as there (the K/V ring; 1: dP under P's exponentials)."""
     from ..kernels.hopper_bwd import _attn_bwd_dq_hopper
 
-    if (not hopper_supported(q, k, block_m, block_n) or v.shape != k.shape
+    if (not gluon_supported(q, k, DIMS, block_m, block_n) or v.shape != k.shape
             or do.shape != q.shape or (causal and block_m % block_n)):
         raise ValueError("the Gluon dQ takes q, k, v, do of one shape (B, H, N, d), "
                          "fp16/bf16, d 64 or 128, N a multiple of the blocks, on an sm_90 GPU")
-    (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
-    dq = torch.empty_like(q2) if out is None else out
-    descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m))
-    _attn_bwd_dq_hopper[(n // block_m, b * h)](
-        *descs, dq, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n, d,
-        bool(causal), int(stages), int(overlap), num_warps=num_warps)
+    (b, h, n, d), scale, (q2, *_), descs = gluon_operands(
+        sm_scale, (q, block_m), (k, block_n), (v, block_n), (do, block_m))
+    dq = out_rows(out, q2)
+    launch(_attn_bwd_dq_hopper, grid(n, block_m, b * h), *descs, dq, lse.contiguous(),
+           delta.contiguous(), scale, n, block_m, block_n, d, bool(causal), int(stages),
+           int(overlap), num_warps=num_warps)
     return dq.view(b, h, n, d)
