@@ -29,8 +29,13 @@ def _rows(part: str) -> list[dict[str, Any]]:
     return data.part(BUNDLE, part)["rows"]
 
 
+def _kv(r: dict) -> int:
+    """A row's K/V heads (the study rows name them heads_kv, the earlier ones kv_heads)."""
+    return r.get("heads_kv", r.get("kv_heads", r["heads"]))
+
+
 def _key(r: dict) -> tuple:
-    return (r["d"], bool(r["causal"]), r.get("kv_heads", r["heads"]), r["n"])
+    return (r["d"], bool(r["causal"]), _kv(r), r["n"])
 
 
 def study_column(n: int, d: int, causal: bool, heads: int, kv_heads: int) -> str | None:
@@ -54,8 +59,7 @@ def _points() -> dict[tuple, dict[str, Any]]:
                             "cudnn": ms["cudnn"], "run": part}
     for part in LATER:
         for r in _rows(part):
-            col = study_column(r["n"], r["d"], bool(r["causal"]), r["heads"],
-                               r.get("kv_heads", r["heads"]))
+            col = study_column(r["n"], r["d"], bool(r["causal"]), r["heads"], _kv(r))
             if col in r["ms"] and _key(r) in out:
                 ms = r["ms"]
                 out[_key(r)] = {"ours": ms[col], "tl": ms["ours (tl)"], "flash": ms["flash"],
