@@ -1,7 +1,7 @@
 """The performance page's candidates toward cuDNN, from the declared H200 launch studies
 (data/hopper_fwd_h200.json): each candidate's status with its figures computed from the runs,
-and the forward as the dispatch runs it now against cuDNN and SDPA-flash beside the `tl`
-forward that ran there before, all in the same runs. No GPU; the same data gives the same text.
+and the forward the dispatch picks against cuDNN and SDPA-flash beside the `tl` forward, all in
+the same runs. No GPU; the same data gives the same text.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from ..model import data
 __all__ = ["BUNDLE", "DISPATCHED", "candidates", "forward_table", "study_column"]
 
 BUNDLE = "hopper_fwd_h200.json"
-# the runs of the forward as dispatched ("ours"), then the later runs whose column of the kernel
-# the dispatch picks now replaces "ours" at their points (where the dispatch changed after)
+# the runs of the forward as dispatched ("ours"), then runs whose column of the kernel the
+# dispatch picks replaces "ours" at their points (where the dispatched runs timed another)
 DISPATCHED = ("hopper_dispatched_d128_h200", "hopper_dispatched_d128_causal_h200",
               "hopper_dispatched_d192_h200", "hopper_dispatched_d192_causal_h200")
 LATER = ("hopper_ws_d128_dense_causal_h200",)
@@ -73,8 +73,8 @@ def _span(xs: Iterable[float]) -> str:
 
 
 def forward_table() -> list[str]:
-    """The forward as dispatched now × cuDNN and × SDPA-flash, and the `tl` forward × cuDNN
-    (what ran there before), per point, with a line of ranges a head dim."""
+    """The forward as dispatched × cuDNN and × SDPA-flash, and the `tl` forward × cuDNN, per
+    point, with a line of ranges a head dim and kind of heads."""
     pts = _points()
     lines = ["| d | causal | H_kv | N | fwd × cuDNN | fwd × flash | `tl` fwd × cuDNN |",
              "|---|---|---|---|---|---|---|"]
@@ -95,9 +95,10 @@ def forward_table() -> list[str]:
                     f"the `tl` forward × cuDNN {_span(p['cudnn'] / p['tl'] for p in mine)}")
     later = sorted({p["run"] for p in pts.values() if p["run"] in LATER})
     if later:
-        lines.append(f"* `*`: the kernel the dispatch keeps there, from the later run "
-                     f"{', '.join(f'`{x}`' for x in later)} (the dispatched runs timed the "
-                     "persistent forward, which lost there)")
+        lines.append(f"* `*`: the kernel the dispatch picks there, from "
+                     f"{', '.join(f'`{x}`' for x in later)}, which timed it beside the "
+                     "persistent forward (the one the `hopper_dispatched` runs timed there, "
+                     "and slower)")
     return lines
 
 
@@ -107,7 +108,8 @@ def _persistent_col(column: str) -> bool:
 
 
 def _persistent() -> str:
-    """The persistent schedules against the best one-launch-a-tile one at N 1k, same runs."""
+    """The persistent schedules against the best one-launch-a-tile kernel at N 1k, same
+    runs."""
     ratios: list[float] = []
     flat: list[float] = []
     for part in PERSISTENT_RUNS:
@@ -155,8 +157,8 @@ def candidates() -> list[tuple[str, str]]:
     return [
         ("Forward: grouped heads (the Gluon forwards read K/V head h // (H / H_kv); MQA too)",
          f"built, dispatched: d 128 grouped fwd × cuDNN {_span(gqa)} (median "
-         f"{statistics.median(gqa):.2f}) against {_span(gqa_tl)} for the `tl` forward that ran "
-         f"there, same runs (`{cmd['hopper_dispatched_d128_h200']}` [--causal])"),
+         f"{statistics.median(gqa):.2f}) against {_span(gqa_tl)} for the `tl` forward, same "
+         f"runs (`{cmd['hopper_dispatched_d128_h200']}` [--causal])"),
         ("Forward: d 192 native (the warp-specialised forward on three 64-column chunks, no "
          "padding to 256)",
          f"built, dispatched: fwd × cuDNN {_span(d192)} (median "

@@ -100,10 +100,9 @@ def render() -> str:
         "stores from the wgmma accumulator layout (each warp store fills half of each 32-byte "
         "sector: about 2 L2 write sectors a sector, the ncu fixture "
         "`traffic_gluon_h100.csv`);",
-        "* this grid was run before the grouped-head, d 192 and persistent Gluon forwards and "
-        "the dK/dV's TMA stores: the forward with grouped heads at d 128 and at d 192 above is "
-        "the `tl` kernel's (d 192 padded to 256); the forward as dispatched now is in the next "
-        "section; at d 256 the `tl` forward runs.",
+        "* these runs timed the `tl` forward with grouped heads at d 128 and at d 192 (padded "
+        "to 256) and the Gluon dK/dV with plain stores; the next section times the forwards "
+        "`host/dispatch.choose` picks at those points; at d 256 the `tl` forward runs.",
         "",
         "What is left (the candidates below): a bulk dQ reduction with the dQ fused into the "
         "dK/dV, fewer GEMMs a backward tile, a wider key tile at d 192.",
@@ -112,8 +111,8 @@ def render() -> str:
         "",
         "What it measures: the public forward (`flash_attention_forward`, the kernel "
         "`host/dispatch.choose` picks) against SDPA-cuDNN and SDPA-flash, and the `tl` forward "
-        "that ran at these points before the Gluon forwards took grouped heads and d 192, all "
-        "in the same run (H 32, B·N = 16384 tokens a head). Data: "
+        "(what these points run with KERNELS_GPU_HOPPER=0), all in the same run (H 32, "
+        "B·N = 16384 tokens a head). Data: "
         f"{_entry_line(candidates.BUNDLE)}. Commands (the parts "
         + ", ".join(f"`{p}`" for p in candidates.DISPATCHED + candidates.LATER) + "):",
         "",
