@@ -25,18 +25,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["compile_tile_block", "TileBlock", "separate"]
+__all__ = ["compile_tile_block", "TileBlock"]
 
 import math
 
 import numpy as np
 
-from .engines.kinds import EXEC, MM, MZO, SFU, VEC
-from .engines.tile_templates import block_index, remember
-from .tile_batch import compile_batch
+from ..engines.kinds import EXEC, MM, MZO, SFU, VEC
+from ..engines.tile_templates import block_index, remember
+from .tile_runs import compile_batch
 
 if TYPE_CHECKING:
-    from .run import Run
+    from ..run import Run
 
 _FLOP = {MM: "fm", VEC: "fv", SFU: "fs", MZO: "fo"}  # fo: the elements MAC_Z wrote
 
@@ -281,24 +281,3 @@ def _rounder(round_array, bail):
         return rr
 
     return rnd
-
-
-def separate(tiles) -> bool:
-    """Do runs of these blocks (``TileBlock``s, the distinct tile blocks of a chunk) each compute the
-    same thing every time, whatever ran between them? True where every one is pure, all share one
-    signature, none reads an array any of them writes, and the blocks they write do not overlap
-    from one tile block to another — a later run of one then writes what its first run wrote."""
-    if any(t.streamed for t in tiles) or not all(t.pure for t in tiles) or len({t.signature for t in tiles}) != 1:
-        return False
-    stored = {id(arr) for t in tiles for arr, _ in t.stores}
-    if any(t.loads & stored for t in tiles):
-        return False
-    regions: dict[int, list] = {}
-    for n, t in enumerate(tiles):
-        for arr, idx in t.stores:
-            box = tuple((i.start, i.stop) if isinstance(i, slice) else (i, i + 1) for i in idx if i is not None)
-            for m, other in regions.get(id(arr), ()):
-                if m != n and all(a0 < b1 and b0 < a1 for (a0, a1), (b0, b1) in zip(box, other)):
-                    return False
-            regions.setdefault(id(arr), []).append((n, box))
-    return True
