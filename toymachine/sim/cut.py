@@ -8,7 +8,7 @@ Q[]␁, :], T0`` (``MARK`` after the cut span), 12 and 14 in the chunk's *bound 
 (``run.tile_bounds``: a list and its position), so its tile lines are one template each
 (``engines.tile_templates``) and the chunk runs as blocks. A chunk whose tile lines repeat
 (``mixed``) keeps them as whole lines — its tile blocks are then counted, not run
-(``tile_blocks.separate``) — and so does one holding ``MARK``; a number of 8 digits or more is never
+(``compiler.tile_runs.separate``) — and so does one holding ``MARK``; a number of 8 digits or more is never
 cut (the line compiles as itself: the parser's bound, at its line).
 """
 
@@ -239,7 +239,7 @@ def _cut_ascii(text: str, on_long):
 
 
 def cut_spans(text: str, mark: str):
-    """``(template text, indices, bounds)`` of an ASCII chunk as ``sim.text_slices`` cuts a chunk whose
+    """``(template text, indices, bounds)`` of an ASCII chunk as ``cut`` cuts a chunk whose
     tile lines name new blocks — what ``re.split(r"\\[([0-9]{1,7})(?:\\]|:([0-9]{1,7})(?=[,\\]]))")``
     gives: every ``[digits]`` made ``[]`` (the integer to ``indices``), every ``[start:stop`` followed
     by ``,`` or ``]`` made ``[]`` + ``mark`` (start and stop to ``bounds``), the text less its final

@@ -1,5 +1,5 @@
 """Tile blocks: a template block of tile instructions (a LOAD of a block of HBM, elementwise ops,
-matmuls, row reductions, a STORE) compiled into one generated function, as ``sim.blocks`` compiles
+matmuls, row reductions, a STORE) compiled into one generated function, as ``compiler.templates`` compiles
 a block of word instructions — the loop's per-instruction dispatch and the closures' calls gone,
 numpy called only for the arithmetic, the SRAM and traffic accounting written inline.
 
@@ -44,7 +44,7 @@ _FLOP = {MM: "fm", VEC: "fv", SFU: "fs", MZO: "fo"}  # fo: the elements MAC_Z wr
 class TileBlock:
     """A compiled tile block: ``block(nxt)`` runs it once, ``multi(nxt, count)`` count times,
     ``skip(n)`` counts n more runs of it (steps, traffic, FLOPs of its last run) without running them
-    (``blocks._run_apart``, for a block whose runs cannot differ); ``words``: it reads an R register;
+    (``tile_runs.run_apart``, for a block whose runs cannot differ); ``words``: it reads an R register;
     ``pure``: it reads no register before writing it; ``signature``: what it writes where, in
     order, and the shapes it loads (blocks with one signature hold SRAM alike); ``loads``: the ids
     of the arrays it reads; ``stores``: (array, index) of each block it writes."""
@@ -208,8 +208,8 @@ def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
     tb.words = any(run.names[s][:1] != "T" for s in loaded)
     tb.pure, tb.signature, tb.loads, tb.stores = not loaded, tuple(signature), frozenset(loads), tuple(targets)
     tb.streamed = bool(bounds)
-    tb.batch = compile_batch(specs, env) if bounds and not loaded else None  # runs of it at once: sim.tile_batch
-    if tb.batch is not None:  # a run of it (blocks._run_runs): one call, then the rest at once where they can be
+    tb.batch = compile_batch(specs, env) if bounds and not loaded else None  # runs of it at once: tile_runs.compile_batch
+    if tb.batch is not None:  # a run of it (templates._run_runs): one call, then the rest at once where they can be
         exec(compile(_BATCHED, "<toym tile block>", "exec"), env)
         tb.multi = env["blocks"]
     return tb

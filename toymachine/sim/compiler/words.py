@@ -67,7 +67,7 @@ def op_statement(kind: int, code: tuple, reg, bind) -> str:
     through its bound function): it writes ``r<dest>`` and bails (``raise _B``) on an empty source,
     a non-finite result, or a zero where the instruction alarms on one — the loop then runs it and
     raises what it raises. ``reg`` names a source register, ``bind`` a constant in the function's
-    environment. Shared by template blocks and line pieces (``line_blocks``)."""
+    environment. Shared by template blocks and line pieces (``compiler.lines``)."""
     srcs = [reg(s) for s in code[4:4 + ARITY[kind]]]
     d = f"r{code[3]}"
     if kind == COPY:
@@ -149,7 +149,7 @@ class WordStatements:
 
 
 def initial_reads(run: Run, bail: Exception):
-    """``(init, runs_of)`` for the blocks (``sim.blocks``): ``init(arr, idx)`` gives a cell read before
+    """``(init, runs_of)`` for the blocks: ``init(arr, idx)`` gives a cell read before
     anything wrote it (as ``sim.loop``'s ``_initial``; a NaN input raises ``bail`` so the loop raises the alarm); ``runs_of(arr)``
     is a 1-D array's ``(runs, size)`` of initial values, rounded to the dtype (``Array.initial_runs``),
     that a block reads first reads from (None where there are none): ``init`` makes the runs."""

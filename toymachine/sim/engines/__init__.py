@@ -2,8 +2,8 @@
 
 An engine turns an ``Instr`` into a *code tuple* the interpreter loop (``sim.loop``) runs:
 
-* ``claims(ins) -> bool`` — whether this engine executes the instruction (the first engine of
-  ``ENGINES`` that claims it compiles it);
+* ``claims(ins) -> bool`` — whether this engine executes the instruction (the scalar engine, last,
+  executes every instruction no other engine claims, and has no ``claims``);
 * ``compile(run, ins, line, text) -> tuple`` — the code tuple; ``code[0]`` is its kind,
   ``code[1]`` the slot of ``run.counts`` it counts in, ``code[-1]`` its tag
   ``(Instr or None, source text or None, whether a zero result may be an underflow)``;
@@ -34,15 +34,12 @@ from . import scalar, tile
 if TYPE_CHECKING:
     from ..run import Run
 
-ENGINES = (tile, scalar)  # the first that claims an instruction compiles it; scalar claims the rest
+ENGINES = (tile, scalar)  # every engine's setup and report, in this order; scalar is last: it takes the rest
 
 
 def engine_for(ins):
-    """The engine that executes ``ins``."""
-    for engine in ENGINES:
-        if engine.claims(ins):
-            return engine
-    raise AssertionError(ins)  # pragma: no cover - scalar claims every instruction
+    """The engine that executes ``ins``: the tile engine where it claims it, else the scalar one."""
+    return tile if tile.claims(ins) else scalar
 
 
 def setup(run: Run) -> None:
