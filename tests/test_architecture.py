@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ PACKAGE = ROOT / "toymachine"
 MAX_LINES = 400
 COMPILER = "toymachine.sim.compiler"  # the block compiler (docs/explanation/speed-layer.md)
 DOOR = "toymachine.sim.compiled"  # the one module outside it that imports it
+SPEED_PAGE = ROOT / "docs" / "explanation" / "speed-layer.md"  # the page that explains the compiled path
 
 # Stages, lowest first: a module may import its own stage or a lower one, never a higher one.
 STAGES = [
@@ -196,3 +198,14 @@ def test_a_short_run_never_loads_the_block_compiler():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert out.split() == ["False", "True"]
+
+
+def test_the_speed_layer_page_names_what_the_code_has():
+    """Every file the speed-layer page names exists, and every name it quotes is in ``sim/``'s code."""
+    ticked = set(re.findall(r"`([^`\s]+)`", SPEED_PAGE.read_text(encoding="utf-8")))
+    paths = {t for t in ticked if "/" in t}
+    assert paths and [t for t in paths if not (PACKAGE / t).exists() and not (ROOT / t).exists()] == []
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (PACKAGE / "sim").rglob("*.py"))
+    names = {part for t in ticked - paths if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", t) for part in t.split(".")}
+    assert {"CompiledPath", "MIN_LINES", "Bail"} <= names
+    assert sorted(n for n in names if not re.search(rf"\b{n}\b", source)) == []

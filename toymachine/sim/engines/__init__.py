@@ -24,7 +24,7 @@ the tile engine calls it) prices tile instructions on a machine with compute uni
 
 from __future__ import annotations
 
-__all__ = ["ENGINES", "engine_for", "setup", "compile_instr"]
+__all__ = ["CLAIMING", "ENGINES", "engine_for", "setup", "compile_instr"]
 
 from typing import TYPE_CHECKING
 
@@ -34,12 +34,13 @@ from . import scalar, tile
 if TYPE_CHECKING:
     from ..run import Run
 
-ENGINES = (tile, scalar)  # every engine's setup and report, in this order; scalar is last: it takes the rest
+CLAIMING = (tile,)  # the engines that claim instructions, asked in order; scalar executes the rest
+ENGINES = (*CLAIMING, scalar)  # every engine's setup and report, in this order
 
 
 def engine_for(ins):
-    """The engine that executes ``ins``: the tile engine where it claims it, else the scalar one."""
-    return tile if tile.claims(ins) else scalar
+    """The engine that executes ``ins``: the first of ``CLAIMING`` that claims it, else the scalar one."""
+    return next((engine for engine in CLAIMING if engine.claims(ins)), scalar)
 
 
 def setup(run: Run) -> None:
