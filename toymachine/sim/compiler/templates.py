@@ -102,21 +102,20 @@ def _compile(run: Run, codes: list, initial: tuple) -> Block | None:
 
 
 
-def run_blocks(run: Run, ktext: str, first: int, cache: BlockCache, templates: dict, count: int | None = None) -> bool:
-    """Run a template chunk (``ktext``: its template text without the final newline; its lines
-    ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little,
+def run_blocks(run: Run, ktext: str, first: int, cache: BlockCache, templates: dict, count: int) -> bool:
+    """Run a template chunk (``ktext``: its template text without the final newline; its ``count``
+    lines ``first`` …) block by block. False — nothing ran — where the chunk's blocks repeat too little,
     one of them is not compiled (a template never seen) or most of them are blocks the loop runs
     (another engine's instruction, a STORE before a LOAD of one array, a block that bailed too
     often); the caller then runs the chunk in the loop. Blocks the loop runs among compiled ones
     (a tile instruction now and then) run in the loop where they stand."""
     keys = units(ktext)  # as ("\n" + ktext).split(SEP) less its first "", without copying the chunk
     keys[0] = keys[0][5:] if ktext.startswith("LOAD ") else "\n" + keys[0]
-    total = count or ktext.count("\n") + 1  # the chunk's lines
     edges = cut_edges(keys, templates)  # the chunk's cut units: run in the loop, never compiled
     if edges is None:
         return False
     head, last = edges
-    group = round(BLOCK_LINES * len(keys) / total)
+    group = round(BLOCK_LINES * len(keys) / count)
     if group > 1 and tile_units(keys, templates):
         group = 1  # tile blocks kept whole and apart from the word blocks (``tile_runs.run_apart``): no blocks of both
     if group > 1:  # short units (a matmul's LOAD, LOAD + MAC): blocks of several
@@ -141,7 +140,7 @@ def run_blocks(run: Run, ktext: str, first: int, cache: BlockCache, templates: d
         execute(run, head, first)
     _run_keys(run, keys, first + len(head), cache, uniq, looped)
     if last:
-        execute(run, last, first + total - len(last))
+        execute(run, last, first + count - len(last))
     return True
 
 
@@ -366,4 +365,4 @@ def run_program_blocks(run: Run, state: ProgramKeys, chunk: Sequence[Instr], fir
         return False
     ktext, indices = made
     run.next_index = iter(indices).__next__
-    return run_blocks(run, ktext, first, state.cache, state.templates)
+    return run_blocks(run, ktext, first, state.cache, state.templates, len(chunk))
