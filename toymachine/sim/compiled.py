@@ -86,7 +86,7 @@ class CompiledPath:
         """Forget text mode's compiled blocks and pieces: the codes they were made of are stale
         (an array switched to tile storage or went dense) or the caches were full."""
         if self.blocks is not None:
-            self.blocks.blocks.clear()
+            self.blocks.clear()
         if self.pieces is not None:
             self.pieces.clear()
 

@@ -73,6 +73,14 @@ class BlockCache:
         self.initial = initial_reads(run, BAIL)  # first reads of cells (one per run: the rounded lists are shared)
         self.separate: dict[tuple, bool] = {}  # a chunk's distinct TileBlocks → tile_runs.separate
 
+    def clear(self) -> None:
+        """Forget every compiled block (the template codes they were made of are stale)."""
+        self.blocks.clear()
+
+    def to_loop(self, key: str, block: Block) -> None:
+        """The block of ``key`` bailed too often: the loop runs it from now on."""
+        self.blocks[key] = Block(in_loop, [0], list(block.codes), compiled=False)
+
     def get(self, key: str, templates: dict):
         if key in self.blocks:
             return self.blocks[key]
@@ -184,7 +192,7 @@ def _run_keys(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, l
         rerun(run, block, taken, first + offsets[k])
         state[0] = k + 1
         if bails > MAX_BAILS:  # slow paths all along: the loop runs the rest, and this block from now on
-            cache.blocks[keys[k]] = Block(in_loop, [0], list(block.codes), compiled=False)
+            cache.to_loop(keys[k], block)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + offsets[k + 1])
             return
@@ -225,7 +233,7 @@ def _run_runs(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, b
         rerun(run, block, taken, first + p)
         done, p_done = k + 1, p + block.lines
         if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest, and this block from now on
-            cache.blocks[keys[k]] = Block(in_loop, [0], list(block.codes), compiled=False)
+            cache.to_loop(keys[k], block)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + p_done)
             return

@@ -37,10 +37,11 @@ from ..engines.kinds import VEC
 from ..engines.tile_ops import UFUNC
 from ..engines.tile_templates import remember_rows
 from ..loop import execute
-from .words import CACHE_LIMIT, MAX_BAILS, Bail, Block, call_runs, flush, in_loop, rerun
+from .words import CACHE_LIMIT, MAX_BAILS, Bail, call_runs, flush, rerun
 
 if TYPE_CHECKING:
     from ..run import Run
+    from .templates import BlockCache
 
 _EXACT = {UFUNC[op] for op in ("ADD", "SUB", "MUL", "DIV", "MAX") if op in UFUNC}
 
@@ -165,7 +166,7 @@ def compile_batch(specs: list, env: dict):
     return env["batch"]
 
 
-def run_apart(run: Run, keys: list, first: int, cache, uniq: dict, blocks: list, fns: list,
+def run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, fns: list,
                apart: set) -> None:
     """``templates.run_blocks`` for a chunk of word blocks in long runs broken by tile blocks that share no
     register and no array with them (the benchmark's mixed trace: a tile block after every third
@@ -251,7 +252,7 @@ def run_apart(run: Run, keys: list, first: int, cache, uniq: dict, blocks: list,
         rerun(run, block, taken, first + before(k, "lines"))
         done = q + 1
         if bails > MAX_BAILS:  # as templates.run_blocks: the loop runs the rest (from k + 1: none of it ran yet)
-            cache.blocks[keys[k]] = Block(in_loop, [0], list(block.codes), compiled=False)
+            cache.to_loop(keys[k], block)
             settle(k + 1)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + before(k + 1, "lines"))
