@@ -31,7 +31,7 @@ from collections import Counter
 from ..engines.kinds import LOAD, LOAD_T, SKIP, STORE, STORE_T
 from ..lines import MISS, NO_SHAPE, shapes
 from ..loop import execute
-from .words import BAIL, Bail, WordStatements, flush, initial_reads
+from .words import BAIL, Bail, WordStatements, define, flush, initial_reads
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -252,5 +252,5 @@ def _compile(run: Run, codes: list, verify: bool = False):
     for stmt in top + body + tail:
         src.extend("        " + s for s in stmt.split("\n"))
     src += ["    except Exception:", "        raise _B from None"]
-    exec(compile("\n".join(src), "<toym line block>", "exec"), env)
+    define("\n".join(src), "<toym line block>", env)
     return _Piece(env["piece"], hits, codes)

@@ -37,7 +37,7 @@ from ..engines.kinds import VEC
 from ..engines.tile_ops import UFUNC
 from ..engines.tile_templates import remember_rows
 from ..loop import execute
-from .words import CACHE_LIMIT, MAX_BAILS, Bail, call_runs, flush, rerun
+from .words import CACHE_LIMIT, MAX_BAILS, Bail, call_runs, define, flush, rerun
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -162,7 +162,7 @@ def compile_batch(specs: list, env: dict):
     env["_ar"] = np.arange(1 << 16)
     env["_remr"] = remember_rows
     env["_last"] = _last
-    exec(compile("\n".join(lines), "<toym tile batch>", "exec"), env)
+    define("\n".join(lines), "<toym tile batch>", env)
     return env["batch"]
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from ..engines.kinds import EXEC, MM, MZO, SFU, VEC
 from ..engines.tile_templates import block_index, remember
 from .tile_runs import compile_batch
+from .words import define
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -202,7 +203,7 @@ def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
     lines += ["def blocks(nxt, count):", "    for _ in range(count):", "        block(nxt)", "def skip(n):"]
     for stmt in skip:
         lines.extend("    " + s for s in stmt.split("\n"))
-    exec(compile("\n".join(lines), "<toym tile block>", "exec"), env)
+    define("\n".join(lines), "<toym tile block>", env)
     tb = TileBlock()
     tb.block, tb.multi, tb.skip = env["block"], env["blocks"], env["skip"]
     tb.words = any(run.names[s][:1] != "T" for s in loaded)
@@ -210,7 +211,7 @@ def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
     tb.streamed = bool(bounds)
     tb.batch = compile_batch(specs, env) if bounds and not loaded else None  # runs of it at once: tile_runs.compile_batch
     if tb.batch is not None:  # a run of it (templates._run_runs): one call, then the rest at once where they can be
-        exec(compile(_BATCHED, "<toym tile block>", "exec"), env)
+        define(_BATCHED, "<toym tile block>", env)
         tb.multi = env["blocks"]
     return tb
 

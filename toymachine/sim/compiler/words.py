@@ -10,19 +10,22 @@ function of it; ``initial_reads`` gives a block the first reads of cells.
 
 ``Bail`` is what a block raises on a slow path, before it wrote a register, a counter or memory;
 ``Block`` is what the block cache holds of a block; ``flush`` adds the counters of the calls made
-since the last flush, and ``rerun`` runs a block that bailed again in the loop.
+since the last flush, and ``rerun`` runs a block that bailed again in the loop. ``define`` runs a
+block's generated source in its namespace, compiled once per distinct source (many blocks differ
+only in the objects their namespace binds: a chunk's tile blocks of one shape).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__all__ = ["ARITY", "Bail", "Block", "WordStatements", "compile_word_block", "flush", "flush_steps",
+__all__ = ["ARITY", "Bail", "Block", "WordStatements", "compile_word_block", "define", "flush", "flush_steps",
            "in_loop", "initial_reads", "op_statement", "rerun", "call_runs", "BAIL", "MAX_BAILS", "CACHE_LIMIT"]
 
 import math
 import operator
 from itertools import chain
+from types import CodeType
 
 from ...isa import _mac, fmax
 from ..engines.kinds import BINARY, COPY, EXEC, LOAD, LOAD_T, SKIP, STORE, STORE_T, TERNARY, UNARY
@@ -32,7 +35,19 @@ if TYPE_CHECKING:
     from ..run import Run
 
 MAX_BAILS = 64  # a block that bails more often in one chunk runs in the loop from then on
-CACHE_LIMIT = 4096  # distinct compiled blocks kept
+CACHE_LIMIT = 4096  # distinct compiled blocks kept (and distinct generated sources, ``define``)
+_CODE: dict[tuple[str, str], CodeType] = {}  # (generated source, its name) → its code object
+
+
+def define(source: str, name: str, env: dict) -> None:
+    """Run the generated ``source`` (named ``name`` in tracebacks) in the namespace ``env``, where
+    it defines the block's functions; the source is compiled once, its code object kept."""
+    code = _CODE.get((source, name))
+    if code is None:
+        if len(_CODE) >= CACHE_LIMIT:
+            _CODE.clear()
+        code = _CODE[(source, name)] = compile(source, name, "exec")
+    exec(code, env)
 
 
 class Bail(Exception):
@@ -279,7 +294,7 @@ def compile_word_block(run: Run, codes: list, initial: tuple) -> Block | None:
     lines += [f"            raise Bail({ix}) from None"]
     lines += [f"        c{s} = r{s}" for s in done]
     lines += [f"    regs[{s}] = r{s}" for s in done] + ["    H[0] += count"]
-    exec(compile("\n".join(lines), "<toym block>", "exec"), env)
+    define("\n".join(lines), "<toym block>", env)
     return Block(env["block"], hits, codes, multi=env["blocks"])
 
 
