@@ -366,12 +366,12 @@ print("RESULT " + json.dumps(out))
 
 
 def test_the_study_harness_records_failures_and_renders_ratios(monkeypatch):
-    """bench/study.py (shared by bench/gqa.py and bench/d256.py): each figure the median of the
-    repeats; a variant that raises is a NaN with its error, not an exception; the table's
-    ratios are SDPA's time over the variant's."""
+    """bench/study.py (shared by every study): each figure the median of the repeats; a
+    variant that raises is a NaN with its error, not an exception; the table's ratios are
+    SDPA's time over the variant's."""
     import triton
 
-    from kernels_gpu.bench import d256, gqa, study
+    from kernels_gpu.bench import study
 
     times = iter([3.0, 1.0, 2.0])
     monkeypatch.setattr(triton.testing, "do_bench", lambda fn, **kw: (fn(), next(times))[1])
@@ -387,11 +387,46 @@ def test_the_study_harness_records_failures_and_renders_ratios(monkeypatch):
     ms = {"a": 1.25, "flash": 2.0, "cudnn": 1.5}
     rows = [{"d": 64, "n": 1024, "causal": True, "heads": 32, "heads_kv": 8, "ms": ms,
              "tflops": {k: 100.0 / v for k, v in ms.items()}, "err": {"a": 1e-3}}]
-    for text, lead in ((gqa.render(rows), 4), (d256.render(rows), 3)):
+    for text, lead in ((study.render_grouped(rows), 4), (study.render_points(rows), 3)):
         cells = [c.strip() for c in text.splitlines()[2].strip("|").split("|")]
         assert cells[lead] == "a" and float(cells[lead + 1]) == 1.25
         assert float(cells[lead + 3]) == round(2.0 / 1.25, 2)
         assert float(cells[lead + 4]) == round(1.5 / 1.25, 2)
-    assert d256.render(rows).splitlines()[2].rstrip(" |").endswith("1.0e-03")
+    assert study.render_points(rows).splitlines()[2].rstrip(" |").endswith("1.0e-03")
+
+
+def test_the_study_runner_walks_the_grid_and_writes_each_point(monkeypatch, tmp_path):
+    """study.run: the points d, then causal, then N from the options (`--causal` alone: causal
+    only; B·N = 16k), the study's own options parsed, the rows saved after each point and the
+    table written at the end; every named study is one the runner can parse."""
+    from kernels_gpu.bench import run as bench_run
+    from kernels_gpu.bench import studies, study
+
+    monkeypatch.setattr(study, "needs_cuda", lambda name: True)
+    monkeypatch.setattr(bench_run, "environment", lambda: {"gpu": "none"})
+    seen = []
+
+    def row(pt, args):
+        seen.append((pt.d, pt.causal, pt.n, pt.batch, args.tag))
+        return dict(pt.row(), ms={"a": 1.0, "flash": 2.0, "cudnn": 4.0},
+                    tflops={"a": 1.0, "flash": 0.5, "cudnn": 0.25})
+    fake = study.Study("a fake study", row, lambda a: "fake", dims="64", ns="1024,2048",
+                       options=lambda ap: ap.add_argument("--tag", default="x") and None,
+                       table=study.render_points)
+    assert study.run("fake", fake, ["--out", str(tmp_path), "--dims", "64,128", "--tag",
+                                    "y"]) == 0
+    assert seen == [(d, c, n, 16384 // n, "y") for d in (64, 128) for c in (False, True)
+                    for n in (1024, 2048)]
+    saved = json.loads((tmp_path / "fake.json").read_text())
+    assert saved["env"] == {"gpu": "none"} and len(saved["rows"]) == 8
+    assert "| 128 | 2048 | yes | a | 1.000 |" in (tmp_path / "fake.md").read_text()
+    seen.clear()
+    study.run("fake", fake, ["--out", str(tmp_path), "--causal"])
+    assert [s[1] for s in seen] == [True, True]
+    for name in studies.STUDIES:  # each study's options parse (--help exits 0)
+        with pytest.raises(SystemExit) as e:
+            studies.main([name, "--help"])
+        assert e.value.code == 0
+    assert studies.main(["nope"]) == 2
 
 

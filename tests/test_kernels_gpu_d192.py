@@ -87,8 +87,7 @@ def test_the_dispatched_d192_configs_compile_to_wgmma_without_spills():
     """Offline sm_90 builds (Triton's ptxas) of every launch of every DISPATCH_D192 entry,
     causal or not as dispatched: HGMMA, no local memory, shared memory within an SM's 227 KB."""
     code = ("import json\n"
-            "from kernels_gpu.bench.compile_d192 import compile_d192\n"
-            "from kernels_gpu.bench.compile_check import resources\n"
+            "from kernels_gpu.bench.compile_check import compile_d192, resources\n"
             "from kernels_gpu.host.dispatch import DISPATCH_D192\n"
             "from kernels_gpu.host.hopper_d192 import CANDIDATES\n"
             "jobs = set()\n"

@@ -1,6 +1,8 @@
 """Compile the kernels for a GPU that is not here, and read what the compiler made of them.
 
     TRITON_INTERPRET=0 python -m kernels_gpu.bench.compile_check [--arch 90] [--dims 64,128,256]
+    TRITON_INTERPRET=0 python -m kernels_gpu.bench.compile_check --hopper | --ws | --ws-bwd
+    TRITON_INTERPRET=0 python -m kernels_gpu.bench.compile_check --d192 [--configs ..] [--json PATH]
 
 Triton's wheel carries ptxas and cuobjdump, so a kernel compiles to sm_90 machine code on a
 machine without a GPU. For every autotuning candidate (configs.candidates) of every pass and
@@ -9,15 +11,23 @@ and the matrix instructions in the SASS (HGMMA/QGMMA = Hopper's wgmma; HMMA = th
 mma.sync path). Needs no GPU: candidates that spill or fail to compile can be
 dropped before a GPU is asked for. Needs TRITON_INTERPRET=0 in the
 environment: kernels_gpu switches to the interpreter on a machine without CUDA otherwise.
+`--hopper`, `--ws`, `--ws-bwd` and `--d192` do the same for the Gluon kernels: the
+one-partition forward, the warp-specialised forward and dK/dV, and the chunked d 192 backward
+(a config `kernel:BLOCK_M:BLOCK_N:warps:stages[:part]`, kernel dkdv or dq; part 0 dK and dV,
+1 dV alone, 2 dK alone; `--json PATH` writes them as the declared data file).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
@@ -27,7 +37,8 @@ from ..host import configs as cfgs  # noqa: E402
 from ..host.configs import KernelConfig  # noqa: E402
 from ..kernels import INTERPRETER, _attn_bwd_dkdv, _attn_bwd_dq, _attn_fwd  # noqa: E402
 
-__all__ = ["compile_kernel", "resources", "main"]
+__all__ = ["compile_kernel", "resources", "compile_hopper", "compile_ws", "compile_bwd",
+           "compile_bwd_ws", "compile_d192", "D192_CONFIGS", "main"]
 
 BIN = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 KERNELS = {"fwd": _attn_fwd, "bwd_dkdv": _attn_bwd_dkdv, "bwd_dq": _attn_bwd_dq}
@@ -102,18 +113,27 @@ def resources(kernel) -> dict:
                 r"USETMAXREG\.\w+\.CTAPOOL (?:UP0, )?(0x[0-9a-f]+)", sass)))}
 
 
-def _descriptors(d: int, **rows: int) -> dict[str, str]:
+def _descriptors(d: int, cols: int | None = None, **rows: int) -> dict[str, str]:
     """The signature of the Gluon kernels' TMA descriptor arguments (name → rows a block): fp16
-    (N, d) row-major tensors read in NVMMA-swizzled blocks of (rows, d)."""
+    (N, d) row-major tensors read in NVMMA-swizzled blocks of (rows, cols) (default: all d)."""
     import torch
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     from triton.runtime.jit import mangle_type
 
+    from ..host.launch_common import gluon_descriptors
+
     t = torch.empty(1024, d, dtype=torch.float16)
-    return {k: mangle_type(TensorDescriptor(t, [1024, d], [d, 1], [b, d],
-                                            gl.NVMMASharedLayout.get_default_for([b, d], gl.float16)))
-            for k, b in rows.items()}
+    descs = gluon_descriptors(torch.float16, *((t, b) for b in rows.values()), cols=cols)
+    return {k: mangle_type(desc) for k, desc in zip(rows, descs)}
+
+
+def _gluon(fn, sig: dict, consts: dict, arch: int, **options):
+    """fn (a Gluon kernel) compiled for sm_<arch> with the descriptor signature `sig`, the fp32
+    / i32 scalars and pointers it adds, and the constexprs `consts`."""
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    sig.update({k: "constexpr" for k in consts})
+    return triton.compile(GluonASTSource(fn, sig, consts), target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": consts["num_warps"], **options})
 
 
 HOPPER_CONFIGS = ((64, 128, 128, 8), (64, 128, 64, 8), (128, 128, 128, 8), (128, 128, 64, 8))
@@ -122,16 +142,13 @@ HOPPER_CONFIGS = ((64, 128, 128, 8), (64, 128, 64, 8), (128, 128, 128, 8), (128,
 def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int = 90,
                    causal: bool = False):
     """The Gluon Hopper forward (kernels.hopper) compiled for sm_<arch>, fp16, offline."""
-    from triton.experimental.gluon._runtime import GluonASTSource
-
     from ..kernels.hopper import _attn_fwd_hopper
 
     sig = _descriptors(d, q_desc=block_m, k_desc=block_n, v_desc=block_n, o_desc=block_m)
-    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "num_warps": num_warps,
-              "CAUSAL": causal}
-    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
-    return triton.compile(GluonASTSource(_attn_fwd_hopper, sig, consts),
-                          target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", GROUP="i32")
+    return _gluon(_attn_fwd_hopper, sig, {"BLOCK_M": block_m, "BLOCK_N": block_n,
+                                          "HEAD_DIM": d, "num_warps": num_warps,
+                                          "CAUSAL": causal}, arch)
 
 
 WS_CONFIGS = tuple((d, bn, sched) for d in (64, 128) for bn in (128, 64)
@@ -140,38 +157,59 @@ WS_CONFIGS = tuple((d, bn, sched) for d in (64, 128) for bn in (128, 64)
 
 def compile_ws(d: int, block_n: int, schedule: str, arch: int = 90, causal: bool = False,
                stages: int = 2, consumer_regs: int = 240):
-    """The warp-specialised Gluon forward (kernels.hopper_ws) compiled for sm_<arch>, fp16."""
-    from triton.experimental.gluon._runtime import GluonASTSource
-
-    from ..host.hopper import WS_MAXNREG
+    """The warp-specialised Gluon forward (kernels.hopper_ws) compiled for sm_<arch>, fp16
+    (d 192: boxes of 64 columns, three a row)."""
+    from ..host.launch_common import WS_MAXNREG
     from ..kernels.hopper_ws import SCHEDULES, WG_ROWS, _attn_fwd_ws
 
+    sig = _descriptors(d, 64 if d == 192 else None, q_desc=WG_ROWS, k_desc=block_n,
+                       v_desc=block_n, o_desc=WG_ROWS)
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", GROUP="i32")
+    return _gluon(_attn_fwd_ws, sig, {"BLOCK_N": block_n, "HEAD_DIM": d, "STAGES": stages,
+                                      "CAUSAL": causal, "SCHEDULE": SCHEDULES[schedule],
+                                      "CONSUMER_REGS": consumer_regs, "num_warps": 4},
+                  arch, maxnreg=WS_MAXNREG)
+
+
+def compile_ws_persistent(d: int, block_n: int, schedule: str, arch: int = 90,
+                          causal: bool = False, stages: int = 2, consumer_regs: int = 240):
+    """The persistent warp-specialised forward (kernels.hopper_ws_persistent), sm_<arch>,
+    fp16; `schedule` one of host.hopper.PERSISTENT."""
+    from ..host.hopper import PERSISTENT
+    from ..host.launch_common import WS_MAXNREG
+    from ..kernels.hopper_ws import WG_ROWS
+    from ..kernels.hopper_ws_persistent import _attn_fwd_ws_persistent
+
     sig = _descriptors(d, q_desc=WG_ROWS, k_desc=block_n, v_desc=block_n, o_desc=WG_ROWS)
-    consts = {"BLOCK_N": block_n, "HEAD_DIM": d, "STAGES": stages, "CAUSAL": causal,
-              "SCHEDULE": SCHEDULES[schedule], "CONSUMER_REGS": consumer_regs, "num_warps": 4}
-    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", **{k: "constexpr" for k in consts})
-    return triton.compile(GluonASTSource(_attn_fwd_ws, sig, consts),
-                          target=GPUTarget("cuda", arch, 32),
-                          options={"num_warps": 4, "maxnreg": WS_MAXNREG})
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", GROUP="i32", BH="i32")
+    return _gluon(_attn_fwd_ws_persistent, sig, {
+        "BLOCK_N": block_n, "HEAD_DIM": d, "STAGES": stages, "CAUSAL": causal,
+        "SCHEDULE": PERSISTENT[schedule], "CONSUMER_REGS": consumer_regs, "num_warps": 4},
+        arch, maxnreg=WS_MAXNREG)
 
 
 def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: int = 90,
                 causal: bool = False, dq: bool = False, stages: int = 2,
-                overlap: bool = False):
-    """The Gluon dK/dV (dq: the dQ) of kernels.hopper_bwd compiled for sm_<arch>, fp16."""
-    from triton.experimental.gluon._runtime import GluonASTSource
-
+                overlap: bool = False, tma_out: bool = False):
+    """The Gluon dK/dV (dq: the dQ) of kernels.hopper_bwd compiled for sm_<arch>, fp16;
+    `tma_out`: the outputs through shared memory and TMA stores (TMA descriptors)."""
     from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper
 
     sig = _descriptors(d, q_desc=block_m, k_desc=block_n, v_desc=block_n, do_desc=block_m)
-    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "CAUSAL": causal,
-              "STAGES": stages, "OVERLAP": int(overlap), "num_warps": num_warps}
+    sig.update(**_bwd_scalars(dq))
+    if tma_out:
+        sig.update(_descriptors(d, DQ=block_m) if dq else _descriptors(d, DK=block_n,
+                                                                       DV=block_n))
+    return _gluon(_attn_bwd_dq_hopper if dq else _attn_bwd_dkdv_hopper, sig,
+                  {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "CAUSAL": causal,
+                   "STAGES": stages, "OVERLAP": int(overlap), "num_warps": num_warps,
+                   "TMA_OUT": bool(tma_out)}, arch)
+
+
+def _bwd_scalars(dq: bool) -> dict[str, str]:
+    """The one-partition backward kernels' arguments after the descriptors."""
     outs = {"DQ": "*fp16"} if dq else {"DK": "*fp16", "DV": "*fp16"}
-    sig.update(**outs, LSE="*fp32", DELTA="*fp32", sm_scale="fp32", N="i32",
-               **{k: "constexpr" for k in consts})
-    fn = _attn_bwd_dq_hopper if dq else _attn_bwd_dkdv_hopper
-    return triton.compile(GluonASTSource(fn, sig, consts),
-                          target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
+    return dict(**outs, LSE="*fp32", DELTA="*fp32", sm_scale="fp32", N="i32")
 
 
 BWD_WS_CONFIGS = tuple((st, ov, 0, 0) for st in (2, 3) for ov in (0, 1, 2)) + tuple(
@@ -182,19 +220,100 @@ def compile_bwd_ws(d: int, stages: int = 2, overlap: int = 1, arch: int = 90,
                    causal: bool = False, block_m: int = 64, consumer_regs: int = 240,
                    fused_dq: int = 0, dq_split: int = 0):
     """The warp-specialised Gluon dK/dV (kernels.hopper_bwd_ws) compiled for sm_<arch>, fp16."""
-    from triton.experimental.gluon._runtime import GluonASTSource
-
-    from ..host.hopper import WS_MAXNREG
+    from ..host.launch_common import WS_MAXNREG
     from ..kernels.hopper_bwd_ws import WG_ROWS, _attn_bwd_dkdv_ws
 
     sig = _descriptors(d, q_desc=block_m, k_desc=WG_ROWS, v_desc=WG_ROWS, do_desc=block_m)
-    consts = {"HEAD_DIM": d, "STAGES": stages, "CAUSAL": causal, "OVERLAP": overlap,
-              "FUSED_DQ": int(fused_dq), "DQ_SPLIT": int(dq_split), "CONSUMER_REGS": consumer_regs, "num_warps": 4}
-    sig.update(DK="*fp16", DV="*fp16", DQA="*fp32", LSE="*fp32", DELTA="*fp32", sm_scale="fp32", N="i32",
-               **{k: "constexpr" for k in consts})
-    return triton.compile(GluonASTSource(_attn_bwd_dkdv_ws, sig, consts),
-                          target=GPUTarget("cuda", arch, 32),
-                          options={"num_warps": 4, "maxnreg": WS_MAXNREG})
+    sig.update(DK="*fp16", DV="*fp16", DQA="*fp32", LSE="*fp32", DELTA="*fp32",
+               sm_scale="fp32", N="i32")
+    return _gluon(_attn_bwd_dkdv_ws, sig, {
+        "HEAD_DIM": d, "STAGES": stages, "CAUSAL": causal, "OVERLAP": overlap,
+        "FUSED_DQ": int(fused_dq), "DQ_SPLIT": int(dq_split), "CONSUMER_REGS": consumer_regs,
+        "num_warps": 4}, arch, maxnreg=WS_MAXNREG)
+
+
+# the chunked d 192 configs the bench times (host/hopper_d192.py CANDIDATES) and the
+# both-parts kernel, `kernel:BLOCK_M:BLOCK_N:warps:stages[:part]`
+D192_CONFIGS = ("dkdv:64:64:4:2:1", "dkdv:64:64:4:2:2", "dkdv:64:64:4:2:0", "dkdv:32:64:4:2:1",
+                "dkdv:32:64:4:2:2", "dkdv:64:128:8:2:1", "dkdv:64:128:8:2:2", "dq:64:64:4:2",
+                "dq:64:32:4:2", "dq:128:64:8:2", "dq:128:32:8:2")
+
+
+def compile_d192(kernel: str, block_m: int, block_n: int, num_warps: int, stages: int,
+                 part: int = 0, causal: bool = False, arch: int = 90):
+    """One config of the chunked d 192 dK/dV (kernel 'dkdv') or dQ ('dq') of
+    kernels.hopper_bwd_chunked, fp16, for sm_<arch>: descriptors of (rows, 64) boxes."""
+    from ..kernels.hopper_bwd_chunked import CHUNK, _attn_bwd_dkdv_d192, _attn_bwd_dq_d192
+
+    sig = _descriptors(192, CHUNK, q_desc=block_m, k_desc=block_n, v_desc=block_n,
+                       do_desc=block_m)
+    sig.update(**_bwd_scalars(kernel == "dq"))
+    consts = {"BLOCK_M": block_m, "BLOCK_N": block_n, "CAUSAL": causal, "STAGES": stages,
+              "num_warps": num_warps}
+    if kernel == "dkdv":
+        consts["PART"] = part
+    return _gluon(_attn_bwd_dkdv_d192 if kernel == "dkdv" else _attn_bwd_dq_d192, sig,
+                  consts, arch)
+
+
+def parse_d192(spec: str) -> tuple:
+    """'dkdv:64:64:4:2:1' -> ('dkdv', 64, 64, 4, 2, 1); a dq spec gets part 0."""
+    kernel, *nums = spec.split(":")
+    vals = [int(x) for x in nums]
+    return (kernel, *vals, *([0] * (5 - len(vals))))
+
+
+def _row(r: dict) -> str:
+    mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
+    return f"{r['regs']} | {r['local_bytes']} | {r['spill_stores']} | {r['smem']} | {mma}"
+
+
+def _gluon_jobs(args) -> list[tuple[str, str, str, Callable[[], Any]]]:
+    """(kernel, d or causal, config, compile thunk) of the Gluon mode asked for."""
+    jobs: list[tuple[str, str, str, Callable[[], Any]]] = []
+    for causal in (False, True):
+        cz = " causal" if causal else ""
+        if args.hopper:
+            jobs += [(f"gluon fwd{cz}", str(d), f"M{bm}N{bn}w{w}",
+                      partial(compile_hopper, d, bm, bn, w, args.arch, causal))
+                     for d, bm, bn, w in HOPPER_CONFIGS]
+        elif args.ws:
+            jobs += [(f"gluon ws{cz}", str(d), f"N{bn} {sched}",
+                      partial(compile_ws, d, bn, sched, args.arch, causal))
+                     for d, bn, sched in WS_CONFIGS]
+        elif args.ws_bwd:
+            jobs += [(f"gluon dkdv ws{cz}", "128", f"M64 s{st} ov{ov}"
+                      + (f" +dq red{fused}" if fused else "") + (" split" if split else ""),
+                      partial(compile_bwd_ws, 128, st, ov, args.arch, causal, fused_dq=fused,
+                              dq_split=split))
+                     for st, ov, fused, split in BWD_WS_CONFIGS]
+    if args.d192:  # one row a config, non-causal then causal
+        for spec in args.configs.split(","):
+            kernel, bm, bn, w, st, part = parse_d192(spec)
+            name = kernel + (f" part {part}" if kernel == "dkdv" else "")
+            jobs += [(name, "yes" if causal else "no", f"M{bm}N{bn}w{w}s{st}",
+                      partial(compile_d192, kernel, bm, bn, w, st, part, causal, args.arch))
+                     for causal in (False, True)]
+    return jobs
+
+
+def _d192_json(jobs_done: list[tuple[tuple, dict]], path: str) -> None:
+    """The chunked d 192 compile as the declared data file (`data/resources_gluon_d192_sm90.
+    json`): each launch config's resources keyed "part|M..N..w..s..|causal" (part dq for
+    the dQ)."""
+    kernels = {}
+    for (name, causal, config), r in jobs_done:
+        part = "dq" if name == "dq" else name.rsplit(" ", 1)[-1]
+        kernels[f"{part}|{config}|{int(causal == 'yes')}"] = {
+            "local_bytes": r["local_bytes"], "regs": r["regs"], "smem": r["smem"],
+            "spill_stores": r["spill_stores"],
+            "mma": ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))}
+    how = ("TRITON_INTERPRET=0 python -m kernels_gpu.bench.compile_check --d192 --json PATH: "
+           "every chunked d 192 launch config the bench times, non-causal and causal, fp16, "
+           "sm_90, Triton's own ptxas (no GPU)")
+    with open(path, "w") as f:
+        json.dump({"how": how, "kernels": dict(sorted(kernels.items()))}, f, indent=1)
+        f.write("\n")
 
 
 def main(argv=None) -> int:
@@ -208,49 +327,32 @@ def main(argv=None) -> int:
                     help="the warp-specialised Gluon forward (kernels.hopper_ws) instead")
     ap.add_argument("--ws-bwd", action="store_true",
                     help="the warp-specialised Gluon dK/dV (kernels.hopper_bwd_ws) instead")
+    ap.add_argument("--d192", action="store_true",
+                    help="the chunked d 192 backward (kernels.hopper_bwd_chunked) instead")
+    ap.add_argument("--configs", default=",".join(D192_CONFIGS),
+                    help="--d192: kernel:BLOCK_M:BLOCK_N:warps:stages[:part], comma-separated")
+    ap.add_argument("--json", help="--d192: also write the resources as the data file PATH")
     args = ap.parse_args(argv)
     if INTERPRETER:
         print("run with TRITON_INTERPRET=0 in the environment (the kernels are interpreter "
               "functions now)", file=sys.stderr)
         return 2
-    if args.ws_bwd:
-        print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
+    jobs = _gluon_jobs(args)
+    if jobs:
+        second = "causal" if args.d192 else "d"
+        print(f"| kernel | {second} | config | regs | local B | STL | smem B | matrix instr. |")
         print("|---|---|---|---|---|---|---|---|")
-        for causal in (False, True):
-            for st, ov, fused, split in BWD_WS_CONFIGS:
-                r = resources(compile_bwd_ws(128, st, ov, args.arch, causal, fused_dq=fused,
-                                             dq_split=split))
-                mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
-                name = "gluon dkdv ws causal" if causal else "gluon dkdv ws"
-                print(f"| {name} | 128 | M64 s{st} ov{ov}{f' +dq red{fused}' if fused else ''}{' split' if split else ''} | "
-                      f"{r['regs']} | {r['local_bytes']} | {r['spill_stores']} | {r['smem']} | "
-                      f"{mma} |", flush=True)
-        return 0
-    if args.ws:
-        print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
-        print("|---|---|---|---|---|---|---|---|")
-        for causal in (False, True):
-            for d, bn, sched in WS_CONFIGS:
-                try:
-                    r = resources(compile_ws(d, bn, sched, args.arch, causal))
-                    mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
-                    row = (f"{r['regs']} | {r['local_bytes']} | {r['spill_stores']} | "
-                           f"{r['smem']} | {mma}")
-                except Exception as e:  # noqa: BLE001 - report and go on
-                    row = f"FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]} | | | |"
-                name = "gluon ws causal" if causal else "gluon ws"
-                print(f"| {name} | {d} | N{bn} {sched} | {row} |", flush=True)
-        return 0
-    if args.hopper:
-        print("| kernel | d | config | regs | local B | STL | smem B | matrix instr. |")
-        print("|---|---|---|---|---|---|---|---|")
-        for causal in (False, True):
-            for d, bm, bn, w in HOPPER_CONFIGS:
-                r = resources(compile_hopper(d, bm, bn, w, args.arch, causal))
-                mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
-                name = "gluon fwd causal" if causal else "gluon fwd"
-                print(f"| {name} | {d} | M{bm}N{bn}w{w} | {r['regs']} | {r['local_bytes']} | "
-                      f"{r['spill_stores']} | {r['smem']} | {mma} |", flush=True)
+        done = []
+        for name, second, config, thunk in jobs:
+            try:
+                r = resources(thunk())
+                done.append(((name, second, config), r))
+                row = _row(r)
+            except Exception as e:  # noqa: BLE001 - report and go on
+                row = f"FAILED: {type(e).__name__}: {str(e).splitlines()[0][:160]} | | | |"
+            print(f"| {name} | {second} | {config} | {row} |", flush=True)
+        if args.json and args.d192:
+            _d192_json(done, args.json)
         return 0
     print("| pass | d | dtype | config | regs | local B | STL | smem B | matrix instr. |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -262,10 +364,8 @@ def main(argv=None) -> int:
                 eb = {"fp32": 4, "e5m2": 1, "e4m3": 1}.get(dtype, 2)
                 for cfg in cfgs.candidates(pass_, d, eb):
                     try:
-                        r = resources(compile_kernel(pass_, cfg, d, dtype, arch=args.arch))
-                        mma = ", ".join(f"{k} {v}" for k, v in sorted(r["mma"].items()))
-                        row = (f"{r['regs']} | {r['local_bytes']} | {r['spill_stores']} | "
-                               f"{r['smem']} | {mma}")
+                        row = _row(resources(compile_kernel(pass_, cfg, d, dtype,
+                                                            arch=args.arch)))
                     except Exception as e:  # noqa: BLE001 - report and go on
                         row = f"FAILED: {type(e).__name__}: {str(e).splitlines()[0][:120]} | | | |"
                     print(f"| {pass_} | {d} | {dtype} | {cfg.short()} | {row} |", flush=True)

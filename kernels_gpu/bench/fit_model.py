@@ -234,7 +234,7 @@ def compile_gluon(stored: dict) -> dict:
             ran = list(kernels_of(normalise(r)))
         for k in ran:
             key = k and f"{k.pass_}|{k.canonical}|{r['d']}|{int(causal)}"
-            if k is None or k.family or key in out:  # ws: closed form; d 192: compile_d192
+            if k is None or k.family or key in out:  # ws: closed form; d 192: compile_check --d192
                 continue
             kern = _compile_one(k, r["d"], causal)
             res = resources(kern)

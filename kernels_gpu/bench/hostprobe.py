@@ -25,6 +25,7 @@ import triton
 
 from ..host import flash_attn as fa
 from ..host import launch as L
+from ..host.launch_common import flat_desc
 
 __all__ = ["probe", "main"]
 
@@ -136,7 +137,7 @@ def probe(d: int = 64, n: int = 1024, causal: bool = True, batch: int = 4,
     out["inside_backward_under_autograd_us"] = (inside[len(inside) // 2] * 1e6 if inside
                                                 else float("nan"))
     out["one_preprocess_launch"] = _cpu_wall(lambda: L.launch_preprocess(p, o, do, delta))
-    out["one_descriptor"] = _cpu_wall(lambda: L._flat_desc(kd, 64))
+    out["one_descriptor"] = _cpu_wall(lambda: flat_desc(kd, 64))
     out["problem_of"] = _cpu_wall(lambda: L.problem_of(qd, kd, vd, causal))
     from ..host import graphs
     out["graph_stats"] = graphs.stats()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from .hopper import WS_MAXNREG, _descriptors, _rows, hopper_supported
+from .hopper import DIMS
+from .launch_common import WS_MAXNREG, gluon_operands, gluon_supported, grid, launch, out_rows
 
 __all__ = ["attention_backward_dkdv_ws",
            "attention_backward_ws_fused", "ws_bwd_label"]
@@ -41,7 +42,7 @@ def attention_backward_dkdv_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     warpgroups share dS^T and each adds one half of dQ's columns (half the atomics)."""
     from ..kernels.hopper_bwd_ws import WG_ROWS, _attn_bwd_dkdv_ws
 
-    if (not hopper_supported(q, k, 2 * WG_ROWS, 2 * WG_ROWS) or v.shape != k.shape
+    if (not gluon_supported(q, k, DIMS, 2 * WG_ROWS) or v.shape != k.shape
             or do.shape != q.shape or block_m not in (32, 64) or stages < 2
             or overlap not in (0, 1, 2) or fused_dq not in (0, 1, 2, 4)
             or (fused_dq and (dq_acc is None or q.numel() >= 2**31))):
@@ -49,14 +50,13 @@ def attention_backward_dkdv_ws(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
                          "(B, H, N, d), fp16/bf16, d 64 or 128, N a multiple of 128, block_m "
                          "32 or 64, stages >= 2, overlap 0-2, on an sm_90 GPU (fused dQ: an fp32 "
                          "dq_acc, fewer than 2**31 elements)")
-    (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
-    dk, dv = (torch.empty_like(k2), torch.empty_like(v2)) if out is None else out
-    descs = _descriptors(q.dtype, (q2, block_m), (k2, WG_ROWS), (v2, WG_ROWS), (do2, block_m))
-    _attn_bwd_dkdv_ws[(n // (2 * WG_ROWS), b * h)](
-        *descs, dk, dv, dq_acc if fused_dq else delta, lse.contiguous(), delta.contiguous(),
-        scale, n, d, int(stages), bool(causal), int(overlap), int(fused_dq), int(dq_split),
-        int(consumer_regs),
-        num_warps=4, maxnreg=WS_MAXNREG)
+    (b, h, n, d), scale, (_, k2, v2, _), descs = gluon_operands(
+        sm_scale, (q, block_m), (k, WG_ROWS), (v, WG_ROWS), (do, block_m))
+    dk, dv = (out_rows(o, t) for o, t in zip(out or (None, None), (k2, v2)))
+    launch(_attn_bwd_dkdv_ws, grid(n, 2 * WG_ROWS, b * h), *descs, dk, dv,
+           dq_acc if fused_dq else delta, lse.contiguous(), delta.contiguous(), scale, n, d,
+           int(stages), bool(causal), int(overlap), int(fused_dq), int(dq_split),
+           int(consumer_regs), num_warps=4, maxnreg=WS_MAXNREG)
     return dk.view(b, h, n, d), dv.view(b, h, n, d)
 
 
@@ -74,12 +74,12 @@ def attention_backward_ws_fused(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     else new ones."""
     b, h, n, d = q.shape
     acc = torch.zeros(b * h * n, d, device=q.device, dtype=torch.float32)
-    kv = None if out is None else (out[1].view(-1, d), out[2].view(-1, d))
     dk, dv = attention_backward_dkdv_ws(q, k, v, do, lse, delta, sm_scale, causal, block_m,
-                                        stages, overlap, vec, split, out=kv, dq_acc=acc)
+                                        stages, overlap, vec, split,
+                                        out=None if out is None else (out[1], out[2]), dq_acc=acc)
     scale = sm_scale if sm_scale is not None else d ** -0.5
     if out is None:
         return acc.mul_(scale).to(q.dtype).view(b, h, n, d), dk, dv
     torch.mul(acc, scale, out=acc)
-    out[0].view(-1, d).copy_(acc)
+    out_rows(out[0], acc).copy_(acc)
     return out[0].view(b, h, n, d), dk, dv

@@ -15,11 +15,11 @@ from typing import NamedTuple
 
 import torch
 
-from ..kernels.hopper_bwd_chunked import HAVE_GLUON
+from ..kernels.hopper_bwd_chunked import CHUNK
 from . import launch as L
-from .hopper import _rows, descriptors
+from .launch_common import gluon_operands, gluon_supported, grid, launch, out_rows
 
-__all__ = ["D192Config", "CANDIDATES", "d192_supported",
+__all__ = ["D192Config", "CANDIDATES",
            "attention_backward_dkdv_d192", "attention_backward_dq_d192", "backward_d192",
            "run_backward_d192"]
 
@@ -40,7 +40,7 @@ class D192Config(NamedTuple):
 
 
 # What the bench (`python -m kernels_gpu.bench.studies d192`) times: name -> config. The offline
-# compile (`python -m kernels_gpu.bench.compile_d192`) dropped the rest (spills, shared memory).
+# compile (`python -m kernels_gpu.bench.compile_check --d192`) dropped the rest (spills, shared memory).
 CANDIDATES: dict[str, D192Config] = {
     "g-n64": D192Config((64, 64, 4, 2), (64, 64, 4, 2), (64, 64, 4, 2)),
     "g-m32": D192Config((32, 64, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2)),
@@ -50,21 +50,9 @@ CANDIDATES: dict[str, D192Config] = {
     "g-best": D192Config((32, 64, 4, 2), (64, 128, 8, 2), (128, 64, 8, 2)),
 }
 
-def d192_supported(q: torch.Tensor, k: torch.Tensor, *blocks: int) -> bool:
-    return (HAVE_GLUON and q.is_cuda and torch.cuda.get_device_capability(q.device)[0] == 9
-            and q.dtype in (torch.float16, torch.bfloat16) and q.shape == k.shape
-            and q.shape[-1] == 192 and all(q.shape[2] % b == 0 for b in blocks))
-
-
-def _descriptors(dtype: torch.dtype, *tensor_rows: tuple[torch.Tensor, int]) -> list:
-    """A TMA descriptor for each (tensor, rows): the (B·H·N, 192) tensor read in (rows, 64)
-    boxes (hopper._descriptors' boxes of 64 columns)."""
-    return descriptors(dtype, *tensor_rows, cols=64)
-
-
 def _check(q, k, v, do, causal, block_m, block_n, held_first: bool) -> None:
     held, streamed = (block_n, block_m) if held_first else (block_m, block_n)
-    if (not d192_supported(q, k, block_m, block_n) or v.shape != k.shape
+    if (not gluon_supported(q, k, (192,), block_m, block_n) or v.shape != k.shape
             or do.shape != q.shape or (causal and held % streamed)):
         raise ValueError("the chunked Gluon backward takes q, k, v, do of one shape "
                          "(B, H, N, 192), fp16/bf16, N a multiple of the blocks (causal: the "
@@ -80,12 +68,12 @@ def attention_backward_dkdv_d192(q, k, v, do, lse, delta, sm_scale=None, causal=
     from ..kernels.hopper_bwd_chunked import _attn_bwd_dkdv_d192
 
     _check(q, k, v, do, causal, block_m, block_n, True)
-    (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
-    dk, dv = (torch.empty_like(k2), torch.empty_like(v2)) if out is None else out
-    descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m))
-    _attn_bwd_dkdv_d192[(n // block_n, b * h)](
-        *descs, dk, dv, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n,
-        bool(causal), int(stages), int(part), num_warps=num_warps)
+    (b, h, n, d), scale, (_, k2, v2, _), descs = gluon_operands(
+        sm_scale, (q, block_m), (k, block_n), (v, block_n), (do, block_m), cols=CHUNK)
+    dk, dv = (out_rows(o, t) for o, t in zip(out or (None, None), (k2, v2)))
+    launch(_attn_bwd_dkdv_d192, grid(n, block_n, b * h), *descs, dk, dv, lse.contiguous(),
+           delta.contiguous(), scale, n, block_m, block_n, bool(causal), int(stages), int(part),
+           num_warps=num_warps)
     return dk.view(b, h, n, d), dv.view(b, h, n, d)
 
 
@@ -95,25 +83,24 @@ def attention_backward_dq_d192(q, k, v, do, lse, delta, sm_scale=None, causal=Fa
     from ..kernels.hopper_bwd_chunked import _attn_bwd_dq_d192
 
     _check(q, k, v, do, causal, block_m, block_n, False)
-    (b, h, n, d), scale, (q2, k2, v2, do2) = _rows(q, sm_scale, q, k, v, do)
-    dq = torch.empty_like(q2) if out is None else out
-    descs = _descriptors(q.dtype, (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m))
-    _attn_bwd_dq_d192[(n // block_m, b * h)](
-        *descs, dq, lse.contiguous(), delta.contiguous(), scale, n, block_m, block_n,
-        bool(causal), int(stages), num_warps=num_warps)
+    (b, h, n, d), scale, (q2, *_), descs = gluon_operands(
+        sm_scale, (q, block_m), (k, block_n), (v, block_n), (do, block_m), cols=CHUNK)
+    dq = out_rows(out, q2)
+    launch(_attn_bwd_dq_d192, grid(n, block_m, b * h), *descs, dq, lse.contiguous(),
+           delta.contiguous(), scale, n, block_m, block_n, bool(causal), int(stages),
+           num_warps=num_warps)
     return dq.view(b, h, n, d)
 
 
 def backward_d192(q, k, v, do, lse, delta, scale, causal, cfg: D192Config, dq, dk, dv) -> None:
     """The chunked launches of `cfg` into the contiguous buffers dq, dk, dv (D given)."""
-    kv = (dk.view(-1, 192), dv.view(-1, 192))
+    kv = (dk, dv)
     if cfg.dv is None:
         attention_backward_dkdv_d192(q, k, v, do, lse, delta, scale, causal, *cfg.dk, 0, out=kv)
     else:
         attention_backward_dkdv_d192(q, k, v, do, lse, delta, scale, causal, *cfg.dv, 1, out=kv)
         attention_backward_dkdv_d192(q, k, v, do, lse, delta, scale, causal, *cfg.dk, 2, out=kv)
-    attention_backward_dq_d192(q, k, v, do, lse, delta, scale, causal, *cfg.dq,
-                               out=dq.view(-1, 192))
+    attention_backward_dq_d192(q, k, v, do, lse, delta, scale, causal, *cfg.dq, out=dq)
 
 
 def run_backward_d192(p, q, k, v, o, lse, do, scale: float, cfg: D192Config, replayable):

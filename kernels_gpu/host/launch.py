@@ -3,8 +3,9 @@
 `Problem` is what one call computes: batch B, query heads H, K/V heads H_kv (H % H_kv == 0:
 grouped-query attention; H_kv = 1 is multi-query), query length N_q, key length N_k, head dim
 d (padded on chip to d_p, the next power of two >= 16), dtype, and the causal offset. The
-launch functions take contiguous tensors laid out (B, H, N, d); they build the grids and the
-TMA descriptors and start the @triton.jit kernels (kernels_fwd.py, kernels_bwd.py).
+launch functions take contiguous tensors laid out (B, H, N, d); they start the @triton.jit
+kernels (kernels_fwd.py, kernels_bwd.py) with the grids, TMA descriptors and launch of
+`launch_common`.
 
 Host time matters at small shapes (a backward of d 64, N 1k runs ~200 us on an H200): the
 config of each (pass, shape) is resolved once and cached, and only the streamed tiles go
@@ -17,7 +18,6 @@ import math
 from dataclasses import dataclass, replace
 
 import torch
-import triton
 
 from ..kernels import (
     INTERPRETER,
@@ -35,11 +35,7 @@ from .configs import (
     dkdv_split,
     tma_allowed,
 )
-
-try:  # host-side TMA descriptors (triton >= 3.4)
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover
-    TensorDescriptor = None
+from .launch_common import TensorDescriptor, flat_desc, flat_desc_t, grid, launch
 
 __all__ = ["Problem", "FP8_DTYPES", "INPUT_DTYPES", "MAX_HEAD_DIM", "problem_of",
            "resolve_config", "launch_fwd", "launch_preprocess", "launch_dkdv", "launch_dq",
@@ -215,29 +211,6 @@ def new_empty(shape, like: torch.Tensor, dtype: torch.dtype | None = None) -> to
     return torch.empty(shape, device=like.device, dtype=dtype or like.dtype)
 
 
-def _flat_desc(t: torch.Tensor, block_rows: int):
-    """TensorDescriptor over t viewed as (B*H*N, d), loading (block_rows, d) tiles."""
-    d = t.shape[-1]
-    return TensorDescriptor(t, shape=[t.numel() // d, d], strides=[d, 1],
-                            block_shape=[block_rows, d])
-
-
-def _flat_desc_t(vt: torch.Tensor, block_cols: int):
-    """TensorDescriptor over V^T, (B, H_kv, d, N_k) contiguous, viewed as (B*H_kv*d, N_k):
-    (d, block_cols) tiles; columns past N_k read as 0."""
-    n = vt.shape[-1]
-    d = vt.shape[-2]
-    return TensorDescriptor(vt, shape=[vt.numel() // n, n], strides=[n, 1],
-                            block_shape=[d, block_cols])
-
-
-def _launch(kernel, grid, args: tuple, consts: dict) -> None:
-    """kernel[grid](*args, **consts): one JIT launch, ~25 us of host time on the H200 machine
-    (hostprobe). Calling the compiled kernel directly with a Python-built specialization key
-    was measured slower (ARCHITECTURE.md, host time), so every launch goes through Triton's JIT."""
-    kernel[grid](*args, **consts)
-
-
 def _dot_f32(dtype: torch.dtype) -> bool:
     return INTERPRETER and dtype == torch.bfloat16
 
@@ -254,21 +227,19 @@ def launch_fwd(p: Problem, q, k, v, o, lse, sm_scale: float, out_scale: float,
     """O, lse = attention(q, k, v). q, o (B, H, N_q, d); k (B, H_kv, N_k, d); v the same, or
     for fp8 V^T (B, H_kv, d, N_k) contiguous."""
     if cfg.use_tma:  # descriptors only for the streamed tiles (each costs host time per launch)
-        vd = _flat_desc_t(v, cfg.block_n) if p.fp8 else _flat_desc(v, cfg.block_n)
-        args = (q, _flat_desc(k, cfg.block_n), vd, o)
+        vd = flat_desc_t(v, cfg.block_n) if p.fp8 else flat_desc(v, cfg.block_n)
+        args = (q, flat_desc(k, cfg.block_n), vd, o)
     else:
         args = (q, k, v, o)
-    grid = (triton.cdiv(p.nq, cfg.block_m), p.batch * p.heads)
-    _launch(_attn_fwd, grid, (*args, lse, sm_scale, out_scale, p.nq, p.nk, p.heads,
-                              p.causal_off), dict(V_TRANS=p.fp8, **_common(p, cfg)))
+    launch(_attn_fwd, grid(p.nq, cfg.block_m, p.batch * p.heads), *args, lse, sm_scale,
+           out_scale, p.nq, p.nk, p.heads, p.causal_off, V_TRANS=p.fp8, **_common(p, cfg))
 
 
 def launch_preprocess(p: Problem, o, do, delta) -> None:
     block = 64 if INTERPRETER else 128
-    grid = (triton.cdiv(p.nq, block), p.batch * p.heads)
-    _launch(_attn_bwd_preprocess, grid, (o, do, delta, p.nq),
-            dict(HEAD_DIM=p.d, HEAD_DIM_P=p.dp, BLOCK_M=block, EVEN_M=p.nq % block == 0,
-                 num_warps=4, num_stages=2))
+    launch(_attn_bwd_preprocess, grid(p.nq, block, p.batch * p.heads), o, do, delta, p.nq,
+           HEAD_DIM=p.d, HEAD_DIM_P=p.dp, BLOCK_M=block, EVEN_M=p.nq % block == 0,
+           num_warps=4, num_stages=2)
 
 
 def launch_dkdv(p: Problem, q, k, v, do, dk, dv, lse, delta, sm_scale: float,
@@ -289,15 +260,15 @@ def launch_dkdv(p: Problem, q, k, v, do, dk, dv, lse, delta, sm_scale: float,
     else:
         out_k, out_v = dk, dv
     if cfg.use_tma:  # streamed: Q and dO
-        tiles = (_flat_desc(q, cfg.block_m), k, v, _flat_desc(do, cfg.block_m), out_k, out_v)
+        tiles = (flat_desc(q, cfg.block_m), k, v, flat_desc(do, cfg.block_m), out_k, out_v)
     else:
         tiles = (q, k, v, do, out_k, out_v)
-    grid = (triton.cdiv(p.nk, cfg.block_n), p.batch * p.heads_kv * split)
+    programs = grid(p.nk, cfg.block_n, p.batch * p.heads_kv * split)
     for which in ((1, 2) if cfg.dv_apart else (0,)):  # dV, then dK: one accumulator a launch
-        _launch(_attn_bwd_dkdv, grid, (*tiles, out_k if acc is None else acc, lse, delta,
-                                       sm_scale, p.nq, p.nk, p.heads, p.causal_off),
-                dict(OFF_POS=p.causal and p.causal_off > 0, SPLIT=split,
-                     FUSED_DQ=cfg.fused_dq and which != 1, PART=which, **_common(p, cfg)))
+        launch(_attn_bwd_dkdv, programs, *tiles, out_k if acc is None else acc, lse, delta,
+               sm_scale, p.nq, p.nk, p.heads, p.causal_off,
+               OFF_POS=p.causal and p.causal_off > 0, SPLIT=split,
+               FUSED_DQ=cfg.fused_dq and which != 1, PART=which, **_common(p, cfg))
     if acc is not None:
         dq.copy_(acc.mul_(sm_scale))
     if split > 1:
@@ -309,9 +280,8 @@ def launch_dkdv(p: Problem, q, k, v, do, dk, dv, lse, delta, sm_scale: float,
 def launch_dq(p: Problem, q, k, v, do, dq, lse, delta, sm_scale: float,
               cfg: KernelConfig) -> None:
     if cfg.use_tma:  # streamed: K and V
-        tiles = (q, _flat_desc(k, cfg.block_n), _flat_desc(v, cfg.block_n), do, dq)
+        tiles = (q, flat_desc(k, cfg.block_n), flat_desc(v, cfg.block_n), do, dq)
     else:
         tiles = (q, k, v, do, dq)
-    grid = (triton.cdiv(p.nq, cfg.block_m), p.batch * p.heads)
-    _launch(_attn_bwd_dq, grid, (*tiles, lse, delta, sm_scale, p.nq, p.nk, p.heads,
-                                 p.causal_off), _common(p, cfg))
+    launch(_attn_bwd_dq, grid(p.nq, cfg.block_m, p.batch * p.heads), *tiles, lse, delta,
+           sm_scale, p.nq, p.nk, p.heads, p.causal_off, **_common(p, cfg))

@@ -17,18 +17,28 @@ mbarrier per stage. The two products of a streamed tile (S^T and dP^T) are issue
 dP^T is retired after P^T's exponentials (the d 128 kernel's OVERLAP 1). dQ
 (`_attn_bwd_dq_d192`): the mirror image (Q / dO / lse / D held, K / V streamed; S, dP, dQ_c +=
 dS K_c). H_kv = H, N_q = N_k a multiple of the blocks, fp16 / bf16; grids as kernels.hopper_bwd.
+The rings (a slot = three chunks), their barriers and the chained products are
+`kernels.pipeline`'s.
 """
 from __future__ import annotations
 
-from .gluon_api import (
-    HAVE_GLUON,
-    gl,
-    gluon,
-    mbarrier,
-    thread_barrier,
-    tma_load,
-    warpgroup_mma,
-    warpgroup_mma_wait,
+from .gluon_api import HAVE_GLUON, gl, gluon, mbarrier, warpgroup_mma, warpgroup_mma_wait
+from .pipeline import (
+    alloc_barriers,
+    alloc_ring,
+    chain,
+    invalidate_barriers,
+    mma_layout,
+    operand_layout,
+    probs,
+    probs_t,
+    ring_fill,
+    ring_refill,
+    ring_wait,
+    row_stats,
+    store_rows,
+    tma_load_tile,
+    two_products,
 )
 
 __all__ = ["HAVE_GLUON", "CHUNK", "CHUNKS", "_attn_bwd_dkdv_d192", "_attn_bwd_dq_d192"]
@@ -38,33 +48,11 @@ CHUNKS = 3  # 192 = 3 x 64
 
 if HAVE_GLUON:
     @gluon.jit
-    def _load3(desc, row, bar, smem, base):
-        """The three 64-column chunks of `desc`'s rows from `row` into smem[base .. base+2]."""
-        tma_load(desc, [row, 0], bar, smem.index(base))
-        tma_load(desc, [row, 64], bar, smem.index(base + 1))
-        tma_load(desc, [row, 128], bar, smem.index(base + 2))
-
-    @gluon.jit
-    def _chain3(a, a_base, b, b_base, zero):
-        """sum_c a[a_base + c] b[b_base + c]^T: three wgmma chained into one accumulator,
-        left running (a token)."""
-        acc = warpgroup_mma(a.index(a_base), b.index(b_base).permute((1, 0)), zero,
-                            use_acc=False, is_async=True)
-        acc = warpgroup_mma(a.index(a_base + 1), b.index(b_base + 1).permute((1, 0)), acc,
-                            is_async=True)
-        return warpgroup_mma(a.index(a_base + 2), b.index(b_base + 2).permute((1, 0)), acc,
-                             is_async=True)
-
-    @gluon.jit
-    def _store3(PTR, row, a0, a1, a2, mul, BLOCK: gl.constexpr, layout: gl.constexpr):
-        """(a0 | a1 | a2) * mul into the (rows, 192) row-major tensor PTR from `row` on."""
-        rows = gl.arange(0, BLOCK, layout=gl.SliceLayout(1, layout))
-        cols = gl.arange(0, 64, layout=gl.SliceLayout(0, layout))
-        offs = (row + gl.expand_dims(rows, 1)).to(gl.int64) * 192 + gl.expand_dims(cols, 0)
-        dtype: gl.constexpr = PTR.dtype.element_ty
-        gl.store(PTR + offs, (a0 * mul).to(dtype))
-        gl.store(PTR + offs + 64, (a1 * mul).to(dtype))
-        gl.store(PTR + offs + 128, (a2 * mul).to(dtype))
+    def _store3(PTR, row, a0, a1, a2):
+        """(a0 | a1 | a2) into the (rows, 192) row-major tensor PTR from `row` on."""
+        store_rows(PTR, row, a0, 192, 0)
+        store_rows(PTR, row, a1, 192, 64)
+        store_rows(PTR, row, a2, 192, 128)
 
     @gluon.jit
     def _attn_bwd_dkdv_d192(q_desc, k_desc, v_desc, do_desc, DK, DV, LSE, DELTA, sm_scale,
@@ -78,44 +66,31 @@ if HAVE_GLUON:
         dtype: gl.constexpr = q_desc.dtype
         qk_scale = sm_scale * 1.4426950408889634
 
-        st_layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_M, 16])
-        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, 64, 16])
-        op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout,
-                                                      k_width=2)
-        col_st: gl.constexpr = gl.SliceLayout(0, st_layout)
-        row_st: gl.constexpr = gl.SliceLayout(1, st_layout)
+        st_layout: gl.constexpr = mma_layout(num_warps, BLOCK_M)
+        acc_layout: gl.constexpr = mma_layout(num_warps, 64)
+        op_layout: gl.constexpr = operand_layout(acc_layout)
         HELD: gl.constexpr = 1 if PART == 1 else 2  # dV alone needs no V
 
-        k_smem = gl.allocate_shared_memory(dtype, [3, BLOCK_N, 64], k_desc.layout)
+        k_smem = alloc_ring(k_desc, 3)  # the held K (and V) tile: one slot of three chunks
         if PART == 1:  # dV alone reads no V: no buffer for it
             v_smem = k_smem
         else:
-            v_smem = gl.allocate_shared_memory(dtype, [3, BLOCK_N, 64], v_desc.layout)
-        q_smem = gl.allocate_shared_memory(dtype, [3 * STAGES, BLOCK_M, 64], q_desc.layout)
-        do_smem = gl.allocate_shared_memory(dtype, [3 * STAGES, BLOCK_M, 64], do_desc.layout)
-        kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        mbarrier.init(kv_bar, count=1)
-        for s in gl.static_range(STAGES):
-            mbarrier.init(bars.index(s), count=1)
-        tile_bytes: gl.constexpr = 2 * BLOCK_M * 192 * 2
+            v_smem = alloc_ring(v_desc, 3)
+        q_smem = alloc_ring(q_desc, 3 * STAGES)  # the streamed Q and dO tiles
+        do_smem = alloc_ring(do_desc, 3 * STAGES)
+        kv_bar = alloc_barriers(1, 1)
+        bars = alloc_barriers(STAGES, 1)
 
-        mbarrier.expect(kv_bar, HELD * BLOCK_N * 192 * 2)
-        _load3(k_desc, row0 + start_n, kv_bar, k_smem, 0)
+        mbarrier.expect(kv_bar.index(0), HELD * 3 * k_desc.block_type.nbytes)
+        tma_load_tile(k_desc, row0 + start_n, kv_bar.index(0), k_smem, 0, 3)
         if PART != 1:
-            _load3(v_desc, row0 + start_n, kv_bar, v_smem, 0)
+            tma_load_tile(v_desc, row0 + start_n, kv_bar.index(0), v_smem, 0, 3)
         if CAUSAL:
             first = start_n // BLOCK_M  # the first query tile that sees any of these keys
         else:
             first = 0
         n_tiles = N // BLOCK_M - first
-        for s in gl.static_range(STAGES - 1):
-            if s < n_tiles:
-                mbarrier.expect(bars.index(s), tile_bytes)
-                _load3(q_desc, row0 + (first + s) * BLOCK_M, bars.index(s), q_smem, 3 * s)
-                _load3(do_desc, row0 + (first + s) * BLOCK_M, bars.index(s), do_smem, 3 * s)
+        ring_fill(q_desc, do_desc, q_smem, do_smem, bars, row0, first, n_tiles, STAGES, 3)
 
         dk0 = gl.zeros([BLOCK_N, 64], gl.float32, layout=acc_layout)
         dk1 = gl.zeros([BLOCK_N, 64], gl.float32, layout=acc_layout)
@@ -124,35 +99,23 @@ if HAVE_GLUON:
         dv1 = gl.zeros([BLOCK_N, 64], gl.float32, layout=acc_layout)
         dv2 = gl.zeros([BLOCK_N, 64], gl.float32, layout=acc_layout)
         st_zero = gl.zeros([BLOCK_N, BLOCK_M], gl.float32, layout=st_layout)
-        k_pos = start_n + gl.arange(0, BLOCK_N, layout=row_st)
-        m_off = gl.arange(0, BLOCK_M, layout=col_st)
-        mbarrier.wait(kv_bar, phase=0)
+        k_pos = start_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, st_layout))
+        m_off = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, st_layout))
+        mbarrier.wait(kv_bar.index(0), phase=0)
         for i in range(n_tiles):
-            stage = i % STAGES
             start_m = (first + i) * BLOCK_M
-            thread_barrier()  # every warp is done with the stage the next load overwrites
-            if i + STAGES - 1 < n_tiles:
-                nxt = (i + STAGES - 1) % STAGES
-                nxt_m = start_m + (STAGES - 1) * BLOCK_M
-                mbarrier.expect(bars.index(nxt), tile_bytes)
-                _load3(q_desc, row0 + nxt_m, bars.index(nxt), q_smem, 3 * nxt)
-                _load3(do_desc, row0 + nxt_m, bars.index(nxt), do_smem, 3 * nxt)
-            lse2 = gl.load(LSE + row0 + start_m + m_off) * 1.4426950408889634
-            mbarrier.wait(bars.index(stage), phase=(i // STAGES) & 1)
+            ring_refill(q_desc, do_desc, q_smem, do_smem, bars, i, n_tiles, row0, start_m,
+                        STAGES, 3)
+            lse2, delta = row_stats(LSE, DELTA, row0, start_m + m_off)
+            stage = ring_wait(bars, i, STAGES)
             base = 3 * stage
-            st_tok = _chain3(k_smem, 0, q_smem, base, st_zero)
-            if PART != 1:
-                delta = gl.load(DELTA + row0 + start_m + m_off)
-                dpt_tok = _chain3(v_smem, 0, do_smem, base, st_zero)
-                st = warpgroup_mma_wait(3, deps=[st_tok])
+            if PART != 1:  # S^T and dP^T issued together, dP^T retired after P^T
+                st, dpt_tok = two_products(k_smem, q_smem, v_smem, do_smem, 0, stage, st_zero,
+                                           3)
             else:
-                st = warpgroup_mma_wait(0, deps=[st_tok])
-            pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
-            if CAUSAL:
-                if start_m < start_n + BLOCK_N:  # the tile crosses the diagonal
-                    q_pos = start_m + m_off
-                    pt = gl.where(gl.expand_dims(k_pos, 1) <= gl.expand_dims(q_pos, 0),
-                                  pt, 0.0)
+                st = warpgroup_mma_wait(0, deps=[chain(k_smem, 0, q_smem, base, st_zero, 3)])
+            pt = probs_t(st, lse2, qk_scale, k_pos, start_m, m_off, CAUSAL,
+                         start_m < start_n + BLOCK_N)
             if PART != 1:
                 dpt = warpgroup_mma_wait(0, deps=[dpt_tok])
             if PART != 2:
@@ -174,13 +137,12 @@ if HAVE_GLUON:
                     dv0, dv1, dv2, dk0, dk1, dk2, pa, da = warpgroup_mma_wait(
                         0, deps=[dv0, dv1, dv2, dk0, dk1, dk2, pa, da])
 
-        mbarrier.invalidate(kv_bar)
-        for s in gl.static_range(STAGES):
-            mbarrier.invalidate(bars.index(s))
+        invalidate_barriers(kv_bar, 1)
+        invalidate_barriers(bars, STAGES)
         if PART != 1:
-            _store3(DK, row0 + start_n, dk0, dk1, dk2, sm_scale, BLOCK_N, acc_layout)
+            _store3(DK, row0 + start_n, dk0 * sm_scale, dk1 * sm_scale, dk2 * sm_scale)
         if PART != 2:
-            _store3(DV, row0 + start_n, dv0, dv1, dv2, 1.0, BLOCK_N, acc_layout)
+            _store3(DV, row0 + start_n, dv0, dv1, dv2)
 
     @gluon.jit
     def _attn_bwd_dq_d192(q_desc, k_desc, v_desc, do_desc, DQ, LSE, DELTA, sm_scale, N,
@@ -195,69 +157,43 @@ if HAVE_GLUON:
         dtype: gl.constexpr = q_desc.dtype
         qk_scale = sm_scale * 1.4426950408889634
 
-        s_layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, 16])
-        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, 64, 16])
-        op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout,
-                                                      k_width=2)
-        row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
-        col_s: gl.constexpr = gl.SliceLayout(0, s_layout)
+        s_layout: gl.constexpr = mma_layout(num_warps, BLOCK_N)
+        acc_layout: gl.constexpr = mma_layout(num_warps, 64)
+        op_layout: gl.constexpr = operand_layout(acc_layout)
 
-        q_smem = gl.allocate_shared_memory(dtype, [3, BLOCK_M, 64], q_desc.layout)
-        do_smem = gl.allocate_shared_memory(dtype, [3, BLOCK_M, 64], do_desc.layout)
-        k_smem = gl.allocate_shared_memory(dtype, [3 * STAGES, BLOCK_N, 64], k_desc.layout)
-        v_smem = gl.allocate_shared_memory(dtype, [3 * STAGES, BLOCK_N, 64], v_desc.layout)
-        q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        mbarrier.init(q_bar, count=1)
-        for t in gl.static_range(STAGES):
-            mbarrier.init(bars.index(t), count=1)
-        tile_bytes: gl.constexpr = 2 * BLOCK_N * 192 * 2
+        q_smem = alloc_ring(q_desc, 3)  # the held Q and dO tiles: one slot of three chunks
+        do_smem = alloc_ring(do_desc, 3)
+        k_smem = alloc_ring(k_desc, 3 * STAGES)  # the streamed K and V tiles
+        v_smem = alloc_ring(v_desc, 3 * STAGES)
+        q_bar = alloc_barriers(1, 1)
+        bars = alloc_barriers(STAGES, 1)
 
-        mbarrier.expect(q_bar, 2 * BLOCK_M * 192 * 2)
-        _load3(q_desc, row0 + start_m, q_bar, q_smem, 0)
-        _load3(do_desc, row0 + start_m, q_bar, do_smem, 0)
+        mbarrier.expect(q_bar.index(0), 2 * 3 * q_desc.block_type.nbytes)
+        tma_load_tile(q_desc, row0 + start_m, q_bar.index(0), q_smem, 0, 3)
+        tma_load_tile(do_desc, row0 + start_m, q_bar.index(0), do_smem, 0, 3)
         if CAUSAL:
             n_tiles = (start_m + BLOCK_M) // BLOCK_N  # keys up to the tile's last row
         else:
             n_tiles = N // BLOCK_N
-        for t in gl.static_range(STAGES - 1):
-            if t < n_tiles:
-                mbarrier.expect(bars.index(t), tile_bytes)
-                _load3(k_desc, row0 + t * BLOCK_N, bars.index(t), k_smem, 3 * t)
-                _load3(v_desc, row0 + t * BLOCK_N, bars.index(t), v_smem, 3 * t)
+        ring_fill(k_desc, v_desc, k_smem, v_smem, bars, row0, 0, n_tiles, STAGES, 3)
 
-        m_off = gl.arange(0, BLOCK_M, layout=row_s)
-        q_pos = start_m + m_off
-        n_off = gl.arange(0, BLOCK_N, layout=col_s)
-        lse2 = gl.load(LSE + row0 + q_pos) * 1.4426950408889634
-        delta = gl.load(DELTA + row0 + q_pos)
+        q_pos = start_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+        n_off = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        lse2, delta = row_stats(LSE, DELTA, row0, q_pos)
         dq0 = gl.zeros([BLOCK_M, 64], gl.float32, layout=acc_layout)
         dq1 = gl.zeros([BLOCK_M, 64], gl.float32, layout=acc_layout)
         dq2 = gl.zeros([BLOCK_M, 64], gl.float32, layout=acc_layout)
         s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
-        mbarrier.wait(q_bar, phase=0)
+        mbarrier.wait(q_bar.index(0), phase=0)
         for j in range(n_tiles):
-            stage = j % STAGES
             start_n = j * BLOCK_N
-            thread_barrier()  # every warp is done with the stage the next load overwrites
-            if j + STAGES - 1 < n_tiles:
-                nxt = (j + STAGES - 1) % STAGES
-                nxt_n = start_n + (STAGES - 1) * BLOCK_N
-                mbarrier.expect(bars.index(nxt), tile_bytes)
-                _load3(k_desc, row0 + nxt_n, bars.index(nxt), k_smem, 3 * nxt)
-                _load3(v_desc, row0 + nxt_n, bars.index(nxt), v_smem, 3 * nxt)
-            mbarrier.wait(bars.index(stage), phase=(j // STAGES) & 1)
+            ring_refill(k_desc, v_desc, k_smem, v_smem, bars, j, n_tiles, row0, start_n,
+                        STAGES, 3)
+            stage = ring_wait(bars, j, STAGES)
             base = 3 * stage
-            s_tok = _chain3(q_smem, 0, k_smem, base, s_zero)
-            dp_tok = _chain3(do_smem, 0, v_smem, base, s_zero)
-            s = warpgroup_mma_wait(3, deps=[s_tok])
-            p = gl.exp2(s * qk_scale - gl.expand_dims(lse2, 1))
-            if CAUSAL:
-                if start_n + BLOCK_N > start_m:  # the tile crosses the diagonal
-                    k_pos = start_n + n_off
-                    p = gl.where(gl.expand_dims(k_pos, 0) <= gl.expand_dims(q_pos, 1), p, 0.0)
+            s, dp_tok = two_products(q_smem, k_smem, do_smem, v_smem, 0, stage, s_zero, 3)
+            p = probs(s, lse2, qk_scale, q_pos, start_n, n_off, CAUSAL,
+                      start_n + BLOCK_N > start_m)
             dp = warpgroup_mma_wait(0, deps=[dp_tok])
             ds = p * (dp - gl.expand_dims(delta, 1))
             da = gl.convert_layout(ds.to(dtype), op_layout)
@@ -266,7 +202,6 @@ if HAVE_GLUON:
             dq2 = warpgroup_mma(da, k_smem.index(base + 2), dq2, is_async=True)
             dq0, dq1, dq2, da = warpgroup_mma_wait(0, deps=[dq0, dq1, dq2, da])
 
-        mbarrier.invalidate(q_bar)
-        for t in gl.static_range(STAGES):
-            mbarrier.invalidate(bars.index(t))
-        _store3(DQ, row0 + start_m, dq0, dq1, dq2, sm_scale, BLOCK_M, acc_layout)
+        invalidate_barriers(q_bar, 1)
+        invalidate_barriers(bars, STAGES)
+        _store3(DQ, row0 + start_m, dq0 * sm_scale, dq1 * sm_scale, dq2 * sm_scale)

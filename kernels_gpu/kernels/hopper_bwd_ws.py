@@ -28,7 +28,8 @@ partitions (`gl.warp_specialize`, as `hopper_ws.py`'s forward):
 
 dK is scaled by sm_scale at the end; dK, dV stored with plain stores. Without FUSED_DQ, dQ is
 a separate launch (`hopper_bwd._attn_bwd_dq_hopper` or the `tl` one). H_kv = H, N_q = N_k a multiple of
-128, d 64 / 128, fp16 / bf16. Grid (N / 128, B * H); num_warps 4.
+128, d 64 / 128, fp16 / bf16. Grid (N / 128, B * H); num_warps 4. The ring, its ready / empty
+barriers and the tile step are `kernels.pipeline`'s.
 """
 from __future__ import annotations
 
@@ -39,9 +40,23 @@ from .gluon_api import (
     gluon,
     mbarrier,
     thread_barrier,
-    tma_load,
     warpgroup_mma,
     warpgroup_mma_wait,
+)
+from .pipeline import (
+    alloc_barriers,
+    alloc_ring,
+    dkdv_step,
+    mma_layout,
+    operand_layout,
+    probs_t,
+    ring_acquire,
+    ring_produce,
+    ring_release,
+    row_stats,
+    store_rows,
+    tma_load_tile,
+    two_products,
 )
 
 __all__ = ["HAVE_GLUON", "WG_ROWS", "_attn_bwd_dkdv_ws"]
@@ -56,20 +71,13 @@ if HAVE_GLUON:
         soon as both consumers have released that stage (fresh mbarriers pass phase 1)."""
         ROWS: gl.constexpr = k_desc.block_type.shape[0]
         BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
-        mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
+        mbarrier.expect(kv_bar.index(0), 4 * k_desc.block_type.nbytes)
         for w in gl.static_range(2):
-            tma_load(k_desc, [row0 + start_n + w * ROWS, 0], kv_bar,
-                                            k_smem.index(w))
-            tma_load(v_desc, [row0 + start_n + w * ROWS, 0], kv_bar,
-                                            v_smem.index(w))
+            tma_load_tile(k_desc, row0 + start_n + w * ROWS, kv_bar.index(0), k_smem, w, 1)
+            tma_load_tile(v_desc, row0 + start_n + w * ROWS, kv_bar.index(0), v_smem, w, 1)
         for i in range(n_tiles):
-            s = i % STAGES
-            mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(s), 2 * q_desc.block_type.nbytes)
-            m_row = row0 + (first + i) * BLOCK_M
-            tma_load(q_desc, [m_row, 0], ready.index(s), q_smem.index(s))
-            tma_load(do_desc, [m_row, 0], ready.index(s),
-                                            do_smem.index(s))
+            ring_produce(q_desc, do_desc, q_smem, do_smem, ready, empty, i,
+                         row0 + (first + i) * BLOCK_M, STAGES, 1)
 
     @gluon.jit
     def _red_add(ptrs, vals, VEC: gl.constexpr):
@@ -91,47 +99,45 @@ if HAVE_GLUON:
                 is_pure=False, pack=4)
 
     @gluon.jit
-    def _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA, qk_scale,
-                  row0, first, k_pos, m_off, st_zero, op_layout: gl.constexpr,
-                  STAGES: gl.constexpr, MASK: gl.constexpr, OVERLAP: gl.constexpr,
-                  wg: gl.constexpr, k_smem, ds_smem, ds_bar, DQA, FUSED_DQ: gl.constexpr,
+    def _bwd_tile(dk, dv, i, wg: gl.constexpr, k_smem, v_smem, q_smem, do_smem, ready, empty,
+                  LSE, DELTA, qk_scale, row0, first, k_pos, m_off, st_zero,
+                  op_layout: gl.constexpr, STAGES: gl.constexpr, MASK: gl.constexpr,
+                  OVERLAP: gl.constexpr, ds_smem, ds_bar, DQA, FUSED_DQ: gl.constexpr,
                   DQ_SPLIT: gl.constexpr):
-        """One query tile (stage i % STAGES) into dK, dV; MASK: the causal mask (keys past the
-        query give 0); the stage released when every wgmma reading it has retired."""
+        """One query tile (stage i % STAGES) into warpgroup wg's dK, dV; MASK: the causal mask
+        (keys past the query give 0); the stage released when every wgmma reading it has
+        retired."""
         BLOCK_M: gl.constexpr = q_smem.type.shape[1]
         dtype: gl.constexpr = q_smem.dtype
-        s = i % STAGES
         start_m = (first + i) * BLOCK_M
-        lse2 = gl.load(LSE + row0 + start_m + m_off) * 1.4426950408889634
-        delta = gl.load(DELTA + row0 + start_m + m_off)
-        mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-        q_t = q_smem.index(s)
-        do_t = do_smem.index(s)
-        if OVERLAP:
-            st_tok = warpgroup_mma(k_t, q_t.permute((1, 0)), st_zero, use_acc=False,
-                                   is_async=True)
-            dpt_tok = warpgroup_mma(v_t, do_t.permute((1, 0)), st_zero, use_acc=False,
-                                    is_async=True)
-            st = warpgroup_mma_wait(1, deps=[st_tok])
+        lse2, delta = row_stats(LSE, DELTA, row0, start_m + m_off)
+        s = ring_acquire(ready, i, STAGES)
+        if not FUSED_DQ:
+            dk, dv = dkdv_step(dk, dv, k_smem, v_smem, wg, q_smem, do_smem, s, lse2, delta,
+                               qk_scale, st_zero, k_pos, start_m, m_off, op_layout, MASK, True,
+                               OVERLAP)
+            ring_release(empty, i, STAGES)
         else:
-            st = warpgroup_mma(k_t, q_t.permute((1, 0)), st_zero, use_acc=False)
-        pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
-        if MASK:
-            q_pos = start_m + m_off
-            pt = gl.where(gl.expand_dims(k_pos, 1) <= gl.expand_dims(q_pos, 0), pt, 0.0)
-        if FUSED_DQ:
             # dS^T through shared memory: the A operand of dK += dS^T Q and, transposed, of
             # this warpgroup's part of dQ = dS K, added to the fp32 dQ with atomics
+            k_t = k_smem.index(wg)
+            q_t = q_smem.index(s)
+            do_t = do_smem.index(s)
+            if OVERLAP:
+                st, dpt_tok = two_products(k_smem, q_smem, v_smem, do_smem, wg, s, st_zero, 1)
+            else:
+                st = warpgroup_mma(k_t, q_t.permute((1, 0)), st_zero, use_acc=False)
+            pt = probs_t(st, lse2, qk_scale, k_pos, start_m, m_off, MASK, True)
             dv_tok = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv,
                                    is_async=True)
             if OVERLAP:
                 dpt = warpgroup_mma_wait(1, deps=[dpt_tok])
             else:
-                dpt = warpgroup_mma(v_t, do_t.permute((1, 0)), st_zero, use_acc=False)
+                dpt = warpgroup_mma(v_smem.index(wg), do_t.permute((1, 0)), st_zero,
+                                    use_acc=False)
             HEAD_DIM: gl.constexpr = q_t.type.shape[1]
             HALF: gl.constexpr = HEAD_DIM // 2  # dQ column halves: 32 registers each
-            dq_layout: gl.constexpr = gl.NVMMADistributedLayout(
-                version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HALF, 16])
+            dq_layout: gl.constexpr = mma_layout(4, HALF)
             dq_zero = gl.zeros([BLOCK_M, HALF], gl.float32, layout=dq_layout)
             if FUSED_DQ == 4:  # 4 contiguous columns a thread: one red.v4 each
                 red_layout: gl.constexpr = gl.BlockedLayout([1, 4], [128 // HALF, HALF // 4],
@@ -159,7 +165,7 @@ if HAVE_GLUON:
                                        k_smem.index(1).slice(wg * HALF, HALF, dim=1), dq_tok,
                                        is_async=True)
                 dv, dk, dq = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok, dq_tok])
-                mbarrier.arrive(empty.index(s), count=1)
+                ring_release(empty, i, STAGES)
                 _red_add(DQA + offs + wg * HALF, gl.convert_layout(dq, red_layout), FUSED_DQ)
             else:
                 # this warpgroup's 64 keys: dQ_part = dS K_wg in two column halves
@@ -171,31 +177,11 @@ if HAVE_GLUON:
                 dq_tok = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(0, HALF, dim=1),
                                        dq_zero, use_acc=False, is_async=True)
                 dv, dk, dq = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok, dq_tok])
-                mbarrier.arrive(empty.index(s), count=1)
+                ring_release(empty, i, STAGES)
                 _red_add(DQA + offs, gl.convert_layout(dq, red_layout), FUSED_DQ)
                 dq = warpgroup_mma(ds_t.permute((1, 0)), k_t.slice(HALF, HALF, dim=1), dq_zero,
                                    use_acc=False)
                 _red_add(DQA + offs + HALF, gl.convert_layout(dq, red_layout), FUSED_DQ)
-        elif OVERLAP == 2:
-            dv_tok = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv,
-                                   is_async=True)
-            dpt = warpgroup_mma_wait(1, deps=[dpt_tok])
-            dst = pt * (dpt - gl.expand_dims(delta, 0))
-            dk_tok = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk,
-                                   is_async=True)
-            dv, dk = warpgroup_mma_wait(0, deps=[dv_tok, dk_tok])
-        elif OVERLAP == 1:
-            dpt = warpgroup_mma_wait(0, deps=[dpt_tok])
-            dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv)
-            dst = pt * (dpt - gl.expand_dims(delta, 0))
-            dk = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk)
-        else:
-            dv = warpgroup_mma(gl.convert_layout(pt.to(dtype), op_layout), do_t, dv)
-            dpt = warpgroup_mma(v_t, do_t.permute((1, 0)), st_zero, use_acc=False)
-            dst = pt * (dpt - gl.expand_dims(delta, 0))
-            dk = warpgroup_mma(gl.convert_layout(dst.to(dtype), op_layout), q_t, dk)
-        if not FUSED_DQ:
-            mbarrier.arrive(empty.index(s), count=1)
         return dk, dv
 
     @gluon.jit
@@ -207,19 +193,13 @@ if HAVE_GLUON:
         """One warpgroup's 64 key rows: dK, dV over the program's query tiles, then stored."""
         ROWS: gl.constexpr = k_smem.type.shape[1]
         BLOCK_M: gl.constexpr = q_smem.type.shape[1]
-        dtype: gl.constexpr = k_smem.dtype
-        st_layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16])
-        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
-        op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout,
-                                                      k_width=2)
+        st_layout: gl.constexpr = mma_layout(4, BLOCK_M)
+        acc_layout: gl.constexpr = mma_layout(4, HEAD_DIM)
+        op_layout: gl.constexpr = operand_layout(acc_layout)
         col_st: gl.constexpr = gl.SliceLayout(0, st_layout)
         row_st: gl.constexpr = gl.SliceLayout(1, st_layout)
         qk_scale = sm_scale * 1.4426950408889634
         my_n = start_n + wg * ROWS
-        k_t = k_smem.index(wg)
-        v_t = v_smem.index(wg)
         dk = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=acc_layout)
         dv = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=acc_layout)
         st_zero = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=st_layout)
@@ -235,27 +215,22 @@ if HAVE_GLUON:
             n_diag = n_diag + skip
             skip = 0
         for i in range(skip):  # release them (the other warpgroup uses them)
-            s = i % STAGES
-            mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-            mbarrier.arrive(empty.index(s), count=1)
-        mbarrier.wait(kv_bar, 0)
+            ring_acquire(ready, i, STAGES)
+            ring_release(empty, i, STAGES)
+        mbarrier.wait(kv_bar.index(0), 0)
         for i in range(skip, skip + n_diag):
-            dk, dv = _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA,
-                               qk_scale, row0, first, k_pos, m_off, st_zero, op_layout,
-                               STAGES, True, OVERLAP, wg, k_smem, ds_smem, ds_bar, DQA,
+            dk, dv = _bwd_tile(dk, dv, i, wg, k_smem, v_smem, q_smem, do_smem, ready, empty,
+                               LSE, DELTA, qk_scale, row0, first, k_pos, m_off, st_zero,
+                               op_layout, STAGES, True, OVERLAP, ds_smem, ds_bar, DQA,
                                FUSED_DQ, DQ_SPLIT)
         for i in range(skip + n_diag, n_tiles):
-            dk, dv = _bwd_tile(dk, dv, i, k_t, v_t, q_smem, do_smem, ready, empty, LSE, DELTA,
-                               qk_scale, row0, first, k_pos, m_off, st_zero, op_layout,
-                               STAGES, False, OVERLAP, wg, k_smem, ds_smem, ds_bar, DQA,
+            dk, dv = _bwd_tile(dk, dv, i, wg, k_smem, v_smem, q_smem, do_smem, ready, empty,
+                               LSE, DELTA, qk_scale, row0, first, k_pos, m_off, st_zero,
+                               op_layout, STAGES, False, OVERLAP, ds_smem, ds_bar, DQA,
                                FUSED_DQ, DQ_SPLIT)
 
-        rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, acc_layout))
-        cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
-        offs = (row0 + my_n + gl.expand_dims(rows, 1)).to(gl.int64) * HEAD_DIM \
-            + gl.expand_dims(cols, 0)
-        gl.store(DK + offs, (dk * sm_scale).to(dtype))
-        gl.store(DV + offs, dv.to(dtype))
+        store_rows(DK, row0 + my_n, dk * sm_scale, HEAD_DIM, 0)
+        store_rows(DV, row0 + my_n, dv, HEAD_DIM, 0)
 
     @gluon.jit
     def _bwd_consumer_wg1(DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem, ds_smem,
@@ -290,24 +265,18 @@ if HAVE_GLUON:
             first = 0
         n_tiles = N // BLOCK_M - first
         dtype: gl.constexpr = q_desc.dtype
-        k_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], k_desc.layout)
-        v_smem = gl.allocate_shared_memory(dtype, [2, ROWS, HEAD_DIM], v_desc.layout)
-        q_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], q_desc.layout)
-        do_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_DIM], do_desc.layout)
+        k_smem = alloc_ring(k_desc, 2)  # the two warpgroups' K and V blocks
+        v_smem = alloc_ring(v_desc, 2)
+        q_smem = alloc_ring(q_desc, STAGES)  # the streamed Q and dO tiles
+        do_smem = alloc_ring(do_desc, STAGES)
         ds_smem = gl.allocate_shared_memory(  # each warpgroup's dS^T (FUSED_DQ)
             dtype, [2 + 2 * DQ_SPLIT, ROWS, BLOCK_M],
             gl.NVMMASharedLayout(swizzle_byte_width=min(128, 2 * BLOCK_M), element_bitwidth=16,
                                  rank=2))
-        ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-        kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        mbarrier.init(kv_bar, count=1)
-        for b in gl.static_range(2):  # DQ_SPLIT: both warpgroups' dS^T of a tile written
-            mbarrier.init(ds_bar.index(b), count=2)
-        for i in gl.static_range(STAGES):
-            mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=2)
+        ds_bar = alloc_barriers(2, 2)  # DQ_SPLIT: both warpgroups' dS^T of a tile written
+        kv_bar = alloc_barriers(1, 1)
+        ready = alloc_barriers(STAGES, 1)  # the copy engine's: a tile's bytes landed
+        empty = alloc_barriers(STAGES, 2)  # the consumers': both done with a stage
         gl.warp_specialize([
             (_bwd_consumer, (0, DK, DV, DQA, LSE, DELTA, k_smem, v_smem, q_smem, do_smem,
                              ds_smem, ds_bar, kv_bar, ready, empty, sm_scale, row0, start_n,

@@ -17,7 +17,7 @@ resources and the fused dQ's atomics.
   (`atomic_s`). The bytes are a closed form of the tile pairs (`atomic_bytes`).
 * **The d 192 chunked launches** (kernels/hopper_bwd_chunked.py): registers and shared memory
   from the declared offline sm_90 compile, `data/resources_gluon_d192_sm90.json`
-  (`python -m kernels_gpu.bench.compile_d192 --json`), read here (`d192_compiled`).
+  (`python -m kernels_gpu.bench.compile_check --d192 --json`), read here (`d192_compiled`).
 """
 from __future__ import annotations
 
