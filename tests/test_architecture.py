@@ -179,6 +179,7 @@ def _in_compiler(module: str) -> bool:
     return module == COMPILER or module.startswith(COMPILER + ".")
 
 
+@pytest.mark.slow
 def test_the_block_compiler_is_entered_through_its_door(graph):
     """Outside the block compiler, only the door imports it: every caller goes through ``CompiledPath``."""
     importers = {a for a, targets in graph.items() if not _in_compiler(a) and any(map(_in_compiler, targets))}

@@ -91,6 +91,7 @@ def test_more_registers_never_cost_more(m, n, k, schedule):
     assert all(later <= earlier for earlier, later in zip(cycles, cycles[1:]))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(m=st.integers(1, 8), n=st.integers(1, 8), k=st.integers(1, 8), registers=st.integers(3, 40))
 def test_best_is_the_cheaper_family_and_respects_the_bound(m, n, k, registers):

@@ -126,6 +126,7 @@ def test_floats_equal_the_k_ordered_sum_bitwise(shape, seed, dataflow):
     np.testing.assert_allclose(run.c, a @ b, rtol=1e-12, atol=1e-12 * np.abs(a).max() * np.abs(b).max() * k)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**32 - 1), dataflow=st.sampled_from(DATAFLOWS))
 def test_exact_floats_equal_numpy_exactly(shape, seed, dataflow):
