@@ -6,6 +6,7 @@ one's packages, and asks the *installed* copy — run from outside the checkout 
 an example's text and a graded check of a reference trace against a bundled problem."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -57,7 +58,8 @@ def test_a_wheel_serves_the_bundled_programs_and_problems(installed):
     tmp, python = installed
     reference = (PROGRAMS / "c00.asm").read_text(encoding="utf-8")
     (tmp / "trace.asm").write_text(reference, encoding="utf-8")
-    out = subprocess.run([str(python), "-c", _PROBE, str(tmp / "trace.asm"), "p1_c00"], cwd=tmp,
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the installed copy, not a checkout on the path
+    out = subprocess.run([str(python), "-c", _PROBE, str(tmp / "trace.asm"), "p1_c00"], cwd=tmp, env=env,
                          capture_output=True, text=True, check=True)
     got = json.loads(out.stdout)
     assert str(ROOT) not in got["package"], "the probe must import the installed copy, not the checkout"
