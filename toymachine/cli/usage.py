@@ -30,7 +30,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import ConfigError, Location
-from .vocabulary import flag_of, short_flag
+from .vocabulary import flag_of, flag_words, short_flag
 
 try:  # typer ≥ 0.20 carries its own copy of click; its exceptions are the ones raised
     from typer._click import exceptions as _click_errors
@@ -55,11 +55,11 @@ class ToymUsageError(UsageError):
         return self.error.message
 
     def show(self, file: Any = None) -> None:
-        typer.echo(self.error.render(), err=True)
+        typer.echo(self.error.render(flag_words), err=True)
         if self.json_error:
             from ..render.jsonout import error_json
 
-            sys.stdout.write(error_json(self.error))
+            sys.stdout.write(error_json(self.error, flag_words))
             sys.stdout.flush()
 
 

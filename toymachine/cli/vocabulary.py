@@ -14,7 +14,7 @@ spellings live on as hidden aliases for one release (``HIDDEN_ALIASES``).
 from __future__ import annotations
 
 __all__ = ["Flag", "VOCABULARY", "HIDDEN_ALIASES", "MACHINE_COMMANDS", "ORDER_SYNONYMS", "flag_of", "short_flag",
-           "command_options", "flag_commands", "vocabulary_report"]
+           "command_options", "flag_commands", "vocabulary_report", "FLAG_OF_KEY", "flag_words"]
 
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -142,6 +142,31 @@ MACHINE_COMMANDS = ("run", "sweep", "gen matmul", "gen attention", "gen attentio
 
 # --order's values are one vocabulary: inner ≡ row (query loop outside), outer ≡ col (key/value loop outside)
 ORDER_SYNONYMS = {"tile": {"inner": "row", "outer": "col"}, "scalar": {"row": "inner", "col": "outer"}}
+
+
+def _key(flag: Flag) -> str:
+    """The parameter a flag sets, as the library names it: ``--block-m`` → ``block_m``."""
+    return flag.name.split("/")[0][2:].replace("-", "_")
+
+
+# parameter key → its flag: how the CLI says the parameters a library error names (errors.Opt)
+FLAG_OF_KEY: dict[str, Flag] = {}
+for _flag in VOCABULARY:
+    FLAG_OF_KEY.setdefault(_key(_flag), _flag)
+
+
+def flag_words(key: str, value: object = None) -> str:
+    """The CLI's words for parameter ``key`` (given ``value``): ``--registers 6``; a boolean pair's
+    half (``--no-causal`` for False); a key no flag sets, as the library says it."""
+    flag = FLAG_OF_KEY.get(key)
+    if flag is None:
+        from ..errors import field_words
+
+        return field_words(key, value)
+    spellings = flag.name.split("/")
+    if isinstance(value, bool) and (len(spellings) == 2 or value):
+        return spellings[0] if value else spellings[1]
+    return spellings[0] if value is None else f"{spellings[0]} {value}"
 
 
 def flag_of(name: str) -> Flag | None:

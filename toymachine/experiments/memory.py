@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..cost.tile import attention_tile_cost
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..gen.tile import ALGOS, attention_program, resolve_blocks
 from ..gen.tile.fused import machine_blocks
 from ..limits import LIMITS
@@ -76,7 +76,7 @@ def memory_rows(*, ns: Sequence[int], d: int, machine: Machine, algos: Sequence[
     """Peak bytes per level for every n and algorithm (module docstring)."""
     d, batch, heads = check_int("d", d, 1), check_int("batch", batch, 1), check_int("heads", heads, 1)
     if not ns or not algos:
-        raise ConfigError("give at least one --n and one --algo")
+        raise ConfigError(("give at least one ", Opt("n"), " and one ", Opt("algo")), key="n" if not ns else "algo")
     wb = machine.word_bytes
     cap = None if machine.onchip_words is None else machine.onchip_words * wb
     rows, work = [], 0
@@ -151,14 +151,14 @@ def plot_memory(rows: Sequence[MemoryRow], path: str, *, level: str = "hbm", tit
     """Seed 003's picture: peak bytes (``level`` hbm or onchip) against n, one line per algorithm,
     both axes logarithmic. PNG or SVG by the extension; needs matplotlib."""
     if not path.lower().endswith((".png", ".svg")):
-        raise ConfigError(f"--plot {path}: the file must end in .png or .svg")
+        raise ConfigError((Opt("plot", path), ": the file must end in .png or .svg"), key="plot")
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ConfigError("--plot needs matplotlib", hint="pip install 'toymachine[plot]'") from None
+        raise ConfigError((Opt("plot"), " needs matplotlib"), key="plot", hint="pip install 'toymachine[plot]'") from None
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for algo in dict.fromkeys(r.algo for r in rows):
         members = sorted((r for r in rows if r.algo == algo), key=lambda r: r.n)

@@ -19,7 +19,7 @@ __all__ = ["plot_sweep", "sweep_figure", "check_plot", "METRICS", "MAX_SERIES", 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import ConfigError, Location
+from ..errors import ConfigError, Location, Opt
 from ..gen.registry import GeneratorSpec, get_generator
 from .columns import COLUMNS, column_key, metric_key
 
@@ -53,9 +53,10 @@ def check_plot(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]], path: s
     ``metric`` and ``x`` may be any name the column vocabulary accepts (``reads`` ≡ ``dram_reads``).
     Without ``x``: the numeric parameter swept over the most values (the first of those tied)."""
     if not path.lower().endswith((".png", ".svg")):
-        raise ConfigError(f"--plot {path}: the file must end in .png or .svg")
+        raise ConfigError((Opt("plot", path), ": the file must end in .png or .svg"), key="plot")
     if size not in SIZES:
-        raise ConfigError(f"--size {size}: not a plot size", loc=Location("--size"), hint=f"sizes: {', '.join(SIZES)}")
+        raise ConfigError((Opt("size", size), ": not a plot size"), loc=Location.of_option("size"), key="size",
+                          hint=f"sizes: {', '.join(SIZES)}")
     metric_key(metric)
     varying = _varying(spec, points)
     if x is not None:
@@ -63,22 +64,23 @@ def check_plot(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]], path: s
     if x is None:
         numeric = [n for n in varying if spec.param(n).kind is int]
         if not numeric:
-            raise ConfigError("--plot needs a numeric parameter with several values", hint="e.g. --n 2..16")
+            raise ConfigError((Opt("plot"), " needs a numeric parameter with several values"), key="plot",
+                              hint=("e.g. ", Opt("n", "2..16")))
         x = max(numeric, key=lambda n: _values(points, n))  # max keeps the first of a tie
     elif x not in varying or spec.param(x).kind is not int:
-        raise ConfigError(f"--x {x}: not a numeric parameter with several values in this sweep",
+        raise ConfigError((Opt("x", x), ": not a numeric parameter with several values in this sweep"), key="x",
                           hint=f"swept: {', '.join(varying) or 'nothing'}")
     others = [n for n in varying if n != x]
     count = _series(points, others)
     if count > max_series:
-        raise ConfigError(f"--plot: this sweep makes {count} series ({' × '.join(others)}), more than the "
-                          f"{max_series} a plot draws", loc=Location("--plot"),
-                          hint=f"sweep fewer values of {', '.join(others)}, pick another --x, or ask for them all "
-                               f"with --max-series {count}")
+        raise ConfigError((Opt("plot"), f": this sweep makes {count} series ({' × '.join(others)}), more than the "
+                           f"{max_series} a plot draws"), loc=Location.of_option("plot"), key="max_series",
+                          hint=(f"sweep fewer values of {', '.join(others)}, pick another ", Opt("x"),
+                                ", or ask for them all with ", Opt("max_series", count)))
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise ConfigError("--plot needs matplotlib", hint="pip install 'toymachine[plot]'") from None
+        raise ConfigError((Opt("plot"), " needs matplotlib"), key="plot", hint="pip install 'toymachine[plot]'") from None
     return x
 
 
@@ -138,10 +140,10 @@ def sweep_figure(rows, generator: str | GeneratorSpec, path: str = "plot.png", *
     x = check_plot(spec, [r.params for r in rows], path, x=x, metric=metric, size=size, max_series=max_series)
     metric = metric_key(metric)
     if any(METRICS[metric](r) is None for r in rows):
-        raise ConfigError(f"--y {metric}: this sweep does not measure it",
-                          hint="sram_peak, flops, memory_peak and onchip_peak need a tile generator; time_s a machine "
-                               "with a clock; mxu_cycles, vpu_cycles, mxu_utilization a machine with units "
-                               "(e.g. --machine tpu-v5e)")
+        raise ConfigError((Opt("y", metric), ": this sweep does not measure it"), key="y",
+                          hint=("sram_peak, flops, memory_peak and onchip_peak need a tile generator; time_s a machine "
+                                "with a clock; mxu_cycles, vpu_cycles, mxu_utilization a machine with units "
+                                "(e.g. ", Opt("machine", "tpu-v5e"), ")"))
     import matplotlib
 
     matplotlib.use("Agg")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..limits import LIMITS
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg
 from ..sim.memory import random_block
@@ -138,10 +138,10 @@ def check_size(instructions: int, what: str, max_instructions: int | None = MAX_
     if max_instructions == MAX_INSTRUCTIONS:  # not given: the limits table's (TOYM_MAX_INSTRUCTIONS lifts it)
         limit = LIMITS["instructions"].value()
     if limit is not None and instructions > limit:
-        raise ConfigError(f"{what} would be {instructions:,} instructions (about {_human(size)} of text), more than "
-                          f"--max-instructions {limit:,}",
-                          hint="use smaller sizes (the count is the closed form in the program's header), or raise "
-                               "--max-instructions if you mean it")
+        raise ConfigError((f"{what} would be {instructions:,} instructions (about {_human(size)} of text), more "
+                           "than ", Opt("max_instructions", f"{limit:,}")), key="max_instructions",
+                          hint=("use smaller sizes (the count is the closed form in the program's header), or raise ",
+                                Opt("max_instructions"), " if you mean it"))
     if on_size is not None:
         on_size(instructions, size)
 

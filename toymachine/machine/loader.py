@@ -242,5 +242,5 @@ def resolve_machine(spec: str | None) -> Machine:
     preset = PRESET_DIR / f"{spec.lower()}.yaml"
     if preset.exists():
         return load_machine(preset)
-    raise ConfigError(f"no machine file or preset named '{spec}'", loc=Location("--machine"),
+    raise ConfigError(f"no machine file or preset named '{spec}'", loc=Location.of_option("machine"), key="machine",
                       hint=f"built-in machines: {', '.join(preset_names())}; or pass a path to a YAML file")

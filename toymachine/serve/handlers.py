@@ -131,7 +131,7 @@ def _simulate(payload: dict) -> tuple[Ran, dict, str]:
     trace = _trace(payload, name)
     registers = _get(opts, "registers", int, None, "options")
     if registers is not None and registers < 1:
-        raise ConfigError(f"registers must be at least 1, got {registers}", loc=Location("--registers"),
+        raise ConfigError(f"registers must be at least 1, got {registers}", loc=Location.of_option("registers"),
                           key="registers")
     dtype = _get(opts, "dtype", str, None, "options")
     if dtype is not None and dtype not in DTYPES:
@@ -194,7 +194,8 @@ def check(payload: dict) -> Reply:
     seed = _get(opts, "seed", int, None, "options")
     trials = _get(opts, "trials", int, None, "options")
     if trials is not None and not 1 <= trials <= 20:
-        raise ConfigError(f"trials must be between 1 and 20 in the playground, got {trials}", loc=Location("--trials"))
+        raise ConfigError(f"trials must be between 1 and 20 in the playground, got {trials}",
+                          loc=Location.of_option("trials"), key="trials")
     machine = _machine(payload["machine"]) if payload.get("machine") is not None else None
     text = trace if trace.endswith("\n") else trace + "\n"  # text, never a path
     path = problem_path(problem)
