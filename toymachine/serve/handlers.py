@@ -130,9 +130,6 @@ def _simulate(payload: dict) -> tuple[Ran, dict, str]:
     name = _get(opts, "file", str, "playground.asm", "options")
     trace = _trace(payload, name)
     registers = _get(opts, "registers", int, None, "options")
-    if registers is not None and registers < 1:
-        raise ConfigError(f"registers must be at least 1, got {registers}", loc=Location.of_option("registers"),
-                          key="registers")
     dtype = _get(opts, "dtype", str, None, "options")
     if dtype is not None and dtype not in DTYPES:
         raise RequestError(f"options: dtype '{dtype}' is not one of {', '.join(DTYPES)}", key="dtype")
