@@ -30,7 +30,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import ConfigError, Location
-from .vocabulary import flag_of, flag_words, short_flag
+from .vocabulary import flag_of, flag_words, key_of, short_flag
 
 try:  # typer ≥ 0.20 carries its own copy of click; its exceptions are the ones raised
     from typer._click import exceptions as _click_errors
@@ -160,16 +160,19 @@ def _where_taken(root, name: str) -> list[str]:
 
 
 # -- click's errors, said as toym says things ----------------------------------------------------------
+# Every message below is composed from the fields click's exceptions carry (``param``, ``option_name``,
+# ``param_type``, ``ctx``) and from the command line; click's own wording is shown only for a usage
+# error of no kind named here, as click wrote it.
 def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
     """``exc`` (click's usage error) as a ``ToymUsageError``: the message, where on the command line,
-    and a hint from the vocabulary (``root``: the app's group, to find the command ``args`` name)."""
+    the parameter concerned (``key``) and a hint from the vocabulary (``root``: the app's group, to
+    find the command ``args`` name)."""
     args = list(args)
     ctx = getattr(exc, "ctx", None)
-    cmd, sub, _ = _subcommand(root, args) if root is not None else (None, "", [])
+    cmd, sub, rest = _subcommand(root, args) if root is not None else (None, "", [])
     path = f"toym {sub}" if cmd is not None else _path(ctx)
     cmd = cmd if cmd is not None else (ctx.command if ctx is not None else None)
     help_hint = f"`{path} -h` lists its options; `toym flags` every flag and what it means"
-    text = exc.format_message()
     index = None
     if isinstance(exc, _click_errors.NoSuchOption):
         name = exc.option_name
@@ -178,42 +181,128 @@ def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
         message, hint = _unknown_option(root, cmd, path, name)
         error = ConfigError(message, hint=hint or help_hint)
     elif isinstance(exc, _click_errors.MissingParameter):
-        opts = [o for o in getattr(exc.param, "opts", ()) if o.startswith("--")]
-        hint = f"{opts[0]}{_meaning(opts[0])}; {help_hint}" if opts else help_hint
-        error = ConfigError(_sentence(text), hint=hint)
-    elif isinstance(exc, _click_errors.BadParameter):
         param = exc.param
-        opts = list(getattr(param, "opts", ()) or ())
-        at = _index(args, lambda a: a in opts or any(a.startswith(o + "=") for o in opts if o.startswith("--")))
-        index = at + 1 if at is not None and args[at] in opts and at + 1 < len(args) else at
-        value = args[index] if index is not None else None
-        if value is not None and value.startswith("--") and "=" in value:
-            value = value.partition("=")[2]
-        choices = re.findall(r"'([^']*)'", text.partition("is not one of")[2])  # click's and typer's wording
-        close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5) if value is not None and choices else []
-        hint = _value_lookalike(cmd, param, value) or (f"did you mean '{close[0]}'?" if close else
-                                                       f"`{path} -h` says what {_long(param) if opts else 'it'} takes")
-        error = ConfigError(_sentence(text.replace("Value error, ", "")), hint=hint)
+        opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+        hint = f"{opts[0]}{_meaning(opts[0])}; {help_hint}" if opts else help_hint
+        kind = exc.param_type or getattr(param, "param_type_name", "parameter")
+        error = ConfigError(f"missing {kind} {exc.param_hint or _param_hint(param)}", hint=hint, key=_key(param))
+    elif isinstance(exc, _click_errors.BadParameter):
+        error, index = _bad_value(args, exc, cmd, path)
+    elif isinstance(exc, _click_errors.BadOptionUsage):
+        name = exc.option_name
+        index = _index(args, lambda a: a == name or a.startswith(name + "="))
+        option = _options(cmd).get(name)
+        takes = option is not None and not getattr(option, "is_flag", False)
+        error = ConfigError(f"option '{name}' " + ("requires an argument" if takes else "does not take a value"),
+                            hint=help_hint, key=_key(option) if option is not None else None)
+    elif ctx is not None and _is_group(ctx.command):
+        found = _unknown_command(root, args) if root is not None else None
+        if found is None:
+            error = ConfigError(exc.format_message(), hint=help_hint)
+        else:
+            index, group, group_path = found
+            name = args[index]
+            close = difflib.get_close_matches(name, group.list_commands(ctx), n=1, cutoff=0.6)
+            error = ConfigError(f"no such command '{name}'" + (f"; did you mean '{close[0]}'?" if close else ""),
+                                hint=f"`{group_path} -h` lists its commands")
     else:
-        option = getattr(exc, "option_name", None)
-        extra = re.match(r"Got unexpected extra argument(?:s|\(s\))? \((\S+)", text, re.I)
-        unknown = re.match(r"No such command '(.*?)'", text, re.I)
-        if option:
-            index = _index(args, lambda a: a == option)
-        elif extra:
-            index = _index(args, lambda a: a == extra.group(1).rstrip(")"))
-        elif unknown:
-            index = _index(args, lambda a: a == unknown.group(1))
-            help_hint = f"`{path} -h` lists its commands"
-            group = ctx.command if ctx is not None else root
-            if "did you mean" not in text.lower() and _is_group(group):  # a lazy group: its names, not loaded
-                close = difflib.get_close_matches(unknown.group(1), group.list_commands(ctx), n=1, cutoff=0.6)
-                if close:
-                    text = f"No such command '{unknown.group(1)}'; did you mean '{close[0]}'?"
-        error = ConfigError(_sentence(text.replace(". Did you mean", "; did you mean")), hint=help_hint)
+        extra = _extra_arguments(cmd, ctx, rest) if cmd is not None else []
+        if extra:
+            index = len(args) - len(rest) + rest.index(extra[0])
+            error = ConfigError(f"got unexpected extra argument{'s' if len(extra) > 1 else ''} ({' '.join(extra)})",
+                                hint=help_hint)
+        else:
+            error = ConfigError(exc.format_message(), hint=help_hint)
     error.message, error.hint = _bounded(error.message), _bounded(error.hint)
     error.loc = command_line_location(args, index)
     return ToymUsageError(error, wants_json(args))
+
+
+def _key(param) -> str | None:
+    """The parameter a click parameter sets, as the library names it (``--format`` → ``format``)."""
+    opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+    return key_of(opts[0]) if opts else getattr(param, "name", None)
+
+
+def _param_hint(param) -> str:
+    """``'--registers' / '-r'``, ``'FILE'``: how click names a parameter in its errors."""
+    hint = getattr(param, "get_error_hint", None)
+    return hint() if hint is not None else repr(getattr(param, "name", "?"))
+
+
+def _choices(param) -> list[str]:
+    """The values a parameter takes, if it is a choice (an Enum annotation)."""
+    from enum import Enum
+
+    from .lazy import leaf
+
+    annotation = leaf(getattr(getattr(param, "type_descriptor", None), "annotation", None))
+    return [str(m.value) for m in annotation] if isinstance(annotation, type) and issubclass(annotation, Enum) else []
+
+
+def _bad_value(args: list[str], exc, cmd, path: str) -> tuple[ConfigError, int | None]:
+    """A value click refused: what it is not (a choice, a number in range), from the parameter's fields."""
+    param = exc.param
+    opts = list(getattr(param, "opts", ()) or ())
+    at = _index(args, lambda a: a in opts or any(a.startswith(o + "=") for o in opts if o.startswith("--")))
+    index = at + 1 if at is not None and args[at] in opts and at + 1 < len(args) else at
+    value = args[index] if index is not None else None
+    if value is not None and value.startswith("--") and "=" in value:
+        value = value.partition("=")[2]
+    choices = _choices(param)
+    close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5) if value is not None and choices else []
+    reason = _why_not(param, value, choices) or exc.message
+    hint = _value_lookalike(cmd, param, value) or (f"did you mean '{close[0]}'?" if close else
+                                                   f"`{path} -h` says what {_long(param) if opts else 'it'} takes")
+    error = ConfigError(f"invalid value for {exc.param_hint or _param_hint(param)}: {reason}", hint=hint,
+                        key=_key(param), suggestion=close[0] if close else None)
+    return error, index
+
+
+def _why_not(param, value: str | None, choices: list[str]) -> str | None:
+    """Why ``value`` is not one of ``param``'s values, in toym's words (None: not known)."""
+    if value is None:
+        return None
+    if choices:
+        return f"{value!r} is not one of {', '.join(repr(c) for c in choices)}"
+    from .lazy import leaf
+
+    annotation = leaf(getattr(getattr(param, "type_descriptor", None), "annotation", None))
+    if annotation in (int, float):
+        try:
+            number = int(value) if annotation is int else float(value)
+        except ValueError:
+            return f"{value!r} is not a {'whole number' if annotation is int else 'number'}"
+        low, high = getattr(param, "min", None), getattr(param, "max", None)
+        if low is not None and number < low:
+            return f"must be at least {low}, got {value}"
+        if high is not None and number > high:
+            return f"must be at most {high}, got {value}"
+    return None
+
+
+def _unknown_command(root, args: list[str]) -> tuple[int, Any, str] | None:
+    """Where ``args`` name a command their group lacks: (its index, the group, the group's path)."""
+    group, path = root, ["toym"]
+    for i, token in enumerate(args):
+        if not _is_group(group):
+            return None
+        if token.startswith("-"):
+            continue  # the groups' own options (-V, -h) take no value
+        cmd = group.get_command(None, token)
+        if cmd is None:
+            return i, group, " ".join(path)
+        group, path = cmd, path + [token]
+    return None
+
+
+def _extra_arguments(cmd, ctx, rest: list[str]) -> list[str]:
+    """The words of ``rest`` that none of ``cmd``'s options or arguments take (click's parser leaves them)."""
+    try:
+        _, left, _ = cmd.make_parser(ctx).parse_args(args=list(rest))
+    except UsageError:
+        return []
+    return [str(word) for word in left]
 
 
 @overload
@@ -226,12 +315,6 @@ def _bounded(text: str | None) -> str | None:
         return None
     text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
     return re.sub(rf"\S{{{_TOKEN_SHOWN + 1},}}", lambda m: m.group(0)[:_TOKEN_SHOWN - 1] + "…", text)
-
-
-def _sentence(text: str) -> str:
-    """click's "Invalid value for '--m': …." → "invalid value for '--m': …" (toym's lower-case style)."""
-    text = text.strip().rstrip(".")
-    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
 def _unknown_option(root, cmd, path: str, name: str) -> tuple[str, str | None]:

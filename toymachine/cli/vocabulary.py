@@ -14,7 +14,7 @@ spellings live on as hidden aliases for one release (``HIDDEN_ALIASES``).
 from __future__ import annotations
 
 __all__ = ["Flag", "VOCABULARY", "HIDDEN_ALIASES", "MACHINE_COMMANDS", "ORDER_SYNONYMS", "flag_of", "short_flag",
-           "command_options", "flag_commands", "vocabulary_report", "FLAG_OF_KEY", "flag_words"]
+           "command_options", "flag_commands", "vocabulary_report", "FLAG_OF_KEY", "flag_words", "key_of"]
 
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -167,6 +167,12 @@ def flag_words(key: str, value: object = None) -> str:
     if isinstance(value, bool) and (len(spellings) == 2 or value):
         return spellings[0] if value else spellings[1]
     return spellings[0] if value is None else f"{spellings[0]} {value}"
+
+
+def key_of(name: str) -> str | None:
+    """The parameter a long option sets (``--block-m``, ``--no-causal`` → ``block_m``, ``causal``)."""
+    flag = flag_of(name)
+    return _key(flag) if flag is not None else None
 
 
 def flag_of(name: str) -> Flag | None:
