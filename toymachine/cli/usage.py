@@ -30,7 +30,8 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import ConfigError, Location
-from .vocabulary import flag_of, flag_words, key_of, short_flag
+from . import click_fields as fields
+from .vocabulary import flag_of, flag_words, short_flag
 
 try:  # typer ≥ 0.20 carries its own copy of click; its exceptions are the ones raised
     from typer._click import exceptions as _click_errors
@@ -185,7 +186,8 @@ def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
         opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
         hint = f"{opts[0]}{_meaning(opts[0])}; {help_hint}" if opts else help_hint
         kind = exc.param_type or getattr(param, "param_type_name", "parameter")
-        error = ConfigError(f"missing {kind} {exc.param_hint or _param_hint(param)}", hint=hint, key=_key(param))
+        error = ConfigError(f"missing {kind} {exc.param_hint or fields.param_hint(param)}", hint=hint,
+                            key=fields.key(param))
     elif isinstance(exc, _click_errors.BadParameter):
         error, index = _bad_value(args, exc, cmd, path)
     elif isinstance(exc, _click_errors.BadOptionUsage):
@@ -194,9 +196,9 @@ def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
         option = _options(cmd).get(name)
         takes = option is not None and not getattr(option, "is_flag", False)
         error = ConfigError(f"option '{name}' " + ("requires an argument" if takes else "does not take a value"),
-                            hint=help_hint, key=_key(option) if option is not None else None)
-    elif ctx is not None and _is_group(ctx.command):
-        found = _unknown_command(root, args) if root is not None else None
+                            hint=help_hint, key=fields.key(option) if option is not None else None)
+    elif ctx is not None and fields.is_group(ctx.command):
+        found = fields.unknown_command(root, args) if root is not None else None
         if found is None:
             error = ConfigError(exc.format_message(), hint=help_hint)
         else:
@@ -206,7 +208,7 @@ def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
             error = ConfigError(f"no such command '{name}'" + (f"; did you mean '{close[0]}'?" if close else ""),
                                 hint=f"`{group_path} -h` lists its commands")
     else:
-        extra = _extra_arguments(cmd, ctx, rest) if cmd is not None else []
+        extra = fields.extra_arguments(cmd, ctx, rest) if cmd is not None else []
         if extra:
             index = len(args) - len(rest) + rest.index(extra[0])
             error = ConfigError(f"got unexpected extra argument{'s' if len(extra) > 1 else ''} ({' '.join(extra)})",
@@ -218,28 +220,6 @@ def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
     return ToymUsageError(error, wants_json(args))
 
 
-def _key(param) -> str | None:
-    """The parameter a click parameter sets, as the library names it (``--format`` → ``format``)."""
-    opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
-    return key_of(opts[0]) if opts else getattr(param, "name", None)
-
-
-def _param_hint(param) -> str:
-    """``'--registers' / '-r'``, ``'FILE'``: how click names a parameter in its errors."""
-    hint = getattr(param, "get_error_hint", None)
-    return hint() if hint is not None else repr(getattr(param, "name", "?"))
-
-
-def _choices(param) -> list[str]:
-    """The values a parameter takes, if it is a choice (an Enum annotation)."""
-    from enum import Enum
-
-    from .lazy import leaf
-
-    annotation = leaf(getattr(getattr(param, "type_descriptor", None), "annotation", None))
-    return [str(m.value) for m in annotation] if isinstance(annotation, type) and issubclass(annotation, Enum) else []
-
-
 def _bad_value(args: list[str], exc, cmd, path: str) -> tuple[ConfigError, int | None]:
     """A value click refused: what it is not (a choice, a number in range), from the parameter's fields."""
     param = exc.param
@@ -249,60 +229,14 @@ def _bad_value(args: list[str], exc, cmd, path: str) -> tuple[ConfigError, int |
     value = args[index] if index is not None else None
     if value is not None and value.startswith("--") and "=" in value:
         value = value.partition("=")[2]
-    choices = _choices(param)
+    choices = fields.choices(param)
     close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5) if value is not None and choices else []
-    reason = _why_not(param, value, choices) or exc.message
+    reason = fields.why_not(param, value, choices) or exc.message
     hint = _value_lookalike(cmd, param, value) or (f"did you mean '{close[0]}'?" if close else
                                                    f"`{path} -h` says what {_long(param) if opts else 'it'} takes")
-    error = ConfigError(f"invalid value for {exc.param_hint or _param_hint(param)}: {reason}", hint=hint,
-                        key=_key(param), suggestion=close[0] if close else None)
+    error = ConfigError(f"invalid value for {exc.param_hint or fields.param_hint(param)}: {reason}", hint=hint,
+                        key=fields.key(param), suggestion=close[0] if close else None)
     return error, index
-
-
-def _why_not(param, value: str | None, choices: list[str]) -> str | None:
-    """Why ``value`` is not one of ``param``'s values, in toym's words (None: not known)."""
-    if value is None:
-        return None
-    if choices:
-        return f"{value!r} is not one of {', '.join(repr(c) for c in choices)}"
-    from .lazy import leaf
-
-    annotation = leaf(getattr(getattr(param, "type_descriptor", None), "annotation", None))
-    if annotation in (int, float):
-        try:
-            number = int(value) if annotation is int else float(value)
-        except ValueError:
-            return f"{value!r} is not a {'whole number' if annotation is int else 'number'}"
-        low, high = getattr(param, "min", None), getattr(param, "max", None)
-        if low is not None and number < low:
-            return f"must be at least {low}, got {value}"
-        if high is not None and number > high:
-            return f"must be at most {high}, got {value}"
-    return None
-
-
-def _unknown_command(root, args: list[str]) -> tuple[int, Any, str] | None:
-    """Where ``args`` name a command their group lacks: (its index, the group, the group's path)."""
-    group, path = root, ["toym"]
-    for i, token in enumerate(args):
-        if not _is_group(group):
-            return None
-        if token.startswith("-"):
-            continue  # the groups' own options (-V, -h) take no value
-        cmd = group.get_command(None, token)
-        if cmd is None:
-            return i, group, " ".join(path)
-        group, path = cmd, path + [token]
-    return None
-
-
-def _extra_arguments(cmd, ctx, rest: list[str]) -> list[str]:
-    """The words of ``rest`` that none of ``cmd``'s options or arguments take (click's parser leaves them)."""
-    try:
-        _, left, _ = cmd.make_parser(ctx).parse_args(args=list(rest))
-    except UsageError:
-        return []
-    return [str(word) for word in left]
 
 
 @overload
@@ -390,14 +324,10 @@ def lookalike_error(root, args: Sequence[str]) -> ConfigError | None:
     return None
 
 
-def _is_group(cmd) -> bool:
-    return hasattr(cmd, "list_commands")  # a click group, its commands loaded or not (cli.lazy)
-
-
 def _subcommand(root, args: list[str]):
     """The command ``args`` name (walking groups), its path, and the arguments after its name."""
     cmd, path, i = root, [], 0
-    while _is_group(cmd) and i < len(args):
+    while fields.is_group(cmd) and i < len(args):
         token = args[i]
         i += 1
         if token.startswith("-"):
@@ -406,7 +336,7 @@ def _subcommand(root, args: list[str]):
         if cmd is None:
             return None, "", []
         path.append(token)
-    if _is_group(cmd):
+    if fields.is_group(cmd):
         return None, "", []
     return cmd, " ".join(path), args[i:]
 
