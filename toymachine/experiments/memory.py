@@ -150,16 +150,10 @@ def memory_report(rows: Sequence[MemoryRow], machine: Machine, *, batch: int = 1
 def plot_memory(rows: Sequence[MemoryRow], path: str, *, level: str = "hbm", title: str | None = None) -> None:
     """Seed 003's picture: peak bytes (``level`` hbm or onchip) against n, one line per algorithm,
     both axes logarithmic. PNG or SVG by the extension; needs matplotlib."""
-    if not path.lower().endswith((".png", ".svg")):
-        raise ConfigError((Opt("plot", path), ": the file must end in .png or .svg"), key="plot")
-    try:
-        import matplotlib
+    from .plot import check_plot_path, pyplot, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ConfigError((Opt("plot"), " needs matplotlib"), key="plot", hint="pip install 'toymachine[plot]'") from None
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    check_plot_path(path)
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for algo in dict.fromkeys(r.algo for r in rows):
         members = sorted((r for r in rows if r.algo == algo), key=lambda r: r.n)
         ax.plot([r.n for r in members], [getattr(r, level) for r in members], marker="o", label=algo)
@@ -171,9 +165,4 @@ def plot_memory(rows: Sequence[MemoryRow], path: str, *, level: str = "hbm", tit
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    try:
-        fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)

@@ -14,7 +14,8 @@ logarithmic for a geometric sweep (``10..100000*10``) and the y axis when it spa
 
 from __future__ import annotations
 
-__all__ = ["plot_sweep", "sweep_figure", "check_plot", "METRICS", "MAX_SERIES", "SIZES"]
+__all__ = ["plot_sweep", "sweep_figure", "check_plot", "check_plot_path", "pyplot", "save_figure", "METRICS", "MAX_SERIES",
+           "SIZES"]
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -52,8 +53,7 @@ def check_plot(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]], path: s
     """Check a plot request against the sweep's points before running it; return the x parameter.
     ``metric`` and ``x`` may be any name the column vocabulary accepts (``reads`` ≡ ``dram_reads``).
     Without ``x``: the numeric parameter swept over the most values (the first of those tied)."""
-    if not path.lower().endswith((".png", ".svg")):
-        raise ConfigError((Opt("plot", path), ": the file must end in .png or .svg"), key="plot")
+    check_plot_path(path)
     if size not in SIZES:
         raise ConfigError((Opt("size", size), ": not a plot size"), loc=Location.of_option("size"), key="size",
                           hint=f"sizes: {', '.join(SIZES)}")
@@ -77,11 +77,37 @@ def check_plot(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]], path: s
                            f"{max_series} a plot draws"), loc=Location.of_option("plot"), key="max_series",
                           hint=(f"sweep fewer values of {', '.join(others)}, pick another ", Opt("x"),
                                 ", or ask for them all with ", Opt("max_series", count)))
+    pyplot()
+    return x
+
+
+# -- the one way toym writes a picture (sweeps, toym memory) ---------------------------------------------
+def check_plot_path(path: str) -> None:
+    """A picture is PNG or SVG, by the file's extension."""
+    if not path.lower().endswith((".png", ".svg")):
+        raise ConfigError((Opt("plot", path), ": the file must end in .png or .svg"), key="plot")
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot, drawing off screen (Agg); an error naming the extra to install without it."""
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError((Opt("plot"), " needs matplotlib"), key="plot", hint="pip install 'toymachine[plot]'") from None
-    return x
+    return plt
+
+
+def save_figure(fig: Any, path: str) -> None:
+    """Write ``fig`` to ``path`` (an SVG without its date: the same sweep, the same bytes) and close it."""
+    try:
+        fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists") from None
+    finally:
+        pyplot().close(fig)
 
 
 def _geometric(xs: Sequence[float]) -> bool:
@@ -122,15 +148,7 @@ def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None
                metric: str = "cycles", size: str = "slide", max_series: int = MAX_SERIES) -> None:
     """Draw ``metric`` against the swept parameter ``x`` (default: the numeric one with the most values) to
     ``path``, PNG or SVG by its extension. Needs matplotlib."""
-    fig = sweep_figure(rows, generator, path, x=x, metric=metric, size=size, max_series=max_series)
-    import matplotlib.pyplot as plt
-
-    try:
-        fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists") from None
-    finally:
-        plt.close(fig)
+    save_figure(sweep_figure(rows, generator, path, x=x, metric=metric, size=size, max_series=max_series), path)
 
 
 def sweep_figure(rows, generator: str | GeneratorSpec, path: str = "plot.png", *, x: str | None = None,
@@ -144,11 +162,7 @@ def sweep_figure(rows, generator: str | GeneratorSpec, path: str = "plot.png", *
                           hint=("sram_peak, flops, memory_peak and onchip_peak need a tile generator; time_s a machine "
                                 "with a clock; mxu_cycles, vpu_cycles, mxu_utilization a machine with units "
                                 "(e.g. ", Opt("machine", "tpu-v5e"), ")"))
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     others = [n for n in _varying(spec, [r.params for r in rows]) if n != x]
     series: dict[tuple, list] = {}
     for r in rows:
