@@ -40,7 +40,7 @@ import numpy as np
 from ..dtypes import DTYPES as _FORMATS
 from ..errors import ConfigError, Opt
 from ..gen.scalar import attention_program as scalar_program
-from ..gen.tile import ALGOS, attention_program, attention_reference, resolve_blocks
+from ..gen.tile import ALGOS, VARIANTS, attention_program, attention_reference, resolve_blocks
 from ..params import check_choice, check_int
 from ..program import Mem, Program, Span
 from ..render.cells import Num
@@ -50,7 +50,6 @@ from ..sim import simulate
 from ..sim.memory import random_block
 
 LEVELS = ("tile", "scalar")
-VARIANTS = ("exact", "no-max", "no-rescale")
 # the table's columns: every number format, the widest exponent range first (then the more bytes)
 DTYPES = tuple(sorted(_FORMATS, key=lambda name: (-_FORMATS[name].emax, -_FORMATS[name].bytes)))
 DEFAULT_N = {"tile": 256, "scalar": 16}

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..cost import attention_tile_cost, paper_blocks
-from ..cost.tile import fit_blocks
+from ..cost.tile import ORDERS, PASSES, fit_blocks
 from ..cost.tile.eager import eager_blocks
 from ..errors import ConfigError, Opt
 from ..limits import LIMITS
@@ -193,7 +193,7 @@ def optimize_blocks(*, n: int, d: int, sram_words: int, pass_: str = "forward", 
 
     n, d, sram_words = check_int("n", n, 1), check_int("d", d, 1), check_int("sram", sram_words, 1)
     heads = check_int("heads", heads, 1)
-    check_choice("pass", pass_, ("forward", "backward"))
+    check_choice("pass", pass_, PASSES)
     if algo is not None:
         if algo not in SEARCHED:
             raise ConfigError((Opt("algo", algo), f": the block search chooses the blocks of {', '.join(SEARCHED)}; "
@@ -206,7 +206,7 @@ def optimize_blocks(*, n: int, d: int, sram_words: int, pass_: str = "forward", 
         if pass_ != "backward":
             raise ConfigError((Opt("order"), " chooses the backward pass's loop order"), key="order",
                               hint=("use it with ", Opt("pass", "backward")))
-        check_choice("order", order, ("row", "col", "split"))
+        check_choice("order", order, ORDERS)
     machine = machine or DEFAULT_MACHINE
     objective = _objective(machine)
     exhaustive_pairs = causal and n <= EXHAUSTIVE_CAUSAL_N

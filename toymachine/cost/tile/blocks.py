@@ -26,12 +26,15 @@ fit; ``SPLIT_PHASES`` and ``check_split`` name the split backward's launches.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_ORDERS", "default_order", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks", "floor_sum"]
+__all__ = ["PASSES", "ORDERS", "VARIANTS", "DEFAULT_ORDERS", "default_order", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks", "floor_sum"]
 
 from dataclasses import dataclass
 
 from ...errors import ConfigError, Opt
 
+PASSES = ("forward", "backward")
+ORDERS = ("row", "col", "split")  # the backward's loop orders (split: SPLIT_PHASES' launches)
+VARIANTS = ("exact", "no-max", "no-rescale")  # seed 003's attention: exact, and its two breaks (every level's)
 SPLIT_PHASES = ("preprocess", "dkdv", "dq")  # order split: the FlashAttention-2 kernels' three backward launches
 APART_PHASES = ("dv", "dk")  # dkdv as two launches, one accumulator each (kernels_gpu's d 256 backward, dv_apart)
 KV_PHASES = ("dkdv",) + APART_PHASES  # the launches that hold K_j (and V_j) while Q_i, dO_i stream past

@@ -36,13 +36,13 @@ from __future__ import annotations
 __all__ = ["ORDERS", "VARIANTS", "attention_program", "resolve_attention"]
 
 from ...cost import attention_bound, attention_cost, attention_registers
+from ...cost.tile import VARIANTS
 from ...errors import ConfigError, Opt
 from ...params import check_choice, check_int
 from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
 ORDERS = ("inner", "outer")
-VARIANTS = ("exact", "no-max", "no-rescale")
 
 
 class _Registers:

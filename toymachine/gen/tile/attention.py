@@ -95,7 +95,10 @@ import numpy as np
 
 from ...cost.tile import (
     KV_PHASES,
+    ORDERS,
+    PASSES,
     SPLIT_PHASES,
+    VARIANTS,
     Blocks,
     attention_tile_cost,
     check_split,
@@ -118,9 +121,6 @@ from .reference import attention_backward_reference, attention_reference
 
 # eager: one kernel per op (gen.tile.eager); fused: S on chip, one block (gen.tile.fused)
 ALGOS = ("eager", "standard", "standard-3pass", "fa1", "fa2", "fused")
-PASSES = ("forward", "backward")
-ORDERS = ("row", "col", "split")  # backward; split's launches: SPLIT_PHASES (from cost.tile)
-VARIANTS = ("exact", "no-max", "no-rescale")
 DEFAULT_BLOCK = 64
 
 
