@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cost import Bound, Cost
-from ..errors import ConfigError, MachineLimitError, ToyMachineError
+from ..errors import ConfigError, ToyMachineError
 from ..gen.registry import GeneratorSpec, Param, get_generator
 from ..limits import LIMITS
 from ..machine import DEFAULT_MACHINE, Machine
@@ -284,11 +284,9 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
             formula_cycles = formula.breakdown.get("unit cycles") if point_machine.has_units \
                 else formula.cycles(point_machine)
         if closed[i] and formula is not None:  # closed[i] holds only where the generator has a cost
-            sim = closed_form_point(formula, formula_cycles, point_machine)
-            if "error" in sim:
-                if strict:
-                    raise MachineLimitError(sim["error"]["message"], hint=sim["error"]["hint"])
-                rows.append(_failed(params, sim["error"]))
+            sim = guarded(strict, closed_form_point, formula, formula_cycles, point_machine)
+            if "kind" in sim:  # the point's error, as a value
+                rows.append(_failed(params, sim))
                 continue
         chosen = spec.resolved(**params, machine=point_machine) if spec.resolved else {}  # what the defaults chose
         rows.append(SweepRow(params={**params, **{k: v for k, v in chosen.items() if params.get(k) is None}},
