@@ -64,11 +64,12 @@ class Limit:
         lift = f"set {self.env}={amount} if you mean it"
         return (Opt(self.key, amount), " or " + lift) if self.key else lift
 
-    def check(self, amount: float, what: str, *, loc: Location | None = None, limit: float | None = None) -> None:
+    def check(self, amount: float, what: Words, *, loc: Location | None = None, limit: float | None = None) -> None:
         """Refuse ``amount`` (of ``self.unit``) when it is over the limit (``limit``: a value a flag gave)."""
         cap = self.value() if limit is None else limit
         if amount > cap:
-            raise LimitError(f"{what} would need {_fmt(amount)} {self.unit}; the limit is {_fmt(cap)}",
+            raise LimitError((*((what,) if isinstance(what, str) else what),
+                              f" would need {_fmt(amount)} {self.unit}; the limit is {_fmt(cap)}"),
                              loc=loc, hint=self.lift_hint(amount))
 
 
@@ -145,7 +146,7 @@ def limit(name: str) -> Limit:
     return LIMITS[name]
 
 
-def check(name: str, amount: float, what: str, *, loc: Location | None = None) -> None:
+def check(name: str, amount: float, what: Words, *, loc: Location | None = None) -> None:
     """``LIMITS[name].check(amount, what)``: refuse ``amount`` up front when over the limit."""
     LIMITS[name].check(amount, what, loc=loc)
 

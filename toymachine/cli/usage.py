@@ -346,4 +346,4 @@ def _generator_flags(rest: list[str]) -> set[str]:
 
     names = set(generator_names())
     name = next((a for a in rest if a in names), None)
-    return {p.flag for p in get_generator(name).params} if name else set()
+    return {flag_words(p.name) for p in get_generator(name).params} if name else set()

@@ -218,7 +218,7 @@ def flag_commands(root) -> dict[str, list[str]]:
                 where[f.name].append(path or "toym")
     for name in generator_names():
         for param in get_generator(name).params:
-            f = flag_of(param.flag)
+            f = flag_of(flag_words(param.name))
             if f is not None and f"sweep {name}" not in where.setdefault(f.name, []):
                 where[f.name].append(f"sweep {name}")
     return where
