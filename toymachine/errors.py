@@ -114,8 +114,8 @@ class ToyMachineError(Exception):
 
     Besides the text, an error carries fields callers test and change instead of its words:
     ``key``, the option or file key it is about (a name such as ``registers``, never its flag
-    spelling); ``suggestion``, a value of ``key`` that fixes it (the hint then reads ``use
-    --KEY VALUE``, or ``… or ALTERNATIVE``); ``code``, what went wrong, where one kind of error
+    spelling); ``suggestion``, a value of ``key`` that fixes it (the hint then reads ``use KEY =
+    VALUE``, on the command line ``use --KEY VALUE``, or ``… or ALTERNATIVE``); ``code``, what went wrong, where one kind of error
     has several causes (``yaml-syntax``); ``context``, where in a larger input it arose (a
     problem's variant), shown after the message."""
 
