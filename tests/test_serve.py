@@ -316,6 +316,22 @@ def test_a_registers_error_is_the_same_error_both_ways(client, toym):
     assert served["hint"] == "use registers = 3 or a machine file with more registers"
 
 
+@pytest.mark.parametrize("cli_args,options", [(("--registers", "0"), {"registers": 0}),
+                                              (("--memory-max", "-1"), {"memory_max": -1})])
+def test_a_bad_option_is_the_same_error_both_ways(client, toym, cli_args, options):
+    """The command line refuses it while parsing, the playground in the library: one key, one kind, one reason."""
+    path = PROGRAMS / "c00.asm"
+    code, out, _ = toym("run", path, "-f", "json", *cli_args)
+    r = client.post("/api/run", json={"trace": path.read_text(encoding="utf-8"), "options": options})
+    cli, served = json.loads(out)["error"], r.json()["error"]
+    assert (code, r.status_code) == (2, 422)
+    fields = ("kind", "key", "suggestion", "code")
+    assert [cli[f] for f in fields] == [served[f] for f in fields] == ["config", next(iter(options)), None, None]
+    value = next(iter(options.values()))
+    reason = f"must be at least {value + 1}, got {value}"
+    assert cli["message"].endswith(reason) and served["message"].endswith(reason)
+
+
 def test_the_pickers_offer_the_clis_choices(client):
     """One declaration each: the formats and dtypes /api/meta offers are the CLI's choices."""
     from toymachine.cli.common import DType, Format

@@ -150,6 +150,8 @@ def render_run(ran: Ran, fmt: str, *, steps: bool | None = None, json_fields: st
     are summarised (None: whole), ``memory=False`` leaves them out; ``width``: a table's."""
     from .render import render
 
+    if memory_max is not None:
+        check_int("memory_max", memory_max, 0)
     fields = [f for f in json_fields.split(",") if f.strip()] if json_fields is not None else None
     return render(ran.result, fmt, steps=steps is not False, fields=fields, memory=memory, memory_max=memory_max,
                   width=width, program=ran.program)

@@ -145,8 +145,6 @@ def _simulate(payload: dict) -> tuple[Ran, dict, str]:
 
 def _render_run(ran: Ran, opts: dict, fmt: str) -> str:
     memory_max = _get(opts, "memory_max", int, MEMORY_MAX, "options")
-    if memory_max < 0:
-        raise RequestError(f"options: memory_max must be ≥ 0, got {memory_max}", key="memory_max")
     return render_run(ran, fmt, steps=opts.get("steps"),
                       json_fields=_get(opts, "json_fields", str, None, "options"),
                       memory=not _get(opts, "no_memory", bool, False, "options"),
