@@ -77,13 +77,14 @@ def memory_rows(*, ns: Sequence[int], d: int, machine: Machine, algos: Sequence[
     d, batch, heads = check_int("d", d, 1), check_int("batch", batch, 1), check_int("heads", heads, 1)
     if not ns or not algos:
         raise ConfigError(("give at least one ", Opt("n"), " and one ", Opt("algo")), key="n" if not ns else "algo")
+    for algo in algos:
+        check_choice("algo", algo, ALGOS)
     wb = machine.word_bytes
     cap = None if machine.onchip_words is None else machine.onchip_words * wb
     rows, work = [], 0
     for n in ns:
         n = check_int("n", n, 1)
         for algo in algos:
-            check_choice("algo", algo, ALGOS)
             br, bc = _blocks(machine, algo, n, d, block_m, block_n, batch * heads)
             cost = attention_tile_cost(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=br,
                                        block_n=bc)
@@ -91,7 +92,7 @@ def memory_rows(*, ns: Sequence[int], d: int, machine: Machine, algos: Sequence[
             checked = None
             if check and simulable(batch * heads * n * n):
                 work += cost.instructions  # the simulations' instructions, added up before each runs
-                LIMITS["sweep_work"].check(work, "the --check simulations (so far)")
+                LIMITS["sweep_work"].check(work, ("the ", Opt("check"), " simulations (so far)"))
                 prog = attention_program(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=br,
                                          block_n=bc)
                 peak = simulate(prog, machine.with_(sram_words=None, vmem_bytes=None), steps=False).extra[

@@ -158,8 +158,8 @@ def _check_search(n: int, d: int, sram_words: int, exhaustive: bool) -> int:
     search of more (Br, Bc) pairs than ``limits.search_size``."""
     cap = max(1, sram_words // d)
     count = min(cap, n) if exhaustive else min(cap, n, 2 * math.isqrt(n) + 2)
-    LIMITS["search_size"].check(count * count, f"the block search (n = {n:,}, d = {d}, --sram {sram_words:,}: up to "
-                                               f"{count:,} block sizes, {count * count:,} (Br, Bc) pairs)")
+    LIMITS["search_size"].check(count * count, (f"the block search (n = {n:,}, d = {d}, ", Opt("sram", f"{sram_words:,}"),
+                                                f": up to {count:,} block sizes, {count * count:,} (Br, Bc) pairs)"))
     return cap
 
 
