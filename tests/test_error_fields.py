@@ -93,14 +93,17 @@ def _library_modules(holding: str) -> list[tuple[Path, ast.AST]]:
 
 
 def _error_expressions(tree: ast.AST) -> list[ast.AST]:
-    """Every raised expression, and every construction of an error (``DataError(…)`` kept as a warning)."""
+    """Every raised expression, every construction of an error (``DataError(…)`` kept as a warning) and
+    every limit check (``LIMITS["sweep_work"].check(work, WHAT)``: its words are the error's)."""
     found: dict[int, ast.AST] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and node.exc is not None:
             found.setdefault(id(node.exc), node.exc)
         elif isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if name.endswith(("Error", "Fault")) or name == "of_option":
+            limit_check = name == "check" and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Subscript) and getattr(node.func.value.value, "id", "") == "LIMITS"
+            if name.endswith(("Error", "Fault")) or name == "of_option" or limit_check:
                 found.setdefault(id(node), node)
     return list(found.values())
 
@@ -122,10 +125,11 @@ def test_no_library_error_spells_a_flag():
 
 
 def test_the_scan_finds_a_flag_in_a_raise():
-    tree = ast.parse('raise ConfigError("--jobs must be at least 1", hint=f"use --jobs {n}")')
+    tree = ast.parse('raise ConfigError("--jobs must be at least 1", hint=f"use --jobs {n}")\n'
+                     'LIMITS["sweep_work"].check(work, "the --check simulations")')
     texts = {n.value for e in _error_expressions(tree) for n in ast.walk(e)
              if isinstance(n, ast.Constant) and isinstance(n.value, str) and FLAG_TEXT.search(n.value)}
-    assert texts == {"--jobs must be at least 1", "use --jobs "}
+    assert texts == {"--jobs must be at least 1", "use --jobs ", "the --check simulations"}
 
 
 @pytest.mark.slow  # parses the modules that name parameters
