@@ -133,10 +133,18 @@ def test_the_scan_finds_a_flag_in_a_raise():
 
 
 @pytest.mark.slow  # parses the modules that name parameters
-def test_every_parameter_an_error_names_has_a_flag():
+def test_every_parameter_the_library_names_has_a_flag():
+    """Errors' parameters (Opt, of_option, key=) and the command lines the library writes (command_line,
+    cli_line) use only keys the CLI's vocabulary spells."""
     keys = {lim.key for lim in LIMITS.values() if lim.key}
-    for _, tree in _library_modules(r"Opt\(|of_option|key="):
+    for _, tree in _library_modules(r"Opt\(|of_option|key=|command_line\(|cli_line\("):
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("command_line", "cli_line"):
+                for kw in node.keywords:
+                    if kw.arg is None and isinstance(kw.value, ast.Dict):
+                        keys |= {k.value for k in kw.value.keys if isinstance(k, ast.Constant)}
+                    elif kw.arg not in (None, "with_data"):
+                        keys.add(kw.arg)
             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in \
                     ("Opt", "of_option") and node.args and isinstance(node.args[0], ast.Constant):
                 keys.add(node.args[0].value)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..machine import DEFAULT_MACHINE, Machine
+from ..params import command_line
 from ..program import Program
 from .matmul_replay import arrays as _arrays
 from .matmul_replay import replay as _program
@@ -313,7 +314,7 @@ def _header(m, n, k, registers, machine, ops, cycles, lower, proven, found_by, a
     return [
         f"C = A·B on a {registers}-register toy machine{' with an accumulator in the MAC unit (ACC)' if acc else ''} "
         f"(seed 000: matmul): A {m}×{k}, B {k}×{n}, C {m}×{n}",
-        f"toym optimize matmul --m {m} --n {n} --k {k} --registers {registers}"
-        f"{' --mac-accumulator' if acc else ''}; machine {machine.name}",
+        command_line("optimize matmul", m=m, n=n, k=k, registers=registers, mac_accumulator=acc or None)
+        + f"; machine {machine.name}",
         f"cost: {counts} = {cycles:g} cycles; {status}; schedule found by {found_by}",
     ]

@@ -249,8 +249,7 @@ def attention_program(n: int = 4, d: int = 2, order: str = "inner", registers: i
         f"attention O = softmax(Q·Kᵀ)·V on the scalar machine, Q, K, V {n}×{d} "
         f"(seed 000, 'Inner Product vs. Outer Product in Attention'): {order} order, {variant}",
         cli_line("attention", n=n, d=d, order=order, registers=registers if registers is not None else need,
-                 output_slots=slots if order == "outer" else None, variant=variant)
-        + ("" if with_data else " --no-data") + (f" --seed {seed}" if with_data and seed else ""),
+                 output_slots=slots if order == "outer" else None, variant=variant, with_data=with_data, seed=seed),
         ("query loop outside: q row and running state (m, l, numerator) resident, every KV row streams"
          if order == "inner" else
          f"KV loop outside: k and v rows resident, every query streams; {slots} output slot(s) resident"),
