@@ -220,6 +220,7 @@ def _matmul(n: int, i_bad: int, j_bad: int, bad: str) -> str:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(n=6, chunk=2000, at=(0, 0), bad="DIV R2, R3, R2", strict=False)  # stops in its first block
 @example(n=6, chunk=2000, at=(1, 0), bad="DIV R2, R3, R2", strict=False)  # … in its seventh
+@example(n=6, chunk=2000, at=(2, 3), bad="; a comment", strict=False)  # runs to its end, in pieces
 @given(n=st.integers(3, 9), chunk=st.integers(60, 4000), at=st.tuples(st.integers(0, 8), st.integers(0, 8)),
        bad=st.sampled_from(["MOV R2, R2", "DIV R2, R3, R2", "MUL R2, R2, R2", "SUB R2, R2, R2", "LOAD c[0][0], R2", "ADD R0, R1",
                             "STORE R2, a[0][1]", "EXP R9, R2", "; a comment"]),
