@@ -554,8 +554,7 @@ def test_the_units_a_chunk_cuts_run_in_the_loop_as_the_loop_runs_them(monkeypatc
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
     made = []
     real = blocks._compile
-    monkeypatch.setattr(blocks, "_compile", lambda run, codes, initial: made.append(len(codes)) or
-                        real(run, codes, initial))
+    monkeypatch.setattr(blocks, "_compile", lambda run, codes, *a: made.append(len(codes)) or real(run, codes, *a))
     x = [1.0 + i / 300 for i in range(300)]
     for z in zeros:
         x[z] = 0.0  # 1 / 0: the div-by-zero alarm, from the loop

@@ -48,6 +48,7 @@ class PathStats:
     runs: int = 0  # lines of template chunks run as runs of one block, one call per run
     apart: int = 0  # lines of template chunks run as word runs with their tile blocks apart (``compiler.tile_runs``)
     tiles_counted: int = 0  # runs of tile blocks counted, not run (they cannot differ from the first)
+    batched: int = 0  # runs of a template tile block done at once, stacked as arrays (``tile_runs.compile_batch``)
     pieces: int = 0  # lines of lines-mode segments run in compiled pieces (``compiler.lines``)
     periodic: int = 0  # lines of lines-mode chunks run by a period's verifying piece
     bails: int = 0  # calls of a block or piece that bailed: the loop ran them again
@@ -66,6 +67,7 @@ class Tally:
     runs: int = 0
     apart: int = 0
     tiles_counted: int = 0
+    batched: int = 0
     pieces: int = 0
     periodic: int = 0
     bails: int = 0

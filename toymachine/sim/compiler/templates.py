@@ -92,16 +92,16 @@ class BlockCache:
         codes = [templates.get(k) for k in text.split("\n")]
         if None in codes:  # a line not compiled yet: the loop compiles it (not cached: it may be next time)
             return None
-        block = self.blocks[key] = _compile(self.run, codes, self.initial) or Block(in_loop, [0], codes, compiled=False)
+        block = self.blocks[key] = _compile(self.run, codes, self.initial, self.tally) or Block(in_loop, [0], codes, compiled=False)
         return block
 
 
-def _compile(run: Run, codes: list, initial: tuple) -> Block | None:
+def _compile(run: Run, codes: list, initial: tuple, tally: Tally) -> Block | None:
     """The block of ``codes`` (tile instructions: ``compiler.tiles``; word instructions:
     ``words.compile_word_block``), or None where the compiler does not take it."""
     if codes and codes[0][0] == EXEC:  # a block of tile instructions (compiler.tiles)
         hits = [0]
-        tile = compile_tile_block(run, codes, BAIL, Bail, hits)
+        tile = compile_tile_block(run, codes, BAIL, Bail, hits, tally)
         if tile is None:
             return None
         block = Block(tile.block, hits, codes, multi=tile.multi)

@@ -226,6 +226,7 @@ def run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, b
                     while same <= last and tile_keys[same] == key and tile_at[same] < k:
                         same += 1
                     done = batch(same - t)
+                    cache.tally.batched += done
                     t += done
                     if not done:
                         retry[key] = t + 64
