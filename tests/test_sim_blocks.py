@@ -586,3 +586,22 @@ def test_the_door_closed_runs_every_instruction_in_the_loop(monkeypatch, force):
     force.clear()
     monkeypatch.setattr(compiled, "ENABLED", False)
     assert _outcome(lambda: simulate(io.StringIO(text), steps=False)) == fast and not any(force)
+
+
+def test_the_door_records_the_routes_a_run_took(monkeypatch):
+    """``recording()`` collects each run's ``PathStats``: a long softmax ran as runs of one block;
+    with the compiled path off the door refused every chunk and no route ran; a run outside the
+    block is not recorded. ``Tally`` (the counters) and ``PathStats`` (their view) have one set of fields."""
+    import dataclasses
+    assert [f.name for f in dataclasses.fields(compiled.Tally)] == [f.name for f in dataclasses.fields(compiled.PathStats)]
+    program = softmax_program(5000)
+    with compiled.recording() as rec:
+        simulate(program)
+    assert len(rec.paths) == 1 and rec.stats.runs > 4000 and not rec.stats.bails
+    simulate(program)
+    assert len(rec.paths) == 1
+    monkeypatch.setattr(compiled, "ENABLED", False)
+    with compiled.recording() as off:
+        simulate(program)
+    routes = dataclasses.replace(off.stats, refused=0)
+    assert off.stats.refused > 0 and routes == compiled.PathStats()
