@@ -28,13 +28,13 @@ from .pipeline import (
     alloc_ring,
     chain,
     invalidate_barriers,
+    key_tile,
     mma_layout,
     operand_layout,
     probs,
     probs_t,
+    query_tile,
     ring_fill,
-    ring_refill,
-    ring_wait,
     row_stats,
     store_rows,
     tma_load_tile,
@@ -103,11 +103,9 @@ if HAVE_GLUON:
         m_off = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, st_layout))
         mbarrier.wait(kv_bar.index(0), phase=0)
         for i in range(n_tiles):
-            start_m = (first + i) * BLOCK_M
-            ring_refill(q_desc, do_desc, q_smem, do_smem, bars, i, n_tiles, row0, start_m,
-                        STAGES, 3)
-            lse2, delta = row_stats(LSE, DELTA, row0, start_m + m_off)
-            stage = ring_wait(bars, i, STAGES)
+            start_m, stage, lse2, delta = query_tile(q_desc, do_desc, q_smem, do_smem, bars, LSE,
+                                                     DELTA, i, n_tiles, row0, first, m_off,
+                                                     STAGES, 3)
             base = 3 * stage
             if PART != 1:  # S^T and dP^T issued together, dP^T retired after P^T
                 st, dpt_tok = two_products(k_smem, q_smem, v_smem, do_smem, 0, stage, st_zero,
@@ -186,10 +184,8 @@ if HAVE_GLUON:
         s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
         mbarrier.wait(q_bar.index(0), phase=0)
         for j in range(n_tiles):
-            start_n = j * BLOCK_N
-            ring_refill(k_desc, v_desc, k_smem, v_smem, bars, j, n_tiles, row0, start_n,
-                        STAGES, 3)
-            stage = ring_wait(bars, j, STAGES)
+            start_n, stage = key_tile(k_desc, v_desc, k_smem, v_smem, bars, j, n_tiles, row0,
+                                      STAGES, 3)
             base = 3 * stage
             s, dp_tok = two_products(q_smem, k_smem, do_smem, v_smem, 0, stage, s_zero, 3)
             p = probs(s, lse2, qk_scale, q_pos, start_n, n_off, CAUSAL,

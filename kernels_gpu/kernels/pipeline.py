@@ -5,9 +5,10 @@ column boxes of one tile; CHUNKS 1 but for the chunked d 192 kernels), one mbarr
 that the copy engine completes with the tile's bytes. Tile i sits in stage i % STAGES and its
 barrier's phase is (i // STAGES) & 1 (`stage_phase`).
 
-* one partition (`ring_fill`, `ring_refill`, `ring_wait`): the first STAGES - 1 tiles loaded
-  up front; per tile a CTA barrier (every warp is done with the stage the next load
-  overwrites), the load of tile i + STAGES - 1 issued into it, then the wait for tile i;
+* one partition (`ring_fill`, `ring_refill`, `ring_wait`; `query_tile` the two with the
+  tile's lse and D for a program holding keys, `key_tile` for one holding queries): the first STAGES - 1 tiles loaded up front;
+  per tile a CTA barrier (every warp is done with the stage the next load overwrites), the
+  load of tile i + STAGES - 1 issued into it, then the wait for tile i;
 * warp-specialised (`ring_produce`, or `ring_produce_one` where each tensor has its own
   barriers; `ring_acquire`, `ring_release`): a producer warp waits on
   the stage's `empty` barrier (the consumers' arrivals; a fresh mbarrier passes phase 1) before
@@ -43,7 +44,7 @@ from .gluon_api import (
 
 __all__ = ["HAVE_GLUON", "LOG2E", "mma_layout", "operand_layout", "alloc_ring",
            "alloc_barriers", "invalidate_barriers", "stage_phase", "tma_load_tile",
-           "tma_load_pair", "tma_store_tile", "ring_fill", "ring_refill", "ring_wait",
+           "tma_load_pair", "tma_store_tile", "ring_fill", "ring_refill", "ring_wait", "query_tile", "key_tile",
            "ring_produce", "ring_produce_one", "ring_acquire", "ring_release", "chain", "two_products", "row_stats", "probs_t", "probs",
            "dkdv_step", "store_rows", "mask_scores", "online_softmax"]
 
@@ -144,6 +145,31 @@ if HAVE_GLUON:
         stage = i % STAGES
         mbarrier.wait(bars.index(stage), phase=(i // STAGES) & 1)
         return stage
+
+    @gluon.jit
+    def query_tile(q_desc, do_desc, q_ring, do_ring, bars, LSE, DELTA, i, n_tiles, row0, first,
+                   m_off, STAGES: gl.constexpr, CHUNKS: gl.constexpr):
+        """One partition, a program holding key rows at its query tile i (the head's rows
+        (first + i) * BLOCK_M on): the ring refilled, the tile's lse (log2 units) and D loaded
+        while its bytes land, then waited: (start_m, its stage, lse2, delta)."""
+        BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+        start_m = (first + i) * BLOCK_M
+        ring_refill(q_desc, do_desc, q_ring, do_ring, bars, i, n_tiles, row0, start_m, STAGES,
+                    CHUNKS)
+        lse2, delta = row_stats(LSE, DELTA, row0, start_m + m_off)
+        stage = ring_wait(bars, i, STAGES)
+        return start_m, stage, lse2, delta
+
+    @gluon.jit
+    def key_tile(k_desc, v_desc, k_ring, v_ring, bars, j, n_tiles, row0, STAGES: gl.constexpr,
+                 CHUNKS: gl.constexpr):
+        """One partition, a program holding query rows at its key tile j (the head's rows
+        j * BLOCK_N on): the ring refilled, then waited: (start_n, its stage)."""
+        BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+        start_n = j * BLOCK_N
+        ring_refill(k_desc, v_desc, k_ring, v_ring, bars, j, n_tiles, row0, start_n, STAGES,
+                    CHUNKS)
+        return start_n, ring_wait(bars, j, STAGES)
 
     @gluon.jit
     def ring_produce(a_desc, b_desc, a_ring, b_ring, ready, empty, i, row,
