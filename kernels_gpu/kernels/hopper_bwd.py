@@ -34,6 +34,7 @@ from .pipeline import (
     mma_layout,
     operand_layout,
     probs,
+    program_rows,
     query_tile,
     ring_fill,
     row_stats,
@@ -51,10 +52,7 @@ if HAVE_GLUON:
                               HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
                               STAGES: gl.constexpr, OVERLAP: gl.constexpr,
                               num_warps: gl.constexpr):
-        pid_n = gl.program_id(0)
-        bh = gl.program_id(1)
-        start_n = pid_n * BLOCK_N
-        row0 = bh * N  # the head's first row in the (B*H*N, d) views
+        start_n, row0 = program_rows(N, BLOCK_N, False)  # row0: the head's first row
         qk_scale = sm_scale * 1.4426950408889634
 
         st_layout: gl.constexpr = mma_layout(num_warps, BLOCK_M)
@@ -102,12 +100,7 @@ if HAVE_GLUON:
                             HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
                             STAGES: gl.constexpr, OVERLAP: gl.constexpr,
                             num_warps: gl.constexpr):
-        pid_m = gl.program_id(0)
-        if CAUSAL:
-            pid_m = gl.num_programs(0) - 1 - pid_m  # the longest programs first
-        bh = gl.program_id(1)
-        start_m = pid_m * BLOCK_M
-        row0 = bh * N
+        start_m, row0 = program_rows(N, BLOCK_M, CAUSAL)  # causal: the longest first
         dtype: gl.constexpr = q_desc.dtype
         qk_scale = sm_scale * 1.4426950408889634
 

@@ -33,6 +33,7 @@ from .pipeline import (
     operand_layout,
     probs,
     probs_t,
+    program_rows,
     query_tile,
     ring_fill,
     row_stats,
@@ -59,10 +60,7 @@ if HAVE_GLUON:
                             N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                             CAUSAL: gl.constexpr, STAGES: gl.constexpr, PART: gl.constexpr,
                             num_warps: gl.constexpr):
-        pid_n = gl.program_id(0)
-        bh = gl.program_id(1)
-        start_n = pid_n * BLOCK_N
-        row0 = bh * N
+        start_n, row0 = program_rows(N, BLOCK_N, False)  # row0: the head's first row
         dtype: gl.constexpr = q_desc.dtype
         qk_scale = sm_scale * 1.4426950408889634
 
@@ -146,12 +144,7 @@ if HAVE_GLUON:
     def _attn_bwd_dq_d192(q_desc, k_desc, v_desc, do_desc, DQ, LSE, DELTA, sm_scale, N,
                           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
                           STAGES: gl.constexpr, num_warps: gl.constexpr):
-        pid_m = gl.program_id(0)
-        if CAUSAL:
-            pid_m = gl.num_programs(0) - 1 - pid_m  # the longest programs first
-        bh = gl.program_id(1)
-        start_m = pid_m * BLOCK_M
-        row0 = bh * N
+        start_m, row0 = program_rows(N, BLOCK_M, CAUSAL)  # causal: the longest first
         dtype: gl.constexpr = q_desc.dtype
         qk_scale = sm_scale * 1.4426950408889634
 

@@ -15,7 +15,8 @@ barrier's phase is (i // STAGES) & 1 (`stage_phase`).
   loading into it and completing its `ready` one; each consumer waits on `ready` and arrives
   on `empty` when every wgmma reading the stage has retired.
 
-The wgmma side: `mma_layout` (the accumulator layout of a wgmma of N columns over the
+A program's rows: `program_rows` (its block and its head's first row). The wgmma side:
+`mma_layout` (the accumulator layout of a wgmma of N columns over the
 program's warps), `operand_layout` (a register A operand of it), `chain` (a product summed
 over the column chunks, left running), `probs_t` / `probs` (the backward's P^T and P from the
 forward's lse, causal mask on the tiles that cross the diagonal), `dkdv_step` (one streamed
@@ -42,7 +43,7 @@ from .gluon_api import (
     warpgroup_mma_wait,
 )
 
-__all__ = ["HAVE_GLUON", "LOG2E", "mma_layout", "operand_layout", "alloc_ring",
+__all__ = ["HAVE_GLUON", "LOG2E", "mma_layout", "operand_layout", "program_rows", "alloc_ring",
            "alloc_barriers", "invalidate_barriers", "stage_phase", "tma_load_tile",
            "tma_load_pair", "tma_store_tile", "ring_fill", "ring_refill", "ring_wait", "query_tile", "key_tile",
            "ring_produce", "ring_produce_one", "ring_acquire", "ring_release", "chain", "two_products", "row_stats", "probs_t", "probs",
@@ -62,6 +63,16 @@ if HAVE_GLUON:
     def operand_layout(acc_layout):
         """The layout of a 16-bit A operand held in registers for a wgmma into `acc_layout`."""
         return gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+
+    @gluon.jit
+    def program_rows(N, BLOCK: gl.constexpr, LONGEST_FIRST: gl.constexpr):
+        """The program's block of BLOCK rows in its head and the head's first row in the
+        (B*H*N, d) views, on a grid (N / BLOCK, B * H); LONGEST_FIRST (causal, the queries'
+        blocks): the blocks in reverse, the programs with the most keys first."""
+        pid = gl.program_id(0)
+        if LONGEST_FIRST:
+            pid = gl.num_programs(0) - 1 - pid
+        return pid * BLOCK, gl.program_id(1) * N
 
     @gluon.jit
     def alloc_ring(desc, SLOTS: gl.constexpr):
