@@ -1,5 +1,5 @@
 """The package's shape (toymachine/ARCHITECTURE.md): no import cycles, data flows one way (a module never
-imports a higher stage), no module over 400 lines.
+imports a higher stage), no module over 400 lines, the block compiler entered through one door.
 
 The import graph is read from the source with ``ast`` — every ``import``/``from … import`` in
 a module, function-level ones included (a lazy import is still a dependency), except those under
@@ -10,6 +10,10 @@ a module, function-level ones included (a lazy import is still a dependency), ex
 from __future__ import annotations
 
 import ast
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,9 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "toymachine"
 MAX_LINES = 400
+COMPILER = "toymachine.sim.compiler"  # the block compiler (docs/explanation/speed-layer.md)
+DOOR = "toymachine.sim.compiled"  # the one module outside it that imports it
+SPEED_PAGE = ROOT / "docs" / "explanation" / "speed-layer.md"  # the page that explains the compiled path
 
 # Stages, lowest first: a module may import its own stage or a lower one, never a higher one.
 STAGES = [
@@ -131,6 +138,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read(graph):
     assert "toymachine.sim.loop" in graph["toymachine.sim.simulate"]
+    assert "toymachine.sim.compiler.words" in graph["toymachine.sim.compiler.templates"]
     assert "toymachine.cost.matmul" in graph["toymachine.gen.scalar.matmul"]
 
 
@@ -162,3 +170,42 @@ def test_no_module_is_over_400_lines():
     long = {_module_name(p): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def _in_compiler(module: str) -> bool:
+    return module == COMPILER or module.startswith(COMPILER + ".")
+
+
+def test_the_block_compiler_is_entered_through_its_door(graph):
+    """Outside the block compiler, only the door imports it: every caller goes through ``CompiledPath``."""
+    importers = {a for a, targets in graph.items() if not _in_compiler(a) and any(map(_in_compiler, targets))}
+    assert importers == {DOOR}
+
+
+def test_the_door_rule_is_read():
+    assert not _in_compiler("toymachine.sim.compiled") and _in_compiler("toymachine.sim.compiler.lines")
+
+
+def test_a_short_run_never_loads_the_block_compiler():
+    """The door imports the block compiler with the first work it takes: a short program runs in the
+    interpreter loop alone, and a long one loads it."""
+    code = ("import io, sys\nfrom toymachine import simulate\n"
+            "simulate(io.StringIO('.data a = [1, 2]\\nLOAD a[0], R0\\nLOAD a[1], R1\\nADD R0, R1, R2\\nSTORE R2, c[0]'))\n"
+            "short = any(m.startswith('toymachine.sim.compiler') for m in sys.modules)\n"
+            "text = 'LOAD x[0], R1\\n' + ''.join(f'LOAD x[{i}], R0\\nADD R0, R1, R1\\n' for i in range(20000))\n"
+            "simulate(io.StringIO(text), steps=False)\n"
+            "print(short, any(m.startswith('toymachine.sim.compiler') for m in sys.modules))\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["False", "True"]
+
+
+def test_the_speed_layer_page_names_what_the_code_has():
+    """Every file the speed-layer page names exists, and every name it quotes is in ``sim/``'s code."""
+    ticked = set(re.findall(r"`([^`\s]+)`", SPEED_PAGE.read_text(encoding="utf-8")))
+    paths = {t for t in ticked if "/" in t}
+    assert paths and [t for t in paths if not (PACKAGE / t).exists() and not (ROOT / t).exists()] == []
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (PACKAGE / "sim").rglob("*.py"))
+    names = {part for t in ticked - paths if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", t) for part in t.split(".")}
+    assert {"CompiledPath", "MIN_LINES", "Bail"} <= names
+    assert sorted(n for n in names if not re.search(rf"\b{n}\b", source)) == []

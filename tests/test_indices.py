@@ -1,4 +1,4 @@
-"""sim.indices: a template chunk's indices cut out in one pass (numpy on an ASCII chunk). The oracle
+"""sim.cut: a template chunk's indices cut out in one pass (numpy on an ASCII chunk). The oracle
 is the regular expression text mode used before (``re.split``): the same template text, the same
 indices, the long-index check called exactly when an index has more than 7 digits."""
 
@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toymachine.sim.indices import cut_indices, cut_spans
+from toymachine.sim.cut import cut_indices, cut_spans
 
 _INDEX = re.compile(r"\[([0-9]+)\]")
 

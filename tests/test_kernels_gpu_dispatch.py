@@ -24,8 +24,9 @@ def test_choose_follows_the_tables(tables):
     """host/dispatch.choose on pinned tables: the one-partition forward where DISPATCH names
     the head dim and N is a multiple of its blocks; the warp-specialised forward before it
     where DISPATCH_WS's first covering row names a config; the dK/dV and dQ where theirs do;
-    the chunked d 192 backward (grouped heads too) where DISPATCH_D192's row does; nothing on
-    grouped heads at d 128, cross-attention, fp32, without a Hopper GPU, or switched off."""
+    the chunked d 192 backward (grouped heads too) where DISPATCH_D192's row does; the forwards
+    alone (no Gluon backward) on grouped heads, MQA too, d 192's forward on the warp-specialised
+    kernel alone; nothing on cross-attention, fp32, without a Hopper GPU, or switched off."""
     fwd64, fwd128 = TABLES["DISPATCH"][64], TABLES["DISPATCH"][128]
     dkdv, dq = TABLES["DISPATCH_DKDV"][128], TABLES["DISPATCH_DQ"][(128, True)]
     assert host_dispatch.choose(1024, 64) == {"fwd": fwd64}
@@ -39,13 +40,27 @@ def test_choose_follows_the_tables(tables):
         "fwd": fwd128, "fwd_ws": (128, "pingpong", 2), "bwd_dkdv": dkdv, "bwd_dq": dq}
     assert host_dispatch.choose(4096, 128, True, env={"KERNELS_GPU_WS": "0"}) == {
         "fwd": fwd128, "bwd_dkdv": dkdv, "bwd_dq": dq}
+    for kv_heads in (8, 2, 1):  # grouped heads, MQA: the forwards (DISPATCH_WS_GROUPED's
+        # rows first), the `tl` backward
+        assert host_dispatch.choose(4096, 128, True, heads=8, kv_heads=kv_heads) == {
+            "fwd": fwd128, "fwd_ws": (128, "pingpong", 2), "bwd_dkdv": dkdv,
+            "bwd_dq": dq} if kv_heads == 8 else {"fwd": fwd128, "fwd_ws": (128, "plag", 2)}
+    assert host_dispatch.choose(512, 128, True, heads=8, kv_heads=2) == {"fwd": fwd128}
+    assert host_dispatch.choose(1024, 128, False, heads=8, kv_heads=2)["fwd_ws"] == (
+        128, "lag", 3)  # no grouped row: DISPATCH_WS's
+    assert host_dispatch.choose(1024, 64, heads=8, kv_heads=1) == {"fwd": fwd64}
+    assert host_dispatch.choose(1024, 64, heads=8, kv_heads=3) == {}  # 8 not a multiple of 3
     d192 = TABLES["DISPATCH_D192"][False][1][1]
-    assert host_dispatch.choose(2048, 192) == {"bwd_d192": d192}
-    assert host_dispatch.choose(2048, 192, heads=8, kv_heads=2) == {"bwd_d192": d192}
-    assert host_dispatch.choose(512, 192) == {}  # the table's row below N 1k says None
+    ws192 = TABLES["DISPATCH_WS"][(192, False)][0][1]
+    assert host_dispatch.choose(2048, 192) == {"fwd_ws": ws192, "bwd_d192": d192}
+    assert host_dispatch.choose(2048, 192, heads=8, kv_heads=2) == {"fwd_ws": ws192,
+                                                                    "bwd_d192": d192}
+    assert host_dispatch.choose(512, 192) == {"fwd_ws": ws192}  # no d 192 backward below 1k
     assert host_dispatch.choose(2048, 192, heads=8, kv_heads=2,
-                                env={"KERNELS_GPU_D192_GROUPS": "0"}) == {}
-    for kw in (dict(heads=8, kv_heads=2), dict(nk=8192), dict(elem_bytes=4), dict(elem_bytes=1),
+                                env={"KERNELS_GPU_D192_GROUPS": "0"}) == {"fwd_ws": ws192}
+    assert host_dispatch.choose(2048, 192, env={"KERNELS_GPU_WS": "0"}) == {"bwd_d192": d192}
+    assert host_dispatch.choose(2112, 192) == {}  # N not a multiple of 128
+    for kw in (dict(nk=8192), dict(elem_bytes=4), dict(elem_bytes=1),
                dict(capability=None), dict(capability=(8, 0)),
                dict(env={"KERNELS_GPU_HOPPER": "0"})):
         assert host_dispatch.choose(4096, 128, True, **kw) == {}, kw
@@ -81,7 +96,9 @@ def test_choose_for_reads_the_problem_and_the_device(tables, monkeypatch):
 TABLES = dict(DISPATCH={64: (128, 128, 8), 128: (128, 64, 8)},
               DISPATCH_CAUSAL={64: (128, 128, 8), 128: (128, 64, 8)},
               DISPATCH_WS={(128, False): [(512, None), (1 << 62, (128, "lag", 3))],
-                           (128, True): [(2048, None), (1 << 62, (128, "pingpong", 2))]},
+                           (128, True): [(2048, None), (1 << 62, (128, "pingpong", 2))],
+                           (192, False): [(1 << 62, (64, "lag", 2))]},
+              DISPATCH_WS_GROUPED={(128, True): [(512, None), (1 << 62, (128, "plag", 2))]},
               DISPATCH_DKDV={128: (64, 64, 4, 2, 1)},
               DISPATCH_DQ={(128, True): (64, 64, 4, 2, 1)},
               DISPATCH_DKDV_WS={},
@@ -164,7 +181,7 @@ def test_gluon_launch_traffic_simulated_equals_the_hand_formula(pass_, label, n,
     """Every Gluon launch (the one-partition and warp-specialised forwards, the dK/dV, the dQ):
     the tile simulator's bytes for its schedule equal the hand formula, to the byte; every
     (rows, d) tile it reads comes through TMA (no pointer loads but lse / D rows, which each
-    warp of the dK/dV loads whole), the forwards' O through a TMA store."""
+    warp of the dK/dV loads whole), the forwards' O and the dK/dV's dK, dV through TMA stores."""
     launch = dispatch.from_label(pass_, label)
     if n % launch.config.block_m or n % launch.config.block_n:
         pytest.skip("the Gluon kernels run N a multiple of the blocks")
@@ -178,7 +195,7 @@ def test_gluon_launch_traffic_simulated_equals_the_hand_formula(pass_, label, n,
     assert set(sim.tma_tensors) == tiles
     copies = launch.config.num_warps if pass_ == "bwd_dkdv" else 1  # every warp loads them
     assert sim.pointer_read_bytes == copies * sum(sim.tensors[t][0] for t in ("lse", "D")[:stats])
-    assert sim.tma_stores == (("O",) if pass_ == "fwd" else ())
+    assert sim.tma_stores == {"fwd": ("O",), "bwd_dkdv": ("dK", "dV"), "bwd_dq": ()}[pass_]
     if pass_ == "fwd" and not causal:  # closed form: Q once, K and V once per program
         e, bm = 2, launch.config.block_m
         assert sim.read_bytes == 2 * 3 * (n * d * e + 2 * (n // bm) * n * d * e)

@@ -33,6 +33,11 @@ def tables(monkeypatch):
     support.reset()
     monkeypatch.setattr(host_dispatch, "DISPATCH_D192", {False: [(1023, None), (1 << 62, APART)],
                                                        True: [(1023, None), (1 << 62, ONE)]})
+    monkeypatch.setattr(host_dispatch, "DISPATCH_WS", {(192, c): [(1 << 62, WS)]
+                                                     for c in (False, True)})
+
+
+WS = (64, "lag", 2)  # the d 192 warp-specialised forward's pinned config
 
 
 @pytest.mark.parametrize("causal,want", [
@@ -42,28 +47,34 @@ def tables(monkeypatch):
     (True, [("_attn_bwd_dkdv_d192", "gluon192 dkdv M64N64w4s2", 0, "M64N64w4s2-tma"),
             ("_attn_bwd_dq_d192", "gluon192 dq M64N32w4s2", 0, "M64N32w4s2-tma")])])
 def test_the_chunked_launches_a_d192_dispatch_implies(tables, causal, want):
-    """d 192 on sm_90: the `tl` forward and preprocess, then the chunked dK/dV (dV and dK apart
-    or one launch) and dQ with DISPATCH_D192's blocks, in the host's order; the pass labels
-    are host_labels' (D192Config.label's pieces); anything the host keeps on the `tl` path
-    (N < 1k, N not a multiple of the blocks, cross-attention, fp32, no Hopper,
-    KERNELS_GPU_HOPPER=0, grouped heads with KERNELS_GPU_D192_GROUPS=0) lists the `tl` launches;
-    grouped heads otherwise list the chunked launches."""
+    """d 192 on sm_90: the warp-specialised Gluon forward (three 64-column chunks) and the
+    `tl` preprocess, then the chunked dK/dV (dV and dK apart or one launch) and dQ with
+    DISPATCH_D192's blocks, in the host's order; the pass labels are host_labels'
+    (D192Config.label's pieces); anything the host keeps on the `tl` backward (N < 1k, N not a
+    multiple of the blocks, cross-attention, fp32, no Hopper, KERNELS_GPU_HOPPER=0, grouped
+    heads with KERNELS_GPU_D192_GROUPS=0) lists the `tl` backward launches, and the `tl`
+    forward where the Gluon forward cannot run; grouped heads otherwise list the chunked
+    launches."""
     got = dispatch.launches(2048, 192, causal, heads=4)
-    assert [ln.function for ln in got[:2]] == ["_attn_fwd", "_attn_bwd_preprocess"]
-    assert not got[0].gluon and not got[1].gluon
+    ws_label = "gluon M128N{}w12 ws-{}-s{}".format(*WS)
+    assert [(ln.function, ln.label) for ln in got[:2]] == [
+        ("_attn_fwd_ws", ws_label), ("_attn_bwd_preprocess", "tl M128N128w4s1")]
     assert [(ln.function, ln.label, ln.part, ln.config.short()) for ln in got[2:]] == want
     cfg = APART if not causal else ONE
     labels = dispatch.pass_labels(got)
-    assert labels == dispatch.d192_labels(cfg)
+    assert labels == {"fwd": ws_label, **dispatch.d192_labels(cfg)}
     assert f"{labels['bwd_dkdv']} {labels['bwd_dq'].removeprefix('gluon192 ')}" == cfg.label()
-    assert dispatch.case_launches({"configs": {}, "kernels": labels}) == got[1:]  # no fwd config
+    assert dispatch.case_launches({"configs": {}, "kernels": labels}) == got
     tl = ["_attn_fwd", "_attn_bwd_preprocess", "_attn_bwd_dkdv", "_attn_bwd_dq"]
     for kw in (dict(n=512), dict(n=2080), dict(nk=4096), dict(elem_bytes=4),
                dict(capability=(8, 0)), dict(capability=None), dict(env={"KERNELS_GPU_HOPPER": "0"}),
                dict(kv_heads=2, env={"KERNELS_GPU_D192_GROUPS": "0"})):
         args = dict(n=2048, heads=4) | kw
         names = [ln.function for ln in dispatch.launches(d=192, causal=causal, **args)]
-        assert names[:2] == tl[:2] and "_attn_bwd_dkdv_d192" not in names, kw
+        gluon_fwd = args["n"] % 128 == 0 and "nk" not in kw and "elem_bytes" not in kw and \
+            kw.get("capability", (9, 0)) == (9, 0) and "KERNELS_GPU_HOPPER" not in kw.get("env", {})
+        assert names[:2] == ["_attn_fwd_ws" if gluon_fwd else "_attn_fwd", tl[1]], kw
+        assert "_attn_bwd_dkdv_d192" not in names, kw
     # grouped heads: the same chunked launches, on K/V copied out to the query heads
     grouped = dispatch.launches(2048, 192, causal, heads=4, kv_heads=2)
     assert [(ln.function, ln.label, ln.part) for ln in grouped[2:]] == [w[:3] for w in want]

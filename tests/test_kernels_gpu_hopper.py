@@ -121,24 +121,29 @@ def test_the_warp_specialised_forward_computes_attention(dtype, d, bn, stages, s
 @GLUON
 @pytest.mark.slow  # an offline sm_90 compile (ptxas)
 def test_the_dispatched_warp_specialised_forwards_compile_to_wgmma_without_spills():
-    """Offline sm_90 builds (Triton's ptxas) of every DISPATCH_WS entry: wgmma, no local memory,
-    and setmaxnreg giving the second consumer warpgroup 240 registers and the producer 24."""
-    code = ("import json, re, subprocess, os\n"
-            "from kernels_gpu.bench.compile_check import compile_ws, resources, BIN\n"
-            "from kernels_gpu.host.dispatch import DISPATCH_WS\n"
+    """Offline sm_90 builds (Triton's ptxas) of every DISPATCH_WS and DISPATCH_WS_GROUPED entry
+    (the persistent schedules and d 192's three-chunk consumers among them): wgmma, no local
+    memory, and setmaxnreg giving the second consumer warpgroup 240 registers and the producer
+    24."""
+    code = ("import json\n"
+            "from kernels_gpu.bench.compile_check import compile_ws, compile_ws_persistent, "
+            "resources\n"
+            "from kernels_gpu.host.dispatch import DISPATCH_WS, DISPATCH_WS_GROUPED\n"
+            "from kernels_gpu.host.hopper import PERSISTENT\n"
             "out = []\n"
-            "cfgs = sorted({(d, c, cfg) for (d, c), rows in DISPATCH_WS.items()\n"
-            "               for _, cfg in rows if cfg})\n"
+            "cfgs = sorted({(d, c, cfg) for table in (DISPATCH_WS, DISPATCH_WS_GROUPED)\n"
+            "               for (d, c), rows in table.items() for _, cfg in rows if cfg})\n"
             "for d, causal, (bn, sched, st) in cfgs:\n"
-            "    out.append(resources(compile_ws(d, bn, sched, causal=causal, stages=st)))\n"
+            "    build = compile_ws_persistent if sched in PERSISTENT else compile_ws\n"
+            "    out.append(resources(build(d, bn, sched, causal=causal, stages=st)))\n"
             "print(json.dumps(out))\n")
     env = dict(os.environ, TRITON_INTERPRET="0")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=600)
+                       text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     import json
     rows = json.loads(r.stdout.strip().splitlines()[-1])
-    assert rows
+    assert len(rows) >= 7  # d 128 and 192, causal or not, one-launch-a-tile and persistent
     for row in rows:
         assert row["spill_stores"] == 0 and row["local_bytes"] == 0, row
         assert row["mma"].get("HGMMA", 0) > 0 and "HMMA" not in row["mma"], row

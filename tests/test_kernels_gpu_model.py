@@ -388,7 +388,8 @@ def test_the_traffic_follows_the_gluon_tiles(label, pass_, reads_kv):
 
 def test_every_study_column_names_a_known_kernel():
     """model/gluon.py KINDS is the table the model looks a bench row's or a study's kernel up
-    in: every Gluon column of the stored launch studies (and every launch of the d 192 study,
+    in: every Gluon column of the stored launch studies (the H100 bundle and the H200 forward
+    studies; and every launch of the d 192 study,
     `launch_ms`; the d 192 dK/dV pass as the dispatch names it) parses to a kind it has, and
     its canonical name parses back to the same kernel; a kind it lacks is refused by name."""
     from kernels_gpu.bench.fit_gluon import gluon_studies
@@ -411,6 +412,16 @@ def test_every_study_column_names_a_known_kernel():
                         again.fused) == (k.config, k.schedule, k.overlap, k.family, k.part,
                                          k.fused)
                 seen.add(k.kind)
+    from kernels_gpu.model import data
+    for name in data.parts("hopper_fwd_h200.json"):  # the H200 forward studies' columns too
+        if name.startswith("hopper_ws_"):
+            for r in data.part("hopper_fwd_h200.json", name)["rows"]:
+                for col in r["ms"]:
+                    k = gluon.from_study(col)
+                    assert k is not None or not col.startswith(("gluon ", "ws ")), col
+                    if k is not None:
+                        assert gluon.parse(k.canonical, "fwd").schedule == k.schedule
+                        seen.add(k.kind)
     for rows in DISPATCH_D192.values():
         for _, cfg in rows:
             if cfg is not None:

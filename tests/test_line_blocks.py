@@ -1,4 +1,4 @@
-"""sim.line_blocks: lines mode's long segments run as compiled pieces. The oracle is the interpreter
+"""The compiled path's line pieces (sim.compiler.lines): lines mode's long segments run as compiled pieces. The oracle is the interpreter
 loop itself (pieces switched off): every result, alarm, error and counter must be the same, on random
 traces, on traces with a slow path somewhere (a division by zero, an overflow, an empty register,
 a NaN input, a tile instruction) and on traces with one line broken."""
@@ -14,7 +14,7 @@ from toymachine import AsmError, NumericsError, RuntimeFault, simulate
 from toymachine.asm import source
 
 compiled = importlib.import_module("toymachine.sim.compiled")
-line_blocks = importlib.import_module("toymachine.sim.line_blocks")
+line_blocks = importlib.import_module("toymachine.sim.compiler.lines")
 text_mode = importlib.import_module("toymachine.sim.text")
 loop = importlib.import_module("toymachine.sim.loop")
 
@@ -42,6 +42,7 @@ def pieces(monkeypatch):
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", 3000)
     monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)  # never templates
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
     calls = _Calls()
     real = line_blocks._compile

@@ -1,7 +1,7 @@
 """Lines mode's fast paths against the plain code they replace, on random inputs: the
-line cache that compiles new lines ahead as the chunk's lookup meets them (``sim.text.LineCache``),
+line cache that compiles new lines ahead as the chunk's lookup meets them (``sim.lines.LineCache``),
 the lines compiled in trace order that stand compiled at their later places, the shapes a code
-carries (``sim.line_blocks``), codes template mode cached without one, and the one regular
+carries (``sim.lines``), codes template mode cached without one, and the one regular
 expression that reads a canonical LOAD/STORE line. The oracle is the parsed ``Program`` (no text
 mode at all) or the string-method reader."""
 
@@ -18,7 +18,9 @@ from toymachine import AsmError, NumericsError, RuntimeFault, parse, simulate
 from toymachine.asm import source
 
 scalar = importlib.import_module("toymachine.sim.engines.scalar")
-line_blocks = importlib.import_module("toymachine.sim.line_blocks")
+compiled = importlib.import_module("toymachine.sim.compiled")
+line_blocks = importlib.import_module("toymachine.sim.compiler.lines")
+line_cache = importlib.import_module("toymachine.sim.lines")
 text_mode = importlib.import_module("toymachine.sim.text")
 
 
@@ -113,6 +115,7 @@ def test_lines_mode_agrees_with_the_parsed_program(monkeypatch, text, chunk, pie
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
     monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)  # lines mode only
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
     monkeypatch.setattr(line_blocks, "PIECE", piece)
     parsed, streamed = _parsed_and_streamed(text, dtype=dtype)
@@ -131,6 +134,7 @@ def test_a_line_compiled_in_order_runs_in_pieces_at_its_later_places(monkeypatch
     yet). Each compiles where it first stands; its later places take its code, and the chunk's
     pieces run them (one chunk holds the whole trace)."""
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
     calls = []  # the lines each piece call holds
     real = line_blocks._compile
@@ -159,15 +163,16 @@ def test_lines_after_templates_take_the_codes_template_mode_cached(monkeypatch):
     monkeypatch.setattr(text_mode, "PROBE_EVERY", 1)
     monkeypatch.setattr(text_mode, "MIN_CHUNK_FOR_TEMPLATES", 16)
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
     shaped = []
-    real = line_blocks.noted
+    real = line_cache.noted
 
     def counted(code):
         shaped.append(code)
         return real(code)
 
-    monkeypatch.setattr(line_blocks, "noted", counted)
+    monkeypatch.setattr(line_cache, "noted", counted)
     modes = []
     for name in ("_run_exact", "_run_templates"):
         fn = getattr(text_mode, name)
@@ -192,6 +197,7 @@ def test_a_first_read_in_a_piece_takes_the_input_or_raises_the_nan_alarm(monkeyp
     kept in the cell, as the loop keeps it; a NaN input bails, and the loop raises its alarm at its
     line — the same alarms, counters and memory as one line at a time."""
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
     monkeypatch.setattr(source, "CHUNK_CHARS", 400)
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", 400)
@@ -240,6 +246,7 @@ def test_pieces_of_whole_periods_agree_with_one_line_at_a_time(monkeypatch, n, c
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
     monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 2)
     monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
     periodic = []
@@ -288,6 +295,7 @@ def test_a_matmul_runs_in_pieces_of_its_blocks(monkeypatch):
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", 4000)
     monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 2)
     monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
     sizes = []
@@ -304,7 +312,6 @@ def test_a_matmul_runs_in_pieces_of_its_blocks(monkeypatch):
 
 
 # -- the line cache's fast path for new canonical LOAD/STORE lines ---------------------------------
-line_cache = importlib.import_module("toymachine.sim.line_cache")
 
 
 @st.composite
@@ -334,6 +341,7 @@ def test_the_fast_path_for_new_lines_agrees_with_compile_ahead(monkeypatch, text
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
     monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)  # lines mode only
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
     fast = _outcome(lambda: simulate(io.StringIO(text), steps=False, dtype=dtype))
     with monkeypatch.context() as m:  # the oracle: every new line through scalar.compile_ahead
@@ -352,15 +360,14 @@ def test_the_fast_path_gives_the_code_compile_ahead_gives(monkeypatch):
     monkeypatch.setattr(text_mode, "_run_exact", lambda run, *a: (runs.append(run), real(run, *a))[1])
     simulate(io.StringIO(".array F[6][6]\nLOAD x[0], R0\nLOAD F[0][0], R1\nSTORE R1, z[0]\n"), steps=False)
     run = runs[0]
-    pieces = line_blocks.LineBlocks(run)
     cache = line_cache.LineCache()
-    cache.begin(run, pieces)
+    cache.begin(run)
     for line in ["LOAD x[1], R0", "LOAD x[7], R0", "LOAD F[1][2], R1", "LOAD F[5][5], R1", "STORE R1, z[3]",
                  "STORE R1, z[40]"]:
         code = cache[line]
         assert cache.parts, line
-        assert code == pieces.note(scalar.compile_ahead(run, line)), line
-    assert cache["LOAD F[6][0], R1"] is line_blocks.MISS_CODE  # outside the declared shape: compiled in order
+        assert code == cache.note(scalar.compile_ahead(run, line)), line
+    assert cache["LOAD F[6][0], R1"] is line_cache.MISS_CODE  # outside the declared shape: compiled in order
     assert scalar.compile_ahead(run, "LOAD F[6][0], R1") is None
 
 
@@ -382,13 +389,14 @@ def _verifying_run(monkeypatch, n, chunk, odd, swap, bails):
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
     monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 2)
     monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
     monkeypatch.setattr(line_blocks, "MAX_BAILS", bails)
     monkeypatch.setattr(line_blocks, "MAX_PERIOD", 32)  # a short head: the periods after it are checked by the piece
     verified = []
-    real = line_blocks.LineBlocks._verified
-    monkeypatch.setattr(line_blocks.LineBlocks, "_verified", lambda self, *a: (verified.append(a[-1]), real(self, *a))[1])
+    real = line_blocks.LinePieces._verified
+    monkeypatch.setattr(line_blocks.LinePieces, "_verified", lambda self, *a: (verified.append(a[-1]), real(self, *a))[1])
     lines = _matmul(n, -1, -1, "").splitlines()
     for b in odd:  # blocks (of 3n + 1 lines) whose first MAC is another instruction
         assert lines[b * (3 * n + 1) + 5].startswith("MAC ")
@@ -405,7 +413,7 @@ def _verifying_run(monkeypatch, n, chunk, odd, swap, bails):
 
 def test_a_verifying_piece_runs_and_bails(monkeypatch):
     """The pieces of ``periodic`` do run, and the periods of other shapes after the chunk's head bail."""
-    monkeypatch.setattr(line_blocks, "_flush", lambda run, pieces, real=line_blocks._flush: (flushes.append(1), real(run, pieces))[1])
+    monkeypatch.setattr(line_blocks, "flush", lambda run, pieces, real=line_blocks.flush: (flushes.append(1), real(run, pieces))[1])
     flushes = []
     for bails in (1, 64):
         flushes.clear()
@@ -430,6 +438,7 @@ def test_verifying_pieces_on_random_traces_agree_with_one_line_at_a_time(monkeyp
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
     monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)  # lines mode only
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
     monkeypatch.setattr(line_blocks, "PIECE", 2)
     monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)

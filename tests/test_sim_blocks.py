@@ -1,4 +1,4 @@
-"""sim.blocks: template chunks and generated programs run as compiled blocks. The oracle is the
+"""The compiled path's template blocks (sim.compiler.templates): template chunks and generated programs run as compiled blocks. The oracle is the
 interpreter loop itself (blocks switched off): every result, alarm, error and counter must be the
 same, on random traces and on every slow path a block hands back to the loop (bails)."""
 
@@ -15,15 +15,17 @@ from toymachine.errors import MachineLimitError
 from toymachine.gen import matmul_program, softmax_program, variance_program
 
 compiled = importlib.import_module("toymachine.sim.compiled")
-blocks = importlib.import_module("toymachine.sim.blocks")
-block_keys = importlib.import_module("toymachine.sim.block_keys")
+blocks = importlib.import_module("toymachine.sim.compiler.templates")
+tile_runs = importlib.import_module("toymachine.sim.compiler.tile_runs")
+words = importlib.import_module("toymachine.sim.compiler.words")
 text_mode = importlib.import_module("toymachine.sim.text")
 sim = importlib.import_module("toymachine.sim.simulate")
 # the functions spied on, as the modules define them (monkeypatch restores a patch after the test,
 # not after each hypothesis example: a spy wrapping "the current one" would wrap the last example's)
-_ORIGINAL = {"run_runs": blocks._run_runs, "run_apart": blocks._run_apart,
+_ORIGINAL = {"run_runs": blocks._run_runs, "run_apart": blocks.run_apart,
+             "run_chunk": compiled.CompiledPath.run_chunk,
              "initial": importlib.import_module("toymachine.sim.memory").Array.initial,
-             "separate": importlib.import_module("toymachine.sim.tile_blocks").separate}
+             "separate": tile_runs.separate}
 
 
 def _outcome(run):
@@ -46,15 +48,16 @@ def force(monkeypatch):
     monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 0.0)
     monkeypatch.setattr(text_mode, "REPEATING_FOR_LINES", 10.0)
     monkeypatch.setattr(blocks, "MIN_REPEATS", 1)
+    monkeypatch.setattr(compiled, "MIN_LINES", 1)
     ran = []
-    real = text_mode.run_blocks
+    real = _ORIGINAL["run_chunk"]
 
     def counted(*a):
         ok = real(*a)
         ran.append(ok)
         return ok
 
-    monkeypatch.setattr(text_mode, "run_blocks", counted)
+    monkeypatch.setattr(compiled.CompiledPath, "run_chunk", counted)
     return ran
 
 
@@ -156,7 +159,8 @@ def test_many_bails_hand_the_chunk_to_the_loop(monkeypatch, force):
     monkeypatch.setattr(blocks, "MAX_BAILS", 3)
     handed = []
     real = blocks.execute
-    monkeypatch.setattr(blocks, "execute", lambda run, codes, first: handed.append(len(codes)) or real(run, codes, first))
+    for module in (blocks, words):  # a block that bailed runs again in the loop (words.rerun), the rest after
+        monkeypatch.setattr(module, "execute", lambda run, codes, first: handed.append(len(codes)) or real(run, codes, first))
     text = "".join(f"LOAD x[{i}], R0\nMUL R0, R0, R1\nSTORE R1, y[{i}]\n" for i in range(400))
     got = _both(monkeypatch, force, text, data={"x": [0.0] * 400})
     assert got["memory"]["y"] == [0.0] * 400 and got["dram"]["writes"] == 400
@@ -176,11 +180,11 @@ def test_many_bails_hand_the_chunk_to_the_loop(monkeypatch, force):
 ])
 @pytest.mark.parametrize("dtype", ["fp64", "bf16"])
 def test_generated_programs_run_as_blocks(monkeypatch, make, dtype):
-    """simulate(program) through sim.blocks equals the loop and the program's text streamed."""
+    """simulate(program) through the compiled path equals the loop and the program's text streamed."""
     monkeypatch.setattr(sim, "PROGRAM_CHUNK", 4096)
     ran = []
-    real = sim.run_program_blocks
-    monkeypatch.setattr(sim, "run_program_blocks", lambda *a: ran.append(real(*a)) or ran[-1])
+    real = compiled.CompiledPath.run_program_chunk
+    monkeypatch.setattr(compiled.CompiledPath, "run_program_chunk", lambda *a: ran.append(real(*a)) or ran[-1])
     program = make()
     got = _outcome(lambda: simulate(program, steps=False, dtype=dtype))
     assert any(ran)
@@ -337,7 +341,7 @@ def test_initial_values_do_not_depend_on_the_order_of_reads():
 def apart_traces(draw):
     """Softmax steps (a LOAD and eight word instructions) with a tile block after every few of them
     (LOAD a row block of Q, an op, STORE it to O): the word blocks run as runs and the tile blocks
-    apart (``blocks._run_apart``). Zeros in x make word blocks bail (1 / 0), a huge Q element makes
+    apart (``tile_runs.run_apart``). Zeros in x make word blocks bail (1 / 0), a huge Q element makes
     a tile op overflow, a row past O's declared shape is the loop's error — all in trace order."""
     rows = draw(st.integers(2, 6))
     op = draw(st.sampled_from(["MUL T0, T0, T1", "EXP T0, T1", "ADD T0, T0, T1", "ROWMAX T0, T1"]))
@@ -366,7 +370,7 @@ def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force
     text, reps, rows, scaled = trace
     apart = []
     real = _ORIGINAL["run_apart"]  # the module's own: monkeypatch restores after the test, not each example
-    monkeypatch.setattr(blocks, "_run_apart", lambda *a: apart.append(1) or real(*a))
+    monkeypatch.setattr(blocks, "run_apart", lambda *a: apart.append(1) or real(*a))
     x = [0.5 + i / 200 for i in range(reps)]
     for z in zeros:
         if z < reps:
@@ -384,7 +388,7 @@ def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force
 @st.composite
 def repeated_tile_blocks(draw):
     """Word runs with tile blocks on a few row blocks, again and again: later runs of one tile block
-    are counted, not run, only where they cannot differ from its first (``tile_blocks.separate``) —
+    are counted, not run, only where they cannot differ from its first (``tile_runs.separate``) —
     row blocks that overlap from one tile block to another (``h`` rows, one apart), a block that
     loads the array the tile blocks store to, or tile blocks of two shapes keep every run."""
     h = draw(st.integers(1, 2))
@@ -416,9 +420,8 @@ def test_repeated_tile_blocks_counted_not_run_agree_with_the_loop(monkeypatch, f
     from toymachine import Machine
     text, reps, rows, (separable, same) = trace
     verdicts = []
-    tile_blocks = importlib.import_module("toymachine.sim.tile_blocks")
     real = _ORIGINAL["separate"]  # the module's own: monkeypatch restores after the test, not each example
-    monkeypatch.setattr(tile_blocks, "separate", lambda tiles: verdicts.append(real(tiles)) or verdicts[-1])
+    monkeypatch.setattr(tile_runs, "separate", lambda tiles: verdicts.append(real(tiles)) or verdicts[-1])
     q = [[1.0 + r, -2.0, 0.5] for r in range(rows)]
     if tiny is not None:
         q[tiny // 3 % rows][tiny % 3] = 1e-5 if dtype != "fp64" else 1e-200  # squares (or rounds) to zero
@@ -467,7 +470,7 @@ def test_stored_regions_grow_with_distinct_store_lines_not_with_the_trace(monkey
         f"LOAD x[{i}], R0\nADD R0, R0, R1\nMUL R1, R0, R1\nSUB R1, R0, R2\nEXP R2, R2\n"
         f"LOAD Q[{i % 3}:{i % 3 + 1}, :], T0\nADD T0, T0, T1\nSTORE T1, O[{i % 3}:{i % 3 + 1}, :]\n" for i in range(600))
     if not blocks_on:
-        monkeypatch.setattr(text_mode, "run_blocks", lambda *a: False)
+        monkeypatch.setattr(compiled.CompiledPath, "run_chunk", lambda *a: False)
     got = _outcome(lambda: simulate(io.StringIO(text), steps=False))
     assert got["memory"]["O"][3:] == [[None, None]] * 5 and got["memory"]["O"][0][0] is not None
     assert sizes and max(sizes) <= 3
@@ -478,7 +481,7 @@ def test_short_word_units_are_not_grouped_with_tile_units(monkeypatch, force):
     holds tile units: those stay blocks of their own, run apart from the word runs."""
     apart = []
     real = _ORIGINAL["run_apart"]  # the module's own: monkeypatch restores after the test, not each example
-    monkeypatch.setattr(blocks, "_run_apart", lambda *a: apart.append(1) or real(*a))
+    monkeypatch.setattr(blocks, "run_apart", lambda *a: apart.append(1) or real(*a))
     monkeypatch.setattr(source, "CHUNK_CHARS", 6000)
     text = ".array Q[8][4]\n.array O[8][4]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
         f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n"
@@ -501,17 +504,17 @@ def test_a_chunk_with_new_tile_lines_runs_them_in_the_loop_and_the_rest_as_block
     the loop's, word blocks that bail on either side of the cut."""
     monkeypatch.setattr(source, "CHUNK_CHARS", 6000)
     chunk_starts, rests = [], []
-    real_t, real_b = text_mode._run_templates, text_mode.run_blocks
+    real_t, real_b = text_mode._run_templates, compiled.CompiledPath.run_chunk
     monkeypatch.setattr(text_mode, "_run_templates", lambda run, text, ktext, first, *a: chunk_starts.append(first)
                         or real_t(run, text, ktext, first, *a))
 
-    def spy(run, ktext, first, *a):
-        ok = real_b(run, ktext, first, *a)
+    def spy(door, ktext, first, *a):
+        ok = real_b(door, ktext, first, *a)
         if ok and first not in chunk_starts:
             rests.append(first)
         return ok
 
-    monkeypatch.setattr(text_mode, "run_blocks", spy)
+    monkeypatch.setattr(compiled.CompiledPath, "run_chunk", spy)
     rows = 48
     text = f".array Q[{rows}][2]\n.array O[{rows}][2]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
         f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\nMUL R3, R2, R3\n"
@@ -554,14 +557,14 @@ def test_word_stores_into_a_block_array_remember_each_line_once(monkeypatch):
        bad=st.one_of(st.none(), st.integers(0, 299)), dtype=st.sampled_from(["fp64", "bf16"]))
 def test_the_units_a_chunk_cuts_run_in_the_loop_as_the_loop_runs_them(monkeypatch, force, chunk, zeros, bad, dtype):
     """A chunk that starts or ends inside a unit (the lines from one LOAD to the next) runs those cut
-    units in the loop, before and after its blocks (``block_keys.cut_edges``): an alarm or an error in
+    units in the loop, before and after its blocks (``templates.cut_edges``): an alarm or an error in
     them has the loop's line and step, the stream's indices stay in order, and no block is
     compiled for them."""
     monkeypatch.setattr(source, "CHUNK_CHARS", chunk)
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
-    compiled = []
-    real = blocks.compile_block
-    monkeypatch.setattr(blocks, "compile_block", lambda run, codes, initial: compiled.append(len(codes)) or
+    made = []
+    real = blocks._compile
+    monkeypatch.setattr(blocks, "_compile", lambda run, codes, initial: made.append(len(codes)) or
                         real(run, codes, initial))
     x = [1.0 + i / 300 for i in range(300)]
     for z in zeros:
@@ -571,7 +574,7 @@ def test_the_units_a_chunk_cuts_run_in_the_loop_as_the_loop_runs_them(monkeypatc
         body[bad] = body[bad].replace(f"x[{bad}]", f"x[{300 + bad}]")  # past x's given shape: a fault at its line
     text = "LOAD s[0], R3\nLOAD s[1], R1\n" + "".join(body)
     _both(monkeypatch, force, text, data={"x": x, "s": [0.5, 2.0]}, dtype=dtype)
-    assert len(compiled) <= 4  # the unit and its pairs, whole; not one per chunk for its cut ends (10 before)
+    assert len(made) <= 4  # the unit and its pairs, whole; not one per chunk for its cut ends (10 before)
 
 
 @pytest.mark.slow
@@ -579,10 +582,10 @@ def test_the_units_a_chunk_cuts_run_in_the_loop_as_the_loop_runs_them(monkeypatc
 @given(head=st.text("LOAD x[]\n, ", max_size=12), unit=st.text("LOAD x[]\n, R0", min_size=1, max_size=14),
        m=st.integers(0, 40), rest=st.text("LOAD x[]\n, ", max_size=14))
 def test_units_split_as_str_split(head, unit, m, rest):
-    """``block_keys.units`` gives ``ktext.split("\\nLOAD ")``, item for item, on texts that repeat a unit
+    """``templates.units`` gives ``ktext.split("\\nLOAD ")``, item for item, on texts that repeat a unit
     (and on any others)."""
     for ktext in (head + ("\nLOAD " + unit) * m + rest, head + unit * m + rest):
-        assert block_keys.units(ktext) == ktext.split("\nLOAD "), ktext
+        assert blocks.units(ktext) == ktext.split("\nLOAD "), ktext
 
 
 def test_the_door_closed_runs_every_instruction_in_the_loop(monkeypatch, force):

@@ -123,7 +123,7 @@ def test_new_tile_lines_take_the_fast_path(monkeypatch):
     r = simulate(io.StringIO(text), Machine(sram_words=64), steps=False)
     assert r.memory["O"] == [[4.0] * 4] * rows
     # every tile LOAD/STORE line compiled is compiled by the fast path; the chunk's new blocks after the
-    # first of each key run as templates (sim.text_slices): fewer lines compiled than there are
+    # first of each key run as templates (sim.cut): fewer lines compiled than there are
     assert hits and all(hits) and len(hits) < rows
     assert r.dram_reads == r.dram_writes == rows * 4
 

@@ -1,4 +1,4 @@
-"""Tile LOAD/STORE templates (sim.text_slices, sim.engines.tile_templates, sim.tile_blocks): a trace whose
+"""Tile LOAD/STORE templates (sim.cut, sim.engines.tile_templates, sim.compiler.tiles): a trace whose
 tile lines name new blocks gives the same result, alarms and errors (message, line, column) with its
 slice bounds cut into a bound stream as without (every tile line compiled as itself, the path that
 tests/test_tile_lines.py holds equal to the parser) and as the parsed Program — random mixed traces
@@ -15,8 +15,11 @@ from hypothesis import strategies as st
 
 from toymachine import Machine, parse, simulate
 from toymachine.asm import source
-from toymachine.sim import blocks, text_slices, tile_blocks
+from toymachine.sim import compiled
+from toymachine.sim import cut as text_slices
 from toymachine.sim import text as text_mode
+from toymachine.sim.compiler import templates as blocks
+from toymachine.sim.compiler import tiles as tile_blocks
 from toymachine.sim.engines import tile_templates
 
 ROWS = 40
@@ -128,9 +131,9 @@ def _counted(monkeypatch):
             tb.batch = tb.multi.__globals__["batch"] = counted  # (the block's ``multi`` calls it too)
         return tb
 
-    monkeypatch.setattr(text_mode, "cut", counted_cut)
+    monkeypatch.setattr(text_slices, "cut", counted_cut)
     monkeypatch.setattr(text_slices, "template_code", counted_make)
-    monkeypatch.setattr("toymachine.sim.block_compile.compile_tile_block", counted_block)
+    monkeypatch.setattr("toymachine.sim.compiler.templates.compile_tile_block", counted_block)
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +145,7 @@ def small_chunks():
         mp.setattr(text_slices, "MIN_TILE_LINES", 2)
         mp.setattr(tile_templates, "REGIONS_LIMIT", 3)  # the regions folded into a mask often
         mp.setattr(blocks, "MIN_REPEATS", 4)  # short chunks run as blocks too
+        mp.setattr(compiled, "MIN_LINES", 1)
         yield mp
 
 
@@ -243,7 +247,7 @@ def test_a_long_mixed_new_trace_runs_as_templates(monkeypatch):
     regions = []
     remember = tile_templates.remember
     monkeypatch.setattr(tile_templates, "remember", lambda arr, idx: (remember(arr, idx), regions.append(len(arr.regions))))
-    monkeypatch.setattr("toymachine.sim.tile_blocks.remember", tile_templates.remember)
+    monkeypatch.setattr("toymachine.sim.compiler.tiles.remember", tile_templates.remember)
     fast = run_outcome(_run(text, Machine(sram_words=4096)))
     tiles = text.count("LOAD Q[") * 2
     assert isinstance(fast, dict) and len(compiled) < tiles // 20, (len(compiled), tiles)
@@ -299,7 +303,7 @@ def test_overlapping_stores_and_changing_heights():
 @pytest.mark.slow
 @pytest.mark.parametrize("bad", [None, "LOAD Q[19998:20001, :], T0", "FILL 0, 2, 4, T3\nDIV T3, T3, T1"])
 def test_a_trace_of_tile_blocks_only(bad):
-    """A chunk that is one long run of one template tile block (blocks._run_runs: its ``multi``, the
+    """A chunk that is one long run of one template tile block (templates._run_runs: its ``multi``, the
     runs after the first at once), with an error or an alarm deep inside it."""
     rows = 20000
     lines = [f".array Q[{rows}][4]", f".array O[{rows}][4]"]

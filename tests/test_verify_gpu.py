@@ -219,6 +219,7 @@ def test_the_plan_runs_the_chunked_d192_launches(monkeypatch):
     assert [verify_mod._part(ln) for ln in plan] == [""] * 5  # the chunked labels say dv / dk
     monkeypatch.setattr(host_dispatch, "DISPATCH_D192",
                         {c: [(1 << 62, hopper_d192.CANDIDATES["g-best"])] for c in (False, True)})
+    monkeypatch.setattr(host_dispatch, "DISPATCH_WS", {})  # the `tl` forward, as the labels say
     monkeypatch.setattr(support, "HAVE_GLUON", True)  # the tables on any Triton: this one taken as verified
     monkeypatch.setitem(support.GLUON_DISPATCHED, support.triton_version(), "the test's tables")
     support.reset()

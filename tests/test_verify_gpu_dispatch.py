@@ -29,14 +29,16 @@ def test_the_dispatched_kernels_agree_with_the_simulator(n, d, causal, pass_):
     got = [(x["function"], x["kernel"]) for x in s["launches"]]
     assert [g for g in got if g[1].startswith("gluon")] == \
         [(ln.function, ln.label) for ln in want if ln.gluon]
-    assert got[0][0] in ("_attn_fwd_hopper", "_attn_fwd_ws")  # d 64 / 128 fp16: a Gluon forward
+    assert got[0][0] in ("_attn_fwd_hopper", "_attn_fwd_ws",  # d 64 / 128 fp16: a Gluon
+                         "_attn_fwd_ws_persistent")  # forward
 
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_chunked_d192_backward_agrees_with_the_simulator(causal):
     """d 192, N 1024 (the chunked Gluon backward's dispatch, host/hopper_d192.py): verify-gpu
     runs and names its launches — `_attn_bwd_dkdv_d192` (once, or dV and dK apart) and
-    `_attn_bwd_dq_d192` after the `tl` forward and preprocess — as model.dispatch predicts,
+    `_attn_bwd_dq_d192` after the warp-specialised Gluon forward (three 64-column chunks) and
+    the `tl` preprocess — as model.dispatch predicts,
     and the simulator, run with each launch's blocks, agrees with them."""
     v = verify_mod.verify(n=1024, d=192, causal=causal, pass_="backward", heads=2)
     assert v.ok, [(c.quantity, c.max_abs, c.tolerance) for c in v.comparisons]
@@ -46,6 +48,6 @@ def test_the_chunked_d192_backward_agrees_with_the_simulator(causal):
     got = [(x["function"], x["kernel"], x["part"]) for x in s["launches"]]
     assert [g for g in got if g[1].startswith("gluon")] == \
         [(ln.function, ln.label, ln.part) for ln in want if ln.gluon]
-    assert [g[0] for g in got[:2]] == ["_attn_fwd", "_attn_bwd_preprocess"]
+    assert [g[0] for g in got[:2]] == ["_attn_fwd_ws", "_attn_bwd_preprocess"]
     assert {g[0] for g in got[2:]} == {"_attn_bwd_dkdv_d192", "_attn_bwd_dq_d192"}
     assert all(x["write_bytes"] == 2 * 1024 * 192 * 2 for x in s["launches"][2:])

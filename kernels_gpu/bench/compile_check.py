@@ -145,7 +145,7 @@ def compile_hopper(d: int, block_m: int, block_n: int, num_warps: int, arch: int
     from ..kernels.hopper import _attn_fwd_hopper
 
     sig = _descriptors(d, q_desc=block_m, k_desc=block_n, v_desc=block_n, o_desc=block_m)
-    sig.update(LSE="*fp32", qk_scale="fp32", N="i32")
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", GROUP="i32")
     return _gluon(_attn_fwd_hopper, sig, {"BLOCK_M": block_m, "BLOCK_N": block_n,
                                           "HEAD_DIM": d, "num_warps": num_warps,
                                           "CAUSAL": causal}, arch)
@@ -157,29 +157,53 @@ WS_CONFIGS = tuple((d, bn, sched) for d in (64, 128) for bn in (128, 64)
 
 def compile_ws(d: int, block_n: int, schedule: str, arch: int = 90, causal: bool = False,
                stages: int = 2, consumer_regs: int = 240):
-    """The warp-specialised Gluon forward (kernels.hopper_ws) compiled for sm_<arch>, fp16."""
+    """The warp-specialised Gluon forward (kernels.hopper_ws) compiled for sm_<arch>, fp16
+    (d 192: boxes of 64 columns, three a row)."""
     from ..host.launch_common import WS_MAXNREG
     from ..kernels.hopper_ws import SCHEDULES, WG_ROWS, _attn_fwd_ws
 
-    sig = _descriptors(d, q_desc=WG_ROWS, k_desc=block_n, v_desc=block_n, o_desc=WG_ROWS)
-    sig.update(LSE="*fp32", qk_scale="fp32", N="i32")
+    sig = _descriptors(d, 64 if d == 192 else None, q_desc=WG_ROWS, k_desc=block_n,
+                       v_desc=block_n, o_desc=WG_ROWS)
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", GROUP="i32")
     return _gluon(_attn_fwd_ws, sig, {"BLOCK_N": block_n, "HEAD_DIM": d, "STAGES": stages,
                                       "CAUSAL": causal, "SCHEDULE": SCHEDULES[schedule],
                                       "CONSUMER_REGS": consumer_regs, "num_warps": 4},
                   arch, maxnreg=WS_MAXNREG)
 
 
+def compile_ws_persistent(d: int, block_n: int, schedule: str, arch: int = 90,
+                          causal: bool = False, stages: int = 2, consumer_regs: int = 240):
+    """The persistent warp-specialised forward (kernels.hopper_ws_persistent), sm_<arch>,
+    fp16; `schedule` one of host.hopper.PERSISTENT."""
+    from ..host.hopper import PERSISTENT
+    from ..host.launch_common import WS_MAXNREG
+    from ..kernels.hopper_ws import WG_ROWS
+    from ..kernels.hopper_ws_persistent import _attn_fwd_ws_persistent
+
+    sig = _descriptors(d, q_desc=WG_ROWS, k_desc=block_n, v_desc=block_n, o_desc=WG_ROWS)
+    sig.update(LSE="*fp32", qk_scale="fp32", N="i32", GROUP="i32", BH="i32")
+    return _gluon(_attn_fwd_ws_persistent, sig, {
+        "BLOCK_N": block_n, "HEAD_DIM": d, "STAGES": stages, "CAUSAL": causal,
+        "SCHEDULE": PERSISTENT[schedule], "CONSUMER_REGS": consumer_regs, "num_warps": 4},
+        arch, maxnreg=WS_MAXNREG)
+
+
 def compile_bwd(d: int, block_m: int, block_n: int, num_warps: int = 8, arch: int = 90,
                 causal: bool = False, dq: bool = False, stages: int = 2,
-                overlap: bool = False):
-    """The Gluon dK/dV (dq: the dQ) of kernels.hopper_bwd compiled for sm_<arch>, fp16."""
+                overlap: bool = False, tma_out: bool = False):
+    """The Gluon dK/dV (dq: the dQ) of kernels.hopper_bwd compiled for sm_<arch>, fp16;
+    `tma_out`: the outputs through shared memory and TMA stores (TMA descriptors)."""
     from ..kernels.hopper_bwd import _attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper
 
     sig = _descriptors(d, q_desc=block_m, k_desc=block_n, v_desc=block_n, do_desc=block_m)
     sig.update(**_bwd_scalars(dq))
+    if tma_out:
+        sig.update(_descriptors(d, DQ=block_m) if dq else _descriptors(d, DK=block_n,
+                                                                       DV=block_n))
     return _gluon(_attn_bwd_dq_hopper if dq else _attn_bwd_dkdv_hopper, sig,
                   {"BLOCK_M": block_m, "BLOCK_N": block_n, "HEAD_DIM": d, "CAUSAL": causal,
-                   "STAGES": stages, "OVERLAP": int(overlap), "num_warps": num_warps}, arch)
+                   "STAGES": stages, "OVERLAP": int(overlap), "num_warps": num_warps,
+                   "TMA_OUT": bool(tma_out)}, arch)
 
 
 def _bwd_scalars(dq: bool) -> dict[str, str]:

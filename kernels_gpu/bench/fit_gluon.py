@@ -97,8 +97,8 @@ class StudyPoint:
         if self.group == "pipeline" and k is not None:  # (the pipeline group is Gluon's)
             pipeline = pipeline or gluon.PIPELINE
             return P.overlapped_time(self.rate, list(self.per), self.rows, self.occ,
-                                     pipeline.fixed_s, 132, pipeline.hidden[k.schedule],
-                                     pipeline.balance)
+                                     0.0 if k.persistent else pipeline.fixed_s, 132,
+                                     pipeline.hidden[k.pipeline_schedule], pipeline.balance)
         terms = terms or (P.GLUON_TERMS if k is not None else P.TERMS)
         return P.chain_time(self.rate, list(self.per), self.rows, self.occ, terms[self.group],
                             132, k, (self.n, self.d, self.batch, self.heads, self.causal, 2),
@@ -227,13 +227,13 @@ def fit_pipeline(points: list[StudyPoint]) -> gluon.PipelineTerms:
     cost and balance, each schedule's hidden fraction on its own points (the loss separates),
     first of equals in grid order."""
     ws = [p for p in points if p.group == "pipeline"]
-    scheds = sorted({p.kernel.schedule for p in ws if p.kernel is not None})
+    scheds = sorted({p.kernel.pipeline_schedule for p in ws if p.kernel is not None})
     best = None
     for balance in BALANCE_GRID:
         for fixed in FIXED_GRID:
             hidden, total = {}, 0.0
             for s in scheds:
-                mine = [p for p in ws if p.kernel is not None and p.kernel.schedule == s]
+                mine = [p for p in ws if p.kernel is not None and p.kernel.pipeline_schedule == s]
                 v, h = min((round(_loss(mine, gluon.PipelineTerms(fixed, {s: h}, balance)), 9),
                             h) for h in HIDDEN_GRID)
                 hidden[s], total = h, total + v

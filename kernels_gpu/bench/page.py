@@ -13,31 +13,13 @@ import statistics
 import sys
 
 from ..model import data
-from . import frontier_table
+from . import candidates, frontier_table
 
-__all__ = ["FRONTIER", "CANDIDATES", "render", "main"]
+__all__ = ["FRONTIER", "render", "main"]
 
 # the published frontier runs, in order: a later file's point replaces an earlier one's
 FRONTIER = ("frontier_d64_d128_h100.json", "frontier_d256_d192_h100.json",
             "frontier_d192_grouped_h100.json", "frontier_d64_split_h100.json")
-
-# The backward and forward candidates toward cuDNN: (what, status). A tried candidate keeps its
-# figures here whether it won or not; one not yet built says so.
-CANDIDATES: tuple[tuple[str, str], ...] = (
-    ("Backward: dQ reduced in bulk (FA3's shared-memory accumulation, one bulk async reduce a "
-     "tile through inline PTX)", "not built"),
-    ("Backward: dK, dV and dQ stored through shared memory and TMA instead of plain stores "
-     "from the wgmma accumulator layout", "not built"),
-    ("Backward: fewer GEMMs a tile (dP and dS^T K reused across the warpgroups)", "not built"),
-    ("Forward: grouped heads at d 128, N 1k (K/V tiles shared by a group's programs)",
-     "not built"),
-    ("Forward: d 192 native (no padding to 256; 3 x 64-column TMA boxes, as the chunked "
-     "backward)", "not built"),
-    ("Backward: warp-specialised dK/dV (kernels/hopper_bwd_ws.py), with and without the fused "
-     "dQ by atomics", "built and measured: within the spread of the one-partition kernel, so "
-     "not dispatched (the launch studies of data/gluon_studies_h100.json, hopper_bwd_ws parts)"),
-)
-
 
 def _entry_line(name: str) -> str:
     e = data.entry(name)
@@ -113,23 +95,43 @@ def render() -> str:
         *_where(sq),
         "* the backward is below cuDNN at "
         f"{sum(x < 1.0 for x in cb)} of {len(cb)} square points (median "
-        f"{statistics.median(cb):.2f}): the Gluon dK/dV and dQ store dK, dV and dQ with plain "
+        f"{statistics.median(cb):.2f}): dQ is a launch of its own that recomputes P and dP "
+        "(seven products a tile pair where a fused dQ needs five), and the dQ keeps plain "
         "stores from the wgmma accumulator layout (each warp store fills half of each 32-byte "
         "sector: about 2 L2 write sectors a sector, the ncu fixture "
-        "`traffic_gluon_h100.csv`), and dQ is a launch of its own that recomputes P and dP;",
-        "* the forward at d 192 runs the `tl` kernel padded to 256 (a third of its matrix "
-        "work is padding); at d 256 and with grouped heads at d 128 the `tl` forward runs (the "
-        "Gluon forwards take H_kv = H, d 64 and 128).",
+        "`traffic_gluon_h100.csv`);",
+        "* these runs timed the `tl` forward with grouped heads at d 128 and at d 192 (padded "
+        "to 256) and the Gluon dK/dV with plain stores; the next section times the forwards "
+        "`host/dispatch.choose` picks at those points; at d 256 the `tl` forward runs.",
         "",
-        "What is left (the candidates below): a bulk dQ reduction, stores through shared "
-        "memory and TMA, fewer GEMMs a backward tile, a grouped-head Gluon forward and a native "
-        "d 192 forward.",
+        "What is left (the candidates below): a bulk dQ reduction with the dQ fused into the "
+        "dK/dV, fewer GEMMs a backward tile, a wider key tile at d 192.",
+        "",
+        "## The forward as dispatched, on the H200",
+        "",
+        "What it measures: the public forward (`flash_attention_forward`, the kernel "
+        "`host/dispatch.choose` picks) against SDPA-cuDNN and SDPA-flash, and the `tl` forward "
+        "(what these points run with KERNELS_GPU_HOPPER=0), all in the same run (H 32, "
+        "B·N = 16384 tokens a head). Data: "
+        f"{_entry_line(candidates.BUNDLE)}. Commands (the parts "
+        + ", ".join(f"`{p}`" for p in candidates.DISPATCHED + candidates.LATER) + "):",
+        "",
+        *[f"    {data.entry(candidates.BUNDLE).parts[p]}"
+          for p in candidates.DISPATCHED + candidates.LATER],
+        "",
+        *candidates.forward_table(),
+        "",
+        "Where the time goes: at N 1k a program of 128 query rows has 8 key tiles, so its "
+        "prologue (Q and the first K/V in) and epilogue (O out) weigh; the persistent forward "
+        "runs them under the neighbouring items' work. At d 192 the key tile is 64 wide (a "
+        "2-stage ring of 128-row K and V tiles and Q do not fit in shared memory), so every "
+        "Q K^T is a 64-column wgmma chain and P V three 64-column products.",
         "",
         "## Candidates toward cuDNN",
         "",
         "| candidate | status |",
         "|---|---|",
-        *[f"| {what} | {status} |" for what, status in CANDIDATES],
+        *[f"| {what} | {status} |" for what, status in candidates.candidates()],
         "",
         "## Memory traffic against ncu",
         "",

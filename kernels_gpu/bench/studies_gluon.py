@@ -1,10 +1,14 @@
 """The Gluon kernels' studies (read by `study.run` through `studies.STUDIES`), each launch of a
 Gluon kernel timed alone and in the whole pass it would run in, on an sm_90 GPU:
 
-* hopper: the Gluon forwards (one-partition configs; --ws the warp-specialised schedules)
-  beside the `tl` forward, SDPA-flash and cuDNN, checked against float32 SDPA-math (N ≤ 4k);
+* hopper: the Gluon forwards (one-partition configs; --ws the warp-specialised schedules, their
+  persistent forms and d 192's three-chunk kernel; --kv grouped heads) beside the public forward
+  as dispatched ("ours"), the `tl` forward, SDPA-flash and cuDNN, checked against float32
+  SDPA-math (N ≤ 4k); --dispatched: only those four;
 * hopper_bwd: the Gluon dK/dV and dQ configs beside the `tl` launches, and the whole backwards
   built on them (the `tl` preprocess, the dK/dV, the dQ), checked against the `tl` backward;
+  --tma-out: the dispatched (else the first) dK/dV and dQ with plain and with TMA stores of
+  their outputs, alone and as a backward;
 * hopper_bwd_ws: the warp-specialised dK/dV (and its fused dQ) beside the dispatched
   one-partition dK/dV, each checked against it; --public the public path with the
   warp-specialised kernel dispatched.
@@ -35,18 +39,31 @@ from ..host.hopper_bwd_ws import (
 )
 from . import study
 from .check import sdpa
-from .study import Point, Study, check_into, finish, time_into, time_sdpa_backward
+from .study import (
+    Point,
+    Study,
+    check_into,
+    finish,
+    grid_points,
+    time_into,
+    time_sdpa_backward,
+)
 
 __all__ = ["GLUON_STUDIES", "label", "FWD_VARIANTS", "WS_FWD_VARIANTS", "BWD_VARIANTS",
            "DQ_VARIANTS", "WS_BWD_VARIANTS"]
 
 # the one-partition forward: (BLOCK_M, BLOCK_N, warps); the warp-specialised forward
-# (kernels.hopper_ws): (block_n, schedule, stages)
+# (kernels.hopper_ws): (block_n, schedule, stages), "p...": its persistent form
+# (kernels.hopper_ws_persistent); d 192 (three 64-column chunks): block_n 64
 FWD_VARIANTS = {64: [(128, 128, 8), (128, 64, 8), (64, 128, 4)],
-                128: [(128, 128, 8), (128, 64, 8), (64, 64, 4)]}
-WS_FWD_VARIANTS = {64: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2)],
+                128: [(128, 128, 8), (128, 64, 8), (64, 64, 4)], 192: []}
+WS_FWD_VARIANTS = {64: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2),
+                        (128, "plag", 2), (128, "ppingpong", 2), (128, "plag", 3)],
                    128: [(128, "ws", 2), (128, "lag", 2), (128, "pingpong", 2),
-                         (128, "lag", 3), (128, "pingpong", 3)]}
+                         (128, "lag", 3), (128, "pingpong", 3), (128, "plag", 2),
+                         (128, "ppingpong", 2)],
+                   192: [(64, "ws", 2), (64, "lag", 2), (64, "pingpong", 2), (64, "lag", 3),
+                         (64, "pingpong", 3)]}
 # the Gluon dK/dV: (BLOCK_M, BLOCK_N, warps, ring stages, overlap schedule); the first is the
 # dispatched one ((64, 64, 4, 3, 0), (64, 64, 4, 3, 2), (64, 128, 8, 3, 0) and the dQ
 # (64, 64, 4, 3, 1), (64, 128, 4, 2, 1) were timed too: all slower, the hopper_bwd_overlap
@@ -77,29 +94,41 @@ def _fwd_row(pt: Point, args) -> dict:
     from torch.nn.attention import SDPBackend
 
     q, k, v, _ = study.inputs(pt, grad=False)
-    c = pt.causal
+    c, g = pt.causal, pt.heads // pt.heads_kv
     ref = sdpa(q.float(), k.float(), v.float(), c, SDPBackend.MATH) if pt.n <= 4096 else None
     variants: dict[str, Callable[..., Any]] = {}
-    for bm, bn, w in FWD_VARIANTS[pt.d]:
+    for bm, bn, w in ([] if args.dispatched else FWD_VARIANTS[pt.d]):
         variants[f"gluon M{bm}N{bn}w{w}"] = partial(attention_forward_hopper, q, k, v,
                                                     block_m=bm, block_n=bn, num_warps=w,
                                                     causal=c)
-    for bn, sched, st in (WS_FWD_VARIANTS[pt.d] if args.ws else []):
+    for bn, sched, st in (WS_FWD_VARIANTS[pt.d] if args.ws and not args.dispatched else []):
         variants[f"ws N{bn} {sched} s{st}"] = partial(attention_forward_ws, q, k, v,
                                                       block_n=bn, schedule=sched, stages=st,
                                                       causal=c)
+    variants["ours"] = lambda: fa.flash_attention_forward(q, k, v, c)[0]  # as dispatched
     row = pt.row()
-    for name, fn in variants.items():
-        if check_into(row, name, lambda fn=fn: (fn(),), None if ref is None else (ref,)):
-            time_into(row, name, fn, args.repeats, rep=40)
     with torch.no_grad():
+        for name, fn in variants.items():
+            if check_into(row, name, lambda fn=fn: (fn(),), None if ref is None else (ref,)):
+                time_into(row, name, fn, args.repeats, rep=40)
         time_into(row, "ours (tl)", partial(fa.flash_attention_forward, q, k, v, c,
-                                            config=fa.resolve_config("fwd", q, c)),
+                                            config=fa.resolve_config("fwd", q, c, k=k)),
                   args.repeats, rep=40)
         for name, be in (("flash", SDPBackend.FLASH_ATTENTION),
                          ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-            time_into(row, name, partial(sdpa, q, k, v, c, be), args.repeats, rep=40)
+            try:
+                sdpa(q, k, v, c, be)
+                kk, vv = k, v
+            except RuntimeError:  # a backend without grouped heads: K/V expanded
+                kk, vv = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+            time_into(row, name, partial(sdpa, q, kk, vv, c, be), args.repeats, rep=40)
     return finish(row, pt, "fwd")
+
+
+def _fwd_points(args) -> list[Point]:
+    """grid_points at each --kv (K/V heads; 32: dense)."""
+    return [Point(p.d, p.n, p.causal, p.batch, heads_kv=int(kv))
+            for p in grid_points(args) for kv in args.kv.split(",")]
 
 
 def _bwd_point(pt: Point):
@@ -157,6 +186,40 @@ def _bwd_row(pt: Point, args) -> dict:
                                                   lse, do, causal), reps)
     time_into(row, "tl backward", partial(fa.flash_attention_backward, qd, kd, vd, o, lse, do,
                                           causal, dkdv_config=kv_cfg, dq_config=dq_cfg), reps)
+    time_sdpa_backward(row, q, k, v, do, causal, reps)
+    return finish(row, pt, "bwd")
+
+
+def _tma_out_row(pt: Point, args) -> dict:
+    """The dispatched (else the first) dK/dV and dQ configs of d, each with plain stores and
+    with TMA stores (`tma_out`), alone and as a backward (the `tl` preprocess, the dK/dV, the
+    dQ), beside the dispatched backward and SDPA's; the outputs checked against the dispatched
+    backward first."""
+    (q, k, v, do), (qd, kd, vd, o, lse, delta), p, _ = _bwd_point(pt)
+    scale, causal, reps = fa.softmax_scale(None, pt.d), pt.causal, args.repeats
+    ref = fa.flash_attention_backward(qd, kd, vd, o, lse, do, causal)
+    kv_cfg = dispatch.DISPATCH_DKDV.get(pt.d, BWD_VARIANTS[pt.d][0])
+    dq_cfg = dispatch.DISPATCH_DQ.get((pt.d, True), DQ_VARIANTS[pt.d][0])
+    row = pt.row()
+    for tma in (False, True):
+        tag = " tma" if tma else ""
+        dkdv = partial(attention_backward_dkdv_hopper, qd, kd, vd, do, lse, delta, scale,
+                       causal, *kv_cfg, tma_out=tma)
+        gdq = partial(attention_backward_dq_hopper, qd, kd, vd, do, lse, delta, scale, causal,
+                      *dq_cfg, tma_out=tma)
+        if check_into(row, name := label("dkdv", kv_cfg) + tag, dkdv, ref[1:]):
+            time_into(row, name, dkdv, reps)
+        if check_into(row, name := label("dq", dq_cfg) + tag, lambda gdq=gdq: (gdq(),),
+                      ref[:1]):
+            time_into(row, name, gdq, reps)
+
+        def whole(dkdv=dkdv, gdq=gdq):
+            L.launch_preprocess(p, o, do, delta)
+            dkdv()
+            gdq()
+        time_into(row, "backward" + tag, whole, reps)
+    time_into(row, "dispatched backward", partial(fa.flash_attention_backward, qd, kd, vd, o,
+                                                  lse, do, causal), reps)
     time_sdpa_backward(row, q, k, v, do, causal, reps)
     return finish(row, pt, "bwd")
 
@@ -237,6 +300,15 @@ def _ws_bwd_row(pt: Point, args) -> dict:
 
 def _fwd_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--ws", action="store_true", help="the warp-specialised kernel's schedules too")
+    ap.add_argument("--kv", default="32", help="K/V heads (comma list; 32 = dense)")
+    ap.add_argument("--dispatched", action="store_true",
+                    help="only the dispatched forward, the `tl` one, SDPA-flash and cuDNN")
+
+
+def _bwd_options(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--tma-out", action="store_true",
+                    help="instead: the dispatched (else the first) dK/dV and dQ, with plain "
+                         "and with TMA stores of their outputs, and the backward on each pair")
 
 
 def _ws_bwd_options(ap: argparse.ArgumentParser) -> None:
@@ -251,11 +323,14 @@ def _ws_bwd_options(ap: argparse.ArgumentParser) -> None:
 
 GLUON_STUDIES: dict[str, Study] = {
     "hopper": Study("the Gluon Hopper forwards beside the `tl` kernel, SDPA-flash and cuDNN",
-                    _fwd_row, lambda a: ("hopper_ws" if a.ws else "hopper")
+                    _fwd_row, lambda a: ("hopper_dispatched" if a.dispatched else "hopper_ws"
+                                         if a.ws else "hopper")
                     + ("_causal" if a.causal == "1" else ""), causal="0",
-                    options=_fwd_options),
+                    options=_fwd_options, points=_fwd_points),
     "hopper_bwd": Study("the Gluon dK/dV and dQ beside the `tl` launches, SDPA-flash and cuDNN",
-                        _bwd_row, lambda a: "hopper_bwd"),
+                        lambda pt, a: _tma_out_row(pt, a) if a.tma_out else _bwd_row(pt, a),
+                        lambda a: "hopper_bwd_tma_out" if a.tma_out else "hopper_bwd",
+                        options=_bwd_options),
     "hopper_bwd_ws": Study("the warp-specialised Gluon dK/dV beside the one-partition one",
                            _ws_bwd_row, lambda a: a.name, dims="128",
                            options=_ws_bwd_options),

@@ -12,14 +12,29 @@ The tables hold what measured faster than the `tl` kernel (PERFORMANCE.md has th
 the commands that produce them):
 
 * DISPATCH / DISPATCH_CAUSAL: head dim -> (BLOCK_M, BLOCK_N, warps) of the one-partition Gluon
-  forward (kernels.hopper): 1.05 - 1.24 x the `tl` forward at d 64 and 128, causal or not.
+  forward (kernels.hopper): 1.05 - 1.24 x the `tl` forward at d 64 and 128, causal or not;
+  grouped heads (H a multiple of H_kv, MQA too) run it and the warp-specialised one as well.
 * DISPATCH_WS: (head dim, causal) -> [(largest N, (BLOCK_N, schedule, stages) or None)], the
   warp-specialised forward (kernels.hopper_ws), before the one-partition one; the first row
-  whose largest N covers N_q. d 64 is absent: there it lost to the one-partition kernel.
+  whose largest N covers N_q; a schedule "p...": its persistent form (one program an SM
+  walking the (query tile, head) items; kernels.hopper_ws_persistent), which led at N 1k (the
+  prologue and epilogue no longer alone: 1.03 - 1.19 x cuDNN with grouped heads against
+  0.88 - 0.93 for the one-launch-a-tile kernels) and tied at 4k. Causal and dense it lost at
+  N 1k - 2k (0.87 - 0.88 x cuDNN against 0.94 - 0.96 for the one-partition kernel: its
+  heaviest-first order across heads spreads the K/V tiles in flight over every head, where a
+  group's heads share them), so DISPATCH_WS_GROUPED holds the grouped-head rows that differ
+  and is read first when H_kv < H. d 64 is absent: there it lost to the one-partition kernel.
+  d 192
+  runs it alone (the head dim as three 64-column chunks; the one-partition kernel has no d 192):
+  1.4 - 1.5 x the `tl` forward padded to 256 (data/hopper_fwd_h200.json: its schedules and
+  ring depths within 1 - 8 % of each other; ping-pong 2 stages led non-causal, lag causal).
 * DISPATCH_DKDV: head dim -> (BLOCK_M, BLOCK_N, warps, ring stages, overlap) of the Gluon dK/dV
   (kernels.hopper_bwd): 1.09 - 1.34 x the `tl` dK/dV launch at d 128; at d 64 within +-7 %, so
   not there. Overlap 1 (dP^T issued with S^T, under P^T's exponentials); a 3-stage ring needs
-  131 KB of shared memory (one program per SM instead of two) and lost.
+  131 KB of shared memory (one program per SM instead of two) and lost. The host runs it with
+  dK and dV stored through shared memory and TMA (tma_out): 0 - 12 % faster than its plain
+  stores, which also spilled (data/hopper_fwd_h200.json, part hopper_bwd_tma_out); the Gluon
+  dQ's TMA store was mixed (-15 % to +6 %), so the dQ keeps its plain stores.
 * DISPATCH_DQ: (head dim, causal) -> the Gluon dQ's config, only beside the Gluon dK/dV: causal
   d 128 (the backward 1.02 - 1.06 x); non-causal within +-3 %, so not there.
 * DISPATCH_DKDV_WS: (head dim, causal) -> [(largest N, (BLOCK_M, stages, overlap, fused dQ,
@@ -44,7 +59,7 @@ import torch
 from . import support
 from .hopper_d192 import CANDIDATES, D192Config
 
-__all__ = ["DISPATCH", "DISPATCH_CAUSAL", "DISPATCH_WS", "DISPATCH_DKDV", "DISPATCH_DQ",
+__all__ = ["DISPATCH", "DISPATCH_CAUSAL", "DISPATCH_WS", "DISPATCH_WS_GROUPED", "DISPATCH_DKDV", "DISPATCH_DQ",
            "DISPATCH_DKDV_WS", "DISPATCH_D192", "Choice", "SM90", "WS_ROWS", "choose",
            "choose_for", "capability_now"]
 
@@ -58,8 +73,14 @@ BwdConfig = tuple[int, int, int, int, int]
 DISPATCH: dict[int, FwdConfig] = {64: (128, 128, 8), 128: (128, 64, 8)}
 DISPATCH_CAUSAL: dict[int, FwdConfig] = {64: (128, 128, 8), 128: (128, 64, 8)}
 DISPATCH_WS: dict[tuple[int, bool], list[tuple[int, WsConfig | None]]] = {
-    (128, False): [(512, None), (4096, (128, "lag", 3)), (1 << 62, (128, "lag", 2))],
-    (128, True): [(2048, None), (4096, (128, "pingpong", 3)), (1 << 62, (128, "pingpong", 2))]}
+    (128, False): [(512, None), (1024, (128, "ppingpong", 2)), (4096, (128, "lag", 3)),
+                   (1 << 62, (128, "lag", 2))],
+    (128, True): [(2048, None), (4096, (128, "pingpong", 3)), (1 << 62, (128, "pingpong", 2))],
+    (192, False): [(1 << 62, (64, "pingpong", 2))],
+    (192, True): [(1 << 62, (64, "lag", 2))]}
+DISPATCH_WS_GROUPED: dict[tuple[int, bool], list[tuple[int, WsConfig | None]]] = {
+    (128, True): [(512, None), (2048, (128, "ppingpong", 2)), (4096, (128, "pingpong", 3)),
+                  (1 << 62, (128, "pingpong", 2))]}
 DISPATCH_DKDV: dict[int, BwdConfig] = {128: (64, 64, 4, 2, 1)}
 DISPATCH_DQ: dict[tuple[int, bool], BwdConfig] = {(128, True): (64, 64, 4, 2, 1)}
 DISPATCH_DKDV_WS: dict[tuple[int, bool], list[tuple[int, tuple[int, ...] | None]]] = {}
@@ -94,11 +115,16 @@ def choose(n: int, d: int, causal: bool = False, heads: int = 1, kv_heads: int |
         return {}
     out: Choice = {}
     fwd = (DISPATCH_CAUSAL if causal else DISPATCH).get(d)
-    if kv_heads == heads and fwd is not None and n % max(fwd[:2]) == 0:
+    grouped_ok = heads % kv_heads == 0  # grouped heads: query head h reads K/V head h // G
+    if grouped_ok and fwd is not None and n % max(fwd[:2]) == 0:
         out["fwd"] = fwd
-        ws = _first_row(DISPATCH_WS.get((d, bool(causal)), []), n)
-        if ws is not None and env.get("KERNELS_GPU_WS", "1") != "0" and n % WS_ROWS == 0:
-            out["fwd_ws"] = ws
+    key = (d, bool(causal))
+    ws = _first_row((DISPATCH_WS_GROUPED.get(key) if kv_heads < heads else None)
+                    or DISPATCH_WS.get(key, []), n)
+    if (ws is not None and grouped_ok and env.get("KERNELS_GPU_WS", "1") != "0"
+            and n % max(WS_ROWS, ws[0]) == 0):
+        out["fwd_ws"] = ws
+    if kv_heads == heads and "fwd" in out:  # the Gluon backward launches take H_kv = H
         dkdv = DISPATCH_DKDV.get(d)
         if dkdv is not None and n % max(dkdv[:2]) == 0:
             out["bwd_dkdv"] = dkdv

@@ -257,7 +257,7 @@ def _backward_launches(p: Problem, q, k, v, o, lse, do, scale: float, dkdv_cfg: 
                                                      *ws, out=(dk, dv))
         elif gluon is not None:
             hopper.attention_backward_dkdv_hopper(q, k, v, do, lse, delta, scale, p.causal,
-                                                  *gluon, out=(dk, dv))
+                                                  *gluon, out=(dk, dv), tma_out=True)
         else:
             L.launch_dkdv(p, q, k, v, do, dk, dv, lse, delta, scale, dkdv_cfg, dq)
         if gluon_dq is not None:

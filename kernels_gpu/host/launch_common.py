@@ -74,12 +74,15 @@ def flat_desc_t(vt: torch.Tensor, block_cols: int):
 
 
 def gluon_supported(q: torch.Tensor, k: torch.Tensor, head_dims: Sequence[int],
-                    *blocks: int) -> bool:
+                    *blocks: int, grouped: bool = False) -> bool:
     """q and k can run on a Gluon Hopper kernel: this Triton has Gluon, an sm_90 GPU, fp16 /
-    bf16, one shape (H_kv = H, N_q = N_k), a head dim of `head_dims`, N a multiple of every
-    block."""
+    bf16, one shape (H_kv = H, N_q = N_k; `grouped`: k (B, H_kv, N, d) with H a multiple of
+    H_kv), a head dim of `head_dims`, N a multiple of every block."""
+    same = q.shape == k.shape or (
+        grouped and q.dim() == k.dim() == 4 and q.shape[0] == k.shape[0]
+        and q.shape[2:] == k.shape[2:] and k.shape[1] > 0 and q.shape[1] % k.shape[1] == 0)
     return (HAVE_GLUON and q.is_cuda and torch.cuda.get_device_capability(q.device)[0] == 9
-            and q.dtype in (torch.float16, torch.bfloat16) and q.shape == k.shape
+            and q.dtype in (torch.float16, torch.bfloat16) and same
             and q.shape[-1] in head_dims and all(q.shape[2] % b == 0 for b in blocks))
 
 
@@ -104,8 +107,9 @@ def gluon_operands(sm_scale: float | None, *tensor_rows: tuple[torch.Tensor, int
                    cols: int | None = None
                    ) -> tuple[tuple[int, int, int, int], float, list[torch.Tensor], list]:
     """What a Gluon launch reads, from (tensor (B, H, N, d), box rows) pairs, the first q:
-    (q's shape, the softmax scale (1/√d unless given), the tensors as contiguous (B·H·N, d)
-    views, their TMA descriptors)."""
+    (q's shape, the softmax scale (1/√d unless given), the tensors as contiguous (rows, d)
+    views — B·H_kv·N rows for grouped K and V —, their TMA descriptors; `cols`: boxes of that
+    many columns)."""
     b, h, n, d = tensor_rows[0][0].shape
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
     flats = [rows_of(t) for t, _ in tensor_rows]

@@ -7,8 +7,9 @@ computed), both matmuls on `warpgroup_mma` (wgmma; P from registers as the A ope
 online softmax in registers, O written through shared memory and a TMA store.
 What it does not have yet (FA3): a producer warp (warp specialisation), two consumer
 warpgroups in ping-pong, `setmaxnreg`, the overlap of one tile's softmax with the next tile's
-QK^T inside a warpgroup. Causal (square) or not, H_kv = H, N a multiple of the blocks, d 64 or 128, fp16 /
-bf16. The `tl` kernels stay the reference path (and the only one under the interpreter).
+QK^T inside a warpgroup. Causal (square) or not, N a multiple of the blocks, d 64 or 128, fp16 /
+bf16. Grouped heads (H = GROUP x H_kv, MQA: H_kv 1): the program of query head h reads K/V head
+h // GROUP, so the GROUP programs of one K/V head (neighbours in the grid) share its tiles in L2. The `tl` kernels stay the reference path (and the only one under the interpreter).
 
 Grid (N / BLOCK_M, B * H); 8 warps = two warpgroups, each owning BLOCK_M / 2 rows.
 """
@@ -31,11 +32,11 @@ __all__ = ["HAVE_GLUON", "_attn_fwd_hopper"]
 
 if HAVE_GLUON:
     @gluon.jit
-    def _attn_fwd_hopper(q_desc, k_desc, v_desc, o_desc, LSE, qk_scale, N,
+    def _attn_fwd_hopper(q_desc, k_desc, v_desc, o_desc, LSE, qk_scale, N, GROUP,
                          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
                          num_warps: gl.constexpr, CAUSAL: gl.constexpr = False):
         """O = softmax(Q K^T * scale) V and its lse (natural log, fp32, one per row) for one
-        (BLOCK_M rows, head) tile. qk_scale is sm_scale * log2(e) (exp2 softmax). CAUSAL (N_q =
+        (BLOCK_M rows, head) tile; GROUP = H / H_kv query heads a K/V head. qk_scale is sm_scale * log2(e) (exp2 softmax). CAUSAL (N_q =
         N_k): row i sees keys j <= i; the key tiles past the diagonal are skipped, the ones
         crossing it masked; the heaviest (last) query tiles start first."""
         pid_m = gl.program_id(0)
@@ -43,7 +44,7 @@ if HAVE_GLUON:
             pid_m = gl.num_programs(0) - 1 - pid_m
         bh = gl.program_id(1)
         q_row = bh * N + pid_m * BLOCK_M
-        kv_row = bh * N
+        kv_row = (bh // GROUP) * N  # bh = b H + h; its K/V head: b H_kv + h // GROUP
         dtype: gl.constexpr = q_desc.dtype
 
         s_layout: gl.constexpr = gl.NVMMADistributedLayout(

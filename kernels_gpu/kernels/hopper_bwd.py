@@ -12,7 +12,8 @@ Per query tile, everything transposed so that the key rows stay with the warps:
     dS^T = P^T * (dP^T - D)        (D = rowsum(dO * O), the `tl` preprocess launch)
     dK  += dS^T Q                  (wgmma, dS^T from registers)
 
-dK is scaled by sm_scale at the end; both are stored through plain stores. dQ stays the `tl`
+dK is scaled by sm_scale at the end; both are stored through plain stores, or (TMA_OUT, DK and
+DV TMA descriptors) through the dead K and V tiles and TMA stores (the dQ likewise). dQ stays the `tl`
 kernel's, or `_attn_bwd_dq_hopper`'s: the mirror image (a Q / dO / lse / D tile held, K and V
 streamed; S = Q K^T, P, dP = dO V^T, dS, dQ += dS K). H_kv = H, N_q = N_k a multiple of the
 blocks, d 64 / 128, fp16 / bf16. dK/dV grid (N / BLOCK_N, B * H), dQ grid (N / BLOCK_M, B * H);
@@ -24,7 +25,15 @@ The ring, its barriers and the tile step are `kernels.pipeline`'s.
 """
 from __future__ import annotations
 
-from .gluon_api import HAVE_GLUON, gl, gluon, mbarrier, warpgroup_mma, warpgroup_mma_wait
+from .gluon_api import (
+    HAVE_GLUON,
+    gl,
+    gluon,
+    mbarrier,
+    thread_barrier,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 from .pipeline import (
     alloc_barriers,
     alloc_ring,
@@ -40,6 +49,7 @@ from .pipeline import (
     row_stats,
     store_rows,
     tma_load_pair,
+    tma_store_tile,
     two_products,
 )
 
@@ -51,7 +61,7 @@ if HAVE_GLUON:
                               N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                               HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
                               STAGES: gl.constexpr, OVERLAP: gl.constexpr,
-                              num_warps: gl.constexpr):
+                              num_warps: gl.constexpr, TMA_OUT: gl.constexpr = False):
         start_n, row0 = program_rows(N, BLOCK_N, False)  # row0: the head's first row
         qk_scale = sm_scale * 1.4426950408889634
 
@@ -91,15 +101,20 @@ if HAVE_GLUON:
 
         invalidate_barriers(kv_bar, 1)
         invalidate_barriers(bars, STAGES)
-        store_rows(DK, row0 + start_n, dk * sm_scale, HEAD_DIM, 0)
-        store_rows(DV, row0 + start_n, dv, HEAD_DIM, 0)
+        if TMA_OUT:  # DK, DV descriptors: through the dead K, V tiles and TMA stores
+            thread_barrier()
+            tma_store_tile(DK, row0 + start_n, dk * sm_scale, k_smem.index(0))
+            tma_store_tile(DV, row0 + start_n, dv, v_smem.index(0))
+        else:
+            store_rows(DK, row0 + start_n, dk * sm_scale, HEAD_DIM, 0)
+            store_rows(DV, row0 + start_n, dv, HEAD_DIM, 0)
 
     @gluon.jit
     def _attn_bwd_dq_hopper(q_desc, k_desc, v_desc, do_desc, DQ, LSE, DELTA, sm_scale, N,
                             BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                             HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
                             STAGES: gl.constexpr, OVERLAP: gl.constexpr,
-                            num_warps: gl.constexpr):
+                            num_warps: gl.constexpr, TMA_OUT: gl.constexpr = False):
         start_m, row0 = program_rows(N, BLOCK_M, CAUSAL)  # causal: the longest first
         dtype: gl.constexpr = q_desc.dtype
         qk_scale = sm_scale * 1.4426950408889634
@@ -151,4 +166,8 @@ if HAVE_GLUON:
 
         invalidate_barriers(q_bar, 1)
         invalidate_barriers(bars, STAGES)
-        store_rows(DQ, row0 + start_m, dq * sm_scale, HEAD_DIM, 0)
+        if TMA_OUT:  # DQ a descriptor: through the dead Q tile and a TMA store
+            thread_barrier()
+            tma_store_tile(DQ, row0 + start_m, dq * sm_scale, q_t)
+        else:
+            store_rows(DQ, row0 + start_m, dq * sm_scale, HEAD_DIM, 0)

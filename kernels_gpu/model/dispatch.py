@@ -3,7 +3,8 @@ or the Gluon Hopper kernels that `host/flash_attn.py` dispatches to on sm_90.
 
 `launches(...)` is the list of a problem's kernel launches, in order, each a `Launch`: the
 kernel function (the name ncu reports), the label the bench writes (`"tl M128N64w4s3-tma"`,
-`"gluon M128N64w8"`, `"gluon M128N128w12 ws-lag-s3"`, `"gluon M64N64w4"`, `"gluon M64N64w4 s2
+`"gluon M128N64w8"`, `"gluon M128N128w12 ws-lag-s3"` (`ws-plag-s2` and the other "p"
+schedules: the persistent form, `_attn_fwd_ws_persistent`), `"gluon M64N64w4"`, `"gluon M64N64w4 s2
 ov1"`) and the tiles its schedule runs. Which kernel runs is `host/dispatch.py`'s `choose`,
 the function the public functions call, asked here without a GPU for the GPU's compute
 capability given (`capability`; None: no GPU, the interpreter — no Gluon kernel).
@@ -12,8 +13,8 @@ What a Gluon launch's schedule is (`Launch.schedule`): the `tl` schedule of the 
 with the kernel's blocks (the one-partition forward BLOCK_M x BLOCK_N; the warp-specialised
 forward 128 query rows — two consumer warpgroups of 64 — x BLOCK_N, the producer's loads once
 per program; the dK/dV K, V held, Q, dO streamed; the dQ Q, dO held, K, V streamed), every
-(rows, d) tile through TMA, lse and D rows with pointer loads, O by a TMA store, dK / dV / dQ
-by pointer stores (`schedule.Schedule.tma_tensors`, `tma_stores`).
+(rows, d) tile through TMA, lse and D rows with pointer loads, O and the one-partition dK/dV's
+dK, dV by TMA stores, dQ by pointer stores (`schedule.Schedule.tma_tensors`, `tma_stores`).
 
 The chunked d 192 backward (`kernels/hopper_bwd_chunked.py`) is named per launch:
 "gluon192 dv M64N128w8s2" (PART 1: K held; Q, dO, lse streamed), "gluon192 dk M64N128w8s2"
@@ -40,9 +41,11 @@ __all__ = ["Launch", "launches", "from_label", "case_launches", "host_labels",
 TL_FUNCTIONS = {"fwd": "_attn_fwd", "bwd_preprocess": "_attn_bwd_preprocess",
                 "bwd_dkdv": "_attn_bwd_dkdv", "bwd_dq": "_attn_bwd_dq"}
 GLUON_FUNCTIONS = {"fwd": "_attn_fwd_hopper", "fwd_ws": "_attn_fwd_ws",
+                   "fwd_ws_persistent": "_attn_fwd_ws_persistent",
                    "bwd_dkdv": "_attn_bwd_dkdv_hopper", "bwd_dq": "_attn_bwd_dq_hopper"}
 WS_WARPS = 12  # two consumer warpgroups and the producer's, padded to a warpgroup
-_LABEL = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-(ws|lag|pingpong)-s(\d+)| s(\d+) ov(\d+))?")
+_LABEL = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-(ws|lag|pingpong|pws|plag|ppingpong)-s(\d+)"
+                    r"| s(\d+) ov(\d+))?")
 D192_FUNCTIONS = {"bwd_dkdv": "_attn_bwd_dkdv_d192", "bwd_dq": "_attn_bwd_dq_d192"}
 D192_PARTS = {"dkdv": ("bwd_dkdv", 0), "dv": ("bwd_dkdv", 1), "dk": ("bwd_dkdv", 2),
               "dq": ("bwd_dq", 0)}
@@ -158,8 +161,9 @@ def from_label(pass_: str, label: str, config: KernelConfig | None = None) -> La
     if m.group(4):
         if pass_ != "fwd":
             raise ValueError(f"the warp-specialised kernel is a forward, not {pass_}")
-        return Launch(pass_, GLUON_FUNCTIONS["fwd_ws"], label.strip(),
-                      KernelConfig(bm, bn, w, int(m.group(5)), True))
+        persistent = m.group(4) in ("pws", "plag", "ppingpong")  # hopper_ws_persistent
+        return Launch(pass_, GLUON_FUNCTIONS["fwd_ws_persistent" if persistent else "fwd_ws"],
+                      label.strip(), KernelConfig(bm, bn, w, int(m.group(5)), True))
     if pass_ not in GLUON_FUNCTIONS:
         raise ValueError(f"no Gluon kernel runs the {pass_} launch")
     stages = int(m.group(6)) if m.group(6) else 2

@@ -78,7 +78,7 @@ BARRIER_BYTES = 8      # one mbarrier
 
 _NAME = re.compile(r"gluon M(\d+)N(\d+)w(\d+)(?: ws-([a-z]+)-s(\d+))?(?: s(\d+))?"
                    r"(?: ov(\d+))?")
-_STUDY_WS = re.compile(r"ws N(\d+) (ws|lag|pingpong) s(\d+)")
+_STUDY_WS = re.compile(r"ws N(\d+) (ws|lag|pingpong|pws|plag|ppingpong) s(\d+)")
 # the warp-specialised dK/dV (kernels/hopper_bwd_ws.py; "+dq": dQ fused by fp32 atomics,
 # red1 Triton's atomic_add, red2 / red4 the vector reductions, split: half the atomics)
 _NAME_WS = re.compile(r"gluon ws(\+dq)? M(\d+)N(\d+)w(\d+)(?: s(\d+))?(?: ov(\d+))?"
@@ -87,6 +87,8 @@ _NAME_WS = re.compile(r"gluon ws(\+dq)? M(\d+)N(\d+)w(\d+)(?: s(\d+))?(?: ov(\d+
 _NAME_D192 = re.compile(r"gluon192 (dv|dk|dq) M(\d+)N(\d+)w(\d+)s(\d+)")
 D192_PART = {"dv": ("bwd_dkdv", 1), "dk": ("bwd_dkdv", 2), "dq": ("bwd_dq", 0)}
 PASSES = ("fwd", "bwd_dkdv", "bwd_dq")
+# the persistent warp-specialised forward's schedules and the one-launch-a-tile ones they run
+PERSISTENT_BASE = {"pws": "ws", "plag": "lag", "ppingpong": "pingpong"}
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class GluonKernel:
     block_n: int
     num_warps: int
     stages: int         # the K/V (forward, dQ) or Q/dO (dK/dV) TMA ring
-    schedule: str = ""  # "" (one partition), "ws", "lag" or "pingpong"
+    schedule: str = ""  # "" (one partition), "ws", "lag", "pingpong" (or persistent: "p...")
     overlap: int = 0    # the backward's asynchronous wgmma schedule (kernels/hopper_bwd.py)
     family: str = ""    # "" (hopper.py, hopper_bwd.py, hopper_ws.py), "ws" (the warp-
     #                     specialised dK/dV, hopper_bwd_ws.py), "d192" (hopper_bwd_chunked.py)
@@ -114,6 +116,16 @@ class GluonKernel:
     @property
     def specialised(self) -> bool:
         return bool(self.schedule)
+
+    @property
+    def persistent(self) -> bool:
+        """The persistent warp-specialised forward (schedules "pws", "plag", "ppingpong")."""
+        return self.schedule in PERSISTENT_BASE
+
+    @property
+    def pipeline_schedule(self) -> str:
+        """The schedule whose pipeline constants it runs (a persistent one: its base's)."""
+        return PERSISTENT_BASE.get(self.schedule, self.schedule)
 
     @property
     def kind(self) -> str:
@@ -260,6 +272,11 @@ KINDS = {
                     "P V of tile j-1"),
     "fwd-pingpong": Kind("pipeline", 0.0, "warp-specialised forward, the two warpgroups' "
                          "GEMMs alternated by a named barrier"),
+    # the persistent form (kernels/hopper_ws_persistent.py): the same pipeline per work item,
+    # the item's prologue and epilogue under its neighbours' work (no fixed_s but the first);
+    # its "pws" schedule was never timed, so it has no row
+    "fwd-plag": Kind("pipeline", 0.0, "persistent warp-specialised forward, lag"),
+    "fwd-ppingpong": Kind("pipeline", 0.0, "persistent warp-specialised forward, ping-pong"),
     # four equal GEMMs an iteration (S^T, dP^T, dV, dK): dP^T is a quarter of the tensor time
     "bwd_dkdv": Kind("chain", 1 / 4, "dK/dV (kernels/hopper_bwd.py): K, V held, Q, dO "
                      "through the ring; OVERLAP 1 issues dP^T with S^T"),
@@ -300,7 +317,9 @@ def closed_form(kernel: GluonKernel, d: int, elem_bytes: int = 2) -> tuple[int, 
     if kernel.specialised:
         warps = kernel.num_warps  # 12: two consumer warpgroups and the producer's
         regs = (2 * 4 * CONSUMER_REGS + 4 * PRODUCER_REGS) // warps
-        tiles = 2 * (WS_ROWS // 2) * d + 2 * kernel.stages * kernel.block_n * d
+        # Q (and the persistent kernel's O buffers), the K and V rings
+        tiles = (2 if kernel.persistent else 1) * 2 * (WS_ROWS // 2) * d \
+            + 2 * kernel.stages * kernel.block_n * d
         bars = (2 + 2 + 4 * kernel.stages) * BARRIER_BYTES
         return regs, tiles * elem_bytes + bars
     return tl_resources(kernel.pass_, d, kernel.config, None, elem_bytes)

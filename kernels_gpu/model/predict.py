@@ -175,8 +175,10 @@ def scheduled(rate: Prediction, sched, config, terms: ScheduleTerms, sms: int = 
     kind = gluon.KINDS[kernel.kind] if kernel is not None else None
     if kernel is not None and kind is not None and kind.schedule == "pipeline":
         pipeline = gluon.PIPELINE if pipeline is None else pipeline
-        t = overlapped_time(rate, per, rows, occ, pipeline.fixed_s, sms,
-                            pipeline.hidden[kernel.schedule], pipeline.balance)
+        # persistent: every item's prologue and epilogue but the first under its neighbours'
+        fixed = 0.0 if kernel.persistent else pipeline.fixed_s
+        t = overlapped_time(rate, per, rows, occ, fixed, sms,
+                            pipeline.hidden[kernel.pipeline_schedule], pipeline.balance)
     else:
         if kernel is not None and kind is not None:
             terms = chain or GLUON_TERMS[kind.terms or TERMS_OF[kernel.pass_]]
@@ -259,7 +261,7 @@ def predict_forward(machine, calib: dict, *, n: int, d: int, batch: int, heads: 
         config, block_m, block_n = kernel.config, kernel.block_m, kernel.block_n
     rate = _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
                 heads=heads, causal=causal, block_m=block_m, block_n=block_n, pass_="forward",
-                kv_heads=kv_heads)
+                kv_heads=kv_heads, pad=kernel is None)  # a Gluon forward: d 192 in 64-col chunks
     if config is None:
         return rate
     sched = schedule(n, d, batch, heads, causal, pass_="fwd", config=config, nk=nk,
@@ -349,7 +351,7 @@ def predict_launch(machine, calib: dict, kernel: gluon.GluonKernel, *, n: int, d
     rate = _one(machine, l2_rate(calib), calib["launch_s"], n=n, nk=nk, d=d, batch=batch,
                 heads=heads, causal=causal, block_m=kernel.block_m, block_n=kernel.block_n,
                 pass_="forward" if phase is None else "backward", phase=phase,
-                kv_heads=kv_heads, pad=kernel.family != "d192")
+                kv_heads=kv_heads, pad=kernel.family != "d192" and phase is not None)
     sched = schedule(n, d, batch, heads, causal, pass_=kernel.pass_, config=kernel.config,
                      nk=nk, kv_heads=kv_heads, elem_bytes=machine.word_bytes,
                      part=kernel.part or None)

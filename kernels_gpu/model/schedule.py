@@ -95,9 +95,15 @@ class Schedule:
 
     @property
     def tma_stores(self) -> tuple[str, ...]:
-        """Outputs written by a TMA store: O of the Gluon forwards (through shared memory);
-        every other output (lse, D, dK, dV, dQ, the `tl` kernels' O) by pointer stores."""
-        return ("O",) if self.kernel and self.pass_ == "fwd" else ()
+        """Outputs written by a TMA store (through shared memory): O of the Gluon forwards, dK
+        and dV of the one-partition Gluon dK/dV (kernels/hopper_bwd.py TMA_OUT, as the host
+        dispatches it); every other output (lse, D, dQ, the `tl` kernels' O, dK, dV) by
+        pointer stores."""
+        if self.kernel and self.pass_ == "fwd":
+            return ("O",)
+        if self.pass_ == "bwd_dkdv" and self.kernel.startswith("gluon M"):
+            return ("dK", "dV")
+        return ()
 
     def iterations(self) -> int:
         """Inner-loop iterations summed over all programs of the launch (a dK/dV program runs
@@ -278,8 +284,9 @@ def schedule(n: int, d: int, batch: int = 1, heads: int = 1, causal: bool = Fals
 def _check_gluon(kernel: str, pass_: str, n: int, nk: int, heads: int, kv_heads: int,
                  config: KernelConfig | None, d: int) -> None:
     """The Gluon kernels' limits (host/hopper.py, host/hopper_d192.py): one pass each, N_q =
-    N_k a multiple of both blocks, H_kv = H, tiles given, no split / fused dQ; dV apart only
-    for the chunked d 192 dK/dV's "dv" / "dk" launches (d 192 alone)."""
+    N_k a multiple of both blocks, H_kv = H (the forwards: H a multiple of H_kv), tiles given,
+    no split / fused dQ; dV apart only for the chunked d 192 dK/dV's "dv" / "dk" launches (d 192
+    alone)."""
     chunked = kernel.startswith("gluon192 ")
     if (pass_ not in (("bwd_dkdv", "bwd_dq") if chunked else ("fwd", "bwd_dkdv", "bwd_dq"))
             or not (chunked or kernel.startswith("gluon "))):
@@ -289,10 +296,11 @@ def _check_gluon(kernel: str, pass_: str, n: int, nk: int, heads: int, kv_heads:
     if chunked and d != 192:
         raise ValueError(f"the chunked Gluon backward runs d 192 only; got d {d}")
     apart = chunked and kernel.split()[1] in ("dv", "dk")
-    if (nk != n or kv_heads != heads or n % config.block_m or n % config.block_n
+    heads_ok = heads % kv_heads == 0 if pass_ == "fwd" else kv_heads == heads
+    if (nk != n or not heads_ok or n % config.block_m or n % config.block_n
             or config.split > 1 or config.fused_dq or config.dv_apart != apart):
         raise ValueError(f"the Gluon kernels run N_q = N_k a multiple of the blocks and H_kv = H "
-                         f"only; got N {n}/{nk}, H {heads}/{kv_heads}, {config.short()}")
+                         f"(a forward: H a multiple of H_kv) only; got N {n}/{nk}, H {heads}/{kv_heads}, {config.short()}")
 
 
 def predict_traffic(s: Schedule) -> Traffic:

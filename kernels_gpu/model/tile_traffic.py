@@ -56,7 +56,7 @@ class LaunchPrediction:
     compulsory_read_bytes: int  # every tensor the launch reads, once (what DRAM must supply)
     sim_words: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # one head, words
     kernel: str = ""  # the Gluon kernel's label (model.dispatch); "" the `tl` kernel
-    tma_stores: tuple[str, ...] = ()  # outputs written by TMA stores (the Gluon forwards' O)
+    tma_stores: tuple[str, ...] = ()  # outputs written by TMA stores (Schedule.tma_stores)
     load_copies: tuple[tuple[str, int], ...] = ()  # (tensor, requests per byte) where not 1
 
     def __post_init__(self):

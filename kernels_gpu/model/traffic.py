@@ -25,7 +25,7 @@ _attn_bwd_dq), and reads per launch:
 ncu flushes the caches before each kernel (--cache-control all), with --clock-control none.
 --dispatch runs each case through the public functions with no configs, so that the Gluon
 kernels run where the host dispatches them (their names: _attn_fwd_hopper, _attn_fwd_ws,
-_attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper; at d 192 the chunked backward's
+_attn_fwd_ws_persistent, _attn_bwd_dkdv_hopper, _attn_bwd_dq_hopper; at d 192 the chunked backward's
 _attn_bwd_dkdv_d192, twice when dV is apart, and _attn_bwd_dq_d192); the case records which
 ("kernels").
 """

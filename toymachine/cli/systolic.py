@@ -14,7 +14,7 @@ import typer
 from ..errors import ConfigError, DataError, Location
 from ..limits import LIMITS
 from ..render.systolic import render_systolic
-from ..sim.memory import load_data_file
+from ..sim.datafile import load_data_file
 from ..sim.systolic import DATAFLOWS, systolic_matmul
 from .common import Format, guard, write_output
 

@@ -338,8 +338,3 @@ class Memory:
 
     def names(self) -> Iterable[str]:
         return self.arrays.keys()
-
-
-from .datafile import load_data_file  # noqa: E402 (kept importable from here)
-
-__all__ += ["load_data_file"]

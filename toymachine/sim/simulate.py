@@ -32,12 +32,12 @@ from ..machine import DEFAULT_MACHINE, Machine
 from ..program import ArrayDecl, Program
 from ..result import MemoryView, Result, Step, arithmetic_intensity
 from . import engines
+from .compiled import CompiledPath
 from .engines import ENGINES, scalar, tile, units
 from .engines.kinds import EXEC, LOAD, MM, MZO, SFU, STORE, VEC
 from .inputs import empty_trace, misread_inputs, unset_inputs
 from .loop import execute, execute_engines
 from .memory import Memory
-from .program_blocks import ProgramKeys, run_program_blocks
 from .run import Run
 from .symbolic import Namer
 from .text import run_text
@@ -167,10 +167,10 @@ def _run_program(run: Run, program: Program, data: dict | None) -> None:
     if run.machine.sram_rule == "paper":
         tile.note_paper_registers(run, instrs)
     by_id: dict[int, tuple] = {}
-    keys = ProgramKeys(run) if lines is None else None  # a generated program: blocks (sim.blocks)
+    fast = CompiledPath(run) if lines is None else None  # a generated program: the compiled path may run it
     for start in range(0, len(instrs), PROGRAM_CHUNK):
         chunk = instrs[start:start + PROGRAM_CHUNK]
-        if keys is not None and run_program_blocks(run, keys, chunk, first + start):
+        if fast is not None and fast.run_program_chunk(chunk, first + start):
             continue
         while True:
             codes: list[Any] = list(map(by_id.get, map(id, chunk)))  # None: not compiled yet

@@ -3,17 +3,19 @@
 A chunk (``asm.source``: about a million characters of whole lines) is compiled, then executed, without
 a Python step per *line* wherever it can:
 
-* the chunk's integer indices are cut out in one pass (``LOAD x[123], R0`` → the *template*
-  ``LOAD x[], R0`` and the number 123, in the chunk's index stream ``run.next_index``), so the
-  millions of LOAD/STORE lines that name a new address are one template each;
+* in template mode the chunk's integer indices are cut out in one pass (``sim.cut``: ``LOAD x[123],
+  R0`` → the *template* ``LOAD x[], R0`` and the number 123, in the chunk's index stream
+  ``run.next_index``), so the millions of LOAD/STORE lines that name a new address are one
+  template each;
 * template lines are looked up in a dict in bulk (``map``), and only a line never seen before
   (a *miss*) is parsed and compiled — after the instructions before it have executed, so errors,
   ``.data`` directives and arrays switching to tile storage happen in trace order;
-* the segments between misses run in ``sim.loop.execute``; a chunk with no miss runs as compiled
-  blocks (``sim.blocks``: one generated function per distinct block of template lines);
-* in lines mode a line is its own key (``LineCache``: one lookup gives its code and its shape; a
-  new line is compiled ahead as the lookup meets it, where that can make no difference), and
-  long segments run as compiled pieces (``sim.line_blocks``).
+* the segments between misses run in ``sim.loop.execute``; a chunk with no miss is offered to the
+  compiled path (``sim.compiled.CompiledPath``), which runs it as compiled blocks where it takes it;
+* in lines mode a line is its own key (``sim.lines.LineCache``: one lookup gives its code and its
+  shape; a new line is compiled ahead as the lookup meets it, where that can make no difference),
+  and the segments between misses go to the compiled path, which runs long ones as compiled pieces
+  and hands the others to the loop.
 
 While step rows are recorded (``--steps``, or the first ``step_limit`` steps) and in symbolic
 mode, lines are compiled exactly (no templates: each step row quotes its own line). The memory
@@ -35,14 +37,12 @@ import numpy as np
 
 from ..asm import parse_line, strip_comment
 from ..program import ArrayDecl
-from .blocks import BlockCache, run_blocks
+from .compiled import CompiledPath
 from .engines import compile_instr, scalar
 from .engines.kinds import LOAD, LOAD_T, SKIP, SKIP_SLOT, STORE, STORE_T
 from .engines.tile_lines import compile_tile_line
-from .line_blocks import MISS, MISS_CODE, LineBlocks
-from .line_cache import LineCache
+from .lines import MISS, MISS_CODE, LineCache
 from .loop import execute
-from .text_slices import MARK, cut, template_ahead, tile_miss
 
 if TYPE_CHECKING:
     from .run import Run
@@ -70,8 +70,7 @@ def run_text(run: Run, chunks: Iterable[str]) -> None:
     within the chunk, that chunk runs as lines and decides again."""
     exact = LineCache()  # line → code
     templates: dict[str, tuple] = {}  # template line → code
-    blocks = BlockCache(run)  # template blocks → compiled functions (sim.blocks)
-    pieces = LineBlocks(run)  # lines mode's segments → compiled pieces (sim.line_blocks)
+    fast = CompiledPath(run)  # the compiled path's door (sim.compiled)
     first = 1
     use_templates = False
     since_probe = 0
@@ -87,7 +86,7 @@ def run_text(run: Run, chunks: Iterable[str]) -> None:
                 lines = _split(text)
             run.source = _chunk_source(first, text, lines)
             run.next_index = _NO_INDICES
-            new, addressed, repeating = _run_exact(run, lines, first, exact, pieces)
+            new, addressed, repeating = _run_exact(run, lines, first, exact, fast)
             # Templates take over when many of the chunk's lines were never seen and few of the new
             # lines that name an address come back within the chunk (a matmul's first rows are new,
             # but its LOAD a[i][k] lines come back; a softmax's LOAD x[i] lines come once).
@@ -99,11 +98,12 @@ def run_text(run: Run, chunks: Iterable[str]) -> None:
         else:
             if len(templates) > CACHE_LIMIT:
                 templates.clear()
-                blocks.blocks.clear()
+                fast.forget()
+            from .cut import cut  # template mode's cut loads with the first template chunk
             run.source = _chunk_source(first, text)
-            ktext = cut(run, text, first)  # the indices (and new tiles' bounds) cut out: sim.text_slices
+            ktext = cut(run, text, first)  # the indices (and new tiles' bounds) cut out: sim.cut
             count = ktext.count("\n") + 1
-            _run_templates(run, text, ktext, first, templates, exact, blocks, pieces, count)
+            _run_templates(run, text, ktext, first, templates, exact, fast, count)
             since_probe += 1
             first += count
 
@@ -142,10 +142,9 @@ def _chunk_source(first: int, text: str, lines: list[str] | None = None):
     return source
 
 
-def _segments(run: Run, codes: list, first: int, compile_miss, pieces=None, lines=None) -> None:
-    """Execute ``codes`` (lines ``first`` …), compiling each ``None`` entry (a miss) when the
-    instructions before it have run; long segments of lines as compiled pieces where ``pieces``
-    (``sim.line_blocks``) is given."""
+def _segments(run: Run, codes: list, first: int, compile_miss) -> None:
+    """Execute ``codes`` (lines ``first`` …) in the loop, compiling each ``None`` entry (a miss)
+    when the instructions before it have run."""
     pos, end = 0, len(codes)
     while pos < end:
         try:
@@ -153,10 +152,7 @@ def _segments(run: Run, codes: list, first: int, compile_miss, pieces=None, line
         except ValueError:
             j = end
         if j > pos:
-            if pieces is None:
-                execute(run, codes[pos:j], first + pos)
-            else:
-                pieces.execute(run, codes, lines, pos, j, first)
+            execute(run, codes[pos:j], first + pos)
         if j == end:
             return
         codes[j] = compile_miss(j)
@@ -166,26 +162,26 @@ def _segments(run: Run, codes: list, first: int, compile_miss, pieces=None, line
         pos = j
 
 
-def _run_exact(run: Run, lines: list[str], first: int, cache: LineCache, pieces: LineBlocks) -> tuple[int, int, int]:
+def _run_exact(run: Run, lines: list[str], first: int, cache: LineCache, fast: CompiledPath) -> tuple[int, int, int]:
     """Compile whole lines: a line is its own cache key, its code carries its shape (one lookup
-    per line; ``sim.line_blocks``). The lines new to the cache are compiled ahead, in bulk, where
+    per line; ``sim.lines``). The lines new to the cache are compiled ahead, in bulk, where
     that has no effect a later line could see (registers and arrays that exist already); the
     others in trace order, after the instructions before them ran. Returns how many distinct
     lines were new (not in the cache), how many lines not in the cache name an address, and how
     many of those stand more than once in the chunk."""
     if len(cache) > CACHE_LIMIT:
         cache.clear()
-        pieces.clear()
-    cache.begin(run, pieces)
+        fast.forget()
+    cache.begin(run)
     codes = list(map(cache.__getitem__, lines))  # new lines compiled ahead as they are met (LineCache)
     new, addressed, repeating = len(cache.new), 0, 0
     if new > NEW_LINES_FOR_TEMPLATES * len(lines):  # only then do the counts decide anything (run_text)
         seen = Counter(lines)
         counts = [seen[line] for line in cache.new if "[" in line]  # new lines that name an address
         addressed, repeating = len(counts), len(counts) - counts.count(1)
-    if not cache.missed and pieces.periodic(run, codes, first):  # a period: no shape read per line
+    if not cache.missed and fast.run_periodic(codes, first, cache):  # a period: no shape read per line
         return new, addressed, repeating
-    sig = pieces.signature(codes, lines, cache)
+    sig = cache.signature(codes, lines)
     at = _positions(sig)
 
     def compile_miss(j: int) -> tuple:
@@ -195,22 +191,22 @@ def _run_exact(run: Run, lines: list[str], first: int, cache: LineCache, pieces:
         code = _compile_line(run, first + j, lines[j])
         if run.flush:
             cache.clear()
-            pieces.clear()
+            fast.forget()
         if code is not None:
-            code = cache[lines[j]] = pieces.note(code)
+            code = cache[lines[j]] = cache.note(code)
             return code
         return _SKIP0  # a directive ran: nothing to execute, never cached (it runs where it stands)
 
-    _run_lines(run, codes, sig, at, first, compile_miss, pieces, lines)
+    _run_lines(run, codes, sig, at, first, compile_miss, fast, cache, lines)
     return new, addressed, repeating
 
 
-def _run_lines(run: Run, codes: list, sig: str, at: list, first: int, compile_miss, pieces: LineBlocks,
-               lines: list) -> None:
+def _run_lines(run: Run, codes: list, sig: str, at: list, first: int, compile_miss, fast: CompiledPath,
+               cache: LineCache, lines: list) -> None:
     """Execute ``codes`` (lines ``first`` …; their shapes ``sig``): the segments between the misses
-    ``at`` as pieces (``sim.line_blocks``), each miss compiled when the instructions before it ran,
-    then run. A line compiled so stands compiled at its later places in the chunk too (the chunk's
-    pieces run it there through the loop). Where an array went dense (``run.flush``), the rest of
+    ``at`` through the compiled path's door (``CompiledPath.run_segment``), each miss compiled when
+    the instructions before it ran, then run. A line compiled so stands compiled at its later places
+    in the chunk too (the chunk's segments run it there). Where an array went dense (``run.flush``), the rest of
     the chunk compiles again, line by line, as it runs."""
     pos, end = 0, len(codes)
     later: dict = {}
@@ -223,7 +219,7 @@ def _run_lines(run: Run, codes: list, sig: str, at: list, first: int, compile_mi
         if codes[j] is not MISS_CODE:  # a later place of a line compiled in order
             continue
         if j > pos:
-            pieces.execute(run, codes, "".join(marks[pos:j]) if marks else sig[pos:j], pos, j, first)
+            fast.run_segment(codes, "".join(marks[pos:j]) if marks else sig[pos:j], pos, j, first, cache)
         code = compile_miss(j)
         if run.flush:  # an array went dense: compiled word accesses to it are stale
             run.flush = False
@@ -237,7 +233,7 @@ def _run_lines(run: Run, codes: list, sig: str, at: list, first: int, compile_mi
         execute(run, [code], first + j)
         pos = j + 1
     if pos < end:
-        pieces.execute(run, codes, "".join(marks[pos:]) if marks else sig[pos:], pos, end, first)
+        fast.run_segment(codes, "".join(marks[pos:]) if marks else sig[pos:], pos, end, first, cache)
 
 
 def _positions(sig: str) -> list[int]:
@@ -248,13 +244,14 @@ def _positions(sig: str) -> list[int]:
 
 
 def _run_templates(run: Run, text: str, ktext: str, first: int, templates: dict, exact: dict,
-                   blocks: BlockCache, pieces: LineBlocks, count: int | None = None) -> None:
+                   fast: CompiledPath, count: int) -> None:
     """Compile template lines: LOAD/STORE lines that differ only in their indices share one code.
     Templates new to the cache are compiled ahead where that has no effect (as in ``_run_exact``).
-    A chunk whose every line is compiled runs block by block (``sim.blocks``) where it can
-    (``count``: its lines, where known); one with a few new lines the loop must compile where they
+    A chunk whose every line is compiled runs block by block (``CompiledPath.run_chunk``) where it can
+    (``count``: its lines); one with a few new lines the loop must compile where they
     stand (tile lines) runs in the loop up to the last of them, and the rest as blocks."""
-    if run_blocks(run, ktext, first, blocks, templates, count):
+    from .cut import MARK, template_ahead, tile_miss
+    if fast.run_chunk(ktext, first, templates, count):
         return
     keys = ktext.split("\n")
     missing = [key for key in dict.fromkeys(keys) if key not in templates]
@@ -268,7 +265,7 @@ def _run_templates(run: Run, text: str, ktext: str, first: int, templates: dict,
             if code is not None:
                 templates[key] = code
         del head
-        if all(map(templates.__contains__, missing)) and run_blocks(run, ktext, first, blocks, templates, count):
+        if all(map(templates.__contains__, missing)) and fast.run_chunk(ktext, first, templates, count):
             return  # every line compiled ahead: the blocks run the chunk
         still = [at[key] for key in missing if key not in templates]  # compiled where they stand (a tile line)
         split = max(still) + 1 if still else 0  # the loop runs the lines up to the last of them
@@ -282,14 +279,13 @@ def _run_templates(run: Run, text: str, ktext: str, first: int, templates: dict,
             if code is not None:
                 templates[key] = code
         codes = list(map(templates.get, keys))
-        if None not in codes and run_blocks(run, ktext, first, blocks, templates, count):
+        if None not in codes and fast.run_chunk(ktext, first, templates, count):
             return  # every line compiled ahead: the blocks run the chunk
 
     def forget_compiled() -> None:  # an array switched to tile storage: every compiled access is stale
         templates.clear()
         exact.clear()
-        blocks.blocks.clear()
-        pieces.clear()
+        fast.forget()
 
     def compile_miss(j: int) -> tuple:
         line, key = lines[j], keys[j]
@@ -297,7 +293,7 @@ def _run_templates(run: Run, text: str, ktext: str, first: int, templates: dict,
         if code is not None:  # compiled at an earlier occurrence in this chunk
             return code
         n = first + j
-        if MARK in key and run.tile_bounds is not None:  # a tile line with cut bounds (sim.text_slices)
+        if MARK in key and run.tile_bounds is not None:  # a tile line with cut bounds (sim.cut)
             return tile_miss(run, n, key, line, templates, exact, _compile_line,
                              forget_compiled)
         count = key.count("[]")
@@ -313,8 +309,7 @@ def _run_templates(run: Run, text: str, ktext: str, first: int, templates: dict,
         if run.flush:
             templates.clear()
             exact.clear()
-            blocks.blocks.clear()
-            pieces.clear()
+            fast.forget()
         for _ in range(count):  # a line that is no template takes its indices now
             run.next_index()
         if code is None:
@@ -332,8 +327,8 @@ def _run_templates(run: Run, text: str, ktext: str, first: int, templates: dict,
     if 0 < split < len(keys) - MIN_CHUNK_FOR_TEMPLATES:  # then the rest of the chunk as blocks, where it can
         _segments(run, codes[:split], first, compile_miss)
         rest = keys[split:]
-        if all(map(templates.__contains__, dict.fromkeys(rest))) and run_blocks(
-                run, "\n".join(rest), first + split, blocks, templates, len(rest)):
+        if all(map(templates.__contains__, dict.fromkeys(rest))) and fast.run_chunk(
+                "\n".join(rest), first + split, templates, len(rest)):
             return
         codes = list(map(templates.get, rest))
         _segments(run, codes, first + split, lambda j: compile_miss(j + split))

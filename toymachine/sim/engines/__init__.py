@@ -2,8 +2,8 @@
 
 An engine turns an ``Instr`` into a *code tuple* the interpreter loop (``sim.loop``) runs:
 
-* ``claims(ins) -> bool`` — whether this engine executes the instruction (the first engine of
-  ``ENGINES`` that claims it compiles it);
+* ``claims(ins) -> bool`` — whether this engine executes the instruction (the scalar engine, last,
+  executes every instruction no other engine claims, and has no ``claims``);
 * ``compile(run, ins, line, text) -> tuple`` — the code tuple; ``code[0]`` is its kind,
   ``code[1]`` the slot of ``run.counts`` it counts in, ``code[-1]`` its tag
   ``(Instr or None, source text or None, whether a zero result may be an underflow)``;
@@ -24,7 +24,7 @@ the tile engine calls it) prices tile instructions on a machine with compute uni
 
 from __future__ import annotations
 
-__all__ = ["ENGINES", "engine_for", "setup", "compile_instr"]
+__all__ = ["CLAIMING", "ENGINES", "engine_for", "setup", "compile_instr"]
 
 from typing import TYPE_CHECKING
 
@@ -34,15 +34,13 @@ from . import scalar, tile
 if TYPE_CHECKING:
     from ..run import Run
 
-ENGINES = (tile, scalar)  # the first that claims an instruction compiles it; scalar claims the rest
+CLAIMING = (tile,)  # the engines that claim instructions, asked in order; scalar executes the rest
+ENGINES = (*CLAIMING, scalar)  # every engine's setup and report, in this order
 
 
 def engine_for(ins):
-    """The engine that executes ``ins``."""
-    for engine in ENGINES:
-        if engine.claims(ins):
-            return engine
-    raise AssertionError(ins)  # pragma: no cover - scalar claims every instruction
+    """The engine that executes ``ins``: the first of ``CLAIMING`` that claims it, else the scalar one."""
+    return next((engine for engine in CLAIMING if engine.claims(ins)), scalar)
 
 
 def setup(run: Run) -> None:

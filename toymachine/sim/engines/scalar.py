@@ -17,7 +17,7 @@ that is non-finite or zero, or an operation that raised — is ``numeric_event``
 
 from __future__ import annotations
 
-__all__ = ["claims", "setup", "compile", "report", "compile_memory", "compile_memory_line", "compile_ahead",
+__all__ = ["setup", "compile", "report", "compile_memory", "compile_memory_line", "compile_ahead",
            "template_ahead", "numeric_event", "scalar_flops", "MAY_UNDERFLOW"]
 
 import contextlib
@@ -64,10 +64,6 @@ _INF = math.inf
 # scalar instructions are the 1×1×1 case of the tile FLOP counts (for machines with rates)
 _SCALAR_FLOPS = {"MAC_Z": (MM, 1), "MAC": (MM, 2), "MAX": (VEC, 1), "SUB": (VEC, 1), "ADD": (VEC, 1),
                  "MUL": (VEC, 1), "DIV": (VEC, 1), "EXP": (SFU, 1)}
-
-
-def claims(ins: Instr) -> bool:
-    return True  # every instruction no other engine claims
 
 
 def setup(run: Run) -> None:

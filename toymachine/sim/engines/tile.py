@@ -182,7 +182,7 @@ def compile(run: Run, ins: Instr, line: int, text: str | None) -> tuple:
     if not any(_is_tile_reg(a[p]) for _, _, p in srcs):
         raise AsmError(f"{ins.op} with only word operands makes a word, not a tile", loc=run.loc(line, len(a) - 1),
                        hint="write the result to an R register, or make a tile with FILL")
-    # what the instruction computes, for a compiled block of tile instructions (sim.tile_blocks)
+    # what the instruction computes, for a compiled block of tile instructions (sim.compiler.tiles)
     block: tuple | None = None
     if spec.kind == "mask":
         for pos in (1, 2):
@@ -273,7 +273,7 @@ def _block(run: Run, mem: Mem, line: int, operand: int, *, write: bool):
 def _op(run: Run, compute, d: int, srcs: tuple, op: int, tag: tuple, price=None, block=None) -> tuple:
     """An arithmetic tile instruction: compute, round to the dtype, hold in SRAM (overwriting
     a register frees its old tile); on a machine with units, ``price`` charges its unit.
-    ``execute.block``: what it computes, for ``sim.tile_blocks`` (None: not compiled there)."""
+    ``execute.block``: what it computes, for ``sim.compiler.tiles`` (None: not compiled there)."""
     regs, sizes, tround = run.regs, run.sizes, run.tround
     exact, counted = run.sram_exact, run.sram_counted
 
@@ -296,7 +296,7 @@ def _op(run: Run, compute, d: int, srcs: tuple, op: int, tag: tuple, price=None,
             if occ + run.n_scalar > run.sram_cap:
                 sram_full(run, line, code, d, occ + run.n_scalar)
 
-    execute.block = None if block is None or price is not None else ("op", d, block)  # type: ignore[attr-defined]  # sim.tile_blocks reads it
+    execute.block = None if block is None or price is not None else ("op", d, block)  # type: ignore[attr-defined]  # sim.compiler.tiles reads it
     code = (EXEC, op, execute, tag)
     return code
 
@@ -329,7 +329,7 @@ def _load(run: Run, arr, idx: tuple, d: int, op: int, tag: tuple) -> tuple:
             if occ + run.n_scalar > run.sram_cap:
                 sram_full(run, line, code, d, occ + run.n_scalar)
 
-    execute.block = ("load", arr, idx, d, arr.dense[idx].size)  # type: ignore[attr-defined]  # sim.tile_blocks reads it
+    execute.block = ("load", arr, idx, d, arr.dense[idx].size)  # type: ignore[attr-defined]  # sim.compiler.tiles reads it
     code = (EXEC, op, execute, tag)
     return code
 
@@ -354,7 +354,7 @@ def _store(run: Run, arr, idx: tuple, s: int, shape: tuple, transposed: bool, op
         run.writes += w
         run.tile_writes += w
 
-    execute.block = ("store", arr, idx, s, shape, transposed)  # type: ignore[attr-defined]  # sim.tile_blocks reads it
+    execute.block = ("store", arr, idx, s, shape, transposed)  # type: ignore[attr-defined]  # sim.compiler.tiles reads it
     code = (EXEC, op, execute, tag)
     return code
 

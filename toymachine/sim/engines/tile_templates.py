@@ -1,7 +1,7 @@
 """Tile LOAD/STORE *templates*: text mode's ``LOAD Q[]␁, :], T0`` — a tile line whose first span
-(``Q[12:14, :]``, ``v[2:5]``) was cut out of the chunk (``sim.text_slices``) into the chunk's *bound
+(``Q[12:14, :]``, ``v[2:5]``) was cut out of the chunk (``sim.cut``) into the chunk's *bound
 stream* ``run.tile_bounds`` (a list and ``[position]``), so that the tile lines of a trace whose every
-block address is new share one code, and one template block (``sim.tile_blocks``).
+block address is new share one code, and one template block (``sim.compiler.tiles``).
 
 A template is made from a line's key and the code the engine compiled for the line's first
 occurrence (``tile.compile``, in trace order: every error, array switch and first use happened
@@ -84,7 +84,7 @@ def _resolve(axes: tuple, b: list, p: int):
 
 
 def block_index(axes: tuple, off: int, body: list) -> tuple[str, str, str]:
-    """A template's block in a generated tile block (``sim.tile_blocks``): the statements that read
+    """A template's block in a generated tile block (``sim.compiler.tiles``): the statements that read
     its bounds (``b<j>`` from ``B[p + j]``) and bail where they name no valid block, appended to
     ``body``; its numpy index as slice syntax, the same as an index object, and its shape."""
     ix, obj, shape = [], [], []
@@ -150,7 +150,7 @@ def remember(arr, idx) -> None:
 
 
 def remember_rows(arr, rows, cols) -> None:
-    """``remember`` for a batch of STOREs (``sim.tile_batch``): the rows (an array of row numbers per
+    """``remember`` for a batch of STOREs (``compiler.tile_runs.compile_batch``): the rows (an array of row numbers per
     block) and columns (a slice, or None for a 1-D array) written, marked in the mask at once."""
     mask = _folded(arr)
     if cols is None:

@@ -1,5 +1,5 @@
 """Tile blocks: a template block of tile instructions (a LOAD of a block of HBM, elementwise ops,
-matmuls, row reductions, a STORE) compiled into one generated function, as ``sim.blocks`` compiles
+matmuls, row reductions, a STORE) compiled into one generated function, as ``compiler.templates`` compiles
 a block of word instructions — the loop's per-instruction dispatch and the closures' calls gone,
 numpy called only for the arithmetic, the SRAM and traffic accounting written inline.
 
@@ -25,18 +25,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["compile_tile_block", "TileBlock", "separate"]
+__all__ = ["compile_tile_block", "TileBlock"]
 
 import math
 
 import numpy as np
 
-from .engines.kinds import EXEC, MM, MZO, SFU, VEC
-from .engines.tile_templates import block_index, remember
-from .tile_batch import compile_batch
+from ..engines.kinds import EXEC, MM, MZO, SFU, VEC
+from ..engines.tile_templates import block_index, remember
+from .tile_runs import compile_batch
+from .words import define
 
 if TYPE_CHECKING:
-    from .run import Run
+    from ..run import Run
 
 _FLOP = {MM: "fm", VEC: "fv", SFU: "fs", MZO: "fo"}  # fo: the elements MAC_Z wrote
 
@@ -44,7 +45,7 @@ _FLOP = {MM: "fm", VEC: "fv", SFU: "fs", MZO: "fo"}  # fo: the elements MAC_Z wr
 class TileBlock:
     """A compiled tile block: ``block(nxt)`` runs it once, ``multi(nxt, count)`` count times,
     ``skip(n)`` counts n more runs of it (steps, traffic, FLOPs of its last run) without running them
-    (``blocks._run_apart``, for a block whose runs cannot differ); ``words``: it reads an R register;
+    (``tile_runs.run_apart``, for a block whose runs cannot differ); ``words``: it reads an R register;
     ``pure``: it reads no register before writing it; ``signature``: what it writes where, in
     order, and the shapes it loads (blocks with one signature hold SRAM alike); ``loads``: the ids
     of the arrays it reads; ``stores``: (array, index) of each block it writes."""
@@ -202,15 +203,15 @@ def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
     lines += ["def blocks(nxt, count):", "    for _ in range(count):", "        block(nxt)", "def skip(n):"]
     for stmt in skip:
         lines.extend("    " + s for s in stmt.split("\n"))
-    exec(compile("\n".join(lines), "<toym tile block>", "exec"), env)
+    define("\n".join(lines), "<toym tile block>", env)
     tb = TileBlock()
     tb.block, tb.multi, tb.skip = env["block"], env["blocks"], env["skip"]
     tb.words = any(run.names[s][:1] != "T" for s in loaded)
     tb.pure, tb.signature, tb.loads, tb.stores = not loaded, tuple(signature), frozenset(loads), tuple(targets)
     tb.streamed = bool(bounds)
-    tb.batch = compile_batch(specs, env) if bounds and not loaded else None  # runs of it at once: sim.tile_batch
-    if tb.batch is not None:  # a run of it (blocks._run_runs): one call, then the rest at once where they can be
-        exec(compile(_BATCHED, "<toym tile block>", "exec"), env)
+    tb.batch = compile_batch(specs, env) if bounds and not loaded else None  # runs of it at once: tile_runs.compile_batch
+    if tb.batch is not None:  # a run of it (templates._run_runs): one call, then the rest at once where they can be
+        define(_BATCHED, "<toym tile block>", env)
         tb.multi = env["blocks"]
     return tb
 
@@ -281,24 +282,3 @@ def _rounder(round_array, bail):
         return rr
 
     return rnd
-
-
-def separate(tiles) -> bool:
-    """Do runs of these blocks (``TileBlock``s, the distinct tile blocks of a chunk) each compute the
-    same thing every time, whatever ran between them? True where every one is pure, all share one
-    signature, none reads an array any of them writes, and the blocks they write do not overlap
-    from one tile block to another — a later run of one then writes what its first run wrote."""
-    if any(t.streamed for t in tiles) or not all(t.pure for t in tiles) or len({t.signature for t in tiles}) != 1:
-        return False
-    stored = {id(arr) for t in tiles for arr, _ in t.stores}
-    if any(t.loads & stored for t in tiles):
-        return False
-    regions: dict[int, list] = {}
-    for n, t in enumerate(tiles):
-        for arr, idx in t.stores:
-            box = tuple((i.start, i.stop) if isinstance(i, slice) else (i, i + 1) for i in idx if i is not None)
-            for m, other in regions.get(id(arr), ()):
-                if m != n and all(a0 < b1 and b0 < a1 for (a0, a1), (b0, b1) in zip(box, other)):
-                    return False
-            regions.setdefault(id(arr), []).append((n, box))
-    return True

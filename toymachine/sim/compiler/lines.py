@@ -1,113 +1,65 @@
-"""Line blocks: lines mode's long segments run as compiled Python functions, as ``sim.blocks`` runs
-template chunks.
+"""Line pieces: lines mode's long segments run as compiled Python functions, as
+``compiler.templates`` runs template chunks.
 
 In lines mode (``sim.text``) a line is its own cache key and its code holds a constant index
 (``LOAD a[3][7], R0`` → the tuple (3, 7), checked against the array's shape when the line was
 compiled). A matmul's lines repeat, but no two of its blocks of lines are the same text. What
-repeats is their *shape*: the code without its index (``LOAD a[], R0``: the kind, the opcode, the
-array, the register; an arithmetic line whole). Each compiled line gets a one-character shape,
-so a segment's shapes are one string, cut into pieces of ``PIECE`` lines; each distinct piece is
-compiled once into a function ``fn(codes, p)`` that runs ``codes[p:p + PIECE]`` with registers as
-locals, operations inline and each LOAD/STORE's index read from its own code.
+repeats is their *shape* (``sim.lines``: one character per line), so a segment's shapes are one
+string, cut into pieces of ``PIECE`` lines; each distinct piece is compiled once into a function
+``fn(codes, p)`` that runs ``codes[p:p + PIECE]`` with registers as locals, operations inline and
+each LOAD/STORE's index read from its own code. A segment whose shapes repeat with a period runs in
+pieces of whole periods; a whole chunk with such a period runs without the shape of every line
+(``periodic``: the piece checks each code's shape and bails on any other).
 
-Exact, as ``sim.blocks`` is: where the loop would take a slow path (an empty register, a result
-that is non-finite or zero where an underflow is possible, a division by zero, a NaN input) the
-piece *bails* before it wrote any register, and ``sim.loop.execute`` runs the piece's codes again,
-raising the alarm or the error with its line. A first read of a cell takes its initial value in the
-piece (``block_ops.initial_reads``, as a template block does: a matmul's first row would otherwise
-bail once a block). A piece with another engine's instruction, or a STORE
-to an array it later LOADs from, always runs in the loop. Not used while step rows are recorded or
-in symbolic mode.
+Exact, as the template blocks are: where the loop would take a slow path (an empty register, a
+result that is non-finite or zero where an underflow is possible, a division by zero, a NaN input)
+the piece *bails* before it wrote any register, and ``sim.loop.execute`` runs the piece's codes
+again, raising the alarm or the error with its line. A first read of a cell takes its initial value
+in the piece (``words.initial_reads``, as a template block does). A piece with another engine's
+instruction, or a STORE to an array it later LOADs from, always runs in the loop.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__all__ = ["LineBlocks", "MISS", "MISS_CODE", "shapes"]
+__all__ = ["LinePieces"]
 
 import math
 from collections import Counter
-from operator import itemgetter
 
-from . import compiled
-from .block_ops import ARITY as _ARITY
-from .block_ops import WordStatements, initial_reads
-from .blocks import _BAIL, Bail, _flush
-from .engines.kinds import LOAD, LOAD_T, SKIP, STORE, STORE_T
-from .loop import execute
+from ..engines.kinds import LOAD, LOAD_T, SKIP, STORE, STORE_T
+from ..lines import MISS, NO_SHAPE, shapes
+from ..loop import execute
+from .words import BAIL, Bail, WordStatements, define, flush, initial_reads
 
 if TYPE_CHECKING:
-    from .run import Run
+    from ..run import Run
 
 PIECE = 24  # lines per piece (a multiple of 1, 2, 3, 4, 6 and 8: short periods give few distinct pieces)
 MIN_SEGMENT = 4 * 1024  # shorter segments run in the loop
 MIN_REPEATS = 16  # pieces must come back this often on average
-MAX_SHAPES = 40_000  # distinct shapes (one character each; past this, new lines get none)
 CACHE_LIMIT = 4096  # distinct compiled pieces kept
 HELD_LINES = CACHE_LIMIT * PIECE  # … and the lines they hold, together
 MAX_PERIOD = 1024  # the longest period of shapes a segment runs in pieces of
 PERIOD_REPEATS = 64  # pieces of whole periods: only where a segment holds this many
 MAX_BAILS = 64  # calls of a verifying piece that bail in one chunk before its other periods' shapes are read
-_NONE = "\x01"  # the shape of a line no piece compiles (another engine's, or past MAX_SHAPES)
-MISS = "\x00"  # the shape of a line not compiled yet (sim.text: the cache's answer for a new line)
-_MISS_TAG = (None, "", False)
-MISS_CODE = (SKIP, 0, 0, _MISS_TAG, MISS, _MISS_TAG)  # never run: sim.text compiles the line first
-_SHAPE = itemgetter(-2)
 
 
-class LineBlocks:
-    """The shapes of one run's compiled lines and its compiled pieces."""
+class LinePieces:
+    """The compiled pieces of one run (key: a piece's shapes; ``protos``: the line cache's code of
+    each shape, ``LineCache.protos``)."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, protos: dict[str, tuple]):
         self.run = run
-        self.kinds: dict[tuple, str] = {}  # shape → character
-        self.protos: dict[str, tuple] = {}  # character → a code of that shape
+        self.protos = protos
         self.pieces: dict[str | tuple[str], object] = {}  # piece (shape string, or a period's as a 1-tuple) → _Piece, or None: the loop runs it
         self.held = 0  # the lines of the pieces compiled (bounded by HELD_LINES)
 
     def clear(self) -> None:
-        """Forget everything (the line cache was cleared: an array went dense, or the cache was full)."""
-        self.kinds.clear()
-        self.protos.clear()
+        """Forget every piece (the line cache forgot its shapes)."""
         self.pieces.clear()
         self.held = 0
-
-    def note(self, code: tuple) -> tuple:
-        """``code`` with its shape's character and its tag again appended, ``code + (ch, tag)``:
-        every item keeps its place and ``code[-1]`` is still the tag (``sim.text`` caches this
-        code: one lookup per line gives the code and its shape, ``code[-2]``)."""
-        kind = code[0]
-        shape: tuple | None
-        if kind == LOAD or kind == STORE:
-            shape = (kind, code[1], id(code[2]), code[4])
-        elif kind in _ARITY:
-            shape = (kind,) + code[1:-1] + (code[-1][2],)
-        elif kind == SKIP and not code[2]:
-            shape = (SKIP,)
-        else:
-            shape = None
-        ch = _NONE if shape is None else self.kinds.get(shape)
-        if ch is None:
-            if len(self.kinds) >= MAX_SHAPES:
-                ch = _NONE
-            else:
-                assert shape is not None  # a line without a shape has ch _NONE
-                ch = self.kinds[shape] = chr(0x100 + len(self.kinds))
-                self.protos[ch] = code + (ch, code[-1])  # (noted: its ch is the one object of its shape)
-        return code + (ch, code[-1])
-
-    def signature(self, codes: list, lines: list, cache: dict) -> str:
-        """The shapes of ``codes`` (lines ``lines``) as a string, one character per line (``MISS``
-        where a code is ``MISS_CODE``). A code the template mode cached without a shape gets one
-        (in ``codes`` and in ``cache``)."""
-        try:
-            return shapes(codes)
-        except TypeError:  # code[-2] of a code not noted is no string
-            for j, code in enumerate(codes):
-                if not noted(code):
-                    codes[j] = cache[lines[j]] = self.note(code)
-            return shapes(codes)
 
     def periodic(self, run: Run, codes: list, first: int) -> bool:
         """Run a whole chunk's ``codes`` (every one compiled; line ``first + i`` is ``codes[i]``) as
@@ -116,7 +68,7 @@ class LineBlocks:
         (``_compile(…, verify=True)``: the shape's character, by identity) and bails on any other,
         so the loop runs that period. False — nothing ran — where the head shows no such period."""
         n = len(codes)
-        if n < PERIOD_REPEATS * PIECE or run.record or run.symbolic or not compiled.ENABLED:
+        if n < PERIOD_REPEATS * PIECE:
             return False
         try:
             head = shapes(codes[:2 * MAX_PERIOD + PIECE])
@@ -160,7 +112,7 @@ class LineBlocks:
                 break
             except Bail as bail:  # handled below, outside the handler: no exception context kept
                 bail.__traceback__ = None
-            _flush(run, compiled)
+            flush(run, compiled)
             execute(run, codes[p:p + size], first + p)
             bails += 1
             if bails > MAX_BAILS and p + size < end:
@@ -172,7 +124,7 @@ class LineBlocks:
                 else:
                     self.execute(run, codes, sig, rest, end, first)
                 break
-        _flush(run, compiled)
+        flush(run, compiled)
 
     def execute(self, run: Run, codes: list, sig: str, pos: int, end: int, first: int) -> None:
         """Run ``codes[pos:end]`` (every one compiled; line ``first + i`` is ``codes[i]``; ``sig``:
@@ -181,7 +133,7 @@ class LineBlocks:
         its STORE) runs in pieces of whole periods that start at that shape — the same piece
         for every segment, whatever line it starts at; the lines before and after run as below."""
         n = end - pos
-        if n < MIN_SEGMENT or run.record or run.symbolic or not compiled.ENABLED:
+        if n < MIN_SEGMENT:
             execute(run, codes[pos:end], first + pos)
             return
         span = _period(sig) if n >= PERIOD_REPEATS * PIECE else None
@@ -232,17 +184,17 @@ class LineBlocks:
                 break
             except Bail as bail:  # handled below, outside the handler: no exception context kept
                 bail.__traceback__ = None
-            _flush(run, compiled)
+            flush(run, compiled)
             stop = min(p + size, end)
             execute(run, codes[p:stop], first + p)
-        _flush(run, compiled)
+        flush(run, compiled)
 
 
 def _period(sig: str):
     """(start, length) where ``sig[start:]`` repeats with period ``length`` (at most ``MAX_PERIOD``;
     rounded up to whole periods of at least ``PIECE`` lines) and ``sig[start]`` stands once in each
     period — or None."""
-    rare = sorted((k, ch) for ch, k in Counter(sig[:2 * MAX_PERIOD]).items() if k > 1 and ch != _NONE and ch != MISS)
+    rare = sorted((k, ch) for ch, k in Counter(sig[:2 * MAX_PERIOD]).items() if k > 1 and ch != NO_SHAPE and ch != MISS)
     for _, ch in rare[:3]:  # the rarest shapes: one of them may stand once a period
         start = sig.find(ch)
         period = sig.find(ch, start + 1) - start
@@ -253,18 +205,8 @@ def _period(sig: str):
     return None
 
 
-def shapes(codes) -> str:
-    """The shape characters of noted codes (``LineBlocks.note``), one per code."""
-    return "".join(map(_SHAPE, codes))
-
-
-def noted(code: tuple) -> bool:
-    """Whether ``code`` carries its shape (``LineBlocks.note``)."""
-    return len(code) > 4 and code[-1] is code[-3] and type(code[-2]) is str
-
-
 def _in_loop(codes, p):
-    raise _BAIL
+    raise BAIL
 
 
 class _Piece:
@@ -273,7 +215,7 @@ class _Piece:
     def __init__(self, fn, hits: list, codes: list):
         self.fn = fn
         self.hits = hits
-        self.pending = 0  # as sim.blocks._Block's (never set here: line pieces have no stand-ins)
+        self.pending = 0  # as words.Block's (never set here: line pieces have no stand-ins)
         self.steps = sum(1 for c in codes if c[0] != SKIP)
         self.reads = sum(1 for c in codes if c[0] == LOAD)
         self.writes = sum(1 for c in codes if c[0] == STORE)
@@ -288,8 +230,8 @@ def _compile(run: Run, codes: list, verify: bool = False):
     not a scalar word instruction or a STORE to an array comes before a LOAD from it."""
     if None in codes or any(c[0] == LOAD_T or c[0] == STORE_T for c in codes):  # (lines carry their indices)
         return None
-    w = WordStatements({"_exp": math.exp, "_B": _BAIL, "regs": run.regs,
-                        "_init": initial_reads(run, _BAIL)[0]})  # a cell's first read, as the template blocks make it
+    w = WordStatements({"_exp": math.exp, "_B": BAIL, "regs": run.regs,
+                        "_init": initial_reads(run, BAIL)[0]})  # a cell's first read, as the template blocks make it
 
     def index(k: int, code: tuple, a: str) -> str:  # a line's index: its code's own (checked when it compiled)
         return f"c{k}[3]"
@@ -310,5 +252,5 @@ def _compile(run: Run, codes: list, verify: bool = False):
     for stmt in top + body + tail:
         src.extend("        " + s for s in stmt.split("\n"))
     src += ["    except Exception:", "        raise _B from None"]
-    exec(compile("\n".join(src), "<toym line block>", "exec"), env)
+    define("\n".join(src), "<toym line block>", env)
     return _Piece(env["piece"], hits, codes)
