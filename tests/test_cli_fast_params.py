@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from toymachine.cli.lazy import _leaf
+from toymachine.cli.lazy import leaf
 
 
 def test_optional_in_either_spelling_unwraps_to_its_type():
-    assert _leaf(Optional[int]) is int  # noqa: UP045 - the typing spelling is what is tested
-    assert _leaf(Union[float, None]) is float  # noqa: UP007 - as above
-    assert _leaf(int | None) is int
-    assert _leaf(str) is str
-    assert _leaf(int | str) == int | str  # not an optional: kept whole
+    assert leaf(Optional[int]) is int  # noqa: UP045 - the typing spelling is what is tested
+    assert leaf(Union[float, None]) is float  # noqa: UP007 - as above
+    assert leaf(int | None) is int
+    assert leaf(str) is str
+    assert leaf(int | str) == int | str  # not an optional: kept whole

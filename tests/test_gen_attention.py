@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toymachine import ConfigError, MachineLimitError, parse, simulate
+from toymachine.cli.vocabulary import flag_words
 from toymachine.cost import attention_cost, attention_registers
 from toymachine.gen.scalar.attention import VARIANTS, attention_program, resolve_attention
 
@@ -113,15 +114,17 @@ def test_registers_choose_the_slots_and_too_few_is_an_error():
     assert resolve_attention(n, d, "outer", registers=base + 2 * (d + 2))[0] == 2
     with pytest.raises(ConfigError) as exc:
         attention_program(n, d, "inner", registers=2 * d + 4)
-    assert f"needs {2 * d + 5} registers" in exc.value.message and "--registers" in exc.value.hint
+    assert f"needs {2 * d + 5} registers" in exc.value.message and exc.value.key == "registers"
+    assert exc.value.hint_in(flag_words).endswith(f"use --registers {2 * d + 5}")
     with pytest.raises(MachineLimitError):  # the program really needs them
         simulate(attention_program(n, d, "inner"), registers=2 * d + 4)
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    ({"order": "inner", "output_slots": 1}, "--output-slots is for --order outer"),
+    ({"order": "inner", "output_slots": 1}, "output_slots is for order = outer"),
     ({"order": "outer", "output_slots": 9}, "more than the n = 4"),
-    ({"order": "sideways"}, "--order"), ({"variant": "approx"}, "--variant"), ({"d": 0}, "--d"),
+    ({"order": "sideways"}, "order must be one of"), ({"variant": "approx"}, "variant must be one of"),
+    ({"d": 0}, "d must be at least 1"),
 ])
 def test_bad_parameters(kwargs, needle):
     with pytest.raises(ConfigError) as exc:

@@ -172,5 +172,6 @@ def test_big_programs_are_announced_and_the_limit_is_an_option(toym):
 
     softmax_program(n=1000, with_data=False, on_size=lambda count, size: seen.append(count))
     assert seen == [softmax_cost(1000).instructions]
-    with pytest.raises(ConfigError, match="more than --max-instructions 100"):
+    with pytest.raises(ConfigError, match="more than max_instructions = 100") as info:
         softmax_program(n=1000, max_instructions=100)
+    assert info.value.key == "max_instructions"

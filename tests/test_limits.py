@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toymachine import yamlsafe
+from toymachine.cli.vocabulary import flag_words
 from toymachine.cost.tile.blocks import Blocks, floor_sum
 from toymachine.errors import ConfigError, DataError, Location, ToyMachineError, excerpt
 from toymachine.limits import LIMITS, LimitError, render_markdown
@@ -24,7 +25,7 @@ from toymachine.optimize.attention_blocks import _sizes
 def test_reference_page_holds_the_generated_table():
     page = (ROOT / "docs" / "reference" / "limits.md").read_text(encoding="utf-8")
     start, end = "<!-- limits-table:start -->\n", "<!-- limits-table:end -->"
-    assert page[page.index(start) + len(start):page.index(end)] == render_markdown()
+    assert page[page.index(start) + len(start):page.index(end)] == render_markdown(flag_words)
 
 
 def test_every_limit_is_named_by_its_environment_variable(monkeypatch):

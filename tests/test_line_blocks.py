@@ -29,38 +29,23 @@ def _outcome(text, **kw):
     return d
 
 
-class _Calls(list):
-    """The positions pieces were called at; ``lines``: how many lines those pieces hold."""
-    lines = 0
+def _in_pieces(rec) -> int:
+    """The lines of the recorded runs that compiled pieces ran (the door's record)."""
+    return rec.stats.pieces + rec.stats.periodic
 
 
 @pytest.fixture
 def pieces(monkeypatch):
     """Lines mode only, small chunks, pieces of ``PIECE`` lines whenever a segment can take them;
-    returns the list of piece calls made (one entry per call)."""
+    yields the door's record of the runs made in the test (``compiled.recording``)."""
     monkeypatch.setattr(source, "CHUNK_CHARS", 3000)
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", 3000)
     monkeypatch.setattr(text_mode, "NEW_LINES_FOR_TEMPLATES", 2.0)  # never templates
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
     monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
-    calls = _Calls()
-    real = line_blocks._compile
-
-    def counted(run, codes, **kw):
-        piece = real(run, codes, **kw)
-        if piece is not None:
-            fn, size = piece.fn, len(codes)
-
-            def call(c, p):
-                calls.append(p)
-                calls.lines += size
-                return fn(c, p)
-            piece.fn = call
-        return piece
-
-    monkeypatch.setattr(line_blocks, "_compile", counted)
-    return calls
+    with compiled.recording() as rec:
+        yield rec
 
 
 def _both(monkeypatch, text, **kw):
@@ -89,7 +74,7 @@ def test_a_matmul_runs_in_pieces_as_in_the_loop(monkeypatch, pieces, piece, dtyp
     monkeypatch.setattr(line_blocks, "PIECE", piece)
     got = _both(monkeypatch, _matmul(7), dtype=dtype)
     assert got["instructions"] == 3 * 7 ** 3 + 7 ** 2
-    assert pieces.lines > 2 * 7 ** 3  # most of the trace ran in pieces
+    assert _in_pieces(pieces) > 2 * 7 ** 3  # most of the trace ran in pieces
 
 
 def _body_line(r: int, s: int, d: int, i: int, j: int, pick: int) -> str:
@@ -142,7 +127,7 @@ def test_a_slow_path_in_a_piece_runs_in_the_loop(monkeypatch, pieces):
     body = "LOAD x[0], R0\nLOAD x[1], R1\nADD R0, R1, R2\nDIV R2, R1, R3\nSTORE R3, y[0]\n"
     text = body * 300 + "SUB R0, R0, R4\nSTORE R4, x[1]\n" + body * 20
     got = _both(monkeypatch, text)
-    assert got["alarms"] and pieces.lines > 0.9 * len(text.splitlines())  # most lines in pieces
+    assert got["alarms"] and pieces.stats.bails and _in_pieces(pieces) > 0.9 * len(text.splitlines())  # most lines in pieces
     strict = _both(monkeypatch, text, strict_numerics=True)
     assert strict[0] == "NumericsError" and strict[2][0] == 5 * 300 + 2 + 4
 
@@ -151,7 +136,7 @@ def test_steps_and_symbolic_runs_never_take_pieces(monkeypatch, pieces):
     text = _matmul(4)
     simulate(io.StringIO(text), steps=True)
     simulate(io.StringIO(text), steps=False, symbolic=True)
-    assert pieces == []
+    assert _in_pieces(pieces) == 0 and not pieces.stats.bails
 
 
 
@@ -164,9 +149,9 @@ def test_random_traces_mostly_take_pieces(monkeypatch, pieces):
     for _ in range(30):
         body = [_body_line(*(rng.randrange(4) for _ in range(4)), rng.randrange(3), rng.randrange(_PICKS))
                 for _ in range(rng.randrange(1, 13))]
-        pieces.clear()
+        pieces.paths.clear()
         _both(monkeypatch, _HEAD + ("\n".join(body) + "\n") * 50)
-        taken.append(bool(pieces))
+        taken.append(_in_pieces(pieces) > 0)
     assert sum(taken) * 2 > len(taken), taken
 
 

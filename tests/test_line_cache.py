@@ -136,22 +136,12 @@ def test_a_line_compiled_in_order_runs_in_pieces_at_its_later_places(monkeypatch
     monkeypatch.setattr(line_blocks, "MIN_SEGMENT", 1)
     monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 1)
-    calls = []  # the lines each piece call holds
-    real = line_blocks._compile
-
-    def counted(run, codes):
-        piece = real(run, codes)
-        if piece is not None:
-            fn, size = piece.fn, len(codes)
-            piece.fn = lambda c, p: (calls.append(size), fn(c, p))[1]
-        return piece
-
-    monkeypatch.setattr(line_blocks, "_compile", counted)
     body = "LOAD x[0], R0\nLOAD y[1][2], R1\nMUL R0, R1, R2\nSTORE R2, z[0]\n"
     text = body * 240
-    parsed, streamed = _parsed_and_streamed(text)
+    with compiled.recording() as rec:
+        parsed, streamed = _parsed_and_streamed(text)
     assert streamed == parsed
-    assert sum(calls) > 0.9 * 4 * 240
+    assert rec.stats.pieces + rec.stats.periodic > 0.9 * 4 * 240 and not rec.stats.bails
 
 
 @pytest.mark.slow
@@ -228,12 +218,10 @@ def _matmul(n: int, i_bad: int, j_bad: int, bad: str) -> str:
     return "\n".join(out) + "\n"
 
 
-_PERIOD = line_blocks._period
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(n=6, chunk=2000, at=(0, 0), bad="DIV R2, R3, R2", strict=False)  # stops in its first block
 @example(n=6, chunk=2000, at=(1, 0), bad="DIV R2, R3, R2", strict=False)  # … in its seventh
+@example(n=6, chunk=2000, at=(2, 3), bad="; a comment", strict=False)  # runs to its end, in pieces
 @given(n=st.integers(3, 9), chunk=st.integers(60, 4000), at=st.tuples(st.integers(0, 8), st.integers(0, 8)),
        bad=st.sampled_from(["MOV R2, R2", "DIV R2, R3, R2", "MUL R2, R2, R2", "SUB R2, R2, R2", "LOAD c[0][0], R2", "ADD R0, R1",
                             "STORE R2, a[0][1]", "EXP R9, R2", "; a comment"]),
@@ -251,11 +239,9 @@ def test_pieces_of_whole_periods_agree_with_one_line_at_a_time(monkeypatch, n, c
     monkeypatch.setattr(compiled, "MIN_LINES", 1)
     monkeypatch.setattr(line_blocks, "MIN_REPEATS", 2)
     monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
-    periodic = []
-    real = _PERIOD  # the module's own (monkeypatch undoes its patch after the test, not after each example)
-    monkeypatch.setattr(line_blocks, "_period", lambda sig: (periodic.append(1), real(sig))[1])
     text = _matmul(n, at[0] % n, at[1] % n, bad)
-    streamed = _outcome(lambda: simulate(io.StringIO(text), steps=False, strict_numerics=strict))
+    with compiled.recording() as rec:
+        streamed = _outcome(lambda: simulate(io.StringIO(text), steps=False, strict_numerics=strict))
     with monkeypatch.context() as m:
         m.setattr(source, "CHUNK_CHARS", 1)
         m.setattr(source, "FIRST_CHUNK_CHARS", 1)
@@ -264,7 +250,7 @@ def test_pieces_of_whole_periods_agree_with_one_line_at_a_time(monkeypatch, n, c
     assert streamed == one_by_one
     # chunks of 2000 characters hold many of a 6×6 matmul's blocks — where the run goes to its end
     # (an error stops it, in an early block before any segment of whole periods)
-    assert periodic or chunk < 2000 or n < 6 or not isinstance(streamed, dict)
+    assert rec.stats.pieces or rec.stats.periodic or chunk < 2000 or n < 6 or not isinstance(streamed, dict)
 
 
 def test_a_period_is_found_where_a_shape_stands_once_in_it():
@@ -397,32 +383,27 @@ def _verifying_run(monkeypatch, n, chunk, odd, swap, bails):
     monkeypatch.setattr(line_blocks, "PERIOD_REPEATS", 2)
     monkeypatch.setattr(line_blocks, "MAX_BAILS", bails)
     monkeypatch.setattr(line_blocks, "MAX_PERIOD", 32)  # a short head: the periods after it are checked by the piece
-    verified = []
-    real = line_blocks.LinePieces._verified
-    monkeypatch.setattr(line_blocks.LinePieces, "_verified", lambda self, *a: (verified.append(a[-1]), real(self, *a))[1])
     lines = _matmul(n, -1, -1, "").splitlines()
     for b in odd:  # blocks (of 3n + 1 lines) whose first MAC is another instruction
         assert lines[b * (3 * n + 1) + 5].startswith("MAC ")
         lines[b * (3 * n + 1) + 5] = swap
     text = "\n".join(lines) + "\n"
-    streamed = _outcome(lambda: simulate(io.StringIO(text), steps=False))
+    with compiled.recording() as rec:
+        streamed = _outcome(lambda: simulate(io.StringIO(text), steps=False))
     with monkeypatch.context() as m:
         m.setattr(source, "CHUNK_CHARS", 1)
         m.setattr(source, "FIRST_CHUNK_CHARS", 1)
         m.setattr(line_blocks, "MIN_SEGMENT", 10 ** 12)
         assert streamed == _outcome(lambda: simulate(io.StringIO(text), steps=False))
-    return verified
+    return rec.stats
 
 
 def test_a_verifying_piece_runs_and_bails(monkeypatch):
     """The pieces of ``periodic`` do run, and the periods of other shapes after the chunk's head bail."""
-    monkeypatch.setattr(line_blocks, "flush", lambda run, pieces, real=line_blocks.flush: (flushes.append(1), real(run, pieces))[1])
-    flushes = []
     for bails in (1, 64):
-        flushes.clear()
-        verified = _verifying_run(monkeypatch, n=8, chunk=8000, odd={30, 40, 41, 50, 60, 61, 62}, swap="MUL R0, R1, R0",
-                                  bails=bails)
-        assert verified and len(flushes) > len(verified)  # (a flush after each bail, and one at the end)
+        stats = _verifying_run(monkeypatch, n=8, chunk=8000, odd={30, 40, 41, 50, 60, 61, 62}, swap="MUL R0, R1, R0",
+                               bails=bails)
+        assert stats.periodic and stats.bails
 
 
 @pytest.mark.slow

@@ -98,7 +98,7 @@ def test_bound_and_dict():
 def test_too_little_sram_is_a_clear_error():
     with pytest.raises(ConfigError) as exc:
         optimize_blocks(n=64, d=8, sram_words=20)
-    assert "--sram" in exc.value.hint
+    assert exc.value.key == "sram" and exc.value.hint == "use a larger sram"
 
 
 def test_order_needs_the_backward_pass():

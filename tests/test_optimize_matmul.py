@@ -176,10 +176,10 @@ def test_output_is_deterministic():
     assert a.program.to_text() == b.program.to_text()
 
 
-@pytest.mark.parametrize("kwargs,needle", [({"n": 2, "registers": 2}, "at least 3 registers"),
-                                           ({"n": 0, "registers": 3}, "--n"),
-                                           ({"n": 2, "registers": 3, "time_limit": 0}, "--time-limit")])
-def test_bad_parameters_are_config_errors(kwargs, needle):
+@pytest.mark.parametrize("kwargs,key,needle", [({"n": 2, "registers": 2}, "registers", "at least 3 registers"),
+                                               ({"n": 0, "registers": 3}, "n", "at least 1"),
+                                               ({"n": 2, "registers": 3, "time_limit": 0}, "time_limit", "positive")])
+def test_bad_parameters_are_config_errors(kwargs, key, needle):
     with pytest.raises(ConfigError) as exc:
         optimize_matmul(**kwargs)
-    assert needle in exc.value.message
+    assert needle in exc.value.message and exc.value.key == key

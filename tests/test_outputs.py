@@ -62,7 +62,7 @@ def test_strict_makes_it_an_error(toym, tmp_path):
 
 def test_the_warning_is_in_the_result_and_its_json(toym, tmp_path):
     r = simulate(parse(UNGIVEN))
-    assert [w.message for w in r.warnings] == ["array 'w' is read but never given (no .data, --data or .array): "
+    assert [w.message for w in r.warnings] == ["array 'w' is read but never given (no .data, data or .array): "
                                                "did you mean 'x'?"]
     assert r.memory["y"][0] == 1.0 + r.memory["w"][1]  # the deterministic random value was used
     d = r.to_dict()

@@ -62,8 +62,9 @@ def test_an_interrupt_stops_the_workers_at_once():
 def test_bad_executor_options_are_errors(toym):
     with pytest.raises(ConfigError, match="needs the scheduler's address"):
         sweep("softmax", {"n": "4,8"}, executor="dask")
-    with pytest.raises(ConfigError, match="--executor dask"):
+    with pytest.raises(ConfigError) as info:
         run_points(_slow, [(1,)], scheduler="tcp://127.0.0.1:1")
+    assert info.value.key == "scheduler"
     code, out, err = toym("sweep", "softmax", "--n", "4,8", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9")
     assert code == 2 and "cannot reach the Dask scheduler" in err and "Traceback" not in err
 

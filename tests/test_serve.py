@@ -306,8 +306,31 @@ def test_a_registers_error_is_the_same_error_both_ways(client, toym):
     code, out, _ = toym("run", path, "-f", "json", "--registers", "2")
     r = client.post("/api/run", json={"trace": path.read_text(encoding="utf-8"),
                                       "options": {"file": str(path), "registers": 2}})
-    assert (code, r.status_code, r.text) == (2, 422, out)
-    assert r.json()["error"]["hint"] == "use --registers 3 or a machine file with more registers"
+    assert (code, r.status_code) == (2, 422)
+    cli, served = json.loads(out)["error"], r.json()["error"]
+    assert cli.keys() == served.keys() >= {"message", "file", "line", "column", "hint", "kind", "key", "suggestion",
+                                           "code"}
+    assert {k: v for k, v in cli.items() if k != "hint"} == {k: v for k, v in served.items() if k != "hint"}
+    assert (cli["kind"], cli["key"], cli["suggestion"], cli["line"]) == ("machine-limit", "registers", 3, 8)
+    # the hint says the parameter as each front names it: the CLI's flag, the playground's option
+    assert cli["hint"] == "use --registers 3 or a machine file with more registers"
+    assert served["hint"] == "use registers = 3 or a machine file with more registers"
+
+
+@pytest.mark.parametrize("cli_args,options", [(("--registers", "0"), {"registers": 0}),
+                                              (("--memory-max", "-1"), {"memory_max": -1})])
+def test_a_bad_option_is_the_same_error_both_ways(client, toym, cli_args, options):
+    """The command line refuses it while parsing, the playground in the library: one key, one kind, one reason."""
+    path = PROGRAMS / "c00.asm"
+    code, out, _ = toym("run", path, "-f", "json", *cli_args)
+    r = client.post("/api/run", json={"trace": path.read_text(encoding="utf-8"), "options": options})
+    cli, served = json.loads(out)["error"], r.json()["error"]
+    assert (code, r.status_code) == (2, 422)
+    fields = ("kind", "key", "suggestion", "code")
+    assert [cli[f] for f in fields] == [served[f] for f in fields] == ["config", next(iter(options)), None, None]
+    value = next(iter(options.values()))
+    reason = f"must be at least {value + 1}, got {value}"
+    assert cli["message"].endswith(reason) and served["message"].endswith(reason)
 
 
 @pytest.mark.slow

@@ -22,10 +22,8 @@ text_mode = importlib.import_module("toymachine.sim.text")
 sim = importlib.import_module("toymachine.sim.simulate")
 # the functions spied on, as the modules define them (monkeypatch restores a patch after the test,
 # not after each hypothesis example: a spy wrapping "the current one" would wrap the last example's)
-_ORIGINAL = {"run_runs": blocks._run_runs, "run_apart": blocks.run_apart,
-             "run_chunk": compiled.CompiledPath.run_chunk,
-             "initial": importlib.import_module("toymachine.sim.memory").Array.initial,
-             "separate": tile_runs.separate}
+_ORIGINAL = {"run_chunk": compiled.CompiledPath.run_chunk,
+             "initial": importlib.import_module("toymachine.sim.memory").Array.initial}
 
 
 def _outcome(run):
@@ -252,9 +250,6 @@ def test_tile_blocks_run_in_the_loop_among_compiled_blocks(monkeypatch, force):
 def test_runs_of_one_block_bail_mid_run_as_the_loop_does(monkeypatch, force, zeros, nan_at, dtype):
     """Long runs of one block are one call each (``multi``): a pass that bails anywhere in a run
     leaves the registers the passes before it wrote, and the run goes on after it."""
-    runs = []
-    real = _ORIGINAL["run_runs"]  # the module's own: monkeypatch restores after the test, not each example
-    monkeypatch.setattr(blocks, "_run_runs", lambda *a: runs.append(len(a[-1])) or real(*a))
     x = [1.0 + i / 300 for i in range(300)]
     for z in zeros:
         x[z] = 0.0  # 1 / 0: an alarm from the loop
@@ -262,8 +257,9 @@ def test_runs_of_one_block_bail_mid_run_as_the_loop_does(monkeypatch, force, zer
         x[nan_at] = float("nan")
     text = "LOAD s[0], R3\nLOAD s[1], R1\n" + "".join(f"LOAD x[{i}], R0\nDIV R1, R0, R2\nADD R3, R2, R3\n"
                                                      f"STORE R3, z[{i}]\n" for i in range(300))
-    got = _both(monkeypatch, force, text, data={"x": x, "s": [0.5, 2.0]}, dtype=dtype)
-    assert runs, "the chunk ran as runs of one block"
+    with compiled.recording() as rec:
+        got = _both(monkeypatch, force, text, data={"x": x, "s": [0.5, 2.0]}, dtype=dtype)
+    assert rec.stats.runs, "the chunk ran as runs of one block"
     assert isinstance(got, dict) and len(got["memory"]["z"]) == 300
 
 
@@ -371,9 +367,6 @@ def apart_traces(draw):
 @pytest.mark.slow
 def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force, trace, zeros, hot, dtype, strict):
     text, reps, rows, scaled = trace
-    apart = []
-    real = _ORIGINAL["run_apart"]  # the module's own: monkeypatch restores after the test, not each example
-    monkeypatch.setattr(blocks, "run_apart", lambda *a: apart.append(1) or real(*a))
     x = [0.5 + i / 200 for i in range(reps)]
     for z in zeros:
         if z < reps:
@@ -381,10 +374,11 @@ def test_tile_blocks_apart_from_word_runs_agree_with_the_loop(monkeypatch, force
     q = [[1.0, -2.0, 0.5] for _ in range(rows)]
     if hot is not None:
         q[hot // 3 % rows][hot % 3] = 1e3 if dtype == "bf16" else 1e200  # exp, square: overflow at that element
-    got = _both(monkeypatch, force, text, data={"x": x, "s": [0.25, 1.0], "Q": q}, dtype=dtype,
-                strict_numerics=strict)
+    with compiled.recording() as rec:
+        got = _both(monkeypatch, force, text, data={"x": x, "s": [0.25, 1.0], "Q": q}, dtype=dtype,
+                    strict_numerics=strict)
     if isinstance(got, dict) and any(force):
-        assert apart or scaled, "the chunks ran word runs and tile blocks apart"
+        assert rec.stats.apart or scaled, "the chunks ran word runs and tile blocks apart"
         assert got["instructions"] == text.count("\n") - 3
 
 
@@ -422,9 +416,6 @@ def test_repeated_tile_blocks_counted_not_run_agree_with_the_loop(monkeypatch, f
     makes them; SRAM past a small capacity is the loop's error at the first block that holds it."""
     from toymachine import Machine
     text, reps, rows, (separable, same) = trace
-    verdicts = []
-    real = _ORIGINAL["separate"]  # the module's own: monkeypatch restores after the test, not each example
-    monkeypatch.setattr(tile_runs, "separate", lambda tiles: verdicts.append(real(tiles)) or verdicts[-1])
     q = [[1.0 + r, -2.0, 0.5] for r in range(rows)]
     if tiny is not None:
         q[tiny // 3 % rows][tiny % 3] = 1e-5 if dtype != "fp64" else 1e-200  # squares (or rounds) to zero
@@ -434,12 +425,13 @@ def test_repeated_tile_blocks_counted_not_run_agree_with_the_loop(monkeypatch, f
             x[z] = 0.0
     machine = None if cap is None else Machine(sram_words=cap + 4)  # the R registers hold 4 words
     o = [[0.5 + r / 10, 0.25, -1.5] for r in range(rows)]
-    got = _both(monkeypatch, force, text, data={"x": x, "s": [0.25, 1.0], "Q": q, "O": o},
-                dtype=dtype, machine=machine)
+    with compiled.recording() as rec:
+        got = _both(monkeypatch, force, text, data={"x": x, "s": [0.25, 1.0], "Q": q, "O": o},
+                    dtype=dtype, machine=machine)
     if isinstance(got, dict) and any(force) and separable:
-        assert True in verdicts
+        assert rec.stats.tiles_counted
     if same:  # a chunk's tile blocks load what they store (overlapping blocks may still fall apart in one chunk)
-        assert True not in verdicts
+        assert not rec.stats.tiles_counted
 
 
 def test_a_tile_block_that_reads_a_word_keeps_every_tile_block_in_trace_order(monkeypatch, force):
@@ -482,9 +474,6 @@ def test_stored_regions_grow_with_distinct_store_lines_not_with_the_trace(monkey
 def test_short_word_units_are_not_grouped_with_tile_units(monkeypatch, force):
     """Short word units (five lines) are grouped into blocks of several — but not in a chunk that
     holds tile units: those stay blocks of their own, run apart from the word runs."""
-    apart = []
-    real = _ORIGINAL["run_apart"]  # the module's own: monkeypatch restores after the test, not each example
-    monkeypatch.setattr(blocks, "run_apart", lambda *a: apart.append(1) or real(*a))
     monkeypatch.setattr(source, "CHUNK_CHARS", 6000)
     text = ".array Q[8][4]\n.array O[8][4]\nLOAD x[0], R1\nMOV R1, R3\n" + "".join(
         f"LOAD x[{i}], R0\nMAX R1, R0, R1\nSUB R0, R1, R2\nEXP R2, R2\nADD R3, R2, R3\n"
@@ -492,8 +481,9 @@ def test_short_word_units_are_not_grouped_with_tile_units(monkeypatch, force):
            f"STORE T1, O[{i // 4 % 4 * 2}:{i // 4 % 4 * 2 + 2}, :]\n" if i % 4 == 0 else "") for i in range(800))
     x = [0.5 + i / 1000 for i in range(800)]
     x[333] = float("inf")  # an input that makes a word block bail mid-chunk (an overflow alarm)
-    got = _both(monkeypatch, force, text, data={"x": x})
-    assert any(force) and apart and isinstance(got, dict) and got["instructions"] == 800 * 5 + 200 * 3 + 2
+    with compiled.recording() as rec:
+        got = _both(monkeypatch, force, text, data={"x": x})
+    assert any(force) and rec.stats.apart and isinstance(got, dict) and got["instructions"] == 800 * 5 + 200 * 3 + 2
 
 
 @pytest.mark.slow
@@ -567,8 +557,7 @@ def test_the_units_a_chunk_cuts_run_in_the_loop_as_the_loop_runs_them(monkeypatc
     monkeypatch.setattr(source, "FIRST_CHUNK_CHARS", chunk)
     made = []
     real = blocks._compile
-    monkeypatch.setattr(blocks, "_compile", lambda run, codes, initial: made.append(len(codes)) or
-                        real(run, codes, initial))
+    monkeypatch.setattr(blocks, "_compile", lambda run, codes, *a: made.append(len(codes)) or real(run, codes, *a))
     x = [1.0 + i / 300 for i in range(300)]
     for z in zeros:
         x[z] = 0.0  # 1 / 0: the div-by-zero alarm, from the loop
@@ -600,3 +589,22 @@ def test_the_door_closed_runs_every_instruction_in_the_loop(monkeypatch, force):
     force.clear()
     monkeypatch.setattr(compiled, "ENABLED", False)
     assert _outcome(lambda: simulate(io.StringIO(text), steps=False)) == fast and not any(force)
+
+
+def test_the_door_records_the_routes_a_run_took(monkeypatch):
+    """``recording()`` collects each run's ``PathStats``: a long softmax ran as runs of one block;
+    with the compiled path off the door refused every chunk and no route ran; a run outside the
+    block is not recorded. ``Tally`` (the counters) and ``PathStats`` (their view) have one set of fields."""
+    import dataclasses
+    assert [f.name for f in dataclasses.fields(compiled.Tally)] == [f.name for f in dataclasses.fields(compiled.PathStats)]
+    program = softmax_program(5000)
+    with compiled.recording() as rec:
+        simulate(program)
+    assert len(rec.paths) == 1 and rec.stats.runs > 4000 and not rec.stats.bails
+    simulate(program)
+    assert len(rec.paths) == 1
+    monkeypatch.setattr(compiled, "ENABLED", False)
+    with compiled.recording() as off:
+        simulate(program)
+    routes = dataclasses.replace(off.stats, refused=0)
+    assert off.stats.refused > 0 and routes == compiled.PathStats()

@@ -65,7 +65,7 @@ def test_register_limit_names_the_register():
     with pytest.raises(MachineLimitError) as e:
         simulate("LOAD x[0], R0\nMOV R0, R3\n", registers=3, file="t.asm")
     assert "machine has 3 registers (R0–R2); R3 is beyond them" in e.value.message
-    assert (e.value.loc.line, e.value.loc.col) == (2, 9) and "--registers 4" in e.value.hint
+    assert (e.value.loc.line, e.value.loc.col) == (2, 9) and (e.value.key, e.value.suggestion) == ("registers", 4)
 
 
 def test_read_of_empty_register_is_a_fault():

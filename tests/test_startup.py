@@ -59,6 +59,7 @@ def test_help_lists_every_command_without_importing_one():
     assert not [m for m in mods if m.startswith("toymachine.cli.") and m not in ("toymachine.cli.app",
                                                                                  "toymachine.cli.lazy",
                                                                                  "toymachine.cli.usage",
+                                                                                 "toymachine.cli.click_fields",
                                                                                  "toymachine.cli.vocabulary")]
 
 
@@ -74,7 +75,7 @@ def test_a_small_run_loads_only_the_run_path(args):
     assert [m for m in _denied(mods) if not (bad_value and m.split(".")[0] in ("pydantic", "pydantic_core"))] == []
     assert "toymachine.cli.run" in mods
     assert not [m for m in mods if m.startswith("toymachine.cli.") and
-                m.split(".")[2] not in ("app", "lazy", "run", "common", "usage", "vocabulary")]
+                m.split(".")[2] not in ("app", "lazy", "run", "common", "usage", "click_fields", "vocabulary")]
 
 
 @pytest.mark.slow
@@ -151,13 +152,13 @@ TEXTS = st.one_of(st.text(max_size=8), st.from_regex(r"-?[0-9]{1,20}(\.[0-9]*)?(
 @given(value=TEXTS, which=st.sampled_from(["str", "int", "int_min1", "int_range", "float", "float_min0", "enum"]))
 def test_fast_conversion_equals_typers(value, which):
     from toymachine.cli.common import Format
-    from toymachine.cli.lazy import _SLOW, _convert, _leaf
+    from toymachine.cli.lazy import _SLOW, _convert, leaf
 
     annotation, info = {"str": (str, {}), "int": (int, {}), "int_min1": (int, {"min": 1}),
                         "int_range": (int, {"min": 0, "max": 100}), "float": (float, {}),
                         "float_min0": (float, {"min": 0.0}), "enum": (Format, {})}[which]
     desc = _descriptor(annotation, **info)
-    fast = _convert(_leaf(desc.annotation), desc.parameter_info, value, None)
+    fast = _convert(leaf(desc.annotation), desc.parameter_info, value, None)
     if fast is _SLOW:
         return  # typer's own path: identical by construction
     kind, slow = _typer_value(desc, value)

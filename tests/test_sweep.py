@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from toymachine import ConfigError
+from toymachine.cli.vocabulary import flag_words
 from toymachine.cost import matmul_cost, softmax_cost
 from toymachine.experiments.sweep import expand_grid, parse_values, plot_sweep, sweep, sweep_report
 from toymachine.gen.registry import GeneratorSpec, Param, get_generator
@@ -46,7 +47,8 @@ def test_grid_is_the_product_in_declared_order():
     assert all(p["n"] == 2 and p["m"] is None for p in points)
     with pytest.raises(ConfigError) as exc:
         expand_grid(spec, {"size": "2"})
-    assert "--registers" in exc.value.hint
+    assert exc.value.hint == "its parameters are n, m, k, registers, schedule, mac_accumulator"
+    assert exc.value.hint_in(flag_words).startswith("its parameters are --n, --m, --k, --registers")
 
 
 def test_rows_hold_simulation_formula_and_bound():

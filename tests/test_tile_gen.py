@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from toymachine import ConfigError, Machine, MachineLimitError, parse, simulate
+from toymachine.cli.vocabulary import flag_words
 from toymachine.cost.tile import paper_blocks
 from toymachine.gen.tile import (
     array_shapes,
@@ -169,7 +170,7 @@ def test_split_order_reads_and_writes_like_the_kernels():
     (dict(pass_="backward", order="col", phase="dq"), "one launch of the split"),
     (dict(pass_="forward", phase="dkdv"), "one launch of the split"),
     (dict(pass_="backward", order="split", phase="dx"), "phase must be one of"),
-    (dict(pass_="backward", order="diagonal"), "--order"),
+    (dict(pass_="backward", order="diagonal"), "order must be one of"),
 ])
 def test_split_parameters_are_config_errors(kw, needle):
     with pytest.raises(ConfigError, match=needle):
@@ -266,25 +267,26 @@ def test_blocks_from_sram_fit_and_the_machine_enforces_them():
 def test_sram_too_small_is_a_clear_error():
     with pytest.raises(ConfigError, match="even with 1-row blocks") as e:
         attention_program(n=64, d=64, sram_words=100)
-    assert "--sram" in e.value.hint
+    assert e.value.key == "sram" and e.value.hint.startswith("use sram = ")
     with pytest.raises(ConfigError, match="need") as e:
         attention_program(n=64, d=8, block_m=64, block_n=64, sram_words=1000)
-    assert "--block-m" in e.value.hint
+    assert e.value.key == "sram" and e.value.hint_in(flag_words).startswith("use --block-m ")
 
 
-@pytest.mark.parametrize("kw,needle", [
-    (dict(algo="fa3"), "--algo"),
-    (dict(pass_="sideways"), "--pass"),
-    (dict(n=0), "--n"),
-    (dict(block_m=0), "--block-m"),
-    (dict(variant="no-max", pass_="backward"), "backward pass is exact"),
-    (dict(algo="standard-3pass", pass_="backward"), "forward pass only"),
-    (dict(algo="standard", variant="no-rescale"), "no-rescale"),
-    (dict(scale=float("inf")), "--scale"),
+@pytest.mark.parametrize("kw,key,needle", [
+    (dict(algo="fa3"), "algo", "must be one of"),
+    (dict(pass_="sideways"), "pass", "must be one of"),
+    (dict(n=0), "n", "must be at least 1"),
+    (dict(block_m=0), "block_m", "must be at least 1"),
+    (dict(variant="no-max", pass_="backward"), "variant", "backward pass is exact"),
+    (dict(algo="standard-3pass", pass_="backward"), "algo", "forward pass only"),
+    (dict(algo="standard", variant="no-rescale"), "variant", "no-rescale"),
+    (dict(scale=float("inf")), "scale", "finite non-zero"),
 ])
-def test_bad_parameters_are_config_errors(kw, needle):
-    with pytest.raises(ConfigError, match=needle):
+def test_bad_parameters_are_config_errors(kw, key, needle):
+    with pytest.raises(ConfigError, match=needle) as info:
         attention_program(**{"n": 8, "d": 2, **kw})
+    assert info.value.key == key
 
 
 # -- the program text ------------------------------------------------------------------------------

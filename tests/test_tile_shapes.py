@@ -161,15 +161,16 @@ def test_defaults_are_the_plain_programs():
     assert a.instrs == b.instrs and [x.shape for x in a.arrays] == [x.shape for x in b.arrays]
 
 
-@pytest.mark.parametrize("kw,needle", [
-    (dict(nk=3, causal=True), "first 5 queries would attend no key"),
-    (dict(heads=4, kv_heads=3), "not a multiple of --kv-heads"),
-    (dict(nk=0), "--nk"),
-    (dict(kv_heads=0), "--kv-heads"),
+@pytest.mark.parametrize("kw,key,needle", [
+    (dict(nk=3, causal=True), "nk", "first 5 queries would attend no key"),
+    (dict(heads=4, kv_heads=3), "kv_heads", "heads = 4 is not a multiple of kv_heads = 3"),
+    (dict(nk=0), "nk", "nk must be at least 1"),
+    (dict(kv_heads=0), "kv_heads", "kv_heads must be at least 1"),
 ])
-def test_bad_shapes_are_config_errors(kw, needle):
-    with pytest.raises(ConfigError, match=needle):
+def test_bad_shapes_are_config_errors(kw, key, needle):
+    with pytest.raises(ConfigError, match=needle) as info:
         attention_program(**{"n": 8, "d": 2, **kw})
+    assert info.value.key == key
 
 
 def test_run_attention_rejects_mismatched_shapes():

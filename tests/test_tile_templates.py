@@ -120,15 +120,6 @@ def _counted(monkeypatch):
     def counted_block(*args):
         tb = compile_block(*args)
         STATS["streamed_blocks"] += tb is not None and tb.streamed
-        if tb is not None and tb.batch is not None:
-            batch = tb.batch
-
-            def counted(n):
-                done = batch(n)
-                STATS["batched"] += done
-                return done
-
-            tb.batch = tb.multi.__globals__["batch"] = counted  # (the block's ``multi`` calls it too)
         return tb
 
     monkeypatch.setattr(text_slices, "cut", counted_cut)
@@ -157,9 +148,10 @@ def test_templates_agree_with_whole_lines(small_chunks, text, m, chunk):
     old = source.CHUNK_CHARS, source.FIRST_CHUNK_CHARS
     source.CHUNK_CHARS, source.FIRST_CHUNK_CHARS = chunk, 300  # the first chunk runs as lines
     try:
-        with pytest.MonkeyPatch.context() as mp:
+        with pytest.MonkeyPatch.context() as mp, compiled.recording() as rec:
             _counted(mp)
             fast = run_outcome(_run(text, machine))
+        STATS["batched"] += rec.stats.batched
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(text_slices, "_new_tiles", lambda text: False)  # every tile line compiled as itself
             slow = run_outcome(_run(text, machine))
@@ -291,11 +283,9 @@ def test_overlapping_stores_and_changing_heights():
         lines += [f"LOAD Q[{r}:{r + h}, :], T0", "ADD T0, T0, T1", f"STORE T1, O[{r // 3}:{r // 3 + h}, :]",
                   f"LOAD x[{i}], R0", "ADD R0, R0, R1"]
     text = "\n".join(lines) + "\n"
-    batched = STATS["batched"]
-    with pytest.MonkeyPatch.context() as mp:
-        _counted(mp)
+    with compiled.recording() as rec:
         fast = run_outcome(_run(text, Machine(sram_words=4096)))
-    assert isinstance(fast, dict) and STATS["batched"] > batched + 500  # (runs at once, overlaps and all)
+    assert isinstance(fast, dict) and rec.stats.batched > 500  # (runs at once, overlaps and all)
     assert fast == run_outcome(lambda: simulate(parse(text, file="t.asm"), Machine(sram_words=4096), steps=False,
                                              file="t.asm"))
 
@@ -312,11 +302,9 @@ def test_a_trace_of_tile_blocks_only(bad):
         if i == 16000 and bad:
             lines += bad.split("\n")
     text = "\n".join(lines) + "\n"
-    batched = STATS["batched"]
-    with pytest.MonkeyPatch.context() as mp:
-        _counted(mp)
+    with compiled.recording() as rec:
         fast = run_outcome(_run(text, Machine(sram_words=4096)))
-    assert STATS["batched"] > batched + 500
+    assert rec.stats.batched > 500
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(text_slices, "_new_tiles", lambda text: False)
         assert fast == run_outcome(_run(text, Machine(sram_words=4096)))

@@ -104,7 +104,7 @@ def test_memory_plot(toym, tmp_path):
     assert code == 0 and path.read_text().startswith("<?xml")
 
 
-@pytest.mark.parametrize("args,needle", [(("--algo", "fa3"), "--algo must list"), (("--n", "0"), "at least 1"),
+@pytest.mark.parametrize("args,needle", [(("--algo", "fa3"), "--algo must be one of"), (("--n", "0"), "at least 1"),
                                          (("--plot", "x.pdf", "--n", "64"), ".png or .svg")])
 def test_memory_errors_exit_2(toym, args, needle):
     code, out, err = toym("memory", *args)

@@ -17,6 +17,7 @@ from toymachine.cli.vocabulary import (
     command_options,
     flag_commands,
     flag_of,
+    flag_words,
     short_flag,
     vocabulary_report,
 )
@@ -119,7 +120,7 @@ def test_sweep_takes_its_parameters_short_forms(toym):
     for name in generator_names():
         spec = get_generator(name)
         for p in spec.params:
-            f = flag_of(p.flag)
+            f = flag_of(flag_words(p.name))
             if f is not None and f.has_short_on(f"sweep {name}"):
                 assert _grid_from_args(spec, [f.short, "3..4"]) == {p.name: "3..4"}
                 assert _grid_from_args(spec, [f.short + "5"]) == {p.name: "5"}
@@ -158,7 +159,7 @@ def test_short_forms_mean_one_thing():
 def test_sweep_parameters_are_in_the_vocabulary():
     for name in generator_names():
         for p in get_generator(name).params:
-            assert flag_of(p.flag) is not None, f"sweep {name} {p.flag} is not in the vocabulary"
+            assert flag_of(flag_words(p.name)) is not None, f"sweep {name} {flag_words(p.name)} is not in the vocabulary"
 
 
 def test_every_command_that_prints_a_format_can_write_a_file():
@@ -305,7 +306,7 @@ def _flags_of(path: str) -> set[str]:
     out = {o for p in cmd.params if getattr(p, "param_type_name", "") == "option"
            for o in list(p.opts) + list(p.secondary_opts)}
     if head == "sweep" and gen:
-        out |= {p.flag for p in get_generator(gen).params}
+        out |= {flag_words(p.name) for p in get_generator(gen).params}
     return out
 
 
@@ -388,7 +389,7 @@ def test_command_modules_hints_name_their_commands_flags():
         if path and callback is not None and not getattr(cmd, "commands", None):
             flags = _flags_of(path)
             if path == "sweep":
-                flags |= {p.flag for g in generator_names() for p in get_generator(g).params}
+                flags |= {flag_words(p.name) for g in generator_names() for p in get_generator(g).params}
             by_module.setdefault(inspect.getmodule(callback).__file__, set()).update(flags)
     assert len(by_module) >= 8
     for file, flags in by_module.items():

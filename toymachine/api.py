@@ -21,6 +21,7 @@ from .asm import Chunks, binary_chunks, decode_source, open_error, parse, text_c
 from .errors import Location
 from .limits import LIMITS
 from .machine import Machine, resolve_machine
+from .params import check_int
 from .program import Program
 from .result import Result
 from .sim import simulate
@@ -47,6 +48,10 @@ class RunOptions:
     dtype: str | None = None
     strict_numerics: bool = False
     strict_inputs: bool = False
+
+    def __post_init__(self) -> None:
+        if self.registers is not None:
+            check_int("registers", self.registers, 1)
 
     def simulator_kwargs(self, fmt: str | None, step_limit: int | None) -> dict:
         kwargs: dict = dict(registers=self.registers, seed=self.seed, symbolic=self.symbolic, steps=self.steps,
@@ -145,6 +150,8 @@ def render_run(ran: Ran, fmt: str, *, steps: bool | None = None, json_fields: st
     are summarised (None: whole), ``memory=False`` leaves them out; ``width``: a table's."""
     from .render import render
 
+    if memory_max is not None:
+        check_int("memory_max", memory_max, 0)
     fields = [f for f in json_fields.split(",") if f.strip()] if json_fields is not None else None
     return render(ran.result, fmt, steps=steps is not False, fields=fields, memory=memory, memory_max=memory_max,
                   width=width, program=ran.program)

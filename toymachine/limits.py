@@ -19,7 +19,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from .errors import EXCERPT_CHARS, Location, ToyMachineError, excerpt
+from .errors import EXCERPT_CHARS, Location, Namer, Opt, ToyMachineError, Words, excerpt
 
 
 class LimitError(ToyMachineError):
@@ -31,14 +31,14 @@ class LimitError(ToyMachineError):
 @dataclass(frozen=True)
 class Limit:
     """One channel's bound: ``name`` (the key), ``default``, ``unit`` (what is counted), ``what``
-    (one line for the reference page), ``flag`` (the option that lifts it, if any), ``front``
+    (one line for the reference page), ``key`` (the parameter that lifts it, if any), ``front``
     (where it applies: every front, or only ``toym serve``'s requests or ``toym grade``'s submissions)."""
 
     name: str
     default: float
     unit: str
     what: str
-    flag: str | None = None
+    key: str | None = None
     integer: bool = True
     front: str = "all"
 
@@ -59,16 +59,17 @@ class Limit:
             raise LimitError(f"{self.env} must be positive, got {raw[:40]!r}", hint=f"e.g. {self.env}={_fmt(self.default)}")
         return int(got) if self.integer and got != math.inf else got
 
-    def lift_hint(self, needed: float | None = None) -> str:
+    def lift_hint(self, needed: float | None = None) -> Words:
         amount = _fmt(needed) if needed is not None and needed != math.inf else "N"
-        how = f"{self.flag} {amount} or " if self.flag else ""
-        return f"{how}set {self.env}={amount} if you mean it"
+        lift = f"set {self.env}={amount} if you mean it"
+        return (Opt(self.key, amount), " or " + lift) if self.key else lift
 
-    def check(self, amount: float, what: str, *, loc: Location | None = None, limit: float | None = None) -> None:
+    def check(self, amount: float, what: Words, *, loc: Location | None = None, limit: float | None = None) -> None:
         """Refuse ``amount`` (of ``self.unit``) when it is over the limit (``limit``: a value a flag gave)."""
         cap = self.value() if limit is None else limit
         if amount > cap:
-            raise LimitError(f"{what} would need {_fmt(amount)} {self.unit}; the limit is {_fmt(cap)}",
+            raise LimitError((*((what,) if isinstance(what, str) else what),
+                              f" would need {_fmt(amount)} {self.unit}; the limit is {_fmt(cap)}"),
                              loc=loc, hint=self.lift_hint(amount))
 
 
@@ -105,7 +106,7 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
     Limit("size", 1 << 26, "elements", "what an experiment builds before it simulates: toym systolic's matrices and "
           "its ticks × cells, toym numerics' inputs (batch · heads · n · d)"),
     Limit("instructions", 10 ** 9, "instructions", "a generated program, counted by its closed form before it is "
-          "built (gen softmax streams its text as it generates)", flag="--max-instructions"),
+          "built (gen softmax streams its text as it generates)", key="max_instructions"),
     Limit("expr_elements", 1_000_000, "elements", "one input of a problem, or any value its expressions compute "
           "(every trial draws and evaluates them: tighter than array_elements)"),
     Limit("expr_work", 10 ** 9, "multiply-adds", "one @ of a problem's expression"),
@@ -126,8 +127,8 @@ LIMITS: dict[str, Limit] = {lim.name: lim for lim in [
     # toym grade: what one submission may cost (check.limits.GradeLimits is the typed view of these rows)
     Limit("grade_bytes", 1_000_000, "bytes", "one submitted trace file", front=_GRADE),
     Limit("grade_instructions", 200_000, "lines", "lines of one submitted trace (each at most one instruction)",
-          flag="--max-instructions", front=_GRADE),
-    Limit("grade_seconds", 10.0, "seconds", "wall time to grade one submission, every trial", flag="--time-limit",
+          key="max_instructions", front=_GRADE),
+    Limit("grade_seconds", 10.0, "seconds", "wall time to grade one submission, every trial", key="time_limit",
           integer=False, front=_GRADE),
     Limit("grade_files", 10_000, "files", "files in one student's submission (a folder, or a folder in a zip): more "
           "is that student's failing row", front=_GRADE),
@@ -145,16 +146,17 @@ def limit(name: str) -> Limit:
     return LIMITS[name]
 
 
-def check(name: str, amount: float, what: str, *, loc: Location | None = None) -> None:
+def check(name: str, amount: float, what: Words, *, loc: Location | None = None) -> None:
     """``LIMITS[name].check(amount, what)``: refuse ``amount`` up front when over the limit."""
     LIMITS[name].check(amount, what, loc=loc)
 
 
-def render_markdown() -> str:
-    """The reference table of every limit (``docs/reference/limits.md`` holds it verbatim)."""
+def render_markdown(name: Namer) -> str:
+    """The reference table of every limit (``docs/reference/limits.md`` holds it verbatim, the
+    parameter that lifts a limit said by ``name``: the CLI's ``flag_words``)."""
     rows = ["| limit | default | unit | environment variable | flag | applies to | what it bounds |",
             "| --- | ---: | --- | --- | --- | --- | --- |"]
     for lim in LIMITS.values():
         rows.append(f"| `{lim.name}` | {_fmt(lim.default)} | {lim.unit} | `{lim.env}` | "
-                    f"{f'`{lim.flag}`' if lim.flag else '—'} | {FRONTS[lim.front]} | {lim.what} |")
+                    f"{f'`{name(lim.key, None)}`' if lim.key else '—'} | {FRONTS[lim.front]} | {lim.what} |")
     return "\n".join(rows) + "\n"

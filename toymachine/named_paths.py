@@ -14,7 +14,7 @@ __all__ = ["NamedPathError", "resolve_named_file", "relative_to_folder"]
 import os
 import stat
 
-from .errors import ConfigError, Location
+from .errors import ConfigError, Location, Opt, Words
 
 
 class NamedPathError(ConfigError):
@@ -23,7 +23,7 @@ class NamedPathError(ConfigError):
     ``reason`` is one of ``"outside"``, ``"missing"``, ``"not-a-file"``; ``name`` the name as written;
     ``folder`` the folder it was resolved against."""
 
-    def __init__(self, message: str, *, reason: str, name: str, folder: str, hint: str | None = None,
+    def __init__(self, message: str, *, reason: str, name: str, folder: str, hint: Words | None = None,
                  loc: Location | None = None):
         super().__init__(message, hint=hint, loc=loc)
         self.reason, self.name, self.folder = reason, name, folder
@@ -40,7 +40,8 @@ def resolve_named_file(name: str, naming_file: str | os.PathLike, *, what: str,
     if not allow_outside and os.path.commonpath([real, folder]) != folder:
         raise NamedPathError(f"the {what} '{name}' lies outside the folder of {os.path.basename(naming_file)}",
                              reason="outside", name=name, folder=folder,
-                             hint="copy it next to the file that names it (or pass --allow-outside if you trust it)")
+                             hint=("copy it next to the file that names it (or pass ", Opt("allow_outside"),
+                                   " if you trust it)"))
     try:
         mode = os.stat(real).st_mode
     except OSError:

@@ -155,6 +155,7 @@ def _help_text(text: str) -> str:
 
 
 def sweep_generators_table() -> list[str]:
+    from toymachine.cli.vocabulary import flag_words
     from toymachine.gen.registry import generator_names, get_generator
 
     rows = ["| generator | parameter | default | values | meaning |", "|---|---|---|---|---|"]
@@ -164,7 +165,7 @@ def sweep_generators_table() -> list[str]:
             default = "" if p.default is None else _code(p.default)
             values = getattr(p, "choices", None)
             values = ", ".join(map(str, values)) if values else (f"≥ {p.minimum}" if getattr(p, "minimum", None) is not None else "")
-            rows.append(f"| {name} | {_code(p.flag)} | {default} | {_md(values)} | {_md(p.help)} |")
+            rows.append(f"| {name} | {_code(flag_words(p.name))} | {default} | {_md(values)} | {_md(p.help)} |")
     return rows
 
 

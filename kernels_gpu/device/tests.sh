@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole GPU test suite on a CUDA machine (a Hopper GPU): every kernels_gpu test and
-# `toym verify-gpu`'s, on the GPU instead of Triton's interpreter. Prints the pass count last;
-# the log and a JUnit XML land under $OUT (default ./device_out).
+# The whole GPU test suite on a CUDA machine (a Hopper GPU): every kernels_gpu test file and
+# `toym verify-gpu`'s (tests/test_kernels_gpu*.py, tests/test_verify_gpu*.py), on the GPU
+# instead of Triton's interpreter. Prints the pass count last; the log and a JUnit XML land under $OUT (default ./device_out).
 #   bash kernels_gpu/device/tests.sh            # PYTEST_ARGS="-x" etc. are passed on
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -13,11 +13,6 @@ XDIST=""
 python3 -c "import xdist" 2>/dev/null && XDIST="-n $WORKERS"
 timeout "${TESTS_TIMEOUT:-420}" python3 -m pytest -q -rs $XDIST -p no:cacheprovider \
   --junitxml="$OUT/tests.xml" ${PYTEST_ARGS:-} \
-  tests/test_kernels_gpu.py tests/test_kernels_gpu_shapes.py tests/test_kernels_gpu_traffic.py \
-  tests/test_kernels_gpu_bench.py tests/test_kernels_gpu_architecture.py tests/test_kernels_gpu_hopper.py \
-  tests/test_kernels_gpu_d192.py tests/test_kernels_gpu_hopper_bwd_ws.py \
-  tests/test_verify_gpu.py tests/test_kernels_gpu_dispatch.py tests/test_verify_gpu_dispatch.py \
-  tests/test_kernels_gpu_dispatch_d192.py tests/test_kernels_gpu_torch_op.py \
-  tests/test_kernels_gpu_support.py \
+  tests/test_kernels_gpu*.py tests/test_verify_gpu*.py \
   2>&1 | tee "$OUT/tests.log"
 exit "${PIPESTATUS[0]}"

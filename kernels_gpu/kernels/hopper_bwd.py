@@ -39,12 +39,13 @@ from .pipeline import (
     alloc_ring,
     dkdv_step,
     invalidate_barriers,
+    key_tile,
     mma_layout,
     operand_layout,
     probs,
+    program_rows,
+    query_tile,
     ring_fill,
-    ring_refill,
-    ring_wait,
     row_stats,
     store_rows,
     tma_load_pair,
@@ -61,10 +62,7 @@ if HAVE_GLUON:
                               HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
                               STAGES: gl.constexpr, OVERLAP: gl.constexpr,
                               num_warps: gl.constexpr, TMA_OUT: gl.constexpr = False):
-        pid_n = gl.program_id(0)
-        bh = gl.program_id(1)
-        start_n = pid_n * BLOCK_N
-        row0 = bh * N  # the head's first row in the (B*H*N, d) views
+        start_n, row0 = program_rows(N, BLOCK_N, False)  # row0: the head's first row
         qk_scale = sm_scale * 1.4426950408889634
 
         st_layout: gl.constexpr = mma_layout(num_warps, BLOCK_M)
@@ -93,11 +91,9 @@ if HAVE_GLUON:
         m_off = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, st_layout))
         mbarrier.wait(kv_bar.index(0), phase=0)
         for i in range(n_tiles):
-            start_m = (first + i) * BLOCK_M
-            ring_refill(q_desc, do_desc, q_smem, do_smem, bars, i, n_tiles, row0, start_m,
-                        STAGES, 1)
-            lse2, delta = row_stats(LSE, DELTA, row0, start_m + m_off)
-            stage = ring_wait(bars, i, STAGES)
+            start_m, stage, lse2, delta = query_tile(q_desc, do_desc, q_smem, do_smem, bars, LSE,
+                                                     DELTA, i, n_tiles, row0, first, m_off,
+                                                     STAGES, 1)
             # causal: the keys past the query masked where the tile crosses the diagonal
             dk, dv = dkdv_step(dk, dv, k_smem, v_smem, 0, q_smem, do_smem, stage, lse2, delta,
                                qk_scale, st_zero, k_pos, start_m, m_off, op_layout, CAUSAL,
@@ -119,12 +115,7 @@ if HAVE_GLUON:
                             HEAD_DIM: gl.constexpr, CAUSAL: gl.constexpr,
                             STAGES: gl.constexpr, OVERLAP: gl.constexpr,
                             num_warps: gl.constexpr, TMA_OUT: gl.constexpr = False):
-        pid_m = gl.program_id(0)
-        if CAUSAL:
-            pid_m = gl.num_programs(0) - 1 - pid_m  # the longest programs first
-        bh = gl.program_id(1)
-        start_m = pid_m * BLOCK_M
-        row0 = bh * N
+        start_m, row0 = program_rows(N, BLOCK_M, CAUSAL)  # causal: the longest first
         dtype: gl.constexpr = q_desc.dtype
         qk_scale = sm_scale * 1.4426950408889634
 
@@ -155,10 +146,8 @@ if HAVE_GLUON:
         do_t = do_smem.index(0)
         mbarrier.wait(q_bar.index(0), phase=0)
         for j in range(n_tiles):
-            start_n = j * BLOCK_N
-            ring_refill(k_desc, v_desc, k_smem, v_smem, bars, j, n_tiles, row0, start_n,
-                        STAGES, 1)
-            stage = ring_wait(bars, j, STAGES)
+            start_n, stage = key_tile(k_desc, v_desc, k_smem, v_smem, bars, j, n_tiles, row0,
+                                      STAGES, 1)
             k_t = k_smem.index(stage)
             if OVERLAP:  # S and dP issued together, P computed while dP runs
                 s, dp_tok = two_products(q_smem, k_smem, do_smem, v_smem, 0, stage, s_zero, 1)

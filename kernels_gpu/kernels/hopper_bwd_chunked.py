@@ -28,13 +28,14 @@ from .pipeline import (
     alloc_ring,
     chain,
     invalidate_barriers,
+    key_tile,
     mma_layout,
     operand_layout,
     probs,
     probs_t,
+    program_rows,
+    query_tile,
     ring_fill,
-    ring_refill,
-    ring_wait,
     row_stats,
     store_rows,
     tma_load_tile,
@@ -59,10 +60,7 @@ if HAVE_GLUON:
                             N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                             CAUSAL: gl.constexpr, STAGES: gl.constexpr, PART: gl.constexpr,
                             num_warps: gl.constexpr):
-        pid_n = gl.program_id(0)
-        bh = gl.program_id(1)
-        start_n = pid_n * BLOCK_N
-        row0 = bh * N
+        start_n, row0 = program_rows(N, BLOCK_N, False)  # row0: the head's first row
         dtype: gl.constexpr = q_desc.dtype
         qk_scale = sm_scale * 1.4426950408889634
 
@@ -103,11 +101,9 @@ if HAVE_GLUON:
         m_off = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, st_layout))
         mbarrier.wait(kv_bar.index(0), phase=0)
         for i in range(n_tiles):
-            start_m = (first + i) * BLOCK_M
-            ring_refill(q_desc, do_desc, q_smem, do_smem, bars, i, n_tiles, row0, start_m,
-                        STAGES, 3)
-            lse2, delta = row_stats(LSE, DELTA, row0, start_m + m_off)
-            stage = ring_wait(bars, i, STAGES)
+            start_m, stage, lse2, delta = query_tile(q_desc, do_desc, q_smem, do_smem, bars, LSE,
+                                                     DELTA, i, n_tiles, row0, first, m_off,
+                                                     STAGES, 3)
             base = 3 * stage
             if PART != 1:  # S^T and dP^T issued together, dP^T retired after P^T
                 st, dpt_tok = two_products(k_smem, q_smem, v_smem, do_smem, 0, stage, st_zero,
@@ -148,12 +144,7 @@ if HAVE_GLUON:
     def _attn_bwd_dq_d192(q_desc, k_desc, v_desc, do_desc, DQ, LSE, DELTA, sm_scale, N,
                           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr,
                           STAGES: gl.constexpr, num_warps: gl.constexpr):
-        pid_m = gl.program_id(0)
-        if CAUSAL:
-            pid_m = gl.num_programs(0) - 1 - pid_m  # the longest programs first
-        bh = gl.program_id(1)
-        start_m = pid_m * BLOCK_M
-        row0 = bh * N
+        start_m, row0 = program_rows(N, BLOCK_M, CAUSAL)  # causal: the longest first
         dtype: gl.constexpr = q_desc.dtype
         qk_scale = sm_scale * 1.4426950408889634
 
@@ -186,10 +177,8 @@ if HAVE_GLUON:
         s_zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)
         mbarrier.wait(q_bar.index(0), phase=0)
         for j in range(n_tiles):
-            start_n = j * BLOCK_N
-            ring_refill(k_desc, v_desc, k_smem, v_smem, bars, j, n_tiles, row0, start_n,
-                        STAGES, 3)
-            stage = ring_wait(bars, j, STAGES)
+            start_n, stage = key_tile(k_desc, v_desc, k_smem, v_smem, bars, j, n_tiles, row0,
+                                      STAGES, 3)
             base = 3 * stage
             s, dp_tok = two_products(q_smem, k_smem, do_smem, v_smem, 0, stage, s_zero, 3)
             p = probs(s, lse2, qk_scale, q_pos, start_n, n_off, CAUSAL,

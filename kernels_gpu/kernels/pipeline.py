@@ -5,16 +5,18 @@ column boxes of one tile; CHUNKS 1 but for the chunked d 192 kernels), one mbarr
 that the copy engine completes with the tile's bytes. Tile i sits in stage i % STAGES and its
 barrier's phase is (i // STAGES) & 1 (`stage_phase`).
 
-* one partition (`ring_fill`, `ring_refill`, `ring_wait`): the first STAGES - 1 tiles loaded
-  up front; per tile a CTA barrier (every warp is done with the stage the next load
-  overwrites), the load of tile i + STAGES - 1 issued into it, then the wait for tile i;
+* one partition (`ring_fill`, `ring_refill`, `ring_wait`; `query_tile` the two with the
+  tile's lse and D for a program holding keys, `key_tile` for one holding queries): the first STAGES - 1 tiles loaded up front;
+  per tile a CTA barrier (every warp is done with the stage the next load overwrites), the
+  load of tile i + STAGES - 1 issued into it, then the wait for tile i;
 * warp-specialised (`ring_produce`, or `ring_produce_one` where each tensor has its own
   barriers; `ring_acquire`, `ring_release`): a producer warp waits on
   the stage's `empty` barrier (the consumers' arrivals; a fresh mbarrier passes phase 1) before
   loading into it and completing its `ready` one; each consumer waits on `ready` and arrives
   on `empty` when every wgmma reading the stage has retired.
 
-The wgmma side: `mma_layout` (the accumulator layout of a wgmma of N columns over the
+A program's rows: `program_rows` (its block and its head's first row). The wgmma side:
+`mma_layout` (the accumulator layout of a wgmma of N columns over the
 program's warps), `operand_layout` (a register A operand of it), `chain` (a product summed
 over the column chunks, left running), `probs_t` / `probs` (the backward's P^T and P from the
 forward's lse, causal mask on the tiles that cross the diagonal), `dkdv_step` (one streamed
@@ -41,9 +43,9 @@ from .gluon_api import (
     warpgroup_mma_wait,
 )
 
-__all__ = ["HAVE_GLUON", "LOG2E", "mma_layout", "operand_layout", "alloc_ring",
+__all__ = ["HAVE_GLUON", "LOG2E", "mma_layout", "operand_layout", "program_rows", "alloc_ring",
            "alloc_barriers", "invalidate_barriers", "stage_phase", "tma_load_tile",
-           "tma_load_pair", "tma_store_tile", "ring_fill", "ring_refill", "ring_wait",
+           "tma_load_pair", "tma_store_tile", "ring_fill", "ring_refill", "ring_wait", "query_tile", "key_tile",
            "ring_produce", "ring_produce_one", "ring_acquire", "ring_release", "chain", "two_products", "row_stats", "probs_t", "probs",
            "dkdv_step", "store_rows", "mask_scores", "online_softmax"]
 
@@ -61,6 +63,16 @@ if HAVE_GLUON:
     def operand_layout(acc_layout):
         """The layout of a 16-bit A operand held in registers for a wgmma into `acc_layout`."""
         return gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+
+    @gluon.jit
+    def program_rows(N, BLOCK: gl.constexpr, LONGEST_FIRST: gl.constexpr):
+        """The program's block of BLOCK rows in its head and the head's first row in the
+        (B*H*N, d) views, on a grid (N / BLOCK, B * H); LONGEST_FIRST (causal, the queries'
+        blocks): the blocks in reverse, the programs with the most keys first."""
+        pid = gl.program_id(0)
+        if LONGEST_FIRST:
+            pid = gl.num_programs(0) - 1 - pid
+        return pid * BLOCK, gl.program_id(1) * N
 
     @gluon.jit
     def alloc_ring(desc, SLOTS: gl.constexpr):
@@ -144,6 +156,31 @@ if HAVE_GLUON:
         stage = i % STAGES
         mbarrier.wait(bars.index(stage), phase=(i // STAGES) & 1)
         return stage
+
+    @gluon.jit
+    def query_tile(q_desc, do_desc, q_ring, do_ring, bars, LSE, DELTA, i, n_tiles, row0, first,
+                   m_off, STAGES: gl.constexpr, CHUNKS: gl.constexpr):
+        """One partition, a program holding key rows at its query tile i (the head's rows
+        (first + i) * BLOCK_M on): the ring refilled, the tile's lse (log2 units) and D loaded
+        while its bytes land, then waited: (start_m, its stage, lse2, delta)."""
+        BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+        start_m = (first + i) * BLOCK_M
+        ring_refill(q_desc, do_desc, q_ring, do_ring, bars, i, n_tiles, row0, start_m, STAGES,
+                    CHUNKS)
+        lse2, delta = row_stats(LSE, DELTA, row0, start_m + m_off)
+        stage = ring_wait(bars, i, STAGES)
+        return start_m, stage, lse2, delta
+
+    @gluon.jit
+    def key_tile(k_desc, v_desc, k_ring, v_ring, bars, j, n_tiles, row0, STAGES: gl.constexpr,
+                 CHUNKS: gl.constexpr):
+        """One partition, a program holding query rows at its key tile j (the head's rows
+        j * BLOCK_N on): the ring refilled, then waited: (start_n, its stage)."""
+        BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+        start_n = j * BLOCK_N
+        ring_refill(k_desc, v_desc, k_ring, v_ring, bars, j, n_tiles, row0, start_n, STAGES,
+                    CHUNKS)
+        return start_n, ring_wait(bars, j, STAGES)
 
     @gluon.jit
     def ring_produce(a_desc, b_desc, a_ring, b_ring, ready, empty, i, row,

@@ -41,7 +41,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from ..errors import ConfigError, Location
+from ..errors import ConfigError, Location, Opt
 
 CONFIG_NAME = "autograder.json"  # every name the scripts use: problems, submission files, the wheel
 
@@ -176,7 +176,8 @@ def build_wheel(project: str | os.PathLike | None = None) -> tuple[str, bytes]:
     root = Path(project) / "toymachine" if project else _package_root()
     if not (root / "__init__.py").is_file():
         raise ConfigError(f"no toymachine package at {root} to build a wheel from",
-                          hint="give a wheel with --wheel FILE (pip wheel --no-deps toymachine)")
+                          key="wheel", hint=("give a wheel with ", Opt("wheel", "FILE"),
+                                             " (`pip wheel --no-deps toymachine`)"))
     version = _version()
     dist_info = f"toymachine-{version}.dist-info"
     files: list[tuple[str, bytes]] = []

@@ -41,13 +41,14 @@ import re
 from dataclasses import dataclass
 from typing import NoReturn
 
+from ..errors import Words
 from ..limits import LIMITS
 
 
 class ExprError(Exception):
     """A bad expression: ``pos`` (0-based offset) and ``length`` locate the token."""
 
-    def __init__(self, message: str, pos: int, length: int = 1, hint: str | None = None):
+    def __init__(self, message: str, pos: int, length: int = 1, hint: Words | None = None):
         super().__init__(message)
         self.message, self.pos, self.length, self.hint = message, pos, max(1, length), hint
 

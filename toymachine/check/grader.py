@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..asm import parse
-from ..errors import ConfigError, Location, ToyMachineError, option_name
+from ..errors import ConfigError, Location, ToyMachineError
 from ..limits import LIMITS
 from ..machine import Machine
 from ..program import Mem, Program, Span
@@ -265,14 +265,14 @@ def _scored(problem: Problem, checks: list[Check]) -> list[Check]:
     return out
 
 
-# the options of `toym check`: a hint in a grade may name these, and no other command's
-CHECK_FLAGS = ("--problem", "--machine", "--seed", "--trials", "--format", "--output")
+# the parameters of `toym check`: a hint in a grade may name these, and no other command's
+CHECK_KEYS = ("problem", "machine", "seed", "trials", "format", "output")
 
 
 def _for_grading(err: ToyMachineError, problem: Problem, overridden: bool) -> ToyMachineError:
     """A run's error as a grade shows it: where its fix is an option ``toym check`` lacks (``use
     --registers 6``: the machine is the exercise's), the hint says what fixes the *trace* instead."""
-    if err.key is None or err.suggestion is None or option_name(err.key) in CHECK_FLAGS:
+    if err.key is None or err.suggestion is None or err.key in CHECK_KEYS:
         return err
     m = problem.machine
     if err.key == "registers" and m.registers is not None:

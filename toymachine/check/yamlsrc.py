@@ -9,7 +9,7 @@ import math
 
 import yaml
 
-from ..errors import ConfigError, Location
+from ..errors import ConfigError, Location, Words
 
 
 class Source:
@@ -24,7 +24,7 @@ class Source:
             length = max(1, node.end_mark.column - node.start_mark.column) if same else 1
         return Location(self.path, line, col + offset, src, length)
 
-    def error(self, message: str, node, hint: str | None = None, **kw) -> ConfigError:
+    def error(self, message: str, node, hint: Words | None = None, **kw) -> ConfigError:
         return ConfigError(message, loc=self.loc(node, **kw), hint=hint)
 
 

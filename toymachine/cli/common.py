@@ -21,6 +21,7 @@ import typer
 from ..dtypes import DTYPES
 from ..errors import ConfigError, ToyMachineError
 from ..render import FORMATS
+from .vocabulary import flag_words
 
 # Typer's choices are str Enums made from the one declaration of each list (FORMATS, DTYPES); mypy
 # cannot list members made at run time, hence `type: ignore[misc]` on each such Enum in the CLI.
@@ -47,11 +48,13 @@ def progress_option() -> Any:
 
 
 def fail(err: ToyMachineError, json_error: bool = False) -> None:
-    typer.echo(err.render(), err=True)
+    """Show ``err`` (its parameters said as flags) on stderr, and under ``-f json`` its error object on
+    stdout; exit status 2."""
+    typer.echo(err.render(flag_words), err=True)
     if json_error:
         from ..render.jsonout import error_json
 
-        sys.stdout.write(error_json(err))
+        sys.stdout.write(error_json(err, flag_words))
         sys.stdout.flush()
     raise typer.Exit(2)
 
@@ -74,7 +77,7 @@ def guard(fmt: Any = None) -> Iterator[None]:
 def warn(warnings) -> None:
     """A run's warnings (located ``ToyMachineError``s) on stderr, as ``warning: …``."""
     for w in warnings:
-        text = w.render()
+        text = w.render(flag_words)
         typer.echo("warning: " + text[len("error: "):] if text.startswith("error: ") else text, err=True)
 
 

@@ -17,6 +17,8 @@ from ..gen.scalar.matmul import SCHEDULES, matmul_program
 from ..gen.scalar.softmax import ALGOS, softmax_program
 from ..gen.scalar.variance import variance_program
 from ..gen.tile import ALGOS as TILE_ALGOS
+from ..gen.tile import ORDERS as TILE_ORDERS
+from ..gen.tile import PASSES
 from ..gen.tile import attention_program as tile_attention_program
 from ..machine import resolve_machine
 from ..machine.config import SRAM_RULES
@@ -25,11 +27,11 @@ from .vocabulary import ORDER_SYNONYMS
 
 Schedule = Enum("Schedule", {s: s for s in SCHEDULES}, type=str)  # type: ignore[misc]
 SoftmaxAlgo = Enum("SoftmaxAlgo", {a: a for a in ALGOS}, type=str)  # type: ignore[misc]
-Order = Enum("Order", {o: o for o in ORDERS + ("row", "col", "split")}, type=str)  # type: ignore[misc]
+Order = Enum("Order", {o: o for o in ORDERS + TILE_ORDERS}, type=str)  # type: ignore[misc]
 Variant = Enum("Variant", {v.replace("-", "_"): v for v in VARIANTS}, type=str)  # type: ignore[misc]
 Level = Enum("Level", {"scalar": "scalar", "tile": "tile"}, type=str)
 TileAlgo = Enum("TileAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)  # type: ignore[misc]
-Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)  # type: ignore[misc]
+Pass = Enum("Pass", {p: p for p in PASSES}, type=str)  # type: ignore[misc]
 SramRule = Enum("SramRule", {r: r for r in SRAM_RULES}, type=str)  # type: ignore[misc]
 
 gen_app = typer.Typer(

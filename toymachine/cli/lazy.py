@@ -12,7 +12,7 @@ that the error message is typer's own — to typer's adapter.
 
 from __future__ import annotations
 
-__all__ = ["Lazy", "LazyCommands", "LazyGroup", "load", "fast_params"]
+__all__ = ["Lazy", "LazyCommands", "LazyGroup", "load", "fast_params", "leaf"]
 
 import re
 from enum import Enum
@@ -109,7 +109,7 @@ def _int_text(s: str) -> bool:
     return t.isascii() and t.isdigit() and len(t) <= 18 and (t == "0" or t[0] != "0")
 
 
-def _leaf(annotation: Any) -> Any:
+def leaf(annotation: Any) -> Any:
     """Optional[X] (or X | None) → X."""
     if get_origin(annotation) in (Union, UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
@@ -176,12 +176,12 @@ else:
 
 def _fast_runtime(param: Any) -> Any:
     desc = param.type_descriptor
-    leaf = _leaf(desc.annotation)
+    bare = leaf(desc.annotation)
     if not _COERCION or desc.file_annotation is not None or \
-            not (leaf in (str, int, float, bool) or (isinstance(leaf, type) and issubclass(leaf, Enum))):
+            not (bare in (str, int, float, bool) or (isinstance(bare, type) and issubclass(bare, Enum))):
         return None
     fast = _Fast(parameter_info=desc.parameter_info, annotation=desc.annotation)
-    object.__setattr__(fast, "leaf", leaf)  # (RuntimeParam is a frozen dataclass)
+    object.__setattr__(fast, "leaf", bare)  # (RuntimeParam is a frozen dataclass)
     object.__setattr__(fast, "descriptor", desc)
     return fast
 

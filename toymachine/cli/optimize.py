@@ -19,7 +19,10 @@ from ..asm import parse, parse_file
 from ..errors import ConfigError
 from ..experiments.sweep import parse_values
 from ..gen.registry import Param
+from ..gen.scalar.attention import ORDERS as SCALAR_ORDERS
 from ..gen.tile import ALGOS as TILE_ALGOS
+from ..gen.tile import ORDERS as TILE_ORDERS
+from ..gen.tile import PASSES
 from ..machine import resolve_machine
 from ..optimize import (
     analysis_report,
@@ -34,9 +37,9 @@ from ..optimize import (
 from ..render import render_report
 from .common import Format, guard, machine_option, output_option, write_output
 
-Pass = Enum("Pass", {p: p for p in ("forward", "backward")}, type=str)  # type: ignore[misc]
+Pass = Enum("Pass", {p: p for p in PASSES}, type=str)  # type: ignore[misc]
 BlockAlgo = Enum("BlockAlgo", {a.replace("-", "_"): a for a in TILE_ALGOS}, type=str)  # type: ignore[misc]
-BlockOrder = Enum("BlockOrder", {o: o for o in ("row", "col", "split", "inner", "outer")}, type=str)  # type: ignore[misc]
+BlockOrder = Enum("BlockOrder", {o: o for o in TILE_ORDERS + SCALAR_ORDERS}, type=str)  # type: ignore[misc]
 
 optimize_app = typer.Typer(
     help="Provably optimal schedules and block sizes: the least-cycle matmul schedule on R registers "

@@ -33,7 +33,7 @@ from .common import (
     write_output,
 )
 from .usage import command_line_location, raw_args
-from .vocabulary import ORDER_SYNONYMS, flag_of, short_flag
+from .vocabulary import ORDER_SYNONYMS, flag_of, flag_words, short_flag
 
 SWEEP_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
                  "help_option_names": ["-h", "--help"]}
@@ -65,7 +65,7 @@ def _grid_pair(spec, args: list[str], i: int, grid: dict[str, str]) -> int:
         name, eq, value = token[2:].partition("=")
     else:
         raise ConfigError(f"unexpected argument '{token}'",
-                          hint=f"parameters are given as --NAME VALUES, e.g. {spec.params[0].flag} 2,4,8")
+                          hint=f"parameters are given as --NAME VALUES, e.g. {flag_words(spec.params[0].name)} 2,4,8")
     if not eq:
         if i + 1 >= len(args):
             raise ConfigError(f"--{name} needs values", hint=f"e.g. --{name} 2,4,8 or 3..6")
@@ -74,7 +74,7 @@ def _grid_pair(spec, args: list[str], i: int, grid: dict[str, str]) -> int:
     param = _param(spec, name)
     _lookalike_value(param, value)
     if param.name in grid:
-        raise ConfigError(f"{param.flag} is given twice", hint="give one list: --n 2,4,8")
+        raise ConfigError(f"{flag_words(param.name)} is given twice", hint="give one list: --n 2,4,8")
     if param.name == "order" and param.choices:  # inner ≡ row, outer ≡ col: one vocabulary
         synonyms = ORDER_SYNONYMS["tile" if "row" in param.choices else "scalar"]
         value = ",".join(synonyms.get(v.strip(), v.strip()) for v in value.split(","))
@@ -86,13 +86,13 @@ def _short_param(spec, token: str) -> tuple[str, str, str]:
     """``-r`` / ``-r3..6`` → (``registers``, the attached value, whether one was attached): the
     vocabulary's short form of one of ``spec``'s parameters, else a look-alike error."""
     flag = short_flag(token[:2])
-    names = {p.flag for p in spec.params}
+    names = {flag_words(p.name) for p in spec.params}
     if flag is None or flag.name.split("/")[0] not in names:
         long = "--" + token[1:2]
         meant = f"; did you mean {long} ({f.meaning})?" if long in names and (f := flag_of(long)) else ""
         what = f"{token[:2]} is {flag.name.split('/')[0]}, which sweep {spec.name} does not take" if flag else \
             f"sweep {spec.name} has no option {token[:2]}"
-        raise ConfigError(what + meant, hint=f"its parameters are {', '.join(p.flag for p in spec.params)} "
+        raise ConfigError(what + meant, hint=f"its parameters are {', '.join(flag_words(p.name) for p in spec.params)} "
                                              "(toym sweep --list)")
     return flag.name.split("/")[0][2:], token[2:], "=" if len(token) > 2 else ""
 
@@ -107,9 +107,9 @@ def _lookalike_value(param, value: str) -> None:
     if short in _OWN_SHORTS and param.kind is int and value and not (value[0].isdigit() or value[0] == "-" or
                                                                      value.split(",")[0].strip().lower() == "none"):
         shown = value if len(value) <= 40 and value.isprintable() else ascii(value[:40])[1:-1] + "…"
-        raise ConfigError(f"{param.flag} is {f.meaning if (f := flag_of(param.flag)) else param.help}, "
+        raise ConfigError(f"{flag_words(param.name)} is {f.meaning if (f := flag_of(flag_words(param.name))) else param.help}, "
                           f"not '{shown}'; did you mean {short} ({_OWN_SHORTS[short]})?",
-                          hint=f"write {short} {shown} for the {_OWN_SHORTS[short][2:]}; {param.flag} takes whole "
+                          hint=f"write {short} {shown} for the {_OWN_SHORTS[short][2:]}; {flag_words(param.name)} takes whole "
                                f"numbers: 2,4,8 or 3..6")
 
 
@@ -138,7 +138,7 @@ def _generators_report():
         spec = get_generator(name)
         for p in spec.params:
             allowed = ", ".join(p.choices) if p.choices else ("≥ " + str(p.minimum) if p.minimum is not None else "")
-            rows.append((name, p.flag, "" if p.default is None else str(p.default), allowed, p.help))
+            rows.append((name, flag_words(p.name), "" if p.default is None else str(p.default), allowed, p.help))
     return Report("generators", (Section("Generators", ("generator", "parameter", "default", "values", "meaning"),
                                          tuple(rows)),))
 

@@ -30,7 +30,8 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import ConfigError, Location
-from .vocabulary import flag_of, short_flag
+from . import click_fields as fields
+from .vocabulary import flag_of, flag_words, short_flag
 
 try:  # typer ≥ 0.20 carries its own copy of click; its exceptions are the ones raised
     from typer._click import exceptions as _click_errors
@@ -55,11 +56,11 @@ class ToymUsageError(UsageError):
         return self.error.message
 
     def show(self, file: Any = None) -> None:
-        typer.echo(self.error.render(), err=True)
+        typer.echo(self.error.render(flag_words), err=True)
         if self.json_error:
             from ..render.jsonout import error_json
 
-            sys.stdout.write(error_json(self.error))
+            sys.stdout.write(error_json(self.error, flag_words))
             sys.stdout.flush()
 
 
@@ -160,16 +161,19 @@ def _where_taken(root, name: str) -> list[str]:
 
 
 # -- click's errors, said as toym says things ----------------------------------------------------------
+# Every message below is composed from the fields click's exceptions carry (``param``, ``option_name``,
+# ``param_type``, ``ctx``) and from the command line; click's own wording is shown only for a usage
+# error of no kind named here, as click wrote it.
 def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
     """``exc`` (click's usage error) as a ``ToymUsageError``: the message, where on the command line,
-    and a hint from the vocabulary (``root``: the app's group, to find the command ``args`` name)."""
+    the parameter concerned (``key``) and a hint from the vocabulary (``root``: the app's group, to
+    find the command ``args`` name)."""
     args = list(args)
     ctx = getattr(exc, "ctx", None)
-    cmd, sub, _ = _subcommand(root, args) if root is not None else (None, "", [])
+    cmd, sub, rest = _subcommand(root, args) if root is not None else (None, "", [])
     path = f"toym {sub}" if cmd is not None else _path(ctx)
     cmd = cmd if cmd is not None else (ctx.command if ctx is not None else None)
     help_hint = f"`{path} -h` lists its options; `toym flags` every flag and what it means"
-    text = exc.format_message()
     index = None
     if isinstance(exc, _click_errors.NoSuchOption):
         name = exc.option_name
@@ -178,42 +182,61 @@ def usage_error(args: Sequence[str], exc, root=None) -> ToymUsageError:
         message, hint = _unknown_option(root, cmd, path, name)
         error = ConfigError(message, hint=hint or help_hint)
     elif isinstance(exc, _click_errors.MissingParameter):
-        opts = [o for o in getattr(exc.param, "opts", ()) if o.startswith("--")]
-        hint = f"{opts[0]}{_meaning(opts[0])}; {help_hint}" if opts else help_hint
-        error = ConfigError(_sentence(text), hint=hint)
-    elif isinstance(exc, _click_errors.BadParameter):
         param = exc.param
-        opts = list(getattr(param, "opts", ()) or ())
-        at = _index(args, lambda a: a in opts or any(a.startswith(o + "=") for o in opts if o.startswith("--")))
-        index = at + 1 if at is not None and args[at] in opts and at + 1 < len(args) else at
-        value = args[index] if index is not None else None
-        if value is not None and value.startswith("--") and "=" in value:
-            value = value.partition("=")[2]
-        choices = re.findall(r"'([^']*)'", text.partition("is not one of")[2])  # click's and typer's wording
-        close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5) if value is not None and choices else []
-        hint = _value_lookalike(cmd, param, value) or (f"did you mean '{close[0]}'?" if close else
-                                                       f"`{path} -h` says what {_long(param) if opts else 'it'} takes")
-        error = ConfigError(_sentence(text.replace("Value error, ", "")), hint=hint)
+        opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+        hint = f"{opts[0]}{_meaning(opts[0])}; {help_hint}" if opts else help_hint
+        kind = exc.param_type or getattr(param, "param_type_name", "parameter")
+        error = ConfigError(f"missing {kind} {exc.param_hint or fields.param_hint(param)}", hint=hint,
+                            key=fields.key(param))
+    elif isinstance(exc, _click_errors.BadParameter):
+        error, index = _bad_value(args, exc, cmd, path)
+    elif isinstance(exc, _click_errors.BadOptionUsage):
+        name = exc.option_name
+        index = _index(args, lambda a: a == name or a.startswith(name + "="))
+        option = _options(cmd).get(name)
+        takes = option is not None and not getattr(option, "is_flag", False)
+        error = ConfigError(f"option '{name}' " + ("requires an argument" if takes else "does not take a value"),
+                            hint=help_hint, key=fields.key(option) if option is not None else None)
+    elif ctx is not None and fields.is_group(ctx.command):
+        found = fields.unknown_command(root, args) if root is not None else None
+        if found is None:
+            error = ConfigError(exc.format_message(), hint=help_hint)
+        else:
+            index, group, group_path = found
+            name = args[index]
+            close = difflib.get_close_matches(name, group.list_commands(ctx), n=1, cutoff=0.6)
+            error = ConfigError(f"no such command '{name}'" + (f"; did you mean '{close[0]}'?" if close else ""),
+                                hint=f"`{group_path} -h` lists its commands")
     else:
-        option = getattr(exc, "option_name", None)
-        extra = re.match(r"Got unexpected extra argument(?:s|\(s\))? \((\S+)", text, re.I)
-        unknown = re.match(r"No such command '(.*?)'", text, re.I)
-        if option:
-            index = _index(args, lambda a: a == option)
-        elif extra:
-            index = _index(args, lambda a: a == extra.group(1).rstrip(")"))
-        elif unknown:
-            index = _index(args, lambda a: a == unknown.group(1))
-            help_hint = f"`{path} -h` lists its commands"
-            group = ctx.command if ctx is not None else root
-            if "did you mean" not in text.lower() and _is_group(group):  # a lazy group: its names, not loaded
-                close = difflib.get_close_matches(unknown.group(1), group.list_commands(ctx), n=1, cutoff=0.6)
-                if close:
-                    text = f"No such command '{unknown.group(1)}'; did you mean '{close[0]}'?"
-        error = ConfigError(_sentence(text.replace(". Did you mean", "; did you mean")), hint=help_hint)
+        extra = fields.extra_arguments(cmd, ctx, rest) if cmd is not None else []
+        if extra:
+            index = len(args) - len(rest) + rest.index(extra[0])
+            error = ConfigError(f"got unexpected extra argument{'s' if len(extra) > 1 else ''} ({' '.join(extra)})",
+                                hint=help_hint)
+        else:
+            error = ConfigError(exc.format_message(), hint=help_hint)
     error.message, error.hint = _bounded(error.message), _bounded(error.hint)
     error.loc = command_line_location(args, index)
     return ToymUsageError(error, wants_json(args))
+
+
+def _bad_value(args: list[str], exc, cmd, path: str) -> tuple[ConfigError, int | None]:
+    """A value click refused: what it is not (a choice, a number in range), from the parameter's fields."""
+    param = exc.param
+    opts = list(getattr(param, "opts", ()) or ())
+    at = _index(args, lambda a: a in opts or any(a.startswith(o + "=") for o in opts if o.startswith("--")))
+    index = at + 1 if at is not None and args[at] in opts and at + 1 < len(args) else at
+    value = args[index] if index is not None else None
+    if value is not None and value.startswith("--") and "=" in value:
+        value = value.partition("=")[2]
+    choices = fields.choices(param)
+    close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5) if value is not None and choices else []
+    reason = fields.why_not(param, value, choices) or exc.message
+    hint = _value_lookalike(cmd, param, value) or (f"did you mean '{close[0]}'?" if close else
+                                                   f"`{path} -h` says what {_long(param) if opts else 'it'} takes")
+    error = ConfigError(f"invalid value for {exc.param_hint or fields.param_hint(param)}: {reason}", hint=hint,
+                        key=fields.key(param), suggestion=close[0] if close else None)
+    return error, index
 
 
 @overload
@@ -226,12 +249,6 @@ def _bounded(text: str | None) -> str | None:
         return None
     text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
     return re.sub(rf"\S{{{_TOKEN_SHOWN + 1},}}", lambda m: m.group(0)[:_TOKEN_SHOWN - 1] + "…", text)
-
-
-def _sentence(text: str) -> str:
-    """click's "Invalid value for '--m': …." → "invalid value for '--m': …" (toym's lower-case style)."""
-    text = text.strip().rstrip(".")
-    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
 def _unknown_option(root, cmd, path: str, name: str) -> tuple[str, str | None]:
@@ -307,14 +324,10 @@ def lookalike_error(root, args: Sequence[str]) -> ConfigError | None:
     return None
 
 
-def _is_group(cmd) -> bool:
-    return hasattr(cmd, "list_commands")  # a click group, its commands loaded or not (cli.lazy)
-
-
 def _subcommand(root, args: list[str]):
     """The command ``args`` name (walking groups), its path, and the arguments after its name."""
     cmd, path, i = root, [], 0
-    while _is_group(cmd) and i < len(args):
+    while fields.is_group(cmd) and i < len(args):
         token = args[i]
         i += 1
         if token.startswith("-"):
@@ -323,7 +336,7 @@ def _subcommand(root, args: list[str]):
         if cmd is None:
             return None, "", []
         path.append(token)
-    if _is_group(cmd):
+    if fields.is_group(cmd):
         return None, "", []
     return cmd, " ".join(path), args[i:]
 
@@ -333,4 +346,4 @@ def _generator_flags(rest: list[str]) -> set[str]:
 
     names = set(generator_names())
     name = next((a for a in rest if a in names), None)
-    return {p.flag for p in get_generator(name).params} if name else set()
+    return {flag_words(p.name) for p in get_generator(name).params} if name else set()

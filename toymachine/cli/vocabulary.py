@@ -14,7 +14,7 @@ spellings live on as hidden aliases for one release (``HIDDEN_ALIASES``).
 from __future__ import annotations
 
 __all__ = ["Flag", "VOCABULARY", "HIDDEN_ALIASES", "MACHINE_COMMANDS", "ORDER_SYNONYMS", "flag_of", "short_flag",
-           "command_options", "flag_commands", "vocabulary_report"]
+           "command_options", "flag_commands", "vocabulary_report", "FLAG_OF_KEY", "flag_words", "key_of"]
 
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -144,6 +144,37 @@ MACHINE_COMMANDS = ("run", "sweep", "gen matmul", "gen attention", "gen attentio
 ORDER_SYNONYMS = {"tile": {"inner": "row", "outer": "col"}, "scalar": {"row": "inner", "col": "outer"}}
 
 
+def _key(flag: Flag) -> str:
+    """The parameter a flag sets, as the library names it: ``--block-m`` → ``block_m``."""
+    return flag.name.split("/")[0][2:].replace("-", "_")
+
+
+# parameter key → its flag: how the CLI says the parameters a library error names (errors.Opt)
+FLAG_OF_KEY: dict[str, Flag] = {}
+for _flag in VOCABULARY:
+    FLAG_OF_KEY.setdefault(_key(_flag), _flag)
+
+
+def flag_words(key: str, value: object = None) -> str:
+    """The CLI's words for parameter ``key`` (given ``value``): ``--registers 6``; a boolean pair's
+    half (``--no-causal`` for False); a key no flag sets, as the library says it."""
+    flag = FLAG_OF_KEY.get(key)
+    if flag is None:
+        from ..errors import field_words
+
+        return field_words(key, value)
+    spellings = flag.name.split("/")
+    if isinstance(value, bool) and (len(spellings) == 2 or value):
+        return spellings[0] if value else spellings[1]
+    return spellings[0] if value is None else f"{spellings[0]} {value}"
+
+
+def key_of(name: str) -> str | None:
+    """The parameter a long option sets (``--block-m``, ``--no-causal`` → ``block_m``, ``causal``)."""
+    flag = flag_of(name)
+    return _key(flag) if flag is not None else None
+
+
 def flag_of(name: str) -> Flag | None:
     """The vocabulary entry for a long option (either half of a boolean pair)."""
     for f in VOCABULARY:
@@ -187,7 +218,7 @@ def flag_commands(root) -> dict[str, list[str]]:
                 where[f.name].append(path or "toym")
     for name in generator_names():
         for param in get_generator(name).params:
-            f = flag_of(param.flag)
+            f = flag_of(flag_words(param.name))
             if f is not None and f"sweep {name}" not in where.setdefault(f.name, []):
                 where[f.name].append(f"sweep {name}")
     return where

@@ -10,14 +10,14 @@ Q = Aᵀ. ``matmul_plans`` lists every schedule of a family that fits R register
 
 from __future__ import annotations
 
-__all__ = ["SCHEDULES", "MIN_REGISTERS", "MatmulPlan", "matmul_plans", "plan_matmul", "matmul_plan_cost",
+__all__ = ["SCHEDULES", "MIN_REGISTERS", "MatmulPlan", "check_matmul_registers", "matmul_plans", "plan_matmul", "matmul_plan_cost",
            "matmul_cost", "matmul_bound"]
 
 import dataclasses
 import math
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..params import check_choice, check_int
 from .common import Bound, Cost, ops_of
 
@@ -70,19 +70,26 @@ def _check(n: int, registers: int, schedule: str, m: int | None, k: int | None,
     n = check_int("n", n, 1)
     m = n if m is None else check_int("m", m, 1)
     k = n if k is None else check_int("k", k, 1)
-    check_int("registers", registers, 1)
-    least = MIN_REGISTERS - 1 if mac_accumulator else MIN_REGISTERS
-    if registers < least:
-        if mac_accumulator:
-            raise ConfigError(f"matmul needs at least {least} registers besides ACC, got {registers}",
-                              hint="a MAC reads its two operands from registers: use --registers 2 or more")
-        raise ConfigError(
-            f"matmul needs at least {MIN_REGISTERS} registers, got {registers}",
-            hint="a MAC reads two operand registers and its partial sum from a third (seed 000, "
-                 "'Minimum registers'): use --registers 3 or more, or a machine whose MAC unit keeps its own "
-                 "accumulator (--mac-accumulator: 2 registers)")
+    check_matmul_registers(registers, mac_accumulator)
     check_choice("schedule", schedule, SCHEDULES)
     return m, n, k
+
+
+def check_matmul_registers(registers: int, mac_accumulator: bool = False) -> int:
+    """``registers`` checked against the fewest a MAC needs: its two operands, and its partial sum
+    unless the MAC unit keeps it (``mac_accumulator``) — the cost model's and the search's one rule."""
+    registers = check_int("registers", registers, 1)
+    least = MIN_REGISTERS - 1 if mac_accumulator else MIN_REGISTERS
+    if registers >= least:
+        return registers
+    if mac_accumulator:
+        raise ConfigError(f"matmul needs at least {least} registers besides ACC, got {registers}", key="registers",
+                          hint=("a MAC reads its two operands from registers: use ", Opt("registers", least),
+                                " or more"))
+    raise ConfigError(f"matmul needs at least {MIN_REGISTERS} registers, got {registers}", key="registers",
+                      hint=("a MAC reads two operand registers and its partial sum from a third (seed 000, "
+                            "'Minimum registers'): use ", Opt("registers", MIN_REGISTERS), " or more, or a machine "
+                            "whose MAC unit keeps its own accumulator (", Opt("mac_accumulator"), ": 2 registers)"))
 
 
 def matmul_plans(m: int, n: int, k: int, registers: int, schedule: str) -> list[MatmulPlan]:

@@ -76,7 +76,7 @@ def program_tasks(program: Program, machine: Machine) -> list[tuple]:
     elements (VPU) or words (DMA); srcs/dst register names; mem (array, block) for LOAD/STORE."""
     if not machine.has_units:
         raise ConfigError(f"machine {machine.name} has no compute units to schedule on",
-                          hint="use --machine tpu-v5e")
+                          key="machine", suggestion="tpu-v5e")
     shapes = {a.name: tuple(a.shape) for a in program.arrays if a.shape is not None}
     regs: dict[str, tuple[int, int]] = {}
     out: list[tuple] = []
@@ -128,7 +128,7 @@ def schedule_cycles(program: Program, machine: Machine, *, overlap_compute: bool
     mxu, vpu = machine.mxu, machine.vpu
     if mxu is None or vpu is None:
         raise ConfigError(f"machine {machine.name} needs both an mxu and a vpu to schedule on",
-                          hint="use --machine tpu-v5e")
+                          key="machine", suggestion="tpu-v5e")
     one = MXU(mxu.rows, mxu.cols, 1)
     arrays = [0.0] * (mxu.count if independent_mxus else 1)
     vpu_free = dma_free = 0.0

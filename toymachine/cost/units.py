@@ -74,7 +74,7 @@ def attention_unit_cycles(*, n: int, d: int, algo: str = "fa2", machine: Machine
     """MXU and VPU cycles of ``gen.tile.attention_program`` (forward) on ``machine`` (module docstring)."""
     if algo not in UNIT_ALGOS:
         raise ConfigError(f"unit cycles in closed form are given for {', '.join(UNIT_ALGOS)}; got {algo!r}",
-                          hint="simulate other programs on the machine: toym run --machine …")
+                          key="algo", hint="simulate other programs on the machine (toym run)")
     mxu, vpu = machine.mxu, machine.vpu
     if mxu is None or vpu is None:  # the machine loader gives a machine both or neither
         raise ConfigError(f"machine {machine.name} has no compute units (mxu, vpu)", hint="use e.g. tpu-v5e")
@@ -130,7 +130,7 @@ def _seed(n, d, algo, machine, h, causal, block_m, block_n, variant, scaled) -> 
 
     if variant != "exact":
         raise ConfigError("seed 002's accounting is given in closed form for the exact online softmax",
-                          hint="use --variant exact, or a machine with accounting: toym")
+                          key="variant", suggestion="exact", alternative="a machine with accounting: toym")
     br, bc = min(block_m or 64, n), min(block_n or 64, n)
     s = seed_attention_cycles(algo="standard" if algo == "fused" else "flash", n=n, d=d, block=br, block_n=bc,
                               causal=causal, scaled=scaled, heads=h, mxu_dim=machine.mxu.rows, prices=machine.vpu)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dtypes import DTYPES
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..gen.tile import attention_program, attention_reference
 from ..params import check_int
 from ..render.report import Report, Section
@@ -125,7 +125,8 @@ def bf16_rows(*, seed: int = 0, trials: int = 5) -> list[Bf16Row]:
     """The seed's three points, toym's max |O − reference| for seeds ``seed … seed + trials − 1``."""
     seed, trials = check_int("seed", seed, 0), check_int("trials", trials, 1)
     if trials > MAX_TRIALS:
-        raise ConfigError(f"--trials {trials} is more than {MAX_TRIALS}", hint=f"use --trials ≤ {MAX_TRIALS}")
+        raise ConfigError((Opt("trials", trials), f" is more than {MAX_TRIALS}"), key="trials",
+                          hint=("use ", Opt("trials"), f" ≤ {MAX_TRIALS}"))
     seeds = range(seed, seed + trials)
     return [Bf16Row(n, d, bm, bn, want, tuple(_model(n, d, bm, bn, s) for s in seeds), (_sim(n, d, bm, bn, seed),))
             for (n, d, bm, bn), want in SEED_BF16.items()]

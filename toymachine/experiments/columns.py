@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def metric_key(name: str) -> str:
         names = {normalized(n): c.key for c in COLUMNS if c.value is not None for n in _names(c)}
         close = difflib.get_close_matches(normalized(name), list(names), n=1, cutoff=0.5)
         raise ConfigError(f"unknown metric '{name}'" + (f" (did you mean '{names[close[0]]}'?)" if close else ""),
-                          hint=f"metrics: {', '.join(keys)} (toym sweep --columns help)")
+                          hint=(f"metrics: {', '.join(keys)} (toym sweep ", Opt("columns", "help"), ")"))
     return found.key
 
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..cost.tile import attention_tile_cost
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..gen.tile import ALGOS, attention_program, resolve_blocks
 from ..gen.tile.fused import machine_blocks
 from ..limits import LIMITS
@@ -76,14 +76,15 @@ def memory_rows(*, ns: Sequence[int], d: int, machine: Machine, algos: Sequence[
     """Peak bytes per level for every n and algorithm (module docstring)."""
     d, batch, heads = check_int("d", d, 1), check_int("batch", batch, 1), check_int("heads", heads, 1)
     if not ns or not algos:
-        raise ConfigError("give at least one --n and one --algo")
+        raise ConfigError(("give at least one ", Opt("n"), " and one ", Opt("algo")), key="n" if not ns else "algo")
+    for algo in algos:
+        check_choice("algo", algo, ALGOS)
     wb = machine.word_bytes
     cap = None if machine.onchip_words is None else machine.onchip_words * wb
     rows, work = [], 0
     for n in ns:
         n = check_int("n", n, 1)
         for algo in algos:
-            check_choice("algo", algo, ALGOS)
             br, bc = _blocks(machine, algo, n, d, block_m, block_n, batch * heads)
             cost = attention_tile_cost(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=br,
                                        block_n=bc)
@@ -91,7 +92,7 @@ def memory_rows(*, ns: Sequence[int], d: int, machine: Machine, algos: Sequence[
             checked = None
             if check and simulable(batch * heads * n * n):
                 work += cost.instructions  # the simulations' instructions, added up before each runs
-                LIMITS["sweep_work"].check(work, "the --check simulations (so far)")
+                LIMITS["sweep_work"].check(work, ("the ", Opt("check"), " simulations (so far)"))
                 prog = attention_program(n=n, d=d, algo=algo, batch=batch, heads=heads, causal=causal, block_m=br,
                                          block_n=bc)
                 peak = simulate(prog, machine.with_(sram_words=None, vmem_bytes=None), steps=False).extra[
@@ -150,16 +151,10 @@ def memory_report(rows: Sequence[MemoryRow], machine: Machine, *, batch: int = 1
 def plot_memory(rows: Sequence[MemoryRow], path: str, *, level: str = "hbm", title: str | None = None) -> None:
     """Seed 003's picture: peak bytes (``level`` hbm or onchip) against n, one line per algorithm,
     both axes logarithmic. PNG or SVG by the extension; needs matplotlib."""
-    if not path.lower().endswith((".png", ".svg")):
-        raise ConfigError(f"--plot {path}: the file must end in .png or .svg")
-    try:
-        import matplotlib
+    from .plot import check_plot_path, pyplot, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ConfigError("--plot needs matplotlib", hint="pip install 'toymachine[plot]'") from None
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    check_plot_path(path)
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for algo in dict.fromkeys(r.algo for r in rows):
         members = sorted((r for r in rows if r.algo == algo), key=lambda r: r.n)
         ax.plot([r.n for r in members], [getattr(r, level) for r in members], marker="o", label=algo)
@@ -171,9 +166,4 @@ def plot_memory(rows: Sequence[MemoryRow], path: str, *, level: str = "hbm", tit
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    try:
-        fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)

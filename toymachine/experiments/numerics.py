@@ -38,9 +38,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..dtypes import DTYPES as _FORMATS
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..gen.scalar import attention_program as scalar_program
-from ..gen.tile import ALGOS, attention_program, attention_reference, resolve_blocks
+from ..gen.tile import ALGOS, VARIANTS, attention_program, attention_reference, resolve_blocks
+from ..params import check_choice, check_int
 from ..program import Mem, Program, Span
 from ..render.cells import Num
 from ..render.report import Report, Section
@@ -49,7 +50,6 @@ from ..sim import simulate
 from ..sim.memory import random_block
 
 LEVELS = ("tile", "scalar")
-VARIANTS = ("exact", "no-max", "no-rescale")
 # the table's columns: every number format, the widest exponent range first (then the more bytes)
 DTYPES = tuple(sorted(_FORMATS, key=lambda name: (-_FORMATS[name].emax, -_FORMATS[name].bytes)))
 DEFAULT_N = {"tile": 256, "scalar": 16}
@@ -121,31 +121,23 @@ class NumericsTable:
 
 
 # -- parameters ---------------------------------------------------------------------------------
-def parse_list(option: str, value: str | Iterable[str] | None, choices: Sequence[str]) -> tuple[str, ...] | None:
-    """``"exact,no-max"`` (or a sequence) → a checked tuple; None stays None."""
+def parse_list(key: str, value: str | Iterable[str] | None, choices: Sequence[str]) -> tuple[str, ...] | None:
+    """``"exact,no-max"`` (or a sequence) for parameter ``key`` → a checked tuple; None stays None."""
     if value is None:
         return None
     items = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
     items = [v.lower() for v in items if v]
     if not items:
-        raise ConfigError(f"{option} is empty", hint=f"give one or more of {','.join(choices)}")
+        raise ConfigError.of_option(key, "is empty", hint=f"give one or more of {','.join(choices)}")
     for v in items:
         if v not in choices:
-            raise ConfigError(f"{option}: unknown value '{v}'", hint=f"choose from {','.join(choices)}")
+            raise ConfigError((Opt(key), f": unknown value '{v}'"), key=key, hint=f"choose from {','.join(choices)}")
     seen: list[str] = []
     for v in items:
         if v in seen:
-            raise ConfigError(f"{option}: '{v}' is given twice", hint=f"e.g. {option} {','.join(choices)}")
+            raise ConfigError((Opt(key), f": '{v}' is given twice"), key=key, hint=("e.g. ", Opt(key, ",".join(choices))))
         seen.append(v)
     return tuple(seen)
-
-
-def _whole(option: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ConfigError(f"{option} must be a whole number, got {value!r}")
-    if value < minimum:
-        raise ConfigError(f"{option} must be at least {minimum}, got {value}")
-    return int(value)
 
 
 def _exp_limit(dtype: str) -> float:
@@ -176,49 +168,53 @@ def numerics_table(*, level: str = "tile", algo: str = "fa2", n: int | None = No
     ~2·n²·d instructions per run). ``variants``/``dtypes``: comma lists or sequences,
     default all (standard attention has no running statistics: no-rescale is left out
     unless asked for, and then an error)."""
-    if level not in LEVELS:
-        raise ConfigError(f"--level must be one of {', '.join(LEVELS)}; got {level!r}")
-    if algo not in ALGOS:
-        raise ConfigError(f"--algo must be one of {', '.join(ALGOS)}; got {algo!r}")
-    n = DEFAULT_N[level] if n is None else _whole("--n", n, 1)
-    d = _whole("--d", d, 1)
-    seed = _whole("--seed", seed, 0)
-    batch, heads = _whole("--batch", batch, 1), _whole("--heads", heads, 1)
+    check_choice("level", level, LEVELS)
+    check_choice("algo", algo, ALGOS)
+    n = DEFAULT_N[level] if n is None else check_int("n", n, 1)
+    d = check_int("d", d, 1)
+    seed = check_int("seed", seed, 0)
+    batch, heads = check_int("batch", batch, 1), check_int("heads", heads, 1)
     from ..limits import LIMITS
 
     LIMITS["size"].check(3 * batch * heads * n * d, f"the inputs Q, K, V ({batch}·{heads}·{n:,}·{d} each)")
-    asked_variants = parse_list("--variant", variants, VARIANTS)
-    dtype_list = parse_list("--dtype", dtypes, DTYPES) or DTYPES
+    asked_variants = parse_list("variant", variants, VARIANTS)
+    dtype_list = parse_list("dtype", dtypes, DTYPES) or DTYPES
     if scale is not None:
         if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating, np.integer)) \
                 or not math.isfinite(scale) or scale == 0:
-            raise ConfigError(f"--scale must be a finite non-zero number, got {scale!r}",
-                              hint="leave it out for 1/√d (seed 003), or --scale 1 (seed 000: scale folded into Q)")
+            raise ConfigError.of_option("scale", f"must be a finite non-zero number, got {scale!r}",
+                                        hint=("leave it out for 1/√d (seed 003), or ", Opt("scale", 1),
+                                              " (seed 000: scale folded into Q)"))
     tau = 1.0 / math.sqrt(d) if scale is None else float(scale)
     notes: list[str] = []
     if level == "scalar":
-        tile_only = {"--batch": batch != 1, "--heads": heads != 1, "--causal": bool(causal),
-                     "--block-m": block_m is not None, "--block-n": block_n is not None}
+        tile_only = {"batch": batch != 1, "heads": heads != 1, "causal": bool(causal),
+                     "block_m": block_m is not None, "block_n": block_n is not None}
         wrong = [k for k, given in tile_only.items() if given]
         if wrong:
-            raise ConfigError(f"{', '.join(wrong)} {'is a' if len(wrong) == 1 else 'are'} tile-level "
-                              f"option{'' if len(wrong) == 1 else 's'}; the scalar machine runs one head, unmasked",
-                              hint="use --level tile, or leave them out")
+            named: list[str | Opt] = []
+            for key in wrong:
+                named += [", "] * bool(named) + [Opt(key)]
+            raise ConfigError((*named, f" {'is a' if len(wrong) == 1 else 'are'} tile-level "
+                               f"option{'' if len(wrong) == 1 else 's'}; the scalar machine runs one head, unmasked"),
+                              key=wrong[0], hint=("use ", Opt("level", "tile"), ", or leave them out"))
         if algo not in _SCALAR_ORDER:
-            raise ConfigError(f"--algo {algo} is tile level only; the scalar generator fuses softmax with V",
-                              hint="use --algo fa2 (query loop outside) or fa1 (KV loop outside), or --level tile")
+            raise ConfigError((Opt("algo", algo), " is tile level only; the scalar generator fuses softmax with V"),
+                              key="algo", hint=("use ", Opt("algo", "fa2"), " (query loop outside) or fa1 (KV loop "
+                                                "outside), or ", Opt("level", "tile")))
     else:
         if block_m is not None:
-            _whole("--block-m", block_m, 1)
+            check_int("block_m", block_m, 1)
         if block_n is not None:
-            _whole("--block-n", block_n, 1)
+            check_int("block_n", block_n, 1)
     variant_list = asked_variants or VARIANTS
     has = _ALGO_VARIANTS.get(algo, VARIANTS)
     missing = [v for v in variant_list if v not in has]
     if missing:
         if asked_variants is not None:
-            raise ConfigError(f"--variant {', '.join(missing)}: {algo} attention has no such break (its variants: "
-                              f"{', '.join(has)})", hint=f"use --variant {','.join(has)} with --algo {algo}")
+            raise ConfigError((Opt("variant", ", ".join(missing)), f": {algo} attention has no such break (its "
+                               f"variants: {', '.join(has)})"), key="variant",
+                              hint=("use ", Opt("variant", ",".join(has)), " with ", Opt("algo", algo)))
         variant_list = tuple(v for v in variant_list if v in has)
         notes.append(f"{algo} attention has no running statistics to break: {', '.join(missing)} "
                      f"{'is' if len(missing) == 1 else 'are'} left out.")

@@ -21,7 +21,7 @@ __all__ = ["FIGURES", "figure_report", "figures_report"]
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..machine import Machine, resolve_machine
 from ..render.report import Report, Section
 from .sweep import SweepRow, sweep
@@ -195,5 +195,5 @@ def figures_report() -> Report:
 def figure_report(name: str, machine: Machine | None = None) -> Report:
     """One figure, computed on ``machine`` (default: the A100 the papers measured)."""
     if name not in FIGURES:
-        raise ConfigError(f"no paper figure named {name!r}", hint=f"figures: {', '.join(FIGURES)} (toym paper --list)")
+        raise ConfigError(f"no paper figure named {name!r}", hint=(f"figures: {', '.join(FIGURES)} (toym paper ", Opt("list"), ")"))
     return FIGURES[name][1](machine or resolve_machine("a100"))

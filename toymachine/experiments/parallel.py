@@ -23,7 +23,7 @@ import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import ConfigError, option_name
+from ..errors import ConfigError, Opt
 
 EXECUTORS = ("local", "dask")
 
@@ -45,7 +45,7 @@ def run_points(fn: Callable, tasks: Sequence[tuple], *, jobs: int = 1, executor:
         return _dask(fn, tasks, scheduler, on_point)
     if scheduler is not None:
         raise ConfigError.of_option("scheduler", "is the address of a Dask scheduler",
-                                    hint=f"add {option_name('executor')} dask")
+                                    hint=("add ", Opt("executor", "dask")))
     if jobs < 1:
         raise ConfigError.of_option("jobs", f"must be at least 1, got {jobs}")
     jobs = min(jobs, len(tasks))
@@ -90,13 +90,13 @@ def _local(fn: Callable, tasks: Sequence[tuple], jobs: int, on_point) -> list[An
 
 def _dask(fn: Callable, tasks: Sequence[tuple], scheduler: str | None, on_point) -> list[Any]:
     if not scheduler:
-        raise ConfigError("--executor dask needs the scheduler's address",
-                          hint="--scheduler tcp://HOST:8786 (start one with `dask scheduler`, workers with "
-                               "`dask worker tcp://HOST:8786`)")
+        raise ConfigError((Opt("executor", "dask"), " needs the scheduler's address"), key="scheduler",
+                          hint=(Opt("scheduler", "tcp://HOST:8786"), " (start one with `dask scheduler`, workers with "
+                                "`dask worker tcp://HOST:8786`)"))
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise ConfigError("--executor dask needs dask's distributed scheduler",
+        raise ConfigError((Opt("executor", "dask"), " needs dask's distributed scheduler"), key="executor",
                           hint="pip install 'toymachine[dask]'") from None
     try:
         client = Client(scheduler, timeout="10s")

@@ -14,12 +14,13 @@ logarithmic for a geometric sweep (``10..100000*10``) and the y axis when it spa
 
 from __future__ import annotations
 
-__all__ = ["plot_sweep", "sweep_figure", "check_plot", "METRICS", "MAX_SERIES", "SIZES"]
+__all__ = ["plot_sweep", "sweep_figure", "check_plot", "check_plot_path", "pyplot", "save_figure", "METRICS", "MAX_SERIES",
+           "SIZES"]
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import ConfigError, Location
+from ..errors import ConfigError, Location, Opt
 from ..gen.registry import GeneratorSpec, get_generator
 from .columns import COLUMNS, column_key, metric_key
 
@@ -52,10 +53,10 @@ def check_plot(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]], path: s
     """Check a plot request against the sweep's points before running it; return the x parameter.
     ``metric`` and ``x`` may be any name the column vocabulary accepts (``reads`` ≡ ``dram_reads``).
     Without ``x``: the numeric parameter swept over the most values (the first of those tied)."""
-    if not path.lower().endswith((".png", ".svg")):
-        raise ConfigError(f"--plot {path}: the file must end in .png or .svg")
+    check_plot_path(path)
     if size not in SIZES:
-        raise ConfigError(f"--size {size}: not a plot size", loc=Location("--size"), hint=f"sizes: {', '.join(SIZES)}")
+        raise ConfigError((Opt("size", size), ": not a plot size"), loc=Location.of_option("size"), key="size",
+                          hint=f"sizes: {', '.join(SIZES)}")
     metric_key(metric)
     varying = _varying(spec, points)
     if x is not None:
@@ -63,23 +64,50 @@ def check_plot(spec: GeneratorSpec, points: Sequence[Mapping[str, Any]], path: s
     if x is None:
         numeric = [n for n in varying if spec.param(n).kind is int]
         if not numeric:
-            raise ConfigError("--plot needs a numeric parameter with several values", hint="e.g. --n 2..16")
+            raise ConfigError((Opt("plot"), " needs a numeric parameter with several values"), key="plot",
+                              hint=("e.g. ", Opt("n", "2..16")))
         x = max(numeric, key=lambda n: _values(points, n))  # max keeps the first of a tie
     elif x not in varying or spec.param(x).kind is not int:
-        raise ConfigError(f"--x {x}: not a numeric parameter with several values in this sweep",
+        raise ConfigError((Opt("x", x), ": not a numeric parameter with several values in this sweep"), key="x",
                           hint=f"swept: {', '.join(varying) or 'nothing'}")
     others = [n for n in varying if n != x]
     count = _series(points, others)
     if count > max_series:
-        raise ConfigError(f"--plot: this sweep makes {count} series ({' × '.join(others)}), more than the "
-                          f"{max_series} a plot draws", loc=Location("--plot"),
-                          hint=f"sweep fewer values of {', '.join(others)}, pick another --x, or ask for them all "
-                               f"with --max-series {count}")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise ConfigError("--plot needs matplotlib", hint="pip install 'toymachine[plot]'") from None
+        raise ConfigError((Opt("plot"), f": this sweep makes {count} series ({' × '.join(others)}), more than the "
+                           f"{max_series} a plot draws"), loc=Location.of_option("plot"), key="max_series",
+                          hint=(f"sweep fewer values of {', '.join(others)}, pick another ", Opt("x"),
+                                ", or ask for them all with ", Opt("max_series", count)))
+    pyplot()
     return x
+
+
+# -- the one way toym writes a picture (sweeps, toym memory) ---------------------------------------------
+def check_plot_path(path: str) -> None:
+    """A picture is PNG or SVG, by the file's extension."""
+    if not path.lower().endswith((".png", ".svg")):
+        raise ConfigError((Opt("plot", path), ": the file must end in .png or .svg"), key="plot")
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot, drawing off screen (Agg); an error naming the extra to install without it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ConfigError((Opt("plot"), " needs matplotlib"), key="plot", hint="pip install 'toymachine[plot]'") from None
+    return plt
+
+
+def save_figure(fig: Any, path: str) -> None:
+    """Write ``fig`` to ``path`` (an SVG without its date: the same sweep, the same bytes) and close it."""
+    try:
+        fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists") from None
+    finally:
+        pyplot().close(fig)
 
 
 def _geometric(xs: Sequence[float]) -> bool:
@@ -120,15 +148,7 @@ def plot_sweep(rows, generator: str | GeneratorSpec, path: str, *, x: str | None
                metric: str = "cycles", size: str = "slide", max_series: int = MAX_SERIES) -> None:
     """Draw ``metric`` against the swept parameter ``x`` (default: the numeric one with the most values) to
     ``path``, PNG or SVG by its extension. Needs matplotlib."""
-    fig = sweep_figure(rows, generator, path, x=x, metric=metric, size=size, max_series=max_series)
-    import matplotlib.pyplot as plt
-
-    try:
-        fig.savefig(path, metadata={"Date": None} if path.lower().endswith(".svg") else None)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists") from None
-    finally:
-        plt.close(fig)
+    save_figure(sweep_figure(rows, generator, path, x=x, metric=metric, size=size, max_series=max_series), path)
 
 
 def sweep_figure(rows, generator: str | GeneratorSpec, path: str = "plot.png", *, x: str | None = None,
@@ -138,15 +158,11 @@ def sweep_figure(rows, generator: str | GeneratorSpec, path: str = "plot.png", *
     x = check_plot(spec, [r.params for r in rows], path, x=x, metric=metric, size=size, max_series=max_series)
     metric = metric_key(metric)
     if any(METRICS[metric](r) is None for r in rows):
-        raise ConfigError(f"--y {metric}: this sweep does not measure it",
-                          hint="sram_peak, flops, memory_peak and onchip_peak need a tile generator; time_s a machine "
-                               "with a clock; mxu_cycles, vpu_cycles, mxu_utilization a machine with units "
-                               "(e.g. --machine tpu-v5e)")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+        raise ConfigError((Opt("y", metric), ": this sweep does not measure it"), key="y",
+                          hint=("sram_peak, flops, memory_peak and onchip_peak need a tile generator; time_s a machine "
+                                "with a clock; mxu_cycles, vpu_cycles, mxu_utilization a machine with units "
+                                "(e.g. ", Opt("machine", "tpu-v5e"), ")"))
+    plt = pyplot()
     others = [n for n in _varying(spec, [r.params for r in rows]) if n != x]
     series: dict[tuple, list] = {}
     for r in rows:

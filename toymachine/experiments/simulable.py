@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..cost import Cost
-from ..errors import ToyMachineError
+from ..errors import MachineLimitError, Opt, ToyMachineError
 from ..machine import Machine
 
 CHECK_ELEMENTS = 1 << 22  # score elements: one head of n = 2048 (a few seconds of simulation)
@@ -41,14 +41,15 @@ def guarded(strict: bool, fn: Callable, *args):
 
 
 def closed_form_point(formula: Cost, cycles: float | None, machine: Machine) -> dict[str, Any]:
-    """What a ``SweepRow`` takes from a run, from the closed form instead (a point too big to simulate)."""
+    """What a ``SweepRow`` takes from a run, from the closed form instead (a point too big to simulate);
+    a ``MachineLimitError`` where the simulator would stop (the SRAM overflows)."""
     b = formula.breakdown
     limit = machine.onchip_words
     if "SRAM peak" in b and limit is not None and b["SRAM peak"] > limit:  # what the simulator would stop at
-        return {"error": {"kind": "MachineLimitError",
-                          "message": f"SRAM overflow: the program needs {b['SRAM peak']:,} words at its peak (closed "
-                                     f"form), the machine's {machine.onchip_name.upper()} holds {limit:,}",
-                          "hint": "use smaller blocks (--block-m/--block-n) or leave them to the machine's SRAM"}}
+        raise MachineLimitError(f"SRAM overflow: the program needs {b['SRAM peak']:,} words at its peak (closed "
+                                f"form), the machine's {machine.onchip_name.upper()} holds {limit:,}",
+                                hint=("use smaller blocks (", Opt("block_m"), "/", Opt("block_n"), ") or leave them "
+                                      "to the machine's SRAM"))
     extra: dict[str, Any] = {}
     if "SRAM peak" in b:
         extra["sram_peak"] = b["SRAM peak"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cost import Bound, Cost
-from ..errors import ConfigError, MachineLimitError, ToyMachineError
+from ..errors import ConfigError, Opt, ToyMachineError
 from ..gen.registry import GeneratorSpec, Param, get_generator
 from ..limits import LIMITS
 from ..machine import DEFAULT_MACHINE, Machine
@@ -52,7 +52,8 @@ def parse_values(text: str | int, param: Param) -> list:
     values: list = []
     for item in (s.strip() for s in str(text).split(",")):
         if not item:
-            raise ConfigError(f"{param.flag}: empty value in '{text}'", hint="write e.g. 2,4,8 or 3..6")
+            raise ConfigError((Opt(param.name), f": empty value in '{text}'"), key=param.name,
+                              hint="write e.g. 2,4,8 or 3..6")
         values += _parse_item(item, param, text)
     return values
 
@@ -65,12 +66,13 @@ def _parse_item(item: str, param: Param, text: str | int) -> list:
         if m:
             lo, hi, how, step = int(m.group(1)), int(m.group(2)), m.group(3), int(m.group(4) or 1)
             if hi < lo:
-                raise ConfigError(f"{param.flag}: range {item} runs backwards", hint=f"write {hi}..{lo}")
+                raise ConfigError((Opt(param.name), f": range {item} runs backwards"), key=param.name,
+                                  hint=f"write {hi}..{lo}")
             if (how == "+" and step < 1) or (how == "*" and (step < 2 or lo < 1)):
-                raise ConfigError(f"{param.flag}: bad step in {item}",
+                raise ConfigError((Opt(param.name), f": bad step in {item}"), key=param.name,
                                   hint="a+step needs step ≥ 1; a*factor needs factor ≥ 2 and a ≥ 1")
             count = (hi - lo) // step + 1 if how != "*" else math.floor(math.log(hi / lo, step)) + 1
-            LIMITS["sweep_points"].check(count, f"{param.flag} {item} ({count:,} values)")  # before listing them
+            LIMITS["sweep_points"].check(count, (Opt(param.name, item), f" ({count:,} values)"))  # before listing them
             out = []
             v = lo
             while v <= hi:
@@ -80,7 +82,7 @@ def _parse_item(item: str, param: Param, text: str | int) -> list:
         try:
             return [_checked(int(item), param)]
         except ValueError:
-            raise ConfigError(f"{param.flag} takes whole numbers, got '{item}' in '{text}'",
+            raise ConfigError((Opt(param.name), f" takes whole numbers, got '{item}' in '{text}'"), key=param.name,
                               hint="write e.g. 4, 2,4,8, 3..6, 2..16+2 or 10..10000*10") from None
     if param.kind is bool:
         lowered = item.lower()
@@ -88,15 +90,15 @@ def _parse_item(item: str, param: Param, text: str | int) -> list:
             return [True]
         if lowered in ("false", "no", "0", "off"):
             return [False]
-        raise ConfigError(f"{param.flag} takes true or false, got '{item}'")
+        raise ConfigError((Opt(param.name), f" takes true or false, got '{item}'"), key=param.name)
     if param.choices is not None and item not in param.choices:
-        raise ConfigError(f"{param.flag} must be one of {', '.join(param.choices)}; got '{item}'")
+        raise ConfigError.of_option(param.name, f"must be one of {', '.join(param.choices)}; got '{item}'")
     return [item]
 
 
 def _checked(value: int, param: Param) -> int:
     if param.minimum is not None and value < param.minimum:
-        raise ConfigError(f"{param.flag} must be at least {param.minimum}, got {value}")
+        raise ConfigError.of_option(param.name, f"must be at least {param.minimum}, got {value}")
     return value
 
 
@@ -110,7 +112,7 @@ def expand_grid(spec: GeneratorSpec, grid: Mapping[str, Any]) -> list[dict[str, 
             values = parse_values(given, param) if isinstance(given, (str, int)) and not isinstance(given, bool) \
                 else list(given)
             if not values:
-                raise ConfigError(f"{param.flag} has no values")
+                raise ConfigError.of_option(param.name, "has no values")
             axes.append(values)
         else:
             axes.append([param.default])
@@ -284,11 +286,9 @@ def sweep(generator: str | GeneratorSpec, grid: Mapping[str, Any], machine: Mach
             formula_cycles = formula.breakdown.get("unit cycles") if point_machine.has_units \
                 else formula.cycles(point_machine)
         if closed[i] and formula is not None:  # closed[i] holds only where the generator has a cost
-            sim = closed_form_point(formula, formula_cycles, point_machine)
-            if "error" in sim:
-                if strict:
-                    raise MachineLimitError(sim["error"]["message"], hint=sim["error"]["hint"])
-                rows.append(_failed(params, sim["error"]))
+            sim = guarded(strict, closed_form_point, formula, formula_cycles, point_machine)
+            if "kind" in sim:  # the point's error, as a value
+                rows.append(_failed(params, sim))
                 continue
         chosen = spec.resolved(**params, machine=point_machine) if spec.resolved else {}  # what the defaults chose
         rows.append(SweepRow(params={**params, **{k: v for k, v in chosen.items() if params.get(k) is None}},

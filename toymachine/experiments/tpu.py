@@ -19,7 +19,7 @@ from typing import Any
 
 from ..cost.tpu_schedule import MODELS, schedule_cycles
 from ..cost.tpu_seed import SEED_TABLE
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..gen.tile import attention_program
 from ..machine import Machine
 from ..params import check_int
@@ -51,20 +51,24 @@ def tpu_columns(machine: Machine, *, n: int = 512, d: int = 64, blocks: Sequence
     """FlashAttention-2 at each block (Br = Bc), then standard attention, simulated on ``machine``."""
     if not machine.has_units:
         raise ConfigError(f"machine {machine.name} has no compute units (mxu, vpu) to price the table",
-                          hint="use --machine tpu-v5e-seed (the seed's accounting) or tpu-v5e (toym's)")
+                          key="machine", hint=("use ", Opt("machine", "tpu-v5e-seed"),
+                                               " (the seed's accounting) or tpu-v5e (toym's)"))
     n, d = check_int("n", n, 1), check_int("d", d, 1)
     if n > MAX_N:
-        raise ConfigError(f"--n {n} is more than this table simulates ({MAX_N}: standard attention's n × n scores)",
-                          hint=f"use --n ≤ {MAX_N}")
+        raise ConfigError((Opt("n", n), f" is more than this table simulates ({MAX_N}: standard attention's n × n "
+                           "scores)"), key="n", hint=("use ", Opt("n"), f" ≤ {MAX_N}"))
     if d > MAX_D:
-        raise ConfigError(f"--d {d} is more than this table simulates ({MAX_D})", hint=f"use --d ≤ {MAX_D}")
+        raise ConfigError((Opt("d", d), f" is more than this table simulates ({MAX_D})"), key="d",
+                          hint=("use ", Opt("d"), f" ≤ {MAX_D}"))
     if not blocks:
-        raise ConfigError("--block-m needs at least one block size", hint="e.g. --block-m 64,128")
+        raise ConfigError((Opt("block_m"), " needs at least one block size"), key="block_m",
+                          hint=("e.g. ", Opt("block_m", "64,128")))
     for b in blocks:
         t = -(-n // max(1, int(b)))
         if t * (t + 1) // 2 > MAX_TILES:  # the program's length, bounded before it is generated
-            raise ConfigError(f"--block-m {b} at n = {n} visits {t * (t + 1) // 2:,} tiles; this table simulates at "
-                              f"most {MAX_TILES:,}", hint=f"use --block-m ≥ {-(-n // _blocks_for(MAX_TILES))}")
+            raise ConfigError((Opt("block_m", b), f" at n = {n} visits {t * (t + 1) // 2:,} tiles; this table "
+                               f"simulates at most {MAX_TILES:,}"), key="block_m",
+                              hint=("use ", Opt("block_m"), f" ≥ {-(-n // _blocks_for(MAX_TILES))}"))
     cols = []
     sizes: list[int | None] = [*dict.fromkeys(check_int("block_m", b, 1) for b in blocks), None]
     for size in sizes:

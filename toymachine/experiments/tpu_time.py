@@ -24,7 +24,7 @@ __all__ = ["SEED_MS", "SEED_VMAP_MS", "time_rows", "time_report", "MAX_N"]
 from collections.abc import Sequence
 
 from ..cost.tpu_schedule import schedule_cycles
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..gen.tile import attention_program
 from ..machine import Machine
 from ..params import check_int
@@ -50,15 +50,16 @@ def time_rows(machine: Machine, ns: Sequence[int]) -> list[tuple[int, float, flo
     clock = machine.clock_hz
     if not machine.has_units or not clock or not machine.hbm_bytes_per_cycle:
         raise ConfigError(f"machine {machine.name} has no compute units, clock or HBM rate to predict times with",
-                          hint="use --machine tpu-v5e")
+                          key="machine", suggestion="tpu-v5e")
     if machine.accounting != "toym":
         raise ConfigError("predicted times schedule each instruction at toym's prices; tpu-v5e-seed prices the "
-                          "seed's op list instead", hint="use --machine tpu-v5e")
+                          "seed's op list instead", key="machine", suggestion="tpu-v5e")
     rows = []
     for n in ns:
         n = check_int("n", n, 1)
         if n > MAX_N:
-            raise ConfigError(f"--n {n} is past {MAX_N} (the seed's largest timed point)", hint=f"use n ≤ {MAX_N}")
+            raise ConfigError((Opt("n", n), f" is past {MAX_N} (the seed's largest timed point)"), key="n",
+                              hint=f"use n ≤ {MAX_N}")
         blocked = attention_program(n=n, d=D, algo="standard", causal=True, machine=machine, block_m=BLOCK,
                                     block_n=BLOCK, max_instructions=None)
         fused = attention_program(n=n, d=D, algo="standard", causal=True, machine=machine, max_instructions=None)

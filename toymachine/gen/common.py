@@ -9,11 +9,13 @@ from __future__ import annotations
 __all__ = ["ProgramBuilder", "LineSink", "input_values", "cli_line", "check_size", "MAX_INSTRUCTIONS"]
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..limits import LIMITS
+from ..params import command_line
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Program, Reg
 from ..sim.memory import random_block
 
@@ -113,15 +115,11 @@ def input_values(seed: int, name: str, shape: tuple[int, ...], *, integers: bool
     return (values + 0.0).tolist()  # + 0.0 turns −0.0 into 0.0
 
 
-def cli_line(generator: str, **params) -> str:
-    """The ``toym gen`` command line that regenerates a program (for its header)."""
-    parts = [f"toym gen {generator}"]
-    for key, value in params.items():
-        if value is None:
-            continue
-        flag = "--" + key.replace("_", "-")
-        parts.append(f"{flag} {value}")
-    return " ".join(parts)
+def cli_line(generator: str, *, with_data: bool = True, seed: int = 0, **params: Any) -> str:
+    """The ``toym gen`` command line that regenerates a program (for its header): ``params``, then
+    ``--no-data`` without data or ``--seed`` for data of a seed other than 0 (``params.command_line``)."""
+    return command_line(f"gen {generator}", **params, data=None if with_data else False,
+                        seed=seed if with_data and seed else None)
 
 
 MAX_INSTRUCTIONS = int(LIMITS["instructions"].default)  # a generator refuses to emit more (``max_instructions``; --max-instructions)
@@ -138,10 +136,10 @@ def check_size(instructions: int, what: str, max_instructions: int | None = MAX_
     if max_instructions == MAX_INSTRUCTIONS:  # not given: the limits table's (TOYM_MAX_INSTRUCTIONS lifts it)
         limit = LIMITS["instructions"].value()
     if limit is not None and instructions > limit:
-        raise ConfigError(f"{what} would be {instructions:,} instructions (about {_human(size)} of text), more than "
-                          f"--max-instructions {limit:,}",
-                          hint="use smaller sizes (the count is the closed form in the program's header), or raise "
-                               "--max-instructions if you mean it")
+        raise ConfigError((f"{what} would be {instructions:,} instructions (about {_human(size)} of text), more "
+                           "than ", Opt("max_instructions", f"{limit:,}")), key="max_instructions",
+                          hint=("use smaller sizes (the count is the closed form in the program's header), or raise ",
+                                Opt("max_instructions"), " if you mean it"))
     if on_size is not None:
         on_size(instructions, size)
 

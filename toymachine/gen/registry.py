@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cost import Bound, Cost
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..machine import Machine
 from ..program import Program
 
@@ -37,16 +37,12 @@ PLUGINS: tuple[str, ...] = ()  # modules imported on first use that register mor
 class Param:
     """One parameter of a generator: its type, default, allowed values."""
 
-    name: str  # Python name; the command-line option is --name with _ → -
+    name: str  # Python name: the key (the CLI's flag is the vocabulary's for it, cli.vocabulary.flag_words)
     kind: type  # int | str | bool
     default: Any
     help: str
     choices: tuple[str, ...] | None = None
     minimum: int | None = None
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -68,9 +64,11 @@ class GeneratorSpec:
         for p in self.params:
             if p.name == name:
                 return p
-        known = ", ".join(p.flag for p in self.params)
+        known: list[str | Opt] = []
+        for p in self.params:
+            known += [", "] * bool(known) + [Opt(p.name)]
         raise ConfigError(f"generator '{self.name}' has no parameter '{name.replace('_', '-')}'",
-                          hint=f"its parameters are {known}")
+                          hint=("its parameters are ", *known))
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}

@@ -7,6 +7,7 @@ __all__ = ["load_machine", "resolve_machine", "preset_names", "PRESET_DIR"]
 
 import dataclasses
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -87,15 +88,8 @@ def _build(values: dict[str, tuple[Any, Location]]) -> Machine:
             if not isinstance(value, dict):
                 raise ConfigError("'cycles' must map instruction names to cycle counts", loc=loc,
                                   hint="e.g. cycles: {LOAD: 100, EXP: 4}")
-            out = {}
-            for op, c in value.items():
-                if str(op).upper() not in ISA:
-                    raise ConfigError(f"unknown instruction '{op}' in cycles", loc=loc,
-                                      hint=f"instructions are: {', '.join(ISA)}")
-                if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 <= c < float("inf"):
-                    raise ConfigError(f"cycles for {op} must be a non-negative number, got {c!r}", loc=loc)
-                out[str(op).upper()] = c
-            kwargs[key] = out
+            kwargs[key] = _cycle_counts(value, "cycles", ISA, loc, lambda op: (
+                f"unknown instruction '{op}' in cycles", f"instructions are: {', '.join(ISA)}"))
         elif key == "mac_accumulator":
             if not isinstance(value, bool):
                 raise ConfigError(f"'mac_accumulator' must be true or false, got {value!r}", loc=loc)
@@ -157,6 +151,22 @@ _UNIT_EXAMPLE = {"mxu": "mxu: {rows: 128, cols: 128, count: 4}",
                  "vpu": "vpu: {lanes: 128, cycles_per_vector: {EXP: 2}}"}
 
 
+def _cycle_counts(value: dict, what: str, known: Iterable[str], loc: Location,
+                  unknown: Callable[[Any], tuple[str, str]]) -> dict[str, float]:
+    """An instruction → cycles mapping (``cycles``, ``vpu.cycles_per_vector``): every name one of
+    ``known`` (else an error with ``unknown(name)``'s message and hint), every count a non-negative
+    number; names upper-cased."""
+    out = {}
+    for op, c in value.items():
+        if str(op).upper() not in known:
+            message, hint = unknown(op)
+            raise ConfigError(message, loc=loc, hint=hint)
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 <= c < float("inf"):
+            raise ConfigError(f"{what} for {op} must be a non-negative number, got {c!r}", loc=loc)
+        out[str(op).upper()] = c
+    return out
+
+
 def _unit(key: str, value, loc: Location):
     """``mxu: {rows, cols, count}`` or ``vpu: {lanes, cycles_per_vector}`` (``units`` says what they cost)."""
     if not isinstance(value, dict):
@@ -170,16 +180,9 @@ def _unit(key: str, value, loc: Location):
             if not isinstance(v, dict):
                 raise ConfigError("'vpu.cycles_per_vector' must map instruction names to cycles", loc=loc,
                                   hint="e.g. cycles_per_vector: {EXP: 2, MASK: 2}")
-            per = {}
-            for op, c in v.items():
-                if str(op).upper() not in VPU_OPS:
-                    raise ConfigError(f"'{op}' in vpu.cycles_per_vector is not a vector-unit instruction", loc=loc,
-                                      hint=f"the VPU runs {', '.join(VPU_OPS)} on tiles")
-                if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 <= c < float("inf"):
-                    raise ConfigError(f"vpu.cycles_per_vector for {op} must be a non-negative number, got {c!r}",
-                                      loc=loc)
-                per[str(op).upper()] = c
-            args[name] = per
+            args[name] = _cycle_counts(v, "vpu.cycles_per_vector", VPU_OPS, loc, lambda op: (
+                f"'{op}' in vpu.cycles_per_vector is not a vector-unit instruction",
+                f"the VPU runs {', '.join(VPU_OPS)} on tiles"))
         else:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"'{key}.{name}' must be a positive integer, got {v!r}", loc=loc)
@@ -242,5 +245,5 @@ def resolve_machine(spec: str | None) -> Machine:
     preset = PRESET_DIR / f"{spec.lower()}.yaml"
     if preset.exists():
         return load_machine(preset)
-    raise ConfigError(f"no machine file or preset named '{spec}'", loc=Location("--machine"),
+    raise ConfigError(f"no machine file or preset named '{spec}'", loc=Location.of_option("machine"), key="machine",
                       hint=f"built-in machines: {', '.join(preset_names())}; or pass a path to a YAML file")

@@ -44,7 +44,7 @@ __all__ = ["TraceAnalysis", "RedundantLoad", "analyze"]
 
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..machine import DEFAULT_MACHINE, Machine
 from ..program import Program
 from .allocate import allocate
@@ -112,12 +112,12 @@ def analyze(program: Program | str, registers: int | None = None, machine: Machi
     flow, trace_regs = trace_flow(program)
     R = registers if registers is not None else (machine.registers or trace_regs)
     if not isinstance(R, int) or isinstance(R, bool) or R < 1:
-        raise ConfigError(f"--registers must be a whole number ≥ 1, got {R!r}")
+        raise ConfigError.of_option("registers", f"must be a whole number ≥ 1, got {R!r}")
     widest = max((len(set(vals)) + (1 if out is not None and not vals else 0) for _, vals, out, _ in flow.uses),
                  default=0)
     if widest > R:
         raise ConfigError(f"an instruction of this trace reads {widest} different values at once; {R} registers "
-                          f"cannot hold them", hint=f"use --registers {widest} or more")
+                          f"cannot hold them", key="registers", hint=("use ", Opt("registers", widest), " or more"))
     belady = allocate(flow, R, clean_first=False)
     chosen = min((belady, allocate(flow, R, clean_first=True)), key=lambda a: (a.loads + a.stores, a.loads))
     redundant = _redundant(flow, belady)

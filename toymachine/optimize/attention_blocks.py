@@ -30,9 +30,9 @@ import math
 from dataclasses import dataclass, field
 
 from ..cost import attention_tile_cost, paper_blocks
-from ..cost.tile import fit_blocks
+from ..cost.tile import ORDERS, PASSES, fit_blocks
 from ..cost.tile.eager import eager_blocks
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from ..limits import LIMITS
 from ..machine import DEFAULT_MACHINE, Machine
 
@@ -158,8 +158,8 @@ def _check_search(n: int, d: int, sram_words: int, exhaustive: bool) -> int:
     search of more (Br, Bc) pairs than ``limits.search_size``."""
     cap = max(1, sram_words // d)
     count = min(cap, n) if exhaustive else min(cap, n, 2 * math.isqrt(n) + 2)
-    LIMITS["search_size"].check(count * count, f"the block search (n = {n:,}, d = {d}, --sram {sram_words:,}: up to "
-                                               f"{count:,} block sizes, {count * count:,} (Br, Bc) pairs)")
+    LIMITS["search_size"].check(count * count, (f"the block search (n = {n:,}, d = {d}, ", Opt("sram", f"{sram_words:,}"),
+                                                f": up to {count:,} block sizes, {count * count:,} (Br, Bc) pairs)"))
     return cap
 
 
@@ -193,18 +193,20 @@ def optimize_blocks(*, n: int, d: int, sram_words: int, pass_: str = "forward", 
 
     n, d, sram_words = check_int("n", n, 1), check_int("d", d, 1), check_int("sram", sram_words, 1)
     heads = check_int("heads", heads, 1)
-    check_choice("pass", pass_, ("forward", "backward"))
+    check_choice("pass", pass_, PASSES)
     if algo is not None:
         if algo not in SEARCHED:
-            raise ConfigError(f"--algo {algo}: the block search chooses the blocks of {', '.join(SEARCHED)}; "
-                              f"{algo}'s are its own rule's", hint="use --algo fa1, fa2 or eager, or leave it out")
+            raise ConfigError((Opt("algo", algo), f": the block search chooses the blocks of {', '.join(SEARCHED)}; "
+                               f"{algo}'s are its own rule's"), key="algo",
+                              hint=("use ", Opt("algo", "fa1"), ", fa2 or eager, or leave it out"))
     if order is not None and algo == "eager":
         raise ConfigError("eager attention's backward is autograd's fixed sequence of kernels: it has no loop order",
-                          hint="leave --order out with --algo eager")
+                          key="order", hint=("leave ", Opt("order"), " out with ", Opt("algo", "eager")))
     if order is not None:
         if pass_ != "backward":
-            raise ConfigError("--order chooses the backward pass's loop order", hint="use it with --pass backward")
-        check_choice("order", order, ("row", "col", "split"))
+            raise ConfigError((Opt("order"), " chooses the backward pass's loop order"), key="order",
+                              hint=("use it with ", Opt("pass", "backward")))
+        check_choice("order", order, ORDERS)
     machine = machine or DEFAULT_MACHINE
     objective = _objective(machine)
     exhaustive_pairs = causal and n <= EXHAUSTIVE_CAUSAL_N
@@ -226,7 +228,7 @@ def optimize_blocks(*, n: int, d: int, sram_words: int, pass_: str = "forward", 
         paper.append((a + (f"/{o}" if o else ""), *paper_choice(n, d, sram_words, heads, causal, pass_, a, o, machine)))
     if not per_loop:
         raise ConfigError(f"no block sizes fit an SRAM of {sram_words} words (d = {d}): even 1×1 blocks need more",
-                          hint="use a larger --sram")
+                          key="sram", hint=("use a larger ", Opt("sram")))
     winner = min(per_loop, key=lambda c: _score(c, objective))
     return BlockSearch(n, d, sram_words, pass_, causal, heads, objective, winner, tuple(per_loop), tuple(paper),
                        heads * n * n * d * d / sram_words, count, True,

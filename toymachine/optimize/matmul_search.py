@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..machine import DEFAULT_MACHINE, Machine
+from ..params import command_line
 from ..program import Program
 from .matmul_replay import arrays as _arrays
 from .matmul_replay import replay as _program
@@ -94,22 +95,15 @@ class MatmulOptimum:
 
 
 def _check(n, registers, m, k, time_limit, accumulator: bool) -> tuple[int, int, int]:
+    from ..cost.matmul import check_matmul_registers
     from ..params import check_int
 
     n = check_int("n", n, 1)
     m = n if m is None else check_int("m", m, 1)
     k = n if k is None else check_int("k", k, 1)
-    check_int("registers", registers, 1)
-    if accumulator and registers < 2:
-        raise ConfigError(f"matmul needs at least 2 registers besides ACC, got {registers}",
-                          hint="a MAC reads its two operands from registers: use --registers 2 or more")
-    if not accumulator and registers < 3:
-        raise ConfigError(f"matmul needs at least 3 registers, got {registers}",
-                          hint="a MAC reads two operand registers and its partial sum from a third (seed 000, "
-                               "'Minimum registers'): use --registers 3 or more, or a machine whose MAC unit "
-                               "keeps its own accumulator (--mac-accumulator, --machine toy2acc)")
+    check_matmul_registers(registers, accumulator)
     if time_limit is not None and not time_limit > 0:
-        raise ConfigError(f"--time-limit must be a positive number of seconds, got {time_limit!r}")
+        raise ConfigError.of_option("time_limit", f"must be a positive number of seconds, got {time_limit!r}")
     from ..limits import LIMITS
 
     LIMITS["search_size"].check(m * n * k, f"the schedule search for {m}×{k}·{k}×{n} ({m * n * k:,} products)")
@@ -320,7 +314,7 @@ def _header(m, n, k, registers, machine, ops, cycles, lower, proven, found_by, a
     return [
         f"C = A·B on a {registers}-register toy machine{' with an accumulator in the MAC unit (ACC)' if acc else ''} "
         f"(seed 000: matmul): A {m}×{k}, B {k}×{n}, C {m}×{n}",
-        f"toym optimize matmul --m {m} --n {n} --k {k} --registers {registers}"
-        f"{' --mac-accumulator' if acc else ''}; machine {machine.name}",
+        command_line("optimize matmul", m=m, n=n, k=k, registers=registers, mac_accumulator=acc or None)
+        + f"; machine {machine.name}",
         f"cost: {counts} = {cycles:g} cycles; {status}; schedule found by {found_by}",
     ]

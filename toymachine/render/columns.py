@@ -10,7 +10,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Opt
 from .cells import text_of
 from .report import Report, Section
 
@@ -38,7 +38,7 @@ def select_columns(report: Report, wanted: Sequence[str]) -> Report:
     matches a header or JSON key, ignoring case, spaces, - and _ and a unit in parentheses)."""
     wanted = [w.strip() for w in wanted if w.strip()]
     if not wanted:
-        raise ConfigError("--columns is empty", hint="name columns, e.g. --columns n,cycles,gap")
+        raise ConfigError.of_option("columns", "is empty", hint=("name columns, e.g. ", Opt("columns", "n,cycles,gap")))
     sections = []
     for s in report.sections:
         lookup: dict[str, int] = {}
@@ -53,8 +53,8 @@ def select_columns(report: Report, wanted: Sequence[str]) -> Report:
 
                 close = difflib.get_close_matches(_norm(w), list(lookup), n=1, cutoff=0.6)
                 guess = s.json_keys()[lookup[close[0]]] if close else None
-                raise ConfigError(f"--columns: no column '{w}'" + (f" (did you mean '{guess}'?)" if guess else ""),
-                                  hint="columns: " + ", ".join(s.json_keys()))
+                raise ConfigError((Opt("columns"), f": no column '{w}'" + (f" (did you mean '{guess}'?)" if guess else "")),
+                                  key="columns", hint="columns: " + ", ".join(s.json_keys()))
             if found not in idx:
                 idx.append(found)
         sections.append(_pick(s, idx, collapse=False))

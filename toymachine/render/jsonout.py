@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-__all__ = ["dump_json", "result_json", "select_fields", "error_json", "MEMORY_MAX", "JSON_KEYS"]
+__all__ = ["dump_json", "result_json", "select_fields", "error_json", "error_object", "MEMORY_MAX", "JSON_KEYS"]
 
 import dataclasses
 import json
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, ToyMachineError
+from ..errors import ConfigError, Namer, Opt, ToyMachineError, field_words
 from ..result import MemoryView, Result, _nested_json, json_value
 
 MEMORY_MAX = 1024  # elements; larger arrays are summarised unless a full dump is asked for
@@ -118,14 +118,15 @@ def select_fields(d: dict, fields: Iterable[str]) -> dict:
             continue
         parts = path.split(".")
         if parts[0] not in d and parts[0] not in JSON_KEYS:
-            raise ConfigError(f"--json-fields: no key '{parts[0]}' in this run's JSON" + _did_you_mean(parts[0], d),
-                              hint="keys: " + ", ".join(d))
+            raise ConfigError((Opt("json_fields"), f": no key '{parts[0]}' in this run's JSON"
+                               + _did_you_mean(parts[0], d)), key="json_fields", hint="keys: " + ", ".join(d))
         value: Any = d.get(parts[0])
         for depth, p in enumerate(parts[1:], 1):
             if not isinstance(value, dict) or p not in value:
                 where = ".".join(parts[:depth])
                 have = ", ".join(value) if isinstance(value, dict) else "none (not an object)"
-                raise ConfigError(f"--json-fields: no key '{p}' in {where}", hint=f"keys of {where}: {have}")
+                raise ConfigError((Opt("json_fields"), f": no key '{p}' in {where}"), key="json_fields",
+                                  hint=f"keys of {where}: {have}")
             value = value[p]
         target = out
         for p in parts[:-1]:
@@ -141,10 +142,22 @@ def _did_you_mean(name: str, keys) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def error_json(err: ToyMachineError) -> str:
-    """``{"error": {"message", "file", "line", "column", "hint", "kind"}}`` (absent parts: null)."""
+def error_object(err: ToyMachineError, name: Namer = field_words) -> dict[str, Any]:
+    """The error object every front answers with (``toym … -f json`` on stdout, ``toym serve``'s 4xx):
+    ``message`` and ``hint`` (each parameter said by ``name``: the CLI's flags, else the keys),
+    ``kind``, the location (``file``, ``line``, ``column``), and the fields a caller tests —
+    ``key`` (the parameter concerned), ``suggestion`` (a value of it that fixes the error) and
+    ``code`` (which of a kind's causes). Absent parts are null."""
     loc = err.loc
-    body = {"message": err.text, "file": loc.file if loc else None,
+    suggestion = err.suggestion
+    if suggestion is not None and not isinstance(suggestion, (str, int, float, bool)):
+        suggestion = str(suggestion)
+    return {"message": err.text_in(name), "file": loc.where(name) if loc else None,
             "line": loc.line if loc and loc.line else None, "column": loc.col if loc and loc.col else None,
-            "hint": err.hint, "kind": err.kind}
-    return json.dumps({"error": body}, ensure_ascii=False, indent=2) + "\n"
+            "hint": err.hint_in(name), "kind": err.kind, "key": err.key, "suggestion": suggestion,
+            "code": err.code}
+
+
+def error_json(err: ToyMachineError, name: Namer = field_words) -> str:
+    """``{"error": error_object(err, name)}`` as JSON text."""
+    return json.dumps({"error": error_object(err, name)}, ensure_ascii=False, indent=2) + "\n"

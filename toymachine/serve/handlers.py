@@ -130,9 +130,6 @@ def _simulate(payload: dict) -> tuple[Ran, dict, str]:
     name = _get(opts, "file", str, "playground.asm", "options")
     trace = _trace(payload, name)
     registers = _get(opts, "registers", int, None, "options")
-    if registers is not None and registers < 1:
-        raise ConfigError(f"registers must be at least 1, got {registers}", loc=Location("--registers"),
-                          key="registers")
     dtype = _get(opts, "dtype", str, None, "options")
     if dtype is not None and dtype not in DTYPES:
         raise RequestError(f"options: dtype '{dtype}' is not one of {', '.join(DTYPES)}", key="dtype")
@@ -148,8 +145,6 @@ def _simulate(payload: dict) -> tuple[Ran, dict, str]:
 
 def _render_run(ran: Ran, opts: dict, fmt: str) -> str:
     memory_max = _get(opts, "memory_max", int, MEMORY_MAX, "options")
-    if memory_max < 0:
-        raise RequestError(f"options: memory_max must be ≥ 0, got {memory_max}", key="memory_max")
     return render_run(ran, fmt, steps=opts.get("steps"),
                       json_fields=_get(opts, "json_fields", str, None, "options"),
                       memory=not _get(opts, "no_memory", bool, False, "options"),
@@ -194,7 +189,8 @@ def check(payload: dict) -> Reply:
     seed = _get(opts, "seed", int, None, "options")
     trials = _get(opts, "trials", int, None, "options")
     if trials is not None and not 1 <= trials <= 20:
-        raise ConfigError(f"trials must be between 1 and 20 in the playground, got {trials}", loc=Location("--trials"))
+        raise ConfigError(f"trials must be between 1 and 20 in the playground, got {trials}",
+                          loc=Location.of_option("trials"), key="trials")
     machine = _machine(payload["machine"]) if payload.get("machine") is not None else None
     text = trace if trace.endswith("\n") else trace + "\n"  # text, never a path
     path = problem_path(problem)

@@ -14,9 +14,11 @@ loop-only simulator the agreement tests hold the compiled path equal to
 
 from __future__ import annotations
 
-__all__ = ["ENABLED", "MIN_LINES", "CompiledPath"]
+__all__ = ["ENABLED", "MIN_LINES", "CompiledPath", "PathStats", "Record", "recording"]
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from .loop import execute
@@ -32,11 +34,84 @@ ENABLED = True
 MIN_LINES = 256  # shorter work runs in the loop: compiling it would cost more than it saves
 
 
+
+
+@dataclass(frozen=True)
+class PathStats:
+    """What the compiled path of a run did, by route: lines of the work it was handed (a chunk's
+    lines count once, under the route that ran it, the lines it cut off and ran in the loop
+    included) and the calls that went back to the loop. Counted per chunk, block run or bail,
+    never per instruction."""
+
+    refused: int = 0  # pieces of work handed back to the loop whole (declined by the door or the compiler)
+    blocks: int = 0  # lines of template chunks run block by block (``compiler.templates``)
+    runs: int = 0  # lines of template chunks run as runs of one block, one call per run
+    apart: int = 0  # lines of template chunks run as word runs with their tile blocks apart (``compiler.tile_runs``)
+    tiles_counted: int = 0  # runs of tile blocks counted, not run (they cannot differ from the first)
+    batched: int = 0  # runs of a template tile block done at once, stacked as arrays (``tile_runs.compile_batch``)
+    pieces: int = 0  # lines of lines-mode segments run in compiled pieces (``compiler.lines``)
+    periodic: int = 0  # lines of lines-mode chunks run by a period's verifying piece
+    bails: int = 0  # calls of a block or piece that bailed: the loop ran them again
+
+    def __add__(self, other: PathStats) -> PathStats:
+        return PathStats(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+
+@dataclass(slots=True)
+class Tally:
+    """The door's counters, mutable while a run goes (``PathStats``, field for field, is their frozen
+    view); the block compiler adds to them per chunk, per run of blocks and per bail."""
+
+    refused: int = 0
+    blocks: int = 0
+    runs: int = 0
+    apart: int = 0
+    tiles_counted: int = 0
+    batched: int = 0
+    pieces: int = 0
+    periodic: int = 0
+    bails: int = 0
+
+    def stats(self) -> PathStats:
+        return PathStats(**{f.name: getattr(self, f.name) for f in fields(PathStats)})
+
+
+class Record:
+    """The compiled paths of the runs made inside ``recording()``."""
+
+    def __init__(self) -> None:
+        self.paths: list[CompiledPath] = []
+
+    @property
+    def stats(self) -> PathStats:
+        """Every recorded run's ``PathStats``, added up."""
+        return sum((p.stats for p in self.paths), PathStats())
+
+
+_recording: list[Record] = []  # the open ``recording()`` blocks, innermost last
+
+
+@contextmanager
+def recording() -> Iterator[Record]:
+    """Record the compiled path of every run simulated inside the block: ``with recording() as rec:
+    simulate(…)``, then ``rec.stats``."""
+    rec = Record()
+    _recording.append(rec)
+    try:
+        yield rec
+    finally:
+        _recording.remove(rec)
+
+
 class CompiledPath:
-    """The compiled path of one run: its compiled blocks and pieces, made on first use."""
+    """The compiled path of one run: its compiled blocks and pieces, made on first use, and the
+    record of what it ran (``stats``)."""
 
     def __init__(self, run: Run):
         self.run = run
+        self.tally = Tally()
+        for rec in _recording:
+            rec.paths.append(self)
         self.blocks: Any = None  # text mode's template blocks (compiler.BlockCache)
         self.program: Any = None  # a generated program's keys and blocks (compiler.ProgramKeys)
         self.pieces: Any = None  # lines mode's pieces (compiler.LinePieces)
@@ -45,26 +120,39 @@ class CompiledPath:
         """Does the compiled path take work of ``lines`` lines now?"""
         return ENABLED and lines >= MIN_LINES and not (self.run.record or self.run.symbolic)
 
+    @property
+    def stats(self) -> PathStats:
+        """What the compiled path ran so far, by route."""
+        return self.tally.stats()
+
     def run_chunk(self, ktext: str, first: int, templates: dict, count: int) -> bool:
         """Run a template chunk (``ktext``: its template text without the final newline, ``count``
         lines from line ``first``; its indices in ``run.next_index``) block by block. False —
         nothing ran — where the compiled path does not take it: the caller runs it in the loop."""
         if not self.takes(count):
+            self.tally.refused += 1
             return False
         from .compiler import BlockCache, run_blocks
         if self.blocks is None:
-            self.blocks = BlockCache(self.run)
-        return run_blocks(self.run, ktext, first, self.blocks, templates, count)
+            self.blocks = BlockCache(self.run, self.tally)
+        if run_blocks(self.run, ktext, first, self.blocks, templates, count):
+            return True
+        self.tally.refused += 1
+        return False
 
     def run_program_chunk(self, chunk: Sequence[Instr], first: int) -> bool:
         """Run a chunk of a generated program's instructions (lines ``first`` …) block by block, as a
         template chunk of text. False — nothing ran — where it does not take it."""
         if not self.takes(len(chunk)):
+            self.tally.refused += 1
             return False
         from .compiler import ProgramKeys, run_program_blocks
         if self.program is None:
-            self.program = ProgramKeys(self.run)
-        return run_program_blocks(self.run, self.program, chunk, first)
+            self.program = ProgramKeys(self.run, self.tally)
+        if run_program_blocks(self.run, self.program, chunk, first):
+            return True
+        self.tally.refused += 1
+        return False
 
     def run_periodic(self, codes: list, first: int, cache: LineCache) -> bool:
         """Run a whole lines-mode chunk (every code compiled; line ``first + i`` is ``codes[i]``)
@@ -78,6 +166,7 @@ class CompiledPath:
         """Run the lines-mode segment ``codes[pos:end]`` (every code compiled; ``sig``: their
         shapes, ``LineCache.signature``): in compiled pieces where they repeat, else in the loop."""
         if not self.takes(end - pos):
+            self.tally.refused += 1
             execute(self.run, codes[pos:end], first + pos)
             return
         self._pieces(cache).execute(self.run, codes, sig, pos, end, first)
@@ -93,5 +182,5 @@ class CompiledPath:
     def _pieces(self, cache: LineCache):
         if self.pieces is None:
             from .compiler import LinePieces
-            self.pieces = LinePieces(self.run, cache.protos)
+            self.pieces = LinePieces(self.run, cache.protos, self.tally)
         return self.pieces

@@ -18,11 +18,12 @@ import zipfile
 
 import numpy as np
 
-from ..errors import DataError, Location
+from ..errors import DataError, Location, Opt
 from ..limits import LIMITS
 
 _HINT = "a .npy holds one numeric array (named after the file); a .npz holds several"
 _EXACT = 2 ** 53  # float64 holds every integer up to this exactly
+_STRICT = (Opt("strict"), " makes this an error")  # what a data file's warning says of the strict run
 
 
 def load_data_file(path: str) -> dict[str, np.ndarray]:
@@ -165,7 +166,7 @@ def data_warnings(arrays: dict[str, np.ndarray], path: str) -> list[DataError]:
                     idx = "".join(f"[{i}]" for i in np.unravel_index(k, a.shape))
                     found.append(DataError(f"{name}{idx} = {v} loses precision as a float64 (it becomes "
                                            f"{float(v):.17g}; integers are exact up to 2^53)", loc=Location(path),
-                                           hint="--strict makes this an error"))
+                                           hint=_STRICT))
                     break
             a = a.astype(np.float64)
         elif a.dtype != np.float64:
@@ -176,5 +177,5 @@ def data_warnings(arrays: dict[str, np.ndarray], path: str) -> list[DataError]:
             idx = "".join(f"[{i}]" for i in bad[0])
             found.append(DataError(f"{name}{idx} = {a[tuple(bad[0])]} is not a finite number "
                                    f"({bad.shape[0]:,} such value{'s' if bad.shape[0] != 1 else ''} in '{name}')",
-                                   loc=Location(path), hint="--strict makes this an error"))
+                                   loc=Location(path), hint=_STRICT))
     return found

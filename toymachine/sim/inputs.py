@@ -22,7 +22,7 @@ __all__ = ["unset_inputs", "misread_inputs", "close_name", "empty_trace"]
 
 import re
 
-from ..errors import AsmError, DataError, Location
+from ..errors import AsmError, DataError, Location, Opt
 
 if TYPE_CHECKING:
     from .run import Run
@@ -84,8 +84,8 @@ def _where(run: Run, name: str) -> Location:
 def misread_inputs(run: Run) -> list[DataError]:
     """One located error per array read but never given whose name is surely a typo of a given one's."""
     return [DataError(f"array '{name}' is read but never given: did you mean '{guess}'?", loc=_where(run, name),
-                      hint=f"'{guess}' is given; read '{guess}', or give '{name}' with .data {name} = […], "
-                           f"--data FILE or .array {name}[n]")
+                      hint=(f"'{guess}' is given; read '{guess}', or give '{name}' with .data {name} = […], ",
+                            Opt("data", "FILE"), f" or .array {name}[n]"))
             for name, guess in _unset(run) if guess is not None and _surely_misread(name, guess)]
 
 
@@ -96,13 +96,13 @@ def unset_inputs(run: Run, strict: bool = False) -> list[DataError]:
     for name, guess in _unset(run):
         if guess is not None and _surely_misread(name, guess):
             continue
-        message = f"array '{name}' is read but never given (no .data, --data or .array)"
-        if guess:
-            message += f": did you mean '{guess}'?"
-        give = f"give it with .data {name} = […], --data FILE or .array {name}[n]" + \
-            (f", or read '{guess}'" if guess else "")
-        hint = (f"{give} (this is --strict: without it the array takes deterministic random values)" if strict else
-                f"it holds deterministic random values (seed {run.memory.seed}); {give}; --strict makes this an error")
+        message = (f"array '{name}' is read but never given (no .data, ", Opt("data"), " or .array)"
+                   + (f": did you mean '{guess}'?" if guess else ""))
+        give = (f"give it with .data {name} = […], ", Opt("data", "FILE"), f" or .array {name}[n]"
+                + (f", or read '{guess}'" if guess else ""))
+        hint = (*give, " (this is ", Opt("strict"), ": without it the array takes deterministic random values)") \
+            if strict else (f"it holds deterministic random values (seed {run.memory.seed}); ", *give, "; ",
+                            Opt("strict"), " makes this an error")
         out.append(DataError(message, loc=_where(run, name), hint=hint))
     return out
 

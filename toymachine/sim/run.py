@@ -17,7 +17,15 @@ from typing import Any
 
 from ..asm import operand_spans, parse_line, strip_comment
 from ..dtypes import get_dtype
-from ..errors import AsmError, DataError, Location, MachineLimitError, NumericsError, RuntimeFault
+from ..errors import (
+    AsmError,
+    DataError,
+    Location,
+    MachineLimitError,
+    NumericsError,
+    Opt,
+    RuntimeFault,
+)
 from ..isa import ISA
 from ..machine import Machine
 from ..program import ACCUMULATOR, ArrayDecl, Instr, Mem, Reg, operands_of
@@ -137,8 +145,8 @@ class Run:
         if not self.machine.mac_accumulator:
             raise MachineLimitError("ACC is the MAC unit's accumulator, and this machine has none",
                                     loc=self.loc(line, operand),
-                                    hint="use a machine with `mac_accumulator: true` (e.g. --machine toy2acc), or "
-                                         "accumulate in a register")
+                                    hint=("use a machine with `mac_accumulator: true` (e.g. ", Opt("machine", "toy2acc"),
+                                          "), or accumulate in a register"))
         s = len(self.names)
         self.slots[ACCUMULATOR] = s
         self.names.append(ACCUMULATOR)
@@ -218,7 +226,8 @@ class Run:
         if self.strict:
             ops = ", ".join(_fmt(o) for o in operands)
             raise NumericsError(f"{kind} at step {self.step}: {alarm.instruction} with operands ({ops}) gave {_fmt(result)}",
-                                loc=self.loc(line), hint="this is --strict-numerics; run without it to see all alarms")
+                                loc=self.loc(line), key="strict_numerics",
+                                hint=("this is ", Opt("strict_numerics"), "; run without it to see all alarms"))
 
     def text_of(self, code: tuple, line: int) -> str:
         """The instruction's text as the trace wrote it (a template's line, with its index)."""

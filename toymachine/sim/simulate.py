@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..asm import Chunks, line_chunks, parse, parse_line, text_chunks
-from ..errors import AsmError, RuntimeFault
+from ..errors import AsmError, Opt, RuntimeFault
 from ..isa import MNEMONICS
 from ..machine import DEFAULT_MACHINE, Machine
 from ..program import ArrayDecl, Program
@@ -94,7 +94,8 @@ def simulate(program: Program | str | Iterable[str], machine: Machine | None = N
                     tile.note_paper_registers(run, _instrs_of(chunks, fname))
                 run_text(run, chunks)
             except RecursionError:
-                raise RuntimeFault("expression too deep for symbolic mode", hint="run without --symbolic") from None
+                raise RuntimeFault("expression too deep for symbolic mode", key="symbolic",
+                                   hint=("run without ", Opt("symbolic"))) from None
     if run.step == 0:
         raise empty_trace(fname)
     misread = misread_inputs(run)

@@ -64,7 +64,7 @@ functions ``gen.tile`` uses) and assembles a program's cost; the parts: ``blocks
 
 from __future__ import annotations
 
-__all__ = ["default_order", "Blocks", "TileCost", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
+__all__ = ["PASSES", "ORDERS", "VARIANTS", "default_order", "Blocks", "TileCost", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "paper_blocks", "attention_tile_cost", "sram_peak", "fit_blocks",
            "check_split"]
 
 from .backward import (
@@ -78,7 +78,10 @@ from .backward import (
 from .blocks import (
     APART_PHASES,
     KV_PHASES,
+    ORDERS,
+    PASSES,
     SPLIT_PHASES,
+    VARIANTS,
     Blocks,
     check_split,
     default_order,

@@ -26,12 +26,15 @@ fit; ``SPLIT_PHASES`` and ``check_split`` name the split backward's launches.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_ORDERS", "default_order", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks", "floor_sum"]
+__all__ = ["PASSES", "ORDERS", "VARIANTS", "DEFAULT_ORDERS", "default_order", "SPLIT_PHASES", "APART_PHASES", "KV_PHASES", "check_split", "Blocks", "paper_blocks", "sram_peak", "fit_blocks", "floor_sum"]
 
 from dataclasses import dataclass
 
-from ...errors import ConfigError
+from ...errors import ConfigError, Opt
 
+PASSES = ("forward", "backward")
+ORDERS = ("row", "col", "split")  # the backward's loop orders (split: SPLIT_PHASES' launches)
+VARIANTS = ("exact", "no-max", "no-rescale")  # seed 003's attention: exact, and its two breaks (every level's)
 SPLIT_PHASES = ("preprocess", "dkdv", "dq")  # order split: the FlashAttention-2 kernels' three backward launches
 APART_PHASES = ("dv", "dk")  # dkdv as two launches, one accumulator each (kernels_gpu's d 256 backward, dv_apart)
 KV_PHASES = ("dkdv",) + APART_PHASES  # the launches that hold K_j (and V_j) while Q_i, dO_i stream past
@@ -58,8 +61,9 @@ def check_split(pass_: str, order: str, precompute_d: bool, phase: str | None) -
                               hint="use pass_='backward', order='split' with phase, or leave phase out")
     if pass_ == "backward" and order == "split" and not precompute_d:
         raise ConfigError("order split computes D = rowsum(dO∘O) in its preprocess launch (the Dᵢ trick), as the "
-                          "FlashAttention-2 kernels do", hint="use --precompute-d with order split, or order row/col "
-                                                              "to accumulate D from P∘dP instead")
+                          "FlashAttention-2 kernels do", key="precompute_d",
+                          hint=("use ", Opt("precompute_d", True), " with order split, or order row/col to accumulate "
+                                "D from P∘dP instead"))
 
 
 # -- blocking --------------------------------------------------------------------------
@@ -339,4 +343,4 @@ def fit_blocks(*, algo: str, pass_: str, d: int, n: int, sram_words: int, varian
                             f"({words} words ≤ M)")
     _, _, one = need(1)
     raise ConfigError(f"SRAM of {sram_words} words cannot hold the {algo} {pass_} working set ({rule}) even with 1-row "
-                      f"blocks (it needs {one} words)", hint=f"use --sram {one} or more")
+                      f"blocks (it needs {one} words)", key="sram", hint=("use ", Opt("sram", one), " or more"))

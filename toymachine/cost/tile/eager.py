@@ -34,7 +34,7 @@ from __future__ import annotations
 
 __all__ = ["EAGER_REGISTERS", "eager_blocks", "eager_footprint", "eager_peak", "eager_words", "tally_eager"]
 
-from ...errors import ConfigError
+from ...errors import ConfigError, Opt
 from .blocks import Blocks
 from .counts import Tally
 
@@ -198,9 +198,11 @@ def eager_blocks(*, pass_: str, n: int, nk: int, d: int, sram_words: int | None,
         bc = min(nk, block_n if block_n is not None else default)
         rows = rows_for(br, bc)
         if rows is None:
-            raise ConfigError(f"eager attention with blocks Br = {br}, Bc = {bc} needs {need(br, bc, 1)} words of "
-                              f"SRAM even with 1-row softmax blocks (a row of S is nk = {nk} words); --sram is "
-                              f"{sram_words}", hint="use smaller --block-m/--block-n, a smaller --n, or more SRAM")
+            raise ConfigError((f"eager attention with blocks Br = {br}, Bc = {bc} needs {need(br, bc, 1)} words of "
+                              f"SRAM even with 1-row softmax blocks (a row of S is nk = {nk} words); ", Opt("sram"), f" is "
+                              f"{sram_words}"), key="sram",
+                              hint=("use smaller ", Opt("block_m"), "/", Opt("block_n"), ", a smaller ", Opt("n"),
+                                    ", or more SRAM"))
         how = "given" if block_m is not None and block_n is not None else f"default {default} × {default}"
         return br, bc, rows, how + f"; the row-wise kernels (softmax) take R = {rows} rows"
     b = 1 << (max(n, nk).bit_length() - 1)
@@ -212,4 +214,4 @@ def eager_blocks(*, pass_: str, n: int, nk: int, d: int, sram_words: int | None,
                                   f"fits, b = {b}; the row-wise kernels (softmax) R = {rows} rows of nk = {nk}")
         b //= 2
     raise ConfigError(f"SRAM of {sram_words} words cannot hold eager attention's softmax kernel: one row of S is "
-                      f"nk = {nk} words", hint="use a smaller --n or more SRAM (--sram)")
+                      f"nk = {nk} words", key="sram", hint=("use a smaller ", Opt("n"), " or more SRAM (", Opt("sram"), ")"))

@@ -36,13 +36,13 @@ from __future__ import annotations
 __all__ = ["ORDERS", "VARIANTS", "attention_program", "resolve_attention"]
 
 from ...cost import attention_bound, attention_cost, attention_registers
-from ...errors import ConfigError
+from ...cost.tile import VARIANTS
+from ...errors import ConfigError, Opt
 from ...params import check_choice, check_int
 from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
 ORDERS = ("inner", "outer")
-VARIANTS = ("exact", "no-max", "no-rescale")
 
 
 class _Registers:
@@ -205,14 +205,14 @@ def resolve_attention(n: int, d: int, order: str = "inner", registers: int | Non
         check_int("registers", registers, 1)
     if order == "inner":
         if output_slots is not None:
-            raise ConfigError("--output-slots is for --order outer",
+            raise ConfigError((Opt("output_slots"), " is for ", Opt("order", "outer")), key="output_slots",
                               hint="the inner order keeps its one output row in registers already")
         slots = 0
     elif output_slots is not None:
         slots = check_int("output_slots", output_slots, 0)
         if slots > n:
-            raise ConfigError(f"--output-slots {slots} is more than the n = {n} output rows",
-                              hint=f"use --output-slots {n} or fewer")
+            raise ConfigError((Opt("output_slots", slots), f" is more than the n = {n} output rows"),
+                              key="output_slots", hint=("use ", Opt("output_slots", n), " or fewer"))
     else:
         slots = 0
         if registers is not None:
@@ -226,8 +226,8 @@ def resolve_attention(n: int, d: int, order: str = "inner", registers: int | Non
                 f"{', working m and l' if slots < n and variant != 'no-max' else ', working l' if slots < n else ''}"
                 f" + {slots} output slot(s) × {d + (1 if variant == 'no-max' else 2)}")
         raise ConfigError(f"attention ({order} order, {variant}, d = {d}) needs {need} registers, got {registers}",
-                          hint=f"{what} = {need}; use --registers {need}"
-                               + (" or fewer --output-slots" if slots else ""))
+                          key="registers", hint=(f"{what} = {need}; use ", Opt("registers", need))
+                          + ((" or fewer ", Opt("output_slots")) if slots else ()))
     return slots, need
 
 
@@ -249,8 +249,7 @@ def attention_program(n: int = 4, d: int = 2, order: str = "inner", registers: i
         f"attention O = softmax(Q·Kᵀ)·V on the scalar machine, Q, K, V {n}×{d} "
         f"(seed 000, 'Inner Product vs. Outer Product in Attention'): {order} order, {variant}",
         cli_line("attention", n=n, d=d, order=order, registers=registers if registers is not None else need,
-                 output_slots=slots if order == "outer" else None, variant=variant)
-        + ("" if with_data else " --no-data") + (f" --seed {seed}" if with_data and seed else ""),
+                 output_slots=slots if order == "outer" else None, variant=variant, with_data=with_data, seed=seed),
         ("query loop outside: q row and running state (m, l, numerator) resident, every KV row streams"
          if order == "inner" else
          f"KV loop outside: k and v rows resident, every query streams; {slots} output slot(s) resident"),

@@ -41,6 +41,7 @@ from collections.abc import Callable
 
 from ...cost.matmul import SCHEDULES, MatmulPlan, matmul_bound, matmul_plan_cost, plan_matmul
 from ...cost.matmul_known import known_program
+from ...params import command_line
 from ...program import ArrayDecl, Program
 from ..common import MAX_INSTRUCTIONS, ProgramBuilder, check_size, cli_line, input_values
 
@@ -193,11 +194,10 @@ def _known_header(e, registers: int, bound, with_data: bool, seed: int) -> list[
     return [
         f"C = A·B on a {registers}-register toy machine{acc} (seed 000: matmul, Problems 1–3): "
         f"A {e.m}×{e.k}, B {e.k}×{e.n}, C {e.m}×{e.n}",
-        cli_line("matmul", m=e.m, n=e.n, k=e.k, registers=registers, schedule="best")
-        + (" --mac-accumulator" if e.mac_accumulator else "")
-        + ("" if with_data else " --no-data") + (f" --seed {seed}" if with_data and seed else ""),
-        f"schedule: {how}: toym optimize matmul --m {e.m} --n {e.n} --k {e.k} --registers {e.registers}"
-        + (" --mac-accumulator" if e.mac_accumulator else "") + " (A* over register states)",
+        cli_line("matmul", m=e.m, n=e.n, k=e.k, registers=registers, schedule="best",
+                 mac_accumulator=e.mac_accumulator or None, with_data=with_data, seed=seed),
+        f"schedule: {how}: " + command_line("optimize matmul", m=e.m, n=e.n, k=e.k, registers=e.registers,
+                                            mac_accumulator=e.mac_accumulator or None) + " (A* over register states)",
         f"cost: {ops.get('LOAD', 0)} LOAD + {ops.get('MAC_Z', 0)} MAC_Z + {ops.get('MAC', 0)} MAC + "
         f"{ops.get('STORE', 0)} STORE = {e.cycles} cycles at 1 cycle per instruction; {e.registers_used} registers",
         f"DRAM: {ops.get('LOAD', 0)} reads, {ops.get('STORE', 0)} writes; lower bound {bound.traffic} words "
@@ -220,9 +220,8 @@ def _header(plan: MatmulPlan, schedule: str, registers: int, cost, bound, with_d
     return [
         f"C = A·B on a {registers}-register toy machine{' with an accumulator in the MAC unit (ACC)' if plan.mac_accumulator else ''} "
         f"(seed 000: matmul, Problems 1–3): A {m}×{k}, B {k}×{n}, C {m}×{n}",
-        cli_line("matmul", m=m, n=n, k=k, registers=registers, schedule=schedule)
-        + (" --mac-accumulator" if plan.mac_accumulator else "")
-        + ("" if with_data else " --no-data") + (f" --seed {seed}" if with_data and seed else ""),
+        cli_line("matmul", m=m, n=n, k=k, registers=registers, schedule=schedule,
+                 mac_accumulator=plan.mac_accumulator or None, with_data=with_data, seed=seed),
         f"schedule: {plan.describe()}",
         f"LOADs = {loads} = {row_loads} + {col_loads} = {cost.reads}",
         f"cost: {cost.reads} LOAD + {m * n} MAC_Z + {m * n * (k - 1)} MAC + {cost.writes} STORE "

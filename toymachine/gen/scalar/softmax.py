@@ -110,8 +110,7 @@ def softmax_program(n: int = 6, algo: str = "online", *, with_data: bool = True,
     header = [
         f"softmax of x[0..{n - 1}] into out[0..{n - 1}]: {_TITLE[algo]}, "
         f"{SOFTMAX_REGISTERS[algo]} registers (seed 000, 'Softmax')",
-        cli_line("softmax", n=n, algo=algo) + ("" if with_data else " --no-data")
-        + (f" --seed {seed}" if with_data and seed else ""),
+        cli_line("softmax", n=n, algo=algo, with_data=with_data, seed=seed),
         f"cost: {_FORMULA[algo]} = {cost.cycles()} cycles at 1 cycle per instruction; "
         f"DRAM {_READS[algo]}n = {cost.reads} reads, n = {cost.writes} writes",
         f"lower bound: {bound.traffic} words ({bound.source})",

@@ -52,7 +52,7 @@ def variance_program(n: int = 6, *, with_data: bool = True, seed: int = 0,
     header = [
         f"Welford's online variance of x[0..{n - 1}], one pass, {VARIANCE_REGISTERS} registers "
         "(seed 000, quiz 'Online variance'): mean[0] and the sample variance[0] (divides by n − 1)",
-        cli_line("variance", n=n) + ("" if with_data else " --no-data") + (f" --seed {seed}" if with_data and seed else ""),
+        cli_line("variance", n=n, with_data=with_data, seed=seed),
         "registers: R0 x, R1 mean, R2 M2 = (N−1)·S², R3 N, R4 the constant 1, R5 δ = x − mean",
         f"cost: 7n + 2 = {cost.cycles()} cycles at 1 cycle per instruction; DRAM n = {cost.reads} reads, "
         f"{cost.writes} writes (mean, variance); lower bound {bound.traffic} words ({bound.source})",

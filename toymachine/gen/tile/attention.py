@@ -89,14 +89,16 @@ __all__ = ["ALGOS", "PASSES", "ORDERS", "SPLIT_PHASES", "VARIANTS", "attention_p
            "attention_reference", "attention_backward_reference", "array_shapes"]
 
 import math
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from ...cost.tile import (
     KV_PHASES,
+    ORDERS,
+    PASSES,
     SPLIT_PHASES,
+    VARIANTS,
     Blocks,
     attention_tile_cost,
     check_split,
@@ -104,8 +106,9 @@ from ...cost.tile import (
     fit_blocks,
     sram_peak,
 )
-from ...errors import ConfigError
+from ...errors import ConfigError, Opt
 from ...machine.config import SRAM_RULES
+from ...params import check_choice, check_int
 from ...program import Program
 from ..common import MAX_INSTRUCTIONS, check_size
 from .backward import emit_backward, emit_split_phase, emit_standard_backward
@@ -118,25 +121,10 @@ from .reference import attention_backward_reference, attention_reference
 
 # eager: one kernel per op (gen.tile.eager); fused: S on chip, one block (gen.tile.fused)
 ALGOS = ("eager", "standard", "standard-3pass", "fa1", "fa2", "fused")
-PASSES = ("forward", "backward")
-ORDERS = ("row", "col", "split")  # backward; split's launches: SPLIT_PHASES (from cost.tile)
-VARIANTS = ("exact", "no-max", "no-rescale")
 DEFAULT_BLOCK = 64
 
 
 # -- parameters ----------------------------------------------------------------------------
-def _int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ConfigError(f"--{name.replace('_', '-')} must be a whole number, got {value!r}")
-    if value < minimum:
-        raise ConfigError(f"--{name.replace('_', '-')} must be at least {minimum}, got {value}")
-    return int(value)
-
-
-def _choice(name: str, value, choices: Iterable[str]) -> str:
-    if value not in choices:
-        raise ConfigError(f"--{name} must be one of {', '.join(choices)}; got {value!r}")
-    return value
 
 
 def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward", block_m: int | None = None,
@@ -171,10 +159,10 @@ def resolve_blocks(*, n: int, d: int, algo: str = "fa2", pass_: str = "forward",
             if need > sram_words:
                 fbr, fbc, _ = fit_blocks(**fit)
                 counted = " counted as the paper does" if sram_rule == "paper" else ""
-                raise ConfigError(f"blocks Br = {br}, Bc = {bc} need {need} words of SRAM{counted}; --sram is "
-                                  f"{sram_words}",
-                                  hint=f"use --block-m {fbr} --block-n {fbc} (they fit), leave the blocks to --sram, "
-                                       f"or use --sram {need}")
+                raise ConfigError((f"blocks Br = {br}, Bc = {bc} need {need} words of SRAM{counted}; ", Opt("sram"),
+                                   f" is {sram_words}"), key="sram",
+                                  hint=("use ", Opt("block_m", fbr), " ", Opt("block_n", fbc), " (they fit), leave the "
+                                        "blocks to ", Opt("sram"), ", or use ", Opt("sram", need)))
         return br, bc, note
     return fit_blocks(**fit)
 
@@ -231,54 +219,58 @@ def attention_program(*, n: int, d: int, algo: str = "fa2", pass_: str = "forwar
     ``with_data`` embeds the inputs as ``.data`` (the machine's own random values for
     ``seed``; for the backward also O and the statistics from a float64 numpy forward, so
     the gradients are those of that forward). ``machine`` sizes the blocks for it (``fused.machine_blocks``)."""
-    n, d = _int("n", n, 1), _int("d", d, 1)
-    batch, heads = _int("batch", batch, 1), _int("heads", heads, 1)
-    keys = n if nk is None else _int("nk", nk, 1)
-    kvh = heads if kv_heads is None else _int("kv_heads", kv_heads, 1)
+    n, d = check_int("n", n, 1), check_int("d", d, 1)
+    batch, heads = check_int("batch", batch, 1), check_int("heads", heads, 1)
+    keys = n if nk is None else check_int("nk", nk, 1)
+    kvh = heads if kv_heads is None else check_int("kv_heads", kv_heads, 1)
     if heads % kvh:
-        raise ConfigError(f"--heads {heads} is not a multiple of --kv-heads {kvh} (grouped-query attention shares "
-                          f"each K, V head among heads / kv_heads query heads)",
-                          hint=f"use a --kv-heads that divides {heads}, e.g. 1 (multi-query) or {heads}")
+        raise ConfigError((Opt("heads", heads), " is not a multiple of ", Opt("kv_heads", kvh), " (grouped-query "
+                           "attention shares each K, V head among heads / kv_heads query heads)"), key="kv_heads",
+                          hint=("use a ", Opt("kv_heads"), f" that divides {heads}, e.g. 1 (multi-query) or {heads}"))
     if causal and keys < n:
         raise ConfigError(f"the causal mask is aligned bottom-right (query i attends keys j ≤ i + nk − n); with "
                           f"nk = {keys} < n = {n} the first {n - keys} queries would attend no key",
-                          hint="use --nk ≥ --n with --causal, or --no-causal")
-    algo = _choice("algo", algo, ALGOS)
-    pass_ = _choice("pass", pass_, PASSES)
-    variant = _choice("variant", variant, VARIANTS)
-    sram_rule = _choice("sram-rule", sram_rule, SRAM_RULES)
+                          key="nk", hint=("use ", Opt("nk"), " ≥ ", Opt("n"), " with ", Opt("causal", True), ", or ",
+                                          Opt("causal", False)))
+    algo = check_choice("algo", algo, ALGOS)
+    pass_ = check_choice("pass", pass_, PASSES)
+    variant = check_choice("variant", variant, VARIANTS)
+    sram_rule = check_choice("sram_rule", sram_rule, SRAM_RULES)
     order_given = order is not None
-    order = _choice("order", default_order(algo, order), ORDERS)
+    order = check_choice("order", default_order(algo, order), ORDERS)
     for name, v in (("block_m", block_m), ("block_n", block_n), ("sram", sram_words)):
         if v is not None:
-            _int(name, v, 1)
+            check_int(name, v, 1)
     if not isinstance(causal, (bool, np.bool_)) or not isinstance(precompute_d, (bool, np.bool_)):
         raise ConfigError("causal and precompute_d are true or false")
     if pass_ == "backward" and variant != "exact":
-        raise ConfigError(f"--variant {variant} breaks the forward pass; the backward pass is exact only",
-                          hint="use --variant exact with --pass backward")
+        raise ConfigError((Opt("variant", variant), " breaks the forward pass; the backward pass is exact only"),
+                          key="variant", hint=("use ", Opt("variant", "exact"), " with ", Opt("pass", "backward")))
     algo, block_m, block_n, sram_words = machine_blocks(machine, n=n, d=d, algo=algo, pass_=pass_, block_m=block_m,
                                                         block_n=block_n, sram_words=sram_words, variant=variant,
                                                         scale=scale)
     if pass_ == "backward" and algo == "standard-3pass":
         raise ConfigError("standard-3pass differs from standard in its forward pass only; the standard backward is "
-                          "Algorithm 3", hint="use --algo standard --pass backward")
+                          "Algorithm 3", key="algo", hint=("use ", Opt("algo", "standard"), " ", Opt("pass", "backward")))
     if pass_ == "backward" and algo == "standard" and (order != "row" or not precompute_d or phase):
-        raise ConfigError("the standard backward is Algorithm 3's fixed schedule (dV, dP, dS, dQ, dK by blocks, "
-                          "D = rowsum(P∘dP) from the materialised P): --order, --no-precompute-d and phases are "
-                          "FlashAttention's (fa1, fa2)", hint="leave them out with --algo standard")
+        raise ConfigError(("the standard backward is Algorithm 3's fixed schedule (dV, dP, dS, dQ, dK by blocks, "
+                           "D = rowsum(P∘dP) from the materialised P): ", Opt("order"), ", ", Opt("precompute_d", False),
+                           " and phases are FlashAttention's (fa1, fa2)"), key="order",
+                          hint=("leave them out with ", Opt("algo", "standard")))
     if algo == "fused" and (pass_ == "backward" or keys != n or kvh != heads or dropout):
         raise ConfigError("fused attention (the score matrix on chip, seed 002's standard path on a TPU) is generated "
                           "for the forward pass of self-attention without dropout",
-                          hint="use --algo standard or fa2 for the backward, --nk, --kv-heads or --dropout")
+                          key="algo", hint=("use ", Opt("algo", "standard"), " or fa2 for the backward, ", Opt("nk"), ", ",
+                                            Opt("kv_heads"), " or ", Opt("dropout")))
     check_split(pass_, order, precompute_d, phase)
     if algo in ("standard", "standard-3pass", "fused") and variant == "no-rescale":
-        raise ConfigError("--variant no-rescale drops the rescaling of running statistics; standard attention "
-                          "has none", hint="use --variant exact or no-max with --algo standard")
+        raise ConfigError((Opt("variant", "no-rescale"), " drops the rescaling of running statistics; standard "
+                           "attention has none"), key="variant",
+                          hint=("use ", Opt("variant", "exact"), " or no-max with ", Opt("algo", "standard")))
     p_drop = _dropout(dropout, dropout_seed)
     tau = 1.0 / math.sqrt(d) if scale is None else float(scale)
     if not math.isfinite(tau) or tau == 0.0:
-        raise ConfigError(f"--scale must be a finite non-zero number, got {scale!r}")
+        raise ConfigError.of_option("scale", f"must be a finite non-zero number, got {scale!r}")
     scaled = tau != 1.0
     if algo == "eager":
         return eager_program(n=n, d=d, nk=keys, batch=batch, heads=heads, kv_heads=kvh, causal=bool(causal),
@@ -363,8 +355,9 @@ def _sram_note(rule: str, sram_words: int | None, n: int, d: int, br: int, bc: i
 def _dropout(p, seed) -> float:
     """The drop probability, checked (0 ≤ p < 1), and the mask seed (a whole number ≥ 0)."""
     if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or not 0 <= p < 1:
-        raise ConfigError(f"--dropout must be a probability 0 ≤ p < 1, got {p!r}", hint="e.g. --dropout 0.1")
-    _int("dropout_seed", seed, 0)
+        raise ConfigError.of_option("dropout", f"must be a probability 0 ≤ p < 1, got {p!r}",
+                                    hint=("e.g. ", Opt("dropout", 0.1)))
+    check_int("dropout_seed", seed, 0)
     return float(p)
 
 

@@ -24,7 +24,7 @@ __all__ = ["EAGER_REGS", "EAGER_TITLE", "eager_kernels", "eager_program", "eager
 
 from ...cost.tile import Blocks, attention_tile_cost
 from ...cost.tile.eager import eager_blocks
-from ...errors import ConfigError
+from ...errors import ConfigError, Opt
 from ...program import ArrayDecl, Program
 from ...sim.memory import random_block
 from ..common import check_size
@@ -152,13 +152,16 @@ def eager_program(*, n: int, d: int, nk: int, batch: int, heads: int, kv_heads: 
     attention has no use for, sizes its blocks (``cost.tile.eager.eager_blocks``), emits every head."""
     if kv_heads != heads:
         raise ConfigError("eager attention runs each query head's kernels on its own K, V (a framework repeats a "
-                          "grouped K, V to every query head first)", hint="leave --kv-heads out with --algo eager")
+                          "grouped K, V to every query head first)", key="kv_heads",
+                          hint=("leave ", Opt("kv_heads"), " out with ", Opt("algo", "eager")))
     if variant != "exact":
-        raise ConfigError(f"--variant {variant} breaks FlashAttention's running statistics; eager attention's "
-                          "softmax holds whole rows", hint="use --variant exact with --algo eager")
+        raise ConfigError((Opt("variant", variant), " breaks FlashAttention's running statistics; eager attention's "
+                           "softmax holds whole rows"), key="variant",
+                          hint=("use ", Opt("variant", "exact"), " with ", Opt("algo", "eager")))
     if pass_ == "backward" and (order != "row" or not precompute_d or phase):
-        raise ConfigError("the eager backward is autograd's fixed sequence of kernels: --order, --no-precompute-d "
-                          "and phases are FlashAttention's (fa1, fa2)", hint="leave them out with --algo eager")
+        raise ConfigError(("the eager backward is autograd's fixed sequence of kernels: ", Opt("order"), ", ",
+                           Opt("precompute_d", False), " and phases are FlashAttention's (fa1, fa2)"), key="order",
+                          hint=("leave them out with ", Opt("algo", "eager")))
     scaled, p = tau != 1.0, bool(dropout)
     h = batch * heads
     br, bc, rows, how = eager_blocks(pass_=pass_, n=n, nk=nk, d=d, sram_words=sram_words, block_m=block_m,

@@ -22,7 +22,7 @@ __all__ = ["FUSED_REGS", "FUSED_TITLE", "emit_fused", "machine_blocks"]
 
 from ...cost.tile import Blocks
 from ...cost.tile.fused import fused_sram_peak
-from ...errors import ConfigError
+from ...errors import ConfigError, Opt
 from .emit import Emitter, scores
 
 FUSED_TITLE = "fused standard attention (S = τQKᵀ kept on chip, one matmul each for QKᵀ and PV)"
@@ -67,10 +67,11 @@ def machine_blocks(machine, *, n: int, d: int, algo: str, pass_: str = "forward"
     if algo == "fused":
         block_m = block_n = n
         if sram_words is not None and need > sram_words:
-            where = f"the machine's {machine.onchip_name}" if machine is not None else "--sram"
-            raise ConfigError(f"fused attention keeps the {n}×{n} score matrix on chip: {need} words, but "
-                              f"{where} holds {sram_words} words",
-                              hint="use a tiled algorithm (--algo fa2), a smaller --n, or more on-chip memory")
+            where = f"the machine's {machine.onchip_name}" if machine is not None else Opt("sram")
+            raise ConfigError((f"fused attention keeps the {n}×{n} score matrix on chip: {need} words, but ", where,
+                               f" holds {sram_words} words"), key="algo",
+                              hint=("use a tiled algorithm (", Opt("algo", "fa2"), "), a smaller ", Opt("n"),
+                                    ", or more on-chip memory"))
     if machine is None:
         return algo, block_m, block_n, sram_words
     mxu = getattr(machine, "mxu", None)

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ...params import command_line
 from ...program import ArrayDecl
 from ...sim.memory import random_block
 from .backward import BACKWARD_REGS, SPLIT_REGS, STANDARD_REGS
@@ -158,29 +159,16 @@ def program_header(*, n, d, algo, pass_, batch, heads, causal, br, bc, how, sram
                                                                                  "HBM: give them")
                      + " (--data, or with_data) — the machine's random "
                      "stand-ins run, but are no forward's output.")
-    params = [f"--algo {algo}", f"--n {n}", f"--d {d}"]
-    if nk is not None:
-        params.append(f"--nk {nk}")
-    if h > 1:
-        params += [f"--batch {batch}", f"--heads {heads}"]
-    if kv_heads is not None and kv_heads != heads:
-        params.append(f"--kv-heads {kv_heads}")
-    if causal:
-        params.append("--causal")
-    params += [f"--block-m {br}", f"--block-n {bc}"]
-    if sram_rule != "exact":
-        params += [f"--sram-rule {sram_rule}"] + ([f"--sram {sram_words}"] if sram_words is not None else [])
-    if pass_ != "forward":
-        params.append(f"--pass {pass_}")
-    if variant != "exact":
-        params.append(f"--variant {variant}")
-    if scale is not None:
-        params.append(f"--scale {scale!r}")
-    if dropout:
-        params.append(f"--dropout {dropout!r} --dropout-seed {dropout_seed}")
-    if with_data:
-        params.append(f"--data --seed {seed}")
-    lines.append("Regenerate: toym gen attention --level tile " + " ".join(params)
+    paper = sram_rule != "exact"
+    regenerate = command_line(
+        "gen attention", level="tile", algo=algo, n=n, d=d, nk=nk, batch=batch if h > 1 else None,
+        heads=heads if h > 1 else None, kv_heads=kv_heads if kv_heads is not None and kv_heads != heads else None,
+        causal=True if causal else None, block_m=br, block_n=bc, sram_rule=sram_rule if paper else None,
+        sram=sram_words if paper else None, **{"pass": None if pass_ == "forward" else pass_},
+        variant=None if variant == "exact" else variant, scale=None if scale is None else repr(scale),
+        dropout=repr(dropout) if dropout else None, dropout_seed=dropout_seed if dropout else None,
+        data=True if with_data else None, seed=seed if with_data else None)
+    lines.append("Regenerate: " + regenerate
                  + ("" if pass_ == "forward" or algo == "standard" else f"  (API: order={order!r}, precompute_d={precompute_d}"
                     + (f", phase={phase!r})" if phase else ")")))
     return lines

@@ -34,6 +34,7 @@ from ..loop import execute
 from .words import BAIL, Bail, WordStatements, define, flush, initial_reads
 
 if TYPE_CHECKING:
+    from ..compiled import Tally
     from ..run import Run
 
 PIECE = 24  # lines per piece (a multiple of 1, 2, 3, 4, 6 and 8: short periods give few distinct pieces)
@@ -50,9 +51,10 @@ class LinePieces:
     """The compiled pieces of one run (key: a piece's shapes; ``protos``: the line cache's code of
     each shape, ``LineCache.protos``)."""
 
-    def __init__(self, run: Run, protos: dict[str, tuple]):
+    def __init__(self, run: Run, protos: dict[str, tuple], tally: Tally):
         self.run = run
         self.protos = protos
+        self.tally = tally  # the door's record of what ran (``sim.compiled.Tally``)
         self.pieces: dict[str | tuple[str], object] = {}  # piece (shape string, or a period's as a 1-tuple) → _Piece, or None: the loop runs it
         self.held = 0  # the lines of the pieces compiled (bounded by HELD_LINES)
 
@@ -103,6 +105,8 @@ class LinePieces:
         bails (a slow path, or a code of another shape) runs in the loop; where many bail, the rest
         goes ``execute``'s way (the shapes of its lines)."""
         fn, compiled = piece.fn, [piece]
+        tally = self.tally
+        tally.periodic += end - pos
         it = iter(range(pos, end, size))
         p, bails = pos, 0
         while True:
@@ -115,6 +119,7 @@ class LinePieces:
             flush(run, compiled)
             execute(run, codes[p:p + size], first + p)
             bails += 1
+            tally.bails += 1
             if bails > MAX_BAILS and p + size < end:
                 rest = p + size
                 try:
@@ -174,6 +179,8 @@ class LinePieces:
             execute(run, codes[pos:end], first + pos)
             return
         compiled = [p for p in uniq.values() if p is not None]
+        tally = self.tally
+        tally.pieces += n
         fns = [_in_loop if p is None else p.fn for p in map(uniq.__getitem__, keys)]
         it = zip(fns, range(pos, end, size))
         p = pos
@@ -185,6 +192,7 @@ class LinePieces:
             except Bail as bail:  # handled below, outside the handler: no exception context kept
                 bail.__traceback__ = None
             flush(run, compiled)
+            tally.bails += 1
             stop = min(p + size, end)
             execute(run, codes[p:stop], first + p)
         flush(run, compiled)

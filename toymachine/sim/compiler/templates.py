@@ -55,6 +55,7 @@ from .words import (
 )
 
 if TYPE_CHECKING:
+    from ..compiled import Tally
     from ..run import Run
 
 SEP = "\nLOAD "  # a unit starts at each LOAD line
@@ -67,8 +68,9 @@ MIN_RUN = 4  # blocks repeat in runs at least this long on average: one call per
 class BlockCache:
     """The compiled blocks of one run (key: the block's template text)."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, tally: Tally):
         self.run = run
+        self.tally = tally  # the door's record of what ran (``sim.compiled.Tally``)
         self.blocks: dict[str, Block] = {}  # a block without ``fn`` runs in the loop
         self.initial = initial_reads(run, BAIL)  # first reads of cells (one per run: the rounded lists are shared)
         self.separate: dict[tuple, bool] = {}  # a chunk's distinct TileBlocks → tile_runs.separate
@@ -90,16 +92,16 @@ class BlockCache:
         codes = [templates.get(k) for k in text.split("\n")]
         if None in codes:  # a line not compiled yet: the loop compiles it (not cached: it may be next time)
             return None
-        block = self.blocks[key] = _compile(self.run, codes, self.initial) or Block(in_loop, [0], codes, compiled=False)
+        block = self.blocks[key] = _compile(self.run, codes, self.initial, self.tally) or Block(in_loop, [0], codes, compiled=False)
         return block
 
 
-def _compile(run: Run, codes: list, initial: tuple) -> Block | None:
+def _compile(run: Run, codes: list, initial: tuple, tally: Tally) -> Block | None:
     """The block of ``codes`` (tile instructions: ``compiler.tiles``; word instructions:
     ``words.compile_word_block``), or None where the compiler does not take it."""
     if codes and codes[0][0] == EXEC:  # a block of tile instructions (compiler.tiles)
         hits = [0]
-        tile = compile_tile_block(run, codes, BAIL, Bail, hits)
+        tile = compile_tile_block(run, codes, BAIL, Bail, hits, tally)
         if tile is None:
             return None
         block = Block(tile.block, hits, codes, multi=tile.multi)
@@ -146,15 +148,18 @@ def run_blocks(run: Run, ktext: str, first: int, cache: BlockCache, templates: d
         return False  # mostly the loop's: no gain from blocks
     if head:
         execute(run, head, first)
-    _run_keys(run, keys, first + len(head), cache, uniq, looped)
+    route = _run_keys(run, keys, first + len(head), cache, uniq, looped)
+    tally = cache.tally
+    setattr(tally, route, getattr(tally, route) + count)
     if last:
         execute(run, last, first + count - len(last))
     return True
 
 
-def _run_keys(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, looped: list) -> None:
+def _run_keys(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, looped: list) -> str:
     """``run_blocks`` once its blocks are compiled: runs of one block as one call each, tile blocks
-    apart, or block by block (stand-ins for the blocks the loop runs)."""
+    apart, or block by block (stand-ins for the blocks the loop runs). The route taken, as its
+    ``PathStats`` field: ``runs``, ``apart`` or ``blocks``."""
     blocks = [b for b in uniq.values() if b.compiled]
     if not looped:
         fns = list(map(dict(zip(uniq, (b.fn for b in uniq.values()))).__getitem__, keys))
@@ -162,14 +167,14 @@ def _run_keys(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, l
         if (len(cuts) - 1) * MIN_RUN <= len(fns):  # start (found without a Python step): one call per run
             runs = list(zip(map(fns.__getitem__, cuts[:-1]), map(sub, cuts[1:], cuts[:-1])))
             _run_runs(run, keys, first, cache, uniq, blocks, runs)
-            return
+            return "runs"
         apart = {b.fn for b in blocks if b.apart}
         if apart and not any(b.tile is not None and not b.apart for b in blocks):  # tile blocks that share
             # nothing with the word blocks between them (and no tile block reads a word): set them apart
             words = [fn for fn in fns if fn not in apart]
             if (sum(map(ne, words, islice(words, 1, None))) + 1) * MIN_RUN <= len(words):
                 run_apart(run, keys, first, cache, uniq, blocks, fns, apart)
-                return
+                return "apart"
     offsets = list(accumulate(map({k: b.lines for k, b in uniq.items()}.__getitem__, keys), initial=0))
     state = [0]  # the blocks done before the last slow path or looped block
     if looped:  # a block the loop runs is called where it stands (no Bail raised for it)
@@ -189,14 +194,16 @@ def _run_keys(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, l
         k = state[0] + flush(run, blocks)  # the block that bailed
         block = uniq[keys[k]]
         bails += 1
+        cache.tally.bails += 1
         rerun(run, block, taken, first + offsets[k])
         state[0] = k + 1
         if bails > MAX_BAILS:  # slow paths all along: the loop runs the rest, and this block from now on
             cache.to_loop(keys[k], block)
             rest = list(chain.from_iterable(uniq[key].codes for key in islice(keys, k + 1, None)))
             execute(run, rest, first + offsets[k + 1])
-            return
+            return "blocks"
     flush(run, blocks)
+    return "blocks"
 
 
 def _looped(run: Run, block, blocks: list, offsets: list, first: int, state: list):
@@ -230,6 +237,7 @@ def _run_runs(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, b
         p = p_done + sum(b.lines for b in map(uniq.__getitem__, keys[done:k]))
         block = uniq[keys[k]]
         bails += 1
+        cache.tally.bails += 1
         rerun(run, block, taken, first + p)
         done, p_done = k + 1, p + block.lines
         if bails > MAX_BAILS:  # as run_blocks: the loop runs the rest, and this block from now on
@@ -297,12 +305,12 @@ class ProgramKeys:
     """A generated ``Program``'s chunks as text mode's template keys and index stream, made from
     its ``Instr`` objects without writing the text (``run_program_blocks``)."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Run, tally: Tally):
         self.run = run
         self.by_id: dict[int, str] = {}  # id of a shared register Instr → its key (generators share them)
         self.memory: dict[tuple, str] = {}  # (op, array, register) → template key
         self.templates: dict[str, tuple] = {}  # key → code
-        self.cache = BlockCache(run)
+        self.cache = BlockCache(run, tally)
         self.off = False  # a tile program, ACC, a computed index: this program runs in the loop
 
     def keys(self, chunk: Sequence[Instr], first: int):

@@ -214,6 +214,7 @@ def run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, b
             try:
                 fns[j](nxt)
             except Bail:
+                cache.tally.bails += 1
                 flush(run, blocks)
                 run.step = base + before(j, "steps")
                 execute(run, list(uniq[keys[j]].codes), first + before(j, "lines"))
@@ -225,6 +226,7 @@ def run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, b
                     while same <= last and tile_keys[same] == key and tile_at[same] < k:
                         same += 1
                     done = batch(same - t)
+                    cache.tally.batched += done
                     t += done
                     if not done:
                         retry[key] = t + 64
@@ -232,6 +234,7 @@ def run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, b
     def settle(k: int) -> None:  # count the skipped runs; run.step: the steps before chunk position k
         for key, count in skipped.items():
             uniq[key].tile.skip(count)
+            cache.tally.tiles_counted += count
         skipped.clear()
         flush(run, blocks)
         run.step = base + before(k, "steps")
@@ -249,6 +252,7 @@ def run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, b
         run.step = base + before(k, "steps")
         block = uniq[keys[k]]
         bails += 1
+        cache.tally.bails += 1
         rerun(run, block, taken, first + before(k, "lines"))
         done = q + 1
         if bails > MAX_BAILS:  # as templates.run_blocks: the loop runs the rest (from k + 1: none of it ran yet)

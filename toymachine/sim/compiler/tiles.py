@@ -37,6 +37,7 @@ from .tile_runs import compile_batch
 from .words import define
 
 if TYPE_CHECKING:
+    from ..compiled import Tally
     from ..run import Run
 
 _FLOP = {MM: "fm", VEC: "fv", SFU: "fs", MZO: "fo"}  # fo: the elements MAC_Z wrote
@@ -63,7 +64,7 @@ class TileBlock:
     batch: Callable | None
 
 
-def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
+def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list, tally: Tally):
     """The ``TileBlock`` of a block of tile codes, or None where it is not compiled here."""
     if run.record or not run.sram_exact or not codes:
         return None
@@ -209,6 +210,7 @@ def compile_tile_block(run: Run, codes: list, bail, bail_class, hits: list):
     tb.words = any(run.names[s][:1] != "T" for s in loaded)
     tb.pure, tb.signature, tb.loads, tb.stores = not loaded, tuple(signature), frozenset(loads), tuple(targets)
     tb.streamed = bool(bounds)
+    env["tally"] = tally  # the door's record (``sim.compiled.Tally``): runs done at once
     tb.batch = compile_batch(specs, env) if bounds and not loaded else None  # runs of it at once: tile_runs.compile_batch
     if tb.batch is not None:  # a run of it (templates._run_runs): one call, then the rest at once where they can be
         define(_BATCHED, "<toym tile block>", env)
@@ -224,6 +226,7 @@ _BATCHED = """def blocks(nxt, count):
         if n < count and n >= again:
             done = batch(count - n)
             n += done
+            tally.batched += done
             if not done:
                 again = n + 64
 """

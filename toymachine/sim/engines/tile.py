@@ -69,7 +69,7 @@ import math
 
 import numpy as np
 
-from ...errors import AsmError, RuntimeFault
+from ...errors import AsmError, Opt, RuntimeFault
 from ...isa import ISA
 from ...limits import LIMITS
 from ...program import Instr, Mem, Reg, Span
@@ -118,7 +118,7 @@ def compile(run: Run, ins: Instr, line: int, text: str | None) -> tuple:
     spec = ISA[ins.op]
     if run.symbolic:
         raise AsmError(f"{ins.op} on tiles has no symbolic semantics", loc=run.loc(line),
-                       hint="symbolic mode shows scalar traces; run tile programs without --symbolic")
+                       key="symbolic", hint=("symbolic mode shows scalar traces; run tile programs without ", Opt("symbolic")))
     op = TILE_BASE + OPINDEX[ins.op]
     tag = (ins, text, False)
     a: tuple[Any, ...] = ins.args  # each operand's kind was checked against the ISA signature when parsed
@@ -224,7 +224,8 @@ def _block(run: Run, mem: Mem, line: int, operand: int, *, write: bool):
     if not arr.fixed:
         raise RuntimeFault(f"'{name}' has no declared shape; a block LOAD/STORE needs one",
                            loc=run.loc(line, operand),
-                           hint=f"declare it before the code: `.array {name}[rows][cols]` (or give it with --data)")
+                           hint=(f"declare it before the code: `.array {name}[rows][cols]` (or give it with ",
+                                 Opt("data"), ")"))
     assert arr.shape is not None  # fixed: the shape is declared or given
     if len(mem.index) != len(arr.shape):
         raise RuntimeFault(f"'{name}' has {len(arr.shape)} dimensions but '{mem}' gives {len(mem.index)}",

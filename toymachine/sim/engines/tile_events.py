@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import AsmError, MachineLimitError, RuntimeFault
+from ...errors import AsmError, MachineLimitError, Opt, RuntimeFault
 from ...program import operands_of
 
 if TYPE_CHECKING:
@@ -167,15 +167,16 @@ def sram_full(run: Run, line: int, code: tuple, d: int, occupied: int) -> None:
             f"VMEM overflow: {ins.op} writes a {shape_text(tile)} tile ({tile.size} words) to {run.names[d]}; "
             f"VMEM would hold {occupied * wb} bytes ({listing}{scalars}, words of {wb} bytes) but the machine has "
             f"vmem_bytes = {machine.vmem_bytes}", loc=run.loc(line, len(ins.args) - 1 if ins.op != "STORE" else 0),
-            hint=f"use smaller blocks or a tiled algorithm (toym gen attention-tile --block-m/--block-n, --algo fa2), "
-                 f"or a machine with `vmem_bytes: {occupied * wb}` or more")
+            hint=("use smaller blocks or a tiled algorithm (toym gen attention-tile ", Opt("block_m"), "/", Opt("block_n"),
+                  ", ", Opt("algo", "fa2"), f"), or a machine with `vmem_bytes: {occupied * wb}` or more"))
     raise MachineLimitError(
         f"SRAM overflow: {ins.op} writes a {shape_text(tile)} tile ({tile.size} words) to {run.names[d]}; "
         f"SRAM would hold {occupied} words ({listing}{scalars}) but the machine has sram_words = {cap}"
         + ("" if run.sram_exact else " (sram_rule paper: only blocks of HBM matrices count)"),
         loc=run.loc(line, len(ins.args) - 1 if ins.op != "STORE" else 0),
-        hint=f"use smaller blocks (toym gen attention-tile --block-m/--block-n, or --sram {cap}), reuse registers "
-             f"you no longer need, or a machine with `sram_words: {occupied}` or more")
+        hint=("use smaller blocks (toym gen attention-tile ", Opt("block_m"), "/", Opt("block_n"), ", or ",
+              Opt("sram", cap), f"), reuse registers you no longer need, or a machine with `sram_words: {occupied}` "
+              "or more"))
 
 
 def dropout_operands(run: Run, line: int, a: tuple) -> tuple[float, int, int, int, int]:
