@@ -34,7 +34,7 @@ from ..loop import execute
 from .words import BAIL, Bail, WordStatements, define, flush, initial_reads
 
 if TYPE_CHECKING:
-    from ..compiled import Tally
+    from ..path_stats import Tally
     from ..run import Run
 
 PIECE = 24  # lines per piece (a multiple of 1, 2, 3, 4, 6 and 8: short periods give few distinct pieces)

@@ -55,7 +55,7 @@ from .words import (
 )
 
 if TYPE_CHECKING:
-    from ..compiled import Tally
+    from ..path_stats import Tally
     from ..run import Run
 
 SEP = "\nLOAD "  # a unit starts at each LOAD line
@@ -70,7 +70,7 @@ class BlockCache:
 
     def __init__(self, run: Run, tally: Tally):
         self.run = run
-        self.tally = tally  # the door's record of what ran (``sim.compiled.Tally``)
+        self.tally = tally  # the door's record of what ran (``sim.path_stats.Tally``)
         self.blocks: dict[str, Block] = {}  # a block without ``fn`` runs in the loop
         self.initial = initial_reads(run, BAIL)  # first reads of cells (one per run: the rounded lists are shared)
         self.separate: dict[tuple, bool] = {}  # a chunk's distinct TileBlocks → tile_runs.separate

@@ -29,7 +29,7 @@ __all__ = ["compile_batch", "run_apart", "separate"]
 from bisect import bisect_right
 from itertools import chain, compress, islice
 from operator import ne, not_, sub
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -40,8 +40,19 @@ from ..loop import execute
 from .words import CACHE_LIMIT, MAX_BAILS, Bail, call_runs, define, flush, rerun
 
 if TYPE_CHECKING:
+    from ..path_stats import Tally
     from ..run import Run
-    from .templates import BlockCache
+    from .words import Block
+
+
+class TileRunCache(Protocol):
+    """What a run of tile blocks needs of ``templates.BlockCache``: the verdicts of
+    ``separate`` by a chunk's distinct blocks, the run's tally and the way to the loop."""
+
+    separate: dict[tuple, bool]
+    tally: Tally
+
+    def to_loop(self, key: str, block: Block) -> None: ...
 
 _EXACT = {UFUNC[op] for op in ("ADD", "SUB", "MUL", "DIV", "MAX") if op in UFUNC}
 
@@ -166,7 +177,7 @@ def compile_batch(specs: list, env: dict):
     return env["batch"]
 
 
-def run_apart(run: Run, keys: list, first: int, cache: BlockCache, uniq: dict, blocks: list, fns: list,
+def run_apart(run: Run, keys: list, first: int, cache: TileRunCache, uniq: dict, blocks: list, fns: list,
                apart: set) -> None:
     """``templates.run_blocks`` for a chunk of word blocks in long runs broken by tile blocks that share no
     register and no array with them (the benchmark's mixed trace: a tile block after every third

@@ -37,7 +37,7 @@ from .tile_runs import compile_batch
 from .words import define
 
 if TYPE_CHECKING:
-    from ..compiled import Tally
+    from ..path_stats import Tally
     from ..run import Run
 
 _FLOP = {MM: "fm", VEC: "fv", SFU: "fs", MZO: "fo"}  # fo: the elements MAC_Z wrote
