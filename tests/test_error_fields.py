@@ -48,6 +48,25 @@ def test_the_cli_says_each_parameter_as_its_flag_and_the_library_as_its_key():
     assert flag_words("causal", True) == "--causal" and flag_words("registers") == "--registers"
 
 
+def test_a_run_documents_warnings_in_its_fronts_words(tmp_path, toym):
+    """The JSON of a run whose array is never given: the CLI says the option as its flag, the
+    library (and ``toym serve``) as its key; the rest of the document is the same."""
+    import json
+
+    from toymachine.api import RunOptions, render_run, run_path
+
+    trace = tmp_path / "w.asm"
+    trace.write_text("LOAD a[0], R0\nSTORE R0, c[0]\n")
+    code, out, _ = toym("run", str(trace), "-f", "json")
+    assert code == 0
+    cli = json.loads(out)
+    lib = json.loads(render_run(run_path(str(trace), RunOptions()), "json"))
+    [cw], [lw] = cli.pop("warnings"), lib.pop("warnings")
+    assert "--data" in cw["message"] and "--data FILE" in cw["hint"] and "--strict" in cw["hint"]
+    assert "--" not in lw["message"] and "data = FILE" in lw["hint"]
+    assert cw["message"] == lw["message"].replace("data or", "--data or") and cli == lib
+
+
 def test_a_yaml_syntax_error_says_so_in_a_field(tmp_path):
     from toymachine.check import load_problem
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .asm import Chunks, binary_chunks, decode_source, open_error, parse, text_chunks
-from .errors import Location
+from .errors import Location, Namer, field_words
 from .limits import LIMITS
 from .machine import Machine, resolve_machine
 from .params import check_int
@@ -144,17 +144,19 @@ def run_text(text: str, name: str, options: RunOptions = RunOptions(), *, machin
 
 
 def render_run(ran: Ran, fmt: str, *, steps: bool | None = None, json_fields: str | None = None,
-               memory: bool = True, memory_max: int | None = None, width: int | None = None) -> str:
+               memory: bool = True, memory_max: int | None = None, width: int | None = None,
+               name: Namer = field_words) -> str:
     """A run's output in ``fmt``, as ``toym run`` prints it: ``steps=False`` leaves the step rows
     out; JSON: ``json_fields`` (comma-separated) selects keys, arrays over ``memory_max`` elements
-    are summarised (None: whole), ``memory=False`` leaves them out; ``width``: a table's."""
+    are summarised (None: whole), ``memory=False`` leaves them out, the warnings say parameters as
+    ``name`` does (the front's words: the CLI's flags); ``width``: a table's."""
     from .render import render
 
     if memory_max is not None:
         check_int("memory_max", memory_max, 0)
     fields = [f for f in json_fields.split(",") if f.strip()] if json_fields is not None else None
     return render(ran.result, fmt, steps=steps is not False, fields=fields, memory=memory, memory_max=memory_max,
-                  width=width, program=ran.program)
+                  width=width, program=ran.program, name=name)
 
 
 def run_file(path: str, *, machine: str | Machine | None = None, registers: int | None = None,

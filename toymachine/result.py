@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import Namer, field_words
 from .program import ACCUMULATOR
 
 
@@ -173,7 +174,7 @@ class Result:
         show = DISPLAY.get("text/markdown")
         return show(self) if show else None
 
-    def to_dict(self, *, steps: bool = True) -> dict:
+    def to_dict(self, *, steps: bool = True, name: Namer = field_words) -> dict:
         d: dict = {
             "file": self.file,
             "cycles": self.cycles,
@@ -193,7 +194,7 @@ class Result:
         }
         d.update(self.extra)
         if self.warnings:
-            d["warnings"] = [w.to_dict() for w in self.warnings]
+            d["warnings"] = [w.to_dict(name) for w in self.warnings]  # parameters said by ``name``
         if steps and self.steps is not None:
             d["steps"] = [
                 {"step": s.step, "line": s.line, "instruction": s.instruction,

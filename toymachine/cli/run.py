@@ -23,6 +23,7 @@ from .common import (
     warn,
     write_output,
 )
+from .vocabulary import flag_words
 
 if TYPE_CHECKING:
     from ..machine import Machine
@@ -90,7 +91,8 @@ def run_command(
                 raise
         warn(ran.result.warnings)
         text = render_run(ran, fmt.value, steps=steps, json_fields=json_fields, memory=not no_memory,
-                          memory_max=None if full_memory else memory_max, width=_width(fmt, output))
+                          memory_max=None if full_memory else memory_max, width=_width(fmt, output),
+                          name=flag_words)
         write_output(text, output)
 
 

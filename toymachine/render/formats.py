@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..errors import Namer, field_words
 from .display import DISPLAY
 from .jsonout import MEMORY_MAX, dump_json, result_json, select_fields
 
@@ -25,13 +26,13 @@ FORMATS = ("table", "markdown", "csv", "json", "latex", "html", "html-fragment")
 
 def render(result: Result, fmt: str = "table", *, steps: bool = True, width: int | None = None,
            fields: Iterable[str] | None = None, memory: bool = True, memory_max: int | None = MEMORY_MAX,
-           program: Program | None = None) -> str:
+           program: Program | None = None, name: Namer = field_words) -> str:
     """Render a run in ``fmt`` (one of ``FORMATS``). JSON: ``fields`` selects keys,
     ``memory_max`` summarises bigger arrays (None: whole), ``memory=False`` drops ``memory``.
     ``width``: the terminal's, for ``table`` (None: as wide as the contents). ``html`` is the
     step viewer (``render/page.py``); ``program``, the program that ran, gives it the source."""
     if fmt == "json":
-        d = result_json(result, steps=steps, memory=memory, memory_max=memory_max)
+        d = result_json(result, steps=steps, memory=memory, memory_max=memory_max, name=name)
         if fields is not None:
             d = select_fields(d, fields)
         return dump_json(d)

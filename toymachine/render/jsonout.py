@@ -83,11 +83,12 @@ def _register_json(v, limit: int | None):
 
 
 def result_json(result: Result, *, steps: bool = True, memory: bool = True,
-                memory_max: int | None = MEMORY_MAX) -> dict:
+                memory_max: int | None = MEMORY_MAX, name: Namer = field_words) -> dict:
     """``result.to_dict(steps=…)`` with big arrays summarised (``memory_max``) and ``memory``
-    left out if asked — without ever making the nested lists of a summarised array."""
+    left out if asked — without ever making the nested lists of a summarised array; the warnings'
+    parameters said by ``name`` (the front's words)."""
     light = dataclasses.replace(result, memory={}, registers={}, steps=None)
-    d = light.to_dict(steps=False)
+    d = light.to_dict(steps=False, name=name)
     d["registers"] = {k: _register_json(v, memory_max) for k, v in result.registers.items()}
     if memory:
         d["memory"] = {name: _memory_json(result, name, memory_max) for name in result.memory}
