@@ -24,7 +24,7 @@ from conftest import ROOT, built_once, cli_runner
 
 sys.path.insert(0, str(ROOT / "docs"))
 
-from docgen.pages import DOCS, LANGUAGES, Step, skip_reason, stages, steps, workdir  # noqa: E402
+from docgen.pages import DOCS, LANGUAGES, Step, iter_page, run_stages, stages, steps  # noqa: E402
 
 # the commands whose report takes ``-f latex``
 FORMATTED = ("run", "sweep", "numerics", "isa", "verify-gpu")
@@ -61,15 +61,6 @@ def latex_variant(command: str) -> list[list[str]] | None:
     return pipeline[:-1] + [out + ["-f", "latex"]]
 
 
-def _run_stages(toym, pipeline: list[list[str]]) -> tuple[int, str, str]:
-    data, code, err = None, 0, ""
-    for stage in pipeline:
-        code, data, err = toym(*stage, input=data)
-        if code != 0:
-            break
-    return code, data, err
-
-
 def _files(folder: Path) -> dict[str, tuple[int, int]]:
     """Each file of the folder: (size, modification time in ns)."""
     found = {}
@@ -83,25 +74,18 @@ def _files(folder: Path) -> dict[str, tuple[int, int]]:
 def _run(page: Path, latex: bool) -> dict:
     toym = cli_runner()
     results, fragments = [], []
-    with workdir() as folder:
-        for at, step in enumerate(steps(page.read_text(encoding="utf-8"))):
-            if step.kind == "file":
-                Path(step.text).parent.mkdir(parents=True, exist_ok=True)
-                Path(step.text).write_text(step.expected, encoding="utf-8")
-                continue
-            if skip_reason(step.text):
-                continue
-            code, out, err = _run_stages(toym, stages(step.text))
-            results.append([at, code, out, err])
-            variant = latex_variant(step.text) if latex and step.kind != "error" and step.exit_status == 0 else None
-            if variant is None or code != 0:
-                continue
-            before = _files(folder)
-            code, tex, err = _run_stages(toym, variant)
-            assert code == 0, (f"toym {step.text}, with -f latex", err)
-            changed = sorted(set(before.items()) ^ set(_files(folder).items()))
-            assert not changed, f"the -f latex variant of toym {step.text} changed files of the page's folder: {changed}"
-            fragments.append(["toym " + step.text, tex])
+    for at, step, code, out, err in iter_page(page, toym):
+        results.append([at, code, out, err])
+        variant = latex_variant(step.text) if latex and step.kind != "error" and step.exit_status == 0 else None
+        if variant is None or code != 0:
+            continue
+        folder = Path.cwd()  # the page's folder while iter_page holds this step
+        before = _files(folder)
+        code, tex, err = run_stages(toym, variant)
+        assert code == 0, (f"toym {step.text}, with -f latex", err)
+        changed = sorted(set(before.items()) ^ set(_files(folder).items()))
+        assert not changed, f"the -f latex variant of toym {step.text} changed files of the page's folder: {changed}"
+        fragments.append(["toym " + step.text, tex])
     return {"results": results, "latex": fragments}
 
 

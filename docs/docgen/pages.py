@@ -33,6 +33,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,13 +255,18 @@ def toym_in_process():
     return call
 
 
-def run_command(toym, command: str) -> tuple[int, str, str]:
+def run_stages(toym, pipeline: list[list[str]]) -> tuple[int, str, str]:
+    """Run a pipeline's stages in order, each fed the one before's stdout; stop at the first that fails."""
     data, code, err = None, 0, ""
-    for stage in stages(command):
+    for stage in pipeline:
         code, data, err = toym(*stage, input=data)
         if code != 0:
             break
     return code, data, err
+
+
+def run_command(toym, command: str) -> tuple[int, str, str]:
+    return run_stages(toym, stages(command))
 
 
 def normalise(text: str) -> str:
@@ -283,17 +289,22 @@ def workdir():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_page(path: Path, toym) -> list[tuple[Step, int, str, str]]:
-    """Run a page's steps in order in a fresh folder: (step, exit code, stdout, stderr) for each step run
-    (skipped ones are left out)."""
-    results = []
+def iter_page(path: Path, toym) -> Iterator[tuple[int, Step, int, str, str]]:
+    """Run a page's steps in order in a fresh folder (the current directory while the caller holds a
+    step): (the step's index among the page's steps, step, exit code, stdout, stderr) for each step
+    run; file steps are written, skipped ones left out."""
     with workdir():
-        for step in steps(path.read_text(encoding="utf-8")):
+        for at, step in enumerate(steps(path.read_text(encoding="utf-8"))):
             if step.kind == "file":
                 Path(step.text).parent.mkdir(parents=True, exist_ok=True)
                 Path(step.text).write_text(step.expected, encoding="utf-8")
                 continue
             if skip_reason(step.text):
                 continue
-            results.append((step, *run_command(toym, step.text)))
-    return results
+            yield (at, step, *run_command(toym, step.text))
+
+
+def run_page(path: Path, toym) -> list[tuple[Step, int, str, str]]:
+    """Run a page's steps in order in a fresh folder: (step, exit code, stdout, stderr) for each step run
+    (skipped ones are left out)."""
+    return [(step, code, out, err) for _, step, code, out, err in iter_page(path, toym)]
