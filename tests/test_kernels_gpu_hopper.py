@@ -14,6 +14,8 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton")
 
+from kernels_gpu_reference import assert_forward_and_backward_match_float64  # noqa: E402
+
 from kernels_gpu import attention_reference  # noqa: E402
 from kernels_gpu.kernels.hopper import HAVE_GLUON  # noqa: E402
 
@@ -71,10 +73,9 @@ def test_the_gluon_forward_computes_attention(dtype, d, bm, bn, w, causal):
 @pytest.mark.parametrize("d", [64, 128])
 def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d, causal):
     """MHA at d 64/128 on sm_90, causal or not: flash_attention_forward runs the Gluon kernel
-    (its O bit for bit), the lse it writes is right, and autograd's backward from it is right."""
-    from kernels_gpu import flash_attention, flash_attention_forward
+    (its O bit for bit), its O and lse are right, and autograd's backward from it is right."""
+    from kernels_gpu import flash_attention_forward
     from kernels_gpu.host import dispatch, hopper, launch
-    from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
 
     g = torch.Generator().manual_seed(d)
     q, k, v, do = (torch.randn(1, 2, 256, d, generator=g).half().cuda() for _ in range(4))
@@ -82,15 +83,7 @@ def test_flash_attention_dispatches_to_gluon_and_its_lse_feeds_the_backward(d, c
     o, lse = flash_attention_forward(q, k, v, causal)
     assert torch.equal(o, hopper.attention_forward_hopper(q, k, v, None, bm, bn, w,
                                                           causal=causal))
-    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
-    ref_o, ref_lse = attention_reference(qr, kr, vr, causal)
-    assert rel_err(lse, ref_lse.detach()) < lse_tolerance(torch.float16, True)
-    ref_o.backward(do.double())
-    q, k, v = (t.requires_grad_() for t in (q, k, v))
-    flash_attention(q, k, v, causal).backward(do)
-    tol = output_tolerance(torch.float16, True, backward=True)
-    assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
-               rel_err(v.grad, vr.grad)) < tol
+    assert_forward_and_backward_match_float64(q, k, v, do, causal, o, lse)
 
 
 @GLUON
@@ -157,9 +150,8 @@ def test_the_dispatched_warp_specialised_forwards_compile_to_wgmma_without_spill
 def test_flash_attention_dispatches_to_the_warp_specialised_forward(causal):
     """Where DISPATCH_WS names it (d 128 at its smallest N), flash_attention_forward runs the
     warp-specialised kernel (its O bit for bit), lse is right, and the backward from it too."""
-    from kernels_gpu import flash_attention, flash_attention_forward
+    from kernels_gpu import flash_attention_forward
     from kernels_gpu.host import dispatch, hopper, launch
-    from kernels_gpu.host.tolerance import lse_tolerance, output_tolerance, rel_err
 
     def at(n):
         return torch.empty(1, 2, n, 128, device="cuda", dtype=torch.float16)
@@ -170,16 +162,7 @@ def test_flash_attention_dispatches_to_the_warp_specialised_forward(causal):
     ws = dispatch.choose_for(launch.problem_of(q, k, v, causal), False).get("fwd_ws")
     o, lse = flash_attention_forward(q, k, v, causal)
     assert torch.equal(o, hopper.attention_forward_ws(q, k, v, None, *ws, causal=causal))
-    qr, kr, vr = (t.double().requires_grad_() for t in (q, k, v))
-    ref_o, ref_lse = attention_reference(qr, kr, vr, causal)
-    assert rel_err(o, ref_o.detach()) < output_tolerance(torch.float16, True)
-    assert rel_err(lse, ref_lse.detach()) < lse_tolerance(torch.float16, True)
-    ref_o.backward(do.double())
-    q, k, v = (t.requires_grad_() for t in (q, k, v))
-    flash_attention(q, k, v, causal).backward(do)
-    tol = output_tolerance(torch.float16, True, backward=True)
-    assert max(rel_err(q.grad, qr.grad), rel_err(k.grad, kr.grad),
-               rel_err(v.grad, vr.grad)) < tol
+    assert_forward_and_backward_match_float64(q, k, v, do, causal, o, lse)
 
 
 @GLUON
